@@ -1,0 +1,3 @@
+from topomap.cli import main
+
+main()

@@ -1,0 +1,247 @@
+"""The topomap command line: parse, call, print, exit codes — nothing else.
+
+Exit codes: 0 ok; 1 a verdict of "different"/"fail"; 2 bad input (one line on stderr);
+3 nothing could be probed; 4 an internal error (traceback with --debug).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
+
+import typer
+
+from topomap import __version__
+from topomap.errors import TopomapError
+
+if TYPE_CHECKING:
+    from topomap.model import Snapshot
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Show what your data travels over on a GPU server: host memory, GPU link or network.",
+)
+
+_state = {"debug": False}
+F = TypeVar("F", bound=Callable[..., Any])
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
+
+
+def _err(message: str, code: int = 2, hint: str | None = None) -> NoReturn:
+    line = f"topomap: error: {message}"
+    if hint:
+        line += f" (hint: {hint})"
+    print(line, file=sys.stderr)
+    raise typer.Exit(code)
+
+
+def _guard(fn: F) -> F:
+    """Turn TopomapError into one line and exit 2; anything else into one line and exit 4."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (typer.Exit, typer.Abort, SystemExit):
+            raise
+        except TopomapError as err:
+            if _state["debug"]:
+                raise
+            _err(str(err), 2, err.hint)
+        except KeyboardInterrupt:
+            _err("interrupted", 130)
+        except Exception as err:
+            if _state["debug"]:
+                raise
+            _err(f"internal error: {type(err).__name__}: {err}", 4, "rerun with --debug for the traceback")
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"topomap {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    _state["debug"] = debug
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(soft_wrap=False, highlight=False)
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def _load(path: str) -> Snapshot:
+    from topomap.importers import load_any
+
+    return load_any(path)
+
+
+def _write(path: str, data: bytes) -> None:
+    from topomap.model import atomic_write
+
+    p = Path(path)
+    if p.parent and not p.parent.exists():
+        raise TopomapError(f"{path}: folder {p.parent} does not exist")
+    try:
+        atomic_write(p, data)
+    except OSError as err:
+        raise TopomapError(f"{path}: cannot write ({err.strerror or err})") from err
+
+
+@app.command()
+@_guard
+def probe(
+    output: Annotated[str | None, typer.Option("-o", "--output", help="Write the snapshot here.")] = None,
+    sysfs_root: Annotated[str, typer.Option("--root", help="Read sysfs/procfs under this root.")] = "/",
+    json_out: JsonOpt = False,
+) -> None:
+    """Probe this machine (NVML + CUDA + sysfs) and write a snapshot.
+
+    Exit 0 with problems recorded; exit 3 when no NVIDIA driver/GPU answered (a host-only
+    snapshot is still written).
+    """
+    from topomap.model import encode_snapshot
+    from topomap.probe import probe as run_probe
+
+    out = run_probe(sysfs_root=sysfs_root)
+    data = encode_snapshot(out.snapshot)
+    if output:
+        _write(output, data)
+    if json_out or not output:
+        sys.stdout.write(data.decode())
+    else:
+        s = out.snapshot
+        print(
+            f"wrote {output}: {len(s.gpus)} GPU(s), {len(s.nics)} NIC(s), {len(s.problems)} problem(s)",
+            file=sys.stderr,
+        )
+    if not out.found_driver or out.gpu_count == 0:
+        print(
+            "topomap: no NVIDIA driver/GPU found: NVML and CUDA did not answer "
+            "(check `nvidia-smi`, and in a container `--gpus all` / NVIDIA_VISIBLE_DEVICES); "
+            "wrote a host-only snapshot",
+            file=sys.stderr,
+        )
+        raise typer.Exit(3)
+
+
+@app.command("import")
+@_guard
+def import_(
+    file: Annotated[str, typer.Argument(help="nvidia-smi text, NCCL topology XML or hwloc XML.")],
+    output: Annotated[str | None, typer.Option("-o", "--output", help="Write the snapshot here.")] = None,
+    fmt: Annotated[
+        str, typer.Option("--format", help="auto | nvidia-smi | nccl-xml | hwloc-xml")
+    ] = "auto",
+) -> None:
+    """Turn nvidia-smi text, an NCCL topology XML or an hwloc XML into a snapshot."""
+    from topomap.importers import import_file
+    from topomap.model import encode_snapshot
+
+    snap = import_file(file, fmt)
+    data = encode_snapshot(snap)
+    if output:
+        _write(output, data)
+        print(f"wrote {output}: {len(snap.gpus)} GPU(s), {len(snap.nics)} NIC(s)", file=sys.stderr)
+    else:
+        sys.stdout.write(data.decode())
+
+
+@app.command()
+@_guard
+def show(
+    snapshot: Annotated[str, typer.Argument(help="Snapshot JSON, or a raw nvidia-smi/NCCL/hwloc file.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Devices, NICs, the NVML ↔ CUDA ↔ UUID ↔ bus id table, NUMA nodes, the machine tree, problems."""
+    snap = _load(snapshot)
+    if json_out:
+        from topomap.model import to_builtins
+
+        _print_json(to_builtins(snap))
+        return
+    from topomap.render.terminal import show as show_view
+
+    _console().print(show_view(snap))
+
+
+@app.command()
+@_guard
+def matrix(
+    snapshot: Annotated[str, typer.Argument(help="Snapshot JSON, or a raw nvidia-smi/NCCL/hwloc file.")],
+    p2p: Annotated[
+        str | None, typer.Option("--p2p", help="Print `topo -p2p` for r, w, n or a instead.")
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """The GPU/NIC matrix exactly as `nvidia-smi topo -m` prints it, legends included."""
+    from topomap.render.matrix import matrix_ids, pair_lookup, render_matrix, render_p2p_matrix
+
+    snap = _load(snapshot)
+    if json_out:
+        ids = matrix_ids(snap)
+        look = pair_lookup(snap)
+        _print_json(
+            {
+                "ids": ids,
+                "cells": [[None if r == c else look.get(frozenset((r, c))) for c in ids] for r in ids],
+                "gpus": [
+                    {
+                        "id": f"gpu{g.index}",
+                        "cpu_affinity": g.cpu_affinity,
+                        "numa_affinity": g.numa_node,
+                        "gpu_numa_id": g.gpu_numa_node,
+                    }
+                    for g in snap.gpus
+                ],
+                "nic_legend": {f"nic{n.index}": n.name for n in snap.nics if n.rdma},
+            }
+        )
+        return
+    if p2p is not None:
+        if p2p not in ("r", "w", "n", "a"):
+            raise TopomapError(f"--p2p {p2p!r}: expected one of r, w, n, a")
+        text = render_p2p_matrix(snap, p2p)
+        if text is None:
+            raise TopomapError(f"{snapshot}: this snapshot records no P2P status", hint="probe the machine")
+        sys.stdout.write(text)
+        return
+    sys.stdout.write(render_matrix(snap))
+
+
+@app.command()
+@_guard
+def schema(
+    which: Annotated[str, typer.Argument(help="snapshot")] = "snapshot",
+) -> None:
+    """Print the JSON Schema of a topomap file format."""
+    from topomap.model import json_schema_text
+
+    if which != "snapshot":
+        raise TopomapError(f"unknown schema {which!r}; expected: snapshot")
+    sys.stdout.write(json_schema_text())
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,11 @@
+"""The one error type the CLI turns into a one-line message and exit status 2."""
+
+from __future__ import annotations
+
+
+class TopomapError(Exception):
+    """Bad input or an unusable file. ``str()`` is one line naming the file, line or field."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint

@@ -1,0 +1,86 @@
+"""Importers: text and XML that users and vendors already have → Snapshot.
+
+Format is detected from content, not from the file name. Every command that takes a snapshot
+goes through :func:`load_any`, so a raw nvidia-smi paste works wherever a snapshot does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from topomap.errors import TopomapError
+from topomap.model import Snapshot, decode_snapshot
+
+FORMATS = ("nvidia-smi", "nccl-xml", "hwloc-xml")
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+
+
+class ImportFailure(TopomapError):
+    """A file that cannot be imported; the message names file and line."""
+
+
+def read_text(path: str | Path) -> str:
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as err:
+        raise ImportFailure(f"{p}: cannot read ({err.strerror or err})") from err
+    if len(data) > MAX_INPUT_BYTES:
+        raise ImportFailure(f"{p}: {len(data)} bytes is larger than any topology file ({MAX_INPUT_BYTES} max)")
+    if b"\0" in data[:4096]:
+        raise ImportFailure(f"{p}: binary file, expected text or XML")
+    return data.decode("utf-8", errors="replace")
+
+
+def detect(text: str) -> str | None:
+    """Which importer reads this text: by its content."""
+    head = text.lstrip("\ufeff \t\r\n")[:4096]
+    if head.startswith("<") or head.startswith("<?xml"):
+        if "<topology" in head:
+            return "hwloc-xml"
+        if "<system" in head:
+            return "nccl-xml"
+        return None
+    from topomap.importers.nvidia_smi import looks_like_nvidia_smi
+
+    if looks_like_nvidia_smi(text):
+        return "nvidia-smi"
+    return None
+
+
+def import_text(text: str, origin: str, fmt: str = "auto") -> Snapshot:
+    """Import text of the given (or detected) format."""
+    if fmt == "auto":
+        found = detect(text)
+        if found is None:
+            raise ImportFailure(
+                f"{origin}: unknown format",
+                hint="expected `nvidia-smi topo -m` (or topo -p2p / nvlink -s / nvlink -R) text, "
+                "an NCCL topology XML (<system>) or an hwloc XML (<topology>)",
+            )
+        fmt = found
+    if fmt == "nvidia-smi":
+        from topomap.importers.nvidia_smi import import_nvidia_smi
+
+        return import_nvidia_smi(text, origin)
+    if fmt == "nccl-xml":
+        from topomap.importers.nccl_xml import import_nccl_xml
+
+        return import_nccl_xml(text, origin)
+    if fmt == "hwloc-xml":
+        from topomap.importers.hwloc_xml import import_hwloc_xml
+
+        return import_hwloc_xml(text, origin)
+    raise ImportFailure(f"--format {fmt!r}: expected auto, {', '.join(FORMATS)}")
+
+
+def import_file(path: str | Path, fmt: str = "auto") -> Snapshot:
+    return import_text(read_text(path), str(path), fmt)
+
+
+def load_any(path: str | Path) -> Snapshot:
+    """A snapshot JSON, or any importable file imported on the fly."""
+    text = read_text(path)
+    if text.lstrip("\ufeff \t\r\n").startswith("{"):
+        return decode_snapshot(text.encode(), str(path))
+    return import_text(text, str(path))

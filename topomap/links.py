@@ -1,0 +1,144 @@
+"""Link facts, held once: path classes, P2P status codes, NVLink and PCIe rates.
+
+Every number here is nominal per direction, with its source in
+``shared/reference/formats-and-pitfalls.md`` §4 and ``nvml-cuda.md`` §4. Nothing else in
+topomap repeats these numbers.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final, Literal
+
+PathClass = Literal["PIX", "PXB", "PHB", "NODE", "SYS"]
+P2PStatus = Literal["OK", "CNS", "GNS", "TNS", "DR", "NS", "U"]
+
+#: PCIe path classes, best first (as `nvidia-smi topo -m` ranks them).
+PCIE_CLASSES: Final[tuple[PathClass, ...]] = ("PIX", "PXB", "PHB", "NODE", "SYS")
+
+#: `nvmlGpuTopologyLevel_t` → nvidia-smi symbol. INTERNAL (0, two GPUs on one board) prints
+#: as a single-bridge path.
+NVML_TOPOLOGY_LEVELS: Final[dict[int, PathClass]] = {
+    0: "PIX",
+    10: "PIX",
+    20: "PXB",
+    30: "PHB",
+    40: "NODE",
+    50: "SYS",
+}
+
+#: `nvmlGpuP2PStatus_t` 0..6 → `nvidia-smi topo -p2p` code.
+P2P_STATUS_CODES: Final[dict[int, P2PStatus]] = {
+    0: "OK",
+    1: "CNS",
+    2: "GNS",
+    3: "TNS",
+    4: "DR",
+    5: "NS",
+    6: "U",
+}
+
+#: Legend wording of `nvidia-smi topo -p2p`.
+P2P_LEGEND: Final[dict[P2PStatus, str]] = {
+    "OK": "Status Ok",
+    "CNS": "Chipset not supported",
+    "GNS": "GPU not supported",
+    "TNS": "Topology not supported",
+    "NS": "Not supported",
+    "DR": "Disabled by regkey",
+    "U": "Unknown",
+}
+
+#: `nvmlNvlinkVersion_t` enum → NVLink generation. The enum is not the generation:
+#: A100 and GA102 return 5 ("3.1"); hwloc#658.
+NVLINK_VERSION_ENUM: Final[dict[int, int]] = {1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 6: 4, 7: 5, 8: 6}
+
+#: NVLink nominal per-link rate per direction, GB/s, by generation.
+NVLINK_GBPS_PER_LINK: Final[dict[int, float]] = {1: 20.0, 2: 25.0, 3: 25.0, 4: 25.0, 5: 50.0}
+
+#: GA102 (RTX 3090 / A6000 / A40) NVLink 3.x bridge: 14.0625 GB/s per link per direction.
+NVLINK_GA102_GBPS_PER_LINK: Final[float] = 14.0625
+
+#: PCIe per-lane rate per direction after line encoding, GB/s, by generation.
+PCIE_GBPS_PER_LANE: Final[dict[int, float]] = {
+    1: 0.25,
+    2: 0.5,
+    3: 0.985,
+    4: 1.969,
+    5: 3.938,
+    6: 7.56,
+}
+
+#: Transfer rate per lane in GT/s by generation (sysfs and NCCL speak in GT/s).
+PCIE_GTS: Final[dict[int, float]] = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
+
+#: `nvmlDeviceGetPcieLinkMaxSpeed` returns a code, not MB/s (nvml-cuda.md §3.5).
+NVML_PCIE_MAX_SPEED_CODE_TO_GEN: Final[dict[int, int]] = {1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 6}
+
+_NV_RE: Final = re.compile(r"^NV(\d+)$")
+
+
+def pcie_gen_from_gts(gts: float) -> int | None:
+    """PCIe generation for a per-lane transfer rate in GT/s (2.5 → 1 … 64 → 6)."""
+    for gen, rate in PCIE_GTS.items():
+        if abs(rate - gts) < 0.01:
+            return gen
+    return None
+
+
+def pcie_gen_from_speed_text(text: str) -> int | None:
+    """Parse a sysfs/NCCL speed string (``16.0 GT/s PCIe``, ``8 GT/s``) to a generation."""
+    m = re.match(r"^\s*([0-9.]+)\s*GT/s", text)
+    if not m:
+        return None
+    return pcie_gen_from_gts(float(m.group(1)))
+
+
+def pcie_bandwidth_gbps(gen: int | None, width: int | None) -> float | None:
+    """Nominal PCIe bandwidth per direction in GB/s for a gen and lane count, or None."""
+    if gen is None or width is None or width <= 0 or gen not in PCIE_GBPS_PER_LANE:
+        return None
+    return round(PCIE_GBPS_PER_LANE[gen] * width, 3)
+
+
+def nvlink_bandwidth_gbps(generation: int | None, count: int, gpu_name: str | None = None) -> float | None:
+    """Nominal NVLink bundle bandwidth per direction in GB/s, or None when the rate is unknown."""
+    if count <= 0:
+        return 0.0
+    if gpu_name is not None and is_ga102(gpu_name):
+        return round(NVLINK_GA102_GBPS_PER_LINK * count, 3)
+    if generation is None or generation not in NVLINK_GBPS_PER_LINK:
+        return None
+    return round(NVLINK_GBPS_PER_LINK[generation] * count, 3)
+
+
+def is_ga102(gpu_name: str) -> bool:
+    """GA102 boards whose NVLink bridge runs at 14.0625 GB/s per link."""
+    n = gpu_name.upper()
+    return any(k in n for k in ("3090", "A6000", "A40", "A5000"))
+
+
+def nvlink_generation_for_cc(major: int) -> int | None:
+    """NVLink generation implied by a compute capability major (SXM parts): 6→1 … 10→5."""
+    return {6: 1, 7: 2, 8: 3, 9: 4, 10: 5}.get(major)
+
+
+def parse_path(code: str) -> tuple[str, int]:
+    """Split a matrix code into (kind, nvlinks): ``NV18`` → ("NV", 18), ``PIX`` → ("PIX", 0)."""
+    m = _NV_RE.match(code)
+    if m:
+        return "NV", int(m.group(1))
+    return code, 0
+
+
+def is_path_code(code: str) -> bool:
+    """True for a valid `topo -m` cell code other than X."""
+    return code in PCIE_CLASSES or bool(_NV_RE.match(code))
+
+
+def class_rank(code: str) -> int:
+    """Rank of a path code, lower is better: any NV# ranks 0, then PIX..SYS."""
+    kind, _ = parse_path(code)
+    if kind == "NV":
+        return 0
+    return 1 + PCIE_CLASSES.index(code)  # type: ignore[arg-type]

@@ -1,0 +1,303 @@
+"""The snapshot: topomap's versioned JSON contract (``topomap.snapshot/1``).
+
+One msgspec definition both validates input (errors carry the JSON path of the bad field) and
+generates the JSON Schema shipped in ``topomap/schema/snapshot.schema.json``. Unknown is
+``None`` plus a :class:`Problem`, never a guess. Output is deterministic: the same snapshot
+always encodes to the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from topomap.errors import TopomapError
+from topomap.links import P2PStatus
+
+SCHEMA = "topomap.snapshot/1"
+SCHEMA_NAME = "topomap.snapshot"
+SCHEMA_VERSION = 1
+
+SourceKind = Literal["probe", "nvidia-smi", "nccl-xml", "hwloc-xml", "merge"]
+NicKind = Literal["infiniband", "roce", "ethernet", "efa", "unknown"]
+PciKind = Literal["host-bridge", "bridge", "switch-upstream", "switch-downstream", "gpu", "nic", "nvswitch", "other"]
+RemoteType = Literal["gpu", "switch", "cpu", "unknown"]
+FabricState = Literal["not-supported", "not-started", "in-progress", "completed"]
+
+
+class _S(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Base: strict decoding, keyword construction."""
+
+
+class Source(_S, kw_only=True):
+    """Where a snapshot came from and what that source could not know."""
+
+    kind: SourceKind
+    origin: str  # host name for a probe, file path (or public URL) for an import
+    captured_at: str | None = None  # ISO-8601 UTC
+    tool: str  # e.g. "topomap 0.1.0"
+    unknown_fields: list[str] = []  # dotted field names this source cannot provide
+    notes: list[str] = []
+
+
+class NumaNode(_S, kw_only=True):
+    id: int
+    cpus: str | None = None  # cpulist, e.g. "0-31,64-95"; "" for a memory-only (GPU) node
+    memory_total_bytes: int | None = None
+    distances: list[int] | None = None  # SLIT row
+
+
+class Host(_S, kw_only=True):
+    hostname: str | None = None
+    cpu_model: str | None = None
+    sockets: int | None = None
+    numa_nodes: list[NumaNode] = []
+    virtualization: str | None = None  # e.g. "kvm", "Amazon EC2", None when bare metal or unknown
+    container: str | None = None  # e.g. "docker", "kubernetes", "lxc", None
+    cgroup_cpus: str | None = None  # effective cpuset of this process, as a cpulist
+    iommu: str | None = None  # "on", "passthrough", "off" or None when unknown
+    environment: dict[str, str] = {}  # CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER
+
+
+class Software(_S, kw_only=True):
+    driver_version: str | None = None
+    cuda_driver_version: str | None = None  # "12.4"
+    nvml_version: str | None = None
+    bindings: dict[str, str] = {}  # python package → version, for a probe
+
+
+class PcieLink(_S, kw_only=True):
+    gen_current: int | None = None
+    width_current: int | None = None
+    gen_max: int | None = None
+    width_max: int | None = None
+
+
+class NvLink(_S, kw_only=True):
+    link: int
+    active: bool
+    generation: int | None = None  # decoded from the NVML version enum
+    version_enum: int | None = None
+    remote_type: RemoteType | None = None
+    remote_pci_bus_id: str | None = None
+    speed_gbps: float | None = None  # GB/s per direction as reported by the source
+
+
+class Fabric(_S, kw_only=True):
+    cluster_uuid: str | None = None
+    clique_id: int | None = None
+    state: FabricState | None = None
+    status: str | None = None  # NVML return of the registration, e.g. "success"
+    health_mask: int | None = None
+
+
+class MigDevice(_S, kw_only=True):
+    index: int
+    uuid: str | None = None
+    name: str | None = None
+    memory_total_bytes: int | None = None
+
+
+class Mig(_S, kw_only=True):
+    enabled: bool | None = None
+    pending: bool | None = None
+    devices: list[MigDevice] = []
+
+
+class Gpu(_S, kw_only=True):
+    index: int
+    cuda_ordinal: int | None = None
+    uuid: str | None = None
+    name: str | None = None
+    pci_bus_id: str | None = None
+    numa_node: int | None = None  # host NUMA node nearest the GPU
+    gpu_numa_node: int | None = None  # NUMA node of the GPU memory itself (Grace-class parts)
+    cpu_affinity: str | None = None  # cpulist
+    memory_total_bytes: int | None = None
+    compute_capability: str | None = None  # "9.0"
+    architecture: str | None = None  # "hopper"
+    pcie: PcieLink | None = None
+    persistence_mode: bool | None = None
+    nvlinks: list[NvLink] = []
+    fabric: Fabric | None = None
+    mig: Mig | None = None
+    gdr: bool | None = None  # GPUDirect RDMA capable, where the source says
+
+
+class Nic(_S, kw_only=True):
+    index: int
+    name: str  # RDMA device (mlx5_0) or netdev (eth0)
+    kind: NicKind = "unknown"
+    rdma: bool = True  # shown in the `topo -m` matrix (nvidia-smi lists RDMA devices only)
+    pci_bus_id: str | None = None
+    numa_node: int | None = None
+    speed_gbit_s: float | None = None  # line rate, gigabits per second
+    state: str | None = None  # "active", "down", ...
+    netdevs: list[str] = []
+    gdr: bool | None = None
+
+
+class P2P(_S, kw_only=True):
+    """NVML P2P status per capability (`nvidia-smi topo -p2p r|w|n|a`)."""
+
+    read: P2PStatus | None = None
+    write: P2PStatus | None = None
+    nvlink: P2PStatus | None = None
+    atomics: P2PStatus | None = None
+
+
+class CudaPeer(_S, kw_only=True):
+    """CUDA driver view of a GPU pair, a→b and b→a."""
+
+    can_access_peer: bool | None = None  # both directions
+    performance_rank: int | None = None  # lower is better
+    access_supported: bool | None = None
+    native_atomics: bool | None = None
+
+
+class Pair(_S, kw_only=True):
+    a: str  # "gpu0", "nic3"
+    b: str
+    path: str | None  # NV<n>, PIX, PXB, PHB, NODE, SYS; None when unknown
+    nvlinks: int = 0
+    pcie_path: str | None = None  # the PCIe class under an NV# path, where known
+    p2p: P2P | None = None
+    cuda: CudaPeer | None = None
+
+
+class PciDevice(_S, kw_only=True):
+    """One PCI function or bridge in the tree above GPUs and NICs."""
+
+    id: str  # bus id "0000:17:00.0", or "pci0000:17" for a host bridge
+    kind: PciKind
+    parent: str | None = None
+    numa_node: int | None = None
+    link_gen: int | None = None
+    link_width: int | None = None
+    inferred: bool = False  # built to fit a path class, not read from the machine
+
+
+class NvSwitch(_S, kw_only=True):
+    id: str  # bus id, or "nvswitch<k>" when the switch is not PCI-visible
+    pci_bus_id: str | None = None
+    links: dict[str, int] = {}  # gpu id → link count
+
+
+class Problem(_S, kw_only=True):
+    source: str  # "nvml", "cuda", "sysfs", "import"
+    call: str  # e.g. "nvmlDeviceGetCpuAffinity"
+    target: str | None = None  # e.g. "gpu3"
+    error: str
+
+
+class Snapshot(_S, kw_only=True):
+    schema: str = SCHEMA
+    source: Source
+    host: Host = msgspec.field(default_factory=Host)
+    software: Software = msgspec.field(default_factory=Software)
+    gpus: list[Gpu] = []
+    nics: list[Nic] = []
+    pairs: list[Pair] = []
+    pci: list[PciDevice] = []
+    nvswitches: list[NvSwitch] = []
+    problems: list[Problem] = []
+
+    def _repr_svg_(self) -> str:  # pragma: no cover - exercised in notebooks
+        from topomap.render.dot import snapshot_svg
+
+        return snapshot_svg(self)
+
+
+class SnapshotError(TopomapError):
+    """A snapshot file that cannot be read; the message is one line naming file and field."""
+
+
+_SCHEMA_RE = re.compile(r"^topomap\.snapshot/(\d+)$")
+
+
+def check_schema_version(value: object, where: str) -> None:
+    """Refuse a snapshot of another schema, naming the version and what to do."""
+    if not isinstance(value, str):
+        raise SnapshotError(f"{where}: missing or invalid `schema` (expected {SCHEMA!r})")
+    m = _SCHEMA_RE.match(value)
+    if not m:
+        raise SnapshotError(f"{where}: not a topomap snapshot (schema {value!r}, expected {SCHEMA!r})")
+    version = int(m.group(1))
+    if version > SCHEMA_VERSION:
+        raise SnapshotError(
+            f"{where}: snapshot schema {value} is newer than this topomap reads ({SCHEMA}); "
+            "upgrade topomap (pip install -U topomap)"
+        )
+    if version < SCHEMA_VERSION:
+        raise SnapshotError(f"{where}: snapshot schema {value} is older than {SCHEMA} and cannot be migrated")
+
+
+def decode_snapshot(data: bytes, where: str = "<snapshot>") -> Snapshot:
+    """Validate JSON bytes into a Snapshot; errors name ``where`` and the JSON path."""
+    try:
+        raw = msgspec.json.decode(data)
+    except msgspec.DecodeError as err:
+        raise SnapshotError(f"{where}: not valid JSON ({err})") from err
+    if not isinstance(raw, dict):
+        raise SnapshotError(f"{where}: a snapshot is a JSON object, got {type(raw).__name__}")
+    check_schema_version(raw.get("schema"), where)
+    try:
+        return msgspec.convert(raw, Snapshot)
+    except msgspec.ValidationError as err:
+        raise SnapshotError(f"{where}: {err}") from err
+
+
+def load_snapshot(path: str | Path) -> Snapshot:
+    """Read and validate a snapshot file."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as err:
+        raise SnapshotError(f"{p}: cannot read ({err.strerror or err})") from err
+    return decode_snapshot(data, str(p))
+
+
+def to_builtins(snap: Snapshot) -> Any:
+    """Snapshot as plain JSON-compatible Python values."""
+    return msgspec.to_builtins(snap, order="deterministic")
+
+
+def encode_snapshot(snap: Snapshot) -> bytes:
+    """Deterministic, indented JSON with a trailing newline."""
+    compact = msgspec.json.encode(snap, order="deterministic")
+    return msgspec.json.format(compact, indent=2) + b"\n"
+
+
+def atomic_write(path: str | Path, data: bytes) -> None:
+    """Write a file all at once: a temporary file beside it, then rename. Never half-written."""
+    p = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=str(p.parent or Path(".")))
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_snapshot(snap: Snapshot, path: str | Path) -> None:
+    atomic_write(path, encode_snapshot(snap))
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of the snapshot, as shipped in the package."""
+    schema: dict[str, Any] = msgspec.json.schema(Snapshot)
+    schema["$id"] = f"https://topomap.dev/schema/{SCHEMA.replace('/', '-')}.json"
+    schema["title"] = SCHEMA
+    return schema
+
+
+def json_schema_text() -> str:
+    return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"

@@ -1,0 +1,332 @@
+"""probe(): run NVML, CUDA and sysfs, join them, and write down what could not be read.
+
+The only part of topomap that touches hardware. Each source is injectable so tests run the
+whole probe against fakes built from data (tests/fakes/).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import socket
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+from topomap import __version__
+from topomap.model import (
+    CudaPeer,
+    Gpu,
+    Host,
+    Nic,
+    NvLink,
+    NvSwitch,
+    P2P,
+    Pair,
+    PciDevice,
+    PcieLink,
+    Problem,
+    Snapshot,
+    Software,
+    Source,
+)
+from topomap.pathclass import classify_chains
+from topomap.pciaddr import parse_bus_id
+from topomap.probe.cuda import CudaResult, probe_cuda
+from topomap.probe.nvml import NvmlResult, probe_nvml
+from topomap.probe.sysfs import PciFunction, SysfsReader, SysfsResult, chain_kind
+
+ENV_KEYS = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_DRIVER_CAPABILITIES")
+
+
+@dataclass
+class ProbeOutcome:
+    snapshot: Snapshot
+    found_driver: bool  # NVML or CUDA answered
+    gpu_count: int
+
+
+def probe(
+    *,
+    nvml_lib: Any | None = None,
+    cuda_driver: Any | None = None,
+    sysfs_root: str = "/",
+    env: dict[str, str] | None = None,
+    hostname: str | None = None,
+    now: dt.datetime | None = None,
+) -> ProbeOutcome:
+    """Probe this machine (or the fakes handed in) and build a snapshot."""
+    environ = dict(os.environ) if env is None else env
+    reader = SysfsReader(sysfs_root)
+    sysr = reader.read(environ)
+    nv = probe_nvml(nvml_lib)
+    cu = probe_cuda(cuda_driver)
+    problems: list[Problem] = [*nv.problems, *cu.problems]
+
+    gpus = _gpus(nv, sysr, problems)
+    _join_cuda(gpus, cu, problems)
+    nics = [
+        Nic(
+            index=i,
+            name=n.name,
+            kind=n.kind,
+            rdma=n.rdma,
+            pci_bus_id=n.pci_bus_id,
+            numa_node=sysr.functions[n.pci_bus_id].numa_node if n.pci_bus_id in sysr.functions else None,
+            speed_gbit_s=n.speed_gbit_s,
+            state=n.state,
+            netdevs=n.netdevs,
+        )
+        for i, n in enumerate(sysr.nics)
+    ]
+    pairs = _pairs(gpus, nics, nv, cu, sysr, problems)
+    pci = _pci_tree(gpus, nics, sysr)
+    switches = _nvswitches(gpus)
+    host = Host(
+        hostname=hostname or sysr.hostname or socket.gethostname(),
+        cpu_model=sysr.cpu_model,
+        sockets=sysr.sockets,
+        numa_nodes=sysr.numa_nodes,
+        virtualization=sysr.virtualization,
+        container=sysr.container,
+        cgroup_cpus=sysr.cgroup_cpus,
+        iommu=sysr.iommu,
+        environment={k: environ[k] for k in ENV_KEYS if k in environ},
+    )
+    software = Software(
+        driver_version=nv.driver_version,
+        cuda_driver_version=nv.cuda_driver_version or cu.driver_version,
+        nvml_version=nv.nvml_version,
+        bindings=_binding_versions(),
+    )
+    when = (now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0)
+    snap = Snapshot(
+        source=Source(
+            kind="probe",
+            origin=host.hostname or "unknown host",
+            captured_at=when.isoformat().replace("+00:00", "Z"),
+            tool=f"topomap {__version__}",
+        ),
+        host=host,
+        software=software,
+        gpus=gpus,
+        nics=nics,
+        pairs=pairs,
+        pci=pci,
+        nvswitches=switches,
+        problems=problems,
+    )
+    return ProbeOutcome(snapshot=snap, found_driver=nv.available or cu.available, gpu_count=len(gpus))
+
+
+def _binding_versions() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pkg in ("nvidia-ml-py", "cuda-bindings"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def _gpus(nv: NvmlResult, sysr: SysfsResult, problems: list[Problem]) -> list[Gpu]:
+    """NVML's GPUs, completed from sysfs; without NVML, the NVIDIA functions sysfs lists."""
+    if nv.available:
+        gpus = list(nv.gpus)
+    else:
+        gpus = [Gpu(index=i, pci_bus_id=f.bus_id) for i, f in enumerate(_sys_gpus(sysr))]
+        if gpus:
+            problems.append(
+                Problem(
+                    source="sysfs",
+                    call="/sys/bus/pci/devices",
+                    error=f"{len(gpus)} NVIDIA GPU(s) on the PCI bus but NVML is unavailable: "
+                    "name, UUID, memory and NVLink unknown",
+                )
+            )
+    out: list[Gpu] = []
+    for g in gpus:
+        fn = sysr.functions.get(g.pci_bus_id or "")
+        if fn is not None:
+            if g.numa_node is None and fn.numa_node is not None:
+                g.numa_node = fn.numa_node
+            if g.cpu_affinity is None and fn.local_cpulist:
+                g.cpu_affinity = fn.local_cpulist
+            if g.pcie is None or all(v is None for v in (g.pcie.gen_max, g.pcie.width_max)):
+                g.pcie = PcieLink(
+                    gen_current=fn.link_gen_current,
+                    width_current=fn.link_width_current,
+                    gen_max=fn.link_gen_max,
+                    width_max=fn.link_width_max,
+                )
+        out.append(g)
+    return out
+
+
+def _sys_gpus(sysr: SysfsResult) -> list[PciFunction]:
+    return [f for f in sysr.functions.values() if f.is_nvidia_gpu]
+
+
+def _join_cuda(gpus: list[Gpu], cu: CudaResult, problems: list[Problem]) -> None:
+    """CUDA ordinal of each GPU, joined by UUID, else by bus id — never by index."""
+    by_uuid = {g.uuid: g for g in gpus if g.uuid}
+    by_bus = {parse_bus_id(g.pci_bus_id): g for g in gpus if g.pci_bus_id}
+    for d in cu.devices:
+        g = by_uuid.get(d.uuid) if d.uuid else None
+        if g is None and d.pci_bus_id:
+            g = by_bus.get(parse_bus_id(d.pci_bus_id))
+        if g is None:
+            problems.append(
+                Problem(
+                    source="cuda",
+                    call="join",
+                    target=f"cuda{d.ordinal}",
+                    error=f"CUDA device {d.uuid or d.pci_bus_id or '?'} matches no NVML GPU",
+                )
+            )
+            continue
+        g.cuda_ordinal = d.ordinal
+    if cu.available and gpus and not cu.devices:
+        problems.append(
+            Problem(source="cuda", call="cuDeviceGetCount", error="CUDA sees no device (check CUDA_VISIBLE_DEVICES)")
+        )
+
+
+def link_peer(link: NvLink, gpu_buses: dict[tuple[int, int, int, int], str]) -> str | None:
+    """What an active link reaches: a GPU id, "switch", or None for a CPU (IBM NPU) link.
+
+    On NVSwitch systems the remote bus id is the switch, not the peer GPU (HAMi#2103), so the
+    remote device type decides; without it, a bus id that is no GPU is taken as a switch (NCCL).
+    """
+    rb = parse_bus_id(link.remote_pci_bus_id) if link.remote_pci_bus_id else None
+    if link.remote_type == "cpu":
+        return None
+    if link.remote_type == "gpu" or (link.remote_type is None and rb in gpu_buses):
+        return gpu_buses.get(rb) if rb is not None else None
+    return "switch"
+
+
+def _gpu_buses(gpus: list[Gpu]) -> dict[tuple[int, int, int, int], str]:
+    out: dict[tuple[int, int, int, int], str] = {}
+    for g in gpus:
+        parts = parse_bus_id(g.pci_bus_id) if g.pci_bus_id else None
+        if parts is not None:
+            out[parts] = f"gpu{g.index}"
+    return out
+
+
+def _nvlink_count(a: Gpu, b: Gpu, gpu_buses: dict[tuple[int, int, int, int], str]) -> int:
+    """Links joining two GPUs as `nvidia-smi topo -m` counts them: direct links, plus switch
+    links (the smaller side's count)."""
+    ida, idb = f"gpu{a.index}", f"gpu{b.index}"
+    peers_a = [link_peer(x, gpu_buses) for x in a.nvlinks if x.active]
+    peers_b = [link_peer(x, gpu_buses) for x in b.nvlinks if x.active]
+    direct = peers_a.count(idb) or peers_b.count(ida)
+    return direct + min(peers_a.count("switch"), peers_b.count("switch"))
+
+
+def _pairs(
+    gpus: list[Gpu],
+    nics: list[Nic],
+    nv: NvmlResult,
+    cu: CudaResult,
+    sysr: SysfsResult,
+    problems: list[Problem],
+) -> list[Pair]:
+    ends: list[tuple[str, str | None]] = [(f"gpu{g.index}", g.pci_bus_id) for g in gpus]
+    ends += [(f"nic{n.index}", n.pci_bus_id) for n in nics if n.rdma]
+    gpu_by_id = {f"gpu{g.index}": g for g in gpus}
+    buses = _gpu_buses(gpus)
+    pairs: list[Pair] = []
+    for x, (ida, busa) in enumerate(ends):
+        for idb, busb in ends[x + 1 :]:
+            sys_class = _sys_class(busa, busb, sysr)
+            ga, gb = gpu_by_id.get(ida), gpu_by_id.get(idb)
+            if ga is not None and gb is not None:
+                info = nv.pairs.get((ga.index, gb.index))
+                pcie = (info.pcie_path if info else None) or sys_class
+                n = _nvlink_count(ga, gb, buses)
+                path = f"NV{n}" if n else pcie
+                p2p = P2P(**info.p2p) if info and info.p2p else None
+                pairs.append(
+                    Pair(a=ida, b=idb, path=path, nvlinks=n, pcie_path=pcie, p2p=p2p, cuda=_cuda_pair(ga, gb, cu))
+                )
+            else:
+                pairs.append(Pair(a=ida, b=idb, path=sys_class, pcie_path=sys_class))
+            if pairs[-1].path is None:
+                problems.append(
+                    Problem(source="sysfs", call="path class", target=f"{ida}-{idb}", error="PCI path unknown")
+                )
+    return pairs
+
+
+def _sys_class(busa: str | None, busb: str | None, sysr: SysfsResult) -> str | None:
+    fa = sysr.functions.get(busa or "")
+    fb = sysr.functions.get(busb or "")
+    if fa is None or fb is None:
+        return None
+    return classify_chains(fa.chain, fb.chain, fa.locality, fb.locality)
+
+
+def _cuda_pair(a: Gpu, b: Gpu, cu: CudaResult) -> CudaPeer | None:
+    if a.cuda_ordinal is None or b.cuda_ordinal is None:
+        return None
+    ab = cu.peers.get((a.cuda_ordinal, b.cuda_ordinal))
+    ba = cu.peers.get((b.cuda_ordinal, a.cuda_ordinal))
+    if ab is None or ba is None:
+        return None
+
+    def both(x: bool | None, y: bool | None) -> bool | None:
+        if x is None or y is None:
+            return None
+        return x and y
+
+    ranks = [r for r in (ab.performance_rank, ba.performance_rank) if r is not None]
+    return CudaPeer(
+        can_access_peer=both(ab.can_access_peer, ba.can_access_peer),
+        performance_rank=max(ranks) if len(ranks) == 2 else None,
+        access_supported=both(ab.access_supported, ba.access_supported),
+        native_atomics=both(ab.native_atomics, ba.native_atomics),
+    )
+
+
+def _pci_tree(gpus: list[Gpu], nics: list[Nic], sysr: SysfsResult) -> list[PciDevice]:
+    """The part of the PCI tree above GPUs, NICs and NVSwitches."""
+    wanted = [g.pci_bus_id for g in gpus] + [n.pci_bus_id for n in nics]
+    wanted += [f.bus_id for f in sysr.functions.values() if f.is_nvswitch]
+    seen: dict[str, PciDevice] = {}
+    for bus in wanted:
+        fn = sysr.functions.get(bus or "")
+        if fn is None:
+            continue
+        parent: str | None = None
+        for node in fn.chain:
+            if node not in seen:
+                f = sysr.functions.get(node)
+                seen[node] = PciDevice(
+                    id=node,
+                    kind=chain_kind(fn.chain, sysr.functions, node),
+                    parent=parent,
+                    numa_node=f.numa_node if f else fn.numa_node,
+                    link_gen=(f.link_gen_max if f else None),
+                    link_width=(f.link_width_max if f else None),
+                )
+            parent = node
+    return [seen[k] for k in sorted(seen)]
+
+
+def _nvswitches(gpus: list[Gpu]) -> list[NvSwitch]:
+    """NVSwitches seen from the GPUs' links; switches with no visible bus id become one group."""
+    buses = _gpu_buses(gpus)
+    groups: dict[str, dict[str, int]] = {}
+    for g in gpus:
+        for link in g.nvlinks:
+            if not link.active or link_peer(link, buses) != "switch":
+                continue
+            key = link.remote_pci_bus_id or "nvswitch-fabric"
+            per_gpu = groups.setdefault(key, {})
+            per_gpu[f"gpu{g.index}"] = per_gpu.get(f"gpu{g.index}", 0) + 1
+    return [
+        NvSwitch(id=k, pci_bus_id=k if k != "nvswitch-fabric" else None, links=dict(sorted(v.items())))
+        for k, v in sorted(groups.items())
+    ]

@@ -1,0 +1,169 @@
+"""CUDA driver API source: the only module that imports ``cuda.bindings``.
+
+Every call returns a tuple whose first element is a ``CUresult``; binding-level failures are
+exceptions: a missing ``libcuda.so.1`` raises ``RuntimeError`` at the first call (with
+cuda-pathfinder installed, its ``DynamicLibNotFoundError``, a RuntimeError subclass), and a
+driver older than the bindings raises ``RuntimeError('Function "cuX" not found')``. Both are
+recorded here, never fatal. CUDA ordinals are joined to NVML by UUID or bus id, never index.
+"""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from topomap.model import Problem
+from topomap.pciaddr import normalize_bus_id
+
+
+@dataclass
+class CudaDevice:
+    ordinal: int
+    uuid: str | None = None  # "GPU-…" as NVML spells it
+    pci_bus_id: str | None = None
+    name: str | None = None
+
+
+@dataclass
+class CudaPeerInfo:
+    """One ordered pair src → dst."""
+
+    can_access_peer: bool | None = None
+    performance_rank: int | None = None
+    access_supported: bool | None = None
+    native_atomics: bool | None = None
+
+
+@dataclass
+class CudaResult:
+    available: bool = False
+    driver_version: str | None = None
+    devices: list[CudaDevice] = field(default_factory=list)
+    peers: dict[tuple[int, int], CudaPeerInfo] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+
+def _import_driver() -> Any:
+    try:
+        from cuda.bindings import driver  # cuda-bindings >= 12.6.1
+
+        return driver
+    except ImportError:
+        from cuda import cuda  # cuda-python 11.x .. 12.6.0
+
+        return cuda
+
+
+class _Cuda:
+    def __init__(self, cu: Any, problems: list[Problem]) -> None:
+        self.cu = cu
+        self.problems = problems
+        self.library_missing = False
+
+    def call(self, fn_name: str, target: str | None, *args: Any) -> tuple[bool, Any]:
+        """(ok, first output) of ``cu.<fn_name>(*args)``; failures become problems."""
+        fn = getattr(self.cu, fn_name, None)
+        if fn is None:
+            self._record(fn_name, target, "not in these CUDA bindings")
+            return False, None
+        try:
+            res = fn(*args)
+        except RuntimeError as err:  # missing libcuda, or driver older than the bindings
+            if "not found" not in str(err) or "Function" not in str(err):
+                self.library_missing = True  # no libcuda at all: nothing else will answer
+            self._record(fn_name, target, f"{type(err).__name__}: {err}")
+            return False, None
+        err = res[0]
+        if int(err) != 0:
+            self._record(fn_name, target, f"{getattr(err, 'name', 'CUresult')} ({int(err)})")
+            return False, None
+        return True, (res[1] if len(res) > 1 else None)
+
+    def _record(self, call: str, target: str | None, error: str) -> None:
+        self.problems.append(Problem(source="cuda", call=call, target=target, error=error))
+
+
+def _text(raw: Any) -> str:
+    """NUL-padded bytes from the bindings → str."""
+    if isinstance(raw, bytes):
+        return raw.split(b"\0", 1)[0].decode(errors="replace")
+    return str(raw).split("\0", 1)[0]
+
+
+def _uuid_text(raw: Any) -> str | None:
+    b = getattr(raw, "bytes", raw)
+    if isinstance(b, str):
+        b = b.encode("latin-1")
+    if not isinstance(b, (bytes, bytearray)) or len(b) != 16:
+        return None
+    return "GPU-" + str(uuidlib.UUID(bytes=bytes(b)))
+
+
+def probe_cuda(cu: Any | None = None) -> CudaResult:
+    """CUDA's view: ordinals, their UUIDs and bus ids, and peer access per ordered pair.
+
+    The ordinal order honours CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER of this process.
+    """
+    result = CudaResult()
+    if cu is None:
+        try:
+            cu = _import_driver()
+        except ImportError as err:
+            result.problems.append(
+                Problem(source="cuda", call="import cuda.bindings", error=f"cuda-bindings not installed ({err})")
+            )
+            return result
+    c = _Cuda(cu, result.problems)
+    ok, ver = c.call("cuDriverGetVersion", None)
+    if ok and ver:
+        result.driver_version = f"{int(ver) // 1000}.{(int(ver) % 1000) // 10}"
+    if c.library_missing:
+        return result
+    ok, _ = c.call("cuInit", None, 0)
+    if not ok:
+        return result
+    result.available = True
+    ok, count = c.call("cuDeviceGetCount", None)
+    if not ok:
+        return result
+    handles: dict[int, Any] = {}
+    for i in range(int(count)):
+        target = f"cuda{i}"
+        ok, dev = c.call("cuDeviceGet", target, i)
+        if not ok:
+            result.devices.append(CudaDevice(ordinal=i))
+            continue
+        handles[i] = dev
+        d = CudaDevice(ordinal=i)
+        ok, name = c.call("cuDeviceGetName", target, 256, dev)
+        d.name = _text(name) if ok else None
+        ok, bus = c.call("cuDeviceGetPCIBusId", target, 32, dev)
+        d.pci_bus_id = normalize_bus_id(_text(bus)) if ok else None
+        # Plain cuDeviceGetUuid gives the physical GPU UUID in 12.x (the join key to NVML);
+        # _v2 gives the MIG UUID for a MIG instance.
+        ok, u = c.call("cuDeviceGetUuid", target, dev)
+        d.uuid = _uuid_text(u) if ok else None
+        result.devices.append(d)
+    p2p = getattr(cu, "CUdevice_P2PAttribute", None)
+    attrs: dict[str, Any] = {}
+    if p2p is not None:
+        attrs = {
+            "performance_rank": p2p.CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK,
+            "access_supported": p2p.CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED,
+            "native_atomics": p2p.CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED,
+        }
+    for i in handles:
+        for j in handles:
+            if i == j:
+                continue
+            target = f"cuda{i}->cuda{j}"
+            info = CudaPeerInfo()
+            ok, can = c.call("cuDeviceCanAccessPeer", target, handles[i], handles[j])
+            info.can_access_peer = bool(can) if ok else None
+            for key, attr in attrs.items():
+                ok, val = c.call("cuDeviceGetP2PAttribute", target, attr, handles[i], handles[j])
+                if ok:
+                    setattr(info, key, int(val) if key == "performance_rank" else bool(val))
+            result.peers[(i, j)] = info
+    return result

@@ -1,0 +1,77 @@
+"""The GPU/NIC matrix in exactly `nvidia-smi topo -m` layout: tab-separated, same codes, same legends.
+
+Pure text so users can diff it against what nvidia-smi printed on the machine.
+"""
+
+from __future__ import annotations
+
+from topomap.model import Gpu, Snapshot
+
+LEGEND = """Legend:
+
+  X    = Self
+  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)
+  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node
+  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)
+  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)
+  PIX  = Connection traversing at most a single PCIe bridge
+  NV#  = Connection traversing a bonded set of # NVLinks"""
+
+
+def matrix_ids(snap: Snapshot) -> list[str]:
+    """Row/column ids in nvidia-smi order: GPUs by index, then RDMA NICs by index."""
+    return [f"gpu{g.index}" for g in sorted(snap.gpus, key=lambda g: g.index)] + [
+        f"nic{n.index}" for n in sorted(snap.nics, key=lambda n: n.index) if n.rdma
+    ]
+
+
+def pair_lookup(snap: Snapshot) -> dict[frozenset[str], str | None]:
+    return {frozenset((p.a, p.b)): p.path for p in snap.pairs}
+
+
+def _label(node_id: str) -> str:
+    return node_id.upper()
+
+
+def _gpu_cols(g: Gpu) -> list[str]:
+    cpu = "N/A" if g.cpu_affinity is None else g.cpu_affinity
+    numa = "N/A" if g.numa_node is None else str(g.numa_node)
+    gnuma = "N/A" if g.gpu_numa_node is None else str(g.gpu_numa_node)
+    # nvidia-smi pads the NUMA Affinity cell with an extra tab (seen in go-gpuallocator#17).
+    return [cpu, numa, "", gnuma]
+
+
+def render_matrix(snap: Snapshot) -> str:
+    """`nvidia-smi topo -m` for a snapshot; unknown cells print as `?`."""
+    ids = matrix_ids(snap)
+    lookup = pair_lookup(snap)
+    gpus = {f"gpu{g.index}": g for g in snap.gpus}
+    lines = ["\t" + "\t".join(_label(i) for i in ids) + "\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID"]
+    for row in ids:
+        cells = []
+        for col in ids:
+            if row == col:
+                cells.append(" X ")
+            else:
+                cells.append(lookup.get(frozenset((row, col))) or "?")
+        extra = _gpu_cols(gpus[row]) if row in gpus else []
+        lines.append("\t".join([_label(row), *cells, *extra]))
+    out = "\n".join(lines) + "\n\n" + LEGEND + "\n"
+    nics = [n for n in sorted(snap.nics, key=lambda n: n.index) if n.rdma]
+    if nics:
+        out += "\nNIC Legend:\n\n" + "".join(f"  NIC{n.index}: {n.name}\n" for n in nics)
+    return out
+
+
+def render_p2p_matrix(snap: Snapshot, cap: str) -> str | None:
+    """`nvidia-smi topo -p2p <r|w|n|a>` for one capability, or None when no pair recorded it."""
+    field = {"r": "read", "w": "write", "n": "nvlink", "a": "atomics"}[cap]
+    ids = [f"gpu{g.index}" for g in sorted(snap.gpus, key=lambda g: g.index)]
+    status = {frozenset((p.a, p.b)): getattr(p.p2p, field) for p in snap.pairs if p.p2p is not None}
+    if not any(v is not None for v in status.values()):
+        return None
+    lines = [" \t" + "\t".join(_label(i) for i in ids) + "\t"]
+    for row in ids:
+        cells = ["X" if row == col else (status.get(frozenset((row, col))) or "U") for col in ids]
+        lines.append(" " + _label(row) + "\t" + "\t".join(cells) + "\t")
+    return "\n".join(lines) + "\n"

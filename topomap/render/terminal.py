@@ -1,0 +1,218 @@
+"""rich renderables for the terminal views. Renderers build; only the CLI prints."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from topomap.links import nvlink_bandwidth_gbps, pcie_bandwidth_gbps
+from topomap.model import Gpu, Snapshot
+
+GIB = 1024**3
+
+
+def _dash(v: object) -> str:
+    return "—" if v is None else str(v)
+
+
+def _gib(n: int | None) -> str:
+    return "—" if n is None else f"{n / GIB:.1f} GiB"
+
+
+def _pcie(g: Gpu) -> str:
+    p = g.pcie
+    if p is None or (p.gen_max is None and p.gen_current is None):
+        return "—"
+    cur = f"Gen{_dash(p.gen_current)} x{_dash(p.width_current)}"
+    mx = f"Gen{_dash(p.gen_max)} x{_dash(p.width_max)}"
+    bw = pcie_bandwidth_gbps(p.gen_max, p.width_max)
+    spec = f" ({bw:g} GB/s spec)" if bw is not None else ""
+    return f"{cur} / max {mx}{spec}" if cur != mx else f"{mx}{spec}"
+
+
+def _nvlink(g: Gpu) -> str:
+    active = [x for x in g.nvlinks if x.active]
+    if not g.nvlinks:
+        return "none"
+    gens = {x.generation for x in active if x.generation is not None}
+    gen = gens.pop() if len(gens) == 1 else None
+    bw = nvlink_bandwidth_gbps(gen, len(active), g.name)
+    label = f"{len(active)}/{len(g.nvlinks)} active"
+    if gen is not None:
+        label += f", NVLink {gen}"
+    if bw:
+        label += f", {bw:g} GB/s spec"
+    return label
+
+
+def _fabric(g: Gpu) -> str:
+    f = g.fabric
+    if f is None:
+        return "—"
+    if f.state in (None, "not-supported"):
+        return "none"
+    out = f"{f.state}"
+    if f.clique_id is not None:
+        out += f", clique {f.clique_id}"
+    if f.status and f.status != "success":
+        out += f", {f.status}"
+    return out
+
+
+def _mig(g: Gpu) -> str:
+    if g.mig is None:
+        return "—"
+    if not g.mig.enabled:
+        return "off" + (" (on after reset)" if g.mig.pending else "")
+    return f"on, {len(g.mig.devices)} instance(s)"
+
+
+def header(snap: Snapshot) -> Text:
+    s, h, sw = snap.source, snap.host, snap.software
+    t = Text()
+    t.append(f"{h.hostname or 'unknown host'}", style="bold")
+    origin = f"{s.kind} from {s.origin}" if s.kind != "probe" else f"probed on {s.origin}"
+    t.append(f" — {origin}" + (f" at {s.captured_at}" if s.captured_at else "") + "\n")
+    t.append(
+        f"driver {_dash(sw.driver_version)}  CUDA {_dash(sw.cuda_driver_version)}  NVML {_dash(sw.nvml_version)}\n"
+    )
+    bits = [f"CPU {h.cpu_model}" if h.cpu_model else None]
+    bits.append(f"{h.sockets} socket(s)" if h.sockets else None)
+    bits.append(f"virtualised: {h.virtualization}" if h.virtualization else None)
+    bits.append(f"container: {h.container}" if h.container else None)
+    bits.append(f"IOMMU {h.iommu}" if h.iommu else None)
+    line = "  ".join(b for b in bits if b)
+    if line:
+        t.append(line + "\n")
+    for k, v in sorted(h.environment.items()):
+        t.append(f"{k}={v}  ")
+    if h.environment:
+        t.append("\n")
+    if s.unknown_fields:
+        t.append(f"this source cannot know: {', '.join(s.unknown_fields)}\n", style="dim")
+    return t
+
+
+def gpu_tables(snap: Snapshot) -> list[Table]:
+    """GPU identity (NVML index ↔ CUDA ordinal ↔ UUID ↔ bus id) and GPU capabilities."""
+    gpus = sorted(snap.gpus, key=lambda g: g.index)
+    ident = Table(title="GPUs: identity", box=box.SIMPLE_HEAD, title_justify="left")
+    for col in ("NVML", "CUDA", "UUID", "bus id", "name"):
+        ident.add_column(col, overflow="fold")
+    caps = Table(title="GPUs: memory, placement and links", box=box.SIMPLE_HEAD, title_justify="left")
+    for col in ("NVML", "memory", "CC", "NUMA", "CPUs", "PCIe", "NVLink", "MIG", "fabric"):
+        caps.add_column(col, overflow="fold")
+    for g in gpus:
+        ident.add_row(str(g.index), _dash(g.cuda_ordinal), _dash(g.uuid), _dash(g.pci_bus_id), _dash(g.name))
+        caps.add_row(
+            str(g.index),
+            _gib(g.memory_total_bytes),
+            _dash(g.compute_capability),
+            _dash(g.numa_node) + (f" (mem {g.gpu_numa_node})" if g.gpu_numa_node is not None else ""),
+            _dash(g.cpu_affinity) if g.cpu_affinity != "" else "(none in this cpuset)",
+            _pcie(g),
+            _nvlink(g),
+            _mig(g),
+            _fabric(g),
+        )
+    return [ident, caps]
+
+
+def nic_table(snap: Snapshot) -> Table:
+    t = Table(title="NICs", box=box.SIMPLE_HEAD, title_justify="left")
+    for col in ("id", "name", "kind", "bus id", "NUMA", "speed", "state", "netdevs", "GDR"):
+        t.add_column(col)
+    for n in sorted(snap.nics, key=lambda n: n.index):
+        t.add_row(
+            f"nic{n.index}",
+            n.name,
+            n.kind,
+            _dash(n.pci_bus_id),
+            _dash(n.numa_node),
+            "—" if n.speed_gbit_s is None else f"{n.speed_gbit_s:g} Gb/s",
+            _dash(n.state),
+            ", ".join(n.netdevs) or "—",
+            _dash(None if n.gdr is None else ("yes" if n.gdr else "no")),
+        )
+    return t
+
+
+def numa_table(snap: Snapshot) -> Table:
+    t = Table(title="NUMA nodes", box=box.SIMPLE_HEAD, title_justify="left")
+    for col in ("node", "CPUs", "memory", "distances"):
+        t.add_column(col)
+    for n in snap.host.numa_nodes:
+        t.add_row(
+            str(n.id),
+            n.cpus if n.cpus else "(none: memory-only node)" if n.cpus == "" else "—",
+            _gib(n.memory_total_bytes),
+            " ".join(map(str, n.distances)) if n.distances else "—",
+        )
+    return t
+
+
+def problem_table(snap: Snapshot) -> Table:
+    t = Table(title=f"Problems ({len(snap.problems)})", box=box.SIMPLE_HEAD, title_justify="left")
+    for col in ("source", "call", "target", "error"):
+        t.add_column(col, overflow="fold")
+    for p in snap.problems:
+        t.add_row(p.source, p.call, _dash(p.target), p.error)
+    return t
+
+
+def machine_tree(snap: Snapshot) -> Tree:
+    """Socket/NUMA → host bridge → switch → GPUs/NICs, from the snapshot's PCI tree."""
+    root = Tree(Text(snap.host.hostname or "host", style="bold"))
+    label: dict[str, str] = {}
+    for g in snap.gpus:
+        if g.pci_bus_id:
+            label[g.pci_bus_id] = f"GPU{g.index} {g.name or ''} ({g.pci_bus_id})".replace("  ", " ")
+    for n in snap.nics:
+        if n.pci_bus_id:
+            label[n.pci_bus_id] = f"NIC {n.name} ({n.pci_bus_id})"
+    children: dict[str | None, list[str]] = {}
+    numa_of: dict[str, int | None] = {}
+    for d in snap.pci:
+        children.setdefault(d.parent, []).append(d.id)
+        numa_of[d.id] = d.numa_node
+    kinds = {d.id: d for d in snap.pci}
+    numa_nodes: dict[int | None, Tree] = {}
+
+    def add(tree: Tree, node: str) -> None:
+        d = kinds[node]
+        text = label.get(node) or f"{d.kind} {node}" + (" (inferred)" if d.inferred else "")
+        sub = tree.add(text)
+        for c in sorted(children.get(node, [])):
+            add(sub, c)
+
+    for top in sorted(children.get(None, [])):
+        numa = numa_of.get(top)
+        if numa not in numa_nodes:
+            numa_nodes[numa] = root.add(f"NUMA node {numa}" if numa is not None else "NUMA node unknown")
+        add(numa_nodes[numa], top)
+    if snap.nvswitches:
+        sw = root.add("NVSwitch fabric")
+        for s in snap.nvswitches:
+            links = ", ".join(f"{g}×{c}" for g, c in s.links.items())
+            sw.add(f"{s.id}: {links}")
+    return root
+
+
+def show(snap: Snapshot) -> RenderableType:
+    parts: list[RenderableType] = [header(snap)]
+    if snap.gpus:
+        parts.extend(gpu_tables(snap))
+    else:
+        parts.append(Text("No GPUs in this snapshot.", style="bold"))
+    if snap.nics:
+        parts.append(nic_table(snap))
+    if snap.host.numa_nodes:
+        parts.append(numa_table(snap))
+    if snap.pci or snap.nvswitches:
+        parts.append(machine_tree(snap))
+    if snap.problems:
+        parts.append(problem_table(snap))
+    return Group(*parts)
