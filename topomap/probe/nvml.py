@@ -318,6 +318,8 @@ def _link_speed_gbps(nv: _Nvml, handle: Any) -> float | None:
 
 def _nvlinks(nv: _Nvml, target: str, handle: Any) -> list[NvLink]:
     """`nvidia-smi nvlink -s` / `-R`: every link that exists; only the state query is trusted."""
+    if target in nv.lost:
+        return []
     count = _link_count(nv, handle)
     limit = count if count is not None else int(getattr(nv.lib, "NVML_NVLINK_MAX_LINKS", _FALLBACK_MAX_LINKS))
     speed = _link_speed_gbps(nv, handle)
@@ -371,6 +373,7 @@ def _fabric(nv: _Nvml, target: str, handle: Any) -> Fabric | None:
         info = lib.c_nvmlGpuFabricInfo_t()
         fn = "nvmlDeviceGetGpuFabricInfo"
     if fn is None:
+        nv._record("nvmlDeviceGetGpuFabricInfoV", target, "FunctionNotFound (not in this nvidia-ml-py)")
         return None
     res = nv.call(fn, target, handle, ctypes.byref(info), record_unsupported=False)
     if res is UNSUPPORTED:

@@ -1,0 +1,135 @@
+"""Write a FakeMachine as a small sysfs/procfs tree on disk, the shape the real kernel gives.
+
+``/sys/devices/pci0000:RR/<root port>/<switch up>/<switch down>/<device>`` with
+``/sys/bus/pci/devices/<bdf>`` symlinks, ``/sys/class/infiniband`` and ``/sys/class/net``
+links into the PCI functions, NUMA nodes, and a few host hints.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tests.fakes.machine import FakeMachine, RootComplex, Switch
+
+_GEN_SPEED = {1: "2.5 GT/s PCIe", 2: "5.0 GT/s PCIe", 3: "8.0 GT/s PCIe", 4: "16.0 GT/s PCIe", 5: "32.0 GT/s PCIe"}
+
+
+class _Writer:
+    def __init__(self, root: Path, m: FakeMachine) -> None:
+        self.root = root
+        self.m = m
+        self.sys = root / "sys"
+        used = {int(b.split(":")[1], 16) for b in [g.bus for g in m.gpus] + [n.bus for n in m.nics]}
+        self.free = (b for b in range(0xEF, 0, -1) if b not in used)
+        self.gpus = {g.bus: g for g in m.gpus}
+        self.nics = {n.bus: n for n in m.nics}
+        self.cpus_of_numa = m.numa_cpus
+
+    def bridge_id(self) -> str:
+        return f"0000:{next(self.free):02x}:00.0"
+
+    def function(self, parent: Path, bus: str, numa: int, cls: str, vendor: str, device: str, gen: int) -> Path:
+        d = parent / bus
+        d.mkdir(parents=True)
+        files = {
+            "class": cls,
+            "vendor": vendor,
+            "device": device,
+            "numa_node": str(numa),
+            "local_cpulist": self.cpus_of_numa[numa] if numa >= 0 else "0-" + str(self.m.cpu_count - 1),
+            "current_link_speed": _GEN_SPEED[gen],
+            "max_link_speed": _GEN_SPEED[gen],
+            "current_link_width": "16",
+            "max_link_width": "16",
+        }
+        for k, v in files.items():
+            (d / k).write_text(v + "\n")
+        link = self.sys / "bus" / "pci" / "devices" / bus
+        link.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(os.path.relpath(d, link.parent), link)
+        return d
+
+    def device(self, parent: Path, bus: str, numa: int) -> None:
+        kernel_numa = -1 if self.m.hypervisor else numa
+        if bus in self.gpus:
+            g = self.gpus[bus]
+            self.function(parent, bus, kernel_numa, "0x030200", "0x10de", g.device_id, g.pcie[2])
+        elif bus in self.nics:
+            n = self.nics[bus]
+            cls = "0x020700" if n.link_layer == "InfiniBand" else "0x020000"
+            d = self.function(parent, bus, kernel_numa, cls, "0x15b3", "0x1021", 5)
+            self.nic(n, d)
+        else:
+            self.function(parent, bus, kernel_numa, "0x068000", "0x10de", "0x22a3", 4)  # NVSwitch
+
+    def nic(self, n: object, pci_dir: Path) -> None:
+        from tests.fakes.machine import FakeNic
+
+        assert isinstance(n, FakeNic)
+        hca = self.sys / "class" / "infiniband" / n.name
+        (hca / "ports" / "1").mkdir(parents=True)
+        (hca / "ports" / "1" / "rate").write_text(n.rate + "\n")
+        (hca / "ports" / "1" / "link_layer").write_text(n.link_layer + "\n")
+        (hca / "ports" / "1" / "state").write_text(n.state + "\n")
+        os.symlink(os.path.relpath(pci_dir, hca), hca / "device")
+        if n.netdev:
+            net = self.sys / "class" / "net" / n.netdev
+            net.mkdir(parents=True)
+            os.symlink(os.path.relpath(pci_dir, net), net / "device")
+            (net / "speed").write_text("400000\n")
+            (net / "operstate").write_text("up\n")
+
+    def switch(self, parent: Path, sw: Switch, numa: int) -> None:
+        up = self.function(parent, self.bridge_id(), numa, "0x060400", "0x1000", "0xc030", 5)
+        for member in sw.members:
+            down = self.function(up, self.bridge_id(), numa, "0x060400", "0x1000", "0xc030", 5)
+            self.device(down, member, numa)
+        for child in sw.below:
+            down = self.function(up, self.bridge_id(), numa, "0x060400", "0x1000", "0xc030", 5)
+            self.switch(down, child, numa)
+
+    def root_complex(self, k: int, rc: RootComplex) -> None:
+        host = self.sys / "devices" / f"pci0000:{0x10 * (k + 1):02x}"
+        host.mkdir(parents=True)
+        for port in rc.ports:
+            rp = self.function(host, self.bridge_id(), rc.numa, "0x060400", "0x8086", "0x347a", 5)
+            if isinstance(port, Switch):
+                self.switch(rp, port, rc.numa)
+            else:
+                self.device(rp, port, rc.numa)
+
+
+def write_sysfs(m: FakeMachine, root: Path) -> Path:
+    """Lay the machine out under ``root`` and return it."""
+    w = _Writer(root, m)
+    for k, rc in enumerate(m.roots):
+        w.root_complex(k, rc)
+    nodes = root / "sys" / "devices" / "system" / "node"
+    for i, cpus in enumerate(m.numa_cpus):
+        d = nodes / f"node{i}"
+        d.mkdir(parents=True)
+        (d / "cpulist").write_text(cpus + "\n")
+        mem_kb = m.numa_memory_bytes[i] // 1024 if i < len(m.numa_memory_bytes) else 0
+        (d / "meminfo").write_text(f"Node {i} MemTotal:       {mem_kb} kB\nNode {i} MemFree: 1 kB\n")
+        (d / "distance").write_text(" ".join("10" if j == i else "21" for j in range(len(m.numa_cpus))) + "\n")
+    proc = root / "proc"
+    (proc / "sys" / "kernel").mkdir(parents=True)
+    (proc / "sys" / "kernel" / "hostname").write_text(m.name + "\n")
+    flags = "fpu vme de pse" + (" hypervisor" if m.hypervisor else "")
+    cpuinfo = "".join(
+        f"processor\t: {c}\nmodel name\t: Fake Xeon 8480+\nphysical id\t: {0 if c < m.cpu_count // 2 else 1}\n"
+        f"flags\t\t: {flags}\n\n"
+        for c in range(m.cpu_count)
+    )
+    (proc / "cpuinfo").write_text(cpuinfo)
+    (proc / "cmdline").write_text("BOOT_IMAGE=/vmlinuz root=/dev/sda1" + (" intel_iommu=on" if m.iommu else "") + "\n")
+    dmi = root / "sys" / "class" / "dmi" / "id"
+    dmi.mkdir(parents=True)
+    (dmi / "sys_vendor").write_text(m.dmi_vendor + "\n")
+    (dmi / "product_name").write_text("Fake Server\n")
+    iommu = root / "sys" / "class" / "iommu"
+    iommu.mkdir(parents=True)
+    if m.iommu:
+        (iommu / "dmar0").mkdir()
+    return root

@@ -1,0 +1,325 @@
+"""nvidia-smi text → Snapshot: `topo -m`, `topo -p2p <r|w|n|a>`, `nvlink -s`, `nvlink -R`.
+
+Copes with what people paste (shared/real-topologies/nvidia-smi/): tabs or spaces, old and
+new legend wordings, NIC names as headers or NIC<n> with a NIC Legend, empty CPU-affinity
+cells (cgroup-confined jobs), missing NUMA columns, cut legends, prompt lines, several
+outputs pasted into one file.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from topomap import __version__
+from topomap.errors import TopomapError
+from topomap.links import P2P_STATUS_CODES, is_path_code, parse_path
+from topomap.model import P2P, Gpu, Nic, NvLink, Pair, Snapshot, Source
+from topomap.pciaddr import normalize_bus_id
+
+TRAILING = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
+P2P_CODES = set(P2P_STATUS_CODES.values())
+_GPU_LINE = re.compile(r"^\s*GPU (\d+): (.*?)(?: \(UUID: (GPU-[0-9a-fA-F-]+)\))?\s*$")
+_LINK_S = re.compile(r"^\s*Link (\d+): (?:([0-9.]+) GB/s|<inactive>)\s*$")
+_LINK_R = re.compile(r"^\s*Link (\d+): Remote Device ([0-9A-Fa-f:.]+): Link (\d+)\s*$")
+_P2P_CMD = re.compile(r"topo\s+-p2p\s+([rwnap]+)")
+_NIC_LEGEND = re.compile(r"^\s*NIC(\d+):\s*(\S+)\s*$")
+_LABEL = re.compile(r"^(GPU\d+|NIC\d+|[A-Za-z][\w.-]*)$")
+
+
+class NvidiaSmiError(TopomapError):
+    pass
+
+
+@dataclass
+class _Matrix:
+    labels: list[str]
+    cells: dict[tuple[str, str], str] = field(default_factory=dict)
+    trailing: dict[str, dict[str, str]] = field(default_factory=dict)
+    columns: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _GpuLinks:
+    name: str | None = None
+    uuid: str | None = None
+    speeds: dict[int, float | None] = field(default_factory=dict)
+    remotes: dict[int, str] = field(default_factory=dict)
+
+
+def looks_like_nvidia_smi(text: str) -> bool:
+    for line in text.splitlines()[:400]:
+        toks = line.split()
+        if len(toks) >= 2 and toks[0] == "GPU0" and (toks[1] in ("X", "GPU1") or "CPU" in toks):
+            return True
+        if toks[:1] == ["GPU0"] and len(toks) == 1:
+            return True
+        if _GPU_LINE.match(line) and "UUID" in line:
+            return True
+    return False
+
+
+def _header_labels(line: str) -> tuple[list[str], list[str]] | None:
+    """Device labels and trailing column names of a `topo -m` (or -p2p) header line."""
+    work = line
+    columns = []
+    for col in TRAILING:
+        if col in work:
+            columns.append(col)
+            work = work.replace(col, " ")
+    toks = work.split()
+    if not toks or toks[0] != "GPU0" or not all(_LABEL.match(t) for t in toks):
+        return None
+    return toks, columns
+
+
+def _split_trailing(rest: str, columns: list[str]) -> dict[str, str]:
+    """Values of the trailing columns. nvidia-smi separates cells with one tab, so an empty
+    CPU-affinity cell shows as a gap wider than one tab stop before the next value."""
+    if not columns:
+        return {}
+    expanded = rest.expandtabs(8)
+    tokens = [(m.start(), m.group()) for m in re.finditer(r"\S+", expanded)]
+    values = [t for _, t in tokens]
+    cols = list(columns)
+    if len(values) < len(cols) and cols[0] == "CPU Affinity" and tokens and tokens[0][0] > 8:
+        out = {"CPU Affinity": ""}
+        cols = cols[1:]
+    else:
+        out = {}
+    for col, val in zip(cols, values):
+        out[col] = val
+    for col in cols[len(values) :]:
+        out.setdefault(col, "")
+    return out
+
+
+def _parse_matrix(lines: list[str], start: int, origin: str, labels: list[str], columns: list[str]) -> tuple[
+    _Matrix, int
+]:
+    m = _Matrix(labels=labels, columns=columns)
+    n = len(labels)
+    i = start + 1
+    rows_seen: list[str] = []
+    while i < len(lines) and len(rows_seen) < n:
+        raw = lines[i]
+        if not raw.strip():
+            break
+        head = raw.split(None, 1)
+        label = head[0]
+        if label != labels[len(rows_seen)]:
+            if label in labels:
+                raise NvidiaSmiError(
+                    f"{origin}:{i + 1}: row {label} out of order (expected {labels[len(rows_seen)]})"
+                )
+            break
+        body = head[1] if len(head) > 1 else ""
+        matches = list(re.finditer(r"\S+", body))
+        if len(matches) < n:
+            raise NvidiaSmiError(
+                f"{origin}:{i + 1}: row {label} has {len(matches)} cells but the header names {n} devices",
+                hint="the paste may be cut; copy the whole `nvidia-smi topo -m` output",
+            )
+        for col, mt in zip(labels, matches[:n]):
+            cell = mt.group()
+            if col == label:
+                if cell != "X":
+                    raise NvidiaSmiError(f"{origin}:{i + 1}: row {label} should have X on the diagonal, got {cell!r}")
+                continue
+            if not (is_path_code(cell) or cell in P2P_CODES):
+                raise NvidiaSmiError(
+                    f"{origin}:{i + 1}: row {label}, column {col}: {cell!r} is not a topology code",
+                    hint="expected NV#, PIX, PXB, PHB, NODE or SYS",
+                )
+            m.cells[(label, col)] = cell
+        if label.startswith("GPU") and label[3:].isdigit():
+            m.trailing[label] = _split_trailing(body[matches[n - 1].end() :], columns)
+        rows_seen.append(label)
+        i += 1
+    if len(rows_seen) < n:
+        missing = ", ".join(labels[len(rows_seen) :])
+        raise NvidiaSmiError(
+            f"{origin}:{i + 1}: matrix rows stop before {missing} (header names {n} devices)",
+            hint="the paste may be cut; copy the whole output",
+        )
+    for (r, c), v in m.cells.items():
+        w = m.cells.get((c, r))
+        if w is not None and w != v:
+            raise NvidiaSmiError(f"{origin}: cell {r}/{c} is {v} but {c}/{r} is {w}; the matrix is not symmetric")
+    return m, i
+
+
+def _na_int(v: str | None) -> int | None:
+    if v is None or not v.strip().isdigit():
+        return None
+    return int(v)
+
+
+def import_nvidia_smi(text: str, origin: str) -> Snapshot:
+    """Parse every nvidia-smi block in ``text`` into one snapshot."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    topo: _Matrix | None = None
+    p2p: dict[str, _Matrix] = {}
+    nic_legend: dict[int, str] = {}
+    links: dict[int, _GpuLinks] = {}
+    notes: list[str] = []
+    cur_gpu: int | None = None
+    p2p_caps: str | None = None
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        cmd = _P2P_CMD.search(line)
+        if cmd:
+            p2p_caps = cmd.group(1)
+        head = _header_labels(line)
+        if head is not None:
+            labels, columns = head
+            m, i = _parse_matrix(lines, i, origin, labels, columns)
+            is_p2p = bool(m.cells) and all(v in P2P_CODES for v in m.cells.values())
+            if is_p2p:
+                caps = p2p_caps or "rw"
+                if p2p_caps is None:
+                    notes.append("a `topo -p2p` matrix without its command line was taken as read and write status")
+                for c in caps:
+                    p2p[c] = m
+                p2p_caps = None
+            elif topo is None:
+                topo = m
+            else:
+                notes.append(f"a second `topo -m` matrix at line {i} was ignored")
+            continue
+        nl = _NIC_LEGEND.match(line)
+        if nl:
+            nic_legend[int(nl.group(1))] = nl.group(2)
+        g = _GPU_LINE.match(line)
+        if g and ("UUID" in line or (i + 1 < len(lines) and "Link" in lines[i + 1])):
+            cur_gpu = int(g.group(1))
+            gl = links.setdefault(cur_gpu, _GpuLinks())
+            gl.name = g.group(2).strip() or gl.name
+            gl.uuid = g.group(3) or gl.uuid
+        elif cur_gpu is not None:
+            s = _LINK_S.match(line)
+            r = _LINK_R.match(line)
+            if s:
+                links[cur_gpu].speeds[int(s.group(1))] = float(s.group(2)) if s.group(2) else None
+            elif r:
+                links[cur_gpu].remotes[int(r.group(1))] = r.group(2)
+        i += 1
+    if topo is None and not links and not p2p:
+        raise NvidiaSmiError(
+            f"{origin}: no `nvidia-smi topo -m`, `topo -p2p` or `nvlink -s/-R` output found",
+            hint="the header line must start with GPU0",
+        )
+    return _build(origin, topo, p2p, nic_legend, links, notes)
+
+
+def _build(
+    origin: str,
+    topo: _Matrix | None,
+    p2p: dict[str, _Matrix],
+    nic_legend: dict[int, str],
+    links: dict[int, _GpuLinks],
+    notes: list[str],
+) -> Snapshot:
+    base = topo or next(iter(p2p.values()), None)
+    labels = base.labels if base else [f"GPU{k}" for k in sorted(links)]
+    gpu_labels = [x for x in labels if x.startswith("GPU") and x[3:].isdigit()]
+    nic_labels = [x for x in labels if x not in gpu_labels]
+    ids: dict[str, str] = {x: f"gpu{int(x[3:])}" for x in gpu_labels}
+    nics: list[Nic] = []
+    for k, lab in enumerate(nic_labels):
+        if lab.startswith("NIC") and lab[3:].isdigit():
+            idx = int(lab[3:])
+            name = nic_legend.get(idx, lab)
+        else:
+            idx, name = k, lab
+        ids[lab] = f"nic{idx}"
+        nics.append(Nic(index=idx, name=name, rdma=True))
+    if nic_labels and any(n.name == f"NIC{n.index}" for n in nics):
+        notes.append("NIC names not shown (no NIC Legend)")
+    gpus: list[Gpu] = []
+    for lab in gpu_labels:
+        idx = int(lab[3:])
+        tr = topo.trailing.get(lab, {}) if topo else {}
+        cpu = tr.get("CPU Affinity")
+        gl = links.get(idx)
+        gpus.append(
+            Gpu(
+                index=idx,
+                name=gl.name if gl else None,
+                uuid=gl.uuid if gl else None,
+                cpu_affinity=None if cpu in (None, "N/A") else cpu,
+                numa_node=_na_int(tr.get("NUMA Affinity")),
+                gpu_numa_node=_na_int(tr.get("GPU NUMA ID")),
+                nvlinks=_nvlinks(gl) if gl else [],
+            )
+        )
+    for k in sorted(set(links) - {g.index for g in gpus}):
+        gl = links[k]
+        gpus.append(Gpu(index=k, name=gl.name, uuid=gl.uuid, nvlinks=_nvlinks(gl)))
+    pairs: list[Pair] = []
+    for x, a in enumerate(labels):
+        for b in labels[x + 1 :]:
+            path = topo.cells.get((a, b)) if topo else None
+            nv = parse_path(path)[1] if path else 0
+            pp = None
+            if a in ids and b in ids and a in gpu_labels and b in gpu_labels and p2p:
+                vals = {c: p2p[c].cells.get((a, b)) for c in p2p}
+                pp = P2P(
+                    read=vals.get("r"),  # type: ignore[arg-type]
+                    write=vals.get("w"),  # type: ignore[arg-type]
+                    nvlink=vals.get("n"),  # type: ignore[arg-type]
+                    atomics=vals.get("a"),  # type: ignore[arg-type]
+                )
+            pairs.append(Pair(a=ids[a], b=ids[b], path=path, nvlinks=nv, p2p=pp))
+    unknown = [
+        "gpus.pci_bus_id",
+        "gpus.memory_total_bytes",
+        "gpus.compute_capability",
+        "gpus.pcie",
+        "gpus.fabric",
+        "gpus.mig",
+        "gpus.cuda_ordinal",
+        "nics.pci_bus_id",
+        "nics.kind",
+        "nics.speed_gbit_s",
+        "pairs.cuda",
+        "pci",
+        "software",
+    ]
+    if not any(g.uuid for g in gpus):
+        unknown[:0] = ["gpus.uuid", "gpus.name"]
+    if not p2p:
+        unknown.append("pairs.p2p")
+    if not links:
+        unknown.append("gpus.nvlinks")
+    if topo is None:
+        unknown.append("pairs.path")
+    return Snapshot(
+        source=Source(
+            kind="nvidia-smi",
+            origin=origin,
+            tool=f"topomap {__version__}",
+            unknown_fields=unknown,
+            notes=notes,
+        ),
+        gpus=sorted(gpus, key=lambda g: g.index),
+        nics=sorted(nics, key=lambda n: n.index),
+        pairs=pairs,
+    )
+
+
+def _nvlinks(gl: _GpuLinks) -> list[NvLink]:
+    out: list[NvLink] = []
+    for link in sorted(set(gl.speeds) | set(gl.remotes)):
+        speed = gl.speeds.get(link)
+        active = speed is not None or link in gl.remotes
+        out.append(
+            NvLink(
+                link=link,
+                active=active,
+                speed_gbps=speed,
+                remote_pci_bus_id=normalize_bus_id(gl.remotes[link]) if link in gl.remotes else None,
+            )
+        )
+    return out
