@@ -9,3 +9,7 @@ class TopomapError(Exception):
     def __init__(self, message: str, hint: str | None = None) -> None:
         super().__init__(message)
         self.hint = hint
+
+
+class ImportFailure(TopomapError):
+    """A file that cannot be imported; the message names file and line."""

@@ -8,15 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from topomap.errors import TopomapError
+from topomap.errors import ImportFailure
 from topomap.model import Snapshot, decode_snapshot
+
+__all__ = ["ImportFailure", "import_file", "import_text", "load_any"]
 
 FORMATS = ("nvidia-smi", "nccl-xml", "hwloc-xml")
 MAX_INPUT_BYTES = 64 * 1024 * 1024
-
-
-class ImportFailure(TopomapError):
-    """A file that cannot be imported; the message names file and line."""
 
 
 def read_text(path: str | Path) -> str:

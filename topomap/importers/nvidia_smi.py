@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from topomap import __version__
-from topomap.errors import TopomapError
+from topomap.errors import ImportFailure
 from topomap.links import P2P_STATUS_CODES, is_path_code, parse_path
 from topomap.model import P2P, Gpu, Nic, NvLink, Pair, Snapshot, Source
 from topomap.pciaddr import normalize_bus_id
@@ -27,7 +27,7 @@ _NIC_LEGEND = re.compile(r"^\s*NIC(\d+):\s*(\S+)\s*$")
 _LABEL = re.compile(r"^(GPU\d+|NIC\d+|[A-Za-z][\w.-]*)$")
 
 
-class NvidiaSmiError(TopomapError):
+class NvidiaSmiError(ImportFailure):
     pass
 
 
@@ -310,16 +310,21 @@ def _build(
 
 
 def _nvlinks(gl: _GpuLinks) -> list[NvLink]:
+    remotes = dict(gl.remotes)
+    active = sorted(k for k, v in gl.speeds.items() if v is not None)
+    if gl.speeds and remotes and set(remotes) != set(active) and len(remotes) == len(active):
+        # `nvlink -R` numbers the active links 0..n-1 while `nvlink -s` numbers all links
+        # (HPE DL380a: -s shows links 0-3,6-9,12-15 active, -R lists Link 0..11). Map in order.
+        remotes = {phys: remotes[k] for phys, k in zip(active, sorted(remotes))}
     out: list[NvLink] = []
-    for link in sorted(set(gl.speeds) | set(gl.remotes)):
+    for link in sorted(set(gl.speeds) | set(remotes)):
         speed = gl.speeds.get(link)
-        active = speed is not None or link in gl.remotes
         out.append(
             NvLink(
                 link=link,
-                active=active,
+                active=speed is not None or (link in remotes and link not in gl.speeds),
                 speed_gbps=speed,
-                remote_pci_bus_id=normalize_bus_id(gl.remotes[link]) if link in gl.remotes else None,
+                remote_pci_bus_id=normalize_bus_id(remotes[link]) if link in remotes else None,
             )
         )
     return out
