@@ -19,8 +19,6 @@ from topomap.model import (
     Gpu,
     Host,
     Nic,
-    NvLink,
-    NvSwitch,
     P2P,
     Pair,
     PciDevice,
@@ -30,6 +28,7 @@ from topomap.model import (
     Software,
     Source,
 )
+from topomap.nvlinks import gpu_buses, nvlink_count, nvswitches_from_links
 from topomap.pathclass import classify_chains
 from topomap.pciaddr import parse_bus_id
 from topomap.probe.cuda import CudaResult, probe_cuda
@@ -81,7 +80,7 @@ def probe(
     ]
     pairs = _pairs(gpus, nics, nv, cu, sysr, problems)
     pci = _pci_tree(gpus, nics, sysr)
-    switches = _nvswitches(gpus)
+    switches = nvswitches_from_links(gpus)
     host = Host(
         hostname=hostname or sysr.hostname or socket.gethostname(),
         cpu_model=sysr.cpu_model,
@@ -192,39 +191,6 @@ def _join_cuda(gpus: list[Gpu], cu: CudaResult, problems: list[Problem]) -> None
         )
 
 
-def link_peer(link: NvLink, gpu_buses: dict[tuple[int, int, int, int], str]) -> str | None:
-    """What an active link reaches: a GPU id, "switch", or None for a CPU (IBM NPU) link.
-
-    On NVSwitch systems the remote bus id is the switch, not the peer GPU (HAMi#2103), so the
-    remote device type decides; without it, a bus id that is no GPU is taken as a switch (NCCL).
-    """
-    rb = parse_bus_id(link.remote_pci_bus_id) if link.remote_pci_bus_id else None
-    if link.remote_type == "cpu":
-        return None
-    if link.remote_type == "gpu" or (link.remote_type is None and rb in gpu_buses):
-        return gpu_buses.get(rb) if rb is not None else None
-    return "switch"
-
-
-def _gpu_buses(gpus: list[Gpu]) -> dict[tuple[int, int, int, int], str]:
-    out: dict[tuple[int, int, int, int], str] = {}
-    for g in gpus:
-        parts = parse_bus_id(g.pci_bus_id) if g.pci_bus_id else None
-        if parts is not None:
-            out[parts] = f"gpu{g.index}"
-    return out
-
-
-def _nvlink_count(a: Gpu, b: Gpu, gpu_buses: dict[tuple[int, int, int, int], str]) -> int:
-    """Links joining two GPUs as `nvidia-smi topo -m` counts them: direct links, plus switch
-    links (the smaller side's count)."""
-    ida, idb = f"gpu{a.index}", f"gpu{b.index}"
-    peers_a = [link_peer(x, gpu_buses) for x in a.nvlinks if x.active]
-    peers_b = [link_peer(x, gpu_buses) for x in b.nvlinks if x.active]
-    direct = peers_a.count(idb) or peers_b.count(ida)
-    return direct + min(peers_a.count("switch"), peers_b.count("switch"))
-
-
 def _pairs(
     gpus: list[Gpu],
     nics: list[Nic],
@@ -236,7 +202,7 @@ def _pairs(
     ends: list[tuple[str, str | None]] = [(f"gpu{g.index}", g.pci_bus_id) for g in gpus]
     ends += [(f"nic{n.index}", n.pci_bus_id) for n in nics if n.rdma]
     gpu_by_id = {f"gpu{g.index}": g for g in gpus}
-    buses = _gpu_buses(gpus)
+    buses = gpu_buses(gpus)
     pairs: list[Pair] = []
     for x, (ida, busa) in enumerate(ends):
         for idb, busb in ends[x + 1 :]:
@@ -245,7 +211,7 @@ def _pairs(
             if ga is not None and gb is not None:
                 info = nv.pairs.get((ga.index, gb.index))
                 pcie = (info.pcie_path if info else None) or sys_class
-                n = _nvlink_count(ga, gb, buses)
+                n = nvlink_count(ga, gb, buses)
                 path = f"NV{n}" if n else pcie
                 p2p = P2P(**info.p2p) if info and info.p2p else None
                 pairs.append(
@@ -313,20 +279,3 @@ def _pci_tree(gpus: list[Gpu], nics: list[Nic], sysr: SysfsResult) -> list[PciDe
                 )
             parent = node
     return [seen[k] for k in sorted(seen)]
-
-
-def _nvswitches(gpus: list[Gpu]) -> list[NvSwitch]:
-    """NVSwitches seen from the GPUs' links; switches with no visible bus id become one group."""
-    buses = _gpu_buses(gpus)
-    groups: dict[str, dict[str, int]] = {}
-    for g in gpus:
-        for link in g.nvlinks:
-            if not link.active or link_peer(link, buses) != "switch":
-                continue
-            key = link.remote_pci_bus_id or "nvswitch-fabric"
-            per_gpu = groups.setdefault(key, {})
-            per_gpu[f"gpu{g.index}"] = per_gpu.get(f"gpu{g.index}", 0) + 1
-    return [
-        NvSwitch(id=k, pci_bus_id=k if k != "nvswitch-fabric" else None, links=dict(sorted(v.items())))
-        for k, v in sorted(groups.items())
-    ]

@@ -1,0 +1,54 @@
+"""Shared by the XML importers: hardened parsing, and pairs derived from a PCI tree."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+
+from defusedxml import DefusedXmlException
+from defusedxml.ElementTree import fromstring
+
+from topomap.errors import ImportFailure
+from topomap.model import Gpu, Nic, Pair
+from topomap.nvlinks import gpu_buses, nvlink_count
+from topomap.pathclass import classify_chains
+
+
+def parse_xml(text: str, origin: str) -> ET.Element:
+    """Parse with defusedxml: entity expansion and external entities are refused."""
+    try:
+        root: ET.Element = fromstring(text.encode("utf-8"), forbid_dtd=False)
+    except DefusedXmlException as err:
+        raise ImportFailure(
+            f"{origin}: refused unsafe XML ({type(err).__name__}: entity or external reference)",
+            hint="topology files never need entities; regenerate the file",
+        ) from err
+    except ET.ParseError as err:
+        line, col = getattr(err, "position", (0, 0))
+        raise ImportFailure(f"{origin}:{line}: XML is malformed or truncated (column {col}: {err.msg})") from err
+    return root
+
+
+@dataclass
+class Placed:
+    """A device's chain in the tree (root first, device last) and its NUMA locality."""
+
+    chain: list[str]
+    numa: int | None
+
+
+def tree_pairs(gpus: list[Gpu], nics: list[Nic], placed: dict[str, Placed]) -> list[Pair]:
+    """Every GPU/NIC pair: NV# from the GPUs' links, else the class of their PCI chains."""
+    ends = [f"gpu{g.index}" for g in gpus] + [f"nic{n.index}" for n in nics if n.rdma]
+    by_id = {f"gpu{g.index}": g for g in gpus}
+    buses = gpu_buses(gpus)
+    out: list[Pair] = []
+    for x, a in enumerate(ends):
+        for b in ends[x + 1 :]:
+            pa, pb = placed.get(a), placed.get(b)
+            pcie = classify_chains(pa.chain, pb.chain, pa.numa, pb.numa) if pa and pb else None
+            nv = 0
+            if a in by_id and b in by_id:
+                nv = nvlink_count(by_id[a], by_id[b], buses)
+            out.append(Pair(a=a, b=b, path=f"NV{nv}" if nv else pcie, nvlinks=nv, pcie_path=pcie))
+    return out

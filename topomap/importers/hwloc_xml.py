@@ -1,0 +1,215 @@
+"""hwloc v2 XML (`lstopo --of xml`) → Snapshot.
+
+Packages and NUMA nodes, the PCI tree under host bridges, GPU OS devices (NVML ``nvmlN`` /
+CUDA ``cudaN``), NICs (network and OpenFabrics OS devices), NVSwitches (PCI devices with
+subtype ``NVSwitch``) and the ``NVLinkBandwidth`` distance matrix, which hwloc fills with
+20000 MB/s per NVLink 1 link and 25000 per later link (formats-and-pitfalls.md §3).
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+
+from topomap import __version__
+from topomap.cpus import cpus_from_hex_mask, format_cpulist
+from topomap.errors import ImportFailure
+from topomap.importers._tree import Placed, parse_xml, tree_pairs
+from topomap.model import Gpu, Host, Nic, NicKind, NumaNode, NvLink, NvSwitch, PciDevice, Snapshot, Source
+from topomap.pciaddr import normalize_bus_id, parse_bus_id
+
+_BRIDGE_PCI = re.compile(r"^([0-9a-fA-F]{4}):\[([0-9a-fA-F]{2})")
+
+
+@dataclass
+class _Dev:
+    obj: ET.Element
+    bus: str
+    chain: list[str]
+    numa: int | None
+    cpus: str | None
+    osdevs: list[ET.Element] = field(default_factory=list)
+
+
+def _info(el: ET.Element, name: str) -> str | None:
+    for i in el.findall("info"):
+        if i.get("name") == name:
+            return i.get("value")
+    return None
+
+
+def _numa_of(nodeset: str | None) -> int | None:
+    if not nodeset:
+        return None
+    nodes = cpus_from_hex_mask(nodeset)
+    return nodes[0] if len(nodes) == 1 else None
+
+
+def import_hwloc_xml(text: str, origin: str) -> Snapshot:
+    root = parse_xml(text, origin)
+    if root.tag != "topology":
+        raise ImportFailure(f"{origin}: hwloc XML has a <topology> root, found <{root.tag}>")
+    numa_nodes: list[NumaNode] = []
+    devs: list[_Dev] = []
+    switches: dict[str, str] = {}  # gp_index → bus id
+    pci: dict[str, PciDevice] = {}
+    by_gp: dict[str, tuple[str, ET.Element]] = {}
+    cpu_model: str | None = None
+    packages = 0
+
+    def walk(el: ET.Element, chain: list[str], numa: int | None, cpus: str | None, parent: str | None) -> None:
+        nonlocal cpu_model, packages
+        for obj in el.findall("object"):
+            t = obj.get("type")
+            gp = obj.get("gp_index") or ""
+            if t == "Package":
+                packages += 1
+                cpu_model = cpu_model or _info(obj, "CPUModel")
+            if t == "NUMANode":
+                mem = obj.get("local_memory")
+                numa_nodes.append(
+                    NumaNode(
+                        id=int(obj.get("os_index", "0")),
+                        cpus=format_cpulist(cpus_from_hex_mask(obj.get("cpuset") or "")) or "",
+                        memory_total_bytes=int(mem) if mem and mem.isdigit() else None,
+                    )
+                )
+                continue
+            here_numa = _numa_of(obj.get("nodeset")) if obj.get("nodeset") else numa
+            here_cpus = format_cpulist(cpus_from_hex_mask(obj.get("cpuset") or "")) if obj.get("cpuset") else cpus
+            if t == "Bridge" and (obj.get("bridge_type") or "").startswith("0-"):
+                m = _BRIDGE_PCI.match(obj.get("bridge_pci") or "")
+                hb = f"pci{m.group(1).lower()}:{m.group(2).lower()}" if m else f"hostbridge{gp}"
+                pci[hb] = PciDevice(id=hb, kind="host-bridge", numa_node=here_numa)
+                walk(obj, [hb], here_numa, here_cpus, hb)
+                continue
+            if t in ("Bridge", "PCIDev"):
+                bus = normalize_bus_id(obj.get("pci_busid") or "")
+                if bus is None:
+                    raise ImportFailure(f"{origin}: {t} object gp_index={gp} without a valid pci_busid")
+                ptype = obj.get("pci_type") or ""
+                cls = ptype[:4].lower()
+                here = [*chain, bus]
+                if t == "Bridge":
+                    pci[bus] = PciDevice(id=bus, kind="bridge", parent=parent, numa_node=here_numa)
+                    walk(obj, here, here_numa, here_cpus, bus)
+                    continue
+                if obj.get("subtype") == "NVSwitch" or cls == "0680":
+                    switches[gp] = bus
+                    by_gp[f"PCIDev:{gp}"] = ("switch", obj)
+                    pci[bus] = PciDevice(id=bus, kind="nvswitch", parent=parent, numa_node=here_numa)
+                    continue
+                kind = "gpu" if cls.startswith("03") else "nic" if cls.startswith("02") else "other"
+                pci[bus] = PciDevice(id=bus, kind=kind, parent=parent, numa_node=here_numa)  # type: ignore[arg-type]
+                if kind != "other":
+                    d = _Dev(obj=obj, bus=bus, chain=here, numa=here_numa, cpus=here_cpus)
+                    d.osdevs = obj.findall("object[@type='OSDev']")
+                    devs.append(d)
+                continue
+            walk(obj, chain, here_numa, here_cpus, parent)
+
+    walk(root, [], None, None, None)
+    gpus, nics, placed = _devices(devs, pci, by_gp)
+    if not gpus and not nics:
+        raise ImportFailure(f"{origin}: hwloc XML with no GPU and no NIC (was it made with I/O discovery on?)")
+    _nvlink_matrix(root, gpus, by_gp, switches)
+    from topomap.nvlinks import nvswitches_from_links
+
+    nvsw: list[NvSwitch] = nvswitches_from_links(gpus)
+    return Snapshot(
+        source=Source(
+            kind="hwloc-xml",
+            origin=origin,
+            tool=f"topomap {__version__}",
+            unknown_fields=["gpus.memory_total_bytes", "gpus.mig", "gpus.fabric", "pairs.p2p", "pairs.cuda", "software"],
+            notes=[f"hwloc {_info(root, 'hwlocVersion') or '?'}; NVLink counts derived from NVLinkBandwidth"],
+        ),
+        host=Host(hostname=_info(root, "HostName"), cpu_model=cpu_model, sockets=packages or None,
+                  numa_nodes=sorted(numa_nodes, key=lambda n: n.id)),  # fmt: skip
+        gpus=gpus,
+        nics=nics,
+        pairs=tree_pairs(gpus, nics, placed),
+        pci=[pci[k] for k in sorted(pci)],
+        nvswitches=nvsw,
+    )
+
+
+def _devices(
+    devs: list[_Dev], pci: dict[str, PciDevice], by_gp: dict[str, tuple[str, ET.Element]]
+) -> tuple[list[Gpu], list[Nic], dict[str, Placed]]:
+    gdevs = [d for d in devs if pci[d.bus].kind == "gpu"]
+    ndevs = [d for d in devs if pci[d.bus].kind == "nic"]
+
+    def os_index(d: _Dev) -> tuple[int, tuple[int, int, int, int]]:
+        bus = parse_bus_id(d.bus) or (0, 0, 0, 0)
+        for prefix in ("nvml", "cuda"):
+            for o in d.osdevs:
+                name = o.get("name") or ""
+                if name.startswith(prefix) and name[len(prefix) :].isdigit():
+                    return int(name[len(prefix) :]), bus
+        return 1 << 30, bus
+
+    gdevs.sort(key=os_index)
+    placed: dict[str, Placed] = {}
+    gpus: list[Gpu] = []
+    for i, d in enumerate(gdevs):
+        model = uuid = None
+        for o in d.osdevs:
+            model = model or _info(o, "GPUModel")
+            uuid = uuid or _info(o, "NVIDIAUUID")
+            by_gp[f"OSDev:{o.get('gp_index')}"] = ("gpu", o)
+            o.set("topomap_gpu", str(i))
+        gpus.append(Gpu(index=i, uuid=uuid, name=model, pci_bus_id=d.bus, numa_node=d.numa, cpu_affinity=d.cpus))
+        placed[f"gpu{i}"] = Placed(chain=d.chain, numa=d.numa)
+    nics: list[Nic] = []
+    ndevs.sort(key=lambda d: parse_bus_id(d.bus) or (0, 0, 0, 0))
+    for d in ndevs:
+        names = [o.get("name") or "" for o in d.osdevs]
+        rdma = [n for n in names if n.startswith(("mlx", "hfi", "qib", "efa", "rdmap"))]
+        net = [n for n in names if n not in rdma]
+        name = rdma[0] if rdma else net[0] if net else d.bus
+        cls = (d.obj.get("pci_type") or "")[:4]
+        kind: NicKind = "infiniband" if cls == "0207" else "roce" if rdma else "ethernet" if net else "unknown"
+        idx = len(nics)
+        nics.append(Nic(index=idx, name=name, kind=kind, rdma=bool(rdma) or cls == "0207", pci_bus_id=d.bus,
+                        numa_node=d.numa, netdevs=net))  # fmt: skip
+        placed[f"nic{idx}"] = Placed(chain=d.chain, numa=d.numa)
+    return gpus, nics, placed
+
+
+def _nvlink_matrix(
+    root: ET.Element, gpus: list[Gpu], by_gp: dict[str, tuple[str, ET.Element]], switches: dict[str, str]
+) -> None:
+    """NVLinkBandwidth (MB/s) → NVLink entries per GPU: 25000 per link (20000 for NVLink 1)."""
+    for dist in root.findall("distances2hetero") + root.findall("distances2"):
+        if dist.get("name") != "NVLinkBandwidth":
+            continue
+        n = int(dist.get("nbobjs") or "0")
+        idx = " ".join(x.text or "" for x in dist.findall("indexes")).split()
+        vals = [int(v) for v in " ".join(x.text or "" for x in dist.findall("u64values")).split()]
+        if len(idx) != n or len(vals) != n * n:
+            raise ImportFailure(f"NVLinkBandwidth matrix: {len(idx)} indexes and {len(vals)} values for {n} objects")
+        for r, a in enumerate(idx):
+            kind, obj = by_gp.get(a, ("", None))
+            if kind != "gpu" or obj is None:
+                continue
+            g = gpus[int(obj.get("topomap_gpu") or 0)]
+            per_link = 20000 if "P100" in (g.name or "") else 25000
+            gen = 1 if per_link == 20000 else None
+            for c, b in enumerate(idx):
+                bw = vals[r * n + c]
+                if r == c or bw <= 0:
+                    continue
+                bkind, bobj = by_gp.get(b, ("", None))
+                if bobj is None:
+                    continue
+                if bkind == "switch":
+                    remote = switches[bobj.get("gp_index") or ""]
+                    rtype = "switch"
+                else:
+                    remote = gpus[int(bobj.get("topomap_gpu") or 0)].pci_bus_id or ""
+                    rtype = "gpu"
+                for _ in range(max(1, round(bw / per_link))):
+                    g.nvlinks.append(NvLink(link=len(g.nvlinks), active=True, generation=gen, remote_type=rtype,  # type: ignore[arg-type]
+                                            remote_pci_bus_id=remote))  # fmt: skip

@@ -1,0 +1,283 @@
+"""NCCL topology XML → Snapshot: `NCCL_TOPO_FILE` inputs and `NCCL_TOPO_DUMP_FILE` dumps.
+
+Shape (formats-and-pitfalls.md §2): ``<system>`` → ``<cpu numaid affinity>`` → nested
+``<pci busid class link_speed link_width>`` → ``<gpu dev sm gdr>`` with ``<nvlink target
+count tclass>``, or ``<nic><net name dev speed gdr/></nic>``. NCCL has no host bridges, so
+two devices under one CPU without a common bridge are PHB here; nvidia-smi may call the
+same pair NODE. The snapshot says so.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+
+from topomap import __version__
+from topomap.cpus import cpus_from_hex_mask, format_cpulist
+from topomap.errors import ImportFailure
+from topomap.importers._tree import Placed, parse_xml, tree_pairs
+from topomap.links import nvlink_generation_for_cc, pcie_gen_from_speed_text
+from topomap.model import (
+    Gpu,
+    Host,
+    Nic,
+    NicKind,
+    NumaNode,
+    NvLink,
+    PciDevice,
+    PcieLink,
+    Snapshot,
+    Source,
+)
+from topomap.nvlinks import nvswitches_from_links
+from topomap.pciaddr import normalize_bus_id, parse_bus_id
+
+PHB_NOTE = (
+    "NCCL XML has no host bridges: pairs under one CPU without a common PCI bridge are recorded "
+    "PHB; nvidia-smi on the same machine may print NODE"
+)
+
+
+@dataclass
+class _GpuRec:
+    bus: str
+    dev: int | None
+    numa: int | None
+    cpus: str | None
+    sm: int | None
+    gdr: bool | None
+    gen: int | None
+    width: int | None
+    links: list[tuple[str, int, str]] = field(default_factory=list)  # target, count, tclass
+
+
+@dataclass
+class _NicRec:
+    name: str
+    bus: str | None
+    dev: int | None
+    numa: int | None
+    speed_mbit: int | None
+    gdr: bool | None
+    pci_class: int | None
+
+
+def _int(v: str | None, base: int = 10) -> int | None:
+    if v is None or v == "":
+        return None
+    try:
+        return int(v, base)
+    except ValueError:
+        return None
+
+
+def _bus(el: ET.Element, origin: str) -> str:
+    raw = el.get("busid")
+    if raw is None:
+        raise ImportFailure(f"{origin}: <pci> element without busid")
+    parts = parse_bus_id(raw)
+    if parts is None:
+        raise ImportFailure(f"{origin}: <pci busid={raw!r}> is not a PCI bus id")
+    return normalize_bus_id(raw) or raw
+
+
+def import_nccl_xml(text: str, origin: str) -> Snapshot:
+    root = parse_xml(text, origin)
+    if root.tag != "system":
+        raise ImportFailure(f"{origin}: NCCL topology XML has a <system> root, found <{root.tag}>")
+    gpus: list[_GpuRec] = []
+    nics: list[_NicRec] = []
+    numa_nodes: list[NumaNode] = []
+    placed: dict[str, Placed] = {}
+    pci: dict[str, PciDevice] = {}
+    cpu_model: str | None = None
+    for cpu in root.findall("cpu"):
+        numa = _int(cpu.get("numaid"))
+        aff = cpu.get("affinity")
+        cpus = format_cpulist(cpus_from_hex_mask(aff)) if aff else None
+        if numa is not None:
+            numa_nodes.append(NumaNode(id=numa, cpus=cpus))
+        cpu_model = cpu_model or " ".join(
+            x for x in (cpu.get("vendor"), f"family {cpu.get('familyid')}", f"model {cpu.get('modelid')}") if x
+        )
+        top = f"cpu{numa if numa is not None else len(numa_nodes)}"
+        pci[top] = PciDevice(id=top, kind="host-bridge", numa_node=numa, inferred=True)
+
+        def walk(el: ET.Element, chain: list[str], parent: str) -> None:
+            for child in el:
+                if child.tag == "pci":
+                    bus = _bus(child, origin)
+                    cls = _int(child.get("class"), 16)
+                    gen = pcie_gen_from_speed_text(child.get("link_speed") or "")
+                    width = _int(child.get("link_width")) or None
+                    here = [*chain, bus]
+                    if cls is not None and (cls >> 8) == 0x0604:
+                        pci[bus] = PciDevice(id=bus, kind="bridge", parent=parent, numa_node=numa,
+                                             link_gen=gen, link_width=width)  # fmt: skip
+                        walk(child, here, bus)
+                        continue
+                    if cls is not None and (cls >> 16) == 0x03:
+                        g = child.find("gpu")
+                        rec = _GpuRec(
+                            bus=bus,
+                            dev=_int(g.get("dev")) if g is not None else None,
+                            numa=numa,
+                            cpus=cpus,
+                            sm=_int(g.get("sm")) if g is not None else None,
+                            gdr=(g.get("gdr") == "1") if g is not None and g.get("gdr") else None,
+                            gen=gen,
+                            width=width,
+                        )
+                        for nl in g.findall("nvlink") if g is not None else []:
+                            target = normalize_bus_id(nl.get("target") or "") or ""
+                            rec.links.append((target, _int(nl.get("count")) or 0, nl.get("tclass") or ""))
+                        gpus.append(rec)
+                        pci[bus] = PciDevice(id=bus, kind="gpu", parent=parent, numa_node=numa,
+                                             link_gen=gen, link_width=width)  # fmt: skip
+                        placed[bus] = Placed(chain=here, numa=numa)
+                    elif cls is not None and (cls >> 16) == 0x02:
+                        nets = child.findall("nic/net")
+                        for k, net in enumerate(nets or [None]):
+                            nics.append(_nic(net, bus, numa, cls, k))
+                        pci[bus] = PciDevice(id=bus, kind="nic", parent=parent, numa_node=numa,
+                                             link_gen=gen, link_width=width)  # fmt: skip
+                        placed[bus] = Placed(chain=here, numa=numa)
+                    else:
+                        kind = "nvswitch" if cls == 0x068000 else "other"
+                        pci[bus] = PciDevice(id=bus, kind=kind, parent=parent, numa_node=numa)
+                elif child.tag == "nic":  # a NIC under the CPU with no PCI element (VMs)
+                    for k, net in enumerate(child.findall("net")):
+                        nics.append(_nic(net, None, numa, None, k))
+
+        walk(cpu, [top], top)
+    if not gpus and not nics:
+        raise ImportFailure(f"{origin}: NCCL topology XML with no GPU and no NIC")
+    return _build(origin, gpus, nics, numa_nodes, placed, pci, cpu_model)
+
+
+def _nic(net: ET.Element | None, bus: str, numa: int | None, cls: int | None, k: int) -> _NicRec:
+    name = net.get("name") if net is not None else None
+    return _NicRec(
+        name=name or bus,
+        bus=bus,
+        dev=_int(net.get("dev")) if net is not None else None,
+        numa=numa,
+        speed_mbit=_int(net.get("speed")) if net is not None else None,
+        gdr=(net.get("gdr") == "1") if net is not None and net.get("gdr") else None,
+        pci_class=cls,
+    )
+
+
+def _nic_kind(r: _NicRec) -> NicKind:
+    if r.pci_class is not None and (r.pci_class >> 8) == 0x0207:
+        return "infiniband"
+    if r.name.startswith(("rdmap", "efa")):
+        return "efa"
+    if r.name.startswith("mlx5"):
+        return "roce"
+    if r.name.startswith(("eth", "ens", "enp")):
+        return "ethernet"
+    return "unknown"
+
+
+def _order(recs: list[object], dev_of: list[int | None], bus_of: list[str | None]) -> list[int]:
+    """Index order: the source's `dev` numbers where all are given, else PCI bus-id order."""
+    if all(d is not None for d in dev_of) and len(set(dev_of)) == len(dev_of):
+        return sorted(range(len(recs)), key=lambda i: dev_of[i] or 0)
+    return sorted(range(len(recs)), key=lambda i: (parse_bus_id(bus_of[i] or "") or (0xFFFF, 0, 0, 0), i))
+
+
+def _build(
+    origin: str,
+    grecs: list[_GpuRec],
+    nrecs: list[_NicRec],
+    numa_nodes: list[NumaNode],
+    placed_by_bus: dict[str, Placed],
+    pci: dict[str, PciDevice],
+    cpu_model: str | None,
+) -> Snapshot:
+    notes = [PHB_NOTE]
+    gpus: list[Gpu] = []
+    gorder = _order(list(grecs), [g.dev for g in grecs], [g.bus for g in grecs])
+    placed: dict[str, Placed] = {}
+    self_bridge = False
+    for idx, k in enumerate(gorder):
+        r = grecs[k]
+        gen = nvlink_generation_for_cc(r.sm // 10) if r.sm else None
+        links: list[NvLink] = []
+        for target, count, tclass in r.links:
+            if target == r.bus:
+                self_bridge = True  # Azure NC A100 v4: a bridge partner NCCL cannot name
+                rtype = "unknown"
+            else:
+                rtype = "switch" if tclass.lower() == "0x068000" else "gpu" if tclass.startswith("0x03") else "unknown"
+            links += [
+                NvLink(link=len(links) + n, active=True, generation=gen, remote_type=rtype, remote_pci_bus_id=target)  # type: ignore[arg-type]
+                for n in range(count)
+            ]
+        gpus.append(
+            Gpu(
+                index=idx,
+                pci_bus_id=r.bus,
+                numa_node=r.numa,
+                cpu_affinity=r.cpus,
+                compute_capability=f"{r.sm // 10}.{r.sm % 10}" if r.sm else None,
+                pcie=PcieLink(gen_max=r.gen, width_max=r.width) if (r.gen or r.width) else None,
+                nvlinks=links,
+                gdr=r.gdr,
+            )
+        )
+        if r.bus in placed_by_bus:
+            placed[f"gpu{idx}"] = placed_by_bus[r.bus]
+    if self_bridge:
+        notes.append(
+            "an <nvlink> targets its own GPU: an NVLink bridge to a partner the file does not name; "
+            "no GPU pair is counted as NVLink from it"
+        )
+    nics: list[Nic] = []
+    norder = _order(list(nrecs), [n.dev for n in nrecs], [n.bus for n in nrecs])
+    for idx, k in enumerate(norder):
+        n = nrecs[k]
+        nics.append(
+            Nic(
+                index=idx,
+                name=n.name,
+                kind=_nic_kind(n),
+                rdma=True,
+                pci_bus_id=n.bus,
+                numa_node=n.numa,
+                speed_gbit_s=n.speed_mbit / 1000.0 if n.speed_mbit else None,
+                gdr=n.gdr,
+            )
+        )
+        if n.bus is not None and n.bus in placed_by_bus:
+            placed[f"nic{idx}"] = placed_by_bus[n.bus]
+        elif n.numa is not None:
+            placed[f"nic{idx}"] = Placed(chain=[f"cpu{n.numa}", f"net:{n.name}"], numa=n.numa)
+    # A self-targeted bridge link cannot join a pair: drop it from the pair count.
+    counted = [
+        Gpu(**{**{f: getattr(g, f) for f in g.__struct_fields__}, "nvlinks": [x for x in g.nvlinks if x.remote_pci_bus_id != g.pci_bus_id]})
+        for g in gpus
+    ]
+    pairs = tree_pairs(counted, nics, placed)
+    unknown = [
+        "gpus.uuid",
+        "gpus.name",
+        "gpus.memory_total_bytes",
+        "gpus.fabric",
+        "gpus.mig",
+        "gpus.cuda_ordinal",
+        "pairs.p2p",
+        "pairs.cuda",
+        "software",
+        "pairs.path (PHB vs NODE)",
+    ]
+    return Snapshot(
+        source=Source(kind="nccl-xml", origin=origin, tool=f"topomap {__version__}", unknown_fields=unknown, notes=notes),
+        host=Host(cpu_model=cpu_model, sockets=None, numa_nodes=numa_nodes),
+        gpus=gpus,
+        nics=nics,
+        pairs=pairs,
+        pci=[pci[k] for k in sorted(pci)],
+        nvswitches=nvswitches_from_links(counted),
+    )
