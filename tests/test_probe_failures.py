@@ -66,9 +66,7 @@ def test_not_supported_everywhere_on_a_consumer_card(tmp_path: Path) -> None:
 
 
 def test_function_not_found_for_newer_calls(tmp_path: Path) -> None:
-    m = dataclasses.replace(
-        machines.gb200_tray(), missing={"nvmlDeviceGetGpuFabricInfoV", "nvmlDeviceGetNumaNodeId"}
-    )
+    m = dataclasses.replace(machines.gb200_tray(), missing={"nvmlDeviceGetGpuFabricInfoV", "nvmlDeviceGetNumaNodeId"})
     s = run_probe(m, tmp_path).snapshot
     assert all(g.gpu_numa_node is None for g in s.gpus)
     assert all(g.fabric is not None and g.fabric.state == "not-supported" for g in s.gpus)

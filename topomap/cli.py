@@ -151,9 +151,7 @@ def probe(
 def import_(
     file: Annotated[str, typer.Argument(help="nvidia-smi text, NCCL topology XML or hwloc XML.")],
     output: Annotated[str | None, typer.Option("-o", "--output", help="Write the snapshot here.")] = None,
-    fmt: Annotated[
-        str, typer.Option("--format", help="auto | nvidia-smi | nccl-xml | hwloc-xml")
-    ] = "auto",
+    fmt: Annotated[str, typer.Option("--format", help="auto | nvidia-smi | nccl-xml | hwloc-xml")] = "auto",
 ) -> None:
     """Turn nvidia-smi text, an NCCL topology XML or an hwloc XML into a snapshot."""
     from topomap.importers import import_file
@@ -190,9 +188,7 @@ def show(
 @_guard
 def matrix(
     snapshot: Annotated[str, typer.Argument(help="Snapshot JSON, or a raw nvidia-smi/NCCL/hwloc file.")],
-    p2p: Annotated[
-        str | None, typer.Option("--p2p", help="Print `topo -p2p` for r, w, n or a instead.")
-    ] = None,
+    p2p: Annotated[str | None, typer.Option("--p2p", help="Print `topo -p2p` for r, w, n or a instead.")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """The GPU/NIC matrix exactly as `nvidia-smi topo -m` prints it, legends included."""

@@ -141,4 +141,4 @@ def class_rank(code: str) -> int:
     kind, _ = parse_path(code)
     if kind == "NV":
         return 0
-    return 1 + PCIE_CLASSES.index(code)  # type: ignore[arg-type]
+    return 1 + [str(c) for c in PCIE_CLASSES].index(code)

@@ -208,11 +208,6 @@ class Snapshot(_S, kw_only=True):
     nvswitches: list[NvSwitch] = []
     problems: list[Problem] = []
 
-    def _repr_svg_(self) -> str:  # pragma: no cover - exercised in notebooks
-        from topomap.render.dot import snapshot_svg
-
-        return snapshot_svg(self)
-
 
 class SnapshotError(TopomapError):
     """A snapshot file that cannot be read; the message is one line naming file and field."""
@@ -281,6 +276,9 @@ def atomic_write(path: str | Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, p)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

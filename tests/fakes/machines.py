@@ -28,15 +28,36 @@ def _h100_links() -> list[FakeLink]:
 def hgx_h100() -> FakeMachine:
     """8x H100 SXM on NVSwitch (NV18), 8 RDMA NICs, 2 NUMA nodes; two GPUs and two NICs per
     PCIe switch, two switches per socket on separate host bridges."""
-    gbus = ["0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0",
-            "0000:9a:00.0", "0000:ab:00.0", "0000:ba:00.0", "0000:db:00.0"]  # fmt: skip
-    nbus = ["0000:19:00.0", "0000:1a:00.0", "0000:3b:00.0", "0000:3c:00.0",
-            "0000:9b:00.0", "0000:9c:00.0", "0000:bb:00.0", "0000:bc:00.0"]  # fmt: skip
+    gbus = [
+        "0000:18:00.0",
+        "0000:2a:00.0",
+        "0000:3a:00.0",
+        "0000:5d:00.0",
+        "0000:9a:00.0",
+        "0000:ab:00.0",
+        "0000:ba:00.0",
+        "0000:db:00.0",
+    ]
+    nbus = [
+        "0000:19:00.0",
+        "0000:1a:00.0",
+        "0000:3b:00.0",
+        "0000:3c:00.0",
+        "0000:9b:00.0",
+        "0000:9c:00.0",
+        "0000:bb:00.0",
+        "0000:bc:00.0",
+    ]
     gpus = [
-        FakeGpu(bus=b, uuid=_uuid("h100", i), nvlinks=_h100_links(), nvlink_speed_mbps=26562,
-                fabric=FakeFabric(cluster_uuid=uuidlib.UUID(int=0xC1).bytes, clique_id=32766))
+        FakeGpu(
+            bus=b,
+            uuid=_uuid("h100", i),
+            nvlinks=_h100_links(),
+            nvlink_speed_mbps=26562,
+            fabric=FakeFabric(cluster_uuid=uuidlib.UUID(int=0xC1).bytes, clique_id=32766),
+        )
         for i, b in enumerate(gbus)
-    ]  # fmt: skip
+    ]
     nics = [FakeNic(name=f"mlx5_{i}", bus=b, netdev=f"ibp{i}s0") for i, b in enumerate(nbus)]
     roots = [
         RootComplex(numa=0, ports=[Switch(members=[gbus[0], gbus[1], nbus[0], nbus[1]])]),
@@ -59,10 +80,17 @@ def a100_pcie() -> FakeMachine:
     """8x A100 PCIe, no NVLink, two sockets behind PCIe switches: PIX, PXB, NODE and SYS."""
     g = [f"0000:{b:02x}:00.0" for b in (0x1B, 0x1C, 0x1E, 0x1F, 0x8A, 0x8B, 0xC1, 0xC2)]
     gpus = [
-        FakeGpu(bus=b, uuid=_uuid("a100", i), name="NVIDIA A100 80GB PCIe", arch=7, cc=(8, 0),
-                pcie=(1, 16, 4, 16), device_id="0x20b5")
+        FakeGpu(
+            bus=b,
+            uuid=_uuid("a100", i),
+            name="NVIDIA A100 80GB PCIe",
+            arch=7,
+            cc=(8, 0),
+            pcie=(1, 16, 4, 16),
+            device_id="0x20b5",
+        )
         for i, b in enumerate(g)
-    ]  # fmt: skip
+    ]
     nic = FakeNic(name="mlx5_0", bus="0000:1d:00.0", link_layer="Ethernet", rate="100 Gb/sec (4X EDR)")
     roots = [
         RootComplex(
@@ -87,10 +115,19 @@ def consumer_pair() -> FakeMachine:
     """2x RTX 4090 on one host bridge, P2P not supported by the GPU (GNS)."""
     g = ["0000:01:00.0", "0000:41:00.0"]
     gpus = [
-        FakeGpu(bus=b, uuid=_uuid("4090", i), name="NVIDIA GeForce RTX 4090", arch=8, cc=(8, 9),
-                memory_bytes=24 * GIB, pcie=(4, 16, 4, 16), mig=None, device_id="0x2684")
+        FakeGpu(
+            bus=b,
+            uuid=_uuid("4090", i),
+            name="NVIDIA GeForce RTX 4090",
+            arch=8,
+            cc=(8, 9),
+            memory_bytes=24 * GIB,
+            pcie=(4, 16, 4, 16),
+            mig=None,
+            device_id="0x2684",
+        )
         for i, b in enumerate(g)
-    ]  # fmt: skip
+    ]
     return FakeMachine(
         name="rtx4090-pair",
         gpus=gpus,
@@ -111,11 +148,21 @@ def gb200_tray() -> FakeMachine:
     n = ["0000:03:00.0", "0002:03:00.0", "0010:03:00.0", "0012:03:00.0"]
     cluster = uuidlib.UUID("7f0e4c55-2b6c-4c8e-9f52-5d3c1e0a9b11").bytes
     gpus = [
-        FakeGpu(bus=b, uuid=_uuid("gb200", i), name="NVIDIA GB200", arch=10, cc=(10, 0), memory_bytes=186 * GIB,
-                nvlinks=[FakeLink(version_enum=7, remote_type=2, remote_bus="")] * 18, nvlink_speed_mbps=53125,
-                fabric=FakeFabric(cluster_uuid=cluster, clique_id=7, state=3), gpu_numa=2 + i, device_id="0x2941")
+        FakeGpu(
+            bus=b,
+            uuid=_uuid("gb200", i),
+            name="NVIDIA GB200",
+            arch=10,
+            cc=(10, 0),
+            memory_bytes=186 * GIB,
+            nvlinks=[FakeLink(version_enum=7, remote_type=2, remote_bus="")] * 18,
+            nvlink_speed_mbps=53125,
+            fabric=FakeFabric(cluster_uuid=cluster, clique_id=7, state=3),
+            gpu_numa=2 + i,
+            device_id="0x2941",
+        )
         for i, b in enumerate(g)
-    ]  # fmt: skip
+    ]
     nics = [FakeNic(name=f"mlx5_{i}", bus=b) for i, b in enumerate(n)]
     roots = [
         RootComplex(numa=0, ports=[Switch(members=[g[0], n[0]])]),
@@ -150,11 +197,23 @@ def old_driver() -> FakeMachine:
         return on + off + on + off + on + off
 
     gpus = [
-        FakeGpu(bus=g[0], uuid=_uuid("h100pcie", 0), name="NVIDIA H100 PCIe", nvlinks=bridge(g[1]),
-                link_count_field=False, device_id="0x2331"),
-        FakeGpu(bus=g[1], uuid=_uuid("h100pcie", 1), name="NVIDIA H100 PCIe", nvlinks=bridge(g[0]),
-                link_count_field=False, device_id="0x2331"),
-    ]  # fmt: skip
+        FakeGpu(
+            bus=g[0],
+            uuid=_uuid("h100pcie", 0),
+            name="NVIDIA H100 PCIe",
+            nvlinks=bridge(g[1]),
+            link_count_field=False,
+            device_id="0x2331",
+        ),
+        FakeGpu(
+            bus=g[1],
+            uuid=_uuid("h100pcie", 1),
+            name="NVIDIA H100 PCIe",
+            nvlinks=bridge(g[0]),
+            link_count_field=False,
+            device_id="0x2331",
+        ),
+    ]
     return FakeMachine(
         name="old-driver",
         gpus=gpus,

@@ -122,11 +122,22 @@ def import_hwloc_xml(text: str, origin: str) -> Snapshot:
             kind="hwloc-xml",
             origin=origin,
             tool=f"topomap {__version__}",
-            unknown_fields=["gpus.memory_total_bytes", "gpus.mig", "gpus.fabric", "pairs.p2p", "pairs.cuda", "software"],
+            unknown_fields=[
+                "gpus.memory_total_bytes",
+                "gpus.mig",
+                "gpus.fabric",
+                "pairs.p2p",
+                "pairs.cuda",
+                "software",
+            ],
             notes=[f"hwloc {_info(root, 'hwlocVersion') or '?'}; NVLink counts derived from NVLinkBandwidth"],
         ),
-        host=Host(hostname=_info(root, "HostName"), cpu_model=cpu_model, sockets=packages or None,
-                  numa_nodes=sorted(numa_nodes, key=lambda n: n.id)),  # fmt: skip
+        host=Host(
+            hostname=_info(root, "HostName"),
+            cpu_model=cpu_model,
+            sockets=packages or None,
+            numa_nodes=sorted(numa_nodes, key=lambda n: n.id),
+        ),
         gpus=gpus,
         nics=nics,
         pairs=tree_pairs(gpus, nics, placed),
@@ -172,8 +183,17 @@ def _devices(
         cls = (d.obj.get("pci_type") or "")[:4]
         kind: NicKind = "infiniband" if cls == "0207" else "roce" if rdma else "ethernet" if net else "unknown"
         idx = len(nics)
-        nics.append(Nic(index=idx, name=name, kind=kind, rdma=bool(rdma) or cls == "0207", pci_bus_id=d.bus,
-                        numa_node=d.numa, netdevs=net))  # fmt: skip
+        nics.append(
+            Nic(
+                index=idx,
+                name=name,
+                kind=kind,
+                rdma=bool(rdma) or cls == "0207",
+                pci_bus_id=d.bus,
+                numa_node=d.numa,
+                netdevs=net,
+            )
+        )
         placed[f"nic{idx}"] = Placed(chain=d.chain, numa=d.numa)
     return gpus, nics, placed
 
@@ -211,5 +231,12 @@ def _nvlink_matrix(
                     remote = gpus[int(bobj.get("topomap_gpu") or 0)].pci_bus_id or ""
                     rtype = "gpu"
                 for _ in range(max(1, round(bw / per_link))):
-                    g.nvlinks.append(NvLink(link=len(g.nvlinks), active=True, generation=gen, remote_type=rtype,  # type: ignore[arg-type]
-                                            remote_pci_bus_id=remote))  # fmt: skip
+                    g.nvlinks.append(
+                        NvLink(
+                            link=len(g.nvlinks),
+                            active=True,
+                            generation=gen,
+                            remote_type=rtype,  # type: ignore[arg-type]
+                            remote_pci_bus_id=remote,
+                        )
+                    )

@@ -103,7 +103,9 @@ def import_nccl_xml(text: str, origin: str) -> Snapshot:
         top = f"cpu{numa if numa is not None else len(numa_nodes)}"
         pci[top] = PciDevice(id=top, kind="host-bridge", numa_node=numa, inferred=True)
 
-        def walk(el: ET.Element, chain: list[str], parent: str) -> None:
+        def walk(
+            el: ET.Element, chain: list[str], parent: str, numa: int | None = numa, cpus: str | None = cpus
+        ) -> None:
             for child in el:
                 if child.tag == "pci":
                     bus = _bus(child, origin)
@@ -112,8 +114,9 @@ def import_nccl_xml(text: str, origin: str) -> Snapshot:
                     width = _int(child.get("link_width")) or None
                     here = [*chain, bus]
                     if cls is not None and (cls >> 8) == 0x0604:
-                        pci[bus] = PciDevice(id=bus, kind="bridge", parent=parent, numa_node=numa,
-                                             link_gen=gen, link_width=width)  # fmt: skip
+                        pci[bus] = PciDevice(
+                            id=bus, kind="bridge", parent=parent, numa_node=numa, link_gen=gen, link_width=width
+                        )
                         walk(child, here, bus)
                         continue
                     if cls is not None and (cls >> 16) == 0x03:
@@ -132,19 +135,20 @@ def import_nccl_xml(text: str, origin: str) -> Snapshot:
                             target = normalize_bus_id(nl.get("target") or "") or ""
                             rec.links.append((target, _int(nl.get("count")) or 0, nl.get("tclass") or ""))
                         gpus.append(rec)
-                        pci[bus] = PciDevice(id=bus, kind="gpu", parent=parent, numa_node=numa,
-                                             link_gen=gen, link_width=width)  # fmt: skip
+                        pci[bus] = PciDevice(
+                            id=bus, kind="gpu", parent=parent, numa_node=numa, link_gen=gen, link_width=width
+                        )
                         placed[bus] = Placed(chain=here, numa=numa)
                     elif cls is not None and (cls >> 16) == 0x02:
                         nets = child.findall("nic/net")
                         for k, net in enumerate(nets or [None]):
                             nics.append(_nic(net, bus, numa, cls, k))
-                        pci[bus] = PciDevice(id=bus, kind="nic", parent=parent, numa_node=numa,
-                                             link_gen=gen, link_width=width)  # fmt: skip
+                        pci[bus] = PciDevice(
+                            id=bus, kind="nic", parent=parent, numa_node=numa, link_gen=gen, link_width=width
+                        )
                         placed[bus] = Placed(chain=here, numa=numa)
                     else:
-                        kind = "nvswitch" if cls == 0x068000 else "other"
-                        pci[bus] = PciDevice(id=bus, kind=kind, parent=parent, numa_node=numa)
+                        pci[bus] = PciDevice(id=bus, kind="nvswitch" if cls == 0x068000 else "other", parent=parent, numa_node=numa)
                 elif child.tag == "nic":  # a NIC under the CPU with no PCI element (VMs)
                     for k, net in enumerate(child.findall("net")):
                         nics.append(_nic(net, None, numa, None, k))
@@ -155,10 +159,10 @@ def import_nccl_xml(text: str, origin: str) -> Snapshot:
     return _build(origin, gpus, nics, numa_nodes, placed, pci, cpu_model)
 
 
-def _nic(net: ET.Element | None, bus: str, numa: int | None, cls: int | None, k: int) -> _NicRec:
+def _nic(net: ET.Element | None, bus: str | None, numa: int | None, cls: int | None, k: int) -> _NicRec:
     name = net.get("name") if net is not None else None
     return _NicRec(
-        name=name or bus,
+        name=name or bus or f"net{k}",
         bus=bus,
         dev=_int(net.get("dev")) if net is not None else None,
         numa=numa,
@@ -256,7 +260,12 @@ def _build(
             placed[f"nic{idx}"] = Placed(chain=[f"cpu{n.numa}", f"net:{n.name}"], numa=n.numa)
     # A self-targeted bridge link cannot join a pair: drop it from the pair count.
     counted = [
-        Gpu(**{**{f: getattr(g, f) for f in g.__struct_fields__}, "nvlinks": [x for x in g.nvlinks if x.remote_pci_bus_id != g.pci_bus_id]})
+        Gpu(
+            **{
+                **{f: getattr(g, f) for f in g.__struct_fields__},
+                "nvlinks": [x for x in g.nvlinks if x.remote_pci_bus_id != g.pci_bus_id],
+            }
+        )
         for g in gpus
     ]
     pairs = tree_pairs(counted, nics, placed)
@@ -273,7 +282,9 @@ def _build(
         "pairs.path (PHB vs NODE)",
     ]
     return Snapshot(
-        source=Source(kind="nccl-xml", origin=origin, tool=f"topomap {__version__}", unknown_fields=unknown, notes=notes),
+        source=Source(
+            kind="nccl-xml", origin=origin, tool=f"topomap {__version__}", unknown_fields=unknown, notes=notes
+        ),
         host=Host(cpu_model=cpu_model, sockets=None, numa_nodes=numa_nodes),
         gpus=gpus,
         nics=nics,

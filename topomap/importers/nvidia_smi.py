@@ -94,9 +94,9 @@ def _split_trailing(rest: str, columns: list[str]) -> dict[str, str]:
     return out
 
 
-def _parse_matrix(lines: list[str], start: int, origin: str, labels: list[str], columns: list[str]) -> tuple[
-    _Matrix, int
-]:
+def _parse_matrix(
+    lines: list[str], start: int, origin: str, labels: list[str], columns: list[str]
+) -> tuple[_Matrix, int]:
     m = _Matrix(labels=labels, columns=columns)
     n = len(labels)
     i = start + 1
@@ -109,9 +109,7 @@ def _parse_matrix(lines: list[str], start: int, origin: str, labels: list[str], 
         label = head[0]
         if label != labels[len(rows_seen)]:
             if label in labels:
-                raise NvidiaSmiError(
-                    f"{origin}:{i + 1}: row {label} out of order (expected {labels[len(rows_seen)]})"
-                )
+                raise NvidiaSmiError(f"{origin}:{i + 1}: row {label} out of order (expected {labels[len(rows_seen)]})")
             break
         body = head[1] if len(head) > 1 else ""
         matches = list(re.finditer(r"\S+", body))

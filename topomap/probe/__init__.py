@@ -15,11 +15,11 @@ from typing import Any
 
 from topomap import __version__
 from topomap.model import (
+    P2P,
     CudaPeer,
     Gpu,
     Host,
     Nic,
-    P2P,
     Pair,
     PciDevice,
     PcieLink,

@@ -74,9 +74,9 @@ class _Cuda:
                 self.library_missing = True  # no libcuda at all: nothing else will answer
             self._record(fn_name, target, f"{type(err).__name__}: {err}")
             return False, None
-        err = res[0]
-        if int(err) != 0:
-            self._record(fn_name, target, f"{getattr(err, 'name', 'CUresult')} ({int(err)})")
+        status = res[0]
+        if int(status) != 0:
+            self._record(fn_name, target, f"{getattr(status, 'name', 'CUresult')} ({int(status)})")
             return False, None
         return True, (res[1] if len(res) > 1 else None)
 

@@ -8,6 +8,7 @@ Each function names its ``nvidia-smi`` twin. Quirks followed here are listed in
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import math
 import os
@@ -172,10 +173,8 @@ def probe_nvml(lib: Any | None = None, cpu_count: int | None = None) -> NvmlResu
                 handles[i] = handle
         _pairs(nv, result, handles)
     finally:
-        try:
+        with contextlib.suppress(lib.NVMLError):
             lib.nvmlShutdown()
-        except lib.NVMLError:
-            pass
     return result
 
 
