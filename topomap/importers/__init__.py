@@ -49,6 +49,8 @@ def detect(text: str) -> str | None:
 def import_text(text: str, origin: str, fmt: str = "auto") -> Snapshot:
     """Import text of the given (or detected) format."""
     if fmt == "auto":
+        if text.lstrip("\ufeff \t\r\n").startswith("{"):
+            return decode_snapshot(text.encode(), origin)  # already a snapshot: validate it
         found = detect(text)
         if found is None:
             raise ImportFailure(
@@ -78,7 +80,4 @@ def import_file(path: str | Path, fmt: str = "auto") -> Snapshot:
 
 def load_any(path: str | Path) -> Snapshot:
     """A snapshot JSON, or any importable file imported on the fly."""
-    text = read_text(path)
-    if text.lstrip("\ufeff \t\r\n").startswith("{"):
-        return decode_snapshot(text.encode(), str(path))
-    return import_text(text, str(path))
+    return import_text(read_text(path), str(path))

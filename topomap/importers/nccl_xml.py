@@ -148,7 +148,9 @@ def import_nccl_xml(text: str, origin: str) -> Snapshot:
                         )
                         placed[bus] = Placed(chain=here, numa=numa)
                     else:
-                        pci[bus] = PciDevice(id=bus, kind="nvswitch" if cls == 0x068000 else "other", parent=parent, numa_node=numa)
+                        pci[bus] = PciDevice(
+                            id=bus, kind="nvswitch" if cls == 0x068000 else "other", parent=parent, numa_node=numa
+                        )
                 elif child.tag == "nic":  # a NIC under the CPU with no PCI element (VMs)
                     for k, net in enumerate(child.findall("net")):
                         nics.append(_nic(net, None, numa, None, k))
