@@ -179,9 +179,10 @@ def show(
 
         _print_json(to_builtins(snap))
         return
+    from topomap.graph import build
     from topomap.render.terminal import show as show_view
 
-    _console().print(show_view(snap))
+    _console().print(show_view(snap, build(snap)))
 
 
 @app.command()
@@ -224,6 +225,47 @@ def matrix(
         sys.stdout.write(text)
         return
     sys.stdout.write(render_matrix(snap))
+
+
+RENDER_FORMATS = ("svg", "png", "pdf", "dot", "graphml", "json")
+
+
+@app.command()
+@_guard
+def render(
+    snapshots: Annotated[list[str], typer.Argument(help="Snapshots (or raw nvidia-smi/NCCL/hwloc files).")],
+    output: Annotated[str, typer.Option("-o", "--output", help="OUT.svg, .png, .pdf, .dot, .graphml or .json")],
+) -> None:
+    """Diagram of the topology: hosts, NUMA nodes, PCIe switches, GPUs, NICs, NVLink fabric."""
+    from topomap.graph import build
+    from topomap.render import dot as dotr
+    from topomap.render.export import graphml, node_link_json
+
+    fmt = Path(output).suffix.lower().lstrip(".")
+    if fmt not in RENDER_FORMATS:
+        raise TopomapError(f"-o {output}: unknown format {fmt!r}; expected .{', .'.join(RENDER_FORMATS)}")
+    topos = [build(_load(s)) for s in snapshots]
+    if fmt == "graphml":
+        _write(output, graphml(topos))
+        return
+    if fmt == "json":
+        _write(output, node_link_json(topos))
+        return
+    text = dotr.topology_dot(topos)
+    if fmt == "dot":
+        _write(output, text.encode())
+        return
+    try:
+        data = dotr.pipe(text, fmt)
+    except dotr.DotMissing as err:
+        dot_path = str(Path(output).with_suffix(".dot"))
+        _write(dot_path, text.encode())
+        raise TopomapError(
+            f"Graphviz `dot` not found: wrote {dot_path} instead of {output}",
+            hint="install Graphviz (apt-get install graphviz / brew install graphviz / conda install graphviz)",
+        ) from err
+    _write(output, data)
+    print(f"wrote {output}", file=sys.stderr)
 
 
 @app.command()

@@ -12,6 +12,7 @@ switch per PXB group, a host bridge per PHB group, a NUMA node per NODE group.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -117,8 +118,10 @@ def _numa_node(topo: Topology, numa: object) -> str:
     node = f"numa{numa}" if numa is not None else "numa?"
     if node not in topo.graph:
         cpus = next((n.cpus for n in topo.snapshot.host.numa_nodes if n.id == numa), None)
-        topo.graph.add_node(node, kind="numa", label=f"NUMA {numa if numa is not None else '?'}", cpus=cpus or "",
-                            inferred=numa is None)  # fmt: skip
+        text = str(numa) if numa is not None else "?"
+        if text.startswith("?"):
+            text = f"? (side {int(text[1:]) + 1})" if text[1:].isdigit() else "?"
+        topo.graph.add_node(node, kind="numa", label=f"NUMA {text}", cpus=cpus or "", inferred=numa is None)
         topo.graph.add_edge("host", node, kind="attach")
     return node
 
@@ -215,7 +218,7 @@ def _infer_tree(topo: Topology) -> None:
     snap, g = topo.snapshot, topo.graph
     topo.inferred = True
     ids = {f"gpu{x.index}": gpu_node(x) for x in snap.gpus} | {f"nic{n.index}": nic_node(n) for n in snap.nics}
-    devs = sorted(ids.values(), key=_natural)
+    devs = sorted(ids.values(), key=natural_key)
     level: dict[frozenset[str], int] = {}
     for p in snap.pairs:
         cls = p.pcie_path or (p.path if p.path in PCIE_CLASSES else None)
@@ -235,7 +238,9 @@ def _infer_tree(topo: Topology) -> None:
         known = sorted({numa_of[d] for d in grp if numa_of.get(d) is not None}, key=str)
         numa: object = known[0] if len(known) == 1 else (None if not known else "+".join(map(str, known)))
         if len(known) > 1:
-            topo.notes.append(f"the matrix puts NUMA nodes {', '.join(map(str, known))} on one side (NODE between them)")
+            topo.notes.append(
+                f"the matrix puts NUMA nodes {', '.join(map(str, known))} on one side (NODE between them)"
+            )
         if numa is None and len(clusters[4]) > 1:
             numa = f"?{k}"
         if f"numa{numa}" in used:
@@ -283,10 +288,30 @@ def _slug(node: str) -> str:
     return node.replace(":", "-")
 
 
-def _natural(s: str) -> tuple[str, int, str]:
+def natural_key(s: str) -> tuple[str, int, str]:
+    """Sort gpu2 before gpu10."""
     head = s.rstrip("0123456789")
     tail = s[len(head) :]
     return head, int(tail) if tail else -1, s
+
+
+def tree_parents(topo: Topology) -> dict[str, str]:
+    """Parent of each node in the host → NUMA → PCI tree (NVLink and SMP edges ignored)."""
+    g = topo.graph
+    parent: dict[str, str] = {}
+    seen = {"host"}
+    frontier = ["host"]
+    while frontier:
+        nxt: list[str] = []
+        for u in frontier:
+            for v in sorted(g.neighbors(u), key=natural_key):
+                if v in seen or g.edges[u, v].get("kind") in ("nvlink", "smp"):
+                    continue
+                seen.add(v)
+                parent[v] = u
+                nxt.append(v)
+        frontier = nxt
+    return parent
 
 
 def _numa_links(topo: Topology) -> None:
@@ -329,25 +354,40 @@ def _nvlinks(topo: Topology) -> None:
                 if peer.startswith("gpu") and g.has_edge(gpu_node(gpu), peer):
                     continue
                 _nvlink_edge(topo, gpu_node(gpu), peer, n, gpu, by_id.get(peer))
-    # Pairs whose NV# the source states but whose links it does not list (imported matrices).
-    for p in snap.pairs:
+    if not have_links:
+        _nvlinks_from_pairs(topo, by_id)
+
+
+def _nvlinks_from_pairs(topo: Topology, by_id: dict[str, Gpu]) -> None:
+    """NV# pairs from a source that lists no links (an imported matrix). Three or more GPUs
+    joined all-to-all by the same NV# sit on an NVSwitch fabric: draw one inferred hub, not
+    n(n-1)/2 edges. Other NV# pairs (bridges, DGX-1 cube mesh) are direct links."""
+    nv: dict[frozenset[str], int] = {}
+    for p in topo.snapshot.pairs:
         kind, n = parse_path(p.path or "")
-        if kind != "NV" or p.a not in by_id or p.b not in by_id:
-            continue
-        if nx.has_path(_nvlink_view(g), p.a, p.b) if p.a in g and p.b in g else False:
-            continue
-        _nvlink_edge(topo, p.a, p.b, n, by_id[p.a], by_id[p.b])
+        if kind == "NV" and p.a in by_id and p.b in by_id:
+            nv[frozenset((p.a, p.b))] = n
+    gpus = sorted({x for pair in nv for x in pair}, key=natural_key)
+    counts = set(nv.values())
+    full = len(gpus) >= 3 and len(counts) == 1 and len(nv) == len(gpus) * (len(gpus) - 1) // 2
+    if full:
+        n = counts.pop()
+        topo.graph.add_node(FABRIC, kind="nvswitch", label="NVSwitch fabric (inferred)", switches=0, inferred=True)
+        for x in gpus:
+            _nvlink_edge(topo, x, FABRIC, n, by_id[x], None)
+        topo.notes.append(f"{len(gpus)} GPUs all-to-all NV{n}: drawn as an NVSwitch fabric (inferred)")
+        return
+    for pair, n in sorted(nv.items(), key=lambda kv: sorted(kv[0], key=natural_key)):
+        a, b = sorted(pair, key=natural_key)
+        _nvlink_edge(topo, a, b, n, by_id[a], by_id[b])
 
 
 def _nvlink_edge(topo: Topology, a: str, b: str, count: int, ga: Gpu, gb: Gpu | None) -> None:
     gens = {x.generation for x in ga.nvlinks if x.active and x.generation is not None}
     gen = gens.pop() if len(gens) == 1 else None
     speeds = {x.speed_gbps for x in ga.nvlinks if x.active and x.speed_gbps}
-    bw: float | None
-    if len(speeds) == 1:
-        bw = round(speeds.pop() * count, 3)  # the driver's reported per-link rate
-    else:
-        bw = nvlink_bandwidth_gbps(gen, count, ga.name)
+    # the source's reported per-link rate when it gives one, else the generation's nominal rate
+    bw = round(speeds.pop() * count, 3) if len(speeds) == 1 else nvlink_bandwidth_gbps(gen, count, ga.name)
     topo.graph.add_edge(
         a,
         b,
@@ -395,7 +435,7 @@ def route(topo: Topology, a_ref: str, b_ref: str) -> Route:
     nv = _nvlink_view(g)
     if a.startswith("gpu") and b.startswith("gpu") and nx.has_path(nv, a, b):
         nodes = tuple(nx.shortest_path(nv, a, b))
-        edges = list(zip(nodes, nodes[1:]))
+        edges = list(itertools.pairwise(nodes))
         via = "nvswitch" if FABRIC in nodes else "nvlink"
         count = min(g.edges[e].get("count", 0) for e in edges)
         path = snapshot_path(topo, a, b) or f"NV{count}"
@@ -405,10 +445,10 @@ def route(topo: Topology, a_ref: str, b_ref: str) -> Route:
     if not nx.has_path(pv, a, b):
         return Route(a, b, (a, b), None, "pcie", None, "unknown", notes=("no PCIe route in the snapshot",))
     nodes = tuple(nx.shortest_path(pv, a, b))
-    edges = list(zip(nodes, nodes[1:]))
-    path = snapshot_path(topo, a, b)
-    if path is None or path.startswith("NV"):
-        path = structural_class(topo, a, b) or path
+    edges = list(itertools.pairwise(nodes))
+    pcie_class = snapshot_path(topo, a, b)
+    if pcie_class is None or pcie_class.startswith("NV"):
+        pcie_class = structural_class(topo, a, b) or pcie_class
     pcie_edges = [e for e in edges if g.edges[e].get("kind") == "pcie"]
     bw, src, neck = _narrowest(g, pcie_edges)
     notes: list[str] = []
@@ -418,7 +458,7 @@ def route(topo: Topology, a_ref: str, b_ref: str) -> Route:
         notes.append("crosses the inter-socket link (bandwidth not recorded by any source)")
     if src == "unknown":
         notes.append("PCIe link speeds not recorded by this source")
-    return Route(a, b, nodes, path, "pcie", bw, src, neck, tuple(notes))
+    return Route(a, b, nodes, pcie_class, "pcie", bw, src, neck, tuple(notes))
 
 
 def _narrowest(

@@ -238,6 +238,6 @@ def _nvlink_matrix(
                             generation=gen,
                             remote_type=rtype,  # type: ignore[arg-type]
                             remote_pci_bus_id=remote,
-                        speed_gbps=per_link / 1000.0,
+                            speed_gbps=per_link / 1000.0,
                         )
                     )

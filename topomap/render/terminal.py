@@ -8,6 +8,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from topomap.graph import FABRIC, Topology, natural_key, tree_parents
 from topomap.links import nvlink_bandwidth_gbps, pcie_bandwidth_gbps
 from topomap.model import Gpu, Snapshot
 
@@ -163,45 +164,63 @@ def problem_table(snap: Snapshot) -> Table:
     return t
 
 
-def machine_tree(snap: Snapshot) -> Tree:
-    """Socket/NUMA → host bridge → switch → GPUs/NICs, from the snapshot's PCI tree."""
-    root = Tree(Text(snap.host.hostname or "host", style="bold"))
-    label: dict[str, str] = {}
-    for g in snap.gpus:
-        if g.pci_bus_id:
-            label[g.pci_bus_id] = f"GPU{g.index} {g.name or ''} ({g.pci_bus_id})".replace("  ", " ")
-    for n in snap.nics:
-        if n.pci_bus_id:
-            label[n.pci_bus_id] = f"NIC {n.name} ({n.pci_bus_id})"
-    children: dict[str | None, list[str]] = {}
-    numa_of: dict[str, int | None] = {}
-    for d in snap.pci:
-        children.setdefault(d.parent, []).append(d.id)
-        numa_of[d.id] = d.numa_node
-    kinds = {d.id: d for d in snap.pci}
-    numa_nodes: dict[int | None, Tree] = {}
+def machine_tree(topo: Topology) -> Tree:
+    """Socket/NUMA → host bridge → switch → GPUs/NICs, and the NVLink fabric, from the graph."""
+    g = topo.graph
+    root = Tree(Text(topo.snapshot.host.hostname or "host", style="bold"))
+    parents = tree_parents(topo)
+    children: dict[str, list[str]] = {}
+    for child, par in parents.items():
+        children.setdefault(par, []).append(child)
 
-    def add(tree: Tree, node: str) -> None:
-        d = kinds[node]
-        text = label.get(node) or f"{d.kind} {node}" + (" (inferred)" if d.inferred else "")
-        sub = tree.add(text)
-        for c in sorted(children.get(node, [])):
-            add(sub, c)
+    def label(n: str) -> str:
+        d = g.nodes[n]
+        kind = str(d.get("kind"))
+        text = {
+            "numa": f"{d.get('label')}" + (f" (CPUs {d.get('cpus')})" if d.get("cpus") else ""),
+            "gpu": f"{d.get('label')} {d.get('name') or ''}".strip(),
+            "nic": f"NIC {d.get('label')} ({d.get('nic_kind')})",
+            "host-bridge": f"host bridge {'' if d.get('inferred') else d.get('label')}".strip(),
+        }.get(
+            kind,
+            f"{'PCIe switch' if kind in ('switch', 'switch-upstream', 'bridge') else kind} "
+            f"{'' if d.get('inferred') else d.get('label')}".strip(),
+        )
+        if d.get("inferred"):
+            text += " (inferred)"
+        return text
 
-    for top in sorted(children.get(None, [])):
-        numa = numa_of.get(top)
-        if numa not in numa_nodes:
-            numa_nodes[numa] = root.add(f"NUMA node {numa}" if numa is not None else "NUMA node unknown")
-        add(numa_nodes[numa], top)
-    if snap.nvswitches:
-        sw = root.add("NVSwitch fabric")
-        for s in snap.nvswitches:
-            links = ", ".join(f"{g}×{c}" for g, c in s.links.items())
-            sw.add(f"{s.id}: {links}")
+    def add(tree: Tree, n: str) -> None:
+        kids = sorted(children.get(n, []), key=natural_key)
+        kind = g.nodes[n].get("kind")
+        # fold pass-through ports so the tree shows sockets, switches and devices
+        if kind in ("switch-downstream", "port") or (kind == "bridge" and len(kids) == 1):
+            for k in kids:
+                add(tree, k)
+            return
+        sub = tree.add(label(n))
+        for k in kids:
+            add(sub, k)
+
+    for top in sorted(children.get("host", []), key=natural_key):
+        if top != FABRIC:
+            add(root, top)
+    if FABRIC in g:
+        fab = root.add(str(g.nodes[FABRIC].get("label")))
+        for u, v, d in sorted(g.edges(FABRIC, data=True), key=lambda e: natural_key(e[1])):
+            other = v if u == FABRIC else u
+            bw = d.get("bandwidth_gbps")
+            fab.add(f"{other}: NV{d.get('count')}" + (f" · {bw:g} GB/s spec" if bw else " · bandwidth unknown"))
+    direct = [(u, v, d) for u, v, d in g.edges(data=True) if d.get("kind") == "nvlink" and FABRIC not in (u, v)]
+    if direct:
+        nv = root.add("NVLink (direct)")
+        for u, v, d in sorted(direct, key=lambda e: (natural_key(e[0]), natural_key(e[1]))):
+            bw = d.get("bandwidth_gbps")
+            nv.add(f"{u} ↔ {v}: NV{d.get('count')}" + (f" · {bw:g} GB/s spec" if bw else " · bandwidth unknown"))
     return root
 
 
-def show(snap: Snapshot) -> RenderableType:
+def show(snap: Snapshot, topo: Topology | None = None) -> RenderableType:
     parts: list[RenderableType] = [header(snap)]
     if snap.gpus:
         parts.extend(gpu_tables(snap))
@@ -211,8 +230,10 @@ def show(snap: Snapshot) -> RenderableType:
         parts.append(nic_table(snap))
     if snap.host.numa_nodes:
         parts.append(numa_table(snap))
-    if snap.pci or snap.nvswitches:
-        parts.append(machine_tree(snap))
+    if topo is not None:
+        parts.append(machine_tree(topo))
+        for note in topo.notes:
+            parts.append(Text(f"note: {note}", style="dim"))
     if snap.problems:
         parts.append(problem_table(snap))
     return Group(*parts)

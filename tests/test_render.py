@@ -1,0 +1,113 @@
+"""Diagrams through the real Graphviz `dot`: parseable, complete, stable, injection-proof."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import msgspec
+import pytest
+from typer.testing import CliRunner
+
+from tests.conftest import SAMPLES
+from topomap.cli import app
+from topomap.graph import build
+from topomap.importers import load_any
+from topomap.render.dot import pipe, q, topology_dot
+
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `dot` not installed")
+runner = CliRunner()
+SAMPLE_FILES = sorted((SAMPLES / "snapshots").glob("*.json"))
+
+
+def svg_texts(svg: bytes) -> list[str]:
+    root = ET.fromstring(svg)
+    return [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text")]
+
+
+@needs_dot
+@pytest.mark.parametrize("f", SAMPLE_FILES, ids=lambda f: f.stem)
+def test_svg_parses_and_names_every_gpu_and_nic(f: Path) -> None:
+    s = load_any(f)
+    svg = pipe(topology_dot([build(s)]), "svg")
+    texts = svg_texts(svg)
+    for g in s.gpus:
+        assert f"GPU{g.index}" in texts
+    for n in s.nics:
+        assert any(t.startswith(f"NIC {n.name}") for t in texts), n.name
+
+
+@needs_dot
+def test_svg_is_byte_stable(tmp_path: Path) -> None:
+    f = str(SAMPLES / "snapshots" / "ibm-gx3d-h100-8gpu.json")
+    a, b = tmp_path / "a.svg", tmp_path / "b.svg"
+    assert runner.invoke(app, ["render", f, "-o", str(a)]).exit_code == 0
+    assert runner.invoke(app, ["render", f, "-o", str(b)]).exit_code == 0
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_nvlink_labels_and_media_colours() -> None:
+    text = topology_dot([build(load_any(SAMPLES / "snapshots" / "ibm-gx3d-h100-8gpu.json"))])
+    assert text.count('label="NV18 · 450 GB/s"') == 8  # one hub edge per GPU, not 28 pair edges
+    assert "#2e7d32" in text and "#1565c0" in text and "#ef6c00" in text
+    assert "imported from an NCCL topology XML" in text
+
+
+@needs_dot
+def test_hostile_names_cannot_inject(tmp_path: Path) -> None:
+    s = load_any(SAMPLES / "snapshots" / "aws-p4d-24xlarge.json")
+    evil = 'x"]; evil [label="pwned"]; <script>alert(1)</script> \\" \\l\n}'
+    nics = [msgspec.structs.replace(n, name=evil + str(n.index)) for n in s.nics]
+    host = msgspec.structs.replace(s.host, hostname=evil)
+    s = msgspec.structs.replace(s, nics=nics, host=host)
+    dot_text = topology_dot([build(s)])
+    svg = pipe(dot_text, "svg")
+    root = ET.fromstring(svg)  # still well-formed
+    titles = {t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}title")}
+    import re
+
+    assert all(re.fullmatch(r"topomap|n\d+|cluster_n\d+|n\d+&#45;&gt;n\d+|n\d+->n\d+", t) for t in titles), titles
+    assert not list(root.iter("{http://www.w3.org/2000/svg}script")) and not list(root.iter("script"))
+    assert any("<script>" in t for t in svg_texts(svg))  # shown as text, not markup
+
+
+def test_quote_escapes_everything() -> None:
+    assert q('a"b\\c\nd\x00') == '"a\\"b\\\\c\\nd?"'
+
+
+def test_missing_dot_writes_dot_file_and_says_how_to_install(tmp_path: Path) -> None:
+    env = {**os.environ, "PATH": str(tmp_path / "empty")}
+    import subprocess
+    import sys
+
+    out = tmp_path / "m.svg"
+    r = subprocess.run(
+        [sys.executable, "-m", "topomap", "render", str(SAMPLE_FILES[0]), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert r.returncode == 2 and "install Graphviz" in r.stderr and r.stderr.count("\n") == 1
+    assert not out.exists() and (tmp_path / "m.dot").read_text().startswith("digraph topomap {")
+
+
+def test_graphml_and_node_link_json(tmp_path: Path) -> None:
+    import json
+
+    import networkx as nx
+
+    f = str(SAMPLES / "snapshots" / "dgx1-v100.json")
+    gm, js = tmp_path / "t.graphml", tmp_path / "t.json"
+    assert runner.invoke(app, ["render", f, "-o", str(gm)]).exit_code == 0
+    assert runner.invoke(app, ["render", f, "-o", str(js)]).exit_code == 0
+    g = nx.read_graphml(gm)
+    assert g.edges["gpu0", "gpu3"]["kind"] == "nvlink" and g.edges["gpu0", "gpu3"]["count"] == 2
+    d = json.loads(js.read_text())
+    assert {n["id"] for n in d["nodes"]} >= {f"gpu{i}" for i in range(8)}
+
+
+def test_unknown_output_format_is_exit_2(tmp_path: Path) -> None:
+    r = runner.invoke(app, ["render", str(SAMPLE_FILES[0]), "-o", str(tmp_path / "x.bmp")])
+    assert r.exit_code == 2 and "unknown format" in r.stderr

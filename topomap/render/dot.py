@@ -1,0 +1,306 @@
+"""Topology (+ mapped flow) → Graphviz DOT; SVG/PNG/PDF through the real `dot` binary.
+
+The layout mirrors the hardware: a cluster per host, per NUMA node, per host bridge, per PCIe
+switch; GPUs and NICs inside the switch that holds them; the NVSwitch fabric drawn as one hub.
+Edge colours are the same in every diagram: GPU links green, PCIe / host memory blue, network
+orange. Every user-supplied string is escaped, and node ids are generated, so no input can
+break out of the DOT or the SVG.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from topomap import __version__
+from topomap.graph import FABRIC, Topology, natural_key, tree_parents
+from topomap.links import pcie_bandwidth_gbps
+
+GPU_LINK = "#2e7d32"
+HOST_MEMORY = "#1565c0"
+NETWORK = "#ef6c00"
+FADED = "#b0b0b0"
+MEDIUM_COLOURS = {"gpu-link": GPU_LINK, "host-memory": HOST_MEMORY, "network": NETWORK, "local": "#616161"}
+
+_CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_SKIP = {"switch-downstream", "port"}
+
+
+def q(text: str) -> str:
+    """A DOT double-quoted string: no input can end the string or inject escapes."""
+    text = _CTRL.sub("?", text)
+    text = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{text}"'
+
+
+def fmt_gbps(bw: float | None) -> str:
+    return "? GB/s" if bw is None else f"{bw:g} GB/s"
+
+
+@dataclass
+class DotBuilder:
+    """Accumulates DOT lines with generated ids."""
+
+    lines: list[str] = field(default_factory=list)
+    ids: dict[str, str] = field(default_factory=dict)
+    indent: int = 1
+
+    def nid(self, key: str) -> str:
+        if key not in self.ids:
+            self.ids[key] = f"n{len(self.ids)}"
+        return self.ids[key]
+
+    def add(self, line: str) -> None:
+        self.lines.append("  " * self.indent + line)
+
+    def open(self, key: str, label: str, style: str) -> None:
+        self.add(f"subgraph cluster_{self.nid('cluster:' + key)} {{")
+        self.indent += 1
+        self.add(f"label={q(label)}; {style}")
+
+    def close(self) -> None:
+        self.indent -= 1
+        self.add("}")
+
+
+def _node_attrs(kind: str, label: str, inferred: bool, faded: bool) -> str:
+    shapes = {
+        "gpu": ("box3d", "#e8f5e9"),
+        "nic": ("cds", "#fff3e0"),
+        "nvswitch": ("hexagon", "#c8e6c9"),
+        "numa": ("box", "#eceff1"),
+        "host-bridge": ("box", "#e3f2fd"),
+        "switch": ("box", "#e3f2fd"),
+        "switch-upstream": ("box", "#e3f2fd"),
+        "bridge": ("box", "#e3f2fd"),
+    }
+    shape, fill = shapes.get(kind, ("box", "#f5f5f5"))
+    style = "filled,dashed" if inferred else "filled"
+    colour = FADED if faded else "#424242"
+    if faded:
+        fill = "#fafafa"
+    return f"label={q(label)}, shape={shape}, style={q(style)}, fillcolor={q(fill)}, color={q(colour)}"
+
+
+def _kept(topo: Topology, node: str, n_children: dict[str, int]) -> bool:
+    """PCI nodes drawn: host bridges and switches; pass-through ports are folded away."""
+    kind = topo.graph.nodes[node].get("kind")
+    if kind in ("gpu", "nic", "nvswitch", "numa", "host-bridge"):
+        return True
+    if kind in _SKIP:
+        return False
+    return n_children.get(node, 0) > 1  # a bridge with one child is a pass-through (a root port)
+
+
+def topology_dot(
+    topos: list[Topology],
+    used: set[tuple[int, str]] | None = None,
+    extra: Iterable[str] = (),
+    title: str | None = None,
+) -> str:
+    """DOT text for one or more hosts. ``used`` (host index, node) fades everything else;
+    ``extra`` lines (flow arrows) are appended inside the graph."""
+    b = DotBuilder()
+    b.lines.append("digraph topomap {")
+    b.add(
+        'graph [fontname="Helvetica", fontsize=11, compound=true, rankdir=TB, nodesep=0.3, '
+        "ranksep=0.45, labelloc=b, labeljust=l];"
+    )
+    b.add('node [fontname="Helvetica", fontsize=10, margin="0.08,0.04"];')
+    b.add('edge [fontname="Helvetica", fontsize=9, dir=none];')
+    footer: list[str] = []
+    for h, topo in enumerate(topos):
+        _host(b, h, topo, used)
+        footer.append(_origin_line(topo))
+    for line in extra:
+        b.add(line)
+    _legend(b, used is not None)
+    label = "\n".join(([title] if title else []) + footer + [f"topomap {__version__}"])
+    b.add(f"label={q(label)};")
+    b.lines.append("}")
+    return "\n".join(b.lines) + "\n"
+
+
+def _origin_line(topo: Topology) -> str:
+    s = topo.snapshot.source
+    kinds = {
+        "nvidia-smi": "imported from nvidia-smi topo -m",
+        "nccl-xml": "imported from an NCCL topology XML",
+        "hwloc-xml": "imported from an hwloc XML",
+        "merge": "merged snapshot",
+    }
+    if s.kind == "probe":
+        line = f"probed on {s.origin}" + (f" at {s.captured_at}" if s.captured_at else "")
+    else:
+        line = f"{kinds[s.kind]}: {s.origin}"
+    if topo.inferred:
+        line += " (dashed boxes are inferred from path classes)"
+    return line
+
+
+def node_key(h: int, node: str) -> str:
+    return f"{h}:{node}"
+
+
+def _host(b: DotBuilder, h: int, topo: Topology, used: set[tuple[int, str]] | None) -> None:
+    g = topo.graph
+    snap = topo.snapshot
+    parents = tree_parents(topo)
+    n_children: dict[str, int] = {}
+    for par in parents.values():
+        n_children[par] = n_children.get(par, 0) + 1
+
+    def faded(n: str) -> bool:
+        return used is not None and (h, n) not in used
+
+    def drawn_parent(n: str) -> str | None:
+        p = parents.get(n)
+        while p is not None and p != "host" and not _kept(topo, p, n_children):
+            p = parents.get(p)
+        return None if p in (None, "host") else p
+
+    kept = [n for n in g.nodes if n != "host" and _kept(topo, n, n_children)]
+    children: dict[str | None, list[str]] = {}
+    for n in kept:
+        children.setdefault(drawn_parent(n) if n != FABRIC else None, []).append(n)
+    host_label = snap.host.hostname or _short(snap.source.origin)
+    b.open(f"host{h}", f"{host_label}", 'style="rounded"; color="#9e9e9e"; fontsize=13;')
+
+    def label_of(n: str) -> str:
+        d = g.nodes[n]
+        kind = d.get("kind")
+        if kind == "gpu":
+            gpu = next(x for x in snap.gpus if f"gpu{x.index}" == n)
+            extra = f"\n{gpu.name}" if gpu.name else ""
+            mem = f"\n{gpu.memory_total_bytes / 2**30:.0f} GiB" if gpu.memory_total_bytes else ""
+            return f"GPU{gpu.index}{extra}{mem}"
+        if kind == "nic":
+            nic = next(x for x in snap.nics if f"nic:{x.name}" == n)
+            speed = f"\n{nic.speed_gbit_s:g} Gb/s" if nic.speed_gbit_s else ""
+            return f"NIC {nic.name}{speed}"
+        if kind == "numa":
+            cpus = d.get("cpus")
+            return str(d.get("label")) + (f"\nCPUs {cpus}" if cpus else "")
+        if kind in ("switch", "switch-upstream", "bridge"):
+            return "PCIe switch" + ("" if d.get("inferred") else f"\n{d.get('label')}")
+        if kind == "host-bridge":
+            return "host bridge" + ("" if d.get("inferred") else f"\n{d.get('label')}")
+        return str(d.get("label") or n)
+
+    def emit(n: str) -> None:
+        kind = g.nodes[n].get("kind")
+        kids = sorted(children.get(n, []), key=natural_key)
+        inferred = bool(g.nodes[n].get("inferred"))
+        if kind in ("numa", "host-bridge", "switch", "switch-upstream", "bridge") and kids:
+            style = 'style="rounded,dashed"; color="#90a4ae";' if inferred else 'style="rounded"; color="#90a4ae";'
+            title = label_of(n).replace("\n", " · ") if kind == "numa" else ""
+            b.open(f"{h}:{n}", title, style)
+            own = "CPU + host memory" if kind == "numa" else label_of(n)
+            b.add(f"{b.nid(node_key(h, n))} [{_node_attrs(kind, own, inferred, faded(n))}];")
+            for k in kids:
+                emit(k)
+            b.close()
+        else:
+            b.add(f"{b.nid(node_key(h, n))} [{_node_attrs(str(kind), label_of(n), inferred, faded(n))}];")
+
+    for top in sorted(children.get(None, []), key=natural_key):
+        if top == FABRIC:
+            continue
+        emit(top)
+    if FABRIC in g:
+        b.open(f"{h}:fabric", "NVLink fabric", 'style="rounded"; color="#a5d6a7";')
+        b.add(f"{b.nid(node_key(h, FABRIC))} [{_node_attrs('nvswitch', label_of(FABRIC), False, faded(FABRIC))}];")
+        b.close()
+    b.close()
+    # tree edges between drawn nodes
+    for n in sorted(kept, key=natural_key):
+        p = drawn_parent(n) if n != FABRIC else None
+        if p is None:
+            continue
+        gen, width = _segment_link(topo, parents, p, n)
+        label = f"Gen{gen} x{width}" if gen and width else ""
+        bw = pcie_bandwidth_gbps(gen, width)
+        colour = FADED if faded(n) else HOST_MEMORY
+        tip = f"PCIe {label} · {fmt_gbps(bw)} spec" if label else "PCIe (speed not recorded)"
+        b.add(
+            f"{b.nid(node_key(h, p))} -> {b.nid(node_key(h, n))} [color={q(colour)}, penwidth=1.2, "
+            f"label={q(label)}, tooltip={q(tip)}];"
+        )
+    numas = sorted(n for n in kept if g.nodes[n].get("kind") == "numa")
+    for i, a in enumerate(numas):
+        for c in numas[i + 1 :]:
+            b.add(
+                f"{b.nid(node_key(h, a))} -> {b.nid(node_key(h, c))} [color={q(FADED)}, style=dashed, "
+                f'label="inter-socket"];'
+            )
+    for u, v, d in sorted(g.edges(data=True), key=lambda e: (natural_key(e[0]), natural_key(e[1]))):
+        if d.get("kind") != "nvlink":
+            continue
+        a, c = (u, v) if v == FABRIC or natural_key(u) <= natural_key(v) else (v, u)
+        label = f"NV{d.get('count')} · {fmt_gbps(d.get('bandwidth_gbps'))}"
+        colour = FADED if faded(a) and faded(c) else GPU_LINK
+        b.add(
+            f"{b.nid(node_key(h, a))} -> {b.nid(node_key(h, c))} [color={q(colour)}, penwidth=2.4, "
+            f"label={q(label)}, fontcolor={q(colour)}];"
+        )
+
+
+def _short(origin: str) -> str:
+    stem = origin.rsplit("/", 1)[-1]
+    return stem if len(stem) <= 48 else stem[:45] + "…"
+
+
+def _segment_link(topo: Topology, parents: dict[str, str], top: str, node: str) -> tuple[int | None, int | None]:
+    """Narrowest known PCIe link between a drawn node and its drawn parent."""
+    best: tuple[float, int, int] | None = None
+    cur = node
+    while cur != top and cur in parents:
+        p = parents[cur]
+        d = topo.graph.edges[p, cur]
+        gen, width = d.get("gen"), d.get("width")
+        bw = pcie_bandwidth_gbps(gen, width)
+        if bw is not None and gen and width and (best is None or bw < best[0]):
+            best = (bw, gen, width)
+        cur = p
+    return (best[1], best[2]) if best else (None, None)
+
+
+def _legend(b: DotBuilder, with_flow: bool) -> None:
+    """One HTML-table node: a coloured line per medium, and the inferred-box style."""
+    rows = [
+        (GPU_LINK, "GPU link (NVLink, bridge, NVSwitch)"),
+        (HOST_MEMORY, "PCIe / host memory"),
+        (NETWORK, "network"),
+    ]
+    if with_flow:
+        rows.append((FADED, "hardware the flow does not use"))
+    cells = "".join(
+        f'<tr><td><font color="{c}" point-size="14"><b>&#9472;&#9472;&#9472;</b></font></td>'
+        f'<td align="left">{t}</td></tr>'
+        for c, t in rows
+    )
+    cells += '<tr><td border="1" style="dashed"> </td><td align="left">inferred from path classes</td></tr>'
+    b.add(
+        f'{b.nid("legend")} [shape=plaintext, label=<<table border="0" cellspacing="3">'
+        f'<tr><td colspan="2" align="left"><b>Legend</b></td></tr>{cells}</table>>];'
+    )
+
+
+class DotMissing(RuntimeError):
+    """The Graphviz `dot` binary is not installed."""
+
+
+def pipe(dot_text: str, fmt: str) -> bytes:
+    """Run the real `dot` on DOT text and return the output bytes."""
+    import graphviz
+
+    try:
+        out: bytes = graphviz.Source(dot_text).pipe(format=fmt, engine="dot")
+    except graphviz.ExecutableNotFound as err:
+        raise DotMissing(str(err)) from err
+    return out
+
+
+def render_svg(topos: list[Topology]) -> str:
+    return pipe(topology_dot(topos), "svg").decode()
