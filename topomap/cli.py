@@ -227,34 +227,82 @@ def matrix(
     sys.stdout.write(render_matrix(snap))
 
 
+ProbeOpt = Annotated[
+    list[str] | None,
+    typer.Option("--probe", help="Bind a flow host to a snapshot: NAME=FILE (repeatable; FILE alone for one host)."),
+]
+
+
+@app.command("map")
+@_guard
+def map_(
+    flow_file: Annotated[str, typer.Argument(help="Flow file (YAML).")],
+    probe: ProbeOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Every arrow of a flow: medium (gpu-link / host-memory / network / local), route, class, bandwidth."""
+    from topomap.flow import read_flow
+    from topomap.mapping import bind_hosts, map_flow
+
+    flow = read_flow(flow_file)
+    fmap = map_flow(flow, bind_hosts(flow, probe or []))
+    if json_out:
+        _print_json({"flow": flow.name, "arrows": [a.to_json() for a in fmap.arrows], "summary": fmap.summary()})
+        return
+    from topomap.render.terminal import arrows_view
+
+    _console().print(arrows_view(fmap))
+
+
 RENDER_FORMATS = ("svg", "png", "pdf", "dot", "graphml", "json")
 
 
 @app.command()
 @_guard
 def render(
-    snapshots: Annotated[list[str], typer.Argument(help="Snapshots (or raw nvidia-smi/NCCL/hwloc files).")],
-    output: Annotated[str, typer.Option("-o", "--output", help="OUT.svg, .png, .pdf, .dot, .graphml or .json")],
+    snapshots: Annotated[
+        list[str] | None,
+        typer.Argument(help="Snapshots or raw files; with --flow, NAME=FILE bindings for the flow's hosts."),
+    ] = None,
+    output: Annotated[str, typer.Option("-o", "--output", help="OUT.svg, .png, .pdf, .dot, .graphml or .json")] = "",
+    flow_file: Annotated[str | None, typer.Option("--flow", help="Draw this flow's arrows on the machine.")] = None,
+    view: Annotated[str, typer.Option("--view", help="machine (default) or pipeline (flow logic only)")] = "machine",
 ) -> None:
-    """Diagram of the topology: hosts, NUMA nodes, PCIe switches, GPUs, NICs, NVLink fabric."""
+    """Diagram of the topology: hosts, NUMA nodes, PCIe switches, GPUs, NICs, NVLink fabric; with
+    --flow, the flow's steps on their hardware and its arrows coloured by medium."""
     from topomap.graph import build
     from topomap.render import dot as dotr
     from topomap.render.export import graphml, node_link_json
 
+    if not output:
+        raise TopomapError("render needs -o OUT.svg (or .png, .pdf, .dot, .graphml, .json)")
     fmt = Path(output).suffix.lower().lstrip(".")
     if fmt not in RENDER_FORMATS:
         raise TopomapError(f"-o {output}: unknown format {fmt!r}; expected .{', .'.join(RENDER_FORMATS)}")
-    topos = [build(_load(s)) for s in snapshots]
-    if fmt == "graphml":
-        _write(output, graphml(topos))
-        return
-    if fmt == "json":
-        _write(output, node_link_json(topos))
-        return
-    text = dotr.topology_dot(topos)
+    if view not in ("machine", "pipeline"):
+        raise TopomapError(f"--view {view!r}: expected machine or pipeline")
+    if flow_file is None:
+        if not snapshots:
+            raise TopomapError("render needs at least one snapshot (or --flow FLOW)")
+        topos = [build(_load(s)) for s in snapshots]
+        if fmt == "graphml":
+            return _write(output, graphml(topos))
+        if fmt == "json":
+            return _write(output, node_link_json(topos))
+        text = dotr.topology_dot(topos)
+    else:
+        from topomap.flow import read_flow
+        from topomap.mapping import bind_hosts, map_flow
+        from topomap.render.flowdot import flow_on_machine_dot, flow_pipeline_dot
+
+        if fmt in ("graphml", "json"):
+            raise TopomapError(f"-o {output}: a flow diagram is drawn as svg, png, pdf or dot")
+        flow = read_flow(flow_file)
+        bound = bind_hosts(flow, snapshots or [])
+        fmap = map_flow(flow, bound)
+        text = flow_pipeline_dot(fmap) if view == "pipeline" else flow_on_machine_dot(fmap, bound)
     if fmt == "dot":
-        _write(output, text.encode())
-        return
+        return _write(output, text.encode())
     try:
         data = dotr.pipe(text, fmt)
     except dotr.DotMissing as err:

@@ -119,6 +119,9 @@ def _numa_node(topo: Topology, numa: object) -> str:
     if node not in topo.graph:
         cpus = next((n.cpus for n in topo.snapshot.host.numa_nodes if n.id == numa), None)
         text = str(numa) if numa is not None else "?"
+        if "#" in text:
+            base, _, k = text.partition("#")
+            text = f"{base} (SYS-separated group {k})"
         if text.startswith("?"):
             text = f"? (side {int(text[1:]) + 1})" if text[1:].isdigit() else "?"
         topo.graph.add_node(node, kind="numa", label=f"NUMA {text}", cpus=cpus or "", inferred=numa is None)
@@ -454,6 +457,8 @@ def route(topo: Topology, a_ref: str, b_ref: str) -> Route:
     notes: list[str] = []
     if bw is not None and _has_unknown(g, pcie_edges):
         notes.append("some PCIe links on the route have no recorded speed: the figure is an upper bound")
+    if neck is not None:
+        notes.append(bottleneck_note(g, neck))
     if any(g.edges[e].get("kind") == "smp" for e in edges):
         notes.append("crosses the inter-socket link (bandwidth not recorded by any source)")
     if src == "unknown":
@@ -474,6 +479,16 @@ def _narrowest(
     if best is None:
         return None, "unknown", None
     return best[0], "spec", best[1]
+
+
+def bottleneck_note(g: nx.Graph, edge: tuple[str, str]) -> str:
+    """Which PCIe link limits a route, and a warning when it looks like a VM's virtual bridge."""
+    e = g.edges[edge]
+    gen, width = e.get("gen"), e.get("width")
+    note = f"narrowest link: PCIe Gen{gen} x{width} ({edge[0]} – {edge[1]})"
+    if gen is not None and width is not None and gen <= 1 and width <= 1:
+        note += "; a Gen1 x1 link on a GPU path is usually a VM's virtual bridge, not the real link"
+    return note
 
 
 def _has_unknown(g: nx.Graph, edges: list[tuple[str, str]]) -> bool:

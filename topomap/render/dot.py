@@ -10,7 +10,7 @@ break out of the DOT or the SVG.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from topomap import __version__
@@ -94,14 +94,18 @@ def _kept(topo: Topology, node: str, n_children: dict[str, int]) -> bool:
 
 
 def topology_dot(
-    topos: list[Topology],
+    topos: Sequence[Topology | None],
     used: set[tuple[int, str]] | None = None,
     extra: Iterable[str] = (),
     title: str | None = None,
+    names: Sequence[str] | None = None,
+    annotations: dict[tuple[int, str], list[str]] | None = None,
+    builder: DotBuilder | None = None,
 ) -> str:
-    """DOT text for one or more hosts. ``used`` (host index, node) fades everything else;
-    ``extra`` lines (flow arrows) are appended inside the graph."""
-    b = DotBuilder()
+    """DOT text for one or more hosts (None: a host with no snapshot). ``used`` (host index,
+    node) fades everything else; ``annotations`` add step names to nodes; ``extra`` lines (flow
+    arrows, built with the same ``builder``) are appended inside the graph."""
+    b = builder or DotBuilder()
     b.lines.append("digraph topomap {")
     b.add(
         'graph [fontname="Helvetica", fontsize=11, compound=true, rankdir=TB, nodesep=0.3, '
@@ -111,8 +115,16 @@ def topology_dot(
     b.add('edge [fontname="Helvetica", fontsize=9, dir=none];')
     footer: list[str] = []
     for h, topo in enumerate(topos):
-        _host(b, h, topo, used)
-        footer.append(_origin_line(topo))
+        name = names[h] if names else None
+        notes = {n: v for (hh, n), v in (annotations or {}).items() if hh == h}
+        if topo is None:
+            label = f"{name or 'host'} (no snapshot)" + "".join(f"\n▸ {x}" for x in notes.get("host", []))
+            b.open(f"host{h}", name or "host", 'style="rounded,dashed"; color="#9e9e9e"; fontsize=13;')
+            b.add(f"{b.nid(node_key(h, 'host'))} [{_node_attrs('host', label, True, False)}];")
+            b.close()
+            continue
+        _host(b, h, topo, used, name, notes)
+        footer.append((f"{name}: " if name else "") + _origin_line(topo))
     for line in extra:
         b.add(line)
     _legend(b, used is not None)
@@ -143,7 +155,14 @@ def node_key(h: int, node: str) -> str:
     return f"{h}:{node}"
 
 
-def _host(b: DotBuilder, h: int, topo: Topology, used: set[tuple[int, str]] | None) -> None:
+def _host(
+    b: DotBuilder,
+    h: int,
+    topo: Topology,
+    used: set[tuple[int, str]] | None,
+    name: str | None = None,
+    notes: dict[str, list[str]] | None = None,
+) -> None:
     g = topo.graph
     snap = topo.snapshot
     parents = tree_parents(topo)
@@ -164,10 +183,14 @@ def _host(b: DotBuilder, h: int, topo: Topology, used: set[tuple[int, str]] | No
     children: dict[str | None, list[str]] = {}
     for n in kept:
         children.setdefault(drawn_parent(n) if n != FABRIC else None, []).append(n)
-    host_label = snap.host.hostname or _short(snap.source.origin)
+    host_label = name or snap.host.hostname or _short(snap.source.origin)
+    steps = notes or {}
     b.open(f"host{h}", f"{host_label}", 'style="rounded"; color="#9e9e9e"; fontsize=13;')
 
     def label_of(n: str) -> str:
+        return _base_label(n) + "".join(f"\n▸ {x}" for x in steps.get(n, []))
+
+    def _base_label(n: str) -> str:
         d = g.nodes[n]
         kind = d.get("kind")
         if kind == "gpu":
@@ -194,9 +217,9 @@ def _host(b: DotBuilder, h: int, topo: Topology, used: set[tuple[int, str]] | No
         inferred = bool(g.nodes[n].get("inferred"))
         if kind in ("numa", "host-bridge", "switch", "switch-upstream", "bridge") and kids:
             style = 'style="rounded,dashed"; color="#90a4ae";' if inferred else 'style="rounded"; color="#90a4ae";'
-            title = label_of(n).replace("\n", " · ") if kind == "numa" else ""
+            title = _base_label(n).replace("\n", " · ") if kind == "numa" else ""
             b.open(f"{h}:{n}", title, style)
-            own = "CPU + host memory" if kind == "numa" else label_of(n)
+            own = "CPU + host memory" + "".join(f"\n▸ {x}" for x in steps.get(n, [])) if kind == "numa" else label_of(n)
             b.add(f"{b.nid(node_key(h, n))} [{_node_attrs(kind, own, inferred, faded(n))}];")
             for k in kids:
                 emit(k)
@@ -221,13 +244,15 @@ def _host(b: DotBuilder, h: int, topo: Topology, used: set[tuple[int, str]] | No
         gen, width = _segment_link(topo, parents, p, n)
         label = f"Gen{gen} x{width}" if gen and width else ""
         bw = pcie_bandwidth_gbps(gen, width)
-        colour = FADED if faded(n) else HOST_MEMORY
+        colour = FADED if faded(n) or faded(p) else HOST_MEMORY
         tip = f"PCIe {label} · {fmt_gbps(bw)} spec" if label else "PCIe (speed not recorded)"
         b.add(
             f"{b.nid(node_key(h, p))} -> {b.nid(node_key(h, n))} [color={q(colour)}, penwidth=1.2, "
             f"label={q(label)}, tooltip={q(tip)}];"
         )
     numas = sorted(n for n in kept if g.nodes[n].get("kind") == "numa")
+    if len(numas) > 2:
+        numas = []  # a full mesh of inter-socket edges is noise; routes still cross them
     for i, a in enumerate(numas):
         for c in numas[i + 1 :]:
             b.add(
@@ -239,7 +264,7 @@ def _host(b: DotBuilder, h: int, topo: Topology, used: set[tuple[int, str]] | No
             continue
         a, c = (u, v) if v == FABRIC or natural_key(u) <= natural_key(v) else (v, u)
         label = f"NV{d.get('count')} · {fmt_gbps(d.get('bandwidth_gbps'))}"
-        colour = FADED if faded(a) and faded(c) else GPU_LINK
+        colour = FADED if faded(a) or faded(c) else GPU_LINK
         b.add(
             f"{b.nid(node_key(h, a))} -> {b.nid(node_key(h, c))} [color={q(colour)}, penwidth=2.4, "
             f"label={q(label)}, fontcolor={q(colour)}];"

@@ -9,6 +9,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from topomap.graph import FABRIC, Topology, natural_key, tree_parents
+from topomap.mapping import FlowMap
 from topomap.links import nvlink_bandwidth_gbps, pcie_bandwidth_gbps
 from topomap.model import Gpu, Snapshot
 
@@ -237,3 +238,57 @@ def show(snap: Snapshot, topo: Topology | None = None) -> RenderableType:
     if snap.problems:
         parts.append(problem_table(snap))
     return Group(*parts)
+
+
+MEDIUM_STYLE = {"gpu-link": "green", "host-memory": "blue", "network": "dark_orange", "local": "grey50"}
+
+
+def _seconds(sec: float | None) -> str:
+    if sec is None:
+        return "—"
+    if sec < 1e-3:
+        return f"{sec * 1e6:.0f} µs"
+    if sec < 1:
+        return f"{sec * 1e3:.1f} ms"
+    return f"{sec:.2f} s"
+
+
+def short_node(node: str) -> str:
+    """Readable route hop: inferred PCI nodes become `switch*` / `host-bridge*`."""
+    host, sep, rest = node.rpartition("/")
+    prefix = host + sep
+    if rest.startswith("pci:inferred-hb-"):
+        rest = "host-bridge*"
+    elif rest.startswith("pci:inferred-sw-"):
+        rest = "switch*"
+    elif rest.startswith("pci:inferred-port-"):
+        rest = "port*"
+    elif rest.startswith("pci:"):
+        rest = rest[4:]
+    return prefix + rest
+
+
+def arrows_view(fmap: FlowMap) -> RenderableType:
+    """Every arrow: medium, via, path class, bandwidth with provenance, time; then routes and notes."""
+    t = Table(title=f"Flow {fmap.flow.name}: {len(fmap.arrows)} arrow(s)", box=box.SIMPLE_HEAD, title_justify="left")
+    for col in ("#", "from → to", "medium", "via", "path", "bandwidth", "time"):
+        t.add_column(col, overflow="fold")
+    details: list[RenderableType] = [Text("Routes and notes", style="bold")]
+    for k, a in enumerate(fmap.arrows, 1):
+        bw = "unknown" if a.bandwidth_gbps is None else f"{a.bandwidth_gbps:g} GB/s {a.bandwidth_source}"
+        arrow = " ↔ " if a.both_ways else " → "
+        t.add_row(str(k), f"{a.src_step}{arrow}{a.dst_step}\n{a.src}{arrow}{a.dst}",
+                  Text(a.medium, style=MEDIUM_STYLE[a.medium]), a.via, a.path or "—", bw, _seconds(a.seconds))
+        details.append(Text(f"#{k} " + " → ".join(short_node(n) for n in a.route)))
+        for n in a.notes:
+            details.append(Text(f"    • {n}", style="dim"))
+    lines: list[RenderableType] = [Text("Summary", style="bold")]
+    for row in fmap.summary():
+        slow = row["slowest"]
+        text = f"{row['medium']}: {row['arrows']} arrow(s)"
+        if isinstance(slow, dict):
+            text += f", slowest {slow['from']} → {slow['to']} at {slow['bandwidth_gbps']:g} GB/s"
+        if row["unknown_bandwidth"]:
+            text += f", {row['unknown_bandwidth']} with unknown bandwidth"
+        lines.append(Text("  " + text, style=MEDIUM_STYLE[str(row["medium"])]))
+    return Group(t, *lines, Text(""), *details)
