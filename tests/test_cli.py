@@ -114,3 +114,47 @@ def test_probe_without_driver_exits_3_with_host_only_snapshot(tmp_path: Path) ->
     d = json.loads(out.read_text())
     assert d["gpus"] == [] and d["source"]["kind"] == "probe"
     assert any(p["call"] == "nvmlInit" for p in d["problems"])
+
+
+FLOWS = SAMPLES / "flows"
+
+
+def test_map_json_contract() -> None:
+    code, out, _ = run("map", str(FLOWS / "two-host-pipeline.yaml"), "--json")
+    assert code == 0
+    d = json.loads(out)
+    a = d["arrows"][1]
+    assert set(a) >= {"from", "to", "medium", "via", "path", "route", "bandwidth_gbps", "bandwidth_source", "notes"}
+    assert (a["from"], a["to"], a["medium"], a["path"]) == ("node-a:gpu7", "node-b:gpu0", "network", "NET")
+    assert a["bandwidth_gbps"] == 25.0 and a["bandwidth_source"] == "spec"
+    assert [s["medium"] for s in d["summary"]] == ["host-memory", "network"]
+
+
+def test_map_table_and_probe_override() -> None:
+    snap = SAMPLES / "snapshots" / "rtx4090-8gpu-all-sys.json"
+    code, out, _ = run("map", str(FLOWS / "tensor-parallel.yaml"), "--probe", f"lot={snap}")
+    assert code == 0 and "host-memory: 44 arrow(s)" in out and "assumed NCCL's rule" in out
+
+
+def test_map_flow_error_is_one_line(tmp_path: Path) -> None:
+    f = tmp_path / "bad.yaml"
+    f.write_text((FLOWS / "doc-conversion.yaml").read_text().replace("to: report", "to: reprot"))
+    f.parent.joinpath("../snapshots").resolve()
+    code, _, err = run("map", str(f))
+    assert code == 2 and "unknown step 'reprot'" in err and "did you mean 'report'?" in err and err.count("\n") == 1
+
+
+@pytest.mark.skipif(__import__("shutil").which("dot") is None, reason="no dot")
+def test_render_flow_on_machine_and_pipeline(tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    m, p = tmp_path / "m.svg", tmp_path / "p.svg"
+    assert runner.invoke(app, ["render", "--flow", str(FLOWS / "two-host-pipeline.yaml"), "-o", str(m)]).exit_code == 0
+    svg = m.read_text()
+    ET.fromstring(svg)
+    assert "network · 25 GB/s spec · 512 MiB in 21.5 ms" in svg and "▸ stage1" in svg
+    r = runner.invoke(app, ["render", "--flow", str(FLOWS / "doc-conversion.yaml"), "--view", "pipeline", "-o", str(p)])
+    assert r.exit_code == 0
+    text = p.read_text()
+    assert "host&#45;memory" in text or "host-memory" in text
+    assert "network" in text and "convert&#45;a" in text

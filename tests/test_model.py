@@ -17,8 +17,13 @@ def sample() -> dict:  # type: ignore[type-arg]
     return json.loads((SAMPLES / "snapshots" / "rtx5090-pair-p2p-gns.json").read_text())
 
 
-def test_shipped_schema_is_generated_from_the_model() -> None:
-    assert SCHEMA_FILE.read_text() == json_schema_text(), "run: topomap schema > topomap/schema/snapshot.schema.json"
+def test_shipped_schemas_are_generated_from_the_models() -> None:
+    from topomap.schemas import SCHEMAS, schema_text
+
+    assert SCHEMA_FILE.read_text() == json_schema_text()
+    for name in SCHEMAS:
+        shipped = SCHEMA_FILE.parent / f"{name}.schema.json"
+        assert shipped.read_text() == schema_text(name), f"run: topomap schema {name} > {shipped}"
 
 
 def test_bad_field_error_names_the_json_path() -> None:

@@ -319,14 +319,14 @@ def render(
 @app.command()
 @_guard
 def schema(
-    which: Annotated[str, typer.Argument(help="snapshot")] = "snapshot",
+    which: Annotated[str, typer.Argument(help="snapshot, flow or requirements")] = "snapshot",
 ) -> None:
     """Print the JSON Schema of a topomap file format."""
-    from topomap.model import json_schema_text
+    from topomap.schemas import SCHEMAS, schema_text
 
-    if which != "snapshot":
-        raise TopomapError(f"unknown schema {which!r}; expected: snapshot")
-    sys.stdout.write(json_schema_text())
+    if which not in SCHEMAS:
+        raise TopomapError(f"unknown schema {which!r}; expected one of: {', '.join(SCHEMAS)}")
+    sys.stdout.write(schema_text(which))
 
 
 def main() -> None:

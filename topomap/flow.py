@@ -153,7 +153,10 @@ def _line_for(err_path: str, lines: dict[str, int]) -> int:
     while p:
         if p in lines:
             return lines[p]
-        p = re.sub(r"(\.[^.\[]+|\[\d+\])$", "", p)
+        shorter = re.sub(r"(\.[^.\[]+|\[\d+\])$", "", p)
+        if shorter == p:
+            break
+        p = shorter
     return 1
 
 
@@ -169,6 +172,26 @@ def _hint_for_unknown(name: str, where: str) -> str | None:
     kind = "step" if ".steps." in where else "arrow" if ".arrows[" in where else "work" if ".work" in where else "$"
     close = difflib.get_close_matches(name, _FIELDS[kind], n=1)
     return f"did you mean `{close[0]}`?" if close else f"known keys: {', '.join(_FIELDS[kind])}"
+
+
+def _convert(value: Any, typ: type[Any], where: str, origin: str, lines: dict[str, int]) -> Any:
+    """msgspec.convert with errors turned into `file:line: message` plus a hint."""
+    try:
+        return msgspec.convert(value, typ)
+    except msgspec.ValidationError as err:
+        msg = str(err)
+        m = re.search(r" - at `\$([^`]*)`$", msg)
+        at = where + (m.group(1) if m else "")
+        msg = re.sub(r" - at `\$[^`]*`$", "", msg)
+        line = _line_for(at, lines)
+        hint = None
+        u = re.match(r"Object contains unknown field `([^`]+)`", msg)
+        if u:
+            line = _line_for(f"{at}.{u.group(1)}", lines)
+            hint = _hint_for_unknown(u.group(1), at)
+        msg = msg.replace("`src`", "`from`").replace("`dst`", "`to`")
+        place = at.replace("$.", "").replace("$", "") or "top level"
+        raise FlowError(f"{origin}:{line}: {msg} (at {place})", hint=hint) from err
 
 
 def read_flow(path: str | Path) -> Flow:
@@ -196,25 +219,11 @@ def parse_flow(text: str, origin: str) -> Flow:
         raise FlowError(str(err).replace("{file}", origin)) from err
     if not isinstance(raw, dict):
         raise FlowError(f"{origin}:1: a flow file is a mapping with `flow`, `hosts`, `steps` and `arrows`")
-    try:
-        spec = msgspec.convert(raw, FlowSpec)
-    except msgspec.ValidationError as err:
-        msg = str(err)
-        m = re.search(r" - at `([^`]+)`$", msg)
-        where = m.group(1) if m else "$"
-        line = _line_for(where, lines)
-        hint = None
-        u = re.match(r"Object contains unknown field `([^`]+)`", msg)
-        if u:
-            line = _line_for(f"{where}.{u.group(1)}", lines)
-            hint = _hint_for_unknown(u.group(1), where)
-        r = re.match(r"Object missing required field `([^`]+)`", msg)
-        if r and r.group(1) == "src":
-            msg = msg.replace("`src`", "`from`")
-        if r and r.group(1) == "dst":
-            msg = msg.replace("`dst`", "`to`")
-        msg = msg.replace("$.arrows", "arrows").replace("$.", "").replace("`$`", "the top level")
-        raise FlowError(f"{origin}:{line}: {msg}", hint=hint) from err
+    steps = raw.get("steps")
+    if isinstance(steps, dict):
+        for name, value in steps.items():  # msgspec paths do not name dict keys: check each step
+            _convert(value, StepSpec, f"$.steps.{name}", origin, lines)
+    spec = _convert(raw, FlowSpec, "$", origin, lines)
     flow = Flow(name=spec.flow, path=origin, spec=spec, lines=lines)
     flow.host_files = dict(spec.hosts)
     _validate(flow)
@@ -264,7 +273,9 @@ def _validate(flow: Flow) -> None:
                 close = difflib.get_close_matches(host, list(spec.hosts), n=1)
                 raise FlowError(
                     f"{origin}:{_line_for(where, lines)}: step {name}: unknown host {host!r}",
-                    hint=f"did you mean {close[0]!r}?" if close else f"declare it under `hosts:` ({', '.join(spec.hosts)})",
+                    hint=f"did you mean {close[0]!r}?"
+                    if close
+                    else f"declare it under `hosts:` ({', '.join(spec.hosts)})",
                 )
             places.append(_placement(host, what, name, origin, _line_for(where, lines)))
         flow.steps[name] = Step(name=name, kind=st.kind, placements=places, label=st.label)
@@ -407,3 +418,9 @@ def _check_cycles(flow: Flow) -> None:
         f"{flow.path}:{_line_for('$.arrows', lines)}: the arrows form a cycle ({names})",
         hint="a flow runs from inputs to outputs; model repeated exchanges as an `exchange` step",
     )
+
+
+def flow_json_schema() -> dict[str, Any]:
+    schema: dict[str, Any] = msgspec.json.schema(FlowSpec)
+    schema["title"] = FLOW_SCHEMA
+    return schema

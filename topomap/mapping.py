@@ -9,6 +9,7 @@ GPU's PCIe path (C2C on Grace-class parts); different hosts → one NVLink fabri
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -114,32 +115,43 @@ def _finish(a: FlowArrow, m: MappedArrow) -> MappedArrow:
 def _map(a: FlowArrow, topos: dict[str, Topology | None]) -> MappedArrow:
     s, d = a.src, a.dst
 
-    def new(medium: Medium, via: str, path: str | None, rt: list[str], bw: float | None,
-            src: BandwidthSource, notes: list[str]) -> MappedArrow:  # fmt: skip
-        return _finish(a, MappedArrow(a.src_step, a.dst_step, s.label(), d.label(), medium, via, path, rt, bw, src,
-                                      notes=notes))  # fmt: skip
+    def new(
+        medium: Medium,
+        via: str,
+        path: str | None,
+        rt: list[str],
+        bw: float | None,
+        src: BandwidthSource,
+        notes: list[str],
+    ) -> MappedArrow:
+        return _finish(
+            a, MappedArrow(a.src_step, a.dst_step, s.label(), d.label(), medium, via, path, rt, bw, src, notes=notes)
+        )
 
     if s == d or (s.host == d.host and s.kind == d.kind == "host"):
-        return new("local", "local", None, [_q(s.host, _node(s, topos))], None, "unknown", ["same device"])
+        topo = topos.get(s.host)
+        node = s.host
+        if topo is not None:
+            node = s.gpu or "" if s.kind == "gpu" else _memory_node(topo, s, None, [])
+        return new("local", "local", None, [_q(s.host, node)], None, "unknown", ["same device"])
     if s.host == d.host:
         topo = topos[s.host]
         if topo is None:
-            return new("host-memory", "unknown", None, [s.host], None, "unknown",
-                       [f"{s.host} has no snapshot: its internal paths are unknown"])  # fmt: skip
+            return new(
+                "host-memory",
+                "unknown",
+                None,
+                [s.host],
+                None,
+                "unknown",
+                [f"{s.host} has no snapshot: its internal paths are unknown"],
+            )
         return _same_host(a, topo, new)
     return _cross_host(a, topos, new)
 
 
 def _q(host: str, node: str) -> str:
     return f"{host}/{node}"
-
-
-def _node(p: Placement, topos: dict[str, Topology | None]) -> str:
-    if p.kind == "gpu":
-        return p.gpu or "gpu?"
-    if p.kind in ("memory", "storage"):
-        return f"numa{p.numa}" if p.numa is not None else p.kind
-    return p.host
 
 
 def _gpu(topo: Topology, gid: str) -> Gpu:
@@ -189,7 +201,7 @@ def _pcie_leg(topo: Topology, a: str, b: str) -> tuple[list[str], float | None, 
     nodes = nx.shortest_path(view, a, b)
     notes: list[str] = []
     best: tuple[float, tuple[str, str]] | None = None
-    for u, v in zip(nodes, nodes[1:]):
+    for u, v in itertools.pairwise(nodes):
         e = g.edges[u, v]
         bw = e.get("bandwidth_gbps")
         if e.get("kind") == "pcie" and bw is not None and (best is None or bw < best[0]):
@@ -277,8 +289,15 @@ def _gpu_pair(a: FlowArrow, topo: Topology, new: New) -> MappedArrow:
     bw = min(bws) if bws else None
     if bw is None:
         notes.append("PCIe link speeds not recorded by this source")
-    return new("host-memory", "pcie", r.path, [_q(host, n) for n in n1 + n2[1:]], bw,
-               "spec" if bw is not None else "unknown", notes)  # fmt: skip
+    return new(
+        "host-memory",
+        "pcie",
+        r.path,
+        [_q(host, n) for n in n1 + n2[1:]],
+        bw,
+        "spec" if bw is not None else "unknown",
+        notes,
+    )
 
 
 # --- across hosts ----------------------------------------------------------------------------
@@ -306,11 +325,22 @@ def _nearest_nic(topo: Topology, node: str) -> tuple[Nic | None, str | None]:
 
 
 def _fabric_peers(ta: Topology, ga: str, tb: Topology, gb: str) -> bool:
-    fa, fb = _gpu(ta, ga).fabric, _gpu(tb, gb).fabric
+    """Same NVLink domain: equal cluster UUID and clique id, fabric registered (NCCL's rule).
+    Two flow hosts bound to one snapshot share GPU UUIDs: they stand for two identical
+    machines, whose fabrics are separate."""
+    xa, xb = _gpu(ta, ga), _gpu(tb, gb)
+    if {g.uuid for g in ta.snapshot.gpus if g.uuid} & {g.uuid for g in tb.snapshot.gpus if g.uuid}:
+        return False
+    fa, fb = xa.fabric, xb.fabric
     return bool(
-        fa and fb and fa.state == "completed" and fb.state == "completed" and fa.cluster_uuid
-        and fa.cluster_uuid == fb.cluster_uuid and fa.clique_id == fb.clique_id
-    )  # fmt: skip
+        fa
+        and fb
+        and fa.state == "completed"
+        and fb.state == "completed"
+        and fa.cluster_uuid
+        and fa.cluster_uuid == fb.cluster_uuid
+        and fa.clique_id == fb.clique_id
+    )
 
 
 def _fabric_bw(topo: Topology, gid: str) -> float | None:
@@ -343,8 +373,8 @@ def _cross_host(a: FlowArrow, topos: dict[str, Topology | None], new: New) -> Ma
             legs.append([p.host])
             unknown = True
             continue
-        node = p.gpu if p.kind == "gpu" and p.gpu else _memory_node(topo, p if p.kind != "host" else
-                                                                    Placement(host=p.host, kind="memory"), None, notes)  # fmt: skip
+        mem_place = p if p.kind != "host" else Placement(host=p.host, kind="memory")
+        node = p.gpu if p.kind == "gpu" and p.gpu else _memory_node(topo, mem_place, None, notes)
         nic, cls = _nearest_nic(topo, node)
         if nic is None:
             notes.append(f"{p.host}'s snapshot records no NIC")
@@ -399,8 +429,10 @@ def bind_hosts(flow: Flow, probes: list[str]) -> dict[str, Topology | None]:
                 )
             name, path = snap_hosts[0], arg
         if name not in flow.spec.hosts:
-            raise FlowError(f"--probe {arg}: the flow {flow.path} has no host {name!r}",
-                            hint=f"its hosts: {', '.join(flow.spec.hosts)}")  # fmt: skip
+            raise FlowError(
+                f"--probe {arg}: the flow {flow.path} has no host {name!r}",
+                hint=f"its hosts: {', '.join(flow.spec.hosts)}",
+            )
         files[name] = path
     topos: dict[str, Topology | None] = {}
     cache: dict[str, Topology] = {}

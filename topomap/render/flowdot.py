@@ -3,6 +3,8 @@ real route, unused hardware faded) and as a left-to-right pipeline of steps."""
 
 from __future__ import annotations
 
+import itertools
+
 from topomap.graph import Topology
 from topomap.mapping import FlowMap, MappedArrow
 from topomap.render.dot import MEDIUM_COLOURS, DotBuilder, fmt_gbps, node_key, q, topology_dot
@@ -24,7 +26,7 @@ def _secs(s: float | None) -> str:
 
 
 def arrow_label(a: MappedArrow) -> str:
-    bits = [a.medium]
+    bits: list[str] = [a.medium]
     bits.append(fmt_gbps(a.bandwidth_gbps) + ("" if a.bandwidth_source == "unknown" else f" {a.bandwidth_source}"))
     if a.volume_bytes is not None:
         bits.append(_size(a.volume_bytes) + (f" in {_secs(a.seconds)}" if a.seconds is not None else ""))
@@ -63,13 +65,13 @@ def flow_on_machine_dot(fmap: FlowMap, topos: dict[str, Topology | None]) -> str
                 used.add((index[host], node or "host"))
             elif hop == "nvlink-fabric":
                 continue
-        for x, (u, v) in enumerate(zip(keys, keys[1:])):
+        for x, (u, v) in enumerate(itertools.pairwise(keys)):
             if u == v:
                 continue
             seg = (u, v, a.medium)
             (finals if x == len(keys) - 2 else segments).setdefault(seg, []).append(a)
     extra: list[str] = []
-    for (u, v, medium), arrows in sorted(segments.items()):
+    for u, v, medium in sorted(segments):
         if (u, v, medium) in finals:
             continue
         colour = MEDIUM_COLOURS[medium]
@@ -80,8 +82,10 @@ def flow_on_machine_dot(fmap: FlowMap, topos: dict[str, Topology | None]) -> str
         if len(arrows) > 1:
             label = f"{len(arrows)}× " + label
         tip = "\n".join(f"{a.src} → {a.dst}: {' → '.join(a.route)}" for a in arrows[:8])
-        extra.append(f"{b.nid(u)} -> {b.nid(v)} [dir=forward, color={q(colour)}, penwidth=2.2, "
-                     f"label={q(label)}, fontcolor={q(colour)}, tooltip={q(tip)}];")  # fmt: skip
+        extra.append(
+            f"{b.nid(u)} -> {b.nid(v)} [dir=forward, color={q(colour)}, penwidth=2.2, "
+            f"label={q(label)}, fontcolor={q(colour)}, tooltip={q(tip)}];"
+        )
     return topology_dot(
         [topos.get(h) for h in hosts],
         used=used,
@@ -128,8 +132,10 @@ def flow_pipeline_dot(fmap: FlowMap) -> str:
         if len(arrows) > 1:
             label = f"{len(arrows)}× " + label
         extra = ", dir=both" if arrows[0].both_ways else ""
-        b.add(f"{b.nid('step:' + s)} -> {b.nid('step:' + d)} [color={q(colour)}, fontcolor={q(colour)}, "
-              f"penwidth=2, label={q(label)}{extra}];")  # fmt: skip
+        b.add(
+            f"{b.nid('step:' + s)} -> {b.nid('step:' + d)} [color={q(colour)}, fontcolor={q(colour)}, "
+            f"penwidth=2, label={q(label)}{extra}];"
+        )
     b.add(f"label={q(f'flow {fmap.flow.name}: green GPU link, blue host memory, orange network')};")
     b.lines.append("}")
     return "\n".join(b.lines) + "\n"

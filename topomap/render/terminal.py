@@ -9,8 +9,8 @@ from rich.text import Text
 from rich.tree import Tree
 
 from topomap.graph import FABRIC, Topology, natural_key, tree_parents
-from topomap.mapping import FlowMap
 from topomap.links import nvlink_bandwidth_gbps, pcie_bandwidth_gbps
+from topomap.mapping import FlowMap
 from topomap.model import Gpu, Snapshot
 
 GIB = 1024**3
@@ -277,8 +277,15 @@ def arrows_view(fmap: FlowMap) -> RenderableType:
     for k, a in enumerate(fmap.arrows, 1):
         bw = "unknown" if a.bandwidth_gbps is None else f"{a.bandwidth_gbps:g} GB/s {a.bandwidth_source}"
         arrow = " ↔ " if a.both_ways else " → "
-        t.add_row(str(k), f"{a.src_step}{arrow}{a.dst_step}\n{a.src}{arrow}{a.dst}",
-                  Text(a.medium, style=MEDIUM_STYLE[a.medium]), a.via, a.path or "—", bw, _seconds(a.seconds))
+        t.add_row(
+            str(k),
+            f"{a.src_step}{arrow}{a.dst_step}\n{a.src}{arrow}{a.dst}",
+            Text(a.medium, style=MEDIUM_STYLE[a.medium]),
+            a.via,
+            a.path or "—",
+            bw,
+            _seconds(a.seconds),
+        )
         details.append(Text(f"#{k} " + " → ".join(short_node(n) for n in a.route)))
         for n in a.notes:
             details.append(Text(f"    • {n}", style="dim"))

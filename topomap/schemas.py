@@ -1,0 +1,26 @@
+"""The JSON Schemas topomap ships (topomap/schema/*.schema.json), generated from the models."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+
+def _snapshot() -> dict[str, Any]:
+    from topomap.model import json_schema
+
+    return json_schema()
+
+
+def _flow() -> dict[str, Any]:
+    from topomap.flow import flow_json_schema
+
+    return flow_json_schema()
+
+
+SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {"snapshot": _snapshot, "flow": _flow}
+
+
+def schema_text(name: str) -> str:
+    return json.dumps(SCHEMAS[name](), indent=2, sort_keys=True) + "\n"
