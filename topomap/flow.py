@@ -30,16 +30,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
-import yaml
 
-from topomap.errors import TopomapError
+from topomap.yamlfile import YamlDoc, YamlError, convert, load_yaml, read_yaml
 
 StepKind = Literal["input", "compute", "exchange", "aggregate", "output"]
 Pattern = Literal["auto", "pairwise", "all-to-all"]
 FLOW_SCHEMA = "topomap.flow/1"
 
 
-class FlowError(TopomapError):
+class FlowError(YamlError):
     """A flow-file mistake: one line with the file, line and a hint."""
 
 
@@ -128,37 +127,7 @@ class Flow:
     volumes: list[int | None] = field(default_factory=list)  # per arrow spec
 
 
-# --- reading with line numbers ---------------------------------------------------------------
-
-
-def _to_python(node: yaml.Node, path: str, lines: dict[str, int]) -> Any:
-    lines[path] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        out: dict[Any, Any] = {}
-        for k, v in node.value:
-            key = yaml.safe_load(yaml.serialize(k)) if not isinstance(k, yaml.ScalarNode) else k.value
-            if key in out:
-                raise FlowError(f"{{file}}:{k.start_mark.line + 1}: key {key!r} appears twice")
-            child = f"{path}.{key}"
-            lines[child] = k.start_mark.line + 1
-            out[key] = _to_python(v, child, lines)
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_to_python(v, f"{path}[{i}]", lines) for i, v in enumerate(node.value)]
-    return yaml.safe_load(yaml.serialize(node))
-
-
-def _line_for(err_path: str, lines: dict[str, int]) -> int:
-    p = err_path
-    while p:
-        if p in lines:
-            return lines[p]
-        shorter = re.sub(r"(\.[^.\[]+|\[\d+\])$", "", p)
-        if shorter == p:
-            break
-        p = shorter
-    return 1
-
+# --- reading ---------------------------------------------------------------------------------
 
 _FIELDS = {
     "$": list(FlowSpec.__struct_fields__),
@@ -168,66 +137,37 @@ _FIELDS = {
 }
 
 
-def _hint_for_unknown(name: str, where: str) -> str | None:
+def _known(where: str) -> list[str]:
     kind = "step" if ".steps." in where else "arrow" if ".arrows[" in where else "work" if ".work" in where else "$"
-    close = difflib.get_close_matches(name, _FIELDS[kind], n=1)
-    return f"did you mean `{close[0]}`?" if close else f"known keys: {', '.join(_FIELDS[kind])}"
-
-
-def _convert(value: Any, typ: type[Any], where: str, origin: str, lines: dict[str, int]) -> Any:
-    """msgspec.convert with errors turned into `file:line: message` plus a hint."""
-    try:
-        return msgspec.convert(value, typ)
-    except msgspec.ValidationError as err:
-        msg = str(err)
-        m = re.search(r" - at `\$([^`]*)`$", msg)
-        at = where + (m.group(1) if m else "")
-        msg = re.sub(r" - at `\$[^`]*`$", "", msg)
-        line = _line_for(at, lines)
-        hint = None
-        u = re.match(r"Object contains unknown field `([^`]+)`", msg)
-        if u:
-            line = _line_for(f"{at}.{u.group(1)}", lines)
-            hint = _hint_for_unknown(u.group(1), at)
-        msg = msg.replace("`src`", "`from`").replace("`dst`", "`to`")
-        place = at.replace("$.", "").replace("$", "") or "top level"
-        raise FlowError(f"{origin}:{line}: {msg} (at {place})", hint=hint) from err
+    return _FIELDS[kind]
 
 
 def read_flow(path: str | Path) -> Flow:
     """Parse and validate a flow file (steps, arrows, placements syntax). Hosts are bound later."""
-    p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as err:
-        raise FlowError(f"{p}: cannot read ({err.strerror or err})") from err
-    return parse_flow(text, str(p))
+    return flow_from_doc(read_yaml(path, "flow file", FlowError))
 
 
 def parse_flow(text: str, origin: str) -> Flow:
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as err:
-        line = err.problem_mark.line + 1 if err.problem_mark else 1
-        raise FlowError(f"{origin}:{line}: not valid YAML ({err.problem})") from err
-    if node is None:
-        raise FlowError(f"{origin}:1: empty flow file", hint="start with `flow: <name>` and `steps:`")
-    lines: dict[str, int] = {}
-    try:
-        raw = _to_python(node, "$", lines)
-    except FlowError as err:
-        raise FlowError(str(err).replace("{file}", origin)) from err
+    return flow_from_doc(load_yaml(text, origin, "flow file", FlowError))
+
+
+def flow_from_doc(doc: YamlDoc) -> Flow:
+    raw, origin = doc.data, doc.origin
     if not isinstance(raw, dict):
         raise FlowError(f"{origin}:1: a flow file is a mapping with `flow`, `hosts`, `steps` and `arrows`")
     steps = raw.get("steps")
     if isinstance(steps, dict):
         for name, value in steps.items():  # msgspec paths do not name dict keys: check each step
-            _convert(value, StepSpec, f"$.steps.{name}", origin, lines)
-    spec = _convert(raw, FlowSpec, "$", origin, lines)
-    flow = Flow(name=spec.flow, path=origin, spec=spec, lines=lines)
+            convert(doc, value, StepSpec, f"$.steps.{name}", _known, exc=FlowError)
+    spec = convert(doc, raw, FlowSpec, "$", _known, {"src": "from", "dst": "to"}, FlowError)
+    flow = Flow(name=spec.flow, path=origin, spec=spec, lines=doc.lines)
     flow.host_files = dict(spec.hosts)
     _validate(flow)
     return flow
+
+
+def _line_for(path: str, lines: dict[str, int]) -> int:
+    return YamlDoc("", None, lines).line(path)
 
 
 # --- placements and arrows ----------------------------------------------------------------------
