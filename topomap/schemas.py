@@ -19,7 +19,17 @@ def _flow() -> dict[str, Any]:
     return flow_json_schema()
 
 
-SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {"snapshot": _snapshot, "flow": _flow}
+def _requirements() -> dict[str, Any]:
+    from topomap.check import requirements_json_schema
+
+    return requirements_json_schema()
+
+
+SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {
+    "snapshot": _snapshot,
+    "flow": _flow,
+    "requirements": _requirements,
+}
 
 
 def schema_text(name: str) -> str:

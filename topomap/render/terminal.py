@@ -8,6 +8,8 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from topomap.check import CheckResult
+from topomap.diff import DiffResult
 from topomap.graph import FABRIC, Topology, natural_key, tree_parents
 from topomap.links import nvlink_bandwidth_gbps, pcie_bandwidth_gbps
 from topomap.mapping import FlowMap
@@ -299,3 +301,68 @@ def arrows_view(fmap: FlowMap) -> RenderableType:
             text += f", {row['unknown_bandwidth']} with unknown bandwidth"
         lines.append(Text("  " + text, style=MEDIUM_STYLE[str(row["medium"])]))
     return Group(t, *lines, Text(""), *details)
+
+
+def diff_view(d: DiffResult) -> RenderableType:
+    """The summary paragraph first, then changes grouped by kind, flow arrows, what was not compared."""
+    parts: list[RenderableType] = [Text(d.summary(), style="bold")]
+    if d.match == "structure":
+        moved = {k: v for k, v in d.mapping.items() if k != v}
+        parts.append(
+            Text(
+                "matched by structure"
+                + (": " + ", ".join(f"{k}→{v}" for k, v in moved.items()) if moved else " (identity)")
+            )
+        )
+    for n in d.notes:
+        parts.append(Text(f"note: {n}", style="dim"))
+    titles = {
+        "host": "Host",
+        "software": "Software",
+        "gpus": "GPUs",
+        "gpu": "GPUs",
+        "nics": "NICs",
+        "nic": "NICs",
+        "pair": "GPU and NIC pairs",
+        "p2p": "P2P status",
+        "proximity": "GPU ↔ NIC proximity",
+    }
+    seen: dict[str, list[str]] = {}
+    for c in d.changes:
+        seen.setdefault(titles[c.kind], []).append(c.text)
+    for title, lines in seen.items():
+        parts.append(Text(f"\n{title} ({len(lines)})", style="bold"))
+        for line in lines[:40]:
+            parts.append(Text(f"  {line}"))
+        if len(lines) > 40:
+            parts.append(Text(f"  … and {len(lines) - 40} more (--json for all)", style="dim"))
+    if d.arrows:
+        t = Table(title="Flow arrows on A and on B", box=box.SIMPLE_HEAD, title_justify="left")
+        for col in ("from → to", "A", "B", ""):
+            t.add_column(col, overflow="fold")
+        for r in d.arrows:
+            flag = "MEDIUM" if r.medium_changed else "SLOWER" if r.slower else ""
+            t.add_row(f"{r.src} → {r.dst}", _arrow_cell(r.a), _arrow_cell(r.b), Text(flag, style="bold red"))
+        parts.append(t)
+    if d.not_compared:
+        parts.append(Text("\nNot compared (a source could not know): " + "; ".join(d.not_compared), style="dim"))
+    return Group(*parts)
+
+
+def _arrow_cell(a: dict[str, object]) -> Text:
+    bw = a.get("bandwidth_gbps")
+    text = f"{a.get('medium')} {a.get('via')} {a.get('path') or ''} " + (
+        f"{bw:g} GB/s" if isinstance(bw, float) else "?"
+    )
+    return Text(text, style=MEDIUM_STYLE.get(str(a.get("medium")), ""))
+
+
+def check_view(r: CheckResult) -> RenderableType:
+    """The verdict first, then every rule with its evidence."""
+    style = {"pass": "green", "fail": "bold red", "unknown": "yellow"}
+    parts: list[RenderableType] = [Text(r.verdict(), style="bold green" if r.passed else "bold red")]
+    for x in r.results:
+        parts.append(Text(f"{x.status.upper():8} {x.rule} [{x.lot}]: {x.description}", style=style[x.status]))
+        for e in x.evidence:
+            parts.append(Text(f"           {e}", style="dim"))
+    return Group(*parts)

@@ -1,0 +1,139 @@
+"""check: each rule passing and failing with the right evidence; exit codes."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.conftest import SAMPLES, run_probe
+from tests.fakes import machines
+from topomap.check import Lot, RequirementsError, check, parse_requirements
+from topomap.cli import app
+from topomap.graph import build
+from topomap.importers import load_any
+
+runner = CliRunner()
+IBM = SAMPLES / "snapshots" / "ibm-gx3d-h100-8gpu.json"
+RTX = SAMPLES / "snapshots" / "rtx4090-8gpu-all-sys.json"
+
+
+def run(rules: str, lot: Lot) -> list[tuple[str, str, list[str]]]:
+    reqs, _ = parse_requirements("requirements:\n" + rules, "r.yaml")
+    return [(r.rule, r.status, r.evidence) for r in check(reqs, [lot], None).results]
+
+
+@pytest.fixture(scope="module")
+def h100(tmp_path_factory: pytest.TempPathFactory) -> Lot:
+    return Lot("h100", build(run_probe(machines.hgx_h100(), tmp_path_factory.mktemp("h")).snapshot))
+
+
+def test_gpus_rule(h100: Lot) -> None:
+    assert run("  - gpus: {min_count: 8, model: '*H100*', min_memory_gib: 80}\n", h100)[0][1] == "pass"
+    ((_, status, ev),) = run("  - gpus: {min_count: 8, min_memory_gib: 96}\n", h100)
+    assert status == "fail" and ev[0] == "0 of 8 GPUs qualify" and ev[1] == "gpu0: 80 GiB"
+    ((_, status, ev),) = run("  - gpus: {min_count: 2, model: '*H100*'}\n", Lot("ibm", build(load_any(IBM))))
+    assert status == "unknown" and "gpu0: model not recorded" in ev
+
+
+def test_driver_and_cuda_rules(h100: Lot) -> None:
+    res = run("  - driver: {min: '535'}\n  - cuda: {min: '12.6'}\n", h100)
+    assert res[0][:2] == ("driver", "pass") and res[0][2] == ["driver 550.54.15"]
+    assert res[1][:2] == ("cuda", "fail") and res[1][2] == ["cuda 12.4"]
+    assert run("  - driver: {min: '535'}\n", Lot("ibm", build(load_any(IBM))))[0][1] == "unknown"
+
+
+def test_gpu_links_rule(tmp_path: Path, h100: Lot) -> None:
+    assert run("  - gpu_links: {min: nvlink}\n", h100)[0][1] == "pass"
+    a100 = Lot("a100", build(run_probe(machines.a100_pcie(), tmp_path).snapshot))
+    ((_, status, ev),) = run("  - gpu_links: {min: nvlink}\n", a100)
+    assert status == "fail" and "gpu0–gpu1: PIX (no NVLink)" in ev
+    ((_, status, ev),) = run("  - gpu_links: {min: PXB}\n", a100)
+    assert status == "fail" and "gpu0–gpu4: SYS (beyond PXB)" in ev and "gpu0–gpu1: PIX (no NVLink)" not in ev
+    pair = Lot("pair", build(run_probe(machines.consumer_pair(), tmp_path / "c").snapshot))
+    ((_, status, ev),) = run("  - gpu_links: {min: PHB}\n", pair)
+    assert status == "fail" and ev[1] == "gpu0–gpu1: PHB but P2P read GNS, write GNS"
+
+
+def test_gdr_nic_rule(h100: Lot) -> None:
+    ((_, status, ev),) = run("  - gdr_nic: {max_path: PIX, min_gbit_s: 400}\n", h100)
+    assert status == "pass" and "gpu0: mlx5_0 PIX" in ev
+    ((_, status, ev),) = run("  - gdr_nic: {max_path: PIX, min_gbit_s: 800}\n", h100)
+    assert status == "fail" and ev[0] == "gpu0: NIC mlx5_0 (PIX) runs at 400 Gb/s"
+    ((_, status, ev),) = run("  - gdr_nic: {max_path: PXB}\n", Lot("rtx", build(load_any(RTX))))
+    assert status == "fail" and "gpu0: nearest NIC NIC0 is SYS" in ev
+
+
+def test_fabric_ready_rule(tmp_path: Path, h100: Lot) -> None:
+    assert run("  - fabric_ready: {}\n", h100)[0][1] == "pass"
+    m = machines.gb200_tray()
+    m.gpus = [dataclasses.replace(g, fabric=dataclasses.replace(g.fabric, clique_id=0)) for g in m.gpus]  # type: ignore[arg-type]
+    tray = Lot("tray", build(run_probe(m, tmp_path).snapshot))
+    ((_, status, ev),) = run("  - fabric_ready: {}\n", tray)
+    assert status == "fail" and "gpu0: fabric completed but clique id 0 (never registered)" in ev
+    pair = Lot("pair", build(run_probe(machines.consumer_pair(), tmp_path / "c").snapshot))
+    assert run("  - fabric_ready: {}\n", pair)[0][2][1] == "gpu0: fabric not-supported"
+
+
+def test_flow_rules_through_the_cli() -> None:
+    flow = str(SAMPLES / "flows" / "tensor-parallel.yaml")
+    reqs = str(SAMPLES / "requirements" / "tensor-parallel.yaml")
+    ok = runner.invoke(app, ["check", reqs, "--flow", flow])
+    assert ok.exit_code == 0 and ok.stdout.startswith("PASS: 4 of 4 rules pass")
+    bad = runner.invoke(app, ["check", reqs, "--flow", flow, "--probe", f"lot={RTX}", "--json"])
+    assert bad.exit_code == 1
+    d = json.loads(bad.stdout)
+    status = {r["rule"]: r["status"] for r in d["rules"]}
+    assert status == {"gpus": "pass", "gpu_links": "fail", "gdr_nic": "fail", "arrow_bandwidth": "unknown"}
+    doc = runner.invoke(
+        app,
+        [
+            "check",
+            str(SAMPLES / "requirements" / "doc-conversion.yaml"),
+            "--flow",
+            str(SAMPLES / "flows" / "doc-conversion.yaml"),
+        ],
+    )
+    assert doc.exit_code == 0 and "same_numa [lot]" in doc.stdout
+
+
+def test_requirements_in_the_flow_file(tmp_path: Path) -> None:
+    flow = (
+        (SAMPLES / "flows" / "two-host-pipeline.yaml")
+        .read_text()
+        .replace("../snapshots/", str(SAMPLES / "snapshots") + "/")
+    )
+    f = tmp_path / "f.yaml"
+    f.write_text(flow + "requirements:\n  - arrow_time: {max_seconds: 0.01, medium: network}\n")
+    r = runner.invoke(app, ["check", str(f)])
+    assert r.exit_code == 1 and "node-a:gpu7 → node-b:gpu0: 0.0215 s over network" in r.stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("requirements:\n  - gpu: {min_count: 2}\n", "r.yaml:2: unknown rule `gpu` (hint: did you mean `gpus`?)"),
+        ("requirements:\n  - gpus: {min_cout: 2}\n", "r.yaml:2: Object contains unknown field `min_cout`"),
+        ("requirements:\n  - gpu_links: {min: fast}\n", "gpu_links min 'fast'"),
+        ("requirements: []\n", "must be a non-empty list"),
+        ("rules:\n  - gpus: {}\n", "no `requirements:` list"),
+    ],
+)
+def test_requirement_errors(tmp_path: Path, text: str, needle: str) -> None:
+    f = tmp_path / "r.yaml"
+    f.write_text(text)
+    r = runner.invoke(app, ["check", str(f), "--probe", str(IBM)])
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1
+    full = r.stderr.replace(str(tmp_path) + "/", "")
+    assert needle in full, full
+    with pytest.raises(RequirementsError):
+        parse_requirements(text, "r.yaml")
+
+
+def test_flow_rule_without_flow_is_an_error() -> None:
+    f = str(SAMPLES / "requirements" / "doc-conversion.yaml")
+    r = runner.invoke(app, ["check", f, "--probe", str(RTX)])
+    assert r.exit_code == 2 and "needs a flow" in r.stderr
