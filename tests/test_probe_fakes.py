@@ -126,3 +126,16 @@ def test_no_driver_but_gpus_on_the_bus(tmp_path: Path) -> None:
     assert all(g.name is None and g.uuid is None for g in s.gpus)
     assert pair(s, "gpu0", "gpu1").path == "PHB"
     assert any("NVML is unavailable" in p.error for p in s.problems)
+
+
+def test_fake_hgx_matrix_reproduces_a_real_hgx_matrix(tmp_path: Path, real: Path) -> None:
+    """`matrix` of the fake 8x H100 (NV18, two GPUs and two NICs per switch) prints, cell for
+    cell, the matrix a real HGX B200 node printed on GCP (same layout, same codes)."""
+    from tests.test_import_nvidia_smi import _cells
+    from topomap.render.matrix import render_matrix
+
+    ours = render_matrix(run_probe(machines.hgx_h100(), tmp_path).snapshot)
+    theirs = (real / "nvidia-smi" / "gcp-gke-a4-b200-8gpu-8nic.txt").read_text()
+    assert _cells(ours) == _cells(theirs)
+    assert ours.splitlines()[1].split("\t")[-4:] == ["0-55,112-167", "0", "", "N/A"]
+    assert ours.endswith("NIC Legend:\n\n" + "".join(f"  NIC{i}: mlx5_{i}\n" for i in range(8)))

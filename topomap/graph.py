@@ -58,6 +58,7 @@ class Topology:
     locality: dict[str, object] = field(default_factory=dict)  # device → NUMA key
     inferred: bool = False
     notes: list[str] = field(default_factory=list)
+    cache: dict[str, Any] = field(default_factory=dict, repr=False)  # derived views, built once
 
     def endpoint(self, ref: str) -> str:
         """Graph node of a snapshot id (``gpu3``, ``nic2``) or a graph id."""
@@ -300,6 +301,9 @@ def natural_key(s: str) -> tuple[str, int, str]:
 
 def tree_parents(topo: Topology) -> dict[str, str]:
     """Parent of each node in the host → NUMA → PCI tree (NVLink and SMP edges ignored)."""
+    cached: dict[str, str] | None = topo.cache.get("parents")
+    if cached is not None:
+        return cached
     g = topo.graph
     parent: dict[str, str] = {}
     seen = {"host"}
@@ -314,6 +318,7 @@ def tree_parents(topo: Topology) -> dict[str, str]:
                 parent[v] = u
                 nxt.append(v)
         frontier = nxt
+    topo.cache["parents"] = parent
     return parent
 
 
@@ -422,11 +427,12 @@ def structural_class(topo: Topology, a: str, b: str) -> str | None:
 
 
 def snapshot_path(topo: Topology, a: str, b: str) -> str | None:
-    sa, sb = snapshot_id(a, topo), snapshot_id(b, topo)
-    for p in topo.snapshot.pairs:
-        if {p.a, p.b} == {sa, sb}:
-            return p.path
-    return None
+    """The snapshot's own path class for two endpoints (graph or snapshot ids)."""
+    paths: dict[frozenset[str], str | None] | None = topo.cache.get("paths")
+    if paths is None:
+        paths = {frozenset((p.a, p.b)): p.path for p in topo.snapshot.pairs}
+        topo.cache["paths"] = paths
+    return paths.get(frozenset((snapshot_id(a, topo), snapshot_id(b, topo))))
 
 
 def route(topo: Topology, a_ref: str, b_ref: str) -> Route:

@@ -63,7 +63,7 @@ def probe(
     problems: list[Problem] = [*nv.problems, *cu.problems]
 
     gpus = _gpus(nv, sysr, problems)
-    _join_cuda(gpus, cu, problems)
+    _join_cuda(gpus, cu, problems, environ.get("CUDA_VISIBLE_DEVICES"))
     nics = [
         Nic(
             index=i,
@@ -166,7 +166,7 @@ def _sys_gpus(sysr: SysfsResult) -> list[PciFunction]:
     return [f for f in sysr.functions.values() if f.is_nvidia_gpu]
 
 
-def _join_cuda(gpus: list[Gpu], cu: CudaResult, problems: list[Problem]) -> None:
+def _join_cuda(gpus: list[Gpu], cu: CudaResult, problems: list[Problem], cvd_value: str | None) -> None:
     """CUDA ordinal of each GPU, joined by UUID, else by bus id — never by index."""
     by_uuid = {g.uuid: g for g in gpus if g.uuid}
     by_bus = {parse_bus_id(g.pci_bus_id): g for g in gpus if g.pci_bus_id}
@@ -188,6 +188,16 @@ def _join_cuda(gpus: list[Gpu], cu: CudaResult, problems: list[Problem]) -> None
     if cu.available and gpus and not cu.devices:
         problems.append(
             Problem(source="cuda", call="cuDeviceGetCount", error="CUDA sees no device (check CUDA_VISIBLE_DEVICES)")
+        )
+    hidden = [f"gpu{g.index}" for g in gpus if g.cuda_ordinal is None]
+    if cu.devices and hidden:
+        cvd = cvd_value if cvd_value is not None else "unset"
+        problems.append(
+            Problem(
+                source="cuda",
+                call="cuDeviceGetCount",
+                error=f"{', '.join(hidden)} not visible to CUDA in this process (CUDA_VISIBLE_DEVICES={cvd})",
+            )
         )
 
 
