@@ -50,7 +50,9 @@ def main() -> int:
     timed(f"route every pair of one host ({len(pairs)})", lambda: [route(t0, a, b) for a, b in pairs], len(pairs))
     hosts = "\n".join(f"  n{h}: null" for h in range(HOSTS))
     steps = "\n".join(f"  s{h}: {{kind: compute, on: n{h}:gpus}}" for h in range(HOSTS))
-    arrows = "\n".join(f"  - {{from: s{h}, to: s{h + 1}, pattern: all-to-all, volume: 1 GiB}}" for h in range(HOSTS - 1))
+    arrows = "\n".join(
+        f"  - {{from: s{h}, to: s{h + 1}, pattern: all-to-all, volume: 1 GiB}}" for h in range(HOSTS - 1)
+    )
     text = f"flow: bench\nhosts:\n{hosts}\nsteps:\n{steps}\narrows:\n{arrows}\n"
     flow = timed("parse a 128-host flow file", lambda: parse_flow(text, "bench.yaml"))
     bound = {f"n{h}": topos[h] for h in range(HOSTS)}

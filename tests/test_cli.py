@@ -158,3 +158,25 @@ def test_render_flow_on_machine_and_pipeline(tmp_path: Path) -> None:
     text = p.read_text()
     assert "host&#45;memory" in text or "host-memory" in text
     assert "network" in text and "convert&#45;a" in text
+
+
+def test_show_on_a_probed_snapshot_with_problems(tmp_path: Path) -> None:
+    import dataclasses
+
+    from tests.conftest import run_probe
+    from tests.fakes import machines
+    from topomap.model import save_snapshot
+
+    m = dataclasses.replace(machines.a100_pcie(), cuda_order=[1, 0, 2, 3, 4, 5, 6, 7], lost_after={7: 4})
+    snap = run_probe(m, tmp_path / "root").snapshot
+    f = tmp_path / "lot.json"
+    save_snapshot(snap, f)
+    r = runner.invoke(app, ["show", str(f)], env={"COLUMNS": "200"})
+    assert r.exit_code == 0
+    out = r.stdout
+    row0 = next(line for line in out.splitlines() if snap.gpus[0].uuid and snap.gpus[0].uuid in line)
+    assert row0.split()[:2] == ["0", "1"]  # NVML index 0 is CUDA ordinal 1
+    assert "0000:1b:00.0" in row0 and "NVIDIA A100 80GB PCIe" in row0
+    assert "GpuIsLost" in out and "Problems (1)" in out
+    assert "Gen1 x16 / max Gen4 x16 (31.504 GB/s spec)" in out
+    assert "PCIe switch" in out and "NUMA 1" in out

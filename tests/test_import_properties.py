@@ -95,3 +95,34 @@ def test_mangled_pastes_import_or_fail_cleanly(snap: Snapshot, data: st.DataObje
         assert "\n" not in str(err) and str(err).startswith("mangled.txt")
         return
     assert all(p.path is None or p.path in PCIE or p.path.startswith("NV") for p in s.pairs)
+
+
+XML_FILES = ["nccl-xml/aws-p4d-24xlarge.xml", "nccl-xml/ibm-cloud-gx3d-h100-8gpu-vsi.xml", "hwloc/nvidia-dgx2h.xml"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(XML_FILES), st.data())
+def test_mangled_xml_imports_or_fails_cleanly(name: str, data: st.DataObject) -> None:
+    from tests.conftest import REAL
+
+    if not REAL.is_dir():
+        return
+    text = (REAL / name).read_text()
+    pos = data.draw(st.integers(0, len(text) - 1))
+    op = data.draw(st.sampled_from(["cut", "delete", "insert", "attr"]))
+    if op == "cut":
+        text = text[:pos]
+    elif op == "delete":
+        text = text[:pos] + text[pos + data.draw(st.integers(1, 200)) :]
+    elif op == "insert":
+        text = text[:pos] + data.draw(st.sampled_from(['"', "<", ">", "&", "x", "0x", ' busid="zz"'])) + text[pos:]
+    else:
+        text = (
+            text.replace('busid="', 'busid="z', 1)
+            if data.draw(st.booleans())
+            else text.replace('class="0x03', 'class="0xZZ')
+        )
+    try:
+        import_text(text, "mangled.xml")
+    except TopomapError as err:
+        assert "\n" not in str(err) and str(err).startswith("mangled.xml")

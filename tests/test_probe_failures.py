@@ -87,7 +87,9 @@ def test_cuda_visible_devices_reorders_ordinals_joined_by_uuid(tmp_path: Path) -
     assert {g.index: g.cuda_ordinal for g in s.gpus if g.cuda_ordinal is not None} == {5: 0, 2: 1}
     assert s.host.environment == {"CUDA_VISIBLE_DEVICES": "5,2"}
     hidden = [p.error for p in s.problems if "not visible to CUDA" in p.error]
-    assert hidden == ["gpu0, gpu1, gpu3, gpu4, gpu6, gpu7 not visible to CUDA in this process (CUDA_VISIBLE_DEVICES=5,2)"]
+    assert hidden == [
+        "gpu0, gpu1, gpu3, gpu4, gpu6, gpu7 not visible to CUDA in this process (CUDA_VISIBLE_DEVICES=5,2)"
+    ]
     p = next(p for p in s.pairs if {p.a, p.b} == {"gpu2", "gpu5"})
     assert p.cuda is not None and p.cuda.can_access_peer is True
 

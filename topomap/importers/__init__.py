@@ -59,19 +59,35 @@ def import_text(text: str, origin: str, fmt: str = "auto") -> Snapshot:
                 "an NCCL topology XML (<system>) or an hwloc XML (<topology>)",
             )
         fmt = found
-    if fmt == "nvidia-smi":
-        from topomap.importers.nvidia_smi import import_nvidia_smi
+    if fmt not in FORMATS:
+        raise ImportFailure(f"--format {fmt!r}: expected auto, {', '.join(FORMATS)}")
+    try:
+        return _IMPORTERS[fmt](text, origin)
+    except (ValueError, KeyError, IndexError, TypeError) as err:
+        # Safety net: content no real tool writes (a number that is not one, a reference to
+        # nothing). Specific checks inside the importers name the line where they can.
+        raise ImportFailure(f"{origin}: unexpected {fmt} content ({type(err).__name__}: {err})") from err
 
-        return import_nvidia_smi(text, origin)
-    if fmt == "nccl-xml":
-        from topomap.importers.nccl_xml import import_nccl_xml
 
-        return import_nccl_xml(text, origin)
-    if fmt == "hwloc-xml":
-        from topomap.importers.hwloc_xml import import_hwloc_xml
+def _nvidia_smi(text: str, origin: str) -> Snapshot:
+    from topomap.importers.nvidia_smi import import_nvidia_smi
 
-        return import_hwloc_xml(text, origin)
-    raise ImportFailure(f"--format {fmt!r}: expected auto, {', '.join(FORMATS)}")
+    return import_nvidia_smi(text, origin)
+
+
+def _nccl(text: str, origin: str) -> Snapshot:
+    from topomap.importers.nccl_xml import import_nccl_xml
+
+    return import_nccl_xml(text, origin)
+
+
+def _hwloc(text: str, origin: str) -> Snapshot:
+    from topomap.importers.hwloc_xml import import_hwloc_xml
+
+    return import_hwloc_xml(text, origin)
+
+
+_IMPORTERS = {"nvidia-smi": _nvidia_smi, "nccl-xml": _nccl, "hwloc-xml": _hwloc}
 
 
 def import_file(path: str | Path, fmt: str = "auto") -> Snapshot:

@@ -113,7 +113,7 @@ def import_hwloc_xml(text: str, origin: str) -> Snapshot:
     gpus, nics, placed = _devices(devs, pci, by_gp)
     if not gpus and not nics:
         raise ImportFailure(f"{origin}: hwloc XML with no GPU and no NIC (was it made with I/O discovery on?)")
-    _nvlink_matrix(root, gpus, by_gp, switches)
+    _nvlink_matrix(root, gpus, by_gp, switches, origin)
     from topomap.nvlinks import nvswitches_from_links
 
     nvsw: list[NvSwitch] = nvswitches_from_links(gpus)
@@ -199,7 +199,11 @@ def _devices(
 
 
 def _nvlink_matrix(
-    root: ET.Element, gpus: list[Gpu], by_gp: dict[str, tuple[str, ET.Element]], switches: dict[str, str]
+    root: ET.Element,
+    gpus: list[Gpu],
+    by_gp: dict[str, tuple[str, ET.Element]],
+    switches: dict[str, str],
+    origin: str,
 ) -> None:
     """NVLinkBandwidth (MB/s) → NVLink entries per GPU: 25000 per link (20000 for NVLink 1)."""
     for dist in root.findall("distances2hetero") + root.findall("distances2"):
@@ -209,7 +213,9 @@ def _nvlink_matrix(
         idx = " ".join(x.text or "" for x in dist.findall("indexes")).split()
         vals = [int(v) for v in " ".join(x.text or "" for x in dist.findall("u64values")).split()]
         if len(idx) != n or len(vals) != n * n:
-            raise ImportFailure(f"NVLinkBandwidth matrix: {len(idx)} indexes and {len(vals)} values for {n} objects")
+            raise ImportFailure(
+                f"{origin}: NVLinkBandwidth matrix has {len(idx)} indexes and {len(vals)} values for {n} objects"
+            )
         for r, a in enumerate(idx):
             kind, obj = by_gp.get(a, ("", None))
             if kind != "gpu" or obj is None:

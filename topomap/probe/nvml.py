@@ -401,6 +401,9 @@ def _pairs(nv: _Nvml, result: NvmlResult, handles: dict[int, Any]) -> None:
         for j in idx[x + 1 :]:
             target = f"gpu{i}-gpu{j}"
             info = NvmlPairInfo()
+            if f"gpu{i}" in nv.lost or f"gpu{j}" in nv.lost:
+                result.pairs[(i, j)] = info  # already recorded once as lost; sysfs may still place it
+                continue
             level = nv.call("nvmlDeviceGetTopologyCommonAncestor", target, handles[i], handles[j])
             if _ok(level):
                 info.pcie_path = NVML_TOPOLOGY_LEVELS.get(int(level))
