@@ -180,3 +180,15 @@ def test_show_on_a_probed_snapshot_with_problems(tmp_path: Path) -> None:
     assert "GpuIsLost" in out and "Problems (1)" in out
     assert "Gen1 x16 / max Gen4 x16 (31.504 GB/s spec)" in out
     assert "PCIe switch" in out and "NUMA 1" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["diff"], "Missing argument 'a'. (hint: python -m topomap diff --help)"),
+        (["show", "--bogus", "x"], "No such option: --bogus"),
+    ],
+)
+def test_usage_mistakes_are_one_line(args: list[str], needle: str) -> None:
+    r = subprocess.run([sys.executable, "-m", "topomap", *args], capture_output=True, text=True)
+    assert r.returncode == 2 and needle in r.stderr and r.stderr.count("\n") == 1

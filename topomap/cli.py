@@ -378,6 +378,7 @@ def render(
     ] = None,
     output: Annotated[str, typer.Option("-o", "--output", help="OUT.svg, .png, .pdf, .dot, .graphml or .json")] = "",
     flow_file: Annotated[str | None, typer.Option("--flow", help="Draw this flow's arrows on the machine.")] = None,
+    probe: ProbeOpt = None,
     view: Annotated[str, typer.Option("--view", help="machine (default) or pipeline (flow logic only)")] = "machine",
 ) -> None:
     """Diagram of the topology: hosts, NUMA nodes, PCIe switches, GPUs, NICs, NVLink fabric; with
@@ -410,7 +411,7 @@ def render(
         if fmt in ("graphml", "json"):
             raise TopomapError(f"-o {output}: a flow diagram is drawn as svg, png, pdf or dot")
         flow = read_flow(flow_file)
-        bound = bind_hosts(flow, snapshots or [])
+        bound = bind_hosts(flow, [*(snapshots or []), *(probe or [])])
         fmap = map_flow(flow, bound)
         text = flow_pipeline_dot(fmap) if view == "pipeline" else flow_on_machine_dot(fmap, bound)
     if fmt == "dot":
@@ -441,5 +442,38 @@ def schema(
     sys.stdout.write(schema_text(which))
 
 
+def _click_errors(name: str) -> tuple[type[BaseException], ...]:
+    """An exception class from click, and from the copy of click newer typer versions vendor."""
+    import importlib
+
+    found: list[type[BaseException]] = []
+    for mod in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            cls = getattr(importlib.import_module(mod), name, None)
+        except ImportError:
+            continue
+        if isinstance(cls, type) and issubclass(cls, BaseException):
+            found.append(cls)
+    return tuple(found)
+
+
 def main() -> None:
-    app()
+    """Entry point: usage mistakes are one line too (typer would draw a box)."""
+    no_args, usage = _click_errors("NoArgsIsHelpError"), _click_errors("UsageError")
+    exits: tuple[type[BaseException], ...] = (typer.Exit, *_click_errors("Exit"))
+    aborts: tuple[type[BaseException], ...] = (typer.Abort, *_click_errors("Abort"))
+    try:
+        rc = app(standalone_mode=False)
+    except no_args as err:
+        print(err.format_message())  # type: ignore[attr-defined]
+        sys.exit(0)
+    except usage as err:
+        ctx = getattr(err, "ctx", None)
+        cmd = ctx.command_path if ctx is not None else "topomap"
+        print(f"topomap: error: {err.format_message()} (hint: {cmd} --help)", file=sys.stderr)  # type: ignore[attr-defined]
+        sys.exit(2)
+    except exits as err:
+        sys.exit(getattr(err, "exit_code", 0))
+    except aborts:
+        sys.exit(130)
+    sys.exit(rc if isinstance(rc, int) else 0)
