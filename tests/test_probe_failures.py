@@ -128,3 +128,17 @@ def test_virtual_machine_hints_and_unknown_numa(tmp_path: Path) -> None:
     # numa_node -1 in a VM: the local CPU list still separates the sockets
     p = next(p for p in s.pairs if {p.a, p.b} == {"gpu0", "nic0"})
     assert p.path == "PXB"
+
+
+def test_container_given_two_of_eight_gpus_inside_a_slurm_cpuset(tmp_path: Path) -> None:
+    """A job given GPUs 4 and 5 of an HGX box and CPUs 0-7: the other six GPUs are on the bus
+    but not visible, and the CPU affinity cells come out empty as nvidia-smi prints them."""
+    full = machines.hgx_h100()
+    given = [full.gpus[4], full.gpus[5]]
+    m = dataclasses.replace(full, gpus=given, hidden_gpus=[g for g in full.gpus if g not in given], cgroup_cpus="0-7")
+    s = run_probe(m, tmp_path).snapshot
+    assert [g.pci_bus_id for g in s.gpus] == ["0000:9a:00.0", "0000:ab:00.0"]
+    assert [g.cpu_affinity for g in s.gpus] == ["", ""]  # NUMA 1's CPUs, none in this cpuset
+    assert s.host.cgroup_cpus == "0-7"
+    hidden = [p.error for p in s.problems if "PCI bus shows" in p.error]
+    assert hidden and hidden[0].startswith("the PCI bus shows 8 NVIDIA GPUs but this process sees 2")

@@ -101,6 +101,8 @@ class FakeMachine:
     cuda_order: list[int] | None = None  # GPU indices in CUDA ordinal order (CUDA_VISIBLE_DEVICES)
     cuda_can_access: bool | None = None  # None: derived from P2P read/write status
     dmi_vendor: str = "Supermicro"
+    cgroup_cpus: str | None = None  # the process's cpuset (a Slurm job, a container)
+    hidden_gpus: list[FakeGpu] = field(default_factory=list)  # on the PCI bus, not given to the process
     hypervisor: bool = False
     iommu: bool = False
 

@@ -20,9 +20,9 @@ class _Writer:
         self.root = root
         self.m = m
         self.sys = root / "sys"
-        used = {int(b.split(":")[1], 16) for b in [g.bus for g in m.gpus] + [n.bus for n in m.nics]}
+        used = {int(b.split(":")[1], 16) for b in [g.bus for g in [*m.gpus, *m.hidden_gpus]] + [n.bus for n in m.nics]}
         self.free = (b for b in range(0xEF, 0, -1) if b not in used)
-        self.gpus = {g.bus: g for g in m.gpus}
+        self.gpus = {g.bus: g for g in [*m.gpus, *m.hidden_gpus]}
         self.nics = {n.bus: n for n in m.nics}
         self.cpus_of_numa = m.numa_cpus
 
@@ -128,6 +128,10 @@ def write_sysfs(m: FakeMachine, root: Path) -> Path:
     dmi.mkdir(parents=True)
     (dmi / "sys_vendor").write_text(m.dmi_vendor + "\n")
     (dmi / "product_name").write_text("Fake Server\n")
+    if m.cgroup_cpus is not None:
+        cg = root / "sys" / "fs" / "cgroup"
+        cg.mkdir(parents=True)
+        (cg / "cpuset.cpus.effective").write_text(m.cgroup_cpus + "\n")
     iommu = root / "sys" / "class" / "iommu"
     iommu.mkdir(parents=True)
     if m.iommu:

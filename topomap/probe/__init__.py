@@ -14,6 +14,7 @@ from importlib import metadata
 from typing import Any
 
 from topomap import __version__
+from topomap.cpus import format_cpulist, parse_cpulist
 from topomap.model import (
     P2P,
     CudaPeer,
@@ -63,6 +64,7 @@ def probe(
     problems: list[Problem] = [*nv.problems, *cu.problems]
 
     gpus = _gpus(nv, sysr, problems)
+    _container_view(gpus, sysr, nv, problems)
     _join_cuda(gpus, cu, problems, environ.get("CUDA_VISIBLE_DEVICES"))
     nics = [
         Nic(
@@ -160,6 +162,28 @@ def _gpus(nv: NvmlResult, sysr: SysfsResult, problems: list[Problem]) -> list[Gp
                 )
         out.append(g)
     return out
+
+
+def _container_view(gpus: list[Gpu], sysr: SysfsResult, nv: NvmlResult, problems: list[Problem]) -> None:
+    """What this container sees of the machine: GPUs on the bus it was not given, and CPU
+    affinity cut to its cpuset (as nvidia-smi prints it inside a Slurm job or a container)."""
+    on_bus = _sys_gpus(sysr)
+    if nv.available and len(on_bus) > len(gpus):
+        seen = {g.pci_bus_id for g in gpus}
+        hidden = sorted(f.bus_id for f in on_bus if f.bus_id not in seen)
+        problems.append(
+            Problem(
+                source="sysfs",
+                call="/sys/bus/pci/devices",
+                error=f"the PCI bus shows {len(on_bus)} NVIDIA GPUs but this process sees {len(gpus)}; "
+                f"not given to it: {', '.join(hidden)}",
+            )
+        )
+    if sysr.cgroup_cpus:
+        allowed = set(parse_cpulist(sysr.cgroup_cpus))
+        for g in gpus:
+            if g.cpu_affinity:
+                g.cpu_affinity = format_cpulist(set(parse_cpulist(g.cpu_affinity)) & allowed)
 
 
 def _sys_gpus(sysr: SysfsResult) -> list[PciFunction]:
