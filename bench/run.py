@@ -44,6 +44,14 @@ def main() -> int:
         f.write_bytes(encode_snapshot(s))
         files.append(f)
     snaps = timed(f"load + validate {HOSTS} snapshots", lambda: [load_snapshot(f) for f in files], HOSTS)
+    from topomap.merge import merge
+
+    cluster = timed(f"merge {HOSTS} snapshots", lambda: merge([(str(f), s) for f, s in zip(files, snaps)]))
+    blob = encode_snapshot(cluster)
+    timed(
+        f"encode + decode the merged cluster ({len(blob) / 2**20:.1f} MiB)",
+        lambda: msgspec.json.decode(encode_snapshot(cluster)),
+    )
     topos = timed(f"build {HOSTS} topology graphs", lambda: [build(s) for s in snaps], HOSTS)
     t0 = topos[0]
     pairs = [(p.a, p.b) for p in base.pairs]

@@ -180,9 +180,15 @@ def show(
         _print_json(to_builtins(snap))
         return
     from topomap.graph import build
+    from topomap.model import hosts_of
+    from topomap.render.terminal import cluster_header
     from topomap.render.terminal import show as show_view
 
-    _console().print(show_view(snap, build(snap)))
+    console = _console()
+    if snap.source.kind == "merge":
+        console.print(cluster_header(snap))
+    for host in hosts_of(snap):
+        console.print(show_view(host, build(host)))
 
 
 @app.command()
@@ -193,9 +199,20 @@ def matrix(
     json_out: JsonOpt = False,
 ) -> None:
     """The GPU/NIC matrix exactly as `nvidia-smi topo -m` prints it, legends included."""
+    from topomap.model import hosts_of
     from topomap.render.matrix import matrix_ids, pair_lookup, render_matrix, render_p2p_matrix
 
-    snap = _load(snapshot)
+    merged = _load(snapshot)
+    hosts = hosts_of(merged)
+    if len(hosts) > 1 and (json_out or p2p is not None):
+        raise TopomapError(
+            f"{snapshot}: a merged snapshot; --json and --p2p take one host", hint="topomap matrix HOST.json"
+        )
+    if len(hosts) > 1:
+        for h in hosts:
+            sys.stdout.write(f"# {h.host.hostname}\n{render_matrix(h)}\n")
+        return
+    snap = hosts[0]
     if json_out:
         ids = matrix_ids(snap)
         look = pair_lookup(snap)
@@ -269,6 +286,17 @@ def diff(
     if match not in ("index", "structure"):
         raise TopomapError(f"--match {match!r}: expected index or structure")
     sa, sb = _load(a), _load(b)
+    if sa.source.kind == "merge" or sb.source.kind == "merge":
+        from topomap.diff import diff_clusters
+
+        cluster = diff_clusters(sa, sb, match)  # type: ignore[arg-type]
+        if json_out:
+            _print_json(cluster)
+        else:
+            from topomap.render.terminal import cluster_diff_view
+
+            _console().print(cluster_diff_view(cluster))
+        raise typer.Exit(0 if cluster["same"] else 1)
     names = (Path(a).stem, Path(b).stem)
     if names[0] == names[1]:
         names = (f"A ({names[0]})", f"B ({names[1]})")
@@ -349,7 +377,11 @@ def check(
             name, sep, path = arg.partition("=")
             if not sep:
                 name, path = Path(arg).stem, arg
-            lots.append(Lot(name=name, topo=build(_load(path))))
+            from topomap.model import hosts_of
+
+            hosts = hosts_of(_load(path))
+            for h in hosts:
+                lots.append(Lot(name=(h.host.hostname or name) if len(hosts) > 1 else name, topo=build(h)))
     result = run_check(rules, lots, fmap)
     if json_out:
         _print_json(
@@ -364,6 +396,34 @@ def check(
 
         _console().print(check_view(result))
     raise typer.Exit(0 if result.passed else 1)
+
+
+@app.command()
+@_guard
+def merge(
+    snapshots: Annotated[
+        list[str], typer.Argument(help="Per-host snapshots; NAME=FILE names a host (imports have none).")
+    ],
+    output: Annotated[str, typer.Option("-o", "--output", help="Write the cluster snapshot here.")],
+) -> None:
+    """Join per-host snapshots into one cluster snapshot."""
+    import msgspec
+
+    from topomap.merge import merge as run_merge
+    from topomap.model import encode_snapshot
+
+    pairs = []
+    for arg in snapshots:
+        name, sep, path = arg.partition("=")
+        if not sep or Path(arg).exists():
+            name, path = "", arg
+        snap = _load(path)
+        if name:
+            snap = msgspec.structs.replace(snap, host=msgspec.structs.replace(snap.host, hostname=name))
+        pairs.append((path, snap))
+    merged = run_merge(pairs)
+    _write(output, encode_snapshot(merged))
+    print(f"wrote {output}: {len(merged.members)} hosts", file=sys.stderr)
 
 
 RENDER_FORMATS = ("svg", "png", "pdf", "dot", "graphml", "json")
@@ -397,12 +457,15 @@ def render(
     if flow_file is None:
         if not snapshots:
             raise TopomapError("render needs at least one snapshot (or --flow FLOW)")
-        topos = [build(_load(s)) for s in snapshots]
+        from topomap.model import hosts_of
+
+        topos = [build(h) for s in snapshots for h in hosts_of(_load(s))]
         if fmt == "graphml":
             return _write(output, graphml(topos))
         if fmt == "json":
             return _write(output, node_link_json(topos))
-        text = dotr.topology_dot(topos)
+        drawn, names = dotr.group_identical(topos)
+        text = dotr.topology_dot(drawn, names=names)
     else:
         from topomap.flow import read_flow
         from topomap.mapping import bind_hosts, map_flow

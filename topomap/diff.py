@@ -301,3 +301,42 @@ def diff_flow(result: DiffResult, flow_path: str, a: Snapshot, b: Snapshot) -> N
 def _gpu_hosts(flow: Any) -> set[str]:
     """Hosts a flow places steps on by GPU: they need a snapshot even if the file says null."""
     return {p.host for st in flow.steps.values() for p in st.placements if p.kind == "gpu"}
+
+
+def diff_clusters(a: Snapshot, b: Snapshot, match: Match = "index") -> dict[str, Any]:
+    """Two clusters (or a cluster and a host) compared host by host, matched by host name."""
+    from topomap.model import hosts_of
+
+    ha = {h.host.hostname or f"host{k}": h for k, h in enumerate(hosts_of(a))}
+    hb = {h.host.hostname or f"host{k}": h for k, h in enumerate(hosts_of(b))}
+    only_a = sorted(set(ha) - set(hb))
+    only_b = sorted(set(hb) - set(ha))
+    per_host: dict[str, Any] = {}
+    differing = []
+    for name in sorted(set(ha) & set(hb)):
+        d = diff_snapshots(ha[name], hb[name], match, (f"A:{name}", f"B:{name}"))
+        per_host[name] = {
+            "same": d.same,
+            "summary": d.summary(),
+            "changes": [c.text for c in d.changes],
+            "not_compared": d.not_compared,
+        }
+        if not d.same:
+            differing.append(name)
+    same = not differing and not only_a and not only_b
+    bits = [f"{len(per_host)} host(s) in both"]
+    bits.append(
+        f"{len(differing)} differ"
+        + (f" ({', '.join(differing[:6])}{' …' if len(differing) > 6 else ''})" if differing else "")
+    )
+    if only_a:
+        bits.append(f"only in A: {', '.join(only_a)}")
+    if only_b:
+        bits.append(f"only in B: {', '.join(only_b)}")
+    return {
+        "same": same,
+        "summary": "; ".join(bits) + ".",
+        "only_in_a": only_a,
+        "only_in_b": only_b,
+        "hosts": per_host,
+    }

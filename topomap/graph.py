@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 import networkx as nx
 
+from topomap.errors import TopomapError
 from topomap.links import (
     PCIE_CLASSES,
     class_rank,
@@ -94,7 +95,12 @@ def snapshot_id(node: str, topo: Topology) -> str:
 
 
 def build(snap: Snapshot) -> Topology:
-    """The graph of one host's snapshot."""
+    """The graph of one host's snapshot (a merged snapshot: build each of ``hosts_of``)."""
+    if snap.source.kind == "merge":
+        raise TopomapError(
+            f"{snap.source.origin}: a merged snapshot holds {len(snap.members)} hosts; this view takes one",
+            hint="name one host, or use a command that reads clusters (show, matrix, render, map, diff, check)",
+        )
     g = nx.Graph()
     host = "host"
     g.add_node(host, kind="host", label=snap.host.hostname or snap.source.origin, inferred=False)

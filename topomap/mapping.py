@@ -19,7 +19,7 @@ import networkx as nx
 from topomap.flow import Flow, FlowArrow, FlowError, Placement, bind
 from topomap.graph import BandwidthSource, Topology, bottleneck_note, route, snapshot_path, tree_parents
 from topomap.links import class_rank
-from topomap.model import Gpu, Nic, Pair
+from topomap.model import Gpu, Nic, Pair, Snapshot
 
 Medium = Literal["gpu-link", "host-memory", "network", "local"]
 New = Callable[..., "MappedArrow"]
@@ -421,6 +421,12 @@ def bind_hosts(flow: Flow, probes: list[str]) -> dict[str, Topology | None]:
     snap_hosts = [h for h in flow.spec.hosts]
     for arg in probes:
         name, sep, path = arg.partition("=")
+        if not sep and _is_cluster(arg):
+            # a merged snapshot binds every flow host named like one of its hosts
+            for h in flow.spec.hosts:
+                if h in _cluster_names(arg):
+                    files[h] = arg
+            continue
         if not sep:
             if len(snap_hosts) != 1:
                 raise FlowError(
@@ -435,13 +441,43 @@ def bind_hosts(flow: Flow, probes: list[str]) -> dict[str, Topology | None]:
             )
         files[name] = path
     topos: dict[str, Topology | None] = {}
-    cache: dict[str, Topology] = {}
+    cache: dict[str, Snapshot] = {}
+    built: dict[int, Topology] = {}
     for h, f in files.items():
         if f is None:
             topos[h] = None
             continue
         if f not in cache:
-            cache[f] = build(load_any(f))
-        topos[h] = cache[f]
+            cache[f] = load_any(f)
+        snap = _host_in(cache[f], h, f)
+        if id(snap) not in built:
+            built[id(snap)] = build(snap)
+        topos[h] = built[id(snap)]
     bind(flow, gpus_of(topos))
     return topos
+
+
+def _is_cluster(path: str) -> bool:
+    from topomap.importers import load_any
+
+    return load_any(path).source.kind == "merge"
+
+
+def _cluster_names(path: str) -> set[str]:
+    from topomap.importers import load_any
+
+    return {m.host.hostname or "" for m in load_any(path).members}
+
+
+def _host_in(snap: Snapshot, flow_host: str, path: str) -> Snapshot:
+    """The snapshot a flow host is bound to; in a merged file, the member of that name."""
+    if snap.source.kind != "merge":
+        return snap
+    for m in snap.members:
+        if m.host.hostname == flow_host:
+            return m
+    names = ", ".join(m.host.hostname or "?" for m in snap.members[:8])
+    raise FlowError(
+        f"{path}: the cluster has no host named {flow_host!r}",
+        hint=f"name flow hosts after the cluster's hosts ({names}…) or bind NAME=HOST_FILE",
+    )

@@ -207,6 +207,12 @@ class Snapshot(_S, kw_only=True):
     pci: list[PciDevice] = []
     nvswitches: list[NvSwitch] = []
     problems: list[Problem] = []
+    members: list[Snapshot] = []  # a merged cluster: one snapshot per host (source.kind "merge")
+
+
+def hosts_of(snap: Snapshot) -> list[Snapshot]:
+    """The host snapshots a snapshot holds: its members when merged, else itself."""
+    return list(snap.members) if snap.source.kind == "merge" else [snap]
 
 
 class SnapshotError(TopomapError):

@@ -125,6 +125,9 @@ def topology_dot(
             continue
         _host(b, h, topo, used, name, notes)
         footer.append((f"{name}: " if name else "") + _origin_line(topo))
+    real = [(h, t) for h, t in enumerate(topos) if t is not None]
+    if len(real) > 1 and used is None:
+        _network(b, real)
     for line in extra:
         b.add(line)
     _legend(b, used is not None)
@@ -132,6 +135,42 @@ def topology_dot(
     b.add(f"label={q(label)};")
     b.lines.append("}")
     return "\n".join(b.lines) + "\n"
+
+
+def _network(b: DotBuilder, hosts: list[tuple[int, Topology]]) -> None:
+    """Several hosts: the network between them, one orange edge per RDMA NIC (line rate as label)."""
+    net = b.nid("network")
+    b.add(f'{net} [label="network", shape=ellipse, style=filled, fillcolor="#fff3e0", color={q(NETWORK)}];')
+    for h, topo in hosts:
+        for n in topo.snapshot.nics:
+            if not n.rdma:
+                continue
+            label = f"{n.speed_gbit_s:g} Gb/s" if n.speed_gbit_s else ""
+            b.add(
+                f"{b.nid(node_key(h, 'nic:' + n.name))} -> {net} [color={q(NETWORK)}, penwidth=1.6, label={q(label)}];"
+            )
+
+
+def group_identical(topos: list[Topology], limit: int = 6) -> tuple[list[Topology], list[str]]:
+    """Past ``limit`` hosts, draw one host per group of identical ones, named for the group."""
+    names = [t.snapshot.host.hostname or _short(t.snapshot.source.origin) for t in topos]
+    if len(topos) <= limit:
+        return topos, names
+    groups: dict[tuple[object, ...], list[int]] = {}
+    for k, t in enumerate(topos):
+        s = t.snapshot
+        sig = (
+            tuple(sorted((p.a, p.b, p.path) for p in s.pairs)),
+            tuple(g.name for g in s.gpus),
+            tuple((n.name, n.speed_gbit_s) for n in s.nics),
+        )
+        groups.setdefault(sig, []).append(k)
+    out, labels = [], []
+    for members in groups.values():
+        out.append(topos[members[0]])
+        first, last = names[members[0]], names[members[-1]]
+        labels.append(first if len(members) == 1 else f"{first} … {last} ({len(members)} identical hosts)")
+    return out, labels
 
 
 def _origin_line(topo: Topology) -> str:

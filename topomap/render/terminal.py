@@ -366,3 +366,35 @@ def check_view(r: CheckResult) -> RenderableType:
         for e in x.evidence:
             parts.append(Text(f"           {e}", style="dim"))
     return Group(*parts)
+
+
+def cluster_header(snap: Snapshot) -> RenderableType:
+    """A merged snapshot: one row per host."""
+    t = Table(
+        title=f"Cluster: {len(snap.members)} hosts ({snap.source.origin})", box=box.SIMPLE_HEAD, title_justify="left"
+    )
+    for col in ("host", "source", "GPUs", "NICs", "driver"):
+        t.add_column(col, overflow="fold")
+    for m in snap.members:
+        names = sorted({g.name or "?" for g in m.gpus})
+        t.add_row(
+            m.host.hostname or "?",
+            m.source.kind,
+            f"{len(m.gpus)} × {', '.join(names)}" if m.gpus else "0",
+            str(len(m.nics)),
+            _dash(m.software.driver_version),
+        )
+    return t
+
+
+def cluster_diff_view(d: dict[str, object]) -> RenderableType:
+    parts: list[RenderableType] = [Text(str(d["summary"]), style="bold")]
+    hosts = d.get("hosts")
+    if isinstance(hosts, dict):
+        for name, h in hosts.items():
+            if isinstance(h, dict) and not h.get("same"):
+                parts.append(Text(f"\n{name}: {h.get('summary')}", style="bold"))
+                changes = h.get("changes")
+                for line in (changes if isinstance(changes, list) else [])[:20]:
+                    parts.append(Text(f"  {line}"))
+    return Group(*parts)
