@@ -40,7 +40,7 @@ Status = Literal["pass", "fail", "unknown"]
 
 
 class RequirementsError(YamlError):
-    pass
+    """A requirements-file mistake: one line with the file, line and a hint."""
 
 
 class _Rule(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -87,7 +87,7 @@ class ArrowTimeRule(_Rule):
 
 
 class FabricReadyRule(_Rule):
-    pass
+    """Every GPU's NVLink fabric registered: state completed, clique id set (no options)."""
 
 
 RULES: dict[str, type[_Rule]] = {

@@ -28,7 +28,7 @@ _LABEL = re.compile(r"^(GPU\d+|NIC\d+|[A-Za-z][\w.-]*)$")
 
 
 class NvidiaSmiError(ImportFailure):
-    pass
+    """nvidia-smi text that cannot be read; names the file and line."""
 
 
 @dataclass

@@ -127,7 +127,7 @@ def gpu_tables(snap: Snapshot) -> list[Table]:
 
 def nic_table(snap: Snapshot) -> Table:
     t = Table(title="NICs", box=box.SIMPLE_HEAD, title_justify="left")
-    for col in ("id", "name", "kind", "bus id", "NUMA", "speed", "state", "netdevs", "GDR"):
+    for col in ("id", "name", "kind", "bus id", "NUMA", "line rate (spec)", "state", "netdevs", "GDR"):
         t.add_column(col)
     for n in sorted(snap.nics, key=lambda n: n.index):
         t.add_row(
