@@ -30,10 +30,10 @@ from typing import Any, Literal
 import msgspec
 
 from topomap.errors import TopomapError
-from topomap.graph import Topology
+from topomap.graph import Topology, snapshot_pair
 from topomap.links import PCIE_CLASSES, class_rank
 from topomap.mapping import FlowMap
-from topomap.model import Gpu, Snapshot
+from topomap.model import Gpu
 from topomap.yamlfile import YamlDoc, YamlError, convert, load_yaml, read_yaml
 
 Status = Literal["pass", "fail", "unknown"]
@@ -322,10 +322,6 @@ def _gpu_set(lot: Lot, steps: list[str] | None) -> list[str]:
     return [f"gpu{g.index}" for g in lot.topo.snapshot.gpus]
 
 
-def _pair(snap: Snapshot, a: str, b: str) -> Any:
-    return next((p for p in snap.pairs if {p.a, p.b} == {a, b}), None)
-
-
 def _gpu_links(req: Requirement, lot: Lot) -> RuleResult:
     rule = req.rule
     assert isinstance(rule, GpuLinksRule)
@@ -336,7 +332,7 @@ def _gpu_links(req: Requirement, lot: Lot) -> RuleResult:
     bad, unknown = [], []
     for i, a in enumerate(gpus):
         for b in gpus[i + 1 :]:
-            p = _pair(lot.topo.snapshot, a, b)
+            p = snapshot_pair(lot.topo, a, b)
             if p is None or p.path is None:
                 unknown.append(f"{a}–{b}: path unknown")
                 continue
@@ -370,7 +366,7 @@ def _gdr_nic(req: Requirement, lot: Lot) -> RuleResult:
         for n in snap.nics:
             if not n.rdma or n.gdr is False:
                 continue
-            p = _pair(snap, gid, f"nic{n.index}")
+            p = snapshot_pair(lot.topo, gid, f"nic{n.index}")
             if p is None or p.path is None:
                 continue
             r = class_rank(p.path)

@@ -26,7 +26,7 @@ from topomap.links import (
     parse_path,
     pcie_bandwidth_gbps,
 )
-from topomap.model import Gpu, Nic, Snapshot
+from topomap.model import Gpu, Nic, Pair, Snapshot
 from topomap.nvlinks import gpu_buses, link_peer
 from topomap.pathclass import classify_chains
 
@@ -87,11 +87,13 @@ def gpu_node(g: Gpu) -> str:
 
 def snapshot_id(node: str, topo: Topology) -> str:
     """Snapshot id (``nic3``) of a graph node (``nic:mlx5_3``)."""
-    if node.startswith("nic:"):
-        for n in topo.snapshot.nics:
-            if nic_node(n) == node:
-                return f"nic{n.index}"
-    return node
+    if not node.startswith("nic:"):
+        return node
+    ids: dict[str, str] | None = topo.cache.get("nic_ids")
+    if ids is None:
+        ids = {nic_node(n): f"nic{n.index}" for n in topo.snapshot.nics}
+        topo.cache["nic_ids"] = ids
+    return ids.get(node, node)
 
 
 def build(snap: Snapshot) -> Topology:
@@ -432,13 +434,19 @@ def structural_class(topo: Topology, a: str, b: str) -> str | None:
     return classify_chains(ca, cb, topo.locality.get(a), topo.locality.get(b))
 
 
+def snapshot_pair(topo: Topology, a: str, b: str) -> Pair | None:
+    """The snapshot's record of two endpoints (graph or snapshot ids), looked up once per topology."""
+    pairs: dict[frozenset[str], Pair] | None = topo.cache.get("pairs")
+    if pairs is None:
+        pairs = {frozenset((p.a, p.b)): p for p in topo.snapshot.pairs}
+        topo.cache["pairs"] = pairs
+    return pairs.get(frozenset((snapshot_id(a, topo), snapshot_id(b, topo))))
+
+
 def snapshot_path(topo: Topology, a: str, b: str) -> str | None:
-    """The snapshot's own path class for two endpoints (graph or snapshot ids)."""
-    paths: dict[frozenset[str], str | None] | None = topo.cache.get("paths")
-    if paths is None:
-        paths = {frozenset((p.a, p.b)): p.path for p in topo.snapshot.pairs}
-        topo.cache["paths"] = paths
-    return paths.get(frozenset((snapshot_id(a, topo), snapshot_id(b, topo))))
+    """The snapshot's own path class for two endpoints."""
+    p = snapshot_pair(topo, a, b)
+    return p.path if p is not None else None
 
 
 def route(topo: Topology, a_ref: str, b_ref: str) -> Route:
@@ -456,16 +464,28 @@ def route(topo: Topology, a_ref: str, b_ref: str) -> Route:
         path = snapshot_path(topo, a, b) or f"NV{count}"
         bw, src, neck = _narrowest(g, edges)
         return Route(a, b, nodes, path, via, bw, src, neck)
-    pv = _pcie_view(g)
-    if not nx.has_path(pv, a, b):
+    if not nx.has_path(_pcie_view(g), a, b):
         return Route(a, b, (a, b), None, "pcie", None, "unknown", notes=("no PCIe route in the snapshot",))
-    nodes = tuple(nx.shortest_path(pv, a, b))
-    edges = list(itertools.pairwise(nodes))
+    leg, bw, neck, notes = pcie_leg(topo, a, b)
     pcie_class = snapshot_path(topo, a, b)
     if pcie_class is None or pcie_class.startswith("NV"):
         pcie_class = structural_class(topo, a, b) or pcie_class
+    source: BandwidthSource = "spec" if bw is not None else "unknown"
+    return Route(a, b, tuple(leg), pcie_class, "pcie", bw, source, neck, tuple(notes))
+
+
+def pcie_leg(topo: Topology, a: str, b: str) -> tuple[list[str], float | None, tuple[str, str] | None, list[str]]:
+    """Tree route between two nodes over PCIe (and the inter-socket link), its narrowest known
+    PCIe link (GB/s, spec) and notes that say what limits it or what is unknown. Cached."""
+    legs: dict[tuple[str, str], Any] = topo.cache.setdefault("legs", {})
+    if (a, b) in legs:
+        nodes_c, bw_c, neck_c, notes_c = legs[(a, b)]
+        return list(nodes_c), bw_c, neck_c, list(notes_c)
+    g = topo.graph
+    nodes = list(nx.shortest_path(_pcie_view(g), a, b))
+    edges = list(itertools.pairwise(nodes))
     pcie_edges = [e for e in edges if g.edges[e].get("kind") == "pcie"]
-    bw, src, neck = _narrowest(g, pcie_edges)
+    bw, _, neck = _narrowest(g, pcie_edges)
     notes: list[str] = []
     if bw is not None and _has_unknown(g, pcie_edges):
         notes.append("some PCIe links on the route have no recorded speed: the figure is an upper bound")
@@ -473,9 +493,10 @@ def route(topo: Topology, a_ref: str, b_ref: str) -> Route:
         notes.append(bottleneck_note(g, neck))
     if any(g.edges[e].get("kind") == "smp" for e in edges):
         notes.append("crosses the inter-socket link (bandwidth not recorded by any source)")
-    if src == "unknown":
+    if bw is None and pcie_edges:
         notes.append("PCIe link speeds not recorded by this source")
-    return Route(a, b, nodes, pcie_class, "pcie", bw, src, neck, tuple(notes))
+    legs[(a, b)] = (tuple(nodes), bw, neck, tuple(notes))
+    return nodes, bw, neck, notes
 
 
 def _narrowest(

@@ -101,6 +101,11 @@ def pcie_bandwidth_gbps(gen: int | None, width: int | None) -> float | None:
     return round(PCIE_GBPS_PER_LANE[gen] * width, 3)
 
 
+def nic_bandwidth_gbps(line_rate_gbit_s: float) -> float:
+    """A NIC's line rate (Gb/s) as GB/s per direction, the unit of every other link here."""
+    return line_rate_gbit_s / 8.0
+
+
 def nvlink_bandwidth_gbps(generation: int | None, count: int, gpu_name: str | None = None) -> float | None:
     """Nominal NVLink bundle bandwidth per direction in GB/s, or None when the rate is unknown."""
     if count <= 0:

@@ -9,17 +9,14 @@ GPU's PCIe path (C2C on Grace-class parts); different hosts → one NVLink fabri
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-import networkx as nx
-
 from topomap.flow import Flow, FlowArrow, FlowError, Placement, bind
-from topomap.graph import BandwidthSource, Topology, bottleneck_note, route, snapshot_path, tree_parents
-from topomap.links import class_rank
-from topomap.model import Gpu, Nic, Pair, Snapshot
+from topomap.graph import BandwidthSource, Topology, pcie_leg, route, snapshot_pair, snapshot_path, tree_parents
+from topomap.links import class_rank, nic_bandwidth_gbps
+from topomap.model import Gpu, Nic, Snapshot
 
 Medium = Literal["gpu-link", "host-memory", "network", "local"]
 New = Callable[..., "MappedArrow"]
@@ -158,13 +155,6 @@ def _gpu(topo: Topology, gid: str) -> Gpu:
     return next(g for g in topo.snapshot.gpus if f"gpu{g.index}" == gid)
 
 
-def _pair(topo: Topology, a: str, b: str) -> Pair | None:
-    for p in topo.snapshot.pairs:
-        if {p.a, p.b} == {a, b}:
-            return p
-    return None
-
-
 def _numa_of(topo: Topology, node: str) -> str | None:
     parents = tree_parents(topo)
     cur: str | None = node
@@ -195,22 +185,8 @@ def _memory_node(topo: Topology, p: Placement, near: str | None, notes: list[str
 
 
 def _pcie_leg(topo: Topology, a: str, b: str) -> tuple[list[str], float | None, list[str]]:
-    """Tree route between two nodes over PCIe/SMP and its narrowest known PCIe link."""
-    g = topo.graph
-    view = nx.subgraph_view(g, filter_edge=lambda u, v: g.edges[u, v].get("kind") != "nvlink")
-    nodes = nx.shortest_path(view, a, b)
-    notes: list[str] = []
-    best: tuple[float, tuple[str, str]] | None = None
-    for u, v in itertools.pairwise(nodes):
-        e = g.edges[u, v]
-        bw = e.get("bandwidth_gbps")
-        if e.get("kind") == "pcie" and bw is not None and (best is None or bw < best[0]):
-            best = (float(bw), (u, v))
-        if e.get("kind") == "smp":
-            notes.append("crosses the inter-socket link (its bandwidth is not recorded)")
-    if best is not None:
-        notes.append(bottleneck_note(g, best[1]))
-    return nodes, (best[0] if best else None), notes
+    nodes, bw, _, notes = pcie_leg(topo, a, b)
+    return nodes, bw, notes
 
 
 def _same_host(a: FlowArrow, topo: Topology, new: New) -> MappedArrow:
@@ -255,7 +231,7 @@ def _gpu_pair(a: FlowArrow, topo: Topology, new: New) -> MappedArrow:
     rt = [_q(host, n) for n in r.nodes]
     if r.via in ("nvlink", "nvswitch"):
         return new("gpu-link", r.via, r.path, rt, r.bandwidth_gbps, r.bandwidth_source, list(r.notes))
-    pair = _pair(topo, ga, gb)
+    pair = snapshot_pair(topo, ga, gb)
     p2p = pair.p2p if pair else None
     cuda = pair.cuda if pair else None
     notes: list[str] = list(r.notes)
@@ -304,7 +280,14 @@ def _gpu_pair(a: FlowArrow, topo: Topology, new: New) -> MappedArrow:
 
 
 def _nearest_nic(topo: Topology, node: str) -> tuple[Nic | None, str | None]:
-    """The NIC closest to a GPU (best pair class) or on a memory node's NUMA node."""
+    """The NIC closest to a GPU (best pair class) or on a memory node's NUMA node. Cached."""
+    cache: dict[str, tuple[Nic | None, str | None]] = topo.cache.setdefault("nearest_nic", {})
+    if node not in cache:
+        cache[node] = _find_nearest_nic(topo, node)
+    return cache[node]
+
+
+def _find_nearest_nic(topo: Topology, node: str) -> tuple[Nic | None, str | None]:
     nics = [n for n in topo.snapshot.nics if n.rdma] or list(topo.snapshot.nics)
     if not nics:
         return None, None
@@ -387,7 +370,7 @@ def _cross_host(a: FlowArrow, topos: dict[str, Topology | None], new: New) -> Ma
         if bw is not None:
             caps.append(bw)
         if nic.speed_gbit_s is not None:
-            caps.append(nic.speed_gbit_s / 8.0)
+            caps.append(nic_bandwidth_gbps(nic.speed_gbit_s))
         else:
             notes.append(f"{p.host}: speed of NIC {nic.name} not recorded")
             unknown = True

@@ -12,7 +12,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from topomap.cpus import parse_cpulist
 from topomap.model import NicKind, NumaNode, PciKind
 from topomap.pciaddr import SYSFS_BDF
 
@@ -329,10 +328,3 @@ def chain_kind(fn_chain: list[str], functions: dict[str, PciFunction], node: str
     if depth == 0:
         return "bridge"
     return "switch-upstream" if depth % 2 == 1 else "switch-downstream"
-
-
-def cpus_in(cpulist: str | None) -> set[int]:
-    try:
-        return set(parse_cpulist(cpulist or ""))
-    except ValueError:
-        return set()

@@ -346,8 +346,7 @@ def _legend(b: DotBuilder, with_flow: bool) -> None:
     )
     cells += '<tr><td border="1" style="dashed"> </td><td align="left">inferred from path classes</td></tr>'
     cells += (
-        '<tr><td colspan="2" align="left">GB/s: nominal per direction (spec);'
-        ' ? = not recorded by the source</td></tr>'
+        '<tr><td colspan="2" align="left">GB/s: nominal per direction (spec); ? = not recorded by the source</td></tr>'
     )
     b.add(
         f'{b.nid("legend")} [shape=plaintext, label=<<table border="0" cellspacing="3">'

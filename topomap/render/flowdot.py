@@ -8,28 +8,14 @@ import itertools
 from topomap.graph import Topology
 from topomap.mapping import FlowMap, MappedArrow
 from topomap.render.dot import MEDIUM_COLOURS, DotBuilder, fmt_gbps, node_key, q, topology_dot
-
-
-def _size(n: int | None) -> str:
-    if n is None:
-        return ""
-    for unit, f in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= f:
-            return f"{n / f:g} {unit}"
-    return f"{n} B"
-
-
-def _secs(s: float | None) -> str:
-    if s is None:
-        return ""
-    return f"{s * 1e3:.1f} ms" if s < 1 else f"{s:.2f} s"
+from topomap.units import fmt_bytes, fmt_seconds
 
 
 def arrow_label(a: MappedArrow) -> str:
     bits: list[str] = [a.medium]
     bits.append(fmt_gbps(a.bandwidth_gbps) + ("" if a.bandwidth_source == "unknown" else f" {a.bandwidth_source}"))
     if a.volume_bytes is not None:
-        bits.append(_size(a.volume_bytes) + (f" in {_secs(a.seconds)}" if a.seconds is not None else ""))
+        bits.append(fmt_bytes(a.volume_bytes) + (f" in {fmt_seconds(a.seconds)}" if a.seconds is not None else ""))
     return " · ".join(bits)
 
 

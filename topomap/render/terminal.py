@@ -14,6 +14,7 @@ from topomap.graph import FABRIC, Topology, natural_key, tree_parents
 from topomap.links import nvlink_bandwidth_gbps, pcie_bandwidth_gbps
 from topomap.mapping import FlowMap
 from topomap.model import Gpu, Snapshot
+from topomap.units import fmt_seconds
 
 GIB = 1024**3
 
@@ -245,16 +246,6 @@ def show(snap: Snapshot, topo: Topology | None = None) -> RenderableType:
 MEDIUM_STYLE = {"gpu-link": "green", "host-memory": "blue", "network": "dark_orange", "local": "grey50"}
 
 
-def _seconds(sec: float | None) -> str:
-    if sec is None:
-        return "—"
-    if sec < 1e-3:
-        return f"{sec * 1e6:.0f} µs"
-    if sec < 1:
-        return f"{sec * 1e3:.1f} ms"
-    return f"{sec:.2f} s"
-
-
 def short_node(node: str) -> str:
     """Readable route hop: inferred PCI nodes become `switch*` / `host-bridge*`."""
     host, sep, rest = node.rpartition("/")
@@ -286,7 +277,7 @@ def arrows_view(fmap: FlowMap) -> RenderableType:
             a.via,
             a.path or "—",
             bw,
-            _seconds(a.seconds),
+            fmt_seconds(a.seconds),
         )
         details.append(Text(f"#{k} " + " → ".join(short_node(n) for n in a.route)))
         for n in a.notes:

@@ -1,0 +1,24 @@
+"""Human-readable durations and sizes, for every renderer."""
+
+from __future__ import annotations
+
+
+def fmt_seconds(sec: float | None) -> str:
+    """1.2e-5 → "12 µs", 0.0215 → "21.5 ms", 8.59 → "8.59 s"; None → "—"."""
+    if sec is None:
+        return "—"
+    if sec < 1e-3:
+        return f"{sec * 1e6:.0f} µs"
+    if sec < 1:
+        return f"{sec * 1e3:.1f} ms"
+    return f"{sec:.2f} s"
+
+
+def fmt_bytes(n: int | None) -> str:
+    """2**30 → "1 GiB"; None → ""."""
+    if n is None:
+        return ""
+    for unit, f in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= f:
+            return f"{n / f:g} {unit}"
+    return f"{n} B"
