@@ -1,0 +1,98 @@
+"""Commands on a flow: map and render."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from topomap.cli import JsonOpt, ProbeOpt, _console, _guard, _load, _print_json, _write, app
+from topomap.errors import TopomapError
+
+RENDER_FORMATS = ("svg", "png", "pdf", "dot", "graphml", "json")
+
+
+@app.command("map")
+@_guard
+def map_(
+    flow_file: Annotated[str, typer.Argument(help="Flow file (YAML).")],
+    probe: ProbeOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Every arrow of a flow: medium (gpu-link / host-memory / network / local), route, class, bandwidth."""
+    from topomap.flow import read_flow
+    from topomap.mapping import bind_hosts, map_flow
+
+    flow = read_flow(flow_file)
+    fmap = map_flow(flow, bind_hosts(flow, probe or []))
+    if json_out:
+        _print_json({"flow": flow.name, "arrows": [a.to_json() for a in fmap.arrows], "summary": fmap.summary()})
+        return
+    from topomap.render.terminal import arrows_view
+
+    _console().print(arrows_view(fmap))
+
+
+@app.command()
+@_guard
+def render(
+    snapshots: Annotated[
+        list[str] | None,
+        typer.Argument(help="Snapshots or raw files; with --flow, NAME=FILE bindings for the flow's hosts."),
+    ] = None,
+    output: Annotated[str, typer.Option("-o", "--output", help="OUT.svg, .png, .pdf, .dot, .graphml or .json")] = "",
+    flow_file: Annotated[str | None, typer.Option("--flow", help="Draw this flow's arrows on the machine.")] = None,
+    probe: ProbeOpt = None,
+    view: Annotated[str, typer.Option("--view", help="machine (default) or pipeline (flow logic only)")] = "machine",
+) -> None:
+    """Diagram of the topology: hosts, NUMA nodes, PCIe switches, GPUs, NICs, NVLink fabric; with
+    --flow, the flow's steps on their hardware and its arrows coloured by medium."""
+    from topomap.graph import build
+    from topomap.render import dot as dotr
+    from topomap.render.export import graphml, node_link_json
+
+    if not output:
+        raise TopomapError("render needs -o OUT.svg (or .png, .pdf, .dot, .graphml, .json)")
+    fmt = Path(output).suffix.lower().lstrip(".")
+    if fmt not in RENDER_FORMATS:
+        raise TopomapError(f"-o {output}: unknown format {fmt!r}; expected .{', .'.join(RENDER_FORMATS)}")
+    if view not in ("machine", "pipeline"):
+        raise TopomapError(f"--view {view!r}: expected machine or pipeline")
+    if flow_file is None:
+        if not snapshots:
+            raise TopomapError("render needs at least one snapshot (or --flow FLOW)")
+        from topomap.model import hosts_of
+
+        topos = [build(h) for s in snapshots for h in hosts_of(_load(s))]
+        if fmt == "graphml":
+            return _write(output, graphml(topos))
+        if fmt == "json":
+            return _write(output, node_link_json(topos))
+        drawn, names = dotr.group_identical(topos)
+        text = dotr.topology_dot(drawn, names=names)
+    else:
+        from topomap.flow import read_flow
+        from topomap.mapping import bind_hosts, map_flow
+        from topomap.render.flowdot import flow_on_machine_dot, flow_pipeline_dot
+
+        if fmt in ("graphml", "json"):
+            raise TopomapError(f"-o {output}: a flow diagram is drawn as svg, png, pdf or dot")
+        flow = read_flow(flow_file)
+        bound = bind_hosts(flow, [*(snapshots or []), *(probe or [])])
+        fmap = map_flow(flow, bound)
+        text = flow_pipeline_dot(fmap) if view == "pipeline" else flow_on_machine_dot(fmap, bound)
+    if fmt == "dot":
+        return _write(output, text.encode())
+    try:
+        data = dotr.pipe(text, fmt)
+    except dotr.DotMissing as err:
+        dot_path = str(Path(output).with_suffix(".dot"))
+        _write(dot_path, text.encode())
+        raise TopomapError(
+            f"Graphviz `dot` not found: wrote {dot_path} instead of {output}",
+            hint="install Graphviz (apt-get install graphviz / brew install graphviz / conda install graphviz)",
+        ) from err
+    _write(output, data)
+    print(f"wrote {output}", file=sys.stderr)

@@ -1,0 +1,188 @@
+"""Commands on one snapshot: probe, import, show, matrix, merge, schema."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from topomap.cli import JsonOpt, _console, _guard, _load, _print_json, _write, app
+from topomap.errors import TopomapError
+
+
+@app.command()
+@_guard
+def probe(
+    output: Annotated[str | None, typer.Option("-o", "--output", help="Write the snapshot here.")] = None,
+    sysfs_root: Annotated[str, typer.Option("--root", help="Read sysfs/procfs under this root.")] = "/",
+    json_out: JsonOpt = False,
+) -> None:
+    """Probe this machine (NVML + CUDA + sysfs) and write a snapshot.
+
+    Exit 0 with problems recorded; exit 3 when no NVIDIA driver/GPU answered (a host-only
+    snapshot is still written).
+    """
+    from topomap.model import encode_snapshot
+    from topomap.probe import probe as run_probe
+
+    out = run_probe(sysfs_root=sysfs_root)
+    data = encode_snapshot(out.snapshot)
+    if output:
+        _write(output, data)
+    if json_out or not output:
+        sys.stdout.write(data.decode())
+    else:
+        s = out.snapshot
+        print(
+            f"wrote {output}: {len(s.gpus)} GPU(s), {len(s.nics)} NIC(s), {len(s.problems)} problem(s)",
+            file=sys.stderr,
+        )
+    if not out.found_driver or out.gpu_count == 0:
+        print(
+            "topomap: no NVIDIA driver/GPU found: NVML and CUDA did not answer "
+            "(check `nvidia-smi`, and in a container `--gpus all` / NVIDIA_VISIBLE_DEVICES); "
+            "wrote a host-only snapshot",
+            file=sys.stderr,
+        )
+        raise typer.Exit(3)
+
+
+@app.command("import")
+@_guard
+def import_(
+    file: Annotated[str, typer.Argument(help="nvidia-smi text, NCCL topology XML or hwloc XML.")],
+    output: Annotated[str | None, typer.Option("-o", "--output", help="Write the snapshot here.")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="auto | nvidia-smi | nccl-xml | hwloc-xml")] = "auto",
+) -> None:
+    """Turn nvidia-smi text, an NCCL topology XML or an hwloc XML into a snapshot."""
+    from topomap.importers import import_file
+    from topomap.model import encode_snapshot
+
+    snap = import_file(file, fmt)
+    data = encode_snapshot(snap)
+    if output:
+        _write(output, data)
+        print(f"wrote {output}: {len(snap.gpus)} GPU(s), {len(snap.nics)} NIC(s)", file=sys.stderr)
+    else:
+        sys.stdout.write(data.decode())
+
+
+@app.command()
+@_guard
+def show(
+    snapshot: Annotated[str, typer.Argument(help="Snapshot JSON, or a raw nvidia-smi/NCCL/hwloc file.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Devices, NICs, the NVML ↔ CUDA ↔ UUID ↔ bus id table, NUMA nodes, the machine tree, problems."""
+    snap = _load(snapshot)
+    if json_out:
+        from topomap.model import to_builtins
+
+        _print_json(to_builtins(snap))
+        return
+    from topomap.graph import build
+    from topomap.model import hosts_of
+    from topomap.render.terminal import cluster_header
+    from topomap.render.terminal import show as show_view
+
+    console = _console()
+    if snap.source.kind == "merge":
+        console.print(cluster_header(snap))
+    for host in hosts_of(snap):
+        console.print(show_view(host, build(host)))
+
+
+@app.command()
+@_guard
+def matrix(
+    snapshot: Annotated[str, typer.Argument(help="Snapshot JSON, or a raw nvidia-smi/NCCL/hwloc file.")],
+    p2p: Annotated[str | None, typer.Option("--p2p", help="Print `topo -p2p` for r, w, n or a instead.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """The GPU/NIC matrix exactly as `nvidia-smi topo -m` prints it, legends included."""
+    from topomap.model import hosts_of
+    from topomap.render.matrix import matrix_ids, pair_lookup, render_matrix, render_p2p_matrix
+
+    merged = _load(snapshot)
+    hosts = hosts_of(merged)
+    if len(hosts) > 1 and (json_out or p2p is not None):
+        raise TopomapError(
+            f"{snapshot}: a merged snapshot; --json and --p2p take one host", hint="topomap matrix HOST.json"
+        )
+    if len(hosts) > 1:
+        for h in hosts:
+            sys.stdout.write(f"# {h.host.hostname}\n{render_matrix(h)}\n")
+        return
+    snap = hosts[0]
+    if json_out:
+        ids = matrix_ids(snap)
+        look = pair_lookup(snap)
+        _print_json(
+            {
+                "ids": ids,
+                "cells": [[None if r == c else look.get(frozenset((r, c))) for c in ids] for r in ids],
+                "gpus": [
+                    {
+                        "id": f"gpu{g.index}",
+                        "cpu_affinity": g.cpu_affinity,
+                        "numa_affinity": g.numa_node,
+                        "gpu_numa_id": g.gpu_numa_node,
+                    }
+                    for g in snap.gpus
+                ],
+                "nic_legend": {f"nic{n.index}": n.name for n in snap.nics if n.rdma},
+            }
+        )
+        return
+    if p2p is not None:
+        if p2p not in ("r", "w", "n", "a"):
+            raise TopomapError(f"--p2p {p2p!r}: expected one of r, w, n, a")
+        text = render_p2p_matrix(snap, p2p)
+        if text is None:
+            raise TopomapError(f"{snapshot}: this snapshot records no P2P status", hint="probe the machine")
+        sys.stdout.write(text)
+        return
+    sys.stdout.write(render_matrix(snap))
+
+
+@app.command()
+@_guard
+def merge(
+    snapshots: Annotated[
+        list[str], typer.Argument(help="Per-host snapshots; NAME=FILE names a host (imports have none).")
+    ],
+    output: Annotated[str, typer.Option("-o", "--output", help="Write the cluster snapshot here.")],
+) -> None:
+    """Join per-host snapshots into one cluster snapshot."""
+    import msgspec
+
+    from topomap.merge import merge as run_merge
+    from topomap.model import encode_snapshot
+
+    pairs = []
+    for arg in snapshots:
+        name, sep, path = arg.partition("=")
+        if not sep or Path(arg).exists():
+            name, path = "", arg
+        snap = _load(path)
+        if name:
+            snap = msgspec.structs.replace(snap, host=msgspec.structs.replace(snap.host, hostname=name))
+        pairs.append((path, snap))
+    merged = run_merge(pairs)
+    _write(output, encode_snapshot(merged))
+    print(f"wrote {output}: {len(merged.members)} hosts", file=sys.stderr)
+
+
+@app.command()
+@_guard
+def schema(
+    which: Annotated[str, typer.Argument(help="snapshot, flow or requirements")] = "snapshot",
+) -> None:
+    """Print the JSON Schema of a topomap file format."""
+    from topomap.schemas import SCHEMAS, schema_text
+
+    if which not in SCHEMAS:
+        raise TopomapError(f"unknown schema {which!r}; expected one of: {', '.join(SCHEMAS)}")
+    sys.stdout.write(schema_text(which))

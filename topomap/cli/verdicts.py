@@ -1,0 +1,138 @@
+"""Commands that give a verdict: diff and check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from topomap.cli import JsonOpt, ProbeOpt, _console, _guard, _load, _print_json, app
+from topomap.errors import TopomapError
+
+
+@app.command()
+@_guard
+def diff(
+    a: Annotated[str, typer.Argument(help="Lot A: snapshot or raw nvidia-smi/NCCL/hwloc file.")],
+    b: Annotated[str, typer.Argument(help="Lot B.")],
+    flow_file: Annotated[str | None, typer.Option("--flow", help="Compare this flow's arrows on A and on B.")] = None,
+    match: Annotated[str, typer.Option("--match", help="index (default) or structure")] = "index",
+    json_out: JsonOpt = False,
+) -> None:
+    """Semantic differences between two lots. Exit 0 equivalent, 1 different, 2 error."""
+    from topomap.diff import diff_flow, diff_snapshots
+
+    if match not in ("index", "structure"):
+        raise TopomapError(f"--match {match!r}: expected index or structure")
+    sa, sb = _load(a), _load(b)
+    if sa.source.kind == "merge" or sb.source.kind == "merge":
+        from topomap.diff import diff_clusters
+
+        cluster = diff_clusters(sa, sb, match)  # type: ignore[arg-type]
+        if json_out:
+            _print_json(cluster)
+        else:
+            from topomap.render.terminal import cluster_diff_view
+
+            _console().print(cluster_diff_view(cluster))
+        raise typer.Exit(0 if cluster["same"] else 1)
+    names = (Path(a).stem, Path(b).stem)
+    if names[0] == names[1]:
+        names = (f"A ({names[0]})", f"B ({names[1]})")
+    result = diff_snapshots(sa, sb, match, names)  # type: ignore[arg-type]
+    if flow_file:
+        diff_flow(result, flow_file, sa, sb)
+    if json_out:
+        _print_json(
+            {
+                "same": result.same,
+                "summary": result.summary(),
+                "match": result.match,
+                "mapping": result.mapping,
+                "changes": [
+                    {"kind": c.kind, "subject": c.subject, "field": c.field, "a": c.a, "b": c.b, "text": c.text}
+                    for c in result.changes
+                ],
+                "not_compared": result.not_compared,
+                "notes": result.notes,
+                "arrows": [
+                    {
+                        "from": r.src,
+                        "to": r.dst,
+                        "a": r.a,
+                        "b": r.b,
+                        "medium_changed": r.medium_changed,
+                        "slower": r.slower,
+                    }
+                    for r in result.arrows
+                ],
+            }
+        )
+    else:
+        from topomap.render.terminal import diff_view
+
+        _console().print(diff_view(result))
+    raise typer.Exit(0 if result.same else 1)
+
+
+@app.command()
+@_guard
+def check(
+    reqs: Annotated[str, typer.Argument(help="Requirements file (or a flow file with `requirements:`).")],
+    probe: ProbeOpt = None,
+    flow_file: Annotated[str | None, typer.Option("--flow", help="The flow the rules speak of.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Requirements verdict per rule, with evidence. Exit 0 pass, 1 fail, 2 error."""
+    from topomap.check import Lot, read_requirements
+    from topomap.check import check as run_check
+    from topomap.graph import build
+
+    rules, is_flow = read_requirements(reqs)
+    if flow_file is None and is_flow:
+        flow_file = reqs
+    fmap = None
+    lots: list[Lot] = []
+    if flow_file is not None:
+        from topomap.flow import read_flow
+        from topomap.mapping import bind_hosts, map_flow
+
+        flow = read_flow(flow_file)
+        topos = bind_hosts(flow, probe or [])
+        fmap = map_flow(flow, topos)
+        for host, topo in topos.items():
+            if topo is None:
+                continue
+            steps: dict[str, list[str]] = {}
+            for st in flow.steps.values():
+                ids = [p.gpu for p in st.placements if p.host == host and p.kind == "gpu" and p.gpu]
+                if ids:
+                    steps[st.name] = ids
+            lots.append(Lot(name=host, topo=topo, step_gpus=steps))
+    else:
+        if not probe:
+            raise TopomapError("check needs --probe SNAP (or --flow FLOW)")
+        for arg in probe:
+            name, sep, path = arg.partition("=")
+            if not sep:
+                name, path = Path(arg).stem, arg
+            from topomap.model import hosts_of
+
+            hosts = hosts_of(_load(path))
+            for h in hosts:
+                lots.append(Lot(name=(h.host.hostname or name) if len(hosts) > 1 else name, topo=build(h)))
+    result = run_check(rules, lots, fmap)
+    if json_out:
+        _print_json(
+            {
+                "verdict": "pass" if result.passed else "fail",
+                "summary": result.verdict(),
+                "rules": [r.to_json() for r in result.results],
+            }
+        )
+    else:
+        from topomap.render.terminal import check_view
+
+        _console().print(check_view(result))
+    raise typer.Exit(0 if result.passed else 1)
