@@ -30,7 +30,7 @@ from topomap.model import Gpu, Nic, Pair, Snapshot
 from topomap.nvlinks import gpu_buses, link_peer
 from topomap.pathclass import classify_chains
 
-BandwidthSource = Literal["spec", "model", "measured", "unknown"]
+BandwidthSource = Literal["spec", "derived", "model", "measured", "unknown"]
 FABRIC = "nvswitch:fabric"
 
 

@@ -128,6 +128,9 @@ class Gpu(_S, kw_only=True):
     fabric: Fabric | None = None
     mig: Mig | None = None
     gdr: bool | None = None  # GPUDirect RDMA capable, where the source says
+    pci_device_id: str | None = None  # PCI device id, "0x2330"; the model can be derived from it
+    lost: bool = False  # fell off the bus during the probe (NVML GPU_IS_LOST); facts after that unknown
+    derived: list[str] = []  # fields filled from other facts (e.g. "name" from the PCI device id), not read
 
 
 class Nic(_S, kw_only=True):
