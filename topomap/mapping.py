@@ -39,6 +39,7 @@ class MappedArrow:
     seconds: float | None = None
     notes: list[str] = field(default_factory=list)
     both_ways: bool = False
+    label: str | None = None  # the flow arrow's own label, e.g. "activations (cross-node)"
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -55,6 +56,7 @@ class MappedArrow:
             "volume_bytes": self.volume_bytes,
             "seconds": self.seconds,
             "both_ways": self.both_ways,
+            "label": self.label,
             "notes": self.notes,
         }
 
@@ -106,6 +108,7 @@ def _finish(a: FlowArrow, m: MappedArrow) -> MappedArrow:
     if a.volume_bytes is not None and m.bandwidth_gbps:
         m.seconds = round(a.volume_bytes / (m.bandwidth_gbps * 1e9), 6)
     m.both_ways = a.both_ways
+    m.label = a.label
     return m
 
 
