@@ -1,4 +1,4 @@
-"""Regenerate samples/snapshots/ from shared/real-topologies (run from the repository root).
+"""Regenerate samples/snapshots/ from tests/data/real-topologies (run from the repository root).
 
 Each sample records its public origin in source.origin, not a local path.
 """
@@ -14,7 +14,7 @@ from topomap.importers import import_file
 from topomap.model import Source, save_snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
-REAL = ROOT.parent / "shared" / "real-topologies"
+REAL = ROOT / "tests" / "data" / "real-topologies"
 
 SAMPLES = {
     "hgx-h200-8gpu-10nic.json": (

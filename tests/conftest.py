@@ -11,8 +11,8 @@ from tests.fakes.nvml import FakeNvml
 from tests.fakes.sysfs import write_sysfs
 from topomap.probe import ProbeOutcome, probe
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-REAL = SHARED / "real-topologies"
+# Real outputs of real machines, kept in the repository with their origins (README.md there).
+REAL = Path(__file__).resolve().parent / "data" / "real-topologies"
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 FIXED_NOW = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
 
@@ -36,6 +36,4 @@ def run_probe(
 
 @pytest.fixture
 def real() -> Path:
-    if not REAL.is_dir():
-        pytest.skip("shared/real-topologies not beside the checkout")
     return REAL

@@ -1,4 +1,4 @@
-"""nvidia-smi text from real machines (read in place from shared/real-topologies/nvidia-smi)."""
+"""nvidia-smi text from real machines (tests/data/real-topologies/nvidia-smi)."""
 
 from __future__ import annotations
 

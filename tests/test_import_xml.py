@@ -1,4 +1,4 @@
-"""NCCL topology XML and hwloc XML from real machines (read in place from shared/)."""
+"""NCCL topology XML and hwloc XML from real machines (tests/data/real-topologies)."""
 
 from __future__ import annotations
 
