@@ -199,6 +199,51 @@ class Problem(_S, kw_only=True):
     error: str
 
 
+MeasureKind = Literal["h2d", "d2h", "d2d", "latency"]
+MeasureDirection = Literal["one-way", "both-way"]
+MeasureRoute = Literal["peer", "staged", "host"]
+Severity = Literal["info", "warning", "error"]
+
+
+class Measurement(_S, kw_only=True):
+    """One measured figure: copy bandwidth (GB/s, 1e9 bytes/s) or small-copy latency (µs).
+
+    ``src``/``dst`` are ids (``gpu0``) or ``host``; a both-way figure is the sum of the two
+    directions copying at once. ``verified`` is True when the data that arrived was checked
+    against what was sent, False when it came back wrong (the pair is then unusable), None
+    when the source did not check (an imported figure).
+    """
+
+    kind: MeasureKind
+    direction: MeasureDirection = "one-way"
+    src: str
+    dst: str
+    route: MeasureRoute | None = None  # d2d: "peer" (P2P enabled) or "staged" (through host memory)
+    method: str  # e.g. "copy engine, cuMemcpyAsync timed with CUDA events"
+    origin: str  # "topomap measure", "nvbandwidth", "p2pBandwidthLatencyTest"
+    size_bytes: int | None = None  # bytes per copy
+    repetitions: int | None = None  # copies per sample
+    samples: int | None = None  # timed samples the median is over
+    median_gbps: float | None = None
+    min_gbps: float | None = None
+    max_gbps: float | None = None
+    median_us: float | None = None  # latency: one small copy, microseconds
+    verified: bool | None = None
+    host_numa_node: int | None = None  # NUMA node of the pinned host buffer (h2d/d2h)
+    notes: list[str] = []
+
+
+class Finding(_S, kw_only=True):
+    """A health or truth check's result: what is wrong (or worth knowing) and the evidence."""
+
+    kind: str  # e.g. "pcie-downtrained", "acs-redirect", "p2p-corrupt", "virtual-topology"
+    subject: str  # "gpu3", "gpu0-gpu1", "nic2", "host"
+    severity: Severity
+    text: str
+    evidence: list[str] = []
+    source: str = "probe"  # "sysfs", "nvml", "measure", ...
+
+
 class Snapshot(_S, kw_only=True):
     schema: str = SCHEMA
     source: Source
@@ -211,6 +256,8 @@ class Snapshot(_S, kw_only=True):
     nvswitches: list[NvSwitch] = []
     problems: list[Problem] = []
     members: list[Snapshot] = []  # a merged cluster: one snapshot per host (source.kind "merge")
+    measurements: list[Measurement] = []  # measured or imported figures (bandwidth, latency)
+    findings: list[Finding] = []  # health and truth checks
 
 
 def hosts_of(snap: Snapshot) -> list[Snapshot]:
