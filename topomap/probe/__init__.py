@@ -9,9 +9,10 @@ from __future__ import annotations
 import datetime as dt
 import os
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any
+from typing import Any, TypeVar
 
 from topomap import __version__
 from topomap.cpus import format_cpulist, parse_cpulist
@@ -33,6 +34,7 @@ from topomap.nvlinks import gpu_buses, nvlink_count, nvswitches_from_links
 from topomap.pathclass import classify_chains
 from topomap.pciaddr import parse_bus_id
 from topomap.probe.cuda import CudaResult, probe_cuda
+from topomap.probe.guarded import CALL_TIMEOUT_S, TOTAL_BUDGET_S, CallRunner, using
 from topomap.probe.nvml import NvmlResult, probe_nvml
 from topomap.probe.sysfs import PciFunction, SysfsReader, SysfsResult, chain_kind
 
@@ -54,13 +56,20 @@ def probe(
     env: dict[str, str] | None = None,
     hostname: str | None = None,
     now: dt.datetime | None = None,
+    call_timeout_s: float = CALL_TIMEOUT_S,
+    budget_s: float | None = TOTAL_BUDGET_S,
 ) -> ProbeOutcome:
-    """Probe this machine (or the fakes handed in) and build a snapshot."""
+    """Probe this machine (or the fakes handed in) and build a snapshot.
+
+    Each NVML and CUDA call is cut after ``call_timeout_s`` seconds and all of them together
+    after ``budget_s`` seconds (None: no overall limit); a cut call is a problem record.
+    """
     environ = dict(os.environ) if env is None else env
     reader = SysfsReader(sysfs_root)
     sysr = reader.read(environ)
-    nv = probe_nvml(nvml_lib)
-    cu = probe_cuda(cuda_driver)
+    with using(CallRunner(call_s=call_timeout_s, total_s=budget_s)):
+        nv = _source("nvml", "probe_nvml", NvmlResult, lambda: probe_nvml(nvml_lib))
+        cu = _source("cuda", "probe_cuda", CudaResult, lambda: probe_cuda(cuda_driver))
     problems: list[Problem] = [*nv.problems, *cu.problems]
 
     gpus = _gpus(nv, sysr, problems)
@@ -120,6 +129,21 @@ def probe(
     return ProbeOutcome(snapshot=snap, found_driver=nv.available or cu.available, gpu_count=len(gpus))
 
 
+R = TypeVar("R", NvmlResult, CudaResult)
+
+
+def _source(name: str, call: str, empty: Callable[[], R], run: Callable[[], R]) -> R:
+    """One source's result; an answer its reader could not use is a problem, not the end of the probe."""
+    try:
+        return run()
+    except Exception as err:
+        result = empty()
+        result.problems.append(
+            Problem(source=name, call=call, error=f"stopped on an unusable answer: {type(err).__name__}: {err}")
+        )
+        return result
+
+
 def _binding_versions() -> dict[str, str]:
     out: dict[str, str] = {}
     for pkg in ("nvidia-ml-py", "cuda-bindings"):
@@ -131,8 +155,8 @@ def _binding_versions() -> dict[str, str]:
 
 
 def _gpus(nv: NvmlResult, sysr: SysfsResult, problems: list[Problem]) -> list[Gpu]:
-    """NVML's GPUs, completed from sysfs; without NVML, the NVIDIA functions sysfs lists."""
-    if nv.available:
+    """NVML's GPUs, completed from sysfs; without NVML's device list, the NVIDIA functions sysfs lists."""
+    if nv.devices_listed:
         gpus = list(nv.gpus)
     else:
         gpus = [Gpu(index=i, pci_bus_id=f.bus_id) for i, f in enumerate(_sys_gpus(sysr))]
@@ -141,7 +165,8 @@ def _gpus(nv: NvmlResult, sysr: SysfsResult, problems: list[Problem]) -> list[Gp
                 Problem(
                     source="sysfs",
                     call="/sys/bus/pci/devices",
-                    error=f"{len(gpus)} NVIDIA GPU(s) on the PCI bus but NVML is unavailable: "
+                    error=f"{len(gpus)} NVIDIA GPU(s) on the PCI bus but NVML "
+                    f"{'did not list its devices' if nv.available else 'is unavailable'}: "
                     "name, UUID, memory and NVLink unknown",
                 )
             )
@@ -168,7 +193,7 @@ def _container_view(gpus: list[Gpu], sysr: SysfsResult, nv: NvmlResult, problems
     """What this container sees of the machine: GPUs on the bus it was not given, and CPU
     affinity cut to its cpuset (as nvidia-smi prints it inside a Slurm job or a container)."""
     on_bus = _sys_gpus(sysr)
-    if nv.available and len(on_bus) > len(gpus):
+    if nv.devices_listed and len(on_bus) > len(gpus):
         seen = {g.pci_bus_id for g in gpus}
         hidden = sorted(f.bus_id for f in on_bus if f.bus_id not in seen)
         problems.append(

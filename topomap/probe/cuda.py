@@ -55,30 +55,68 @@ def _import_driver() -> Any:
         return cuda
 
 
+def load_driver() -> Any:
+    """The ``cuda.bindings.driver`` module (ImportError when not installed).
+
+    Module-level so a child process can be handed it by reference (measurement workers);
+    tests hand those workers a fake driver factory instead.
+    """
+    return _import_driver()
+
+
 class _Cuda:
     def __init__(self, cu: Any, problems: list[Problem]) -> None:
         self.cu = cu
         self.problems = problems
         self.library_missing = False
 
-    def call(self, fn_name: str, target: str | None, *args: Any) -> tuple[bool, Any]:
-        """(ok, first output) of ``cu.<fn_name>(*args)``; failures become problems."""
-        fn = getattr(self.cu, fn_name, None)
-        if fn is None:
+    def call(self, fn_name: str, target: str | None, *args: Any, limit_s: float | None = None) -> tuple[bool, Any]:
+        """(ok, first output) of ``cu.<fn_name>(*args)``; never raises.
+
+        The one choke point for CUDA driver calls: a non-zero ``CUresult``, a ``RuntimeError``
+        from the bindings (no libcuda, or a driver older than the bindings), any other exception,
+        an answer that is not a ``(CUresult, ...)`` tuple, and a call that hangs (cut after
+        ``limit_s`` seconds, default the probe's per-call limit; the probe's overall budget
+        also applies) all become problems against ``target``.
+        """
+        from topomap.probe.guarded import BudgetSpent, CallTimedOut, active_runner
+
+        runner = active_runner()
+        if runner.spent():
+            if not any(p.source == "cuda" and "time budget" in p.error for p in self.problems):
+                total = runner.total_s if runner.total_s is not None else 0.0
+                self._record(fn_name, target, f"{BudgetSpent(total)}; this and later CUDA calls skipped")
+            return False, None
+        try:
+            fn = getattr(self.cu, fn_name, None)
+        except Exception:
+            fn = None
+        if not callable(fn):
             self._record(fn_name, target, "not in these CUDA bindings")
             return False, None
         try:
-            res = fn(*args)
+            res = runner.run(fn, *args, limit_s=limit_s)
+            status = res[0]
+            code = int(status)
+            value = res[1] if len(res) > 1 else None
+        except CallTimedOut as err:
+            self._record(fn_name, target, str(err))
+            return False, None
+        except BudgetSpent as err:
+            self._record(fn_name, target, f"{err}; this and later CUDA calls skipped")
+            return False, None
         except RuntimeError as err:  # missing libcuda, or driver older than the bindings
             if "not found" not in str(err) or "Function" not in str(err):
                 self.library_missing = True  # no libcuda at all: nothing else will answer
             self._record(fn_name, target, f"{type(err).__name__}: {err}")
             return False, None
-        status = res[0]
-        if int(status) != 0:
-            self._record(fn_name, target, f"{getattr(status, 'name', 'CUresult')} ({int(status)})")
+        except Exception as err:  # anything else the bindings or a broken answer raise
+            self._record(fn_name, target, f"{type(err).__name__}: {err}")
             return False, None
-        return True, (res[1] if len(res) > 1 else None)
+        if code != 0:
+            self._record(fn_name, target, f"{getattr(status, 'name', 'CUresult')} ({code})")
+            return False, None
+        return True, value
 
     def _record(self, call: str, target: str | None, error: str) -> None:
         self.problems.append(Problem(source="cuda", call=call, target=target, error=error))

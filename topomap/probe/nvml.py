@@ -1,26 +1,29 @@
 """NVML source: the only module that imports pynvml (PyPI ``nvidia-ml-py``).
 
-Every call goes through :meth:`_Nvml.call`, which turns an NVML failure into a
-:class:`~topomap.model.Problem` and a ``None`` value, so one bad call never ends the probe.
+Every call, ``nvmlInit`` and ``nvmlShutdown`` included, goes through the choke point
+:class:`~topomap.probe.nvml_calls.NvmlCalls`, which turns any failure (an NVML error, any other
+exception, a hang cut by the time budget) into a :class:`~topomap.model.Problem` and a ``None``
+value, so one bad call never ends the probe.
 Each function names its ``nvidia-smi`` twin. Quirks followed here are listed in
 ``shared/reference/nvml-cuda.md``; the ones that bite are commented where they are handled.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import math
 import os
 import uuid as uuidlib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from topomap.cpus import cpus_from_words, format_cpulist
+from topomap.errors import TopomapError
 from topomap.links import NVLINK_VERSION_ENUM, NVML_TOPOLOGY_LEVELS, P2P_STATUS_CODES, P2PStatus
 from topomap.model import Fabric, FabricState, Gpu, Mig, MigDevice, NvLink, PcieLink, Problem, RemoteType
 from topomap.pciaddr import normalize_bus_id
+from topomap.probe.guarded import INIT_TIMEOUT_S, CallRunner, active_runner
+from topomap.probe.nvml_calls import UNSUPPORTED, NvmlCalls
 
 # Literal capability indices. pynvml's NVML_P2P_CAPS_INDEX_READ is the tuple (0,) because of a
 # trailing comma in every nvidia-ml-py up to 13.615.71; passing it makes ctypes raise
@@ -46,9 +49,6 @@ _ARCH_NAMES = {
 _REMOTE_TYPES: dict[int, RemoteType] = {0: "gpu", 1: "cpu", 2: "switch", 0xFF: "unknown"}
 _FABRIC_STATES: dict[int, FabricState] = {0: "not-supported", 1: "not-started", 2: "in-progress", 3: "completed"}
 
-# Errors that mean "this GPU/driver/binding does not do that": the value is absent, not unknown.
-_UNSUPPORTED = ("NVMLError_NotSupported", "NVMLError_FunctionNotFound", "NVMLError_Deprecated")
-
 
 @dataclass
 class NvmlPairInfo:
@@ -64,62 +64,10 @@ class NvmlResult:
     driver_version: str | None = None
     nvml_version: str | None = None
     cuda_driver_version: str | None = None
+    devices_listed: bool = False  # nvmlDeviceGetCount answered (else the GPU list is sysfs's)
     gpus: list[Gpu] = field(default_factory=list)
     pairs: dict[tuple[int, int], NvmlPairInfo] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
-
-
-class _Unsupported:
-    """Sentinel: the call is not supported here (distinct from a failure)."""
-
-
-UNSUPPORTED = _Unsupported()
-
-
-class _Nvml:
-    def __init__(self, lib: Any, problems: list[Problem]) -> None:
-        self.lib = lib
-        self.problems = problems
-        self.lost: set[str] = set()
-
-    def error_name(self, err: BaseException) -> str:
-        name = type(err).__name__
-        value = getattr(err, "value", None)
-        return f"{name.removeprefix('NVMLError_')} ({value})" if value is not None else f"{name}: {err}"
-
-    def call(self, fn_name: str, target: str | None, *args: Any, record_unsupported: bool = True) -> Any:
-        """Call ``pynvml.<fn_name>(*args)``; on failure record a problem and return None.
-
-        Returns :data:`UNSUPPORTED` for NotSupported / FunctionNotFound / Deprecated and for a
-        wrapper missing from an old nvidia-ml-py (an AttributeError on the module).
-        """
-        if target is not None and target in self.lost:
-            return None
-        fn: Callable[..., Any] | None = getattr(self.lib, fn_name, None)
-        if fn is None:
-            if record_unsupported:
-                self._record(fn_name, target, "FunctionNotFound (not in this nvidia-ml-py)")
-            return UNSUPPORTED
-        try:
-            return fn(*args)
-        except self.lib.NVMLError as err:
-            cls = type(err).__name__
-            if cls in _UNSUPPORTED:
-                if record_unsupported:
-                    self._record(fn_name, target, self.error_name(err))
-                return UNSUPPORTED
-            if cls == "NVMLError_GpuIsLost" and target is not None:
-                self.lost.add(target)
-                self._record(fn_name, target, "GpuIsLost (15): GPU fell off the bus; later calls skipped")
-                return None
-            self._record(fn_name, target, self.error_name(err))
-            return None
-        except ctypes.ArgumentError as err:
-            self._record(fn_name, target, f"ctypes.ArgumentError: {err}")
-            return None
-
-    def _record(self, call: str, target: str | None, error: str) -> None:
-        self.problems.append(Problem(source="nvml", call=call, target=target, error=error))
 
 
 def _ok(value: Any) -> bool:
@@ -132,53 +80,68 @@ def _import_pynvml() -> Any:
     return pynvml
 
 
-def probe_nvml(lib: Any | None = None, cpu_count: int | None = None) -> NvmlResult:
-    """Everything NVML knows about this machine's GPUs (`nvidia-smi -q`, `nvidia-smi topo -m`)."""
+def nvml_module() -> Any:
+    """The imported ``pynvml`` module (PyPI ``nvidia-ml-py``), for callers that sample NVML.
+
+    Raises :class:`~topomap.errors.TopomapError` with a hint when it is missing, or when the
+    old PyPI ``pynvml`` package shadows it (that one has no ``nvmlInitWithFlags``).
+    """
+    try:
+        lib = _import_pynvml()
+    except ImportError as err:
+        raise TopomapError(f"nvidia-ml-py is not installed ({err})", hint="pip install nvidia-ml-py") from err
+    if not callable(getattr(lib, "nvmlInitWithFlags", None)):
+        raise TopomapError(
+            "the pynvml module is not nvidia-ml-py (the old PyPI pynvml shadows it)",
+            hint="pip install --force-reinstall nvidia-ml-py",
+        )
+    return lib
+
+
+def probe_nvml(lib: Any | None = None, cpu_count: int | None = None, runner: CallRunner | None = None) -> NvmlResult:
+    """Everything NVML knows about this machine's GPUs (`nvidia-smi -q`, `nvidia-smi topo -m`).
+
+    ``runner`` sets the per-call time limit and the overall budget (default: the probe's).
+    """
     result = NvmlResult()
     if lib is None:
         try:
-            lib = _import_pynvml()
-        except ImportError as err:
-            result.problems.append(
-                Problem(source="nvml", call="import pynvml", error=f"nvidia-ml-py not installed ({err})")
-            )
+            lib = nvml_module()
+        except TopomapError as err:
+            error = f"{err} ({err.hint})" if err.hint else str(err)
+            result.problems.append(Problem(source="nvml", call="import pynvml", error=error))
             return result
     if not callable(getattr(lib, "nvmlInitWithFlags", None)):
-        result.problems.append(
-            Problem(
-                source="nvml",
-                call="import pynvml",
-                error="pynvml module is not nvidia-ml-py (old PyPI pynvml shadows it); "
-                "pip install --force-reinstall nvidia-ml-py",
-            )
-        )
+        error = "the pynvml module is not nvidia-ml-py (the old PyPI pynvml shadows it)"
+        hint = "pip install --force-reinstall nvidia-ml-py"
+        result.problems.append(Problem(source="nvml", call="import pynvml", error=f"{error} ({hint})"))
         return result
-    nv = _Nvml(lib, result.problems)
-    try:
-        lib.nvmlInit()
-    except lib.NVMLError as err:
-        result.problems.append(Problem(source="nvml", call="nvmlInit", error=nv.error_name(err)))
+    nv = NvmlCalls(lib, result.problems, runner or active_runner())
+    ok, _ = nv.attempt("nvmlInit", None, limit_s=INIT_TIMEOUT_S)
+    if not ok:
         return result
     try:
         result.available = True
         _system(nv, result)
         count = nv.call("nvmlDeviceGetCount", None)
-        if not _ok(count):
+        if not _ok(count) or not isinstance(count, int):
             return result
+        result.devices_listed = True
         handles: dict[int, Any] = {}
-        for i in range(int(count)):
-            gpu, handle = _device(nv, i, cpu_count)
+        for i in range(count):
+            gpu, handle = _device_safely(nv, i, cpu_count)
             result.gpus.append(gpu)
             if handle is not None:
                 handles[i] = handle
         _pairs(nv, result, handles)
+        for g in result.gpus:
+            g.lost = f"gpu{g.index}" in nv.lost
     finally:
-        with contextlib.suppress(lib.NVMLError):
-            lib.nvmlShutdown()
+        nv.attempt("nvmlShutdown", None)
     return result
 
 
-def _system(nv: _Nvml, result: NvmlResult) -> None:
+def _system(nv: NvmlCalls, result: NvmlResult) -> None:
     """`nvidia-smi` header: driver version, CUDA version."""
     drv = nv.call("nvmlSystemGetDriverVersion", None)
     result.driver_version = drv if _ok(drv) else None
@@ -191,7 +154,17 @@ def _system(nv: _Nvml, result: NvmlResult) -> None:
         result.cuda_driver_version = f"{int(cuda) // 1000}.{(int(cuda) % 1000) // 10}"
 
 
-def _device(nv: _Nvml, index: int, cpu_count: int | None) -> tuple[Gpu, Any]:
+def _device_safely(nv: NvmlCalls, index: int, cpu_count: int | None) -> tuple[Gpu, Any]:
+    """:func:`_device`, with an answer NVML should never give (a value of the wrong type or
+    size) recorded against the GPU instead of ending the probe."""
+    try:
+        return _device(nv, index, cpu_count)
+    except Exception as err:
+        nv.record("nvmlDevice*", f"gpu{index}", f"unusable answer: {type(err).__name__}: {err}")
+        return Gpu(index=index, lost=f"gpu{index}" in nv.lost), None
+
+
+def _device(nv: NvmlCalls, index: int, cpu_count: int | None) -> tuple[Gpu, Any]:
     """One GPU (`nvidia-smi -q -i <index>`). A GPU whose handle fails is still an entry."""
     target = f"gpu{index}"
     handle = nv.call("nvmlDeviceGetHandleByIndex", target, index)
@@ -226,7 +199,7 @@ def _device(nv: _Nvml, index: int, cpu_count: int | None) -> tuple[Gpu, Any]:
     return Gpu(**g), handle
 
 
-def _pcie(nv: _Nvml, target: str, handle: Any) -> PcieLink:
+def _pcie(nv: NvmlCalls, target: str, handle: Any) -> PcieLink:
     """`nvidia-smi -q -d PCIE`: GPUs downclock idle links, so keep current and max."""
     vals = {
         key: nv.call(fn, target, handle)
@@ -240,7 +213,7 @@ def _pcie(nv: _Nvml, target: str, handle: Any) -> PcieLink:
     return PcieLink(**{k: int(v) if _ok(v) else None for k, v in vals.items()})
 
 
-def _cpu_affinity(nv: _Nvml, target: str, handle: Any, cpu_count: int | None) -> str | None:
+def _cpu_affinity(nv: NvmlCalls, target: str, handle: Any, cpu_count: int | None) -> str | None:
     """`nvidia-smi topo -m` CPU Affinity column: host CPU ids near the GPU."""
     n = cpu_count if cpu_count is not None else (os.cpu_count() or 64)
     words = nv.call("nvmlDeviceGetCpuAffinity", target, handle, max(4, math.ceil(n / 64)))
@@ -249,7 +222,7 @@ def _cpu_affinity(nv: _Nvml, target: str, handle: Any, cpu_count: int | None) ->
     return format_cpulist(cpus_from_words([int(w) for w in words]))
 
 
-def _memory_affinity_node(nv: _Nvml, target: str, handle: Any) -> int | None:
+def _memory_affinity_node(nv: NvmlCalls, target: str, handle: Any) -> int | None:
     """`nvidia-smi topo -m` NUMA Affinity column: the single host NUMA node near the GPU."""
     words = nv.call("nvmlDeviceGetMemoryAffinity", target, handle, 4, 0)
     if not _ok(words):
@@ -258,7 +231,7 @@ def _memory_affinity_node(nv: _Nvml, target: str, handle: Any) -> int | None:
     return nodes[0] if len(nodes) == 1 else None
 
 
-def _mig(nv: _Nvml, target: str, handle: Any) -> Mig | None:
+def _mig(nv: NvmlCalls, target: str, handle: Any) -> Mig | None:
     """`nvidia-smi mig -lgi`: MIG mode and instances. No MIG on this GPU → enabled False."""
     mode = nv.call("nvmlDeviceGetMigMode", target, handle, record_unsupported=False)
     if mode is UNSUPPORTED:
@@ -270,11 +243,9 @@ def _mig(nv: _Nvml, target: str, handle: Any) -> Mig | None:
     if enabled:
         count = nv.call("nvmlDeviceGetMaxMigDeviceCount", target, handle)
         for k in range(int(count) if _ok(count) else 0):
-            try:
-                mh = nv.lib.nvmlDeviceGetMigDeviceHandleByIndex(handle, k)
-            except nv.lib.NVMLError as err:
-                if type(err).__name__ != "NVMLError_NotFound":  # empty slot: skip, keep going
-                    nv._record("nvmlDeviceGetMigDeviceHandleByIndex", target, nv.error_name(err))
+            # an empty slot answers NotFound: skip it, keep going
+            ok, mh = nv.attempt("nvmlDeviceGetMigDeviceHandleByIndex", target, handle, k, quiet=("NVMLError_NotFound",))
+            if not ok:
                 continue
             mt = f"{target}/mig{k}"
             mu = nv.call("nvmlDeviceGetUUID", mt, mh)
@@ -291,11 +262,10 @@ def _mig(nv: _Nvml, target: str, handle: Any) -> Mig | None:
     return Mig(enabled=enabled, pending=pending, devices=devices)
 
 
-def _link_count(nv: _Nvml, handle: Any) -> int | None:
-    """Real per-device link count from field 91; NVML_NVLINK_MAX_LINKS is not it (TensorRT-LLM#17060)."""
-    try:
-        values = nv.lib.nvmlDeviceGetFieldValues(handle, [FI_NVLINK_LINK_COUNT])
-    except (nv.lib.NVMLError, AttributeError):
+def _field_value(nv: NvmlCalls, target: str, handle: Any, field_id: int) -> int | None:
+    """One unsigned field of ``nvmlDeviceGetFieldValues``; None when absent (an optional field)."""
+    values = nv.call("nvmlDeviceGetFieldValues", target, handle, [field_id], record_unsupported=False)
+    if not _ok(values):
         return None
     v = values[0]
     if int(v.nvmlReturn) != 0:
@@ -303,36 +273,33 @@ def _link_count(nv: _Nvml, handle: Any) -> int | None:
     return int(v.value.uiVal)
 
 
-def _link_speed_gbps(nv: _Nvml, handle: Any) -> float | None:
+def _link_count(nv: NvmlCalls, target: str, handle: Any) -> int | None:
+    """Real per-device link count from field 91; NVML_NVLINK_MAX_LINKS is not it (TensorRT-LLM#17060)."""
+    return _field_value(nv, target, handle, FI_NVLINK_LINK_COUNT)
+
+
+def _link_speed_gbps(nv: NvmlCalls, target: str, handle: Any) -> float | None:
     """Common per-link NVLink speed in GB/s as the driver reports it (`nvidia-smi nvlink -s`)."""
-    try:
-        values = nv.lib.nvmlDeviceGetFieldValues(handle, [FI_NVLINK_SPEED_MBPS_COMMON])
-    except (nv.lib.NVMLError, AttributeError):
-        return None
-    v = values[0]
-    if int(v.nvmlReturn) != 0 or int(v.value.uiVal) == 0:
-        return None
-    return round(int(v.value.uiVal) / 1000.0, 3)
+    mbps = _field_value(nv, target, handle, FI_NVLINK_SPEED_MBPS_COMMON)
+    return round(mbps / 1000.0, 3) if mbps else None
 
 
-def _nvlinks(nv: _Nvml, target: str, handle: Any) -> list[NvLink]:
+def _nvlinks(nv: NvmlCalls, target: str, handle: Any) -> list[NvLink]:
     """`nvidia-smi nvlink -s` / `-R`: every link that exists; only the state query is trusted."""
-    if target in nv.lost:
-        return []
-    count = _link_count(nv, handle)
+    count = _link_count(nv, target, handle)
     limit = count if count is not None else int(getattr(nv.lib, "NVML_NVLINK_MAX_LINKS", _FALLBACK_MAX_LINKS))
-    speed = _link_speed_gbps(nv, handle)
+    speed = _link_speed_gbps(nv, target, handle)
     links: list[NvLink] = []
     for link in range(limit):
-        try:
-            state = nv.lib.nvmlDeviceGetNvLinkState(handle, link)
-        except nv.lib.NVMLError as err:
-            cls = type(err).__name__
-            if cls in ("NVMLError_NotSupported", "NVMLError_InvalidArgument", "NVMLError_FunctionNotFound"):
-                break  # no NVLink on this GPU, or past its last link (what hwloc does)
-            if cls == "NVMLError_GpuIsLost":
-                nv.lost.add(target)
-            nv._record("nvmlDeviceGetNvLinkState", target, f"link {link}: {nv.error_name(err)}")
+        # NotSupported: no NVLink on this GPU; InvalidArgument: past its last link (what hwloc does)
+        ok, state = nv.attempt(
+            "nvmlDeviceGetNvLinkState",
+            target,
+            handle,
+            link,
+            quiet=("NVMLError_NotSupported", "NVMLError_InvalidArgument", "NVMLError_FunctionNotFound"),
+        )
+        if not ok:
             break
         if not state:
             links.append(NvLink(link=link, active=False))
@@ -358,7 +325,7 @@ def _nvlinks(nv: _Nvml, target: str, handle: Any) -> list[NvLink]:
     return links
 
 
-def _fabric(nv: _Nvml, target: str, handle: Any) -> Fabric | None:
+def _fabric(nv: NvmlCalls, target: str, handle: Any) -> Fabric | None:
     """`nvidia-smi -q` Fabric section: cluster UUID, clique, state (Hopper+ with NVSwitch, NVL72)."""
     lib = nv.lib
     info: Any = None
@@ -372,7 +339,7 @@ def _fabric(nv: _Nvml, target: str, handle: Any) -> Fabric | None:
         info = lib.c_nvmlGpuFabricInfo_t()
         fn = "nvmlDeviceGetGpuFabricInfo"
     if fn is None:
-        nv._record("nvmlDeviceGetGpuFabricInfoV", target, "FunctionNotFound (not in this nvidia-ml-py)")
+        nv.record("nvmlDeviceGetGpuFabricInfoV", target, "FunctionNotFound (not in this nvidia-ml-py)")
         return None
     res = nv.call(fn, target, handle, ctypes.byref(info), record_unsupported=False)
     if res is UNSUPPORTED:
@@ -394,20 +361,41 @@ def _fabric(nv: _Nvml, target: str, handle: Any) -> Fabric | None:
     )
 
 
-def _pairs(nv: _Nvml, result: NvmlResult, handles: dict[int, Any]) -> None:
-    """`nvidia-smi topo -m` PCIe level and `topo -p2p r|w|n|a` for every GPU pair."""
+def _pairs(nv: NvmlCalls, result: NvmlResult, handles: dict[int, Any]) -> None:
+    """`nvidia-smi topo -m` PCIe level and `topo -p2p r|w|n|a` for every GPU pair.
+
+    A pair with a lost GPU is left empty (the GPU was recorded lost once; sysfs may still
+    place the pair). When a pair call answers GPU_IS_LOST, one call per GPU tells which fell off.
+    """
     idx = sorted(handles)
     for x, i in enumerate(idx):
         for j in idx[x + 1 :]:
             target = f"gpu{i}-gpu{j}"
             info = NvmlPairInfo()
-            if f"gpu{i}" in nv.lost or f"gpu{j}" in nv.lost:
-                result.pairs[(i, j)] = info  # already recorded once as lost; sysfs may still place it
-                continue
-            level = nv.call("nvmlDeviceGetTopologyCommonAncestor", target, handles[i], handles[j])
-            if _ok(level):
-                info.pcie_path = NVML_TOPOLOGY_LEVELS.get(int(level))
-            for cap, code in P2P_CAPS.items():
-                status = nv.call("nvmlDeviceGetP2PStatus", target, handles[i], handles[j], code)
-                info.p2p[cap] = P2P_STATUS_CODES.get(int(status)) if _ok(status) else None
             result.pairs[(i, j)] = info
+            try:
+                _pair(nv, target, handles[i], handles[j], info)
+            except Exception as err:  # an answer NVML should never give
+                nv.record("nvmlDeviceGet*", target, f"unusable answer: {type(err).__name__}: {err}")
+            if nv.lost_in_pair:
+                nv.lost_in_pair.clear()
+                _which_lost(nv, target, (i, handles[i]), (j, handles[j]))
+
+
+def _pair(nv: NvmlCalls, target: str, hi: Any, hj: Any, info: NvmlPairInfo) -> None:
+    level = nv.call("nvmlDeviceGetTopologyCommonAncestor", target, hi, hj)
+    if _ok(level):
+        info.pcie_path = NVML_TOPOLOGY_LEVELS.get(int(level))
+    for cap, code in P2P_CAPS.items():
+        if nv.lost_in_pair:
+            return
+        status = nv.call("nvmlDeviceGetP2PStatus", target, hi, hj, code)
+        info.p2p[cap] = P2P_STATUS_CODES.get(int(status)) if _ok(status) else None
+
+
+def _which_lost(nv: NvmlCalls, target: str, *gpus: tuple[int, Any]) -> None:
+    """A pair call said GPU_IS_LOST: ask each GPU once (its PCI info) so the lost one is marked."""
+    for index, handle in gpus:
+        nv.call("nvmlDeviceGetPciInfo", f"gpu{index}", handle)
+    if not any(f"gpu{index}" in nv.lost for index, _ in gpus):
+        nv.record("nvmlDeviceGetP2PStatus", target, "GpuIsLost (15) for the pair, yet both GPUs still answer")

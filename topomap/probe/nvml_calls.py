@@ -1,0 +1,161 @@
+"""The one choke point every NVML call of the probe goes through.
+
+:meth:`NvmlCalls.attempt` calls ``pynvml.<name>(*args)`` in the time-limited worker of
+:mod:`topomap.probe.guarded` and turns whatever goes wrong into a
+:class:`~topomap.model.Problem` on the device or pair it concerns: an ``NVMLError`` of any code,
+``ctypes.ArgumentError`` (pynvml's tuple-valued ``NVML_P2P_CAPS_INDEX_READ``, nvml-cuda.md
+§3.6), ``UnicodeDecodeError`` from a mangled GPU name, an ``AttributeError`` for a wrapper an
+old nvidia-ml-py lacks, any other exception, a call that hangs (cut after its limit) and calls
+left when the overall budget is spent. Nothing raised by the library ends the probe.
+
+A GPU that answers ``GPU_IS_LOST`` (15) is recorded once and never called again, for itself,
+its MIG devices or any pair it is in.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from topomap.model import Problem
+from topomap.probe.guarded import BudgetSpent, CallRunner, CallTimedOut
+
+# Errors that mean "this GPU/driver/binding does not do that": the value is absent, not unknown.
+UNSUPPORTED_ERRORS = ("NVMLError_NotSupported", "NVMLError_FunctionNotFound", "NVMLError_Deprecated")
+_GPU_IN = re.compile(r"\bgpu\d+")
+
+
+class _Unsupported:
+    """Sentinel: the call is not supported here (distinct from a failure)."""
+
+    def __repr__(self) -> str:
+        return "UNSUPPORTED"
+
+
+UNSUPPORTED = _Unsupported()
+
+
+def gpus_in(target: str | None) -> list[str]:
+    """The GPU ids a problem target names: "gpu3" → [gpu3]; "gpu1-gpu3" → [gpu1, gpu3]; "gpu2/mig0" → [gpu2]."""
+    return _GPU_IN.findall(target or "")
+
+
+class NvmlCalls:
+    """Calls into one pynvml module (or a fake of it), recording failures into ``problems``."""
+
+    def __init__(self, lib: Any, problems: list[Problem], runner: CallRunner) -> None:
+        self.lib = lib
+        self.problems = problems
+        self.runner = runner
+        self.lost: set[str] = set()  # "gpu3": answered GPU_IS_LOST; never called again
+        self.hung: set[str] = set()  # "gpu3": a call timed out; later calls skipped
+        self.lost_in_pair: list[str] = []  # pair targets that answered GPU_IS_LOST, not yet resolved
+        self._budget_noted = False
+        err_cls = getattr(lib, "NVMLError", None)
+        self._nvml_error: type[BaseException] | None = (
+            err_cls if isinstance(err_cls, type) and issubclass(err_cls, BaseException) else None
+        )
+
+    def error_name(self, err: BaseException) -> str:
+        """ "NoPermission (4)" for an NVML error; "TimeoutError: …" for anything else."""
+        name = type(err).__name__
+        value = getattr(err, "value", None) if self._is_nvml(err) else None
+        if value is not None:
+            return f"{name.removeprefix('NVMLError_')} ({value})"
+        text = str(err)
+        return f"{name}: {text}" if text else name
+
+    def _is_nvml(self, err: BaseException) -> bool:
+        return self._nvml_error is not None and isinstance(err, self._nvml_error)
+
+    def skipped(self, target: str | None) -> bool:
+        """True when the target's GPU is lost or hung: calls for it are not made."""
+        return any(g in self.lost or g in self.hung for g in gpus_in(target))
+
+    def attempt(
+        self,
+        fn_name: str,
+        target: str | None,
+        *args: Any,
+        record_unsupported: bool = True,
+        quiet: tuple[str, ...] = (),
+        limit_s: float | None = None,
+    ) -> tuple[bool, Any]:
+        """(ok, value) of ``pynvml.<fn_name>(*args)``; never raises.
+
+        ``(False, UNSUPPORTED)`` for NotSupported / FunctionNotFound / Deprecated, for a wrapper
+        missing from this nvidia-ml-py and for the NVML error classes named in ``quiet`` (those
+        are never recorded; the others only with ``record_unsupported``); ``(False, None)`` for a
+        failure, which is recorded against ``target``.
+        """
+        if self.skipped(target):
+            return False, None
+        if self.runner.spent():
+            self._note_budget(fn_name, target)
+            return False, None
+        try:
+            fn = getattr(self.lib, fn_name)
+        except Exception:  # AttributeError from the module, or anything a broken module raises
+            fn = None
+        if not callable(fn):
+            if record_unsupported:
+                self.record(fn_name, target, "FunctionNotFound (not in this nvidia-ml-py)")
+            return False, UNSUPPORTED
+        try:
+            return True, self.runner.run(fn, *args, limit_s=limit_s)
+        except CallTimedOut as err:
+            gpus = gpus_in(target)
+            later = f"; later calls for {target} skipped" if len(gpus) == 1 else ""
+            if len(gpus) == 1:
+                self.hung.add(gpus[0])
+            self.record(fn_name, target, f"{err}{later}")
+            return False, None
+        except BudgetSpent:
+            self._note_budget(fn_name, target)
+            return False, None
+        except Exception as err:
+            return self._failed(fn_name, target, err, record_unsupported, quiet)
+
+    def call(self, fn_name: str, target: str | None, *args: Any, **kw: Any) -> Any:
+        """The value of :meth:`attempt`, None on failure, :data:`UNSUPPORTED` when unsupported."""
+        _ok, value = self.attempt(fn_name, target, *args, **kw)
+        return value
+
+    def _failed(
+        self, fn_name: str, target: str | None, err: Exception, record_unsupported: bool, quiet: tuple[str, ...]
+    ) -> tuple[bool, Any]:
+        cls = type(err).__name__
+        if self._is_nvml(err):
+            if cls in quiet:
+                return False, UNSUPPORTED
+            if cls in UNSUPPORTED_ERRORS:
+                if record_unsupported:
+                    self.record(fn_name, target, self.error_name(err))
+                return False, UNSUPPORTED
+            if cls == "NVMLError_GpuIsLost":
+                gpus = gpus_in(target)
+                if len(gpus) == 1:
+                    self.mark_lost(gpus[0], fn_name)
+                    return False, None
+                if len(gpus) == 2:
+                    self.lost_in_pair.append(target or "")
+                    return False, None
+        self.record(fn_name, target, self.error_name(err))
+        return False, None
+
+    def mark_lost(self, gpu: str, fn_name: str) -> None:
+        """Record once that ``gpu`` fell off the bus; later calls for it are skipped."""
+        if gpu in self.lost:
+            return
+        self.lost.add(gpu)
+        self.record(fn_name, gpu, "GpuIsLost (15): GPU fell off the bus; later calls skipped")
+
+    def record(self, call: str, target: str | None, error: str) -> None:
+        self.problems.append(Problem(source="nvml", call=call, target=target, error=error))
+
+    def _note_budget(self, fn_name: str, target: str | None) -> None:
+        if self._budget_noted:
+            return
+        self._budget_noted = True
+        total = self.runner.total_s if self.runner.total_s is not None else 0.0
+        self.record(fn_name, target, f"{BudgetSpent(total)}; this and later NVML calls skipped")
