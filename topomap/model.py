@@ -290,28 +290,43 @@ def check_schema_version(value: object, where: str) -> None:
 
 
 def decode_snapshot(data: bytes, where: str = "<snapshot>") -> Snapshot:
-    """Validate JSON bytes into a Snapshot; errors name ``where`` and the JSON path."""
+    """Validate JSON bytes into a Snapshot; errors name ``where`` and the JSON path.
+
+    Beyond the schema, :func:`topomap.validate.validate_snapshot` refuses what no view can use
+    (PCI parent cycles, pairs naming no device, absurd counts)."""
+    from topomap.inputs import MAX_SNAPSHOT_BYTES
+
+    if len(data) > MAX_SNAPSHOT_BYTES:
+        raise SnapshotError(f"{where}: {len(data)} bytes is larger than any snapshot ({MAX_SNAPSHOT_BYTES} max)")
     try:
         raw = msgspec.json.decode(data)
     except msgspec.DecodeError as err:
         raise SnapshotError(f"{where}: not valid JSON ({err})") from err
+    except RecursionError as err:
+        raise SnapshotError(
+            f"{where}: JSON nested deeper than any snapshot", hint="is this a topomap snapshot?"
+        ) from err
     if not isinstance(raw, dict):
         raise SnapshotError(f"{where}: a snapshot is a JSON object, got {type(raw).__name__}")
     check_schema_version(raw.get("schema"), where)
     try:
-        return msgspec.convert(raw, Snapshot)
+        snap = msgspec.convert(raw, Snapshot)
     except msgspec.ValidationError as err:
         raise SnapshotError(f"{where}: {err}") from err
+    except RecursionError as err:
+        raise SnapshotError(f"{where}: `members` nested deeper than any cluster snapshot") from err
+    from topomap.validate import validate_snapshot
+
+    validate_snapshot(snap, where)
+    return snap
 
 
 def load_snapshot(path: str | Path) -> Snapshot:
-    """Read and validate a snapshot file."""
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as err:
-        raise SnapshotError(f"{p}: cannot read ({err.strerror or err})") from err
-    return decode_snapshot(data, str(p))
+    """Read and validate a snapshot file (a regular file under the size cap; BOM/UTF-16 decoded)."""
+    from topomap.inputs import MAX_SNAPSHOT_BYTES, read_bytes, recode_utf8
+
+    data = read_bytes(path, "snapshot", MAX_SNAPSHOT_BYTES, SnapshotError)
+    return decode_snapshot(recode_utf8(data, str(path), SnapshotError), str(path))
 
 
 def to_builtins(snap: Snapshot) -> Any:

@@ -69,12 +69,11 @@ def load_yaml(text: str, origin: str, what: str, exc: type[YamlError] = YamlErro
 
 
 def read_yaml(path: str | Path, what: str, exc: type[YamlError] = YamlError) -> YamlDoc:
+    from topomap.inputs import MAX_YAML_BYTES
+    from topomap.inputs import read_text as read_input
+
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as err:
-        raise exc(f"{p}: cannot read ({err.strerror or err})") from err
-    return load_yaml(text, str(p), what, exc)
+    return load_yaml(read_input(p, what, MAX_YAML_BYTES, exc), str(p), what, exc)
 
 
 def convert(

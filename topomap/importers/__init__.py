@@ -9,25 +9,27 @@ from __future__ import annotations
 from pathlib import Path
 
 from topomap.errors import ImportFailure
+from topomap.inputs import MAX_SNAPSHOT_BYTES, MAX_TOPOLOGY_BYTES, decode_text, read_bytes
 from topomap.model import Snapshot, decode_snapshot
+from topomap.validate import validate_snapshot
 
-__all__ = ["ImportFailure", "import_file", "import_text", "load_any"]
+__all__ = ["ImportFailure", "describe", "import_file", "import_text", "load_any"]
 
 FORMATS = ("nvidia-smi", "nccl-xml", "hwloc-xml")
-MAX_INPUT_BYTES = 64 * 1024 * 1024
+MAX_INPUT_BYTES = MAX_TOPOLOGY_BYTES
 
 
 def read_text(path: str | Path) -> str:
+    """A topology file or snapshot as text: a regular file under the size cap, BOM/UTF-16 decoded."""
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as err:
-        raise ImportFailure(f"{p}: cannot read ({err.strerror or err})") from err
-    if len(data) > MAX_INPUT_BYTES:
-        raise ImportFailure(f"{p}: {len(data)} bytes is larger than any topology file ({MAX_INPUT_BYTES} max)")
-    if b"\0" in data[:4096]:
-        raise ImportFailure(f"{p}: binary file, expected text or XML")
-    return data.decode("utf-8", errors="replace")
+    data = read_bytes(p, "topology file or snapshot", MAX_SNAPSHOT_BYTES, ImportFailure)
+    text = decode_text(data, str(p), ImportFailure)
+    if len(data) > MAX_TOPOLOGY_BYTES and not text.lstrip(" \t\r\n").startswith("{"):
+        raise ImportFailure(
+            f"{p}: {len(data)} bytes is larger than any topology file ({MAX_TOPOLOGY_BYTES} max)",
+            hint="is this the right file?",
+        )
+    return text
 
 
 def detect(text: str) -> str | None:
@@ -46,11 +48,31 @@ def detect(text: str) -> str | None:
     return None
 
 
+_DESCRIPTIONS = {
+    "nvidia-smi": "an `nvidia-smi` output (a topology)",
+    "nccl-xml": "an NCCL topology XML (a topology)",
+    "hwloc-xml": "an hwloc XML (a topology)",
+    "snapshot": "a topomap snapshot (JSON)",
+}
+
+
+def describe(text: str) -> str | None:
+    """What a file is, in words, when it is a topology or snapshot; None otherwise.
+
+    For "wrong kind of file" messages: a paste given where a flow or requirements file was expected.
+    """
+    head = text.lstrip("\ufeff \t\r\n")
+    if head.startswith("{") and '"topomap.snapshot/' in head[:65536]:
+        return _DESCRIPTIONS["snapshot"]
+    found = detect(text)
+    return _DESCRIPTIONS[found] if found else None
+
+
 def import_text(text: str, origin: str, fmt: str = "auto") -> Snapshot:
-    """Import text of the given (or detected) format."""
+    """Import text of the given (or detected) format; the result passes validate_snapshot."""
     if fmt == "auto":
         if text.lstrip("\ufeff \t\r\n").startswith("{"):
-            return decode_snapshot(text.encode(), origin)  # already a snapshot: validate it
+            return decode_snapshot(text.lstrip("\ufeff").encode(), origin)  # already a snapshot: validate it
         found = detect(text)
         if found is None:
             raise ImportFailure(
@@ -62,11 +84,13 @@ def import_text(text: str, origin: str, fmt: str = "auto") -> Snapshot:
     if fmt not in FORMATS:
         raise ImportFailure(f"--format {fmt!r}: expected auto, {', '.join(FORMATS)}")
     try:
-        return _IMPORTERS[fmt](text, origin)
-    except (ValueError, KeyError, IndexError, TypeError) as err:
+        snap = _IMPORTERS[fmt](text, origin)
+    except (ValueError, KeyError, IndexError, TypeError, OverflowError, RecursionError) as err:
         # Safety net: content no real tool writes (a number that is not one, a reference to
         # nothing). Specific checks inside the importers name the line where they can.
         raise ImportFailure(f"{origin}: unexpected {fmt} content ({type(err).__name__}: {err})") from err
+    validate_snapshot(snap, origin)
+    return snap
 
 
 def _nvidia_smi(text: str, origin: str) -> Snapshot:

@@ -1,0 +1,173 @@
+"""Snapshot consistency beyond the schema: refuse what no view can use (issue 14).
+
+The schema says each field has the right type; this says the parts fit together: every pair
+names devices that exist, the PCI tree is a tree, names and indices that views use as keys are
+unique, and no count or rate is absurd. :func:`validate_snapshot` is called by
+``decode_snapshot`` and by every importer before it returns, so the views can rely on it.
+Each error is one line naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+
+import msgspec
+
+from topomap.errors import TopomapError
+from topomap.model import Snapshot
+
+# Limits, each far above any real machine (largest known host: 72 GPUs in an NVL72 rack seen
+# as one NVLink domain; largest NVLink bundle per GPU pair: 18 links on Hopper/Blackwell).
+MAX_GPUS_PER_HOST = 4096
+MAX_NICS_PER_HOST = 4096
+MAX_PCI_DEVICES_PER_HOST = 65536
+MAX_NVLINKS = 64  # per GPU pair, and per GPU
+MAX_MEMBERS = 100_000  # hosts in a merged cluster
+MAX_RATE = 1e6  # GB/s or Gb/s: a thousand times any link that exists
+_RATE_WORDS = ("gbps", "gbit", "bandwidth", "rate", "speed")
+_PATH = re.compile(r"^(NV(\d+)|PIX|PXB|PHB|NODE|SYS)$")
+_PCIE_PATH = re.compile(r"^(PIX|PXB|PHB|NODE|SYS)$")
+_DEVICE_ID = re.compile(r"^(gpu|nic)(\d+)$")
+
+
+class SnapshotInvalid(TopomapError):
+    """A snapshot whose parts do not fit together; the message names the file and field."""
+
+
+def validate_snapshot(snap: Snapshot, where: str) -> None:
+    """Raise :class:`SnapshotInvalid` naming ``where`` and the field at the first inconsistency."""
+    if snap.source.kind == "merge":
+        if len(snap.members) > MAX_MEMBERS:
+            raise SnapshotInvalid(f"{where}: members: {len(snap.members)} hosts (at most {MAX_MEMBERS})")
+        names: dict[str, int] = {}
+        for i, m in enumerate(snap.members):
+            at = f"{where}: members[{i}]"
+            if m.source.kind == "merge" or m.members:
+                raise SnapshotInvalid(f"{at}: a cluster inside a cluster", hint="merge the host snapshots directly")
+            _host(m, at)
+            host = m.host.hostname
+            if host is not None:
+                if host in names:
+                    raise SnapshotInvalid(f"{at}.host.hostname: {host!r} is also members[{names[host]}]")
+                names[host] = i
+        _host(snap, where, merged=True)
+        return
+    if snap.members:
+        raise SnapshotInvalid(f"{where}: members: only a merged cluster (source.kind merge) has members")
+    _host(snap, where)
+
+
+def _host(snap: Snapshot, where: str, merged: bool = False) -> None:
+    _numbers(snap, where)
+    if len(snap.gpus) > MAX_GPUS_PER_HOST:
+        raise SnapshotInvalid(f"{where}: gpus: {len(snap.gpus)} GPUs in one host (at most {MAX_GPUS_PER_HOST})")
+    if len(snap.nics) > MAX_NICS_PER_HOST:
+        raise SnapshotInvalid(f"{where}: nics: {len(snap.nics)} NICs in one host (at most {MAX_NICS_PER_HOST})")
+    if len(snap.pci) > MAX_PCI_DEVICES_PER_HOST:
+        raise SnapshotInvalid(f"{where}: pci: {len(snap.pci)} devices (at most {MAX_PCI_DEVICES_PER_HOST})")
+    gpu_ids = _unique((g.index for g in snap.gpus), where, "gpus", "index")
+    nic_ids = _unique((n.index for n in snap.nics), where, "nics", "index")
+    _unique((n.name for n in snap.nics), where, "nics", "name")
+    _unique((g.uuid for g in snap.gpus if g.uuid), where, "gpus", "uuid")
+    _unique((g.pci_bus_id for g in snap.gpus if g.pci_bus_id), where, "gpus", "pci_bus_id")
+    for k, g in enumerate(snap.gpus):
+        if g.index < 0:
+            raise SnapshotInvalid(f"{where}: gpus[{k}].index: {g.index} is negative")
+        if len(g.nvlinks) > MAX_NVLINKS:
+            raise SnapshotInvalid(
+                f"{where}: gpus[{k}].nvlinks: {len(g.nvlinks)} NVLinks on one GPU (at most {MAX_NVLINKS})"
+            )
+    for k, n in enumerate(snap.nics):
+        if n.index < 0:
+            raise SnapshotInvalid(f"{where}: nics[{k}].index: {n.index} is negative")
+    ids = {f"gpu{i}" for i in gpu_ids} | {f"nic{i}" for i in nic_ids}
+    _pairs(snap, where, ids)
+    _pci(snap, where)
+
+
+def _unique(values: Iterable[object], where: str, field: str, key: str) -> set[object]:
+    seen: dict[object, int] = {}
+    for k, v in enumerate(values):
+        if v in seen:
+            raise SnapshotInvalid(
+                f"{where}: {field}[{k}].{key}: {v!r} is also {field}[{seen[v]}].{key}",
+                hint=f"each {field[:-1].upper()} needs its own {key}",
+            )
+        seen[v] = k
+    return set(seen)
+
+
+def _pairs(snap: Snapshot, where: str, ids: set[str]) -> None:
+    seen: set[tuple[str, str]] = set()
+    n = len(ids)
+    if len(snap.pairs) > n * (n - 1) // 2:
+        raise SnapshotInvalid(f"{where}: pairs: {len(snap.pairs)} pairs for {n} devices (at most one per pair)")
+    for k, p in enumerate(snap.pairs):
+        at = f"{where}: pairs[{k}]"
+        for end, v in (("a", p.a), ("b", p.b)):
+            if v not in ids:
+                what = "no such device" if _DEVICE_ID.match(v) else "not a device id (gpu<N> or nic<N>)"
+                raise SnapshotInvalid(f"{at}.{end}: {v!r}: {what}")
+        if p.a == p.b:
+            raise SnapshotInvalid(f"{at}: a device paired with itself ({p.a})")
+        key = (p.a, p.b) if p.a < p.b else (p.b, p.a)
+        if key in seen:
+            raise SnapshotInvalid(f"{at}: {p.a}/{p.b} appears twice")
+        seen.add(key)
+        if p.path is not None:
+            m = _PATH.match(p.path)
+            if not m:
+                raise SnapshotInvalid(f"{at}.path: {p.path!r} is not NV<n>, PIX, PXB, PHB, NODE or SYS")
+            if m.group(2) is not None and int(m.group(2)) > MAX_NVLINKS:
+                raise SnapshotInvalid(f"{at}.path: {p.path} links (at most {MAX_NVLINKS} per pair)")
+        if p.pcie_path is not None and not _PCIE_PATH.match(p.pcie_path):
+            raise SnapshotInvalid(f"{at}.pcie_path: {p.pcie_path!r} is not PIX, PXB, PHB, NODE or SYS")
+        if not 0 <= p.nvlinks <= MAX_NVLINKS:
+            raise SnapshotInvalid(f"{at}.nvlinks: {p.nvlinks} (0 to {MAX_NVLINKS} per pair)")
+
+
+def _pci(snap: Snapshot, where: str) -> None:
+    by_id: dict[str, str | None] = {}
+    for k, d in enumerate(snap.pci):
+        if d.id in by_id:
+            raise SnapshotInvalid(f"{where}: pci[{k}].id: {d.id!r} appears twice")
+        if d.parent == d.id:
+            raise SnapshotInvalid(f"{where}: pci[{k}].parent: {d.id!r} is its own parent")
+        by_id[d.id] = d.parent
+    for k, d in enumerate(snap.pci):
+        if d.parent is not None and d.parent not in by_id:
+            raise SnapshotInvalid(f"{where}: pci[{k}].parent: {d.parent!r} names no device in `pci`")
+    # Walk each chain up once; a node seen on the current walk twice is a cycle.
+    done: set[str] = set()
+    for k, d in enumerate(snap.pci):
+        walk: list[str] = []
+        on_walk: set[str] = set()
+        cur: str | None = d.id
+        while cur is not None and cur not in done:
+            if cur in on_walk:
+                raise SnapshotInvalid(f"{where}: pci[{k}].parent: the PCI tree has a cycle through {cur!r}")
+            on_walk.add(cur)
+            walk.append(cur)
+            cur = by_id.get(cur)
+        done.update(walk)
+
+
+def _numbers(snap: Snapshot, where: str) -> None:
+    """Every float finite; every rate or bandwidth within 0..MAX_RATE (members checked apart)."""
+    stack: list[tuple[object, str]] = [(getattr(snap, f), f) for f in snap.__struct_fields__ if f != "members"]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise SnapshotInvalid(f"{where}: {path}: {value} is not a number")
+            leaf = path.rsplit(".", 1)[-1]
+            if any(w in leaf for w in _RATE_WORDS) and not 0 <= value <= MAX_RATE:
+                raise SnapshotInvalid(f"{where}: {path}: {value:g} is outside 0 to {MAX_RATE:g}")
+        elif isinstance(value, msgspec.Struct):
+            stack += [(getattr(value, f), f"{path}.{f}") for f in value.__struct_fields__]
+        elif isinstance(value, list):
+            stack += [(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        elif isinstance(value, dict):
+            stack += [(v, f"{path}.{key}") for key, v in value.items()]
