@@ -1,0 +1,188 @@
+"""The run record: what one command used while it ran (``topomap.run/1``).
+
+A run record holds observations only: every number in it was read while the command ran
+(NVML, psutil, the kernel's rusage) or is the machine snapshot taken just before. Series are
+stored column-wise (one list per quantity, aligned with ``t_s``) to keep files small; a value
+that could not be read at a sample is ``null``. Units are in the field names.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from topomap.errors import TopomapError
+from topomap.model import Problem, Snapshot
+
+RUN_SCHEMA = "topomap.run/1"
+RUN_SCHEMA_VERSION = 1
+_RUN_RE = re.compile(r"^topomap\.run/(\d+)$")
+
+
+class _R(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Base: strict decoding, keyword construction."""
+
+
+class GpuProcess(_R, kw_only=True):
+    """A process NVML listed on a card (nvmlDeviceGetComputeRunningProcesses)."""
+
+    pid: int
+    name: str | None = None
+    in_command_tree: bool  # the pid belonged to the recorded command's process tree when seen
+    peak_memory_bytes: int | None = None  # largest usedGpuMemory seen; None where NVML hides it
+    first_seen_s: float
+    last_seen_s: float
+
+
+class GpuSeries(_R, kw_only=True):
+    """One card (a GPU, or a MIG device ``gpu<i>/mig<k>``) sampled through NVML."""
+
+    id: str  # "gpu0", "gpu0/mig3"
+    index: int  # NVML index of the GPU (the parent for a MIG device)
+    uuid: str | None = None
+    name: str | None = None
+    memory_total_bytes: int | None = None
+    visible_to_command: bool | None = None  # by CUDA_VISIBLE_DEVICES; None when it could not be resolved
+    visibility_note: str | None = None
+    lost_at_s: float | None = None  # NVML said GPU_IS_LOST at this time; later samples are null
+    t_s: list[float] = []  # seconds since the command started
+    memory_used_bytes: list[int | None] = []  # nvmlDeviceGetMemoryInfo().used
+    util_gpu_pct: list[int | None] = []  # nvmlDeviceGetUtilizationRates().gpu (% of time a kernel ran)
+    util_memory_pct: list[int | None] = []  # ...().memory (% of time device memory was read/written)
+    pcie_rx_bytes_s: list[int | None] = []  # nvmlDeviceGetPcieThroughput(RX) KiB/s × 1024; sampled ≤ 1/s
+    pcie_tx_bytes_s: list[int | None] = []
+    nvlink_rx_bytes_s: list[float | None] = []  # Δ NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX (KiB) / Δt
+    nvlink_tx_bytes_s: list[float | None] = []
+    processes: list[GpuProcess] = []
+
+
+class HostSeries(_R, kw_only=True):
+    """The host side, from psutil: the command's process tree, and whole-host disk and network."""
+
+    cpu_count: int | None = None  # logical CPUs (psutil.cpu_count)
+    memory_total_bytes: int | None = None  # psutil.virtual_memory().total
+    t_s: list[float] = []
+    tree_cpu_pct: list[float | None] = []  # sum over the tree, 100 = one CPU fully busy
+    tree_rss_bytes: list[int | None] = []  # sum of resident set sizes over the tree
+    tree_processes: list[int | None] = []
+    disk_read_bytes: list[int | None] = []  # whole host, cumulative since the command started
+    disk_write_bytes: list[int | None] = []
+    net_rx_bytes: list[int | None] = []  # whole host, all interfaces, cumulative since start
+    net_tx_bytes: list[int | None] = []
+    cpu_user_s: float | None = None  # kernel rusage of the command and the children it waited for
+    cpu_system_s: float | None = None
+    max_rss_bytes: int | None = None  # rusage ru_maxrss: largest single process of the tree
+
+
+class Sampling(_R, kw_only=True):
+    """How sampling went and what it cost (measured in the recorder itself)."""
+
+    interval_s: float  # requested
+    samples: int = 0
+    mean_interval_s: float | None = None  # achieved
+    sample_cost_mean_s: float | None = None  # wall time of one sample (NVML + psutil)
+    sample_cost_max_s: float | None = None
+    recorder_cpu_s: float | None = None  # CPU time the recorder itself used while the command ran
+    overhead_pct: float | None = None  # recorder CPU / (duration × 1 CPU) × 100
+    probe_s: float | None = None  # the machine snapshot, taken before the command started
+    gpu_sampled: bool = False
+    gpu_note: str | None = None  # why no GPU was sampled, when none was
+
+
+class Run(_R, kw_only=True):
+    schema: str = RUN_SCHEMA
+    tool: str  # "topomap 0.1.0"
+    label: str | None = None
+    command: list[str]
+    cwd: str | None = None
+    hostname: str | None = None
+    environment: dict[str, str] = {}  # variables that decide placement and communication
+    versions: dict[str, str] = {}  # python, platform, driver, CUDA, NVML
+    started_at: str  # ISO-8601 UTC
+    ended_at: str | None = None
+    duration_s: float | None = None  # wall clock, command start to exit (monotonic clock)
+    exit_status: int | None = None  # the command's exit code; 128+N when killed by signal N
+    signal: str | None = None  # the signal that ended the command, e.g. "SIGTERM"
+    interrupted_by: str | None = None  # the signal topomap received and forwarded, if any
+    sampling: Sampling
+    gpus: list[GpuSeries] = []
+    host: HostSeries = msgspec.field(default_factory=HostSeries)
+    snapshot: Snapshot | None = None
+    problems: list[Problem] = []
+    notes: list[str] = []
+
+
+class RunError(TopomapError):
+    """A run record that cannot be read; one line naming the file and field."""
+
+
+def _check_schema(value: object, where: str) -> None:
+    if not isinstance(value, str):
+        raise RunError(f"{where}: missing or invalid `schema` (expected {RUN_SCHEMA!r})")
+    m = _RUN_RE.match(value)
+    if not m:
+        raise RunError(f"{where}: not a topomap run record (schema {value!r}, expected {RUN_SCHEMA!r})")
+    if int(m.group(1)) != RUN_SCHEMA_VERSION:
+        raise RunError(
+            f"{where}: run schema {value} is not the one this topomap reads ({RUN_SCHEMA})",
+            hint="use the topomap version that wrote it",
+        )
+
+
+def decode_run(data: bytes, where: str = "<run>") -> Run:
+    """Validate JSON bytes into a Run; errors name ``where`` and the JSON path of the bad field."""
+    try:
+        raw = msgspec.json.decode(data)
+    except msgspec.DecodeError as err:
+        raise RunError(f"{where}: not valid JSON ({err})") from err
+    if not isinstance(raw, dict):
+        raise RunError(f"{where}: a run record is a JSON object, got {type(raw).__name__}")
+    _check_schema(raw.get("schema"), where)
+    try:
+        return msgspec.convert(raw, Run)
+    except msgspec.ValidationError as err:
+        raise RunError(f"{where}: {err}") from err
+
+
+def load_run(path: str | Path) -> Run:
+    """Read and validate a run record file."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as err:
+        raise RunError(f"{p}: cannot read ({err.strerror or err})") from err
+    return decode_run(data, str(p))
+
+
+def encode_run(run: Run) -> bytes:
+    """Deterministic, indented JSON with a trailing newline."""
+    return msgspec.json.format(msgspec.json.encode(run, order="deterministic"), indent=2) + b"\n"
+
+
+def run_to_builtins(run: Run) -> Any:
+    return msgspec.to_builtins(run, order="deterministic")
+
+
+class _Head(msgspec.Struct):
+    schema: Any = None
+
+
+def is_run_file(path: str | Path) -> bool:
+    """True when ``path`` is a JSON object whose ``schema`` is ``topomap.run/…`` (any version).
+
+    Other fields are skipped unvalidated, so a snapshot or a raw nvidia-smi file answers False fast.
+    """
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return False
+    if data.lstrip()[:1] != b"{":
+        return False
+    try:
+        head = msgspec.json.decode(data, type=_Head)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return False
+    return isinstance(head.schema, str) and head.schema.startswith("topomap.run/")

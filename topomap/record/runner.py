@@ -1,0 +1,244 @@
+"""Run a command and sample what it used until it exits (the engine of `topomap record`).
+
+Nothing here prints: the caller gets each sample through ``on_sample`` and the finished
+:class:`~topomap.record.model.Run` as the return value, and writes it (atomically).
+
+Signals: SIGTERM (and SIGHUP) sent to topomap is forwarded to the command. SIGINT is forwarded
+too, except when topomap runs in the foreground of a terminal: then Ctrl-C already reached the
+command, which shares topomap's process group, and a second copy would interrupt its clean-up.
+The third signal received kills the command (SIGKILL). Either way topomap waits for the command
+to exit, then returns the complete record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import itertools
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
+
+from topomap import __version__
+from topomap.errors import TopomapError
+from topomap.model import Problem, Snapshot
+from topomap.probe.sampler import GpuSampler
+from topomap.record.environment import mark_visibility, placement_environment, versions
+from topomap.record.host import HostSampler, name_of
+from topomap.record.model import Run, Sampling
+
+LiveCallback = Callable[[float, list[tuple[str, int | None, int | None]]], None]
+_FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@dataclass
+class RecordOptions:
+    interval_s: float = 0.2
+    label: str | None = None
+    env: dict[str, str] | None = None  # the command's environment; None: topomap's own
+    nvml_lib: Any | None = None  # None: the real pynvml (topomap.probe.nvml.nvml_module)
+    snapshot: Callable[[], Snapshot] | None = None  # None: topomap.probe.probe()
+    on_sample: LiveCallback | None = None
+    pcie_period_s: float = 1.0
+    notes: list[str] = field(default_factory=list)
+
+
+def _utc(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _default_snapshot() -> Snapshot:
+    from topomap.probe import probe
+
+    return probe().snapshot
+
+
+def _open_gpus(opts: RecordOptions) -> tuple[GpuSampler | None, str | None]:
+    lib = opts.nvml_lib
+    if lib is None:
+        from topomap.probe.nvml import nvml_module
+
+        try:
+            lib = nvml_module()
+        except TopomapError as err:
+            return None, f"no GPU sampled: {err}"
+    sampler = GpuSampler(lib, pcie_period_s=opts.pcie_period_s, name_of=name_of)
+    if not sampler.open():
+        sampler.close()
+        return sampler, f"no GPU sampled: {sampler.note}"
+    return sampler, None
+
+
+class _Signals:
+    """Forward SIGINT/SIGTERM/SIGHUP to the child; the third one kills it."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.first: str | None = None
+        self.count = 0
+        self._old: dict[int, Any] = {}
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # signal handlers can only be set from the main thread (tests run the runner in others)
+        for sig in _FORWARDED:
+            self._old[sig] = signal.signal(sig, self._handle)
+
+    def restore(self) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.count += 1
+        if self.first is None:
+            self.first = signal.Signals(signum).name
+        send = signal.SIGKILL if self.count >= 3 else signum
+        if signum == signal.SIGINT and send != signal.SIGKILL and _terminal_delivered_it():
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, send)
+
+
+def _terminal_delivered_it() -> bool:
+    """True when topomap is the foreground process group of its terminal (Ctrl-C hit every member)."""
+    for stream in (sys.stdin, sys.stderr):
+        try:
+            fd = stream.fileno()
+            if os.isatty(fd) and os.tcgetpgrp(fd) == os.getpgrp():
+                return True
+        except (OSError, ValueError, AttributeError):
+            continue
+    return False
+
+
+def _wait_exit(pid: int, pidfd: int | None, timeout: float) -> tuple[int, Any] | None:
+    """Wait up to ``timeout`` s for the child; (status, rusage) once it has exited, else None."""
+    deadline = time.monotonic() + max(0.0, timeout)
+    while True:
+        got, status, usage = os.wait4(pid, os.WNOHANG)
+        if got == pid:
+            return status, usage
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        if pidfd is not None:
+            select.select([pidfd], [], [], left)
+        else:
+            time.sleep(min(left, 0.02))
+
+
+def record(command: list[str], opts: RecordOptions | None = None) -> Run:
+    """Run ``command`` to its end, sampling every ``opts.interval_s`` seconds; the complete record."""
+    opts = opts or RecordOptions()
+    if not command:
+        raise TopomapError("record needs a command to run", hint="topomap record -- python train.py")
+    env = dict(os.environ) if opts.env is None else opts.env
+    t_probe = time.monotonic()
+    snapshot = (opts.snapshot or _default_snapshot)()
+    probe_s = time.monotonic() - t_probe
+    gpus, gpu_note = _open_gpus(opts)
+    sampled = gpus if gpus is not None and gpu_note is None else None
+    if sampled is not None:
+        mark_visibility([c.series for c in sampled.cards], env, snapshot)
+
+    try:
+        child = subprocess.Popen(command, env=env)
+    except (FileNotFoundError, PermissionError, NotADirectoryError) as err:
+        if gpus is not None:
+            gpus.close()
+        raise TopomapError(f"cannot run {command[0]!r}: {err.strerror or err}", hint="check the command") from err
+    start_wall, start = time.time(), time.monotonic()
+    cpu0 = time.process_time()
+    signals = _Signals(child.pid)
+    signals.install()
+    pidfd: int | None = None
+    if hasattr(os, "pidfd_open"):
+        try:
+            pidfd = os.pidfd_open(child.pid)
+        except OSError:
+            pidfd = None
+    host = HostSampler(child.pid)
+    costs: list[float] = []
+    sample_times: list[float] = []
+
+    def take(final: bool = False) -> None:
+        t0 = time.monotonic()
+        t = t0 - start
+        pids = host.sample(t)
+        if sampled is not None:
+            sampled.sample(t, pids)
+        costs.append(time.monotonic() - t0)
+        sample_times.append(t)
+        if opts.on_sample is not None and not final:
+            opts.on_sample(t, sampled.latest_memory() if sampled is not None else [])
+
+    try:
+        next_tick = start
+        while True:
+            next_tick += opts.interval_s
+            take()
+            waited = _wait_exit(child.pid, pidfd, next_tick - time.monotonic())
+            if waited is not None:
+                done = waited
+                break
+        end, end_wall = time.monotonic(), time.time()
+        take(final=True)
+    finally:
+        signals.restore()
+        if pidfd is not None:
+            os.close(pidfd)
+    recorder_cpu = time.process_time() - cpu0
+    status, usage = done
+    child.returncode = os.waitstatus_to_exitcode(status)  # wait4 reaped it; tell Popen
+    if gpus is not None:
+        gpus.close()
+
+    duration = end - start
+    code = os.waitstatus_to_exitcode(status)
+    sig_name = signal.Signals(-code).name if code < 0 else None
+    host.series.cpu_user_s = round(usage.ru_utime, 3)
+    host.series.cpu_system_s = round(usage.ru_stime, 3)
+    host.series.max_rss_bytes = usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+    gaps = [b - a for a, b in itertools.pairwise(sample_times)]
+    problems: list[Problem] = [*host.problems, *(gpus.problems if gpus is not None else [])]
+    return Run(
+        tool=f"topomap {__version__}",
+        label=opts.label,
+        command=list(command),
+        cwd=os.getcwd(),
+        hostname=socket.gethostname(),
+        environment=placement_environment(env),
+        versions=versions(snapshot),
+        started_at=_utc(start_wall),
+        ended_at=_utc(end_wall),
+        duration_s=round(duration, 4),
+        exit_status=128 - code if code < 0 else code,
+        signal=sig_name,
+        interrupted_by=signals.first,
+        sampling=Sampling(
+            interval_s=opts.interval_s,
+            samples=len(sample_times),
+            mean_interval_s=round(sum(gaps) / len(gaps), 4) if gaps else None,
+            sample_cost_mean_s=round(sum(costs) / len(costs), 6) if costs else None,
+            sample_cost_max_s=round(max(costs), 6) if costs else None,
+            recorder_cpu_s=round(recorder_cpu, 4),
+            overhead_pct=round(recorder_cpu / duration * 100, 2) if duration > 0 else None,
+            probe_s=round(probe_s, 3),
+            gpu_sampled=sampled is not None,
+            gpu_note=gpu_note,
+        ),
+        gpus=[c.series for c in sampled.cards] if sampled is not None else [],
+        host=host.series,
+        snapshot=snapshot,
+        problems=problems,
+        notes=list(opts.notes),
+    )

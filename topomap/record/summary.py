@@ -1,0 +1,234 @@
+"""What a run record says at a glance: per-card peaks and when, host totals, the busiest shared resource.
+
+Pure functions of a :class:`~topomap.record.model.Run`. Observed values come from the record;
+capacities come from the run's snapshot (nominal PCIe/NVLink rates: spec) or psutil (CPU count,
+host memory), and each is labelled with that provenance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from topomap.links import nvlink_bandwidth_gbps, pcie_bandwidth_gbps
+from topomap.model import Gpu
+from topomap.record.model import GpuSeries, Run
+
+
+@dataclass
+class CardSummary:
+    id: str
+    name: str | None
+    memory_total_bytes: int | None
+    peak_memory_bytes: int | None  # observed: largest nvmlDeviceGetMemoryInfo().used
+    peak_at_s: float | None  # seconds after start when the peak was first reached
+    command_memory_bytes: int | None  # sum of the peaks of the command's own processes on this card
+    util_mean_pct: float | None
+    util_peak_pct: int | None
+    busy_s: float | None  # time with utilisation > 0, from samples
+    pcie_rx_peak_bytes_s: int | None
+    pcie_tx_peak_bytes_s: int | None
+    nvlink_rx_peak_bytes_s: float | None
+    nvlink_tx_peak_bytes_s: float | None
+    visible_to_command: bool | None
+    lost_at_s: float | None
+    processes: int
+
+
+@dataclass
+class ResourceUse:
+    """One shared resource: peak observed use against its capacity (None when unknown)."""
+
+    name: str  # "host CPU", "host memory", "PCIe gpu0", "NVLink gpu0", "disk", "network"
+    peak: float | None
+    unit: str  # "B/s", "B", "CPU"
+    capacity: float | None
+    capacity_source: str  # "spec (PCIe Gen5 x16)", "psutil", "unknown: …"
+
+    @property
+    def fraction(self) -> float | None:
+        if self.peak is None or not self.capacity:
+            return None
+        return self.peak / self.capacity
+
+
+def _peak(values: list[Any]) -> tuple[Any, int | None]:
+    best, at = None, None
+    for i, v in enumerate(values):
+        if v is not None and (best is None or v > best):
+            best, at = v, i
+    return best, at
+
+
+def _busy_s(t: list[float], util: list[int | None]) -> float | None:
+    if not any(u is not None for u in util):
+        return None
+    busy = 0.0
+    for i in range(len(t) - 1):
+        u = util[i]
+        if u is not None and u > 0:
+            busy += t[i + 1] - t[i]
+    return round(busy, 3)
+
+
+def card_summary(s: GpuSeries) -> CardSummary:
+    peak, at = _peak(s.memory_used_bytes)
+    utils = [u for u in s.util_gpu_pct if u is not None]
+    own = [p.peak_memory_bytes for p in s.processes if p.in_command_tree and p.peak_memory_bytes is not None]
+    return CardSummary(
+        id=s.id,
+        name=s.name,
+        memory_total_bytes=s.memory_total_bytes,
+        peak_memory_bytes=peak,
+        peak_at_s=s.t_s[at] if at is not None else None,
+        command_memory_bytes=sum(own) if own else None,
+        util_mean_pct=round(sum(utils) / len(utils), 1) if utils else None,
+        util_peak_pct=max(utils) if utils else None,
+        busy_s=_busy_s(s.t_s, s.util_gpu_pct),
+        pcie_rx_peak_bytes_s=_peak(s.pcie_rx_bytes_s)[0],
+        pcie_tx_peak_bytes_s=_peak(s.pcie_tx_bytes_s)[0],
+        nvlink_rx_peak_bytes_s=_peak(s.nvlink_rx_bytes_s)[0],
+        nvlink_tx_peak_bytes_s=_peak(s.nvlink_tx_bytes_s)[0],
+        visible_to_command=s.visible_to_command,
+        lost_at_s=s.lost_at_s,
+        processes=len(s.processes),
+    )
+
+
+def cards(run: Run) -> list[CardSummary]:
+    return [card_summary(s) for s in run.gpus]
+
+
+def snapshot_gpu(run: Run, s: GpuSeries) -> Gpu | None:
+    """The snapshot's GPU for a sampled card (by UUID, else NVML index)."""
+    if run.snapshot is None or "/mig" in s.id:
+        return None
+    for g in run.snapshot.gpus:
+        if s.uuid and g.uuid == s.uuid:
+            return g
+    return next((g for g in run.snapshot.gpus if g.index == s.index), None)
+
+
+def host_peaks(run: Run) -> dict[str, tuple[float | None, float | None]]:
+    """(peak, when in s) of the host series: tree CPU %, tree RSS bytes."""
+    h = run.host
+    out: dict[str, tuple[float | None, float | None]] = {}
+    for key, values in (("tree_cpu_pct", h.tree_cpu_pct), ("tree_rss_bytes", h.tree_rss_bytes)):
+        v, at = _peak(list(values))
+        out[key] = (v, h.t_s[at] if at is not None else None)
+    return out
+
+
+def _rate_peak(t: list[float], cumulative: list[int | None]) -> float | None:
+    best: float | None = None
+    for i in range(1, len(t)):
+        a, b = cumulative[i - 1], cumulative[i]
+        if a is not None and b is not None and t[i] > t[i - 1]:
+            r = (b - a) / (t[i] - t[i - 1])
+            best = r if best is None or r > best else best
+    return best
+
+
+def last(values: list[int | None]) -> int | None:
+    return next((v for v in reversed(values) if v is not None), None)
+
+
+def shared_resources(run: Run) -> list[ResourceUse]:
+    """Every shared resource with its observed peak, busiest (largest fraction of capacity) first."""
+    h = run.host
+    peaks = host_peaks(run)
+    cpu_peak = peaks["tree_cpu_pct"][0]
+    out = [
+        ResourceUse(
+            "host CPU",
+            cpu_peak / 100 if cpu_peak is not None else None,
+            "CPU",
+            float(h.cpu_count) if h.cpu_count else None,
+            "psutil.cpu_count (logical CPUs)",
+        ),
+        ResourceUse("host memory", peaks["tree_rss_bytes"][0], "B", h.memory_total_bytes, "psutil.virtual_memory"),
+    ]
+    for s in run.gpus:
+        if "/mig" in s.id:
+            continue
+        g = snapshot_gpu(run, s)
+        pcie = [v for v in (*s.pcie_rx_bytes_s, *s.pcie_tx_bytes_s) if v is not None]
+        if pcie:
+            gen = g.pcie.gen_current if g is not None and g.pcie is not None else None
+            width = g.pcie.width_current if g is not None and g.pcie is not None else None
+            cap = pcie_bandwidth_gbps(gen, width)
+            src = f"spec (PCIe Gen{gen} x{width}, per direction)" if cap else "unknown: the snapshot has no PCIe link"
+            out.append(ResourceUse(f"PCIe {s.id}", float(max(pcie)), "B/s", cap * 1e9 if cap else None, src))
+        nvl = [v for v in (*s.nvlink_rx_bytes_s, *s.nvlink_tx_bytes_s) if v is not None]
+        if nvl:
+            cap = None
+            if g is not None and g.nvlinks:
+                active = [x for x in g.nvlinks if x.active]
+                cap = nvlink_bandwidth_gbps(active[0].generation if active else None, len(active), g.name)
+            src = "spec (NVLink, per direction)" if cap else "unknown: the snapshot has no NVLink rate"
+            out.append(ResourceUse(f"NVLink {s.id}", max(nvl), "B/s", cap * 1e9 if cap else None, src))
+    disk = [_rate_peak(h.t_s, h.disk_read_bytes), _rate_peak(h.t_s, h.disk_write_bytes)]
+    disk_peak = max((d for d in disk if d is not None), default=None)
+    out.append(ResourceUse("disk (whole host)", disk_peak, "B/s", None, "unknown: disks do not state a rate"))
+    net = [_rate_peak(h.t_s, h.net_rx_bytes), _rate_peak(h.t_s, h.net_tx_bytes)]
+    net_peak = max((n for n in net if n is not None), default=None)
+    nic_cap = None
+    if run.snapshot is not None:
+        speeds = [n.speed_gbit_s for n in run.snapshot.nics if n.speed_gbit_s]
+        nic_cap = sum(speeds) / 8 * 1e9 if speeds else None
+    out.append(
+        ResourceUse(
+            "network (whole host)",
+            net_peak,
+            "B/s",
+            nic_cap,
+            "spec (sum of NIC line rates)" if nic_cap else "unknown: the snapshot lists no NIC speed",
+        )
+    )
+    return sorted(out, key=lambda r: (r.fraction is None, -(r.fraction or 0.0)))
+
+
+def busiest(run: Run) -> ResourceUse | None:
+    """The shared resource closest to its capacity; None when no capacity is known."""
+    ranked = shared_resources(run)
+    return ranked[0] if ranked and ranked[0].fraction is not None else None
+
+
+def observed_for_plan(run: Run, units: int | None = None) -> dict[str, Any]:
+    """Observed figures a plan can use in place of assumed ones, each labelled ``observed``.
+
+    ``unit_duration_s`` is the whole command's wall time, or that divided by ``units`` when the
+    caller says how many units of work the run processed. Per card: the memory peak (of the card,
+    and of the command's own processes where NVML listed them) and the time it was busy.
+    """
+    per_card: dict[str, dict[str, Any]] = {}
+    for c in cards(run):
+        per_card[c.id] = {
+            "memory_peak_bytes": c.peak_memory_bytes,
+            "memory_peak_at_s": c.peak_at_s,
+            "command_memory_bytes": c.command_memory_bytes,
+            "memory_total_bytes": c.memory_total_bytes,
+            "busy_s": c.busy_s,
+            "visible_to_command": c.visible_to_command,
+            "lost": c.lost_at_s is not None,
+        }
+    duration = run.duration_s
+    return {
+        "source": "observed",
+        "run": {"command": run.command, "label": run.label, "started_at": run.started_at},
+        "succeeded": run.exit_status == 0,
+        "duration_s": duration,
+        "units": units,
+        "unit_duration_s": (duration / units if units else duration) if duration is not None else None,
+        "interval_s": run.sampling.interval_s,
+        "gpu_sampled": run.sampling.gpu_sampled,
+        "cards": per_card,
+        "host": {
+            "cpu_s": _sum_opt(run.host.cpu_user_s, run.host.cpu_system_s),
+            "max_rss_bytes": run.host.max_rss_bytes,
+        },
+    }
+
+
+def _sum_opt(a: float | None, b: float | None) -> float | None:
+    return round(a + b, 3) if a is not None and b is not None else None
