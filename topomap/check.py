@@ -14,8 +14,11 @@ A requirements file (YAML) is a list of rules; they may also sit in a flow file 
       - arrow_time: {max_seconds: 2}
       - fabric_ready: {}                             # NVLink fabric registered: state completed, clique set
 
-A rule that the snapshot cannot answer is UNKNOWN, which does not pass: a rental is not gated
-on a guess.
+A rule that the snapshot cannot answer is UNKNOWN (exit status 3), which does not pass: a rental
+is not gated on a guess; each UNKNOWN names the command whose output would answer it. A rule that
+applies to nothing (gpu_links on a one-GPU lot) fails. Every fact comes from
+``topomap.graph.evidence``, the functions map, show and diff ask too. Memory sizes are compared
+the way vendors sell them (decimal GB): an 80 GB card, which reports 81559 MiB, passes 80.
 """
 
 from __future__ import annotations
@@ -30,10 +33,21 @@ from typing import Any, Literal
 import msgspec
 
 from topomap.errors import TopomapError
-from topomap.graph import Topology, snapshot_pair
+from topomap.graph import Topology, natural_key
+from topomap.graph.evidence import (
+    SETTLE,
+    fabric_ready,
+    gpu_model_name,
+    gpu_usable,
+    memory_node,
+    nearest_nic,
+    nvlink,
+    pcie_p2p,
+    pcie_path_class,
+)
 from topomap.links import PCIE_CLASSES, class_rank
-from topomap.mapping import FlowMap
-from topomap.model import Gpu
+from topomap.mapping import FlowMap, MappedArrow
+from topomap.units import fmt_gbps
 from topomap.yamlfile import YamlDoc, YamlError, convert, load_yaml, read_yaml
 
 Status = Literal["pass", "fail", "unknown"]
@@ -50,7 +64,8 @@ class _Rule(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 class GpusRule(_Rule):
     min_count: int = 1
     model: str | None = None  # glob, case-insensitive: "*H100*"
-    min_memory_gib: float | None = None
+    min_memory_gb: float | None = None  # as sold: an "80 GB" card passes 80
+    min_memory_gib: float | None = None  # read as the card's sold size too (kept for old files)
 
 
 class VersionRule(_Rule):
@@ -111,13 +126,20 @@ class Requirement:
     line: int
 
 
+Verdict = Literal["pass", "fail", "unknown"]
+#: Exit status of `topomap check` per verdict.
+EXIT_STATUS: dict[Verdict, int] = {"pass": 0, "fail": 1, "unknown": 3}
+
+
 @dataclass
 class RuleResult:
     rule: str
     lot: str
     status: Status
     description: str
-    evidence: list[str] = field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)  # complete; views may shorten, JSON never does
+    summary: str = ""  # the deciding fact in one line: "4 GPUs < 8"
+    settle: list[str] = field(default_factory=list)  # for UNKNOWN: commands whose output would answer it
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -125,7 +147,9 @@ class RuleResult:
             "lot": self.lot,
             "status": self.status,
             "description": self.description,
+            "summary": self.summary,
             "evidence": self.evidence,
+            "settle": self.settle,
         }
 
 
@@ -137,18 +161,31 @@ class CheckResult:
     def passed(self) -> bool:
         return all(r.status == "pass" for r in self.results)
 
+    @property
+    def status(self) -> Verdict:
+        """FAIL when any rule fails, else UNKNOWN when any cannot be told, else PASS."""
+        if any(r.status == "fail" for r in self.results):
+            return "fail"
+        if any(r.status == "unknown" for r in self.results):
+            return "unknown"
+        return "pass"
+
+    @property
+    def exit_status(self) -> int:
+        return EXIT_STATUS[self.status]
+
     def verdict(self) -> str:
         failed = [r for r in self.results if r.status == "fail"]
         unknown = [r for r in self.results if r.status == "unknown"]
         n = len(self.results)
         if not failed and not unknown:
             return f"PASS: {n} of {n} rules pass"
-        bits = []
         if failed:
-            bits.append(f"{len(failed)} fail")
-        if unknown:
-            bits.append(f"{len(unknown)} cannot be told from the snapshot")
-        return f"FAIL: {', '.join(bits)} (of {n} rules)"
+            text = f"FAIL: {len(failed)} of {n} rules fail"
+            if unknown:
+                text += f", {len(unknown)} cannot be told from the snapshot"
+            return text
+        return f"UNKNOWN: {len(unknown)} of {n} rules cannot be told from the snapshot (none fails)"
 
 
 # --- reading -------------------------------------------------------------------------------------
@@ -255,6 +292,29 @@ def check(reqs: list[Requirement], lots: list[Lot], fmap: FlowMap | None) -> Che
     return CheckResult(results)
 
 
+def _result(
+    req: Requirement,
+    lot: str,
+    desc: str,
+    ok: list[str],
+    bad: list[str],
+    unknown: list[str],
+    settle: list[str],
+    counted: str,
+) -> RuleResult:
+    """FAIL when anything fails, else UNKNOWN when anything cannot be told, else PASS; the evidence
+    lists failures first, then unknowns, then what qualifies — all of it."""
+    status: Status = "fail" if bad else "unknown" if unknown else "pass"
+    summary = counted
+    if len(bad) == 1:
+        summary = bad[0]
+    elif not bad and len(unknown) == 1:
+        summary = unknown[0]
+    return RuleResult(
+        req.name, lot, status, desc, [counted, *bad, *unknown, *ok], summary, sorted(set(settle)) if unknown else []
+    )
+
+
 def _version(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", v))
 
@@ -266,48 +326,90 @@ def _versions(req: Requirement, lot: Lot) -> RuleResult:
     have = sw.driver_version if req.name == "driver" else sw.cuda_driver_version
     desc = f"{req.name} ≥ {rule.min}"
     if have is None:
-        return RuleResult(req.name, lot.name, "unknown", desc, [f"{req.name} version not recorded by this source"])
+        return RuleResult(
+            req.name,
+            lot.name,
+            "unknown",
+            desc,
+            [f"{req.name} version not recorded by this source"],
+            f"{req.name} version not recorded by this source",
+            [SETTLE["driver"]],
+        )
     ok = _version(have) >= _version(rule.min)
-    return RuleResult(req.name, lot.name, "pass" if ok else "fail", desc, [f"{req.name} {have}"])
+    summary = f"{req.name} {have} {'≥' if ok else '<'} {rule.min}"
+    return RuleResult(req.name, lot.name, "pass" if ok else "fail", desc, [f"{req.name} {have}"], summary)
+
+
+def _sold_gb(memory_bytes: int) -> float:
+    """Memory as vendors sell it, in decimal GB: 81559 MiB → 85.5 GB, which an "80 GB" card is."""
+    return memory_bytes / 1e9
 
 
 def _gpus(req: Requirement, lot: Lot) -> RuleResult:
     rule = req.rule
     assert isinstance(rule, GpusRule)
+    need_gb = rule.min_memory_gb if rule.min_memory_gb is not None else rule.min_memory_gib
     bits = [f"≥ {rule.min_count} GPUs"]
     if rule.model:
         bits.append(f"model {rule.model}")
-    if rule.min_memory_gib:
-        bits.append(f"≥ {rule.min_memory_gib:g} GiB each")
+    if need_gb:
+        bits.append(f"≥ {need_gb:g} GB each (as sold)")
     desc = ", ".join(bits)
-    gpus = lot.topo.snapshot.gpus
-    good: list[Gpu] = []
+    topo = lot.topo
+    good: list[str] = []
     unknown: list[str] = []
     bad: list[str] = []
-    for g in gpus:
-        why = []
+    settle: list[str] = []
+    for g in topo.snapshot.gpus:
+        gid = f"gpu{g.index}"
+        alive = gpu_usable(topo, gid)
+        if not alive.yes:
+            bad.append(f"{gid}: not counted: {alive.why()}")
+            continue
+        why: list[str] = []
+        unsure: list[str] = []
+        name, derived = gpu_model_name(g)
         if rule.model:
-            if g.name is None:
-                unknown.append(f"gpu{g.index}: model not recorded")
-                continue
-            if not fnmatch.fnmatch(g.name.lower(), rule.model.lower()):
-                why.append(f"model {g.name}")
-        if rule.min_memory_gib:
+            if name is None:
+                unsure.append("model not recorded")
+                settle.append(SETTLE["gpu_model"])
+            elif not fnmatch.fnmatch(name.lower(), rule.model.lower()):
+                why.append(f"model {name}" + (" (derived from the PCI device id)" if derived else ""))
+        if need_gb:
             if g.memory_total_bytes is None:
-                unknown.append(f"gpu{g.index}: memory not recorded")
-                continue
-            if g.memory_total_bytes / 2**30 < rule.min_memory_gib:
-                why.append(f"{g.memory_total_bytes / 2**30:.0f} GiB")
+                unsure.append("memory not recorded")
+                settle.append(SETTLE["gpu_memory"])
+            elif _sold_gb(g.memory_total_bytes) < need_gb * 0.99:
+                mib = g.memory_total_bytes / 2**20
+                why.append(f"{mib:.0f} MiB = {_sold_gb(g.memory_total_bytes):.1f} GB < {need_gb:g} GB")
         if why:
-            bad.append(f"gpu{g.index}: {', '.join(why)}")
+            bad.append(f"{gid}: {', '.join(why)}")
+        elif unsure:
+            unknown.append(f"{gid}: {', '.join(unsure)}")
         else:
-            good.append(g)
-    evidence = [f"{len(good)} of {len(gpus)} GPUs qualify", *bad[:8], *unknown[:4]]
-    if len(good) >= rule.min_count:
-        return RuleResult("gpus", lot.name, "pass", desc, evidence)
-    if len(good) + len(unknown) >= rule.min_count:
-        return RuleResult("gpus", lot.name, "unknown", desc, evidence)
-    return RuleResult("gpus", lot.name, "fail", desc, evidence)
+            label = f"{gid}: {name or 'model not recorded'}"
+            if derived and name:
+                label += " (derived from the PCI device id)"
+            if need_gb and g.memory_total_bytes is not None:
+                label += f", {g.memory_total_bytes / 2**20:.0f} MiB"
+            good.append(label)
+    n_good, n_unknown = len(good), len(unknown)
+    status: Status
+    if n_good >= rule.min_count:
+        status, summary = "pass", f"{n_good} GPUs qualify ≥ {rule.min_count}"
+    elif n_good + n_unknown >= rule.min_count:
+        status, summary = "unknown", f"{n_good} GPUs qualify, {n_unknown} cannot be told; {rule.min_count} needed"
+    else:
+        status, summary = "fail", f"{n_good} GPUs qualify < {rule.min_count} needed"
+    return RuleResult(
+        "gpus",
+        lot.name,
+        status,
+        desc,
+        [summary, *bad, *unknown, *good],
+        summary,
+        sorted(set(settle)) if status == "unknown" else [],
+    )
 
 
 def _gpu_set(lot: Lot, steps: list[str] | None) -> list[str]:
@@ -315,10 +417,9 @@ def _gpu_set(lot: Lot, steps: list[str] | None) -> list[str]:
         missing = [s for s in steps if s not in lot.step_gpus]
         if missing and not lot.step_gpus:
             raise TopomapError(f"rule names steps {', '.join(steps)} but no --flow was given", hint="pass --flow FLOW")
-        out = sorted({g for s in steps for g in lot.step_gpus.get(s, [])})
-        return out
+        return sorted({g for s in steps for g in lot.step_gpus.get(s, [])}, key=natural_key)
     if lot.step_gpus:
-        return sorted({g for gs in lot.step_gpus.values() for g in gs})
+        return sorted({g for gs in lot.step_gpus.values() for g in gs}, key=natural_key)
     return [f"gpu{g.index}" for g in lot.topo.snapshot.gpus]
 
 
@@ -329,106 +430,136 @@ def _gpu_links(req: Requirement, lot: Lot) -> RuleResult:
     desc = "GPUs pairwise on NVLink" if rule.min == "nvlink" else f"GPUs pairwise NVLink or P2P within {rule.min}"
     if rule.steps:
         desc += f" (steps {', '.join(rule.steps)})"
-    bad, unknown = [], []
+    if len(gpus) < 2:
+        why = f"applies to no GPU pair: {len(gpus)} GPU(s) in scope"
+        return RuleResult("gpu_links", lot.name, "fail", desc, [why], why)
+    ok, bad, unknown, settle = [], [], [], []
     for i, a in enumerate(gpus):
         for b in gpus[i + 1 :]:
-            p = snapshot_pair(lot.topo, a, b)
-            if p is None or p.path is None:
-                unknown.append(f"{a}–{b}: path unknown")
-                continue
-            if p.path.startswith("NV"):
+            nv = nvlink(lot.topo, a, b)
+            if nv.usable.yes:
+                ok.append(f"{a}–{b}: NV{nv.links}")
                 continue
             if rule.min == "nvlink":
-                bad.append(f"{a}–{b}: {p.path} (no NVLink)")
+                if nv.usable.value == "unknown":
+                    unknown.append(f"{a}–{b}: NVLink unknown: {nv.usable.why()}")
+                    settle.append(nv.usable.settle or SETTLE["nvlink"])
+                else:
+                    bad.append(f"{a}–{b}: no usable NVLink: {nv.usable.why()}")
                 continue
-            if class_rank(p.path) > class_rank(rule.min):
-                bad.append(f"{a}–{b}: {p.path} (beyond {rule.min})")
-            elif p.p2p is not None and p.p2p.read is not None and (p.p2p.read != "OK" or p.p2p.write != "OK"):
-                bad.append(f"{a}–{b}: {p.path} but P2P read {p.p2p.read}, write {p.p2p.write}")
-            elif p.p2p is None or p.p2p.read is None:
-                unknown.append(f"{a}–{b}: {p.path}, P2P status not recorded")
+            cls = pcie_path_class(lot.topo, a, b)
+            if cls is None:
+                unknown.append(f"{a}–{b}: PCIe path unknown")
+                settle.append(SETTLE["path"])
+                continue
+            if class_rank(cls) > class_rank(rule.min):
+                bad.append(f"{a}–{b}: {cls} (beyond {rule.min})")
+                continue
+            p2p = pcie_p2p(lot.topo, a, b)
+            if p2p.no and not p2p.assumed:
+                bad.append(f"{a}–{b}: {cls} but {p2p.why()}")
+            elif p2p.assumed or p2p.value == "unknown":
+                unknown.append(f"{a}–{b}: {cls}, P2P status not recorded")
+                settle.append(SETTLE["p2p"])
+            else:
+                ok.append(f"{a}–{b}: {cls}, {p2p.why()}")
+            if nv.usable.value == "unknown" and bad and bad[-1].startswith(f"{a}–{b}"):
+                bad[-1] += f" (NVLink unknown: {SETTLE['nvlink']})"
     pairs = len(gpus) * (len(gpus) - 1) // 2
-    evidence = [f"{pairs - len(bad) - len(unknown)} of {pairs} pairs qualify", *bad[:10], *unknown[:5]]
-    status: Status = "fail" if bad else "unknown" if unknown else "pass"
-    return RuleResult("gpu_links", lot.name, status, desc, evidence)
+    return _result(req, lot.name, desc, ok, bad, unknown, settle, f"{len(ok)} of {pairs} pairs qualify")
 
 
 def _gdr_nic(req: Requirement, lot: Lot) -> RuleResult:
     rule = req.rule
     assert isinstance(rule, GdrNicRule)
-    snap = lot.topo.snapshot
     desc = f"every GPU has a GPUDirect-capable NIC within {rule.max_path}"
     if rule.min_gbit_s:
         desc += f" at ≥ {rule.min_gbit_s:g} Gb/s"
-    bad, unknown, good = [], [], []
-    for gid in _gpu_set(lot, rule.steps):
-        best: tuple[int, str, Any] | None = None
-        for n in snap.nics:
-            if not n.rdma or n.gdr is False:
-                continue
-            p = snapshot_pair(lot.topo, gid, f"nic{n.index}")
-            if p is None or p.path is None:
-                continue
-            r = class_rank(p.path)
-            if best is None or r < best[0]:
-                best = (r, p.path, n)
-        if best is None:
-            bad.append(f"{gid}: no RDMA NIC recorded")
+    gpus = _gpu_set(lot, rule.steps)
+    if not gpus:
+        return RuleResult("gdr_nic", lot.name, "fail", desc, ["applies to no GPU"], "applies to no GPU")
+    ok, bad, unknown, settle = [], [], [], []
+    for gid in gpus:
+        alive = gpu_usable(lot.topo, gid)
+        if not alive.yes:
+            bad.append(f"{gid}: {alive.why()}")
             continue
-        r, path, nic = best
-        if r > class_rank(rule.max_path):
-            bad.append(f"{gid}: nearest NIC {nic.name} is {path}")
+        choice = nearest_nic(lot.topo, gid)
+        nic = choice.nic
+        if nic is None:
+            bad.append(f"{gid}: {choice.gdr.why()}")
+            continue
+        if choice.path is None:
+            unknown.append(f"{gid}: {choice.gdr.why()}")
+            settle.append(choice.gdr.settle or SETTLE["nic"])
+            continue
+        if class_rank(choice.path) > class_rank(rule.max_path):
+            bad.append(f"{gid}: nearest usable NIC {nic.name} is {choice.path}")
+            continue
+        if choice.gdr.no:
+            bad.append(f"{gid}: {choice.gdr.why()}")
             continue
         if rule.min_gbit_s:
             if nic.speed_gbit_s is None:
-                unknown.append(f"{gid}: NIC {nic.name} ({path}) speed not recorded")
+                unknown.append(f"{gid}: NIC {nic.name} ({choice.path}) speed not recorded")
+                settle.append(SETTLE["nic_speed"])
                 continue
             if nic.speed_gbit_s < rule.min_gbit_s:
-                bad.append(f"{gid}: NIC {nic.name} ({path}) runs at {nic.speed_gbit_s:g} Gb/s")
+                bad.append(f"{gid}: NIC {nic.name} ({choice.path}) runs at {nic.speed_gbit_s:g} Gb/s")
                 continue
-        good.append(f"{gid}: {nic.name} {path}")
-    status: Status = "fail" if bad else "unknown" if unknown else "pass"
-    return RuleResult("gdr_nic", lot.name, status, desc, [*bad[:8], *unknown[:4], *good[:8]])
+        ok.append(f"{gid}: {nic.name} {choice.path}")
+    return _result(req, lot.name, desc, ok, bad, unknown, settle, f"{len(ok)} of {len(gpus)} GPUs qualify")
 
 
 def _same_numa(req: Requirement, lot: Lot) -> RuleResult:
     rule = req.rule
     assert isinstance(rule, SameNumaRule)
-    snap = lot.topo.snapshot
     desc = f"GPUs of step(s) {', '.join(rule.steps)} share a NUMA node"
-    gpus = {f"gpu{g.index}": g for g in snap.gpus}
-    bad, unknown, evidence = [], [], []
+    ok, bad, unknown, settle = [], [], [], []
     for step in rule.steps:
         ids = lot.step_gpus.get(step, [])
         if not ids:
             continue
-        nodes = {gid: gpus[gid].numa_node for gid in ids}
+        nodes = {gid: _numa_label(lot, gid) for gid in ids}
         if any(v is None for v in nodes.values()):
             unknown.append(f"{step}: NUMA node of {', '.join(k for k, v in nodes.items() if v is None)} unknown")
+            settle.append(SETTLE["numa"])
         elif len(set(nodes.values())) > 1:
-            bad.append(f"{step}: " + ", ".join(f"{k} on NUMA {v}" for k, v in nodes.items()))
+            bad.append(f"{step}: " + ", ".join(f"{k} on {v}" for k, v in nodes.items()))
         else:
-            evidence.append(f"{step}: all on NUMA {next(iter(nodes.values()))}")
-    status: Status = "fail" if bad else "unknown" if unknown else "pass"
-    return RuleResult("same_numa", lot.name, status, desc, [*bad, *unknown, *evidence])
+            ok.append(f"{step}: all on {next(iter(nodes.values()))}")
+    if not ok and not bad and not unknown:
+        why = "applies to no GPU: the steps place nothing on this lot's GPUs"
+        return RuleResult("same_numa", lot.name, "fail", desc, [why], why)
+    return _result(req, lot.name, desc, ok, bad, unknown, settle, f"{len(ok)} of {len(rule.steps)} step(s) qualify")
+
+
+def _numa_label(lot: Lot, gid: str) -> str | None:
+    """The NUMA node serving a GPU, in words, from the one function that decides it."""
+    g = lot.topo.gpu(gid)
+    if g is None or g.numa_node is None:
+        return None
+    node = memory_node(lot.topo, gid)
+    return str(lot.topo.graph.nodes[node].get("label")) if node is not None else f"NUMA {g.numa_node}"
 
 
 def _fabric(req: Requirement, lot: Lot) -> RuleResult:
     desc = "NVLink fabric ready (state completed, clique set)"
-    bad, unknown = [], []
-    for g in lot.topo.snapshot.gpus:
-        f = g.fabric
-        if f is None:
-            unknown.append(f"gpu{g.index}: fabric not recorded")
-        elif f.state != "completed":
-            bad.append(f"gpu{g.index}: fabric {f.state or 'unknown'}")
-        elif not f.clique_id:
-            bad.append(f"gpu{g.index}: fabric completed but clique id 0 (never registered)")
-        elif f.status not in (None, "success"):
-            bad.append(f"gpu{g.index}: fabric status {f.status}")
-    status: Status = "fail" if bad else "unknown" if unknown else "pass"
-    ok = len(lot.topo.snapshot.gpus) - len(bad) - len(unknown)
-    return RuleResult("fabric_ready", lot.name, status, desc, [f"{ok} GPU(s) ready", *bad[:8], *unknown[:4]])
+    ok, bad, unknown, settle = [], [], [], []
+    gpus = lot.topo.snapshot.gpus
+    if not gpus:
+        return RuleResult("fabric_ready", lot.name, "fail", desc, ["applies to no GPU"], "applies to no GPU")
+    for g in gpus:
+        gid = f"gpu{g.index}"
+        ans = fabric_ready(lot.topo, gid)
+        if ans.yes:
+            ok.append(f"{gid}: {ans.why()}")
+        elif ans.no:
+            bad.append(f"{gid}: {ans.why()}")
+        else:
+            unknown.append(f"{gid}: {ans.why()}")
+            settle.append(ans.settle or SETTLE["fabric"])
+    return _result(req, lot.name, desc, ok, bad, unknown, settle, f"{len(ok)} of {len(gpus)} GPU(s) ready")
 
 
 def _arrows(req: Requirement, fmap: FlowMap) -> RuleResult:
@@ -442,28 +573,44 @@ def _arrows(req: Requirement, fmap: FlowMap) -> RuleResult:
         and (rule.from_step is None or a.src_step == rule.from_step)
         and (rule.to_step is None or a.dst_step == rule.to_step)
     ]
-    bad, unknown = [], []
+    ok, bad, unknown, settle = [], [], [], []
     if isinstance(rule, ArrowBandwidthRule):
         desc = f"every {rule.medium or ''} arrow ≥ {rule.min_gbps:g} GB/s".replace("  ", " ")
         for a in arrows:
-            if a.bandwidth_gbps is None:
-                unknown.append(f"{a.src} → {a.dst}: bandwidth unknown ({a.medium})")
-            elif a.bandwidth_gbps < rule.min_gbps:
-                bad.append(f"{a.src} → {a.dst}: {a.bandwidth_gbps:g} GB/s {a.bandwidth_source} over {a.medium}")
+            name = f"{a.src}→{a.dst}"
+            if a.medium == "unknown":
+                unknown.append(f"{name}: medium unknown ({'; '.join(a.notes[:1])})")
+                settle.append(a.settle or SETTLE["nvlink"])
+            elif a.bandwidth_gbps is None:
+                unknown.append(f"{name}: bandwidth unknown ({a.medium})")
+            elif a.bandwidth_gbps >= rule.min_gbps:
+                ok.append(f"{name}: {_bw(a)}")
+            elif a.lower_bound:
+                unknown.append(f"{name}: {_bw(a)} (a lower bound), which does not settle ≥ {rule.min_gbps:g}")
+                settle.append(SETTLE["nvlink_links"])
+            else:
+                bad.append(f"{name}: {_bw(a)} < {rule.min_gbps:g} over {a.medium}")
     else:
         desc = f"every {rule.medium or ''} arrow done in ≤ {rule.max_seconds:g} s".replace("  ", " ")
         for a in arrows:
+            name = f"{a.src}→{a.dst}"
             if a.seconds is None:
-                unknown.append(f"{a.src} → {a.dst}: time unknown (no volume or bandwidth)")
-            elif a.seconds > rule.max_seconds:
-                bad.append(f"{a.src} → {a.dst}: {a.seconds:.3g} s over {a.medium}")
-    status: Status = "fail" if bad else "unknown" if unknown else "pass"
-    ok = len(arrows) - len(bad) - len(unknown)
+                unknown.append(f"{name}: time unknown (no volume or bandwidth)")
+            elif a.seconds <= rule.max_seconds:
+                ok.append(f"{name}: {a.seconds:.3g} s" + (" at most" if a.lower_bound else ""))
+            elif a.lower_bound:
+                unknown.append(f"{name}: at most {a.seconds:.3g} s (the bandwidth is a lower bound)")
+                settle.append(SETTLE["nvlink_links"])
+            else:
+                bad.append(f"{name}: {a.seconds:.3g} s > {rule.max_seconds:g} s over {a.medium}")
     if not arrows:
-        return RuleResult(req.name, fmap.flow.name, status, desc, ["no arrow of the flow matches this rule"])
-    return RuleResult(
-        req.name, fmap.flow.name, status, desc, [f"{ok} of {len(arrows)} arrows qualify", *bad[:10], *unknown[:5]]
-    )
+        why = "applies to nothing: no arrow of the flow matches this rule"
+        return RuleResult(req.name, fmap.flow.name, "fail", desc, [why], why)
+    return _result(req, fmap.flow.name, desc, ok, bad, unknown, settle, f"{len(ok)} of {len(arrows)} arrows qualify")
+
+
+def _bw(a: MappedArrow) -> str:
+    return ("≥ " if a.lower_bound else "") + f"{fmt_gbps(a.bandwidth_gbps)} GB/s {a.bandwidth_source}"
 
 
 _EVAL = {

@@ -59,14 +59,15 @@ NVLINK_GBPS_PER_LINK: Final[dict[int, float]] = {1: 20.0, 2: 25.0, 3: 25.0, 4: 2
 #: GA102 (RTX 3090 / A6000 / A40) NVLink 3.x bridge: 14.0625 GB/s per link per direction.
 NVLINK_GA102_GBPS_PER_LINK: Final[float] = 14.0625
 
-#: PCIe per-lane rate per direction after line encoding, GB/s, by generation.
+#: PCIe per-lane rate per direction after line encoding, GB/s, by generation: GT/s × encoding / 8
+#: (8b/10b for Gen1-2, 128b/130b for Gen3-5, FLIT 242/256 for Gen6). Gen5 x16 = 63.0 GB/s.
 PCIE_GBPS_PER_LANE: Final[dict[int, float]] = {
-    1: 0.25,
-    2: 0.5,
-    3: 0.985,
-    4: 1.969,
-    5: 3.938,
-    6: 7.56,
+    1: 2.5 * 8 / 10 / 8,
+    2: 5.0 * 8 / 10 / 8,
+    3: 8.0 * 128 / 130 / 8,
+    4: 16.0 * 128 / 130 / 8,
+    5: 32.0 * 128 / 130 / 8,
+    6: 64.0 * 242 / 256 / 8,
 }
 
 #: Transfer rate per lane in GT/s by generation (sysfs and NCCL speak in GT/s).

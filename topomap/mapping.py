@@ -1,26 +1,33 @@
 """Mapping a flow onto machines: each arrow gets a medium, a route, a class and a bandwidth.
 
-The rules are DESIGN.md's "How an arrow gets its medium": same device → local; two GPUs of a
-host → GPU link over NVLink/NVSwitch, else PCIe peer-to-peer where P2P read and write are OK,
-else staged through host memory (with the reason); GPU ↔ host memory → host memory over the
-GPU's PCIe path (C2C on Grace-class parts); different hosts → one NVLink fabric clique
-(MNNVL), else the network through the NIC nearest each endpoint.
+The rules are DESIGN.md's "How an arrow gets its medium", and every fact they rest on comes from
+``topomap.graph.evidence`` (the same functions check, show, diff and render ask). Each rule returns
+a small :class:`Decision`; one function turns a decision into a :class:`MappedArrow`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
 from topomap.flow import Flow, FlowArrow, FlowError, Placement, bind
-from topomap.graph import BandwidthSource, Topology, pcie_leg, route, snapshot_pair, snapshot_path, tree_parents
-from topomap.links import class_rank, nic_bandwidth_gbps
-from topomap.model import Gpu, Nic, Snapshot
+from topomap.graph import BandwidthSource, Topology, numa_of, pcie_leg
+from topomap.graph.evidence import (
+    SETTLE,
+    UNKNOWN_BW,
+    Bandwidth,
+    fabric_ready,
+    gpu_link,
+    gpu_usable,
+    nearest_nic,
+    nic_link_layer,
+    pcie_path_class,
+)
+from topomap.links import nic_bandwidth_gbps
+from topomap.model import Snapshot
 
-Medium = Literal["gpu-link", "host-memory", "network", "local"]
-New = Callable[..., "MappedArrow"]
-NCCL_P2P_LEVELS = ("PIX", "PXB")
+Medium = Literal["gpu-link", "host-memory", "network", "local", "unknown"]
+MEDIA: tuple[Medium, ...] = ("gpu-link", "host-memory", "network", "local", "unknown")
 
 
 @dataclass
@@ -40,6 +47,11 @@ class MappedArrow:
     notes: list[str] = field(default_factory=list)
     both_ways: bool = False
     label: str | None = None  # the flow arrow's own label, e.g. "activations (cross-node)"
+    bandwidth_basis: str = ""  # how the figure was obtained ("18 links × 26.6 GB/s per link (driver-reported)")
+    lower_bound: bool = False  # the bandwidth is at least this much
+    assumptions: list[str] = field(default_factory=list)  # rules assumed where the source was silent
+    candidates: list[str] = field(default_factory=list)  # for an unknown medium: what it could be
+    settle: str | None = None  # for an unknown: the command whose output would decide it
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -53,11 +65,16 @@ class MappedArrow:
             "route": self.route,
             "bandwidth_gbps": self.bandwidth_gbps,
             "bandwidth_source": self.bandwidth_source,
+            "bandwidth_basis": self.bandwidth_basis,
+            "lower_bound": self.lower_bound,
             "volume_bytes": self.volume_bytes,
             "seconds": self.seconds,
             "both_ways": self.both_ways,
             "label": self.label,
             "notes": self.notes,
+            "assumptions": self.assumptions,
+            "candidates": self.candidates,
+            "settle": self.settle,
         }
 
 
@@ -69,7 +86,7 @@ class FlowMap:
     def summary(self) -> list[dict[str, object]]:
         """Per medium: how many arrows, and the slowest one."""
         out: list[dict[str, object]] = []
-        for medium in ("gpu-link", "host-memory", "network", "local"):
+        for medium in MEDIA:
             arrows = [a for a in self.arrows if a.medium == medium]
             if not arrows:
                 continue
@@ -88,6 +105,21 @@ class FlowMap:
         return out
 
 
+@dataclass(frozen=True)
+class Decision:
+    """What a rule decided for one arrow, before it becomes a MappedArrow."""
+
+    medium: Medium
+    via: str
+    path: str | None
+    route: tuple[str, ...]
+    bandwidth: Bandwidth = UNKNOWN_BW
+    reasons: tuple[str, ...] = ()
+    assumptions: tuple[str, ...] = ()
+    candidates: tuple[str, ...] = ()
+    settle: str | None = None
+
+
 def gpus_of(topos: dict[str, Topology | None]) -> dict[str, list[tuple[str, str | None, str | None]] | None]:
     return {
         h: None if t is None else [(f"gpu{g.index}", g.uuid, g.pci_bus_id) for g in t.snapshot.gpus]
@@ -100,72 +132,78 @@ def map_flow(flow: Flow, topos: dict[str, Topology | None]) -> FlowMap:
     missing = [h for h in flow.spec.hosts if h not in topos]
     if missing:
         raise FlowError(f"{flow.path}: host {missing[0]!r} is not bound to a snapshot or to null")
-    return FlowMap(flow=flow, arrows=[_map(a, topos) for a in flow.arrows])
+    return FlowMap(flow=flow, arrows=[_arrow(a, _decide(a, topos)) for a in flow.arrows])
 
 
-def _finish(a: FlowArrow, m: MappedArrow) -> MappedArrow:
+def _arrow(a: FlowArrow, d: Decision) -> MappedArrow:
+    """The one place a decision becomes an arrow: notes once each, time from volume and bandwidth."""
+    bw = d.bandwidth
+    m = MappedArrow(
+        a.src_step,
+        a.dst_step,
+        a.src.label(),
+        a.dst.label(),
+        d.medium,
+        d.via,
+        d.path,
+        list(d.route),
+        bw.gbps,
+        bw.source if bw.gbps is not None else "unknown",
+        notes=list(dict.fromkeys([*d.reasons, *d.assumptions])),
+        both_ways=a.both_ways,
+        label=a.label,
+        bandwidth_basis=bw.basis if bw.gbps is not None else "",
+        lower_bound=bw.lower_bound,
+        assumptions=list(dict.fromkeys(d.assumptions)),
+        candidates=list(d.candidates),
+        settle=d.settle,
+    )
     m.volume_bytes = a.volume_bytes
     if a.volume_bytes is not None and m.bandwidth_gbps:
         m.seconds = round(a.volume_bytes / (m.bandwidth_gbps * 1e9), 6)
-    m.both_ways = a.both_ways
-    m.label = a.label
+        if m.lower_bound:
+            m.notes.append("the time is an upper bound (the bandwidth is a lower bound)")
     return m
-
-
-def _map(a: FlowArrow, topos: dict[str, Topology | None]) -> MappedArrow:
-    s, d = a.src, a.dst
-
-    def new(
-        medium: Medium,
-        via: str,
-        path: str | None,
-        rt: list[str],
-        bw: float | None,
-        src: BandwidthSource,
-        notes: list[str],
-    ) -> MappedArrow:
-        return _finish(
-            a, MappedArrow(a.src_step, a.dst_step, s.label(), d.label(), medium, via, path, rt, bw, src, notes=notes)
-        )
-
-    if s == d or (s.host == d.host and s.kind == d.kind == "host"):
-        topo = topos.get(s.host)
-        node = s.host
-        if topo is not None:
-            node = s.gpu or "" if s.kind == "gpu" else _memory_node(topo, s, None, [])
-        return new("local", "local", None, [_q(s.host, node)], None, "unknown", ["same device"])
-    if s.host == d.host:
-        topo = topos[s.host]
-        if topo is None:
-            return new(
-                "host-memory",
-                "unknown",
-                None,
-                [s.host],
-                None,
-                "unknown",
-                [f"{s.host} has no snapshot: its internal paths are unknown"],
-            )
-        return _same_host(a, topo, new)
-    return _cross_host(a, topos, new)
 
 
 def _q(host: str, node: str) -> str:
     return f"{host}/{node}"
 
 
-def _gpu(topo: Topology, gid: str) -> Gpu:
-    return next(g for g in topo.snapshot.gpus if f"gpu{g.index}" == gid)
+def _qs(host: str, nodes: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(_q(host, n) for n in nodes)
 
 
-def _numa_of(topo: Topology, node: str) -> str | None:
-    parents = tree_parents(topo)
-    cur: str | None = node
-    while cur is not None and cur != "host":
-        if topo.graph.nodes[cur].get("kind") == "numa":
-            return cur
-        cur = parents.get(cur)
-    return None
+def _decide(a: FlowArrow, topos: dict[str, Topology | None]) -> Decision:
+    s, d = a.src, a.dst
+    if s == d or (s.host == d.host and s.kind == d.kind == "host"):
+        topo = topos.get(s.host)
+        node = s.host
+        if topo is not None:
+            node = s.gpu or "" if s.kind == "gpu" else _memory_node(topo, s, None, [])
+        return Decision("local", "local", None, (_q(s.host, node),), reasons=("same device",))
+    for p in (s, d):
+        topo = topos.get(p.host)
+        if p.kind == "gpu" and topo is not None and p.gpu and not gpu_usable(topo, p.gpu).yes:
+            return Decision(
+                "unknown",
+                "unknown",
+                None,
+                (_q(p.host, p.gpu),),
+                reasons=(f"cannot map this arrow: {gpu_usable(topo, p.gpu).why()}",),
+            )
+    if s.host == d.host:
+        topo = topos[s.host]
+        if topo is None:
+            return Decision(
+                "host-memory",
+                "unknown",
+                None,
+                (s.host,),
+                reasons=(f"{s.host} has no snapshot: its internal paths are unknown",),
+            )
+        return _same_host(a, topo)
+    return _cross_host(a, topos)
 
 
 def _memory_node(topo: Topology, p: Placement, near: str | None, notes: list[str]) -> str:
@@ -175,7 +213,7 @@ def _memory_node(topo: Topology, p: Placement, near: str | None, notes: list[str
         if node not in topo.graph:
             raise FlowError(f"{p.label()}: the snapshot has no NUMA node {p.numa}")
         return node
-    local = _numa_of(topo, near) if near else None
+    local = numa_of(topo, near) if near else None
     if local is not None:
         what = "storage" if p.kind == "storage" else "host memory"
         notes.append(f"{what} taken on {near}'s own NUMA node ({local}); pin buffers there")
@@ -187,15 +225,14 @@ def _memory_node(topo: Topology, p: Placement, near: str | None, notes: list[str
     return local
 
 
-def _pcie_leg(topo: Topology, a: str, b: str) -> tuple[list[str], float | None, list[str]]:
-    nodes, bw, _, notes = pcie_leg(topo, a, b)
-    return nodes, bw, notes
+def _pcie_bw(bw: float | None) -> Bandwidth:
+    return Bandwidth(bw, "spec", "PCIe lanes × per-lane rate at the narrowest link (nominal)") if bw else UNKNOWN_BW
 
 
-def _same_host(a: FlowArrow, topo: Topology, new: New) -> MappedArrow:
+def _same_host(a: FlowArrow, topo: Topology) -> Decision:
     s, d, host = a.src, a.dst, a.src.host
     if s.kind == "gpu" and d.kind == "gpu":
-        return _gpu_pair(a, topo, new)
+        return _gpu_pair(a, topo)
     notes: list[str] = []
     if s.kind == "gpu" or d.kind == "gpu":
         gp, other = (s, d) if s.kind == "gpu" else (d, s)
@@ -203,194 +240,156 @@ def _same_host(a: FlowArrow, topo: Topology, new: New) -> MappedArrow:
         if other.kind == "host":
             other = Placement(host=host, kind="memory")
         mem = _memory_node(topo, other, gid, notes)
-        gpu = _gpu(topo, gid)
-        nodes, bw, leg_notes = _pcie_leg(topo, gid, mem)
+        gpu = topo.gpu(gid)
+        nodes, bw, _, leg_notes = pcie_leg(topo, gid, mem)
         notes += leg_notes
-        if gpu.gpu_numa_node is not None:
+        rt = _qs(host, nodes if s.kind == "gpu" else nodes[::-1])
+        if gpu is not None and gpu.gpu_numa_node is not None:
             notes.append("Grace-class GPU: host memory over NVLink-C2C (rate not in the reference tables)")
-            return new("host-memory", "c2c", None, [_q(host, n) for n in nodes], None, "unknown", notes)
-        if bw is None:
-            notes.append("PCIe link speeds not recorded by this source")
-        path = _gpu_host_class(topo, gid, mem)
-        rt = [_q(host, n) for n in (nodes if s.kind == "gpu" else nodes[::-1])]
-        return new("host-memory", "pcie", path, rt, bw, "spec" if bw is not None else "unknown", notes)
+            return Decision("host-memory", "c2c", None, rt, reasons=tuple(notes))
+        path = "SYS" if numa_of(topo, gid) not in (mem, None) else "PHB"
+        return Decision("host-memory", "pcie", path, rt, _pcie_bw(bw), tuple(notes))
     # memory/storage ↔ memory/storage on one host
     ms = _memory_node(topo, s if s.kind != "host" else Placement(host=host, kind="memory"), None, notes)
     md = _memory_node(topo, d if d.kind != "host" else Placement(host=host, kind="memory"), None, notes)
     if ms == md:
-        return new("local", "local", None, [_q(host, ms)], None, "unknown", [*notes, "same NUMA node"])
-    nodes, _, leg = _pcie_leg(topo, ms, md)
-    return new("host-memory", "smp", "SYS", [_q(host, n) for n in nodes], None, "unknown", notes + leg)
+        return Decision("local", "local", None, (_q(host, ms),), reasons=(*notes, "same NUMA node"))
+    nodes, _, _, leg = pcie_leg(topo, ms, md)
+    return Decision("host-memory", "smp", "SYS", _qs(host, nodes), reasons=(*notes, *leg))
 
 
-def _gpu_host_class(topo: Topology, gid: str, mem: str) -> str:
-    return "SYS" if _numa_of(topo, gid) not in (mem, None) else "PHB"
-
-
-def _gpu_pair(a: FlowArrow, topo: Topology, new: New) -> MappedArrow:
+def _gpu_pair(a: FlowArrow, topo: Topology) -> Decision:
     host = a.src.host
     ga, gb = a.src.gpu or "", a.dst.gpu or ""
-    r = route(topo, ga, gb)
-    rt = [_q(host, n) for n in r.nodes]
-    if r.via in ("nvlink", "nvswitch"):
-        return new("gpu-link", r.via, r.path, rt, r.bandwidth_gbps, r.bandwidth_source, list(r.notes))
-    pair = snapshot_pair(topo, ga, gb)
-    p2p = pair.p2p if pair else None
-    cuda = pair.cuda if pair else None
-    notes: list[str] = list(r.notes)
-    ok: bool | None
-    if p2p is not None and p2p.read is not None and p2p.write is not None:
-        ok = p2p.read == "OK" and p2p.write == "OK"
-        reason = f"P2P read {p2p.read}, write {p2p.write}"
-    else:
-        ok = None
-        reason = "P2P status not recorded by this source"
-    if cuda is not None and cuda.can_access_peer is False:
-        ok, reason = False, reason + "; cuDeviceCanAccessPeer = 0"
-    if ok is None:
-        ok = r.path in NCCL_P2P_LEVELS
-        notes.append(
-            f"{reason}: assumed NCCL's rule (PCIe P2P only up to PXB); this pair is {r.path}"
-            + (" → peer-to-peer assumed" if ok else " → staged through host memory")
+    link = gpu_link(topo, ga, gb)
+    assumed = tuple(r for r in link.p2p.reasons if link.p2p.assumed) if link.via != "nvlink" else ()
+    reasons = tuple(r for r in link.reasons if r not in assumed)
+    if link.medium == "gpu-link" and link.via in ("nvlink", "nvswitch"):
+        nv = link.nvlink
+        return Decision("gpu-link", nv.via, nv.path, _qs(host, nv.nodes), nv.bandwidth, reasons)
+    cls = pcie_path_class(topo, ga, gb)
+    nodes, bw, _, leg_notes = pcie_leg(topo, ga, gb)
+    if link.medium == "gpu-link":  # PCIe peer-to-peer
+        return Decision("gpu-link", "pcie-p2p", cls, _qs(host, nodes), _pcie_bw(bw), (*reasons, *leg_notes), assumed)
+    if link.medium == "unknown":
+        return Decision(
+            "unknown",
+            "unknown",
+            cls,
+            _qs(host, nodes),
+            UNKNOWN_BW,
+            (*reasons, *leg_notes),
+            assumed,
+            link.candidates,
+            link.settle,
         )
-    if ok:
-        if not any("assumed" in n for n in notes):
-            notes.append(reason)
-        return new("gpu-link", "pcie-p2p", r.path, rt, r.bandwidth_gbps, r.bandwidth_source, notes)
     # staged: GPU A → its host memory → GPU B
-    mem = _numa_of(topo, ga) or "host"
-    n1, bw1, l1 = _pcie_leg(topo, ga, mem)
-    n2, bw2, l2 = _pcie_leg(topo, mem, gb)
+    mem = numa_of(topo, ga) or "host"
+    n1, bw1, _, l1 = pcie_leg(topo, ga, mem)
+    n2, bw2, _, l2 = pcie_leg(topo, mem, gb)
     bws = [b for b in (bw1, bw2) if b is not None]
-    if not any("assumed" in n for n in notes):
-        notes.append(f"staged through host memory: {reason}")
-    notes += [n for n in l1 + l2 if n not in notes]
-    bw = min(bws) if bws else None
-    if bw is None:
-        notes.append("PCIe link speeds not recorded by this source")
-    return new(
+    why = tuple(f"staged through host memory: {r}" for r in reasons if r not in assumed) or ()
+    if assumed:
+        why = (*why, "staged through host memory (by the assumed rule)")
+    return Decision(
         "host-memory",
         "pcie",
-        r.path,
-        [_q(host, n) for n in n1 + n2[1:]],
-        bw,
-        "spec" if bw is not None else "unknown",
-        notes,
+        cls,
+        _qs(host, n1 + n2[1:]),
+        _pcie_bw(min(bws) if len(bws) == 2 else None),
+        (*why, *l1, *l2),
+        assumed,
     )
 
 
 # --- across hosts ----------------------------------------------------------------------------
 
 
-def _nearest_nic(topo: Topology, node: str) -> tuple[Nic | None, str | None]:
-    """The NIC closest to a GPU (best pair class) or on a memory node's NUMA node. Cached."""
-    cache: dict[str, tuple[Nic | None, str | None]] = topo.cache.setdefault("nearest_nic", {})
-    if node not in cache:
-        cache[node] = _find_nearest_nic(topo, node)
-    return cache[node]
-
-
-def _find_nearest_nic(topo: Topology, node: str) -> tuple[Nic | None, str | None]:
-    nics = [n for n in topo.snapshot.nics if n.rdma] or list(topo.snapshot.nics)
-    if not nics:
-        return None, None
-    if node.startswith("gpu"):
-        best: tuple[int, int, Nic, str] | None = None
-        for n in nics:
-            cls = snapshot_path(topo, node, f"nic:{n.name}")
-            if cls is None:
-                continue
-            key = (class_rank(cls), n.index)
-            if best is None or key < best[:2]:
-                best = (key[0], key[1], n, cls)
-        if best is not None:
-            return best[2], best[3]
-    numa = node if node.startswith("numa") else _numa_of(topo, node)
-    same = [n for n in nics if numa and f"numa{n.numa_node}" == numa]
-    return (same or nics)[0], None
-
-
 def _fabric_peers(ta: Topology, ga: str, tb: Topology, gb: str) -> bool:
-    """Same NVLink domain: equal cluster UUID and clique id, fabric registered (NCCL's rule).
-    Two flow hosts bound to one snapshot share GPU UUIDs: they stand for two identical
-    machines, whose fabrics are separate."""
-    xa, xb = _gpu(ta, ga), _gpu(tb, gb)
+    """Same NVLink domain: equal cluster UUID and clique id, both fabrics ready (NCCL's rule).
+    Two flow hosts bound to one snapshot share GPU UUIDs: they stand for two identical machines,
+    whose fabrics are separate."""
     if {g.uuid for g in ta.snapshot.gpus if g.uuid} & {g.uuid for g in tb.snapshot.gpus if g.uuid}:
         return False
-    fa, fb = xa.fabric, xb.fabric
-    return bool(
-        fa
-        and fb
-        and fa.state == "completed"
-        and fb.state == "completed"
-        and fa.cluster_uuid
-        and fa.cluster_uuid == fb.cluster_uuid
-        and fa.clique_id == fb.clique_id
-    )
+    if not (fabric_ready(ta, ga).yes and fabric_ready(tb, gb).yes):
+        return False
+    xa, xb = ta.gpu(ga), tb.gpu(gb)
+    fa, fb = (xa.fabric if xa else None), (xb.fabric if xb else None)
+    return bool(fa and fb and fa.cluster_uuid and fa.cluster_uuid == fb.cluster_uuid and fa.clique_id == fb.clique_id)
 
 
-def _fabric_bw(topo: Topology, gid: str) -> float | None:
+def _fabric_bw(topo: Topology, gid: str) -> Bandwidth:
     from topomap.graph import FABRIC
 
     g = topo.graph
     if g.has_edge(gid, FABRIC):
-        bw = g.edges[gid, FABRIC].get("bandwidth_gbps")
-        return float(bw) if bw is not None else None
-    return None
+        e = g.edges[gid, FABRIC]
+        return Bandwidth(
+            e.get("bandwidth_gbps"),
+            e.get("bandwidth_source", "unknown"),
+            str(e.get("bandwidth_basis", "")),
+            bool(e.get("lower_bound", False)),
+        )
+    return UNKNOWN_BW
 
 
-def _cross_host(a: FlowArrow, topos: dict[str, Topology | None], new: New) -> MappedArrow:
+def _cross_host(a: FlowArrow, topos: dict[str, Topology | None]) -> Decision:
     s, d = a.src, a.dst
     ts, td = topos[s.host], topos[d.host]
     notes: list[str] = []
     if s.kind == "gpu" and d.kind == "gpu" and ts and td and _fabric_peers(ts, s.gpu or "", td, d.gpu or ""):
-        bws = [b for b in (_fabric_bw(ts, s.gpu or ""), _fabric_bw(td, d.gpu or "")) if b is not None]
-        bw = min(bws) if len(bws) == 2 else None
+        bws = [_fabric_bw(ts, s.gpu or ""), _fabric_bw(td, d.gpu or "")]
+        known = [b for b in bws if b.gbps is not None]
+        bw = min(known, key=lambda b: b.gbps or 0.0) if len(known) == 2 else UNKNOWN_BW
         notes.append("same NVLink fabric clique (cluster UUID and clique id match): multi-node NVLink")
-        rt = [_q(s.host, s.gpu or ""), "nvlink-fabric", _q(d.host, d.gpu or "")]
-        return new("gpu-link", "mnnvl", "NV", rt, bw, "spec" if bw is not None else "unknown", notes)
-    legs: list[list[str]] = []
+        rt = (_q(s.host, s.gpu or ""), "nvlink-fabric", _q(d.host, d.gpu or ""))
+        return Decision("gpu-link", "mnnvl", "NV", rt, bw, tuple(notes))
+    legs: list[tuple[str, ...]] = []
     caps: list[float] = []
-    kinds: list[str] = []
+    layers: list[str] = []
     unknown = False
     for side, topo, p in (("from", ts, s), ("to", td, d)):
         if topo is None:
             notes.append(f"{p.host} has no snapshot: its NIC and bandwidth are unknown")
-            legs.append([p.host])
+            legs.append((p.host,))
             unknown = True
             continue
         mem_place = p if p.kind != "host" else Placement(host=p.host, kind="memory")
         node = p.gpu if p.kind == "gpu" and p.gpu else _memory_node(topo, mem_place, None, notes)
-        nic, cls = _nearest_nic(topo, node)
+        choice = nearest_nic(topo, node)
+        notes += [f"{p.host}: {r}" for r in choice.reasons]
+        nic = choice.nic
         if nic is None:
-            notes.append(f"{p.host}'s snapshot records no NIC")
-            legs.append([_q(p.host, node)])
+            notes.append(f"{p.host}: {choice.gdr.why() or 'the snapshot records no NIC'}")
+            legs.append((_q(p.host, node),))
             unknown = True
             continue
-        nic_node = f"nic:{nic.name}"
-        nodes, bw, leg = _pcie_leg(topo, node, nic_node)
+        nodes, leg_bw, _, leg = pcie_leg(topo, node, f"nic:{nic.name}")
         notes += leg
-        if bw is not None:
-            caps.append(bw)
+        if leg_bw is not None:
+            caps.append(leg_bw)
         if nic.speed_gbit_s is not None:
             caps.append(nic_bandwidth_gbps(nic.speed_gbit_s))
         else:
-            notes.append(f"{p.host}: speed of NIC {nic.name} not recorded")
+            notes.append(f"{p.host}: speed of NIC {nic.name} not recorded (settle it with {SETTLE['nic_speed']})")
             unknown = True
-        kinds.append(nic.kind)
+        layers.append(nic_link_layer(nic))
         if p.kind == "gpu":
-            if cls in NCCL_P2P_LEVELS and nic.gdr is not False:
-                notes.append(f"GPUDirect RDMA possible on {p.host}: NIC {nic.name} is {cls} to {node}")
+            if choice.gdr.yes:
+                notes.append(f"GPUDirect RDMA possible on {p.host}: {choice.gdr.why()}")
+            elif choice.gdr.no:
+                notes.append(f"no GPUDirect RDMA on {p.host}: {choice.gdr.why()}")
             else:
-                notes.append(
-                    f"no GPUDirect RDMA on {p.host}: NIC {nic.name} is {cls or 'of unknown class'} to {node}; "
-                    "data bounces through host memory"
-                )
-        hop = [_q(p.host, n) for n in nodes]
+                notes.append(f"GPUDirect RDMA on {p.host} unknown: {choice.gdr.why()}")
+        hop = _qs(p.host, nodes)
         legs.append(hop if side == "from" else hop[::-1])
-    via = "infiniband" if kinds and all(k == "infiniband" for k in kinds) else "ethernet" if kinds else "network"
-    bw = None if unknown or not caps else min(caps)
-    return new("network", via, "NET", legs[0] + legs[1], bw, "spec" if bw is not None else "unknown", notes)
+    via = layers[0] if layers and len(set(layers)) == 1 else "network"
+    if via == "rdma":
+        notes.append("NIC link layer not recorded (InfiniBand or RoCE): `ibstat` or `ibv_devinfo` settles it")
+    bw = UNKNOWN_BW
+    if caps and not unknown:
+        bw = Bandwidth(min(caps), "spec", "the narrower of the NICs' line rates and their PCIe legs (nominal)")
+    return Decision("network", via, "NET", legs[0] + legs[1], bw, tuple(notes))
 
 
 def bind_hosts(flow: Flow, probes: list[str]) -> dict[str, Topology | None]:

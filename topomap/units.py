@@ -22,3 +22,16 @@ def fmt_bytes(n: int | None) -> str:
         if n >= f:
             return f"{n / f:g} {unit}"
     return f"{n} B"
+
+
+def fmt_gbps(gbps: float | None) -> str:
+    """A bandwidth with honest precision: 478.1 → "478", 63.015 → "63.0", 0.25 → "0.25"; None → "unknown"."""
+    if gbps is None:
+        return "unknown"
+    if gbps >= 100:
+        return f"{gbps:.0f}"
+    if gbps >= 10:
+        return f"{gbps:.1f}"
+    if gbps >= 1:
+        return f"{gbps:.2f}"
+    return f"{gbps:.3g}"

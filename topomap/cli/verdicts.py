@@ -84,7 +84,7 @@ def check(
     flow_file: Annotated[str | None, typer.Option("--flow", help="The flow the rules speak of.")] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Requirements verdict per rule, with evidence. Exit 0 pass, 1 fail, 2 error."""
+    """Requirements verdict per rule, with evidence. Exit 0 pass, 1 fail, 3 unknown (cannot be told), 2 error."""
     from topomap.check import Lot, read_requirements
     from topomap.check import check as run_check
     from topomap.graph import build
@@ -126,7 +126,7 @@ def check(
     if json_out:
         _print_json(
             {
-                "verdict": "pass" if result.passed else "fail",
+                "verdict": result.status,
                 "summary": result.verdict(),
                 "rules": [r.to_json() for r in result.results],
             }
@@ -135,4 +135,4 @@ def check(
         from topomap.render.terminal import check_view
 
         _console().print(check_view(result))
-    raise typer.Exit(0 if result.passed else 1)
+    raise typer.Exit(result.exit_status)

@@ -348,14 +348,60 @@ def _arrow_cell(a: dict[str, object]) -> Text:
     return Text(text, style=MEDIUM_STYLE.get(str(a.get("medium")), ""))
 
 
+def collapse(lines: list[str]) -> list[str]:
+    """Evidence lines that say the same of several subjects become one:
+    ``gpu0–gpu1: NV18`` … ``gpu6–gpu7: NV18`` → ``28 pairs/items (gpu0–gpu1 … gpu6–gpu7): NV18``."""
+    groups: dict[str, list[str]] = {}
+    order: list[str] = []
+    plain: dict[str, str] = {}
+    for line in lines:
+        subject, sep, rest = line.partition(": ")
+        if not sep or " " in subject:
+            plain[line] = line
+            order.append(line)
+            continue
+        if rest not in groups:
+            groups[rest] = []
+            order.append(rest)
+        groups[rest].append(subject)
+    out: list[str] = []
+    for key in order:
+        if key in plain:
+            out.append(key)
+            continue
+        subjects = groups[key]
+        if len(subjects) == 1:
+            out.append(f"{subjects[0]}: {key}")
+        elif len(subjects) <= 8:
+            out.append(f"{', '.join(subjects)}: {key}")
+        else:
+            out.append(f"{len(subjects)} of them ({subjects[0]}, {subjects[1]} … {subjects[-1]}): {key}")
+    return out
+
+
+#: Evidence lines shown per rule in the terminal; the rest are counted, and --json has them all.
+EVIDENCE_SHOWN = 10
+
+
 def check_view(r: CheckResult) -> RenderableType:
-    """The verdict first, then every rule with its evidence."""
+    """The verdict first, then every rule with the fact that decides it and its evidence."""
     style = {"pass": "green", "fail": "bold red", "unknown": "yellow"}
-    parts: list[RenderableType] = [Text(r.verdict(), style="bold green" if r.passed else "bold red")]
+    head = {"pass": "bold green", "fail": "bold red", "unknown": "bold yellow"}[r.status]
+    parts: list[RenderableType] = [Text(r.verdict(), style=head)]
     for x in r.results:
-        parts.append(Text(f"{x.status.upper():8} {x.rule} [{x.lot}]: {x.description}", style=style[x.status]))
-        for e in x.evidence:
+        line = Text(f"{x.status.upper():8} {x.rule} [{x.lot}]: {x.description}", style=style[x.status])
+        if x.summary and x.status != "pass":
+            line.append(f" — {x.summary}")
+        parts.append(line)
+        lines = collapse([e for e in x.evidence if e != x.summary])
+        shown = lines[:EVIDENCE_SHOWN]
+        for e in shown:
             parts.append(Text(f"           {e}", style="dim"))
+        rest = len(lines) - len(shown)
+        if rest > 0:
+            parts.append(Text(f"           … and {rest} more (--json lists all)", style="dim"))
+        for cmd in x.settle:
+            parts.append(Text(f"           to answer it: {cmd}", style="yellow"))
     return Group(*parts)
 
 

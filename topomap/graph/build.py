@@ -1,0 +1,186 @@
+"""Snapshot → graph: the PCI tree (read, or inferred from path classes), NUMA nodes and the
+inter-socket link, NVLink bundles and the NVSwitch hub.
+
+Nodes: ``host``, ``numa<N>``, PCI nodes ``pci:<bus id>`` (inferred ones ``pci:inferred-…``),
+``gpu<N>``, ``nic:<name>``, ``nvswitch:fabric``. Edges carry ``kind`` (``pcie``, ``nvlink``,
+``smp``, ``attach``), the link facts and ``bandwidth_gbps`` with ``bandwidth_source``.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+
+from topomap.errors import TopomapError
+from topomap.graph.evidence import gpu_pcie_link, nvlink_bundle_bandwidth
+from topomap.graph.infer import infer_tree, numa_node, nvlinks_from_pairs
+from topomap.graph.topology import FABRIC, Topology, gpu_node, nic_node
+from topomap.links import pcie_bandwidth_gbps
+from topomap.model import Gpu, Snapshot
+from topomap.nvlinks import gpu_buses, link_peer
+
+
+def build(snap: Snapshot) -> Topology:
+    """The graph of one host's snapshot (a merged snapshot: build each of ``hosts_of``)."""
+    if snap.source.kind == "merge":
+        raise TopomapError(
+            f"{snap.source.origin}: a merged snapshot holds {len(snap.members)} hosts; this view takes one",
+            hint="name one host, or use a command that reads clusters (show, matrix, render, map, diff, check)",
+        )
+    g = nx.Graph()
+    g.add_node("host", kind="host", label=snap.host.hostname or snap.source.origin, inferred=False)
+    topo = Topology(snapshot=snap, graph=g)
+    for gpu in snap.gpus:
+        g.add_node(gpu_node(gpu), kind="gpu", label=f"GPU{gpu.index}", name=gpu.name or "", inferred=False)
+    for nic in snap.nics:
+        g.add_node(nic_node(nic), kind="nic", label=nic.name, nic_kind=nic.kind, inferred=False)
+    if snap.pci:
+        _tree_from_pci(topo)
+    else:
+        infer_tree(topo)
+    _numa_links(topo)
+    _nvlinks(topo)
+    return topo
+
+
+def pcie_edge(topo: Topology, parent: str, child: str, gen: int | None, width: int | None) -> None:
+    """A PCIe link with its nominal bandwidth (spec) at this generation and width."""
+    bw = pcie_bandwidth_gbps(gen, width)
+    topo.graph.add_edge(
+        parent,
+        child,
+        kind="pcie",
+        gen=gen,
+        width=width,
+        bandwidth_gbps=bw,
+        bandwidth_source="spec" if bw is not None else "unknown",
+    )
+
+
+def _tree_from_pci(topo: Topology) -> None:
+    snap, g = topo.snapshot, topo.graph
+    dev_of: dict[str, str] = {}
+    gpu_of_bus: dict[str, Gpu] = {}
+    for gpu in snap.gpus:
+        if gpu.pci_bus_id:
+            dev_of[gpu.pci_bus_id] = gpu_node(gpu)
+            gpu_of_bus[gpu.pci_bus_id] = gpu
+    for nic in snap.nics:
+        if nic.pci_bus_id and nic.pci_bus_id not in dev_of:
+            dev_of[nic.pci_bus_id] = nic_node(nic)
+    by_id = {d.id: d for d in snap.pci}
+
+    def node(pid: str) -> str:
+        return dev_of.get(pid, f"pci:{pid}")
+
+    for d in snap.pci:
+        n = node(d.id)
+        if n not in g:
+            g.add_node(n, kind=d.kind, label=d.id, inferred=d.inferred)
+        if d.parent is None:
+            g.add_edge(numa_node(topo, d.numa_node), n, kind="attach")
+            continue
+        parent = node(d.parent)
+        if parent not in g:
+            pd = by_id.get(d.parent)
+            g.add_node(parent, kind=pd.kind if pd else "bridge", label=d.parent, inferred=False)
+        gen, width = d.link_gen, d.link_width
+        leaf = gpu_of_bus.get(d.id)
+        if leaf is not None:
+            # a GPU's own link: the trained width at the highest generation (idle GPUs drop their speed)
+            link = gpu_pcie_link(leaf)
+            gen = link.gen if link.gen is not None else gen
+            width = link.width if link.width is not None else width
+        pcie_edge(topo, parent, n, gen, width)
+        if leaf is not None and gpu_pcie_link(leaf).downtrained:
+            g.edges[parent, n]["note"] = gpu_pcie_link(leaf).note
+
+    def chain(pid: str) -> list[str]:
+        out: list[str] = []
+        cur: str | None = pid
+        seen: set[str] = set()
+        while cur is not None and cur not in seen:
+            seen.add(cur)
+            out.append(node(cur))
+            cur = by_id[cur].parent if cur in by_id else None
+        return out[::-1]
+
+    for gpu in snap.gpus:
+        if gpu.pci_bus_id in by_id:
+            topo.chains[gpu_node(gpu)] = chain(gpu.pci_bus_id)
+            topo.locality[gpu_node(gpu)] = gpu.numa_node
+    for nic in snap.nics:
+        nn = nic_node(nic)
+        if nic.pci_bus_id in by_id:
+            topo.chains[nn] = chain(nic.pci_bus_id)
+        elif nic.numa_node is not None:
+            g.add_edge(numa_node(topo, nic.numa_node), nn, kind="attach")
+            topo.chains[nn] = [f"numa{nic.numa_node}:direct", nn]
+        topo.locality[nn] = nic.numa_node
+    for dev in list(topo.chains):
+        if dev not in g or g.degree(dev) == 0:
+            g.add_edge(numa_node(topo, topo.locality.get(dev)), dev, kind="attach")
+
+
+def _numa_links(topo: Topology) -> None:
+    """Inter-socket (SMP) links between NUMA nodes; bandwidth unknown (no source measures it)."""
+    numas = sorted(n for n, d in topo.graph.nodes(data=True) if d.get("kind") == "numa")
+    for i, a in enumerate(numas):
+        for b in numas[i + 1 :]:
+            topo.graph.add_edge(a, b, kind="smp", bandwidth_gbps=None, bandwidth_source="unknown")
+
+
+def _nvlinks(topo: Topology) -> None:
+    """NVLink bundles from the links the source lists (a switch's links summed into one hub), or from
+    the pairs' NV# counts when the source lists no links or cannot say what a link reaches."""
+    snap, g = topo.snapshot, topo.graph
+    buses = gpu_buses(snap.gpus)
+    by_id = {gpu_node(x): x for x in snap.gpus}
+    listed = [x for x in snap.gpus if x.nvlinks and not x.lost]
+    # a link that names neither a peer bus nor a peer type (nvidia-smi nvlink -s) does not say switch
+    blind = any(
+        link.active and link.remote_type is None and link.remote_pci_bus_id is None
+        for x in listed
+        for link in x.nvlinks
+    )
+    if not listed or blind:
+        nvlinks_from_pairs(topo, by_id)
+        return
+    for gpu in listed:
+        counts: dict[str, int] = {}
+        for link in gpu.nvlinks:
+            if not link.active:
+                continue
+            peer = link_peer(link, buses)
+            if peer is None or peer == gpu_node(gpu):
+                continue  # a CPU link (IBM NPU), or a link to itself (seen in an Azure NCCL file)
+            if peer == "switch":
+                peer = FABRIC  # the switches act as one crossbar: one hub, links summed
+            elif by_id.get(peer) is not None and by_id[peer].lost:
+                continue
+            counts[peer] = counts.get(peer, 0) + 1
+        for peer, n in counts.items():
+            if peer == FABRIC and peer not in g:
+                n_sw = len(snap.nvswitches)
+                label = f"NVSwitch ×{n_sw}" if n_sw > 1 else "NVSwitch"
+                if snap.nvswitches and all(sw.pci_bus_id is None for sw in snap.nvswitches):
+                    label = "NVSwitch fabric (switches not visible to this host)"
+                g.add_node(peer, kind="nvswitch", label=label, switches=n_sw, inferred=False)
+            if peer.startswith("gpu") and g.has_edge(gpu_node(gpu), peer):
+                continue
+            nvlink_edge(topo, gpu_node(gpu), peer, n, gpu)
+
+
+def nvlink_edge(topo: Topology, a: str, b: str, count: int, ga: Gpu) -> None:
+    """An NVLink bundle of ``count`` links, its bandwidth from the one function that decides it."""
+    bw = nvlink_bundle_bandwidth(ga, count, topo.snapshot)
+    topo.graph.add_edge(
+        a,
+        b,
+        kind="nvlink",
+        count=count,
+        generation=bw.generation,
+        bandwidth_gbps=bw.gbps,
+        bandwidth_source=bw.source,
+        bandwidth_basis=bw.basis,
+        lower_bound=bw.lower_bound,
+    )

@@ -1,0 +1,172 @@
+"""Path queries over a Topology: tree parents, the NUMA node above a device, the PCIe leg between
+two nodes with its narrowest link, the structural PCIe class, and ``route`` (which asks the
+evidence functions whether NVLink is usable, so it never disagrees with map or check)."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
+
+from topomap.graph.topology import BandwidthSource, Leg, Topology, natural_key, snapshot_path
+from topomap.pathclass import classify_chains
+
+
+@dataclass(frozen=True)
+class Route:
+    """How data gets from one endpoint to another on one host."""
+
+    a: str
+    b: str
+    nodes: tuple[str, ...]
+    path: str | None  # NV<n>, PIX … SYS, or None when unknown
+    via: str  # "nvlink", "nvswitch", "pcie", "local"
+    bandwidth_gbps: float | None
+    bandwidth_source: BandwidthSource
+    bottleneck: tuple[str, str] | None = None
+    notes: tuple[str, ...] = ()
+
+
+def tree_parents(topo: Topology) -> dict[str, str]:
+    """Parent of each node in the host → NUMA → PCI tree (NVLink and SMP edges ignored)."""
+    if topo.index.parents is not None:
+        return topo.index.parents
+    g = topo.graph
+    parent: dict[str, str] = {}
+    seen = {"host"}
+    frontier = ["host"]
+    while frontier:
+        nxt: list[str] = []
+        for u in frontier:
+            for v in sorted(g.neighbors(u), key=natural_key):
+                if v in seen or g.edges[u, v].get("kind") in ("nvlink", "smp"):
+                    continue
+                seen.add(v)
+                parent[v] = u
+                nxt.append(v)
+        frontier = nxt
+    topo.index.parents = parent
+    return parent
+
+
+def numa_of(topo: Topology, node: str) -> str | None:
+    """The NUMA node (graph id) above a device in the tree, or None."""
+    parents = tree_parents(topo)
+    cur: str | None = node
+    seen: set[str] = set()
+    while cur is not None and cur != "host" and cur not in seen:
+        seen.add(cur)
+        if topo.graph.nodes[cur].get("kind") == "numa":
+            return cur
+        cur = parents.get(cur)
+    return None
+
+
+def structural_class(topo: Topology, a: str, b: str) -> str | None:
+    """PCIe class of two devices computed from the graph's structure alone."""
+    ca, cb = topo.chains.get(a), topo.chains.get(b)
+    if not ca or not cb:
+        return None
+    return classify_chains(ca, cb, topo.locality.get(a), topo.locality.get(b))
+
+
+def _pcie_view(g: nx.Graph) -> Any:
+    return nx.subgraph_view(g, filter_edge=lambda u, v: g.edges[u, v].get("kind") != "nvlink")
+
+
+def has_pcie_route(topo: Topology, a: str, b: str) -> bool:
+    return a in topo.graph and b in topo.graph and bool(nx.has_path(_pcie_view(topo.graph), a, b))
+
+
+def pcie_leg(topo: Topology, a: str, b: str) -> tuple[list[str], float | None, tuple[str, str] | None, list[str]]:
+    """Tree route between two nodes over PCIe (and the inter-socket link), its narrowest known PCIe
+    link (GB/s, spec) and notes that say what limits it or what is unknown. Cached per topology."""
+    legs = topo.index.legs
+    if (a, b) not in legs:
+        legs[(a, b)] = _leg(topo, a, b)
+    nodes, bw, neck, notes = legs[(a, b)]
+    return list(nodes), bw, neck, list(notes)
+
+
+def _leg(topo: Topology, a: str, b: str) -> Leg:
+    g = topo.graph
+    if not has_pcie_route(topo, a, b):
+        return (a, b), None, None, (f"no PCIe route between {a} and {b} in the snapshot",)
+    nodes = list(nx.shortest_path(_pcie_view(g), a, b))
+    edges = list(itertools.pairwise(nodes))
+    pcie_edges = [e for e in edges if g.edges[e].get("kind") == "pcie"]
+    bw, _, neck = narrowest(g, pcie_edges)
+    notes: list[str] = []
+    if bw is not None and any(g.edges[e].get("bandwidth_gbps") is None for e in pcie_edges):
+        notes.append("some PCIe links on the route have no recorded speed: the figure is an upper bound")
+    if neck is not None:
+        notes.append(bottleneck_note(g, neck))
+    for e in pcie_edges:
+        note = g.edges[e].get("note")
+        if note:
+            notes.append(str(note))
+    if any(g.edges[e].get("kind") == "smp" for e in edges):
+        notes.append("crosses the inter-socket link (bandwidth not recorded by any source)")
+    if bw is None and pcie_edges:
+        notes.append("PCIe link speeds not recorded by this source")
+    return tuple(nodes), bw, neck, tuple(dict.fromkeys(notes))
+
+
+def narrowest(
+    g: nx.Graph, edges: list[tuple[str, str]]
+) -> tuple[float | None, BandwidthSource, tuple[str, str] | None]:
+    best: tuple[float, tuple[str, str]] | None = None
+    for e in edges:
+        bw = g.edges[e].get("bandwidth_gbps")
+        if bw is None:
+            continue
+        if best is None or bw < best[0]:
+            best = (bw, e)
+    if best is None:
+        return None, "unknown", None
+    return best[0], "spec", best[1]
+
+
+def bottleneck_note(g: nx.Graph, edge: tuple[str, str]) -> str:
+    """Which PCIe link limits a route, and a warning when it looks like a VM's virtual bridge."""
+    e = g.edges[edge]
+    gen, width = e.get("gen"), e.get("width")
+    note = f"narrowest link: PCIe Gen{gen} x{width} ({_words(edge[0])} – {_words(edge[1])})"
+    if gen is not None and width is not None and gen <= 1 and width <= 1:
+        note += "; a Gen1 x1 link on a GPU path is usually a VM's virtual bridge, not the real link"
+    return note
+
+
+def _words(node: str) -> str:
+    """A node id in words: inferred parts are called inferred."""
+    if node.startswith("pci:inferred-hb-"):
+        return "host bridge (inferred)"
+    if node.startswith("pci:inferred-sw-"):
+        return "PCIe switch (inferred)"
+    if node.startswith("pci:inferred-port-"):
+        return "switch port (inferred)"
+    return node[4:] if node.startswith("pci:") else node
+
+
+def route(topo: Topology, a_ref: str, b_ref: str) -> Route:
+    """Route, class and narrowest link between two endpoints of one host. Between two GPUs the
+    NVLink route is taken only where the evidence says NVLink is usable; otherwise PCIe."""
+    from topomap.graph.evidence import nvlink, pcie_path_class
+
+    a, b = topo.endpoint(a_ref), topo.endpoint(b_ref)
+    if a == b:
+        return Route(a, b, (a,), None, "local", None, "unknown")
+    if a.startswith("gpu") and b.startswith("gpu"):
+        nv = nvlink(topo, a, b)
+        if nv.usable.yes:
+            bw = nv.bandwidth
+            return Route(a, b, nv.nodes, nv.path, nv.via, bw.gbps, bw.source, None, (bw.basis,) if bw.basis else ())
+    leg, bw_pcie, neck, notes = pcie_leg(topo, a, b)
+    pcie_class = pcie_path_class(topo, a, b)
+    if pcie_class is None:
+        own = snapshot_path(topo, a, b)
+        pcie_class = own if own is not None and not own.startswith("NV") else None
+    source: BandwidthSource = "spec" if bw_pcie is not None else "unknown"
+    return Route(a, b, tuple(leg), pcie_class, "pcie", bw_pcie, source, neck, tuple(notes))
