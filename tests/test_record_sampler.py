@@ -26,7 +26,10 @@ def test_peak_memory_and_when_it_happened_on_each_card() -> None:
     m.gpus = m.gpus[:2]
     fake = ScriptedNvml(
         m,
-        memory={0: [1 * GIB, 30 * GIB, 61 * GIB, 61 * GIB, 20 * GIB], 1: [1 * GIB, 2 * GIB, 3 * GIB, 40 * GIB, 5 * GIB]},
+        memory={
+            0: [1 * GIB, 30 * GIB, 61 * GIB, 61 * GIB, 20 * GIB],
+            1: [1 * GIB, 2 * GIB, 3 * GIB, 40 * GIB, 5 * GIB],
+        },
         util={0: [(0, 0), (50, 10), (100, 40), (90, 30), (0, 0)], 1: [(0, 0), (0, 0), (20, 5), (80, 60), (0, 0)]},
     )
     s = _sample(fake, 5)

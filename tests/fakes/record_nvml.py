@@ -56,10 +56,7 @@ class ScriptedNvml(FakeNvml):
 
     def nvmlDeviceGetMemoryInfo(self, h: _Handle, version: Any = None) -> Any:
         mem = super().nvmlDeviceGetMemoryInfo(h, version)
-        if isinstance(h, _MigHandle):
-            curve = self.mig_memory.get((h.index, h.slot))
-        else:
-            curve = self.memory.get(h.index)
+        curve = self.mig_memory.get((h.index, h.slot)) if isinstance(h, _MigHandle) else self.memory.get(h.index)
         mem.used = _at(curve, self.step) if curve else 0
         return mem
 
