@@ -57,12 +57,45 @@ class ArrowSpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, rename
     label: str | None = None
 
 
+class AssemblySpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """The final assembly step: its duration, where it runs, whether it waits for every unit."""
+
+    duration: str | float | None = None  # "10 min"; a bare number is refused (no unit)
+    on: str | None = None  # a flow host or step name, e.g. "workstation"
+    waits_for_all: bool = True  # False: results are assembled as they arrive
+    rule: str | None = None  # e.g. "concatenate in input order"
+
+
+class LimitsSpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Shared limits: storage read/write rate ("2 GB/s") and a cap on concurrent tasks (a licence)."""
+
+    storage_read: str | None = None
+    storage_write: str | None = None
+    max_concurrent: int | None = None
+
+
+class SplitSpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """One task split over several cards (coordinated): exchange rounds per task and each card's
+    data per round (default: the volume of the flow's arrows into its `exchange` step)."""
+
+    steps: int
+    exchange: str | None = None  # "64 MiB" per card per round
+
+
 class WorkSpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     unit: str | None = None  # what one unit of computation is
     delivers: str | None = None  # what the work delivers
-    assembly: str | None = None  # the assembly rule
+    assembly: str | AssemblySpec | None = None  # the assembly rule (text), or the assembly step
     count: int | None = None  # how many units
-    duration: str | None = None  # e.g. "40 min" per unit
+    duration: str | float | None = None  # e.g. "40 min" per unit
+    durations: list[str | float] | None = None  # one duration per unit, in input order
+    durations_csv: str | None = None  # CSV of per-unit durations, relative to the flow file
+    cards_per_task: int = 1  # cards one task occupies
+    memory_per_task: str | None = None  # memory one task needs (on one card, or over cards_per_task)
+    duplicated_memory: str | None = None  # part of it every card holding the task keeps whole (replicated state)
+    includes_transfers: bool = False  # durations already include the unit's input and output transfers
+    split: SplitSpec | None = None  # how one task splits over cards (coordinated arrangement)
+    limits: LimitsSpec | None = None
 
 
 class FlowSpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -134,10 +167,15 @@ _FIELDS = {
     "step": ["kind", "on", "label", "note"],
     "arrow": ["from", "to", "volume", "pattern", "label"],
     "work": list(WorkSpec.__struct_fields__),
+    "work.assembly": list(AssemblySpec.__struct_fields__),
+    "work.limits": list(LimitsSpec.__struct_fields__),
+    "work.split": list(SplitSpec.__struct_fields__),
 }
 
 
 def _known(where: str) -> list[str]:
+    if ".work." in where and where.split(".work.")[1].split(".")[0] in ("assembly", "limits", "split"):
+        return _FIELDS["work." + where.split(".work.")[1].split(".")[0]]
     kind = "step" if ".steps." in where else "arrow" if ".arrows[" in where else "work" if ".work" in where else "$"
     return _FIELDS[kind]
 
@@ -163,6 +201,10 @@ def flow_from_doc(doc: YamlDoc) -> Flow:
     flow = Flow(name=spec.flow, path=origin, spec=spec, lines=doc.lines)
     flow.host_files = dict(spec.hosts)
     _validate(flow)
+    if spec.work is not None:
+        from topomap.work import work_of  # durations, sizes, rates and the CSV, with lines
+
+        work_of(flow)
     return flow
 
 

@@ -1,0 +1,72 @@
+"""Command on a flow's work: plan."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from topomap.cli import JsonOpt, ProbeOpt, _console, _guard, _print_json, _write, app
+from topomap.errors import TopomapError
+
+GANTT_FORMATS = ("svg", "png")
+
+
+def _card_counts(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        counts = [int(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise TopomapError(f"--cards {text!r}: not a list of card counts", hint="e.g. --cards 1,2,4") from None
+    if not counts or any(k < 1 for k in counts):
+        raise TopomapError(f"--cards {text!r}: card counts are 1 or more", hint="e.g. --cards 1,2,4")
+    return counts
+
+
+@app.command()
+@_guard
+def plan(
+    flow_file: Annotated[str, typer.Argument(help="Flow file (YAML) with a `work:` block.")],
+    probe: ProbeOpt = None,
+    cards: Annotated[
+        str | None,
+        typer.Option("--cards", help="Card counts to plan, e.g. 1,2,4 (default: 1 to every card of the lot)."),
+    ] = None,
+    gantt: Annotated[
+        int | None, typer.Option("--gantt", help="Draw the Gantt charts of this card count (default: the largest).")
+    ] = None,
+    output: Annotated[
+        str | None, typer.Option("-o", "--output", help="Also draw the Gantt charts: OUT.svg or .png")
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """The flow's work on 1…N cards: one card, even split, longest-first, shared queue, coordinated —
+    parallel part, transfers, assembly, total, idle, speed-up and memory fit. A calculation."""
+    from topomap.flow import read_flow
+    from topomap.mapping import bind_hosts
+    from topomap.plan import plan_flow
+
+    counts = _card_counts(cards)
+    if output is not None:
+        fmt = Path(output).suffix.lower().lstrip(".")
+        if fmt not in GANTT_FORMATS:
+            raise TopomapError(f"-o {output}: a Gantt chart is drawn as .svg or .png")
+    flow = read_flow(flow_file)
+    result = plan_flow(flow, bind_hosts(flow, probe or []), counts)
+    if gantt is not None and gantt not in {a.k for a in result.arrangements}:
+        have = ", ".join(str(k) for k in sorted({a.k for a in result.arrangements}))
+        raise TopomapError(f"--gantt {gantt}: no arrangement of {gantt} cards in this plan", hint=f"planned: {have}")
+    if output is not None:
+        from topomap.render.gantt import gantt_image
+
+        _write(output, gantt_image(result, Path(output).suffix.lower().lstrip("."), gantt))
+        print(f"wrote {output}", file=sys.stderr)
+    if json_out:
+        _print_json(result.to_json())
+        return
+    from topomap.render.plan_view import plan_view
+
+    _console().print(plan_view(result, gantt))

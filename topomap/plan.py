@@ -1,0 +1,250 @@
+"""`topomap plan`: the flow's work under each arrangement of 1…N cards of the lot — a calculation
+from the user's stated assumptions and the arrows mapped on the real machine, never a measurement.
+
+For each card count k: everything on one card (k = cards per task), an even static split in the
+given order, longest-first, a shared queue, and a coordinated split (one task over all k cards,
+paying an exchange per step). Each says its parallel part, transfers, assembly, total, idle
+card-minutes, speed-up over one card and whether a task fits in each card's memory.
+
+Public API for `check` and `diff`: :func:`plan_flow`, :func:`best_total_seconds`,
+:func:`plan_changes`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from topomap.errors import TopomapError
+from topomap.plan_costs import SETTLE_MEMORY, CardMemory, Leg, cards_of, lot_of
+from topomap.plan_sched import Lane
+from topomap.units import fmt_bytes, fmt_seconds
+from topomap.work import Unit, Work, work_of
+
+if TYPE_CHECKING:
+    from topomap.flow import Flow
+    from topomap.graph import Topology
+
+PLAN_SCHEMA = "topomap.plan/1"
+Verdict = Literal["fits", "does not fit", "unknown"]
+NOMINAL_MARGIN = 0.03  # a need within 3 % of a size read from a GPU's name is too close to call
+
+
+def fmt_span(sec: float | None) -> str:
+    """720 → "12 min", 3490 → "58.2 min", 0.021 → "21.0 ms"; None → "unknown"."""
+    if sec is None:
+        return "unknown"
+    if sec >= 60:
+        return f"{sec / 60:.1f}".removesuffix(".0") + " min"
+    return fmt_seconds(sec)
+
+
+@dataclass
+class MemoryFit:
+    """Does one card hold its part of a task? Per card, the smallest card used decides."""
+
+    verdict: Verdict
+    needed_bytes: int | None  # per card
+    card_bytes: int | None  # the smallest card used
+    card: str | None
+    source: str  # of card_bytes: "snapshot", "derived …", "unknown"
+    reason: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "verdict": self.verdict,
+            "needed_bytes_per_card": self.needed_bytes,
+            "card_bytes": self.card_bytes,
+            "card": self.card,
+            "card_bytes_source": self.source,
+            "reason": self.reason,
+        }
+
+
+@dataclass
+class Arrangement:
+    """One way of running the work on ``k`` cards; seconds are calculated (see the plan's assumptions)."""
+
+    k: int
+    kind: str  # "one card", "even-static", "longest-first", "shared-queue", "coordinated"
+    slots: list[list[str]]  # the cards of each slot, e.g. [["gpu0"], ["gpu1"]]
+    lanes: list[Lane]
+    parallel_s: float
+    transfers_s: float | None  # transfer seconds on the lane that finishes last (None: part unknown)
+    exchange_s: float | None  # coordinated only: exchange seconds on that lane
+    assembly_s: float | None
+    total_s: float
+    idle_card_s: float  # card-seconds idle during the parallel part
+    idle_assembly_card_s: float  # card-seconds idle while the assembly runs
+    fit: MemoryFit
+    speedup: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def idle_cards(self) -> list[str]:
+        """Cards of the lot the arrangement leaves without work."""
+        return [] if self.kind == "one card" else [c for s in self.slots[len(self.lanes) :] for c in s]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "cards": self.k,
+            "arrangement": self.kind,
+            "slots": self.slots,
+            "parallel_s": self.parallel_s,
+            "transfers_s": self.transfers_s,
+            "exchange_s": self.exchange_s,
+            "assembly_s": self.assembly_s,
+            "total_s": self.total_s,
+            "idle_card_s": self.idle_card_s,
+            "idle_during_assembly_card_s": self.idle_assembly_card_s,
+            "speedup": self.speedup,
+            "memory_fit": self.fit.to_json(),
+            "notes": self.notes,
+            "lanes": [
+                {
+                    "cards": self.slots[ln.slot],
+                    "end_s": ln.end,
+                    "bars": [{"unit": b.unit, "kind": b.kind, "start_s": b.start, "end_s": b.end} for b in ln.bars],
+                }
+                for ln in self.lanes
+            ],
+        }
+
+
+@dataclass
+class PlanResult:
+    """The plan of one flow on one lot. Pure data; ``to_json()`` is the `plan --json` document."""
+
+    flow: str
+    lot: str
+    cards_available: list[str]
+    units: list[Unit]
+    unit_source: str
+    cards_per_task: int
+    arrangements: list[Arrangement]
+    legs: list[Leg]
+    memory: list[CardMemory]
+    includes_transfers: bool
+    assumptions: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    exchange_how: str | None = None
+
+    def best(self) -> Arrangement | None:
+        ok = [a for a in self.arrangements if a.fit.verdict != "does not fit"]
+        return min(ok, key=lambda a: (round(a.total_s, 6), a.k)) if ok else None
+
+    def to_json(self) -> dict[str, object]:
+        best = self.best()
+        return {
+            "schema": PLAN_SCHEMA,
+            "kind": "calculation",
+            "flow": self.flow,
+            "lot": self.lot,
+            "cards_available": self.cards_available,
+            "cards_per_task": self.cards_per_task,
+            "units": [{"name": u.name, "seconds": u.seconds, "source": "assumed"} for u in self.units],
+            "unit_source": self.unit_source,
+            "durations_include_transfers": self.includes_transfers,
+            "per_unit_transfers": [
+                {
+                    "direction": lg.direction,
+                    "other": lg.other,
+                    "card": lg.card,
+                    "volume_bytes": lg.volume_bytes,
+                    "medium": lg.medium,
+                    "via": lg.via,
+                    "bandwidth_gbps": lg.bandwidth_gbps,
+                    "bandwidth_source": lg.bandwidth_source,
+                    "seconds": lg.seconds(),
+                }
+                for lg in self.legs
+            ],
+            "card_memory": [{"card": m.card, "bytes": m.total_bytes, "source": m.source} for m in self.memory],
+            "exchange_model": self.exchange_how,
+            "arrangements": [a.to_json() for a in self.arrangements],
+            "best": None if best is None else {"cards": best.k, "arrangement": best.kind, "total_s": best.total_s},
+            "assumptions": self.assumptions,
+            "warnings": self.warnings,
+            "skipped": self.skipped,
+        }
+
+
+def best_total_seconds(result: PlanResult) -> float | None:
+    """The shortest total of an arrangement whose tasks do not fail to fit (fit unknown counts), or None."""
+    best = result.best()
+    return None if best is None else best.total_s
+
+
+def plan_changes(a: PlanResult, b: PlanResult) -> list[str]:
+    """How the plan changes from lot A to lot B, and why: one human line per change."""
+    from topomap.plan_compare import changes
+
+    return changes(a, b)
+
+
+def plan_flow(flow: Flow, topos: dict[str, Topology | None], cards: list[int] | None = None) -> PlanResult:
+    """Plan a bound flow (``topos`` from :func:`topomap.mapping.bind_hosts`) for ``cards`` card
+    counts (default 1…N, N the GPUs of the lot)."""
+    from topomap.plan_build import build_plan
+
+    work = work_of(flow)
+    if work is None or not work.units:
+        raise TopomapError(
+            f"{flow.path}: the flow's work has no units to plan",
+            hint="add under work: count: 8 and duration: 12 min (or durations: […] or durations_csv: FILE)",
+        )
+    lot = lot_of(flow)
+    topo = topos.get(lot)
+    if topo is None:
+        raise TopomapError(f"{flow.path}: host {lot} has no snapshot", hint=f"--probe {lot}=SNAPSHOT")
+    have = cards_of(flow, topo, lot)
+    if not have:
+        raise TopomapError(f"{flow.path}: {lot}'s snapshot has no usable GPU to plan on")
+    counts = sorted(set(cards)) if cards else list(range(1, len(have) + 1))
+    too_many = [k for k in counts if k > len(have) or k < 1]
+    if too_many:
+        raise TopomapError(
+            f"--cards {too_many[0]}: {lot} has {len(have)} usable card(s)",
+            hint=f"choose from 1 to {len(have)}, e.g. --cards 1,{len(have)}",
+        )
+    return build_plan(flow, topos, lot, have, counts, work)
+
+
+def memory_fit(work: Work, memory: dict[str, CardMemory], used: list[str], holders: int, lot_cards: int) -> MemoryFit:
+    """Fit of one task's share on each used card: duplicated state + the rest ÷ ``holders`` cards."""
+    if work.memory_per_task_bytes is None:
+        return MemoryFit("unknown", None, None, None, "unknown", "memory_per_task not given in the work block")
+    dup = work.duplicated_bytes
+    need = dup + (work.memory_per_task_bytes - dup) // holders
+    mems = [memory[c] for c in used]
+    unknown = [m for m in mems if m.total_bytes is None]
+    if unknown:
+        return MemoryFit(
+            "unknown", need, None, unknown[0].card, "unknown",
+            f"{unknown[0].card}'s memory is not in the snapshot; `{SETTLE_MEMORY}` settles it",
+        )  # fmt: skip
+    small = min(mems, key=lambda m: m.total_bytes or 0)
+    have = small.total_bytes or 0
+    shared = f"; each card keeps its own copy of the duplicated {fmt_bytes(dup)}" if dup and holders > 1 else ""
+    if small.source != "snapshot" and abs(need - have) <= NOMINAL_MARGIN * have:
+        return MemoryFit(
+            "unknown", need, have, small.card, small.source,
+            f"needs {fmt_bytes(need)} per card, within 3 % of {small.card}'s nominal {fmt_bytes(have)}; "
+            f"`{SETTLE_MEMORY}` settles it",
+        )  # fmt: skip
+    if need > have:
+        total = sum(m.total_bytes or 0 for m in memory.values())
+        alone = (
+            f"; the lot's {lot_cards} cards hold {fmt_bytes(total)} together, but cards do not pool memory"
+            if holders == 1 and total >= need
+            else ""
+        )
+        return MemoryFit(
+            "does not fit", need, have, small.card, small.source,
+            f"does not fit: needs {fmt_bytes(need)} per card, {small.card} has {fmt_bytes(have)}{alone}{shared}",
+        )  # fmt: skip
+    return MemoryFit(
+        "fits", need, have, small.card, small.source,
+        f"fits: {fmt_bytes(need)} per card of {fmt_bytes(have)} ({small.card}){shared}",
+    )  # fmt: skip

@@ -1,0 +1,213 @@
+"""Building a plan: per card count, the arrangements, their lanes and their sums (see plan.py)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from topomap.plan import Arrangement, MemoryFit, PlanResult, fmt_span, memory_fit
+from topomap.plan_costs import card_memory, exchange_seconds, exchange_volume, shared_costs, unit_legs
+from topomap.plan_sched import SCHEDULERS, Lane, SlotCost, one_slot
+from topomap.work import Work
+
+if TYPE_CHECKING:
+    from topomap.flow import Flow
+    from topomap.graph import Topology
+    from topomap.plan_costs import Leg
+
+
+class _Ctx:
+    """What every arrangement of one plan shares."""
+
+    def __init__(self, flow: Flow, topos: dict[str, Topology | None], lot: str, have: list[str], work: Work) -> None:
+        self.flow, self.topos, self.lot, self.have, self.work = flow, topos, lot, have, work
+        self.seconds = [u.seconds for u in work.units]
+        topo = topos[lot]
+        assert topo is not None
+        self.memory = {c: card_memory(topo, c) for c in have}
+        self.legs: list[Leg] = unit_legs(flow, topos, lot, have, work)
+        self.warnings: list[str] = []
+        self.assembly_s = work.assembly.seconds if work.assembly else None
+
+    def warn(self, text: str) -> None:
+        if text not in self.warnings:
+            self.warnings.append(text)
+
+    def costs(self, used: list[str]) -> dict[str, tuple[float | None, float | None]]:
+        """Per-unit (input, output) seconds of each used card when all of them move data at once."""
+        if self.work.includes_transfers:
+            return {c: (0.0, 0.0) for c in used}
+        out: dict[str, tuple[float | None, float | None]] = {}
+        for cc in shared_costs(self.legs, used, self.work):
+            out[cc.card] = (cc.input_s, cc.output_s)
+            if cc.input_s is None or cc.output_s is None:
+                for lg in self.legs:
+                    if lg.card == cc.card and lg.seconds() is None:
+                        self.warn(f"transfer time unknown, excluded from totals: {lg.describe()}")
+        return out
+
+    def finish(
+        self, k: int, kind: str, slots: list[list[str]], lanes: list[Lane], fit: MemoryFit, unknown: bool,
+        exchange_s: float | None = None, notes: list[str] | None = None,
+    ) -> Arrangement:  # fmt: skip
+        parallel = max(ln.end for ln in lanes)
+        last = max(lanes, key=lambda ln: (ln.end, -ln.slot))
+        moved = sum(b.end - b.start for b in last.bars if b.kind in ("input", "output"))
+        transfers = None if unknown else (0.0 if self.work.includes_transfers else moved)
+        total, assembly_s = self._assembly(lanes, parallel)
+        n_cards = k if kind != "one card" else len(slots[0])
+        busy = {i: ln.end for i, ln in enumerate(lanes)}
+        idle = sum((parallel - busy.get(i, 0.0)) * len(s) for i, s in enumerate(slots))
+        return Arrangement(
+            k=k, kind=kind, slots=slots, lanes=lanes, parallel_s=parallel, transfers_s=transfers,
+            exchange_s=exchange_s, assembly_s=assembly_s, total_s=total, idle_card_s=idle,
+            idle_assembly_card_s=(total - parallel) * n_cards, fit=fit, notes=notes or [],
+        )  # fmt: skip
+
+    def _assembly(self, lanes: list[Lane], parallel: float) -> tuple[float, float | None]:
+        a = self.work.assembly
+        if a is None:
+            return parallel, None
+        if a.waits_for_all:
+            return parallel + a.seconds, a.seconds
+        # streaming: one assembler takes each result as it arrives, an equal share of the time each
+        done = sorted(ln.bars[i].end for ln in lanes for i, b in enumerate(ln.bars) if _last_of_unit(ln, i))
+        t, share = 0.0, a.seconds / len(done)
+        for d in done:
+            t = max(t, d) + share
+        return t, a.seconds
+
+
+def slot_cost(costs: dict[str, tuple[float | None, float | None]], cards: list[str]) -> tuple[SlotCost, bool]:
+    """A slot's per-unit transfer seconds: the slowest of its cards; unknown parts count 0 (flagged)."""
+    ins = [costs[c][0] for c in cards]
+    outs = [costs[c][1] for c in cards]
+    unknown = any(x is None for x in ins + outs)
+    known_in = max((x for x in ins if x is not None), default=0.0)
+    known_out = max((x for x in outs if x is not None), default=0.0)
+    return SlotCost(known_in, known_out), unknown
+
+
+def _last_of_unit(ln: Lane, i: int) -> bool:
+    return i + 1 == len(ln.bars) or ln.bars[i + 1].unit != ln.bars[i].unit
+
+
+def build_plan(
+    flow: Flow, topos: dict[str, Topology | None], lot: str, have: list[str], counts: list[int], work: Work
+) -> PlanResult:
+    ctx = _Ctx(flow, topos, lot, have, work)
+    c = work.cards_per_task
+    arrangements: list[Arrangement] = []
+    skipped: list[str] = []
+    exchange_how: str | None = None
+    for k in counts:
+        if k < c:
+            skipped.append(f"{k} card(s): a task needs {c} cards (work.cards_per_task)")
+            continue
+        if k == c:
+            slot = have[:c]
+            cost, unknown = slot_cost(ctx.costs(slot), slot)
+            fit = memory_fit(work, ctx.memory, slot, c, len(have))
+            arrangements.append(ctx.finish(k, "one card", [slot], one_slot(ctx.seconds, cost), fit, unknown))
+        n_slots = k // c
+        cap = work.limits.max_concurrent
+        if cap is not None and n_slots > cap:
+            n_slots = cap
+        if n_slots > 1:
+            arrangements += _independent(ctx, k, n_slots)
+        elif k > c:
+            skipped.append(f"{k} cards independent: only one task at a time (max_concurrent or cards_per_task)")
+        if k > c:
+            coord, how = _coordinated(ctx, k)
+            if coord is None:
+                skipped.append(f"{k} cards coordinated: {how}")
+            else:
+                arrangements.append(coord)
+                exchange_how = how
+    base = next((a for a in arrangements if a.kind == "one card"), None)
+    for a in arrangements:
+        a.speedup = None if base is None or a.total_s <= 0 else base.total_s / a.total_s
+    return PlanResult(
+        flow=flow.name, lot=lot, cards_available=have, units=work.units, unit_source=work.source,
+        cards_per_task=c, arrangements=arrangements, legs=ctx.legs, memory=list(ctx.memory.values()),
+        includes_transfers=work.includes_transfers, assumptions=_assumptions(ctx, exchange_how),
+        warnings=ctx.warnings, skipped=skipped, exchange_how=exchange_how,
+    )  # fmt: skip
+
+
+def _independent(ctx: _Ctx, k: int, n_slots: int) -> list[Arrangement]:
+    c = ctx.work.cards_per_task
+    slots = [ctx.have[i * c : (i + 1) * c] for i in range(k // c)]
+    used = [card for s in slots[:n_slots] for card in s]
+    costs = ctx.costs(used)
+    per_slot = [slot_cost(costs, s) for s in slots[:n_slots]]
+    unknown = any(u for _, u in per_slot)
+    fit = memory_fit(ctx.work, ctx.memory, used, c, len(ctx.have))
+    notes = []
+    if n_slots < k // c:
+        notes.append(f"at most {n_slots} tasks at once (work.limits.max_concurrent): {k - n_slots * c} card(s) wait")
+    out = []
+    for kind, fn in SCHEDULERS.items():
+        lanes = fn(ctx.seconds, [sc for sc, _ in per_slot])
+        out.append(ctx.finish(k, kind, slots, lanes, fit, unknown, notes=notes))
+    return out
+
+
+def _coordinated(ctx: _Ctx, k: int) -> tuple[Arrangement | None, str]:
+    """One task at a time over all k cards: compute ÷ (k / cards_per_task), plus an exchange per step."""
+    work = ctx.work
+    if work.split is None:
+        return None, "how a task splits is not declared (work.split: {steps: N, exchange: SIZE})"
+    cards = ctx.have[:k]
+    vol = exchange_volume(ctx.flow, work)
+    per_step, _, how = exchange_seconds(ctx.flow, ctx.topos, ctx.lot, cards, vol)
+    c = work.cards_per_task
+    base_step, _, _ = exchange_seconds(ctx.flow, ctx.topos, ctx.lot, cards[:c], vol) if c > 1 else (0.0, None, "")
+    if per_step is None:
+        ctx.warn(f"exchange time unknown over {k} cards, excluded from totals: {how}")
+    exch = None if per_step is None else work.split.steps * max(per_step - (base_step or 0.0), 0.0)
+    cost, unknown = slot_cost(ctx.costs(cards), cards)
+    compute = [s * c / k for s in ctx.seconds]
+    lanes = one_slot(compute, SlotCost(cost.input_s, cost.output_s, exch or 0.0))
+    fit = memory_fit(work, ctx.memory, cards, k, len(ctx.have))
+    note = f"{work.split.steps} exchange steps per task of {fmt_span(per_step)} each ({how})"
+    return ctx.finish(k, "coordinated", [cards], lanes, fit, unknown or exch is None, exch, [note]), how
+
+
+def _assumptions(ctx: _Ctx, exchange_how: str | None) -> list[str]:
+    w = ctx.work
+    out = [
+        f"a calculation from the flow's stated work ({len(w.units)} units, durations assumed from {w.source}), "
+        "not a measurement",
+        "a card runs one task at a time, units do not wait for each other, and a unit takes as long on every card",
+    ]
+    if w.includes_transfers:
+        out.append(
+            "durations include each unit's loading and output, timed with one card working: "
+            "cards do not slow each other's loading"
+        )
+    else:
+        out.append(
+            "transfers: per-unit volume = the flow's arrows into (out of) its compute steps ÷ units; all cards of "
+            "an arrangement move data at once (worst case) and share the nodes their routes have in common (model)"
+        )
+        out.append("host memory's own bandwidth is not a limit (a snapshot does not record it)")
+        if w.limits.storage_read_gbps is None and any(lg.other.endswith(":storage") for lg in ctx.legs):
+            out.append("storage read rate not given (work.limits.storage_read): storage is not a shared limit")
+    if w.assembly is not None:
+        where = f" on {w.assembly.on}" if w.assembly.on else ""
+        if w.assembly.waits_for_all:
+            out.append(f"the assembly{where} starts when every unit is done and takes {fmt_span(w.assembly.seconds)}")
+        else:
+            out.append(f"the assembly{where} takes each result as it arrives, an equal share of its time per unit")
+    else:
+        out.append("no assembly step declared (work.assembly: {duration: …})")
+    if w.cards_per_task > 1:
+        out.append(f"a task occupies {w.cards_per_task} cards; each loads the unit's whole input, the slowest decides")
+    if exchange_how is not None:
+        out.append(
+            "coordinated: one task over k cards divides its compute evenly and pays each exchange step as a "
+            "ring all-reduce, 2(k−1)/k × the exchange volume at the slowest link between the k cards (model)"
+        )
+    if w.memory_per_task_bytes is not None:
+        out.append("memory per card = duplicated state + the rest of a task's memory ÷ the cards holding it")
+    return out

@@ -1,0 +1,94 @@
+"""A plan's Gantt charts as SVG or PNG through matplotlib (imported here, only when drawing).
+
+One panel per arrangement of the chosen card count: cards as rows, units as bars (labelled with
+the unit's name), transfers and exchange as their own colours, idle time hatched grey, and the
+assembly on its own row. The title says it is a calculation, not a measurement."""
+
+from __future__ import annotations
+
+import io
+from typing import TYPE_CHECKING
+
+from topomap.errors import TopomapError
+
+if TYPE_CHECKING:
+    from topomap.plan import Arrangement, PlanResult
+
+_COLOURS = {"compute": ("#2e7d32", "#66bb6a"), "input": "#ab47bc", "output": "#ce93d8", "exchange": "#f9a825"}
+_ASSEMBLY, _IDLE = "#1565c0", "#bdbdbd"
+
+
+def _rows(a: Arrangement) -> list[tuple[str, int | None]]:
+    """(row label, slot index or None for idle cards) — one row per card."""
+    by_slot = {ln.slot for ln in a.lanes}
+    return [(card, i if i in by_slot else None) for i, cards in enumerate(a.slots) for card in cards]
+
+
+def gantt_image(result: PlanResult, fmt: str, cards: int | None = None) -> bytes:
+    """The Gantt charts of every arrangement of ``cards`` cards (default: the largest planned), as bytes."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.patches import Patch
+    except ImportError as err:
+        raise TopomapError("drawing a Gantt chart needs matplotlib", hint="pip install matplotlib") from err
+    from topomap.plan import fmt_span
+
+    k = cards if cards is not None else max((a.k for a in result.arrangements), default=0)
+    shown = [a for a in result.arrangements if a.k == k]
+    if not shown:
+        raise TopomapError(f"no arrangement of {k} cards to draw")
+    scale = max(a.total_s for a in shown) / 60
+    heights = [len(_rows(a)) + (1 if a.assembly_s is not None else 0) + 1.5 for a in shown]
+    fig, axes = plt.subplots(
+        len(shown), 1, figsize=(10, 0.42 * sum(heights) + 1.2), squeeze=False, gridspec_kw={"height_ratios": heights}
+    )
+    for ax, a in zip(axes[:, 0], shown):
+        rows = _rows(a)
+        lanes = {ln.slot: ln for ln in a.lanes}
+        for y, (_card, slot) in enumerate(rows):
+            lane = lanes.get(slot) if slot is not None else None
+            end = lane.end / 60 if lane else 0.0
+            if a.parallel_s / 60 > end:
+                ax.barh(y, a.parallel_s / 60 - end, left=end, color="white", edgecolor=_IDLE, hatch="///", height=0.6)
+            for n, b in enumerate(lane.bars if lane else []):
+                colour = _COLOURS[b.kind]
+                nth = sum(1 for x in (lane.bars[:n] if lane else []) if x.kind == "compute")
+                face = colour[nth % 2] if isinstance(colour, tuple) else colour
+                ax.barh(y, (b.end - b.start) / 60, left=b.start / 60, color=face, edgecolor="white", height=0.6)
+                if b.kind == "compute" and (b.end - b.start) / 60 > scale / 40:
+                    name = result.units[b.unit].name
+                    ax.text((b.start + b.end) / 120, y, name, ha="center", va="center", fontsize=7, color="white")
+        labels = [card for card, _ in rows]
+        if a.assembly_s is not None:
+            y = len(rows)
+            ax.barh(y, a.assembly_s / 60, left=(a.total_s - a.assembly_s) / 60, color=_ASSEMBLY, height=0.6)
+            labels.append("assembly")
+        ax.set_yticks(range(len(labels)), labels)
+        ax.invert_yaxis()
+        ax.set_xlim(0, scale * 1.02)
+        ax.set_title(f"{a.k} card(s), {a.kind}: total {fmt_span(a.total_s)}", fontsize=10, loc="left")
+        ax.grid(axis="x", color="#eeeeee")
+        ax.set_axisbelow(True)
+    axes[-1, 0].set_xlabel("minutes from the start (calculated)")
+    legend = [
+        Patch(color=_COLOURS["compute"][0], label="unit (compute)"),
+        Patch(color=str(_COLOURS["input"]), label="input transfer"),
+        Patch(color=str(_COLOURS["output"]), label="output transfer"),
+        Patch(color=str(_COLOURS["exchange"]), label="exchange"),
+        Patch(facecolor="white", edgecolor=_IDLE, hatch="///", label="idle"),
+        Patch(color=_ASSEMBLY, label="assembly"),
+    ]
+    fig.legend(handles=legend, loc="lower center", ncol=6, fontsize=8, frameon=False)
+    fig.suptitle(
+        f"plan of {result.flow} on {result.lot}: a calculation from the work's stated assumptions, not a measurement",
+        fontsize=10,
+    )
+    fig.tight_layout(rect=(0, 0.05, 1, 0.96))
+    buf = io.BytesIO()
+    meta = {"Date": None} if fmt == "svg" else {}
+    fig.savefig(buf, format=fmt, dpi=110, metadata=meta)
+    plt.close(fig)
+    return buf.getvalue()

@@ -1,0 +1,166 @@
+"""A plan in the terminal: the arrangements table, a Gantt chart per arrangement, the per-unit
+transfers from the map, memory fit, assumptions and warnings. Rich renderables; nothing printed."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from topomap.plan import Arrangement, PlanResult, fmt_span
+
+WIDTH = 64  # characters for the longest total
+_UNIT_STYLES = ("bold green", "bold cyan")
+_KIND = {"input": ("░", "magenta"), "output": ("░", "magenta"), "exchange": ("≈", "yellow")}
+
+
+def _minutes(sec: float) -> str:
+    return f"{sec / 60:.0f}" if abs(sec / 60 - round(sec / 60)) < 0.05 else f"{sec / 60:.1f}"
+
+
+def _transfers(a: Arrangement, r: PlanResult) -> str:
+    if r.includes_transfers:
+        return "in units"
+    return "unknown" if a.transfers_s is None else fmt_span(a.transfers_s)
+
+
+def _fit(a: Arrangement) -> Text:
+    f = a.fit
+    if f.verdict == "fits":
+        return Text("yes", style="green")
+    if f.verdict == "does not fit":
+        return Text("NO", style="bold red")
+    return Text("unknown", style="yellow")
+
+
+def plan_table(r: PlanResult) -> Table:
+    """One row per arrangement. The assembly column shows only when it differs between rows, and
+    the transfers column only when transfers are not already inside the unit durations."""
+    t = Table(
+        title=f"plan of {r.flow} on {r.lot}: calculated from the work's stated assumptions",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        pad_edge=False,
+    )
+    assemblies = {a.assembly_s for a in r.arrangements}
+    cols = ["cards arrangement", "parallel"]
+    cols += [] if r.includes_transfers else ["transfers"]
+    cols += ["assembly"] if len(assemblies) > 1 else []
+    cols += ["total", "idle card-min", "speed-up", "fits"]
+    for col in cols:
+        t.add_column(col, justify="left" if col in ("cards arrangement", "fits", "transfers") else "right")
+    best = r.best()
+    for a in r.arrangements:
+        idle = _minutes(a.idle_card_s)
+        if a.idle_assembly_card_s:
+            idle += f" (+{_minutes(a.idle_assembly_card_s)})"
+        total = Text(fmt_span(a.total_s), style="bold" if a is best else "")
+        if a.transfers_s is None or (a.kind == "coordinated" and a.exchange_s is None):
+            total.append(" + unknown", style="yellow")
+        row: list[str | Text] = [f"{a.k:>2} {a.kind}" + (" ★" if a is best else ""), fmt_span(a.parallel_s)]
+        row += [] if r.includes_transfers else [_transfers(a, r)]
+        row += [fmt_span(a.assembly_s) if a.assembly_s is not None else "none"] if len(assemblies) > 1 else []
+        row += [total, idle, "—" if a.speedup is None else f"{a.speedup:.2f}×", _fit(a)]
+        t.add_row(*row)
+    return t
+
+
+def _table_notes(r: PlanResult) -> list[Text]:
+    out: list[Text] = []
+    assemblies = {a.assembly_s for a in r.arrangements}
+    if r.includes_transfers:
+        out.append(Text("transfers: inside the unit durations (work.includes_transfers)", style="dim"))
+    if len(assemblies) == 1:
+        only = assemblies.pop()
+        text = "none declared" if only is None else f"{fmt_span(only)}, included in every total"
+        out.append(Text(f"assembly: {text}", style="dim"))
+    if any(a.idle_assembly_card_s for a in r.arrangements):
+        out.append(Text("(+N): card-minutes idle while the assembly runs", style="dim"))
+    return out
+
+
+def gantt_text(a: Arrangement, r: PlanResult, scale_s: float, width: int = WIDTH) -> Text:
+    """One arrangement as text: a row per card, units as alternating blocks, transfers ░, exchange ≈,
+    idle ·, and the assembly on its own row."""
+    per = max(scale_s, 1e-9) / width
+    out = Text()
+    out.append(f"{a.k} card(s), {a.kind}: total {fmt_span(a.total_s)}\n", style="bold")
+    label_w = max([len("+".join(s)) for s in a.slots] + [8])
+    by_slot = {ln.slot: ln for ln in a.lanes}
+    for i, cards in enumerate(a.slots):
+        out.append(f"  {'+'.join(cards):>{label_w}} │")
+        lane = by_slot.get(i)
+        cells: list[tuple[str, str]] = [("·", "dim")] * width
+        if lane is not None:
+            nth = 0
+            for b in lane.bars:
+                lo, hi = round(b.start / per), max(round(b.end / per), round(b.start / per) + 1)
+                ch, style = _KIND.get(b.kind, ("█▓"[nth % 2], _UNIT_STYLES[nth % 2]))
+                nth += b.kind == "compute"
+                for x in range(lo, min(hi, width)):
+                    cells[x] = (ch, style)
+        for ch, style in cells:
+            out.append(ch, style=style)
+        busy = lane.end if lane else 0.0
+        idle = a.parallel_s - busy
+        out.append("│ " + (f"idle {fmt_span(idle)} at the end" if idle > 0.5 else "") + "\n", style="")
+    if a.assembly_s is not None:
+        lo = round((a.total_s - a.assembly_s) / per)
+        hi = round(a.total_s / per)
+        row = [" "] * width
+        for x in range(lo, min(max(hi, lo + 1), width)):
+            row[x] = "▒"
+        where = next((x for x in r.assumptions if x.startswith("the assembly")), "")
+        out.append(f"  {'assembly':>{label_w}} │")
+        out.append("".join(row), style="blue")
+        out.append("│ " + ("streamed" if "as it arrives" in where else "") + "\n")
+    out.append(f"  {'':>{label_w}} 0{'':{width - 2}}{fmt_span(scale_s)}\n", style="dim")
+    return out
+
+
+def plan_view(r: PlanResult, gantt_cards: int | None = None) -> RenderableType:
+    parts: list[RenderableType] = [plan_table(r), *_table_notes(r)]
+    best = r.best()
+    if best is not None:
+        parts.append(Text(f"best: {best.k} card(s), {best.kind}: {fmt_span(best.total_s)} (calculated)", style="bold"))
+    else:
+        parts.append(
+            Text("no arrangement fits: every one needs more memory per card than a card has", style="bold red")
+        )
+    fits = {a.fit.reason for a in r.arrangements if a.fit.verdict != "fits"}
+    for reason in sorted(fits):
+        bad = reason.startswith("does not fit")
+        parts.append(
+            Text(f"memory: {reason}" if bad else f"memory fit unknown: {reason}", style="red" if bad else "yellow")
+        )
+    k = gantt_cards if gantt_cards is not None else max((a.k for a in r.arrangements), default=0)
+    shown = [a for a in r.arrangements if a.k == k]
+    if shown:
+        scale = max(a.total_s for a in shown)
+        parts.append(Text(f"\nGantt, {k} card(s) (█▓ units, ░ transfers, ≈ exchange, · idle, ▒ assembly):"))
+        parts += [gantt_text(a, r, scale) for a in shown]
+    parts.append(_legs(r))
+    parts.append(Text("Assumptions (this is a calculation, not a measurement):", style="bold"))
+    parts += [Text(f"  - {x}") for x in r.assumptions]
+    for w in r.warnings:
+        parts.append(Text(f"warning: {w}", style="yellow"))
+    for s in r.skipped:
+        parts.append(Text(f"not planned: {s}", style="dim"))
+    return Group(*parts)
+
+
+def _legs(r: PlanResult) -> Text:
+    """Per-unit transfers from the map for the first card (the others differ only by their own path)."""
+    out = Text("Per-unit transfers from the map" + (" (already inside the durations)" if r.includes_transfers else ""))
+    out.append(":\n")
+    first = r.cards_available[0] if r.cards_available else None
+    legs = [lg for lg in r.legs if lg.card == first]
+    if not legs:
+        out.append("  none: the flow has no arrows into or out of its compute steps\n", style="dim")
+    for lg in legs:
+        sec = lg.seconds()
+        tail = "" if r.includes_transfers else (f": {fmt_span(sec)}" if sec is not None else ": unknown, excluded")
+        out.append(f"  {lg.describe()}{tail}\n")
+    return out

@@ -1,0 +1,271 @@
+"""The work a flow does, in numbers: units and their durations, cards and memory per task, the
+assembly step and shared limits — parsed from the flow's `work:` block with file:line errors.
+
+Everything here is the user's stated assumption (provenance ``assumed``), not a measurement::
+
+    work:
+      count: 8
+      duration: 12 min            # or durations: [21 min, 19 min, …] or durations_csv: batch.csv
+      cards_per_task: 1
+      memory_per_task: 20 GiB
+      duplicated_memory: 14 GiB   # replicated state every card holding the task keeps whole
+      includes_transfers: true    # the 12 min already include loading and writing the unit
+      assembly: {duration: 10 min, on: workstation, waits_for_all: true}
+      limits: {storage_read: 2 GB/s, max_concurrent: 4}
+      split: {steps: 2000, exchange: 64 MiB}   # one task over several cards
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from topomap.flow import AssemblySpec, FlowError, parse_volume
+from topomap.yamlfile import YamlDoc
+
+if TYPE_CHECKING:
+    from topomap.flow import Flow
+
+_SECONDS = {
+    "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
+    "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0, "m": 60.0,
+    "h": 3600.0, "hr": 3600.0, "hrs": 3600.0, "hour": 3600.0, "hours": 3600.0,
+    "ms": 1e-3,
+}  # fmt: skip
+_PART = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]+)\s*")
+_RATE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]i?B|B)\s*/\s*s\s*$", re.I)
+DURATION_HINT = "write a number and a unit: 12 min, 90 s, 1.5 h, 1 h 30 min"
+
+
+def parse_duration(text: str | float) -> float | None:
+    """ "12 min" → 720.0 seconds; "1 h 30 min" → 5400.0; a bare number or words → None."""
+    if not isinstance(text, str):
+        return None
+    pos, total, seen = 0, 0.0, False
+    while pos < len(text):
+        m = _PART.match(text, pos)
+        if m is None or m.group(2).lower() not in _SECONDS:
+            return None
+        total += float(m.group(1)) * _SECONDS[m.group(2).lower()]
+        pos, seen = m.end(), True
+    return total if seen else None
+
+
+def parse_rate_gbps(text: str) -> float | None:
+    """ "2 GB/s" → 2.0 (GB/s, 10^9 bytes per second); "500 MiB/s" → 0.524288; else None."""
+    m = _RATE.match(text)
+    if not m:
+        return None
+    size = parse_volume(f"{m.group(1)} {m.group(2)}")
+    return None if size is None else size / 1e9
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One unit of work: its name and how long it occupies its card(s), in seconds (assumed)."""
+
+    name: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Assembly:
+    """The final assembly: seconds (assumed), where it runs, whether it waits for every unit."""
+
+    seconds: float
+    on: str | None = None
+    waits_for_all: bool = True
+    rule: str | None = None
+
+
+@dataclass(frozen=True)
+class Limits:
+    storage_read_gbps: float | None = None  # GB/s, assumed by the user
+    storage_write_gbps: float | None = None
+    max_concurrent: int | None = None  # tasks at once (a licence, a quota)
+
+
+@dataclass(frozen=True)
+class Split:
+    steps: int  # exchange rounds per task
+    exchange_bytes: int | None  # each card's data per round; None: take it from the flow
+
+
+@dataclass
+class Work:
+    """The work block in numbers. ``source`` says where the durations came from."""
+
+    units: list[Unit]
+    source: str
+    cards_per_task: int = 1
+    memory_per_task_bytes: int | None = None
+    duplicated_bytes: int = 0
+    includes_transfers: bool = False
+    assembly: Assembly | None = None
+    limits: Limits = field(default_factory=Limits)
+    split: Split | None = None
+    unit_label: str | None = None
+
+
+def _err(flow: Flow, where: str, message: str, hint: str | None = None) -> FlowError:
+    line = YamlDoc("", None, flow.lines).line(where)
+    return FlowError(f"{flow.path}:{line}: work: {message}", hint=hint)
+
+
+def _duration(flow: Flow, value: str | float, where: str, what: str) -> float:
+    sec = parse_duration(value)
+    if sec is None:
+        if isinstance(value, str):
+            raise _err(flow, where, f"{what} {value!r} is not a duration", DURATION_HINT)
+        raise _err(flow, where, f"{what} {value:g} has no unit", DURATION_HINT)
+    if sec <= 0:
+        raise _err(flow, where, f"{what} {value!r} is not longer than zero", DURATION_HINT)
+    return sec
+
+
+def _size(flow: Flow, value: str | None, where: str, what: str) -> int | None:
+    if value is None:
+        return None
+    size = parse_volume(value)
+    if size is None:
+        raise _err(flow, where, f"{what} {value!r} is not a size", "write e.g. 20 GiB, 500 MB")
+    return size
+
+
+def _rate(flow: Flow, value: str | None, where: str, what: str) -> float | None:
+    if value is None:
+        return None
+    gbps = parse_rate_gbps(value)
+    if gbps is None or gbps <= 0:
+        raise _err(flow, where, f"{what} {value!r} is not a rate", "write e.g. 2 GB/s, 800 MB/s")
+    return gbps
+
+
+def read_durations_csv(path: Path, shown: str) -> list[Unit]:
+    """Per-unit durations from a CSV: a `duration` column (optionally `name`), or one column
+    without a header. Errors name the CSV's own line."""
+    try:
+        text = path.read_text()
+    except OSError as err:
+        hint = "the path is relative to the flow file"
+        raise FlowError(f"{shown}: cannot read ({err.strerror or err})", hint=hint) from err
+    rows = [r for r in csv.reader(io.StringIO(text))]
+    numbered = [(i + 1, [c.strip() for c in r]) for i, r in enumerate(rows) if r and any(c.strip() for c in r)]
+    if not numbered:
+        raise FlowError(f"{shown}:1: no durations", hint="one duration per line, or a `duration` column")
+    header = [c.lower() for c in numbered[0][1]]
+    col, name_col = 0, None
+    if "duration" in header:
+        col = header.index("duration")
+        name_col = header.index("name") if "name" in header else None
+        numbered = numbered[1:]
+    elif parse_duration(numbered[0][1][0]) is None and len(numbered) > 1:
+        raise FlowError(
+            f"{shown}:{numbered[0][0]}: no `duration` column (header: {', '.join(numbered[0][1])})",
+            hint="name the column `duration`, or give one duration per line without a header",
+        )
+    units: list[Unit] = []
+    for line, cells in numbered:
+        cell = cells[col] if col < len(cells) else ""
+        sec = parse_duration(cell)
+        if sec is None or sec <= 0:
+            raise FlowError(f"{shown}:{line}: {cell!r} is not a duration", hint=DURATION_HINT)
+        name = cells[name_col] if name_col is not None and name_col < len(cells) else f"u{len(units) + 1}"
+        units.append(Unit(name or f"u{len(units) + 1}", sec))
+    if not units:
+        raise FlowError(f"{shown}: no durations under the header", hint="one duration per line")
+    return units
+
+
+def _units(flow: Flow) -> tuple[list[Unit], str]:
+    spec = flow.spec.work
+    assert spec is not None
+    given = [k for k in ("duration", "durations", "durations_csv") if getattr(spec, k) is not None]
+    if len(given) > 1:
+        raise _err(flow, f"$.work.{given[1]}", f"{given[0]} and {given[1]} both given", "give one of them")
+    if spec.count is not None and spec.count < 1:
+        raise _err(flow, "$.work.count", f"count {spec.count} is not a number of units", "count: 8")
+    if spec.duration is not None:
+        sec = _duration(flow, spec.duration, "$.work.duration", "duration")
+        if spec.count is None:
+            raise _err(flow, "$.work.duration", "a duration per unit needs `count`", "count: 8")
+        return [Unit(f"u{i + 1}", sec) for i in range(spec.count)], "work.duration"
+    if spec.durations is not None:
+        units = [
+            Unit(f"u{i + 1}", _duration(flow, d, f"$.work.durations[{i}]", f"duration {i + 1}"))
+            for i, d in enumerate(spec.durations)
+        ]
+        source = "work.durations"
+    elif spec.durations_csv is not None:
+        shown = str(Path(flow.path).parent / spec.durations_csv)
+        units, source = read_durations_csv(Path(shown), shown), f"work.durations_csv ({spec.durations_csv})"
+    else:
+        return [], "none"
+    if not units:
+        raise _err(flow, "$.work.durations", "no durations", "durations: [12 min, 9 min]")
+    if spec.count is not None and spec.count != len(units):
+        raise _err(
+            flow, "$.work.count", f"count {spec.count} but {len(units)} durations", "drop count or make them agree"
+        )
+    return units, source
+
+
+def work_of(flow: Flow) -> Work | None:
+    """The flow's work in numbers, or None when the flow has no `work:` block."""
+    spec = flow.spec.work
+    if spec is None:
+        return None
+    units, source = _units(flow)
+    if spec.cards_per_task < 1:
+        raise _err(flow, "$.work.cards_per_task", f"cards_per_task {spec.cards_per_task} is below 1", "1 or more")
+    mem = _size(flow, spec.memory_per_task, "$.work.memory_per_task", "memory_per_task")
+    dup = _size(flow, spec.duplicated_memory, "$.work.duplicated_memory", "duplicated_memory")
+    if dup is not None and mem is None:
+        raise _err(flow, "$.work.duplicated_memory", "duplicated_memory without memory_per_task", "give both")
+    if dup is not None and mem is not None and dup > mem:
+        raise _err(
+            flow, "$.work.duplicated_memory", "duplicated_memory is larger than memory_per_task", "it is a part of it"
+        )
+    assembly = None
+    if isinstance(spec.assembly, AssemblySpec):
+        a = spec.assembly
+        if a.duration is None:
+            raise _err(flow, "$.work.assembly", "assembly needs a duration", "assembly: {duration: 10 min}")
+        if a.on is not None and a.on not in flow.spec.hosts and a.on not in flow.spec.steps:
+            raise _err(
+                flow, "$.work.assembly.on", f"assembly on {a.on!r}: no such host or step",
+                f"hosts: {', '.join(flow.spec.hosts)}",
+            )  # fmt: skip
+        sec = _duration(flow, a.duration, "$.work.assembly.duration", "assembly duration")
+        assembly = Assembly(sec, a.on, a.waits_for_all, a.rule)
+    limits = Limits()
+    if spec.limits is not None:
+        lim = spec.limits
+        if lim.max_concurrent is not None and lim.max_concurrent < 1:
+            raise _err(flow, "$.work.limits.max_concurrent", "max_concurrent is below 1", "1 or more tasks at once")
+        limits = Limits(
+            _rate(flow, lim.storage_read, "$.work.limits.storage_read", "storage_read"),
+            _rate(flow, lim.storage_write, "$.work.limits.storage_write", "storage_write"),
+            lim.max_concurrent,
+        )
+    split = None
+    if spec.split is not None:
+        if spec.split.steps < 1:
+            raise _err(flow, "$.work.split.steps", "split steps is below 1", "exchange rounds per task, e.g. 2000")
+        split = Split(spec.split.steps, _size(flow, spec.split.exchange, "$.work.split.exchange", "exchange"))
+    return Work(
+        units=units,
+        source=source,
+        cards_per_task=spec.cards_per_task,
+        memory_per_task_bytes=mem,
+        duplicated_bytes=dup or 0,
+        includes_transfers=spec.includes_transfers,
+        assembly=assembly,
+        limits=limits,
+        split=split,
+        unit_label=spec.unit,
+    )
