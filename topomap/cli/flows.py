@@ -20,8 +20,14 @@ def map_(
     flow_file: Annotated[str, typer.Argument(help="Flow file (YAML).")],
     probe: ProbeOpt = None,
     json_out: JsonOpt = False,
+    all_: Annotated[
+        bool, typer.Option("--all", help="Every arrow with its route and notes (default: summary).")
+    ] = False,
 ) -> None:
-    """Every arrow of a flow: medium (gpu-link / host-memory / network / local), route, class, bandwidth."""
+    """The flow's arrows: medium (gpu-link / host-memory / network / local), route, class, bandwidth.
+
+    One line per flow arrow (replicas and pairs bundled), the slowest arrow per medium and each
+    distinct note once; --all for every arrow. Piped output is never wrapped or cut."""
     from topomap.flow import read_flow
     from topomap.mapping import bind_hosts, map_flow
 
@@ -30,9 +36,23 @@ def map_(
     if json_out:
         _print_json({"flow": flow.name, "arrows": [a.to_json() for a in fmap.arrows], "summary": fmap.summary()})
         return
-    from topomap.render.terminal import arrows_view
+    from topomap.render.mapview import arrows_view, summary_view
 
-    _console().print(arrows_view(fmap))
+    _print_wide(arrows_view(fmap) if all_ else summary_view(fmap))
+
+
+def _print_wide(renderable: object) -> None:
+    """On a terminal, rich's layout; piped or redirected: no wrapping, no truncation, no trailing blanks,
+    so `grep` finds every full name."""
+    if sys.stdout.isatty():
+        _console().print(renderable)
+        return
+    from rich.console import Console
+
+    console = Console(width=100_000, soft_wrap=True, highlight=False, color_system=None)
+    with console.capture() as cap:
+        console.print(renderable)
+    sys.stdout.write("".join(line.rstrip() + "\n" for line in cap.get().splitlines()))
 
 
 @app.command()
@@ -46,6 +66,10 @@ def render(
     flow_file: Annotated[str | None, typer.Option("--flow", help="Draw this flow's arrows on the machine.")] = None,
     probe: ProbeOpt = None,
     view: Annotated[str, typer.Option("--view", help="machine (default) or pipeline (flow logic only)")] = "machine",
+    hardware: Annotated[
+        str,
+        typer.Option("--hardware", help="with --flow: used (default, hardware the flow does not touch folded) or all"),
+    ] = "used",
 ) -> None:
     """Diagram of the topology: hosts, NUMA nodes, PCIe switches, GPUs, NICs, NVLink fabric; with
     --flow, the flow's steps on their hardware and its arrows coloured by medium."""
@@ -60,6 +84,8 @@ def render(
         raise TopomapError(f"-o {output}: unknown format {fmt!r}; expected .{', .'.join(RENDER_FORMATS)}")
     if view not in ("machine", "pipeline"):
         raise TopomapError(f"--view {view!r}: expected machine or pipeline")
+    if hardware not in ("used", "all"):
+        raise TopomapError(f"--hardware {hardware!r}: expected used or all")
     if flow_file is None:
         if not snapshots:
             raise TopomapError("render needs at least one snapshot (or --flow FLOW)")
@@ -82,7 +108,7 @@ def render(
         flow = read_flow(flow_file)
         bound = bind_hosts(flow, [*(snapshots or []), *(probe or [])])
         fmap = map_flow(flow, bound)
-        text = flow_pipeline_dot(fmap) if view == "pipeline" else flow_on_machine_dot(fmap, bound)
+        text = flow_pipeline_dot(fmap) if view == "pipeline" else flow_on_machine_dot(fmap, bound, hardware)
     if fmt == "dot":
         return _write(output, text.encode())
     try:

@@ -10,12 +10,13 @@ break out of the DOT or the SVG.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from topomap import __version__
 from topomap.graph import FABRIC, Topology, natural_key, tree_parents
 from topomap.links import pcie_bandwidth_gbps
+from topomap.model import Nic
 
 GPU_LINK = "#2e7d32"
 HOST_MEMORY = "#1565c0"
@@ -24,6 +25,7 @@ FADED = "#b0b0b0"
 MEDIUM_COLOURS = {"gpu-link": GPU_LINK, "host-memory": HOST_MEMORY, "network": NETWORK, "local": "#616161"}
 
 _CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_BUS_ID = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 _SKIP = {"switch-downstream", "port"}
 
 
@@ -45,6 +47,7 @@ class DotBuilder:
     lines: list[str] = field(default_factory=list)
     ids: dict[str, str] = field(default_factory=dict)
     indent: int = 1
+    declared: list[str] = field(default_factory=list)  # keys of nodes declared, in order
 
     def nid(self, key: str) -> str:
         if key not in self.ids:
@@ -53,6 +56,12 @@ class DotBuilder:
 
     def add(self, line: str) -> None:
         self.lines.append("  " * self.indent + line)
+
+    def node(self, key: str, attrs: str) -> str:
+        """Declare a node (so every edge refers to a declared node); returns its id."""
+        self.declared.append(key)
+        self.add(f"{self.nid(key)} [{attrs}];")
+        return self.nid(key)
 
     def open(self, key: str, label: str, style: str) -> None:
         self.add(f"subgraph cluster_{self.nid('cluster:' + key)} {{")
@@ -93,54 +102,70 @@ def _kept(topo: Topology, node: str, n_children: dict[str, int]) -> bool:
     return n_children.get(node, 0) > 1  # a bridge with one child is a pass-through (a root port)
 
 
+Extra = Iterable[str] | Callable[[DotBuilder], Iterable[str]]
+
+
 def topology_dot(
     topos: Sequence[Topology | None],
     used: set[tuple[int, str]] | None = None,
-    extra: Iterable[str] = (),
+    extra: Extra = (),
     title: str | None = None,
     names: Sequence[str] | None = None,
     annotations: dict[tuple[int, str], list[str]] | None = None,
     builder: DotBuilder | None = None,
+    inside: dict[int, list[str]] | None = None,
+    columns: int = 1,
 ) -> str:
     """DOT text for one or more hosts (None: a host with no snapshot). ``used`` (host index,
-    node) fades everything else; ``annotations`` add step names to nodes; ``extra`` lines (flow
-    arrows, built with the same ``builder``) are appended inside the graph."""
+    node) fades everything else; ``annotations`` add step names to nodes; ``inside`` lines go
+    into host h's box; ``extra`` lines (flow arrows, built with the same ``builder``, or a
+    function of it called once every node is declared) are appended inside the graph. Hosts are
+    laid out in ``columns`` columns, each below the one ``columns`` places before it (a machine
+    is wider than tall, so one column fits a screen best), never in one long row."""
     b = builder or DotBuilder()
     b.lines.append("digraph topomap {")
     b.add(
-        'graph [fontname="Helvetica", fontsize=11, compound=true, rankdir=TB, nodesep=0.3, '
+        'graph [fontname="Helvetica", fontsize=11, compound=true, rankdir=TB, newrank=true, nodesep=0.3, '
         "ranksep=0.45, labelloc=b, labeljust=l];"
     )
     b.add('node [fontname="Helvetica", fontsize=10, margin="0.08,0.04"];')
     b.add('edge [fontname="Helvetica", fontsize=9, dir=none];')
     footer: list[str] = []
+    spans: list[tuple[int, int]] = []
     for h, topo in enumerate(topos):
+        first = len(b.declared)
         name = names[h] if names else None
         notes = {n: v for (hh, n), v in (annotations or {}).items() if hh == h}
         if topo is None:
             label = f"{name or 'host'} (no snapshot)" + "".join(f"\n▸ {x}" for x in notes.get("host", []))
             b.open(f"host{h}", name or "host", 'style="rounded,dashed"; color="#9e9e9e"; fontsize=13;')
-            b.add(f"{b.nid(node_key(h, 'host'))} [{_node_attrs('host', label, True, False)}];")
+            b.node(node_key(h, "host"), _node_attrs("host", label, True, False))
+            for line in (inside or {}).get(h, []):
+                b.add(line)
             b.close()
-            continue
-        _host(b, h, topo, used, name, notes)
-        footer.append((f"{name}: " if name else "") + _origin_line(topo))
+            footer.append(f"{name or 'host'}: no snapshot (its inside is unknown; a probe there would settle it)")
+        else:
+            _host(b, h, topo, used, name, notes, (inside or {}).get(h, []))
+            footer.append((f"{name}: " if name else "") + origin_line(topo))
+        spans.append((first, len(b.declared)))
+    for k in range(columns, len(spans)):  # stack: host k below host k - columns
+        above, below = spans[k - columns], spans[k]
+        if above[1] > above[0] and below[1] > below[0]:
+            b.add(f"{b.nid(b.declared[above[1] - 1])} -> {b.nid(b.declared[below[0]])} [style=invis, weight=0];")
     real = [(h, t) for h, t in enumerate(topos) if t is not None]
     if len(real) > 1 and used is None:
         _network(b, real)
-    for line in extra:
+    for line in extra(b) if callable(extra) else extra:
         b.add(line)
-    _legend(b, used is not None)
-    label = "\n".join(([title] if title else []) + footer + [f"topomap {__version__}"])
-    b.add(f"label={q(label)};")
+    inferred = any(t is not None and t.inferred for t in topos)
+    b.add(f"label={graph_label(title, footer, legend_rows(used is not None), inferred)};")
     b.lines.append("}")
     return "\n".join(b.lines) + "\n"
 
 
 def _network(b: DotBuilder, hosts: list[tuple[int, Topology]]) -> None:
     """Several hosts: the network between them, one orange edge per RDMA NIC (line rate as label)."""
-    net = b.nid("network")
-    b.add(f'{net} [label="network", shape=ellipse, style=filled, fillcolor="#fff3e0", color={q(NETWORK)}];')
+    net = b.node("network", f'label="network", shape=ellipse, style=filled, fillcolor="#fff3e0", color={q(NETWORK)}')
     for h, topo in hosts:
         for n in topo.snapshot.nics:
             if not n.rdma:
@@ -173,7 +198,7 @@ def group_identical(topos: list[Topology], limit: int = 6) -> tuple[list[Topolog
     return out, labels
 
 
-def _origin_line(topo: Topology) -> str:
+def origin_line(topo: Topology) -> str:
     s = topo.snapshot.source
     kinds = {
         "nvidia-smi": "imported from nvidia-smi topo -m",
@@ -201,6 +226,7 @@ def _host(
     used: set[tuple[int, str]] | None,
     name: str | None = None,
     notes: dict[str, list[str]] | None = None,
+    inside: Sequence[str] = (),
 ) -> None:
     g = topo.graph
     snap = topo.snapshot
@@ -240,7 +266,7 @@ def _host(
         if kind == "nic":
             nic = next(x for x in snap.nics if f"nic:{x.name}" == n)
             speed = f"\n{nic.speed_gbit_s:g} Gb/s" if nic.speed_gbit_s else ""
-            return f"NIC {nic.name}{speed}"
+            return f"NIC {nic_name(nic)}{speed}"
         if kind == "numa":
             cpus = d.get("cpus")
             return str(d.get("label")) + (f"\nCPUs {cpus}" if cpus else "")
@@ -259,12 +285,12 @@ def _host(
             title = _base_label(n).replace("\n", " · ") if kind == "numa" else ""
             b.open(f"{h}:{n}", title, style)
             own = "CPU + host memory" + "".join(f"\n▸ {x}" for x in steps.get(n, [])) if kind == "numa" else label_of(n)
-            b.add(f"{b.nid(node_key(h, n))} [{_node_attrs(kind, own, inferred, faded(n))}];")
+            b.node(node_key(h, n), _node_attrs(kind, own, inferred, faded(n)))
             for k in kids:
                 emit(k)
             b.close()
         else:
-            b.add(f"{b.nid(node_key(h, n))} [{_node_attrs(str(kind), label_of(n), inferred, faded(n))}];")
+            b.node(node_key(h, n), _node_attrs(str(kind), label_of(n), inferred, faded(n)))
 
     for top in sorted(children.get(None, []), key=natural_key):
         if top == FABRIC:
@@ -272,8 +298,10 @@ def _host(
         emit(top)
     if FABRIC in g:
         b.open(f"{h}:fabric", "NVLink fabric", 'style="rounded"; color="#a5d6a7";')
-        b.add(f"{b.nid(node_key(h, FABRIC))} [{_node_attrs('nvswitch', label_of(FABRIC), False, faded(FABRIC))}];")
+        b.node(node_key(h, FABRIC), _node_attrs("nvswitch", label_of(FABRIC), False, faded(FABRIC)))
         b.close()
+    for line in inside:
+        b.add(line)
     b.close()
     # tree edges between drawn nodes
     for n in sorted(kept, key=natural_key):
@@ -310,6 +338,13 @@ def _host(
         )
 
 
+def nic_name(nic: Nic) -> str:
+    """A NIC by its device name (mlx5_0); a NIC known only by bus id gets its netdev name first when known."""
+    if _BUS_ID.match(nic.name) and nic.netdevs:
+        return f"{nic.netdevs[0]} ({nic.name})"
+    return nic.name
+
+
 def _short(origin: str) -> str:
     stem = origin.rsplit("/", 1)[-1]
     return stem if len(stem) <= 48 else stem[:45] + "…"
@@ -330,28 +365,49 @@ def _segment_link(topo: Topology, parents: dict[str, str], top: str, node: str) 
     return (best[1], best[2]) if best else (None, None)
 
 
-def _legend(b: DotBuilder, with_flow: bool) -> None:
-    """One HTML-table node: a coloured line per medium, and the inferred-box style."""
+def legend_rows(with_flow: bool) -> list[tuple[str, str]]:
+    """(colour, meaning) per line style of the diagrams; colour "" for a text-only row."""
     rows = [
         (GPU_LINK, "GPU link (NVLink, bridge, NVSwitch)"),
         (HOST_MEMORY, "PCIe / host memory"),
         (NETWORK, "network"),
     ]
     if with_flow:
+        rows.append((MEDIUM_COLOURS["local"], "local (same device)"))
         rows.append((FADED, "hardware the flow does not use"))
+    return rows
+
+
+def html(text: str) -> str:
+    """Text for a Graphviz HTML-like label: markup characters as entities, control characters dropped."""
+    text = _CTRL.sub("", text.replace("\r", ""))
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    return text.replace("\n", "<br/>")
+
+
+def graph_label(title: str | None, footer: list[str], rows: list[tuple[str, str]], inferred: bool = False) -> str:
+    """The bottom-left corner block: title, a one-row legend, provenance lines and the tool version.
+
+    As the graph's own label it always sits in the same corner, never between hosts."""
     cells = "".join(
-        f'<tr><td><font color="{c}" point-size="14"><b>&#9472;&#9472;&#9472;</b></font></td>'
-        f'<td align="left">{t}</td></tr>'
+        f'<td><font color="{c}" point-size="13"><b>&#9472;&#9472;</b></font></td><td align="left">{html(t)}  </td>'
         for c, t in rows
     )
-    cells += '<tr><td border="1" style="dashed"> </td><td align="left">inferred from path classes</td></tr>'
-    cells += (
-        '<tr><td colspan="2" align="left">GB/s: nominal per direction (spec); ? = not recorded by the source</td></tr>'
-    )
-    b.add(
-        f'{b.nid("legend")} [shape=plaintext, label=<<table border="0" cellspacing="3">'
-        f'<tr><td colspan="2" align="left"><b>Legend</b></td></tr>{cells}</table>>];'
-    )
+    out = '<<table border="0" cellborder="0" cellspacing="2" cellpadding="1">'
+    if title:
+        out += f'<tr><td align="left"><font point-size="14"><b>{html(title)}</b></font></td></tr>'
+    inner = f'<table border="0" cellborder="0" cellspacing="0" cellpadding="1"><tr>{cells}</tr></table>'
+    out += f'<tr><td align="left">{inner}</td></tr>'
+    notes = [
+        *(["dashed box: inferred from path classes"] if inferred else []),
+        "GB/s: nominal per direction (spec) unless marked measured; ? or unknown: not recorded by the source "
+        "(a probe on the machine settles it)",
+        *footer,
+        f"topomap {__version__}",
+    ]
+    for line in notes:
+        out += f'<tr><td align="left"><font point-size="9">{html(line)}</font></td></tr>'
+    return out + "</table>>"
 
 
 class DotMissing(RuntimeError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from typing import Any
 
 import networkx as nx
@@ -22,13 +23,33 @@ def combined_graph(topos: list[Topology]) -> nx.Graph:
     return out
 
 
+# Characters XML 1.0 cannot hold at all (not even as &#…;): C0 controls but tab, newline, return;
+# lone surrogates; U+FFFE/U+FFFF. A name from a paste can carry them (issue 14: GraphML was invalid XML).
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_safe(text: str) -> str:
+    """Text XML can hold: each forbidden character written visibly as \\xNN (or \\uNNNN)."""
+    return _NOT_XML.sub(
+        lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}", text
+    )
+
+
+def _value(v: object) -> object:
+    return xml_safe(v) if isinstance(v, str) else v
+
+
 def _scalar_only(g: nx.Graph) -> nx.Graph:
-    """GraphML holds scalars only: drop None, keep bool/int/float/str."""
+    """GraphML holds scalars only: drop None, keep bool/int/float/str; strings made XML-safe."""
     h = nx.Graph()
     for n, d in g.nodes(data=True):
-        h.add_node(n, **{k: v for k, v in d.items() if isinstance(v, (bool, int, float, str))})
+        h.add_node(_value(n), **{k: _value(v) for k, v in d.items() if isinstance(v, (bool, int, float, str))})
     for u, v, d in g.edges(data=True):
-        h.add_edge(u, v, **{k: val for k, val in d.items() if isinstance(val, (bool, int, float, str))})
+        h.add_edge(
+            _value(u),
+            _value(v),
+            **{k: _value(val) for k, val in d.items() if isinstance(val, (bool, int, float, str))},
+        )
     return h
 
 

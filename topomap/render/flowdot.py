@@ -1,17 +1,44 @@
-"""A mapped flow drawn two ways: on the machine (steps on their hardware, arrows along their
-real route, unused hardware faded) and as a left-to-right pipeline of steps."""
+"""A mapped flow drawn two ways: on the machines (flow first, hardware second) and as a pipeline.
+
+On the machines, each step is a node inside the box of the host it runs on, naming the hardware
+it sits on; each flow arrow is drawn once between its steps, coloured by medium and labelled with
+its own label, bandwidth (with provenance) and time. Replicas and pairwise arrows are one
+bundle ("28× gpu-link · nvswitch NV18 · 450 GB/s spec"). Hardware the flow does not touch is
+folded into one line per host unless ``hardware="all"``, which draws each machine's full tree
+with the steps tied to their devices. The pipeline view is the steps alone, wrapped into rows.
+"""
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Iterable
 
-from topomap.graph import Topology
+from topomap.graph import FABRIC, Topology
 from topomap.mapping import FlowMap, MappedArrow
-from topomap.render.dot import MEDIUM_COLOURS, DotBuilder, fmt_gbps, node_key, q, topology_dot
+from topomap.render.bundles import Bundle, bundles, compress_places
+from topomap.render.dot import (
+    FADED,
+    MEDIUM_COLOURS,
+    DotBuilder,
+    fmt_gbps,
+    graph_label,
+    legend_rows,
+    nic_name,
+    node_key,
+    origin_line,
+    q,
+    topology_dot,
+)
 from topomap.units import fmt_bytes, fmt_seconds
+
+HARDWARE = ("used", "all")
+SHAPES = {"input": "folder", "output": "note", "exchange": "doubleoctagon", "aggregate": "invhouse"}
+FILLS = {"input": "#fffde7", "output": "#fffde7", "compute": "#ffffff", "exchange": "#f1f8e9", "aggregate": "#ede7f6"}
+PIPELINE_ROWS = 4  # levels per column of the pipeline view before it wraps into the next column
 
 
 def arrow_label(a: MappedArrow) -> str:
+    """One arrow: medium · bandwidth with provenance · volume in time."""
     bits: list[str] = [a.medium]
     bits.append(fmt_gbps(a.bandwidth_gbps) + ("" if a.bandwidth_source == "unknown" else f" {a.bandwidth_source}"))
     if a.volume_bytes is not None:
@@ -19,109 +46,308 @@ def arrow_label(a: MappedArrow) -> str:
     return " · ".join(bits)
 
 
-def flow_on_machine_dot(fmap: FlowMap, topos: dict[str, Topology | None]) -> str:
-    """Steps placed on their hardware; each arrow drawn hop by hop along its route."""
-    hosts = list(fmap.flow.spec.hosts)
-    index = {h: k for k, h in enumerate(hosts)}
-    b = DotBuilder()
-    annotations: dict[tuple[int, str], list[str]] = {}
-    for st in fmap.flow.steps.values():
-        for p in st.placements:
-            topo = topos.get(p.host)
-            node = "host"
-            if topo is not None:
-                node = p.gpu or "host"
-                if p.kind in ("memory", "storage"):
-                    node = _memory_node(fmap, st.name, p.host) or _first_numa(topo)
-            text = f"{st.name}" + (" (storage)" if p.kind == "storage" else "")
-            annotations.setdefault((index[p.host], node), [])
-            if text not in annotations[(index[p.host], node)]:
-                annotations[(index[p.host], node)].append(text)
-    used: set[tuple[int, str]] = {key for key in annotations}
-    segments: dict[tuple[str, str, str], list[MappedArrow]] = {}
-    finals: dict[tuple[str, str, str], list[MappedArrow]] = {}
-    for a in fmap.arrows:
-        if a.medium == "local":
-            continue
-        keys = []
-        for hop in a.route:
-            host, _, node = hop.partition("/")
-            if host in index:
-                keys.append(node_key(index[host], node or "host"))
-                used.add((index[host], node or "host"))
-            elif hop == "nvlink-fabric":
-                continue
-        for x, (u, v) in enumerate(itertools.pairwise(keys)):
-            if u == v:
-                continue
-            seg = (u, v, a.medium)
-            (finals if x == len(keys) - 2 else segments).setdefault(seg, []).append(a)
-    extra: list[str] = []
-    for u, v, medium in sorted(segments):
-        if (u, v, medium) in finals:
-            continue
-        colour = MEDIUM_COLOURS[medium]
-        extra.append(f"{b.nid(u)} -> {b.nid(v)} [dir=forward, arrowhead=none, color={q(colour)}, penwidth=2.2];")
-    for (u, v, medium), arrows in sorted(finals.items()):
-        colour = MEDIUM_COLOURS[medium]
-        label = arrow_label(min(arrows, key=lambda a: a.bandwidth_gbps or 0.0))
-        if len(arrows) > 1:
-            label = f"{len(arrows)}× " + label
-        tip = "\n".join(f"{a.src} → {a.dst}: {' → '.join(a.route)}" for a in arrows[:8])
-        extra.append(
-            f"{b.nid(u)} -> {b.nid(v)} [dir=forward, color={q(colour)}, penwidth=2.2, "
-            f"label={q(label)}, fontcolor={q(colour)}, tooltip={q(tip)}];"
-        )
-    return topology_dot(
-        [topos.get(h) for h in hosts],
-        used=used,
-        extra=extra,
-        title=f"flow {fmap.flow.name}",
-        names=hosts,
-        annotations=annotations,
-        builder=b,
+def bundle_label(b: Bundle) -> str:
+    """Edge label: the flow's own label, then count · medium · via, bandwidth · volume/time, NICs."""
+    lines = [b.label] if b.label else []
+    lines.append(
+        (f"{b.count}× " if b.count > 1 else "") + b.medium + ("" if b.medium == "local" else f" · {b.via_text()}")
+    )
+    second = [x for x in (b.bandwidth_text() if b.medium != "local" else "", b.volume_text()) if x]
+    if second:
+        lines.append(" · ".join(second))
+    nics = b.nics()
+    if nics:
+        lines.append("NIC " + " → ".join(nics))
+    return "\n".join(lines)
+
+
+def _edge(bld: DotBuilder, src: str, dst: str, b: Bundle) -> str:
+    colour = MEDIUM_COLOURS.get(b.medium, FADED)
+    style = "dashed" if b.medium == "local" else "solid"
+    width = 1.4 if b.medium == "local" else (3.2 if b.count > 1 else 2.2)
+    both = ", dir=both" if b.both_ways else ""
+    tip = "\n".join(f"{a.src} → {a.dst}: {' → '.join(a.route)}" for a in b.arrows[:8])
+    if b.count > 8:
+        tip += f"\n… and {b.count - 8} more"
+    return (
+        f"{bld.nid(src)} -> {bld.nid(dst)} [dir=forward{both}, color={q(colour)}, style={style}, penwidth={width}, "
+        f"label={q(bundle_label(b))}, fontcolor={q(colour)}, tooltip={q(tip)}];"
     )
 
 
-def _memory_node(fmap: FlowMap, step: str, host: str) -> str | None:
+def _step_key(step: str, host: str) -> str:
+    return f"step:{host}:{step}"
+
+
+def _where(fmap: FlowMap, step: str, host: str, topo: Topology | None) -> str:
+    """What the step sits on, on this host: `GPU0–7 · 8× NVIDIA H100`, `host memory (numa1)`, `storage`."""
+    places = [p for p in fmap.flow.steps[step].placements if p.host == host]
+    out: list[str] = []
+    gpus = [p.gpu for p in places if p.kind == "gpu" and p.gpu]
+    if gpus:
+        text = compress_places([f"{host}:{g}" for g in gpus]).rsplit(":", 1)[-1]
+        text = text.replace("gpu", "GPU", 1)
+        models = []
+        if topo is not None:
+            by_id = {f"gpu{g.index}": g for g in topo.snapshot.gpus}
+            models = list(dict.fromkeys(by_id[g].name for g in gpus if g in by_id and by_id[g].name))
+        if models:
+            text += " · " + (f"{len(gpus)}× " if len(gpus) > 1 else "") + "/".join(str(m) for m in models)
+        out.append(text)
+    for kind, word in (("memory", "host memory"), ("storage", "storage")):
+        if any(p.kind == kind for p in places):
+            numas = _numa_ends(fmap, step, host)
+            out.append(word + (f" ({', '.join(numas)})" if numas and kind == "memory" else ""))
+    if any(p.kind == "host" for p in places):
+        out.append("the host (no snapshot)")
+    return "; ".join(out)
+
+
+def _numa_ends(fmap: FlowMap, step: str, host: str) -> list[str]:
+    """NUMA nodes the mapping used for a memory step's arrows on this host."""
+    found: list[str] = []
     for a in fmap.arrows:
-        for st, hop in ((a.src_step, a.route[0]), (a.dst_step, a.route[-1])):
-            h, _, node = hop.partition("/")
-            if st == step and h == host and node.startswith("numa"):
-                return node
-    return None
+        for st, hop in ((a.src_step, a.route[0] if a.route else ""), (a.dst_step, a.route[-1] if a.route else "")):
+            h, _, node = hop.rpartition("/")
+            if st == step and h == host and node.startswith("numa") and node not in found:
+                found.append(node)
+    return found
 
 
-def _first_numa(topo: Topology) -> str:
-    numas = sorted(n for n, d in topo.graph.nodes(data=True) if d.get("kind") == "numa")
-    return numas[0] if numas else "host"
+def _step_node(fmap: FlowMap, step: str, host: str, topo: Topology | None) -> str:
+    st = fmap.flow.steps[step]
+    lines = [st.name, f"[{st.kind}]"]
+    if st.label:
+        lines.append(st.label)
+    where = _where(fmap, step, host, topo)
+    if where:
+        lines.append("on " + where)
+    return (
+        f"label={q(chr(10).join(lines))}, shape={SHAPES.get(st.kind, 'box')}, style={q('rounded,filled')}, "
+        f"fillcolor={q(FILLS.get(st.kind, '#ffffff'))}, color={q('#424242')}, fontsize=11"
+    )
+
+
+def _host_summary(topo: Topology | None, touched_gpus: set[str], touched_nics: set[str]) -> str:
+    """The host box's second line: its hardware, and what is folded away."""
+    if topo is None:
+        return "no snapshot: inside unknown"
+    s = topo.snapshot
+    models = list(dict.fromkeys(g.name for g in s.gpus if g.name))
+    bits = [f"{len(s.gpus)} GPU(s)" + (f" {'/'.join(models)}" if models else "")]
+    if FABRIC in topo.graph:
+        bits.append("NVLink fabric")
+    if s.nics:
+        speeds = sorted({n.speed_gbit_s for n in s.nics if n.speed_gbit_s})
+        bits.append(f"{len(s.nics)} NIC(s)" + (f" {'/'.join(f'{x:g}' for x in speeds)} Gb/s" if speeds else ""))
+    folded = []
+    if len(s.gpus) - len(touched_gpus) > 0:
+        folded.append(f"{len(s.gpus) - len(touched_gpus)} GPU(s)")
+    if len(s.nics) - len(touched_nics) > 0:
+        folded.append(f"{len(s.nics) - len(touched_nics)} NIC(s)")
+    text = " · ".join(bits)
+    used_nics = [nic_name(n) for n in s.nics if n.name in touched_nics]
+    if used_nics:
+        text += "\nNICs used: " + ", ".join(used_nics)
+    if folded:
+        text += "\nnot used by the flow: " + ", ".join(folded)
+    return text
+
+
+def flow_on_machine_dot(fmap: FlowMap, topos: dict[str, Topology | None], hardware: str = "used") -> str:
+    """The flow on its machines: step nodes in host boxes, one labelled edge per bundle.
+
+    ``hardware="all"`` also draws each machine's tree, the steps tied to their devices by dotted
+    lines and the hardware the flow does not use faded."""
+    hosts = list(fmap.flow.spec.hosts)
+    index = {h: k for k, h in enumerate(hosts)}
+    groups = bundles(fmap)
+    bld = DotBuilder()
+    steps_on: dict[str, list[str]] = {h: [] for h in hosts}
+    for st in fmap.flow.steps.values():
+        for p in st.placements:
+            if st.name not in steps_on[p.host]:
+                steps_on[p.host].append(st.name)
+    touched: set[tuple[int, str]] = set()
+    for a in fmap.arrows:
+        for hop in a.route:
+            host, _, node = hop.rpartition("/")
+            if host in index:
+                touched.add((index[host], node))
+    for st in fmap.flow.steps.values():
+        for p in st.placements:
+            if p.gpu:
+                touched.add((index[p.host], p.gpu))
+    inside: dict[int, list[str]] = {}
+    for h in hosts:
+        k = index[h]
+        inside[k] = [f"{bld.nid(_step_key(s, h))} [{_step_node(fmap, s, h, topos.get(h))}];" for s in steps_on[h]]
+        for s in steps_on[h]:
+            bld.declared.append(_step_key(s, h))
+
+    def edges(b: DotBuilder) -> Iterable[str]:
+        out: list[str] = []
+        if hardware == "all":
+            out.extend(_ties(fmap, topos, index, b))
+        for g in groups:
+            src, dst = _step_key(g.src_step, g.src_host), _step_key(g.dst_step, g.dst_host)
+            if src in b.ids and dst in b.ids:
+                out.append(_edge(b, src, dst, g))
+        return out
+
+    if hardware == "all":
+        return topology_dot(
+            [topos.get(h) for h in hosts],
+            used=touched,
+            extra=edges,
+            title=f"flow {fmap.flow.name}",
+            names=hosts,
+            builder=bld,
+            inside=inside,
+        )
+    return _flow_only(fmap, topos, hosts, inside, touched, bld, edges)
+
+
+def _ties(fmap: FlowMap, topos: dict[str, Topology | None], index: dict[str, int], b: DotBuilder) -> list[str]:
+    """Dotted grey lines from each step to the devices it runs on (full-hardware view)."""
+    out: list[str] = []
+    declared = set(b.declared)
+    for st in fmap.flow.steps.values():
+        for p in st.placements:
+            topo = topos.get(p.host)
+            k = index[p.host]
+            if topo is None:
+                node = "host"
+            elif p.gpu:
+                node = p.gpu
+            else:
+                numas = _numa_ends(fmap, st.name, p.host) or sorted(
+                    n for n, d in topo.graph.nodes(data=True) if d.get("kind") == "numa"
+                )
+                node = numas[0] if numas else "host"
+            key = node_key(k, node)
+            if key in declared:
+                out.append(
+                    f"{b.nid(_step_key(st.name, p.host))} -> {b.nid(key)} [style=dotted, color={q(FADED)}, "
+                    "arrowhead=none, weight=0];"
+                )
+    return out
+
+
+def _flow_only(
+    fmap: FlowMap,
+    topos: dict[str, Topology | None],
+    hosts: list[str],
+    inside: dict[int, list[str]],
+    touched: set[tuple[int, str]],
+    b: DotBuilder,
+    edges: Callable[[DotBuilder], Iterable[str]],
+) -> str:
+    """Host boxes holding only their steps (and a line on their hardware), two columns at most."""
+    b.lines.append("digraph flow {")
+    b.add(
+        'graph [fontname="Helvetica", fontsize=11, compound=true, rankdir=TB, newrank=true, nodesep=0.5, '
+        "ranksep=0.7, labelloc=b, labeljust=l, pad=0.2];"
+    )
+    b.add('node [fontname="Helvetica", fontsize=10, margin="0.12,0.06"];')
+    b.add('edge [fontname="Helvetica", fontsize=10];')
+    footer: list[str] = []
+    spans: list[tuple[str, str]] = []
+    for k, h in enumerate(hosts):
+        topo = topos.get(h)
+        gpus = {n for (hh, n) in touched if hh == k and n.startswith("gpu")}
+        nics = {n[4:] for (hh, n) in touched if hh == k and n.startswith("nic:")}
+        b.open(
+            f"host{k}",
+            f"{h}\n{_host_summary(topo, gpus, nics)}",
+            'style="rounded"; color="#9e9e9e"; fontsize=12; labeljust=l; labelloc=t;',
+        )
+        if not inside[k]:
+            b.add(f"{b.nid(f'host-empty:{k}')} [label={q('no step runs here')}, shape=plaintext];")
+            b.declared.append(f"host-empty:{k}")
+        for line in inside[k]:
+            b.add(line)
+        b.close()
+        keys = [x for x in b.declared if x.startswith(f"step:{h}:") or x == f"host-empty:{k}"]
+        spans.append((keys[0], keys[-1]))
+        if topo is None:
+            footer.append(f"{h}: no snapshot (its inside is unknown; a probe there would settle it)")
+        else:
+            footer.append(f"{h}: {origin_line(topo)}")
+    for k in range(2, len(spans)):  # past two hosts: host k below host k-2
+        b.add(f"{b.nid(spans[k - 2][1])} -> {b.nid(spans[k][0])} [style=invis, weight=0];")
+    for line in edges(b):
+        b.add(line)
+    b.add(f"label={graph_label(f'flow {fmap.flow.name}', footer, [*legend_rows(False)[:3], legend_rows(True)[3]])};")
+    b.lines.append("}")
+    return "\n".join(b.lines) + "\n"
 
 
 def flow_pipeline_dot(fmap: FlowMap) -> str:
-    """Steps left to right, one edge per step pair and medium, labelled with the slowest arrow."""
+    """The steps alone, top to bottom by depth (parallel steps side by side), wrapped into columns of
+    PIPELINE_ROWS levels when deeper; one edge per step pair and medium."""
     b = DotBuilder()
     b.lines.append("digraph flow {")
-    b.add('graph [rankdir=LR, fontname="Helvetica", fontsize=11, nodesep=0.4, ranksep=0.9, labelloc=t];')
-    b.add('node [fontname="Helvetica", fontsize=10, shape=box, style="rounded,filled", fillcolor="#f5f5f5"];')
-    b.add('edge [fontname="Helvetica", fontsize=9];')
-    shapes = {"input": "folder", "output": "note", "exchange": "doubleoctagon", "aggregate": "invhouse"}
-    for st in fmap.flow.steps.values():
-        where = ", ".join(p.label() for p in st.placements[:4]) + (" …" if len(st.placements) > 4 else "")
-        label = f"{st.name}\n[{st.kind}]" + (f"\n{st.label}" if st.label else "") + f"\non {where}"
-        b.add(f"{b.nid('step:' + st.name)} [label={q(label)}, shape={shapes.get(st.kind, 'box')}];")
-    groups: dict[tuple[str, str, str], list[MappedArrow]] = {}
-    for a in fmap.arrows:
-        groups.setdefault((a.src_step, a.dst_step, a.medium), []).append(a)
-    for (s, d, medium), arrows in sorted(groups.items()):
-        colour = MEDIUM_COLOURS[medium]
-        label = arrow_label(min(arrows, key=lambda a: a.bandwidth_gbps or 0.0))
-        if len(arrows) > 1:
-            label = f"{len(arrows)}× " + label
-        extra = ", dir=both" if arrows[0].both_ways else ""
-        b.add(
-            f"{b.nid('step:' + s)} -> {b.nid('step:' + d)} [color={q(colour)}, fontcolor={q(colour)}, "
-            f"penwidth=2, label={q(label)}{extra}];"
+    b.add(
+        'graph [rankdir=TB, newrank=true, fontname="Helvetica", fontsize=11, nodesep=0.6, ranksep=0.8, '
+        "labelloc=b, labeljust=l, pad=0.2];"
+    )
+    b.add('node [fontname="Helvetica", fontsize=11, margin="0.12,0.06"];')
+    b.add('edge [fontname="Helvetica", fontsize=10];')
+    order = _topological(fmap)
+    for st in order:
+        step = fmap.flow.steps[st]
+        where = ", ".join(p.label() for p in step.placements[:1])
+        if len(step.placements) > 1:
+            where = compress_places([p.label() for p in step.placements])
+        lines = [st, f"[{step.kind}]"] + ([step.label] if step.label else []) + [f"on {where}"]
+        b.node(
+            "step:" + st,
+            f"label={q(chr(10).join(lines))}, shape={SHAPES.get(step.kind, 'box')}, style={q('rounded,filled')}, "
+            f"fillcolor={q(FILLS.get(step.kind, '#ffffff'))}",
         )
-    b.add(f"label={q(f'flow {fmap.flow.name}: green GPU link, blue host memory, orange network')};")
+    levels = _levels(fmap)
+    if max(levels.values(), default=0) >= PIPELINE_ROWS:  # deep: a snake of columns, PIPELINE_ROWS levels each
+        for r in range(PIPELINE_ROWS):
+            row = [s for s in order if levels[s] % PIPELINE_ROWS == r]
+            b.add("{ rank=same; " + " ".join(b.nid("step:" + s) for s in row) + " }")
+            heads = [
+                next(s for s in order if levels[s] == c * PIPELINE_ROWS + r)
+                for c in range(max(levels.values()) // PIPELINE_ROWS + 1)
+                if any(levels[s] == c * PIPELINE_ROWS + r for s in order)
+            ]
+            for x, y in itertools.pairwise(heads):  # column c left of column c+1
+                b.add(f"{b.nid('step:' + x)} -> {b.nid('step:' + y)} [style=invis];")
+    merged: dict[tuple[str, str, str], Bundle] = {}
+    for g in bundles(fmap):  # one edge per step pair and medium, whatever the hosts
+        key = (g.src_step, g.dst_step, g.medium)
+        if key in merged:
+            merged[key].arrows.extend(g.arrows)
+        else:
+            merged[key] = Bundle(g.src_step, g.dst_step, g.src_host, g.dst_host, g.medium, list(g.arrows))
+    for g in merged.values():
+        b.add(_edge(b, "step:" + g.src_step, "step:" + g.dst_step, g))
+    b.add(f"label={graph_label(f'flow {fmap.flow.name} (pipeline)', [], legend_rows(True)[:4])};")
     b.lines.append("}")
     return "\n".join(b.lines) + "\n"
+
+
+def _levels(fmap: FlowMap) -> dict[str, int]:
+    """Each step's depth from the inputs (longest path; flows have no cycles, self-arrows ignored)."""
+    names = list(fmap.flow.steps)
+    preds: dict[str, set[str]] = {n: set() for n in names}
+    for a in fmap.arrows:
+        if a.src_step != a.dst_step:
+            preds[a.dst_step].add(a.src_step)
+    depth: dict[str, int] = {}
+    for _ in names:  # relax |steps| times: no recursion on deep flows
+        for n in names:
+            depth[n] = max((depth.get(p, 0) + 1 for p in preds[n]), default=0)
+    return depth
+
+
+def _topological(fmap: FlowMap) -> list[str]:
+    """Steps by depth, then in file order."""
+    names = list(fmap.flow.steps)
+    levels = _levels(fmap)
+    return sorted(names, key=lambda n: (levels[n], names.index(n)))

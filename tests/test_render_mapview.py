@@ -1,0 +1,78 @@
+"""`topomap map`: summary by default (one line per bundle, slowest per medium, grouped notes),
+--all for every arrow, piped output never wrapped or cut, JSON unchanged in content."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from tests.conftest import REAL, SAMPLES
+from topomap.cli import app
+
+runner = CliRunner()
+TP = str(SAMPLES / "flows" / "tensor-parallel.yaml")
+PIPE = str(SAMPLES / "flows" / "two-host-pipeline.yaml")
+
+
+def test_summary_is_one_line_per_bundle() -> None:
+    r = runner.invoke(app, ["map", TP])
+    assert r.exit_code == 0, r.output
+    rows = [line for line in r.output.splitlines() if line.strip()[:2] in ("1 ", "2 ", "3 ", "4 ", "5 ")]
+    assert len(rows) == 4  # 52 arrows in 4 lines
+    assert "52 arrow(s) in 4 line(s)" in r.output
+    exchange = next(line for line in rows if "allreduce ↔ allreduce" in line)
+    assert "28" in exchange and "gpu-link" in exchange and "450 GB/s spec" in exchange and "lot:gpu0–6" in exchange
+    assert "gpu-link: 28 arrow(s), slowest 450 GB/s spec: allreduce → allreduce" in r.output
+    assert "local: 8 arrow(s) stay on their device (no transfer)" in r.output
+    assert len(r.output.splitlines()) < 40
+
+
+def test_notes_are_grouped_each_once() -> None:
+    r = runner.invoke(app, ["map", TP])
+    notes = [line for line in r.output.splitlines() if line.startswith("  • ")]
+    assert len(notes) == len(set(notes))
+    same = [n for n in notes if "same device" in n]
+    assert same == ["  • same device  [#2, 8 arrows]"]
+    numa = next(n for n in notes if "own NUMA node" in n and n.startswith("  • host memory"))
+    assert "(and 7 more like it for other devices)" in numa and "[#1, 8 arrows]" in numa
+
+
+def test_all_lists_every_arrow_with_route() -> None:
+    r = runner.invoke(app, ["map", TP, "--all"])
+    assert r.exit_code == 0
+    assert "Flow tensor-parallel: 52 arrow(s)" in r.output
+    assert r.output.count("\n#") == 52  # one route line per arrow
+
+
+def test_piped_output_is_not_wrapped_or_cut() -> None:
+    """Issue 13: piped to a file the table wrapped at 80 columns and cut `mlx5_gd…`."""
+    probes = [
+        "--probe",
+        f"node-a={REAL / 'nvidia-smi' / 'hgx-h200-8gpu-10nic-nchc-nano4.txt'}",
+        "--probe",
+        f"node-b={REAL / 'nvidia-smi' / 'a100-sxm4-80gb-8gpu-8nic-roce-deepep13.txt'}",
+    ]
+    r = runner.invoke(app, ["map", PIPE, *probes, "--all"])
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert max(len(line) for line in lines) > 80
+    assert not any(line != line.rstrip() for line in lines)
+    assert "…" not in r.output.replace("(and", "")  # nothing truncated
+    route = next(line for line in lines if line.startswith("#2 "))
+    assert "node-a/nic:" in route and "node-b/nic:" in route
+    summary = runner.invoke(app, ["map", PIPE, *probes]).output.splitlines()
+    row = next(line for line in summary if "stage1 → stage2" in line)
+    assert "activations" in row and "node-a:gpu7 → node-b:gpu0" in row  # one line, not folded
+
+
+def test_json_carries_label_and_every_arrow() -> None:
+    r = runner.invoke(app, ["map", PIPE, "--json"])
+    data = json.loads(r.output)
+    assert [a["label"] for a in data["arrows"]] == [None, "activations", None]
+    assert len(runner_json(TP)["arrows"]) == 52
+
+
+def runner_json(flow: str) -> dict[str, object]:
+    out: dict[str, object] = json.loads(runner.invoke(app, ["map", flow, "--json"]).output)
+    return out

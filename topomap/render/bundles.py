@@ -1,0 +1,214 @@
+"""Mapped arrows collapsed into bundles: one per flow arrow between two steps, host pair and medium.
+
+A flow arrow between replicated steps (a step on eight GPUs, an all-to-all exchange) becomes
+many concrete arrows. Every picture and the summarised `map` show them as one bundle —
+"28× gpu-link · nvswitch NV18 · 450 GB/s spec" — with the range of bandwidths when they differ.
+Pure data: no rich, no Graphviz. Relies only on MappedArrow's fields.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from topomap.mapping import FlowMap, MappedArrow
+from topomap.units import fmt_bytes, fmt_seconds
+
+_PLACEMENT = re.compile(r"^(?P<host>.*):(?P<what>gpu(?P<n>\d+)|memory(?:@numa\d+)?|storage)$", re.S)
+
+
+def host_of(label: str) -> str:
+    """The flow host of a placement label (`node-a:gpu7` → `node-a`; a snapshot-less host is its own label)."""
+    m = _PLACEMENT.match(label)
+    return m.group("host") if m else label
+
+
+def fmt_bw(gbps: float | None, source: str) -> str:
+    """Bandwidth with its unit and provenance; unknown says so."""
+    if gbps is None:
+        return "bandwidth unknown"
+    return f"{gbps:g} GB/s {source}"
+
+
+def compress_places(labels: list[str]) -> str:
+    """`lot:gpu0, lot:gpu1, … lot:gpu7` → `lot:gpu0–7`; other places listed once each, in order."""
+    gpus: dict[str, list[int]] = {}
+    order: list[str] = []
+    for lab in labels:
+        m = _PLACEMENT.match(lab)
+        if m and m.group("n") is not None:
+            host = m.group("host")
+            if host not in gpus:
+                gpus[host] = []
+                order.append("gpu:" + host)
+            if int(m.group("n")) not in gpus[host]:
+                gpus[host].append(int(m.group("n")))
+        elif lab not in order:
+            order.append(lab)
+    out: list[str] = []
+    for item in order:
+        if item.startswith("gpu:") and item[4:] in gpus:
+            out.append(f"{item[4:]}:gpu" + _ranges(sorted(gpus[item[4:]])))
+        else:
+            out.append(item)
+    return ", ".join(out)
+
+
+def _ranges(ns: list[int]) -> str:
+    """[0, 1, 2, 5] → `0–2,5`."""
+    parts: list[str] = []
+    start = prev = ns[0]
+    for n in ns[1:]:
+        if n == prev + 1:
+            prev = n
+            continue
+        parts.append(str(start) if start == prev else f"{start}–{prev}")
+        start = prev = n
+    parts.append(str(start) if start == prev else f"{start}–{prev}")
+    return ",".join(parts)
+
+
+@dataclass
+class Bundle:
+    """Concrete arrows of one flow arrow between two steps on one host pair, over one medium."""
+
+    src_step: str
+    dst_step: str
+    src_host: str
+    dst_host: str
+    medium: str
+    arrows: list[MappedArrow] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.arrows)
+
+    @property
+    def label(self) -> str | None:
+        """The flow arrow's own label(s), once each."""
+        seen = list(dict.fromkeys(a.label for a in self.arrows if a.label))
+        return " / ".join(seen) if seen else None
+
+    @property
+    def both_ways(self) -> bool:
+        return any(a.both_ways for a in self.arrows)
+
+    @property
+    def slowest(self) -> MappedArrow:
+        """The arrow with the lowest known bandwidth (an unknown one when none is known)."""
+        known = [a for a in self.arrows if a.bandwidth_gbps is not None]
+        return min(known, key=lambda a: a.bandwidth_gbps or 0.0) if known else self.arrows[0]
+
+    def via_text(self) -> str:
+        """`nvswitch NV18`, `pcie PHB/SYS`, `ethernet NET`: how the arrows travel."""
+        vias = list(dict.fromkeys(a.via for a in self.arrows))
+        paths = list(dict.fromkeys(a.path for a in self.arrows if a.path))
+        text = "/".join(vias)
+        if paths:
+            text += " " + "/".join(paths)
+        return text
+
+    def bandwidth_text(self) -> str:
+        known = [a for a in self.arrows if a.bandwidth_gbps is not None]
+        unknown = len(self.arrows) - len(known)
+        if not known:
+            return "bandwidth unknown"
+        sources = "/".join(dict.fromkeys(a.bandwidth_source for a in known))
+        lo = min(a.bandwidth_gbps or 0.0 for a in known)
+        hi = max(a.bandwidth_gbps or 0.0 for a in known)
+        text = f"{lo:g} GB/s {sources}" if lo == hi else f"{lo:g}–{hi:g} GB/s {sources}"
+        if unknown:
+            text += f", {unknown} unknown"
+        return text
+
+    def volume_text(self) -> str:
+        """Volume of one arrow and the time of the slowest (`1 GiB in 2.2 ms`, `each` for bundles)."""
+        a = self.slowest
+        if a.volume_bytes is None:
+            return ""
+        text = fmt_bytes(a.volume_bytes) + (" each" if self.count > 1 else "")
+        if a.seconds is not None:
+            text += f" in {fmt_seconds(a.seconds)}" + (" (slowest)" if self.count > 1 else "")
+        return text
+
+    def nics(self) -> list[str]:
+        """NICs the arrows leave and enter by (network bundles), by device name."""
+        out: list[str] = []
+        for a in self.arrows:
+            for hop in a.route:
+                _, _, node = hop.rpartition("/")
+                if node.startswith("nic:") and node[4:] not in out:
+                    out.append(node[4:])
+        return out
+
+    def summary(self) -> str:
+        """One line: `8× gpu-link · nvswitch NV18 · 450 GB/s spec · 1 GiB each in 2.2 ms (slowest)`."""
+        bits = [(f"{self.count}× " if self.count > 1 else "") + self.medium, self.via_text(), self.bandwidth_text()]
+        vol = self.volume_text()
+        if vol:
+            bits.append(vol)
+        return " · ".join(b for b in bits if b)
+
+    def places(self) -> str:
+        """Where the bundle's arrows start and end: `lot:gpu0–7 → lot:gpu0–7`."""
+        src = compress_places(list(dict.fromkeys(a.src for a in self.arrows)))
+        dst = compress_places(list(dict.fromkeys(a.dst for a in self.arrows)))
+        return f"{src} → {dst}"
+
+
+def bundles(fmap: FlowMap) -> list[Bundle]:
+    """Bundles in the order their first arrow appears in the flow."""
+    out: dict[tuple[str, str, str, str, str], Bundle] = {}
+    for a in fmap.arrows:
+        key = (a.src_step, a.dst_step, host_of(a.src), host_of(a.dst), a.medium)
+        if key not in out:
+            out[key] = Bundle(*key)
+        out[key].arrows.append(a)
+    return list(out.values())
+
+
+def slowest_per_medium(fmap: FlowMap) -> list[tuple[str, MappedArrow, int, int]]:
+    """Per medium (fixed order): the slowest arrow, how many arrows, how many with unknown bandwidth."""
+    rows: list[tuple[str, MappedArrow, int, int]] = []
+    for medium in ("gpu-link", "host-memory", "network", "local"):
+        arrows = [a for a in fmap.arrows if a.medium == medium]
+        if not arrows:
+            continue
+        known = [a for a in arrows if a.bandwidth_gbps is not None]
+        slow = min(known, key=lambda a: a.bandwidth_gbps or 0.0) if known else arrows[0]
+        rows.append((medium, slow, len(arrows), len(arrows) - len(known)))
+    return rows
+
+
+_DEVICE = re.compile(
+    r"\bgpu\d+\b|\bnuma\d+(?:#\d+)?|pci:[0-9A-Za-z:._-]+|\b[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]\b"
+)
+
+
+@dataclass
+class NoteGroup:
+    """One note (the first of its kind) with the bundles and arrows it applies to; ``similar``
+    counts the other distinct notes that differ from it only by device names (gpu3, numa1, a bus id)."""
+
+    text: str
+    rows: list[int] = field(default_factory=list)
+    arrows: int = 0
+    similar: int = 0
+
+
+def grouped_notes(groups: list[Bundle]) -> list[NoteGroup]:
+    """Each distinct note once (notes that differ only by device merged), with bundle numbers (1-based)."""
+    out: dict[str, NoteGroup] = {}
+    texts: dict[str, set[str]] = {}
+    for k, b in enumerate(groups, 1):
+        for a in b.arrows:
+            for n in a.notes:
+                key = _DEVICE.sub("…", n)
+                g = out.setdefault(key, NoteGroup(n))
+                texts.setdefault(key, set()).add(n)
+                if k not in g.rows:
+                    g.rows.append(k)
+                g.arrows += 1
+    for key, g in out.items():
+        g.similar = len(texts[key]) - 1
+    return list(out.values())

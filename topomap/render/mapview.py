@@ -1,0 +1,96 @@
+"""rich renderables for `topomap map`: the summary (one line per bundle) and the full detail (--all).
+
+Renderers build; only the CLI prints. Every bandwidth carries its unit and provenance
+(spec / model / measured), and unknown says so.
+"""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from topomap.mapping import FlowMap
+from topomap.render.bundles import bundles, fmt_bw, grouped_notes, slowest_per_medium
+from topomap.render.terminal import MEDIUM_STYLE, short_node
+from topomap.units import fmt_seconds
+
+
+def _rows(numbers: list[int]) -> str:
+    return ", ".join(f"#{n}" for n in numbers)
+
+
+def summary_view(fmap: FlowMap) -> RenderableType:
+    """One line per flow arrow (replicas and pairs bundled), the slowest arrow per medium, each distinct
+    note once with the lines it applies to."""
+    groups = bundles(fmap)
+    t = Table(
+        title=f"Flow {fmap.flow.name}: {len(fmap.arrows)} arrow(s) in {len(groups)} line(s) (--all: every arrow)",
+        box=box.SIMPLE_HEAD,
+        title_justify="left",
+    )
+    for col in ("#", "from → to", "label", "arrows", "medium", "via", "bandwidth", "time (slowest)", "places"):
+        t.add_column(col, overflow="fold")
+    for k, g in enumerate(groups, 1):
+        arrow = " ↔ " if g.both_ways else " → "
+        slow = g.slowest
+        t.add_row(
+            str(k),
+            f"{g.src_step}{arrow}{g.dst_step}",
+            g.label or "",
+            str(g.count),
+            Text(g.medium, style=MEDIUM_STYLE.get(g.medium, "")),
+            g.via_text(),
+            "—" if g.medium == "local" else g.bandwidth_text(),
+            fmt_seconds(slow.seconds),
+            g.places(),
+        )
+    parts: list[RenderableType] = [t, *_slowest(fmap)]
+    notes = grouped_notes(groups)
+    if notes:
+        parts.append(Text(f"\nNotes ({len(notes)} distinct)", style="bold"))
+        for ng in notes:
+            more = f" (and {ng.similar} more like it for other devices)" if ng.similar else ""
+            where = f"[{_rows(ng.rows)}" + (f", {ng.arrows} arrows]" if ng.arrows > 1 else "]")
+            parts.append(Text(f"  • {ng.text}{more}  {where}"))
+    return Group(*parts)
+
+
+def arrows_view(fmap: FlowMap) -> RenderableType:
+    """Every arrow: medium, via, path class, bandwidth with provenance, time; then routes and notes."""
+    t = Table(title=f"Flow {fmap.flow.name}: {len(fmap.arrows)} arrow(s)", box=box.SIMPLE_HEAD, title_justify="left")
+    for col in ("#", "from → to", "label", "medium", "via", "path", "bandwidth", "time"):
+        t.add_column(col, overflow="fold")
+    details: list[RenderableType] = [Text("Routes and notes", style="bold")]
+    for k, a in enumerate(fmap.arrows, 1):
+        bw = "unknown" if a.bandwidth_gbps is None else f"{a.bandwidth_gbps:g} GB/s {a.bandwidth_source}"
+        arrow = " ↔ " if a.both_ways else " → "
+        t.add_row(
+            str(k),
+            f"{a.src_step}{arrow}{a.dst_step}\n{a.src}{arrow}{a.dst}",
+            a.label or "",
+            Text(a.medium, style=MEDIUM_STYLE[a.medium]),
+            a.via,
+            a.path or "—",
+            bw,
+            fmt_seconds(a.seconds),
+        )
+        details.append(Text(f"#{k} " + " → ".join(short_node(n) for n in a.route)))
+        for n in a.notes:
+            details.append(Text(f"    • {n}", style="dim"))
+    return Group(t, *_slowest(fmap), Text(""), *details)
+
+
+def _slowest(fmap: FlowMap) -> list[RenderableType]:
+    lines: list[RenderableType] = [Text("Slowest arrow per medium", style="bold")]
+    for medium, a, count, unknown in slowest_per_medium(fmap):
+        if medium == "local":
+            lines.append(Text(f"  local: {count} arrow(s) stay on their device (no transfer)", style="grey50"))
+            continue
+        text = f"  {medium}: {count} arrow(s), slowest {fmt_bw(a.bandwidth_gbps, a.bandwidth_source)}"
+        text += f": {a.src_step} → {a.dst_step} ({a.src} → {a.dst})"
+        if unknown:
+            text += f"; {unknown} with unknown bandwidth"
+        lines.append(Text(text, style=MEDIUM_STYLE.get(medium, "")))
+    return lines
