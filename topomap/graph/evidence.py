@@ -88,6 +88,7 @@ class Bandwidth:
     basis: str = ""
     lower_bound: bool = False
     generation: int | None = None
+    tag: str = ""  # the basis in two or three words: "driver-reported", "NVLink 4 nominal", "lower bound"
 
     def text(self) -> str:
         if self.gbps is None:
@@ -214,7 +215,9 @@ def nvlink_bundle_bandwidth(gpu: Gpu, count: int, snap: Snapshot | None = None) 
     if len(speeds) == 1:
         rate = speeds.pop()
         return Bandwidth(
-            rate * count, "spec", f"{count} links × {rate:g} GB/s per link ({reporter}-reported rate)", generation=gen
+            rate * count, "spec", f"{count} links × {rate:g} GB/s per link ({reporter}-reported rate)",
+            generation=gen,
+            tag=f"{reporter}-reported rate",
         )
     if gpu.name and is_ga102(gpu.name):
         return Bandwidth(
@@ -222,11 +225,14 @@ def nvlink_bundle_bandwidth(gpu: Gpu, count: int, snap: Snapshot | None = None) 
             "spec",
             f"{count} links × {NVLINK_GA102_GBPS_PER_LINK:g} GB/s per link (GA102 NVLink bridge, nominal)",
             generation=3,
+            tag="GA102 bridge nominal",
         )
     if gen is not None and gen in NVLINK_GBPS_PER_LINK:
         rate = NVLINK_GBPS_PER_LINK[gen]
         return Bandwidth(
-            rate * count, "spec", f"{count} links × {rate:g} GB/s per link (NVLink {gen}, nominal)", generation=gen
+            rate * count, "spec", f"{count} links × {rate:g} GB/s per link (NVLink {gen}, nominal)",
+            generation=gen,
+            tag=f"NVLink {gen} nominal",
         )
     dgen, from_what = _model_nvlink_generation(gpu)
     if dgen is not None and dgen in NVLINK_GBPS_PER_LINK:
@@ -239,6 +245,7 @@ def nvlink_bundle_bandwidth(gpu: Gpu, count: int, snap: Snapshot | None = None) 
             "derived",
             f"{count} links × {rate:g} GB/s per link (NVLink {dgen} from {from_what}, nominal)",
             generation=dgen,
+            tag=f"NVLink {dgen} from the model",
         )
     floor = min(NVLINK_GBPS_PER_LINK.values()) if gpu.name else NVLINK_GA102_GBPS_PER_LINK
     return Bandwidth(
@@ -246,6 +253,7 @@ def nvlink_bundle_bandwidth(gpu: Gpu, count: int, snap: Snapshot | None = None) 
         "derived",
         f"{count} links, generation unknown: at least {floor:g} GB/s per link (the slowest NVLink)",
         lower_bound=True,
+        tag="lower bound, generation unknown",
     )
 
 
@@ -620,11 +628,11 @@ def gpu_pairs_nvlink_summary(topo: Topology, gid: str) -> str:
         if not active:
             return f"0 of {len(g.nvlinks)} links active: no NVLink"
         bw = nvlink_bundle_bandwidth(g, len(active), snap)
-        text = f"{len(active)} of {len(g.nvlinks)} links active"
-        return text + f", {bw.text()} ({bw.basis})" if bw.gbps is not None else text
+        text = f"{len(active)}/{len(g.nvlinks)} active"
+        return text + f", {bw.text()} ({bw.tag})" if bw.gbps is not None else text
     if peers:
         counts = sorted({(nvlink_route(topo, gid, o) or ((), 0, ""))[1] for o in peers})
-        return f"NV{'/'.join(map(str, counts))} to {len(peers)} GPU(s) (per-link detail not in this source)"
+        return f"NV{'/'.join(map(str, counts))} to {len(peers)} GPU(s) (from the matrix)"
     if not source_knows(snap, "nvlink"):
         return f"unknown: this source does not record NVLink (settle it with {SETTLE['nvlink']})"
     return "none"

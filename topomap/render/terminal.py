@@ -11,10 +11,10 @@ from rich.tree import Tree
 from topomap.check import CheckResult
 from topomap.diff import DiffResult
 from topomap.graph import FABRIC, Topology, natural_key, tree_parents
-from topomap.links import nvlink_bandwidth_gbps, pcie_bandwidth_gbps
+from topomap.graph.evidence import SETTLE, fabric_ready, gpu_pairs_nvlink_summary, gpu_pcie_link
 from topomap.mapping import FlowMap
 from topomap.model import Gpu, Snapshot
-from topomap.units import fmt_seconds
+from topomap.units import fmt_gbps, fmt_seconds
 
 GIB = 1024**3
 
@@ -28,43 +28,37 @@ def _gib(n: int | None) -> str:
 
 
 def _pcie(g: Gpu) -> str:
+    """The GPU's PCIe link as evidence.gpu_pcie_link decides it: trained width at the best generation."""
+    link = gpu_pcie_link(g)
+    if link.gen is None and link.width is None:
+        return "—"
+    text = f"Gen{_dash(link.gen)} " + (f"x{link.width}" if link.width else "width unknown")
+    if link.gbps is not None:
+        text += f" ({fmt_gbps(link.gbps)} GB/s spec)"
     p = g.pcie
-    if p is None or (p.gen_max is None and p.gen_current is None):
+    if link.downtrained:
+        text += f" — trained below its x{link.width_max}"
+    if p is not None and p.gen_current is not None and link.gen is not None and p.gen_current < link.gen:
+        text += f"; now Gen{p.gen_current} (idle GPUs lower their speed)"
+    return text
+
+
+def _nvlink(topo: Topology | None, g: Gpu) -> str:
+    """NVLink as evidence decides it: active links and the bundle rate with its source, or unknown."""
+    if topo is None:
         return "—"
-    cur = f"Gen{_dash(p.gen_current)} x{_dash(p.width_current)}"
-    mx = f"Gen{_dash(p.gen_max)} x{_dash(p.width_max)}"
-    bw = pcie_bandwidth_gbps(p.gen_max, p.width_max)
-    spec = f" ({bw:g} GB/s spec)" if bw is not None else ""
-    return f"{cur} / max {mx}{spec}" if cur != mx else f"{mx}{spec}"
+    return gpu_pairs_nvlink_summary(topo, f"gpu{g.index}")
 
 
-def _nvlink(g: Gpu) -> str:
-    active = [x for x in g.nvlinks if x.active]
-    if not g.nvlinks:
-        return "none"
-    gens = {x.generation for x in active if x.generation is not None}
-    gen = gens.pop() if len(gens) == 1 else None
-    bw = nvlink_bandwidth_gbps(gen, len(active), g.name)
-    label = f"{len(active)}/{len(g.nvlinks)} active"
-    if gen is not None:
-        label += f", NVLink {gen}"
-    if bw:
-        label += f", {bw:g} GB/s spec"
-    return label
-
-
-def _fabric(g: Gpu) -> str:
+def _fabric(topo: Topology | None, g: Gpu) -> str:
     f = g.fabric
-    if f is None:
-        return "—"
+    if topo is None or f is None:
+        return "—" if f is None else str(f.state)
     if f.state in (None, "not-supported"):
-        return "none"
-    out = f"{f.state}"
-    if f.clique_id is not None:
-        out += f", clique {f.clique_id}"
-    if f.status and f.status != "success":
-        out += f", {f.status}"
-    return out
+        return "no fabric (not-supported)"
+    ready = fabric_ready(topo, f"gpu{g.index}")
+    text = f"{f.state}" + (f", clique {f.clique_id}" if f.clique_id is not None else "")
+    return text if ready.yes else f"NOT READY: {ready.why()}"
 
 
 def _mig(g: Gpu) -> str:
@@ -97,11 +91,39 @@ def header(snap: Snapshot) -> Text:
     if h.environment:
         t.append("\n")
     if s.unknown_fields:
-        t.append(f"this source cannot know: {', '.join(s.unknown_fields)}\n", style="dim")
+        t.append(f"this source cannot know: {', '.join(unknown_in_words(s.unknown_fields))}\n", style="dim")
     return t
 
 
-def gpu_tables(snap: Snapshot) -> list[Table]:
+#: What each unknown field means to a user, and what settles it.
+_UNKNOWN_WORDS: dict[str, str] = {
+    "pairs.nvlink": f"which GPU pairs NVLink joins (settle it with {SETTLE['nvlink']})",
+    "gpus.nvlinks": "per-link NVLink state and rate",
+    "pairs.p2p": "P2P status",
+    "pairs.cuda": "CUDA peer access",
+    "gpus.name": "GPU models",
+    "gpus.memory_total_bytes": "GPU memory",
+    "gpus.fabric": "NVLink fabric state",
+    "gpus.mig": "MIG mode",
+    "gpus.uuid": "GPU UUIDs",
+    "gpus.cuda_ordinal": "CUDA ordinals",
+    "gpus.pci_bus_id": "GPU bus ids",
+    "gpus.compute_capability": "compute capability",
+    "gpus.pcie": "GPU PCIe link width and generation",
+    "nics.pci_bus_id": "NIC bus ids",
+    "nics.kind": "NIC link layer",
+    "nics.speed_gbit_s": "NIC speeds",
+    "pci": "the PCI tree (structure inferred from path classes)",
+    "software": "driver and CUDA versions",
+    "pairs.path (PHB vs NODE)": "PHB vs NODE (recorded as PHB)",
+}
+
+
+def unknown_in_words(fields: list[str]) -> list[str]:
+    return [_UNKNOWN_WORDS.get(f, f) for f in fields]
+
+
+def gpu_tables(snap: Snapshot, topo: Topology | None = None) -> list[Table]:
     """GPU identity (NVML index ↔ CUDA ordinal ↔ UUID ↔ bus id) and GPU capabilities."""
     gpus = sorted(snap.gpus, key=lambda g: g.index)
     ident = Table(title="GPUs: identity", box=box.SIMPLE_HEAD, title_justify="left")
@@ -111,7 +133,10 @@ def gpu_tables(snap: Snapshot) -> list[Table]:
     for col in ("NVML", "memory", "CC", "NUMA", "CPUs", "PCIe", "NVLink", "MIG", "fabric"):
         caps.add_column(col, overflow="fold")
     for g in gpus:
-        ident.add_row(str(g.index), _dash(g.cuda_ordinal), _dash(g.uuid), _dash(g.pci_bus_id), _dash(g.name))
+        name = _dash(g.name) + (" (derived from the PCI device id)" if "name" in g.derived else "")
+        if g.lost:
+            name += " — LOST during the probe"
+        ident.add_row(str(g.index), _dash(g.cuda_ordinal), _dash(g.uuid), _dash(g.pci_bus_id), name)
         caps.add_row(
             str(g.index),
             _gib(g.memory_total_bytes),
@@ -119,9 +144,9 @@ def gpu_tables(snap: Snapshot) -> list[Table]:
             _dash(g.numa_node) + (f" (mem {g.gpu_numa_node})" if g.gpu_numa_node is not None else ""),
             _dash(g.cpu_affinity) if g.cpu_affinity != "" else "(none in this cpuset)",
             _pcie(g),
-            _nvlink(g),
+            _nvlink(topo, g),
             _mig(g),
-            _fabric(g),
+            _fabric(topo, g),
         )
     return [ident, caps]
 
@@ -213,21 +238,28 @@ def machine_tree(topo: Topology) -> Tree:
         fab = root.add(str(g.nodes[FABRIC].get("label")))
         for u, v, d in sorted(g.edges(FABRIC, data=True), key=lambda e: natural_key(e[1])):
             other = v if u == FABRIC else u
-            bw = d.get("bandwidth_gbps")
-            fab.add(f"{other}: NV{d.get('count')}" + (f" · {bw:g} GB/s spec" if bw else " · bandwidth unknown"))
+            fab.add(f"{other}: NV{d.get('count')} · {_edge_bw(d)}")
     direct = [(u, v, d) for u, v, d in g.edges(data=True) if d.get("kind") == "nvlink" and FABRIC not in (u, v)]
     if direct:
         nv = root.add("NVLink (direct)")
         for u, v, d in sorted(direct, key=lambda e: (natural_key(e[0]), natural_key(e[1]))):
-            bw = d.get("bandwidth_gbps")
-            nv.add(f"{u} ↔ {v}: NV{d.get('count')}" + (f" · {bw:g} GB/s spec" if bw else " · bandwidth unknown"))
+            nv.add(f"{u} ↔ {v}: NV{d.get('count')} · {_edge_bw(d)}")
     return root
+
+
+def _edge_bw(d: dict[str, object]) -> str:
+    """An NVLink edge's bandwidth as the evidence function labelled it."""
+    bw = d.get("bandwidth_gbps")
+    if not isinstance(bw, (int, float)):
+        return "bandwidth unknown"
+    pre = "≥ " if d.get("lower_bound") else ""
+    return f"{pre}{fmt_gbps(float(bw))} GB/s {d.get('bandwidth_source')}"
 
 
 def show(snap: Snapshot, topo: Topology | None = None) -> RenderableType:
     parts: list[RenderableType] = [header(snap)]
     if snap.gpus:
-        parts.extend(gpu_tables(snap))
+        parts.extend(gpu_tables(snap, topo))
     else:
         parts.append(Text("No GPUs in this snapshot.", style="bold"))
     if snap.nics:
@@ -247,51 +279,18 @@ MEDIUM_STYLE = {"gpu-link": "green", "host-memory": "blue", "network": "dark_ora
 
 
 def short_node(node: str) -> str:
-    """Readable route hop: inferred PCI nodes become `switch*` / `host-bridge*`."""
+    """Readable route hop: inferred PCI nodes are called inferred in words."""
     host, sep, rest = node.rpartition("/")
     prefix = host + sep
     if rest.startswith("pci:inferred-hb-"):
-        rest = "host-bridge*"
+        rest = "host bridge (inferred)"
     elif rest.startswith("pci:inferred-sw-"):
-        rest = "switch*"
+        rest = "PCIe switch (inferred)"
     elif rest.startswith("pci:inferred-port-"):
-        rest = "port*"
+        rest = "switch port (inferred)"
     elif rest.startswith("pci:"):
         rest = rest[4:]
     return prefix + rest
-
-
-def arrows_view(fmap: FlowMap) -> RenderableType:
-    """Every arrow: medium, via, path class, bandwidth with provenance, time; then routes and notes."""
-    t = Table(title=f"Flow {fmap.flow.name}: {len(fmap.arrows)} arrow(s)", box=box.SIMPLE_HEAD, title_justify="left")
-    for col in ("#", "from → to", "medium", "via", "path", "bandwidth", "time"):
-        t.add_column(col, overflow="fold")
-    details: list[RenderableType] = [Text("Routes and notes", style="bold")]
-    for k, a in enumerate(fmap.arrows, 1):
-        bw = "unknown" if a.bandwidth_gbps is None else f"{a.bandwidth_gbps:g} GB/s {a.bandwidth_source}"
-        arrow = " ↔ " if a.both_ways else " → "
-        t.add_row(
-            str(k),
-            f"{a.src_step}{arrow}{a.dst_step}\n{a.src}{arrow}{a.dst}",
-            Text(a.medium, style=MEDIUM_STYLE[a.medium]),
-            a.via,
-            a.path or "—",
-            bw,
-            fmt_seconds(a.seconds),
-        )
-        details.append(Text(f"#{k} " + " → ".join(short_node(n) for n in a.route)))
-        for n in a.notes:
-            details.append(Text(f"    • {n}", style="dim"))
-    lines: list[RenderableType] = [Text("Summary", style="bold")]
-    for row in fmap.summary():
-        slow = row["slowest"]
-        text = f"{row['medium']}: {row['arrows']} arrow(s)"
-        if isinstance(slow, dict):
-            text += f", slowest {slow['from']} → {slow['to']} at {slow['bandwidth_gbps']:g} GB/s"
-        if row["unknown_bandwidth"]:
-            text += f", {row['unknown_bandwidth']} with unknown bandwidth"
-        lines.append(Text("  " + text, style=MEDIUM_STYLE[str(row["medium"])]))
-    return Group(t, *lines, Text(""), *details)
 
 
 def diff_view(d: DiffResult) -> RenderableType:
