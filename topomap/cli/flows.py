@@ -74,9 +74,14 @@ def render(
     """Diagram of the topology: hosts, NUMA nodes, PCIe switches, GPUs, NICs, NVLink fabric; with
     --flow, the flow's steps on their hardware and its arrows coloured by medium."""
     from topomap.graph import build
+    from topomap.record import is_run_file
     from topomap.render import dot as dotr
     from topomap.render.export import graphml, node_link_json
 
+    if snapshots and len(snapshots) == 1 and flow_file is None and is_run_file(snapshots[0]):
+        from topomap.cli.record import render_run  # a run record: memory and utilisation over time
+
+        return render_run(snapshots[0], output)
     if not output:
         raise TopomapError("render needs -o OUT.svg (or .png, .pdf, .dot, .graphml, .json)")
     fmt = Path(output).suffix.lower().lstrip(".")

@@ -19,8 +19,19 @@ def diff(
     flow_file: Annotated[str | None, typer.Option("--flow", help="Compare this flow's arrows on A and on B.")] = None,
     match: Annotated[str, typer.Option("--match", help="index (default) or structure")] = "index",
     json_out: JsonOpt = False,
+    outputs: Annotated[
+        tuple[str, str] | None, typer.Option("--outputs", help="Two runs: also compare DIR_A and DIR_B.")
+    ] = None,
+    tolerance: Annotated[float | None, typer.Option("--tolerance", help="With --outputs: numeric tolerance.")] = None,
 ) -> None:
-    """Semantic differences between two lots. Exit 0 equivalent, 1 different, 2 error."""
+    """Semantic differences between two lots, or the fair comparison of two recorded runs.
+    Exit 0 equivalent (runs: both succeeded, same outputs), 1 different, 2 error."""
+    from topomap.record import is_run_file
+
+    if is_run_file(a) or is_run_file(b):
+        from topomap.cli.record import diff_run_files
+
+        return diff_run_files(a, b, outputs, tolerance, json_out)
     from topomap.diff import diff_flow, diff_snapshots
 
     if match not in ("index", "structure"):

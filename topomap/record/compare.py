@@ -8,6 +8,7 @@ Everything compared is observed (the records), except capacities, which are labe
 
 from __future__ import annotations
 
+import shlex
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -126,7 +127,7 @@ def _peak_line(a: Run, b: Run, names: tuple[str, str]) -> str | None:
 def _warnings(a: Run, b: Run) -> tuple[list[str], list[str]]:
     warn: list[str] = []
     if a.command != b.command:
-        warn.append(f"different commands: {' '.join(a.command)!r} vs {' '.join(b.command)!r}")
+        warn.append(f"different commands: {shlex.join(a.command)} vs {shlex.join(b.command)}")
     for key in sorted(set(a.versions) | set(b.versions)):
         va, vb = a.versions.get(key), b.versions.get(key)
         if va != vb and key != "platform":

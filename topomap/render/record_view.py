@@ -1,0 +1,232 @@
+"""Rich renderables for run records: `show RUN.json` and `diff RUN_A.json RUN_B.json`.
+
+Pure: builds renderables, never prints (the CLI owns the console). Every figure says its unit
+and where it came from: observed (the record), measured (the recorder's own cost), spec (a
+nominal link rate from the snapshot), psutil (host capacity).
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from topomap.record.compare import Row, RunDiff
+from topomap.record.model import Run
+from topomap.record.summary import busiest, cards, host_peaks, last, shared_resources
+from topomap.units import fmt_bytes, fmt_seconds
+
+BLOCKS = "▁▂▃▄▅▆▇█"
+
+
+def fmt_rate(bps: float | None) -> str:
+    """Bytes per second → "1.2 GB/s" (decimal, as link rates are quoted); None → "—"."""
+    if bps is None:
+        return "—"
+    for unit, f in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if bps >= f:
+            return f"{bps / f:.3g} {unit}"
+    return f"{bps:.0f} B/s"
+
+
+def _size(n: float | None) -> str:
+    if n is None:
+        return "—"
+    return fmt_bytes(round(n / 2**20) * 2**20) if n >= 2**20 else fmt_bytes(int(n))
+
+
+def sparkline(t: list[float], values: list[Any], t_end: float, vmax: float | None, width: int = 48) -> str:
+    """Values over time in ``width`` columns (the largest value per column); "·" where nothing was read."""
+    if not t or t_end <= 0:
+        return "·" * width
+    top = vmax or max((v for v in values if v is not None), default=0) or 1
+    cols: list[float | None] = [None] * width
+    for ti, v in zip(t, values):
+        if v is None:
+            continue
+        k = min(width - 1, int(ti / t_end * width))
+        cols[k] = v if cols[k] is None else max(cols[k] or 0, v)
+    out = []
+    prev: float | None = None
+    for c in cols:
+        c = prev if c is None else c  # a column between two samples holds the last reading
+        prev = c
+        out.append("·" if c is None else BLOCKS[min(len(BLOCKS) - 1, int(c / top * (len(BLOCKS) - 1) + 0.5))])
+    return "".join(out)
+
+
+def _header(run: Run) -> Text:
+    s = run.sampling
+    status = f"exit {run.exit_status}" + (f" ({run.signal})" if run.signal else "")
+    if run.interrupted_by:
+        status += f", interrupted by {run.interrupted_by} (forwarded to the command)"
+    lines = [
+        f"Run of {shlex.join(run.command)}" + (f" [{run.label}]" if run.label else ""),
+        f"  on {run.hostname or 'unknown host'}, started {run.started_at}: {status} after "
+        f"{fmt_seconds(run.duration_s)} (observed wall time)",
+        f"  {s.samples} samples every {s.interval_s:g} s; one sample cost {fmt_seconds(s.sample_cost_mean_s)} "
+        f"(max {fmt_seconds(s.sample_cost_max_s)}); recorder used {_pct(s.overhead_pct)} of one CPU (measured)",
+    ]
+    if not s.gpu_sampled:
+        lines.append(f"  {s.gpu_note or 'no GPU sampled'}")
+    return Text("\n".join(lines))
+
+
+def _pct(v: float | None) -> str:
+    return "—" if v is None else f"{v:.3g} %"
+
+
+def _cards_table(run: Run) -> Table:
+    t = Table(title="Per card (observed, NVML)", title_justify="left")
+    for col in ("card", "name", "memory peak", "at", "of total", "command's", "util mean/peak", "PCIe RX/TX peak"):
+        t.add_column(col, justify="left" if col in ("card", "name") else "right")
+    t.add_column("NVLink RX/TX peak", justify="right")
+    t.add_column("note")
+    for c in cards(run):
+        share = (
+            f"{c.peak_memory_bytes / c.memory_total_bytes:.0%} of {_size(c.memory_total_bytes)}"
+            if c.peak_memory_bytes is not None and c.memory_total_bytes
+            else "—"
+        )
+        notes = []
+        if c.lost_at_s is not None:
+            notes.append(f"LOST at {c.lost_at_s:.1f} s")
+        if c.visible_to_command is False:
+            notes.append("not visible to the command")
+        t.add_row(
+            c.id,
+            c.name or "unknown",
+            _size(c.peak_memory_bytes),
+            f"{c.peak_at_s:.1f} s" if c.peak_at_s is not None else "—",
+            share,
+            _size(c.command_memory_bytes),
+            f"{_pct(c.util_mean_pct)} / {_pct(c.util_peak_pct)}",
+            f"{fmt_rate(c.pcie_rx_peak_bytes_s)} / {fmt_rate(c.pcie_tx_peak_bytes_s)}",
+            f"{fmt_rate(c.nvlink_rx_peak_bytes_s)} / {fmt_rate(c.nvlink_tx_peak_bytes_s)}",
+            "; ".join(notes),
+        )
+    return t
+
+
+def _timelines(run: Run, width: int) -> Text:
+    end = run.duration_s or 0.0
+    lines = [f"Timeline, 0 → {fmt_seconds(end)} ({width} columns, the largest reading per column; · no reading)"]
+    for s in run.gpus:
+        top = s.memory_total_bytes
+        mem = sparkline(s.t_s, s.memory_used_bytes, end, top, width)
+        lines.append(f"  {s.id:<10} memory {mem}  scale {_size(top)}")
+        if any(u is not None for u in s.util_gpu_pct):
+            lines.append(f"  {'':<10} util   {sparkline(s.t_s, s.util_gpu_pct, end, 100, width)}  scale 100 %")
+    h = run.host
+    cpu_top = (h.cpu_count or 1) * 100
+    cpu = sparkline(h.t_s, h.tree_cpu_pct, end, cpu_top, width)
+    lines.append(f"  {'host tree':<10} CPU    {cpu}  scale {cpu_top} %")
+    rss_top = max((v for v in h.tree_rss_bytes if v is not None), default=None)
+    lines.append(f"  {'':<10} RSS    {sparkline(h.t_s, h.tree_rss_bytes, end, rss_top, width)}  scale {_size(rss_top)}")
+    return Text("\n".join(lines))
+
+
+def _host_table(run: Run) -> Table:
+    h = run.host
+    peaks = host_peaks(run)
+    t = Table(title="Host (psutil; rusage for CPU time)", title_justify="left", show_header=False)
+    t.add_column("what")
+    t.add_column("value", justify="right")
+    t.add_column("source")
+    cpu, cpu_at = peaks["tree_cpu_pct"]
+    rss, rss_at = peaks["tree_rss_bytes"]
+    t.add_row("CPU time user / system", f"{fmt_seconds(h.cpu_user_s)} / {fmt_seconds(h.cpu_system_s)}", "rusage")
+    t.add_row(
+        "tree CPU peak",
+        f"{_pct(cpu)} of one CPU at {cpu_at:.1f} s" if cpu_at is not None else "—",
+        f"observed, {h.cpu_count} CPUs",
+    )
+    t.add_row("tree RSS peak", f"{_size(rss)} at {rss_at:.1f} s" if rss_at is not None else "—", "observed")
+    t.add_row("largest process RSS", _size(h.max_rss_bytes), "rusage ru_maxrss")
+    t.add_row(
+        "disk read / written",
+        f"{_size(last(h.disk_read_bytes))} / {_size(last(h.disk_write_bytes))}",
+        "observed, whole host",
+    )
+    t.add_row(
+        "network received / sent",
+        f"{_size(last(h.net_rx_bytes))} / {_size(last(h.net_tx_bytes))}",
+        "observed, whole host",
+    )
+    return t
+
+
+def _busiest(run: Run) -> Text:
+    b = busiest(run)
+    if b is None:
+        return Text("Busiest shared resource: unknown (no capacity known for any resource used)")
+    peak = fmt_rate(b.peak) if b.unit == "B/s" else _size(b.peak) if b.unit == "B" else f"{b.peak:.2f} CPUs"
+    cap = fmt_rate(b.capacity) if b.unit == "B/s" else _size(b.capacity) if b.unit == "B" else f"{b.capacity:g} CPUs"
+    lines = [
+        f"Busiest shared resource: {b.name} at {b.fraction:.0%} of capacity "
+        f"(peak {peak} observed; capacity {cap}, {b.capacity_source})"
+    ]
+    others = [r for r in shared_resources(run)[1:] if r.fraction is not None][:3]
+    if others:
+        lines.append("  next: " + ", ".join(f"{r.name} {r.fraction:.0%}" for r in others if r.fraction is not None))
+    return Text("\n".join(lines))
+
+
+def run_view(run: Run, width: int = 48) -> RenderableType:
+    """Everything `topomap show RUN.json` prints."""
+    parts: list[RenderableType] = [_header(run)]
+    if run.gpus:
+        parts.append(_cards_table(run))
+    parts += [_timelines(run, width), _host_table(run), _busiest(run)]
+    if run.problems:
+        parts.append(
+            Text(
+                f"{len(run.problems)} problem(s) while sampling: "
+                + "; ".join(f"{p.target or '-'} {p.call}: {p.error}" for p in run.problems[:4])
+                + (" …" if len(run.problems) > 4 else "")
+            )
+        )
+    return Group(*parts)
+
+
+def _value(r: Row, v: float | None) -> str:
+    if v is None:
+        return "—"
+    if r.unit == "s":
+        return fmt_seconds(v)
+    if r.unit == "B":
+        return _size(v)
+    if r.unit == "CPU s":
+        return f"{v:.2f} CPU s"
+    if r.unit == "%":
+        return f"{v:g} %"
+    return f"{v:g}"
+
+
+def run_diff_view(d: RunDiff) -> RenderableType:
+    """Everything `topomap diff RUN_A.json RUN_B.json` prints: the verdict first."""
+    parts: list[RenderableType] = [Text("\n".join(d.headline), style="bold")]
+    if d.warnings:
+        parts.append(Text("Not fully comparable:\n" + "\n".join(f"  ! {w}" for w in d.warnings), style="yellow"))
+    if d.arrangement:
+        parts.append(Text("Arrangement (expected to differ): " + "; ".join(d.arrangement)))
+    t = Table(title="Observed in each run (lower is better where marked)", title_justify="left")
+    t.add_column("quantity")
+    t.add_column(d.names[0], justify="right")
+    t.add_column(d.names[1], justify="right")
+    t.add_column("better")
+    for r in d.rows:
+        better = d.names[0] if r.better == "A" else d.names[1] if r.better == "B" else ""
+        t.add_row(r.metric, _value(r, r.a), _value(r, r.b), better)
+    parts.append(t)
+    if d.outputs is not None:
+        o = d.outputs
+        lines = [f"Outputs ({o.dir_a} vs {o.dir_b}): {o.summary()}"]
+        lines += [f"  missing in {d.names[1]}: {n}" for n in o.missing_in_b[:10]]
+        lines += [f"  missing in {d.names[0]}: {n}" for n in o.missing_in_a[:10]]
+        lines += [f"  different: {f.name}: {f.reason}" for f in o.different[:10]]
+        parts.append(Text("\n".join(lines)))
+    return Group(*parts)
