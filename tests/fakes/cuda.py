@@ -8,6 +8,7 @@ not found')``. Ordinals follow ``cuda_order`` (CUDA_VISIBLE_DEVICES / CUDA_DEVIC
 
 from __future__ import annotations
 
+import ctypes
 import uuid as uuidlib
 from typing import Any
 
@@ -119,3 +120,259 @@ class FakeCuda:
         if attr == A.CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED:
             return (R.CUDA_SUCCESS, int(bool(nv)))
         return (R.CUDA_ERROR_INVALID_VALUE, None)
+
+
+# --- memory, streams, events and copies: what `topomap measure` drives -------------------------
+# Copies really move bytes (ctypes buffers), so verification is real; time is simulated per
+# stream from the machine's links, so figures are deterministic.
+
+_PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.56}
+_NVLINK_GBPS = 25.0  # per link, per direction (NVLink 3/4)
+
+
+class _Ctx:
+    def __init__(self, ordinal: int) -> None:
+        self.ordinal = ordinal
+
+
+class _Stream:
+    def __init__(self, ordinal: int) -> None:
+        self.ordinal = ordinal
+        self.t = 0.0  # simulated seconds
+        self.hung = False
+
+
+class _Event:
+    def __init__(self) -> None:
+        self.t: float | None = None
+        self.hung = False
+
+
+class FakeCudaMemory(FakeCuda):
+    """FakeCuda plus what a measurement needs, with faults given as data.
+
+    ``corrupt_pairs``: GPU index pairs whose peer copies are silently dropped (ACS redirect
+    without P2P support); ``hang_pairs``: pairs whose peer copies never complete;
+    ``free_bytes``: GPU index → free memory (cuMemAlloc past it is OUT_OF_MEMORY);
+    ``lost_after_copies``: GPU index → copies it survives before every call on it fails
+    with CUDA_ERROR_UNKNOWN (fell off the bus).
+    """
+
+    def __init__(
+        self,
+        machine: FakeMachine,
+        corrupt_pairs: frozenset[frozenset[int]] = frozenset(),
+        hang_pairs: frozenset[frozenset[int]] = frozenset(),
+        free_bytes: dict[int, int] | None = None,
+        lost_after_copies: dict[int, int] | None = None,
+    ) -> None:
+        super().__init__(machine)
+        self.corrupt_pairs = corrupt_pairs
+        self.hang_pairs = hang_pairs
+        self.free_bytes = free_bytes or {}
+        self.lost_after = lost_after_copies or {}
+        self.copies: dict[int, int] = {}
+        self.current: _Ctx | None = None
+        self.ctxs: dict[int, _Ctx] = {}
+        self.blocks: dict[int, tuple[int | None, Any]] = {}  # address → (ordinal or None for host, buffer)
+        self.used: dict[int, int] = {}
+        self.peers: set[tuple[int, int]] = set()
+        self.n_copies = 0
+
+    # helpers
+    def _index(self, ordinal: int) -> int:
+        return self.order[ordinal]
+
+    def _lost(self, ordinal: int | None) -> bool:
+        if ordinal is None:
+            return False
+        limit = self.lost_after.get(self._index(ordinal))
+        return limit is not None and self.copies.get(ordinal, 0) >= limit
+
+    def _cur(self, name: str) -> tuple[Any, int]:
+        err = self._enter(name)
+        if err:
+            return err, -1
+        if self.current is None:
+            return R.CUDA_ERROR_INVALID_CONTEXT, -1
+        if self._lost(self.current.ordinal):
+            return R.CUDA_ERROR_UNKNOWN, -1
+        return None, self.current.ordinal
+
+    def _pcie_gbps(self, ordinal: int) -> float:
+        g = self.m.gpus[self._index(ordinal)]
+        return _PCIE_LANE_GBPS[g.pcie[0]] * g.pcie[1] * 0.85
+
+    def _owner(self, addr: int) -> int | None:
+        return self.blocks[int(addr)][0]
+
+    # contexts
+    def cuDevicePrimaryCtxRetain(self, dev: int) -> tuple[Any, ...]:
+        err = self._enter("cuDevicePrimaryCtxRetain")
+        if err:
+            return (err, None)
+        return (R.CUDA_SUCCESS, self.ctxs.setdefault(int(dev), _Ctx(int(dev))))
+
+    def cuDevicePrimaryCtxRelease(self, dev: int) -> tuple[Any, ...]:
+        return (R.CUDA_SUCCESS,)
+
+    def cuCtxSetCurrent(self, ctx: _Ctx) -> tuple[Any, ...]:
+        err = self._enter("cuCtxSetCurrent")
+        if err:
+            return (err,)
+        self.current = ctx
+        return (R.CUDA_ERROR_UNKNOWN,) if self._lost(ctx.ordinal) else (R.CUDA_SUCCESS,)
+
+    def cuCtxEnablePeerAccess(self, peer: _Ctx, flags: int) -> tuple[Any, ...]:
+        err, me = self._cur("cuCtxEnablePeerAccess")
+        if err:
+            return (err,)
+        if not self._p2p_ok(me, peer.ordinal):
+            return (R.CUDA_ERROR_PEER_ACCESS_UNSUPPORTED,)
+        if (me, peer.ordinal) in self.peers:
+            return (R.CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED,)
+        self.peers.add((me, peer.ordinal))
+        return (R.CUDA_SUCCESS,)
+
+    # memory
+    def _alloc(self, size: int, ordinal: int | None) -> int:
+        buf = ctypes.create_string_buffer(size)
+        addr = ctypes.addressof(buf)
+        self.blocks[addr] = (ordinal, buf)
+        return addr
+
+    def cuMemAlloc(self, size: int) -> tuple[Any, ...]:
+        err, me = self._cur("cuMemAlloc")
+        if err:
+            return (err, None)
+        free = self.free_bytes.get(self._index(me))
+        if free is not None and self.used.get(me, 0) + size > free:
+            return (R.CUDA_ERROR_OUT_OF_MEMORY, None)
+        self.used[me] = self.used.get(me, 0) + size
+        return (R.CUDA_SUCCESS, self._alloc(size, me))
+
+    def cuMemHostAlloc(self, size: int, flags: int) -> tuple[Any, ...]:
+        err, _ = self._cur("cuMemHostAlloc")
+        return (err, None) if err else (R.CUDA_SUCCESS, self._alloc(size, None))
+
+    def cuMemFree(self, addr: int) -> tuple[Any, ...]:
+        owner, buf = self.blocks.pop(int(addr))
+        if owner is not None:
+            self.used[owner] -= ctypes.sizeof(buf)
+        return (R.CUDA_SUCCESS,)
+
+    def cuMemFreeHost(self, addr: int) -> tuple[Any, ...]:
+        self.blocks.pop(int(addr))
+        return (R.CUDA_SUCCESS,)
+
+    def cuMemsetD8(self, addr: int, value: int, n: int) -> tuple[Any, ...]:
+        err, _ = self._cur("cuMemsetD8")
+        if err:
+            return (err,)
+        ctypes.memset(int(addr), value, n)
+        return (R.CUDA_SUCCESS,)
+
+    # streams and events
+    def cuStreamCreate(self, flags: int) -> tuple[Any, ...]:
+        err, me = self._cur("cuStreamCreate")
+        return (err, None) if err else (R.CUDA_SUCCESS, _Stream(me))
+
+    def cuStreamDestroy(self, st: _Stream) -> tuple[Any, ...]:
+        return (R.CUDA_SUCCESS,)
+
+    def cuEventCreate(self, flags: int) -> tuple[Any, ...]:
+        err, _ = self._cur("cuEventCreate")
+        return (err, None) if err else (R.CUDA_SUCCESS, _Event())
+
+    def cuEventDestroy(self, ev: _Event) -> tuple[Any, ...]:
+        return (R.CUDA_SUCCESS,)
+
+    def cuEventRecord(self, ev: _Event, st: _Stream) -> tuple[Any, ...]:
+        err, _ = self._cur("cuEventRecord")
+        if err:
+            return (err,)
+        ev.t, ev.hung = st.t, st.hung
+        return (R.CUDA_SUCCESS,)
+
+    def cuStreamWaitEvent(self, st: _Stream, ev: _Event, flags: int) -> tuple[Any, ...]:
+        err, _ = self._cur("cuStreamWaitEvent")
+        if err:
+            return (err,)
+        st.t = max(st.t, ev.t or 0.0)
+        st.hung = st.hung or ev.hung
+        return (R.CUDA_SUCCESS,)
+
+    def _wait(self, hung: bool) -> None:
+        if hung:
+            import time
+
+            time.sleep(3600)  # a broken peer path: the copy never completes
+
+    def cuEventSynchronize(self, ev: _Event) -> tuple[Any, ...]:
+        err, _ = self._cur("cuEventSynchronize")
+        if err:
+            return (err,)
+        self._wait(ev.hung)
+        return (R.CUDA_SUCCESS,)
+
+    def cuStreamSynchronize(self, st: _Stream) -> tuple[Any, ...]:
+        err, _ = self._cur("cuStreamSynchronize")
+        if err:
+            return (err,)
+        self._wait(st.hung)
+        return (R.CUDA_SUCCESS,)
+
+    def cuEventElapsedTime(self, a: _Event, b: _Event) -> tuple[Any, ...]:
+        err, _ = self._cur("cuEventElapsedTime")
+        if err:
+            return (err, None)
+        if a.t is None or b.t is None:
+            return (R.CUDA_ERROR_INVALID_HANDLE, None)
+        return (R.CUDA_SUCCESS, (b.t - a.t) * 1e3)
+
+    # copies
+    def _copy(self, name: str, dst: int, src: int, n: int, st: _Stream | None) -> tuple[Any, ...]:
+        err, _ = self._cur(name)
+        if err:
+            return (err,)
+        od, os_ = self._owner(dst), self._owner(src)
+        for o in {od, os_} - {None}:
+            assert o is not None
+            if self._lost(o):
+                return (R.CUDA_ERROR_UNKNOWN,)
+            self.copies[o] = self.copies.get(o, 0) + 1
+        pair = frozenset({self._index(od), self._index(os_)}) if od is not None and os_ is not None else None
+        peer = od is not None and os_ is not None and od != os_ and ((os_, od) in self.peers or (od, os_) in self.peers)
+        if pair is not None and pair in self.hang_pairs and peer:
+            if st is None:
+                self._wait(True)
+            else:
+                st.hung = True
+        if not (peer and pair in self.corrupt_pairs):  # a dropped peer write leaves dst untouched
+            ctypes.memmove(int(dst), int(src), n)
+        if st is not None:
+            if od is not None and os_ is not None and od != os_:
+                links = self.m.nvlinks_between(self._index(os_), self._index(od))
+                pcie = min(self._pcie_gbps(od), self._pcie_gbps(os_))
+                gbps = links * _NVLINK_GBPS * 0.9 if links and peer else pcie * (0.8 if peer else 0.4)
+            else:
+                gbps = self._pcie_gbps(od if od is not None else os_)  # type: ignore[arg-type]
+            self.n_copies += 1
+            jitter = 1.0 + 0.01 * (self.n_copies % 5)
+            st.t += n / (gbps * 1e9) * jitter + 2e-6
+        return (R.CUDA_SUCCESS,)
+
+    def cuMemcpyHtoD(self, dst: int, src: int, n: int) -> tuple[Any, ...]:
+        return self._copy("cuMemcpyHtoD", dst, src, n, None)
+
+    def cuMemcpyDtoH(self, dst: int, src: int, n: int) -> tuple[Any, ...]:
+        return self._copy("cuMemcpyDtoH", dst, src, n, None)
+
+    def cuMemcpyHtoDAsync(self, dst: int, src: int, n: int, st: _Stream) -> tuple[Any, ...]:
+        return self._copy("cuMemcpyHtoDAsync", dst, src, n, st)
+
+    def cuMemcpyDtoHAsync(self, dst: int, src: int, n: int, st: _Stream) -> tuple[Any, ...]:
+        return self._copy("cuMemcpyDtoHAsync", dst, src, n, st)
+
+    def cuMemcpyPeerAsync(self, dst: int, dctx: _Ctx, src: int, sctx: _Ctx, n: int, st: _Stream) -> tuple[Any, ...]:
+        return self._copy("cuMemcpyPeerAsync", dst, src, n, st)

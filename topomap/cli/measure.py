@@ -1,0 +1,125 @@
+"""Commands that put measured figures in a snapshot: measure (on the GPU machine) and attach (imported)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from topomap.cli import JsonOpt, _console, _guard, _load, _print_json, _write, app
+
+
+def _progress_bar() -> tuple[Any, Any]:
+    """A rich progress bar on stderr and the callback that drives it."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    bar = Progress(
+        TextColumn("measuring {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    task = bar.add_task("", total=None)
+
+    def update(done: int, total: int, label: str) -> None:
+        bar.update(task, completed=done, total=total, description=label)
+
+    return bar, update
+
+
+@app.command()
+@_guard
+def measure(
+    snapshot: Annotated[
+        str | None, typer.Argument(help="Snapshot of this machine (default: probe it now).", show_default=False)
+    ] = None,
+    output: Annotated[str | None, typer.Option("-o", "--output", help="Write the measured snapshot here.")] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="32 MiB, 4 copies × 3 samples, own NUMA node only.")] = False,
+    pairs: Annotated[str | None, typer.Option("--pairs", help="Only these GPU pairs, e.g. 0-1,2-3.")] = None,
+    size: Annotated[str | None, typer.Option("--size", help="Bytes per copy, e.g. 64MiB (default 64MiB).")] = None,
+    reps: Annotated[int | None, typer.Option("--reps", help="Copies per sample (default 8).", min=1)] = None,
+    samples: Annotated[int | None, typer.Option("--samples", help="Timed samples (default 5).", min=1)] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds before a test counts as hung.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Verified copy bandwidth and latency per GPU and GPU pair, added to the snapshot (needs a GPU).
+
+    Exit 0 measured (findings recorded); 2 bad input; 3 no GPU CUDA can use.
+    """
+    from topomap.model import encode_snapshot, to_builtins
+    from topomap.probe.measure import MeasureOptions, NoGpuError, parse_pairs, parse_size
+    from topomap.probe.measure import measure as run_measure
+    from topomap.render.bandwidth_matrix import measurements_table, render_bandwidth_matrix
+
+    opts = MeasureOptions.quick() if quick else MeasureOptions()
+    if size is not None:
+        opts.size_bytes = parse_size(size)
+    if reps is not None:
+        opts.repetitions = reps
+    if samples is not None:
+        opts.samples = samples
+    if timeout is not None:
+        opts.timeout_s = timeout
+    if pairs is not None:
+        opts.pairs = parse_pairs(pairs)
+    if snapshot is not None:
+        snap = _load(snapshot)
+    else:
+        from topomap.probe import probe
+
+        snap = probe().snapshot
+    bar, update = _progress_bar()
+    try:
+        with bar:
+            out = run_measure(snap, opts, progress=update)
+    except NoGpuError as err:
+        print(f"topomap: no GPU to measure: {err} (hint: {err.hint})", file=sys.stderr)
+        raise typer.Exit(3) from err
+    data = encode_snapshot(out.snapshot)
+    if output:
+        _write(output, data)
+    if json_out:
+        _print_json(to_builtins(out.snapshot))
+    elif not output:
+        sys.stdout.write(data.decode())
+    else:
+        console = _console()
+        console.print(render_bandwidth_matrix(out.snapshot), markup=False)
+        console.print(measurements_table(out.snapshot))
+        for f in out.snapshot.findings:
+            if f.source == "measure":
+                console.print(f"[{f.severity}] {f.subject}: {f.text}", markup=False)
+    print(
+        f"wrote {output or 'stdout'}: {len(out.snapshot.measurements)} measurement(s), {out.jobs} test(s), "
+        f"{out.failed} failed; at most {out.memory_per_gpu_bytes // 2**20} MiB of GPU memory per GPU",
+        file=sys.stderr,
+    )
+
+
+@app.command()
+@_guard
+def attach(
+    snapshot: Annotated[str, typer.Argument(help="Snapshot of the machine the figures were measured on.")],
+    measurements: Annotated[
+        str, typer.Argument(help="nvbandwidth output (text or -j JSON) or p2pBandwidthLatencyTest.")
+    ],
+    output: Annotated[str, typer.Option("-o", "--output", help="Write the snapshot with the figures here.")],
+) -> None:
+    """Attach bandwidth figures measured by nvbandwidth or p2pBandwidthLatencyTest to a snapshot."""
+    from topomap.importers.bandwidth import attach as attach_figures
+    from topomap.importers.bandwidth import load_measurements
+    from topomap.model import encode_snapshot
+
+    snap = _load(snapshot)
+    imported = load_measurements(measurements)
+    new = attach_figures(snap, imported)
+    _write(output, encode_snapshot(new))
+    print(
+        f"wrote {output}: {len(imported.measurements)} {imported.tool} figure(s) attached"
+        + (f"; not imported: {'; '.join(imported.skipped)}" if imported.skipped else ""),
+        file=sys.stderr,
+    )

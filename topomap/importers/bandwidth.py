@@ -1,0 +1,133 @@
+"""Measured figures people already have → :class:`Measurement` records attached to a snapshot.
+
+Readers: nvbandwidth text and JSON (``nvbandwidth``, ``nvbandwidth -j``) and the CUDA sample
+``p2pBandwidthLatencyTest``. They name GPUs by CUDA ordinal (``cuda3`` below); :func:`attach`
+joins them to the snapshot's GPUs by PCI bus id, else by CUDA ordinal, and refuses a file
+whose devices are not the snapshot's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+
+from topomap.errors import ImportFailure
+from topomap.importers import read_text
+from topomap.model import Gpu, Measurement, Snapshot, hosts_of
+from topomap.pciaddr import same_device
+
+
+@dataclass
+class MeasuredDevice:
+    ordinal: int  # CUDA ordinal in the measuring process
+    name: str | None = None
+    pci_bus_id: str | None = None  # as the tool printed it
+
+
+@dataclass
+class ImportedMeasurements:
+    tool: str  # "nvbandwidth", "p2pBandwidthLatencyTest"
+    origin: str  # the file
+    devices: list[MeasuredDevice] = field(default_factory=list)
+    measurements: list[Measurement] = field(default_factory=list)  # src/dst are "cuda<k>" or "host"
+    skipped: list[str] = field(default_factory=list)  # what the file held that was not imported, and why
+
+
+def detect_measurements(text: str) -> str | None:
+    """``nvbandwidth``, ``p2pBandwidthLatencyTest`` or None, from the content."""
+    head = text.lstrip("\ufeff \t\r\n")[:8192]
+    if head.startswith("{"):  # JSON: nvbandwidth -j, or something else (a snapshot is not a measurement)
+        return "nvbandwidth" if '"nvbandwidth"' in head else None
+    if "nvbandwidth Version" in head or "Running host_to_device" in text or "Running device_to_device" in text:
+        return "nvbandwidth"
+    if "P2P (Peer-to-Peer) GPU Bandwidth Latency Test" in head or "Bandwidth Matrix (GB/s)" in text:
+        return "p2pBandwidthLatencyTest"
+    return None
+
+
+def parse_measurements(text: str, origin: str) -> ImportedMeasurements:
+    """Read nvbandwidth (text or JSON) or p2pBandwidthLatencyTest output."""
+    tool = detect_measurements(text)
+    if tool == "nvbandwidth":
+        from topomap.importers.nvbandwidth import parse_nvbandwidth
+
+        result = parse_nvbandwidth(text, origin)
+    elif tool == "p2pBandwidthLatencyTest":
+        from topomap.importers.p2p_bandwidth import parse_p2p_bandwidth
+
+        result = parse_p2p_bandwidth(text, origin)
+    else:
+        raise ImportFailure(
+            f"{origin}: not a bandwidth measurement",
+            hint="expected the output of nvbandwidth (text or -j JSON) or of the CUDA sample p2pBandwidthLatencyTest",
+        )
+    if not result.measurements:
+        raise ImportFailure(f"{origin}: {tool} output with no figure in it", hint="was the run cut short?")
+    return result
+
+
+def load_measurements(path: str | Path) -> ImportedMeasurements:
+    return parse_measurements(read_text(path), str(path))
+
+
+def _gpu_for(dev: MeasuredDevice, gpus: list[Gpu], by_ordinal: bool) -> Gpu | None:
+    if not by_ordinal and dev.pci_bus_id:
+        return next((g for g in gpus if same_device(g.pci_bus_id, dev.pci_bus_id)), None)
+    return next((g for g in gpus if g.cuda_ordinal == dev.ordinal), None) or (
+        next((g for g in gpus if g.index == dev.ordinal), None) if all(g.cuda_ordinal is None for g in gpus) else None
+    )
+
+
+def attach(snapshot: Snapshot, imported: ImportedMeasurements) -> Snapshot:
+    """The snapshot with the imported figures added, their GPUs named as the snapshot names them."""
+    hosts = hosts_of(snapshot)
+    if len(hosts) != 1:
+        raise ImportFailure(
+            f"{imported.origin}: measurements are of one machine; the snapshot is a cluster",
+            hint="attach to the host's own snapshot, then merge",
+        )
+    gpus = snapshot.gpus
+    by_ordinal = not any(g.pci_bus_id for g in gpus) or not all(d.pci_bus_id for d in imported.devices)
+    ids: dict[str, str] = {"host": "host"}
+    notes: list[str] = []
+    for dev in imported.devices:
+        g = _gpu_for(dev, gpus, by_ordinal)
+        if g is None:
+            how = f"bus id {dev.pci_bus_id}" if not by_ordinal else f"CUDA ordinal {dev.ordinal}"
+            raise ImportFailure(
+                f"{imported.origin}: device {dev.ordinal} ({dev.name or '?'}, {how}) is not in the snapshot",
+                hint="attach measurements to a snapshot of the machine they were taken on",
+            )
+        if dev.name and g.name and _norm(dev.name) != _norm(g.name):
+            raise ImportFailure(
+                f"{imported.origin}: device {dev.ordinal} is {dev.name!r} "
+                f"but gpu{g.index} in the snapshot is {g.name!r}",
+                hint="attach measurements to a snapshot of the machine they were taken on",
+            )
+        ids[f"cuda{dev.ordinal}"] = f"gpu{g.index}"
+    if by_ordinal:
+        notes.append(
+            "GPUs joined by CUDA ordinal"
+            + (
+                " (the snapshot has no CUDA ordinals: assumed equal to its GPU index)"
+                if not _has_ordinals(gpus)
+                else ""
+            )
+        )
+    added: list[Measurement] = []
+    for m in imported.measurements:
+        src, dst = ids.get(m.src), ids.get(m.dst)
+        if src is None or dst is None:
+            raise ImportFailure(f"{imported.origin}: a figure names {m.src}→{m.dst}, not a listed device")
+        added.append(msgspec.structs.replace(m, src=src, dst=dst, notes=[*m.notes, *notes]))
+    return msgspec.structs.replace(snapshot, measurements=[*snapshot.measurements, *added])
+
+
+def _has_ordinals(gpus: list[Gpu]) -> bool:
+    return any(g.cuda_ordinal is not None for g in gpus)
+
+
+def _norm(name: str) -> str:
+    return " ".join(name.replace("NVIDIA", "").replace("-", " ").split()).lower()

@@ -1,0 +1,120 @@
+"""`topomap matrix --bandwidth` and the `measure` summary: measured GB/s beside nominal.
+
+Pure functions: snapshot in, text or a rich renderable out (the CLI prints).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from topomap.measured import DEGRADED_FRACTION, measured_bandwidth, nominal_gbps, unusable_pairs
+from topomap.model import Measurement, Snapshot
+from topomap.units import fmt_bytes
+
+_W = 14
+
+
+def _cell(snap: Snapshot, a: str, b: str, bad: dict[frozenset[str], str]) -> str:
+    if a == b:
+        return "X"
+    if frozenset({a, b}) in bad:
+        return "UNUSABLE"
+    got = measured_bandwidth(snap, a, b, "d2d")
+    if got is None:
+        return "—"
+    return _fmt(snap, a, b, got[0], got[1])
+
+
+def _fmt(snap: Snapshot, a: str, b: str, gbps: float, m: Measurement) -> str:
+    nominal = nominal_gbps(snap, a, b)
+    flag = "!" if nominal is not None and m.route != "staged" and gbps < DEGRADED_FRACTION * nominal[0] else ""
+    staged = "s" if m.route == "staged" else ""
+    return f"{gbps:.1f}{staged}{flag}"
+
+
+def _method_line(snap: Snapshot) -> str:
+    used = sorted(
+        {(m.origin, m.size_bytes, m.repetitions, m.samples) for m in snap.measurements if m.kind != "latency"}, key=str
+    )
+    parts = []
+    for origin, size, reps, samples in used:
+        detail = ", ".join(
+            x
+            for x in (
+                f"{fmt_bytes(size)} copies" if size else "size not recorded",
+                f"{reps} per sample" if reps else "",
+                f"median of {samples}" if samples else "",
+            )
+            if x
+        )
+        parts.append(f"{origin} ({detail})")
+    return "; ".join(parts)
+
+
+def render_bandwidth_matrix(snap: Snapshot) -> str:
+    """GPU→GPU measured GB/s (row = source, column = destination), then host↔GPU, with a legend."""
+    if not any(m.median_gbps is not None for m in snap.measurements):
+        return (
+            "no measured bandwidth in this snapshot: every figure would be nominal (spec)\n"
+            "  settle it with `topomap measure SNAP -o OUT` on the machine, or `topomap attach SNAP "
+            "nvbandwidth.txt -o OUT`\n"
+        )
+    ids = [f"gpu{g.index}" for g in snap.gpus]
+    bad = unusable_pairs(snap)
+    lines = ["GPU→GPU copy bandwidth, GB/s measured (row = source, column = destination)"]
+    lines.append(" " * 8 + "".join(f"{i.upper():>{_W}}" for i in ids))
+    for a in ids:
+        lines.append(f"{a.upper():<8}" + "".join(f"{_cell(snap, a, b, bad):>{_W}}" for b in ids))
+    lines.append("")
+    lines.append(f"{'':<8}{'host→GPU':>{_W}}{'GPU→host':>{_W}}{'nominal':>{_W}}")
+    for a in ids:
+        h2d, d2h = measured_bandwidth(snap, "host", a, "h2d"), measured_bandwidth(snap, a, "host", "d2h")
+        nominal = nominal_gbps(snap, "host", a)
+        lines.append(
+            f"{a.upper():<8}"
+            + f"{_fmt(snap, 'host', a, *h2d) if h2d else '—':>{_W}}"
+            + f"{_fmt(snap, a, 'host', *d2h) if d2h else '—':>{_W}}"
+            + f"{(f'{nominal[0]:g}' if nominal else 'unknown'):>{_W}}"
+        )
+    lines += [
+        "",
+        "Legend:",
+        "  N.N      = GB/s measured (median), one direction, data verified where the origin checks it",
+        "  s        = staged through host memory (peer access not enabled)",
+        f"  !        = under {DEGRADED_FRACTION:.0%} of the link's nominal (spec) rate",
+        "  UNUSABLE = peer copies returned wrong data or hung: do not use P2P on this pair",
+        "  —        = not measured",
+        f"  measured by: {_method_line(snap)}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def measurements_table(snap: Snapshot) -> Any:
+    """A rich table of every measurement: what, route, median and spread, verified, origin."""
+    from rich.table import Table
+
+    t = Table(title="Measured (GB/s = 1e9 bytes/s; nominal is spec)", show_lines=False)
+    for col in ("what", "from → to", "route", "median", "spread", "nominal", "verified", "origin"):
+        t.add_column(col)
+    for m in snap.measurements:
+        if m.kind == "latency":
+            value, spread = (f"{m.median_us:.1f} µs" if m.median_us is not None else "—"), ""
+            nominal = ""
+        else:
+            value = f"{m.median_gbps:.1f} GB/s" if m.median_gbps is not None else "—"
+            spread = f"{m.min_gbps:.1f}–{m.max_gbps:.1f}" if m.min_gbps is not None and m.max_gbps is not None else ""
+            nom = nominal_gbps(snap, m.src, m.dst) if m.direction == "one-way" else None
+            nominal = f"{nom[0]:g}" if nom else ""
+        verified = {True: "yes", False: "WRONG DATA", None: "not checked"}[m.verified]
+        numa = f" (host NUMA {m.host_numa_node})" if m.host_numa_node is not None else ""
+        t.add_row(
+            f"{m.kind} {m.direction}",
+            f"{m.src} → {m.dst}{numa}",
+            m.route or "",
+            value,
+            spread,
+            nominal,
+            verified,
+            m.origin,
+        )
+    return t
