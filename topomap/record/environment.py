@@ -71,8 +71,9 @@ def mark_visibility(series: list[GpuSeries], env: dict[str, str], snapshot: Snap
     """Set ``visible_to_command`` on each card from CUDA_VISIBLE_DEVICES.
 
     Tokens are UUIDs (``GPU-…`` / ``MIG-…``, prefixes allowed as CUDA allows) or CUDA ordinals;
-    an ordinal is matched through the snapshot's CUDA ordinal of each GPU (the probe ran with the
-    same environment), and only when the snapshot has none, assumed equal to the NVML index.
+    an ordinal is matched through the snapshot's CUDA ordinals when the probe saw exactly as many
+    CUDA devices as the variable names (it ran under the same variable, so a GPU with an ordinal is
+    one the command sees); otherwise the ordinal is assumed equal to the NVML index, and said so.
     """
     raw = env.get("CUDA_VISIBLE_DEVICES")
     if raw is None:
@@ -83,6 +84,8 @@ def mark_visibility(series: list[GpuSeries], env: dict[str, str], snapshot: Snap
     ordinal_of: dict[int, int] = {}
     if snapshot is not None:
         ordinal_of = {g.index: g.cuda_ordinal for g in snapshot.gpus if g.cuda_ordinal is not None}
+        if len(ordinal_of) != len(tokens):
+            ordinal_of = {}
     for s in series:
         uuid = s.uuid or ""
         by_uuid = any(t.startswith(("GPU-", "MIG-")) and uuid.startswith(t) for t in tokens)

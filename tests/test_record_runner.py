@@ -1,0 +1,179 @@
+"""`topomap record` running real short child processes, with the fake NVML where GPUs are needed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil  # type: ignore[import-untyped]
+import pytest
+
+from tests.conftest import run_probe
+from tests.fakes import machines
+from tests.fakes.machine import GIB
+from tests.fakes.record_nvml import ScriptedNvml
+from topomap.errors import TopomapError
+from topomap.record import decode_run, encode_run, is_run_file, load_run
+from topomap.record.runner import RecordOptions, record
+from topomap.record.summary import cards
+
+PY = sys.executable
+
+
+def _no_gpu(**kw: object) -> RecordOptions:
+    """Options for a host-only run: the fake NVML of a machine without a driver."""
+    m = machines.no_driver()
+    return RecordOptions(interval_s=0.05, nvml_lib=ScriptedNvml(m), snapshot=_empty_snapshot, **kw)  # type: ignore[arg-type]
+
+
+def _empty_snapshot():  # type: ignore[no-untyped-def]
+    from topomap.model import Snapshot, Source
+
+    return Snapshot(source=Source(kind="probe", origin="test", tool="topomap test"))
+
+
+def test_a_failing_command_passes_its_status_through() -> None:
+    run = record([PY, "-c", "import sys; sys.exit(7)"], _no_gpu())
+    assert run.exit_status == 7 and run.signal is None and run.interrupted_by is None
+    assert run.duration_s is not None and run.duration_s > 0
+    assert not run.sampling.gpu_sampled and run.sampling.gpu_note is not None
+    assert "no GPU sampled" in run.sampling.gpu_note
+
+
+def test_a_missing_command_is_one_line_error() -> None:
+    with pytest.raises(TopomapError, match="cannot run 'no-such-command-xyz'"):
+        record(["no-such-command-xyz"], _no_gpu())
+
+
+def test_host_counters_of_a_real_child_and_its_grandchild() -> None:
+    script = (
+        "import subprocess, sys, time\n"
+        "g = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(0.5)'])\n"
+        "x = bytearray(120 * 2**20)\n"
+        "for i in range(0, len(x), 4096): x[i] = 1\n"
+        "t = time.process_time()\n"
+        "while time.process_time() - t < 0.3: pass\n"
+        "g.wait()\n"
+    )
+    run = record([PY, "-c", script], _no_gpu())
+    h = run.host
+    assert run.exit_status == 0
+    assert len(h.t_s) == run.sampling.samples >= 5
+    assert max(v for v in h.tree_rss_bytes if v is not None) >= 120 * 2**20
+    assert h.max_rss_bytes is not None and h.max_rss_bytes >= 120 * 2**20
+    assert h.cpu_user_s is not None and h.cpu_system_s is not None
+    assert h.cpu_user_s + h.cpu_system_s >= 0.3  # rusage: the busy loop (page faults count as system)
+    assert max(v for v in h.tree_cpu_pct if v is not None) > 30  # one sample saw it busy
+    assert max(n for n in h.tree_processes if n is not None) == 2  # the child and its grandchild
+    assert h.tree_processes[-1] == 0  # the final sample, after exit
+    s = run.sampling
+    assert s.sample_cost_mean_s is not None and s.sample_cost_mean_s > 0
+    assert s.overhead_pct is not None and s.recorder_cpu_s is not None
+
+
+def test_children_on_several_gpus_are_attributed_to_the_command(tmp_path: Path) -> None:
+    m = machines.hgx_h100()
+
+    def pid_on(i: int) -> list[tuple[int, int | None]]:
+        f = tmp_path / f"gpu{i}.pid"
+        pids = [(int(f.read_text()), (i + 1) * GIB)] if f.exists() and f.read_text() else []
+        return [*pids, (os.getpid(), GIB)] if i == 0 else pids  # someone else's process on gpu0
+
+    fake = ScriptedNvml(
+        m, memory={0: [GIB, 9 * GIB], 1: [GIB, 5 * GIB], 2: [GIB]}, procs={i: (lambda i=i: pid_on(i)) for i in range(3)}
+    )
+    worker = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(0.4)"
+    script = (
+        "import subprocess, sys\n"
+        f"ps = [subprocess.Popen([sys.executable, '-c', {worker!r}, sys.argv[1] + f'/gpu{{i}}.pid']) for i in (0, 1)]\n"
+        "[p.wait() for p in ps]\n"
+    )
+    opts = RecordOptions(
+        interval_s=0.05,
+        nvml_lib=fake,
+        snapshot=lambda: run_probe(m, tmp_path / "sys").snapshot,
+        on_sample=fake.advance,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": "0,1"},
+    )
+    run = record([PY, "-c", script, str(tmp_path)], opts)
+    assert run.exit_status == 0 and run.sampling.gpu_sampled
+    by_id = {s.id: s for s in run.gpus}
+    (p0,) = [p for p in by_id["gpu0"].processes if p.in_command_tree]
+    (p1,) = [p for p in by_id["gpu1"].processes if p.in_command_tree]
+    assert p0.pid != p1.pid and p0.peak_memory_bytes == GIB and p1.peak_memory_bytes == 2 * GIB
+    assert [p.in_command_tree for p in by_id["gpu0"].processes if p.pid == os.getpid()] == [False]
+    assert by_id["gpu2"].processes == []
+    assert [s.visible_to_command for s in run.gpus] == [True, True] + [False] * 6
+    assert run.environment["CUDA_VISIBLE_DEVICES"] == "0,1"
+    peaks = {c.id: c.peak_memory_bytes for c in cards(run)}
+    assert (peaks["gpu0"], peaks["gpu1"], peaks["gpu2"], peaks["gpu7"]) == (9 * GIB, 5 * GIB, GIB, 0)
+    assert run.versions["driver"] == "550.54.15"
+    again = decode_run(encode_run(run))
+    assert again == run  # the record round-trips through its JSON exactly
+
+
+def test_sigterm_is_forwarded_and_the_record_is_complete() -> None:
+    script = (
+        "import signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))\n"  # a command that cleans up and exits 0
+        "print('ready', flush=True)\n"
+        "time.sleep(10)\n"
+    )
+    t = threading.Timer(0.6, lambda: os.kill(os.getpid(), signal.SIGTERM))
+    t.start()
+    try:
+        run = record([PY, "-c", script], _no_gpu())
+    finally:
+        t.cancel()
+    assert run.interrupted_by == "SIGTERM"
+    assert run.exit_status == 0 and run.duration_s is not None and run.duration_s < 5
+    assert run.ended_at is not None and run.host.cpu_user_s is not None
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # topomap's handler is gone again
+
+
+def test_cli_interrupted_run_writes_a_complete_record_and_exits_like_the_command(tmp_path: Path) -> None:
+    out = tmp_path / "run.json"
+    sleeper = "import time; time.sleep(20)"
+    cmd = [PY, "-m", "topomap", "record", "-o", str(out), "--interval", "50ms", "--", PY, "-c", sleeper]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not any(sleeper in " ".join(c.cmdline()) for c in psutil.Process(proc.pid).children()):
+        assert time.monotonic() < deadline, "the recorded command never started"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)  # not a terminal: topomap forwards it
+    _, err = proc.communicate(timeout=15)
+    assert proc.returncode == 130, err
+    assert is_run_file(out)
+    run = load_run(out)
+    assert run.interrupted_by == "SIGINT" and run.signal == "SIGINT" and run.exit_status == 130
+    assert "wrote" in err and "no GPU sampled" in err
+    assert [p.name for p in tmp_path.iterdir()] == ["run.json"]  # no temporary file left behind
+
+
+def test_cli_without_gpu_records_the_host_side(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    proc = subprocess.run(
+        [PY, "-m", "topomap", "record", "-o", str(out), "--", PY, "-c", "import sys; sys.exit(3)"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 3
+    run = load_run(out)
+    assert run.command[1:] == ["-c", "import sys; sys.exit(3)"]
+    assert run.snapshot is not None and run.gpus == []
+    assert run.sampling.gpu_note is not None and run.sampling.gpu_note.startswith("no GPU sampled")
+    assert run.host.t_s and run.host.cpu_count
+
+
+def test_bad_interval_is_one_line() -> None:
+    proc = subprocess.run(
+        [PY, "-m", "topomap", "record", "--interval", "fast", "--", "true"], capture_output=True, text=True
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and "--interval 'fast'" in proc.stderr
