@@ -34,10 +34,17 @@ def renumbered(s: Snapshot, perm: dict[int, int]) -> Snapshot:
     return msgspec.structs.replace(s, gpus=gpus, pairs=pairs)
 
 
-def test_snapshot_against_itself_is_empty() -> None:
-    s = load_any(IBM)
+def test_snapshot_against_itself_is_equivalent(tmp_path: Path) -> None:
+    s = run_probe(machines.hgx_h100(), tmp_path).snapshot
     d = diff_snapshots(s, s)
-    assert d.same and d.changes == [] and "equivalent" in d.summary()
+    assert d.verdict == "equivalent" and d.changes == [] and "equivalent" in d.summary() and d.exit_status == 0
+
+
+def test_a_source_without_models_cannot_confirm_equivalence() -> None:
+    s = load_any(IBM)  # an NCCL dump names no GPU model
+    d = diff_snapshots(s, s)
+    assert d.changes == [] and d.verdict == "cannot-confirm" and d.exit_status == 3
+    assert "does not record GPU models" in d.summary()
 
 
 def test_renumbered_copy_equal_only_under_structure_matching(real: Path) -> None:
@@ -45,24 +52,65 @@ def test_renumbered_copy_equal_only_under_structure_matching(real: Path) -> None
     perm = {0: 4, 1: 5, 2: 6, 3: 7, 4: 0, 5: 1, 6: 2, 7: 3}  # swap the two sockets' GPUs
     r = renumbered(s, perm)
     by_index = diff_snapshots(s, r, "index")
-    assert not by_index.same
-    assert any(c.text == "nic0: PXB → SYS of gpu0" for c in by_index.changes)
+    assert by_index.verdict == "different" and "4 GPUs: NUMA node 0 → 1" in by_index.grouped()
     by_structure = diff_snapshots(s, r, "structure")
-    assert by_structure.same, [c.text for c in by_structure.changes]
+    assert by_structure.changes == [] and by_structure.verdict == "cannot-confirm"  # the paste names no model
     assert {k: v for k, v in by_structure.mapping.items() if k.startswith("gpu")} != {
         f"gpu{i}": f"gpu{i}" for i in range(8)
     }
     assert "renumbered" in by_structure.summary()
 
 
-def test_pair_class_and_nvlink_change() -> None:
-    s = load_any(IBM)
-    pairs = [
-        msgspec.structs.replace(p, path="SYS", nvlinks=0) if (p.a, p.b) == ("gpu2", "gpu3") else p for p in s.pairs
+def _fewer_links_and_no_gdr(s: Snapshot, links: int) -> Snapshot:
+    """The same H100 box with only ``links`` NVLinks trained per GPU and GPUDirect off on every NIC."""
+    gpus = [
+        msgspec.structs.replace(g, nvlinks=[msgspec.structs.replace(x, active=x.link < links) for x in g.nvlinks])
+        for g in s.gpus
     ]
-    d = diff_snapshots(s, msgspec.structs.replace(s, pairs=pairs))
-    assert [c.text for c in d.changes] == ["gpu2–gpu3: NV18 → SYS"]
-    assert "1 GPU pair(s) change path (NV18 → SYS)" in d.summary() and "lose NVLink" in d.summary()
+    pairs = [
+        msgspec.structs.replace(p, path=f"NV{links}", nvlinks=links) if p.path and p.path.startswith("NV") else p
+        for p in s.pairs
+    ]
+    nics = [msgspec.structs.replace(n, gdr=False) for n in s.nics]
+    return msgspec.structs.replace(s, gpus=gpus, pairs=pairs, nics=nics)
+
+
+def test_fewer_nvlinks_and_lost_gpudirect_decide_the_verdict(tmp_path: Path) -> None:
+    a = run_probe(machines.hgx_h100(), tmp_path).snapshot
+    b = _fewer_links_and_no_gdr(a, 12)
+    d = diff_snapshots(a, b, names=("offer-a", "offer-b"))
+    diff_flow(d, str(SAMPLES / "flows" / "tensor-parallel.yaml"), a, b)
+    assert d.verdict == "a-better" and d.exit_status == 1
+    lines = d.grouped()
+    assert lines[0] == "28 GPU pairs: NV18 → NV12"  # identical changes collapse
+    assert "8 GPUs: GPUDirect RDMA → no GPUDirect" in lines
+    summary = d.summary()
+    assert summary.startswith("offer-a is better than offer-b for this flow: 28 GPU pairs: NV18 → NV12")
+    ex = [r for r in d.arrows if r.a["from_step"] == r.a["to_step"] == "allreduce"]
+    assert ex and all(r.direction == "worse" and r.slower is True for r in ex)  # 478 → 319 GB/s, driver rate
+    assert "0 get worse" not in summary
+
+
+def test_nvlink_drop_counts_as_a_regression_without_any_gbps(real: Path) -> None:
+    a = import_file(real / "nvidia-smi" / "a100-sxm4-80gb-8gpu-8nic-roce-deepep13.txt")
+    pairs = [msgspec.structs.replace(p, path="NV8", nvlinks=8) if p.path == "NV12" else p for p in a.pairs]
+    d = diff_snapshots(a, msgspec.structs.replace(a, pairs=pairs))
+    assert d.verdict == "a-better" and d.grouped()[0] == "28 GPU pairs: NV12 → NV8"
+
+
+def test_idle_and_loaded_box_are_the_same_box(tmp_path: Path) -> None:
+    s = run_probe(machines.hgx_h100(), tmp_path).snapshot
+    idle = [msgspec.structs.replace(g, pcie=msgspec.structs.replace(g.pcie, gen_current=1)) for g in s.gpus]
+    d = diff_snapshots(s, msgspec.structs.replace(s, gpus=idle))
+    assert d.verdict == "equivalent", d.grouped()
+
+
+def test_a_gpu_trained_at_x8_is_a_regression(tmp_path: Path) -> None:
+    s = run_probe(machines.hgx_h100(), tmp_path).snapshot
+    gpus = list(s.gpus)
+    gpus[3] = msgspec.structs.replace(gpus[3], pcie=msgspec.structs.replace(gpus[3].pcie, width_current=8))
+    d = diff_snapshots(s, msgspec.structs.replace(s, gpus=gpus))
+    assert d.verdict == "a-better" and "gpu3: PCIe link Gen5 x16 → Gen5 x8" in d.grouped()
 
 
 def test_p2p_status_change(tmp_path: Path) -> None:
@@ -74,7 +122,7 @@ def test_p2p_status_change(tmp_path: Path) -> None:
         for p in s.pairs
     ]
     d = diff_snapshots(s, msgspec.structs.replace(s, pairs=pairs))
-    assert {c.text for c in d.changes} == {"gpu0–gpu1: read OK → CNS", "gpu0–gpu1: write OK → CNS"}
+    assert [c.text for c in d.changes] == ["gpu0–gpu1: P2P OK → no P2P"] and d.verdict == "a-better"
 
 
 def test_gpu_memory_pcie_and_driver_changes(tmp_path: Path) -> None:
@@ -88,9 +136,8 @@ def test_gpu_memory_pcie_and_driver_changes(tmp_path: Path) -> None:
     d = diff_snapshots(s, msgspec.structs.replace(s, gpus=gpus, software=sw))
     texts = {c.text for c in d.changes}
     assert texts == {
-        "gpu3: memory 80 GiB → 40 GiB",
-        "gpu3: PCIe gen max 5 → 4",
-        "gpu3: PCIe width max 16 → 8",
+        "gpu3: memory 81920 MiB → 40960 MiB",
+        "gpu3: PCIe link Gen5 x16 → Gen4 x16",
         "software: driver 550.54.15 → 535.104.05",
     }
 
@@ -102,7 +149,10 @@ def test_across_sources_compares_only_what_both_know(tmp_path: Path, real: Path)
     assert not any(c.kind == "gpu" and c.field == "memory" for c in d.changes)
     assert "gpus.memory_total_bytes (unknown in vendor)" in d.not_compared
     assert "pairs.p2p (unknown in vendor)" in d.not_compared
-    assert d.same  # the fake HGX H100 has exactly the B200 page's matrix
+    # the fake HGX H100 has exactly the B200 page's matrix, but the page names no model: a B200 paste
+    # against an H100 probe is not "equivalent"
+    assert d.changes == [] and d.verdict == "cannot-confirm" and d.exit_status == 3
+    assert "vendor does not record GPU models" in d.summary()
 
 
 def test_flow_arrows_side_by_side() -> None:
@@ -112,22 +162,25 @@ def test_flow_arrows_side_by_side() -> None:
     ex = [r for r in d.arrows if r.a["from_step"] == r.a["to_step"] == "allreduce"]
     assert len(ex) == 28 and all(r.medium_changed for r in ex)
     assert ex[0].a["medium"] == "gpu-link" and ex[0].b["medium"] == "host-memory"
-    assert "28 of 52 flow arrows change medium" in d.summary()
+    assert "28 of 52 arrows change medium" in d.summary()
 
 
 def test_cli_exit_codes(tmp_path: Path) -> None:
     same = runner.invoke(app, ["diff", str(IBM), str(IBM)])
-    assert same.exit_code == 0 and "equivalent" in same.stdout
+    assert same.exit_code == 3 and "cannot confirm" in same.stdout  # the NCCL dump names no model
     other = runner.invoke(app, ["diff", str(IBM), str(SAMPLES / "snapshots" / "rtx4090-8gpu-all-sys.json"), "--json"])
     assert other.exit_code == 1
     import json
 
     d = json.loads(other.stdout)
-    assert d["same"] is False and any(c["text"] == "gpu0–gpu1: NV18 → SYS" for c in d["changes"])
+    assert d["same"] is False and d["verdict"] == "a-better"
+    assert any(c["text"] == "gpu0–gpu1: NV18 → no NVLink (SYS)" for c in d["changes"])
+    assert d["grouped"][0] == "28 GPU pairs: NV18 → no NVLink (SYS)"
     bad = tmp_path / "x.txt"
     bad.write_text("nonsense")
     assert runner.invoke(app, ["diff", str(IBM), str(bad)]).exit_code == 2
     assert runner.invoke(app, ["diff", str(IBM), str(IBM), "--match", "fuzzy"]).exit_code == 2
     s = load_any(IBM)
     save_snapshot(s, tmp_path / "copy.json")
-    assert runner.invoke(app, ["diff", str(IBM), str(tmp_path / "copy.json"), "--match", "structure"]).exit_code == 0
+    r = runner.invoke(app, ["diff", str(IBM), str(tmp_path / "copy.json"), "--match", "structure"])
+    assert r.exit_code == 3 and "matched by structure" not in r.stdout

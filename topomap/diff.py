@@ -1,9 +1,14 @@
-"""Semantic comparison of two snapshots ("rented lots"), optionally under a flow.
+"""Comparison of two lots ("rented lots"), optionally under a flow: which is better for the work,
+and the few reasons that decide it.
 
-Only what both sources know is compared; what one side cannot know is listed, not guessed.
-GPUs and NICs are matched by index (what users mean by "GPU 0"), or by structure: the
-renumbering that makes the two typed topologies isomorphic, so renumbered but identical
-machines diff as equal.
+Every fact comes from ``topomap.graph.evidence`` (NVLink usable and its links, P2P, the GPU's
+nearest NIC and GPUDirect, the NUMA node serving a GPU, the trained PCIe link), so diff never
+disagrees with map or check. Changes are directed (worse / better for B against A, or unknown)
+and identical changes collapse ("28 GPU pairs: NV18 → NV12"). NICs are compared by the GPU they
+serve, not by index. Equivalence needs the compared facts known on both sides: a side that cannot
+tell the GPU model, count or links makes the answer "cannot confirm", which is not equivalence.
+GPUs are matched by index, or by structure (the renumbering that makes the two typed topologies
+isomorphic, so renumbered but identical machines diff as equal).
 """
 
 from __future__ import annotations
@@ -15,20 +20,61 @@ from typing import Any, Literal
 import networkx as nx
 from networkx.algorithms import isomorphism
 
+from topomap.graph import Topology, build, natural_key
+from topomap.graph.evidence import (
+    gpu_pcie_link,
+    gpu_usable,
+    nearest_nic,
+    nvlink,
+    pcie_p2p,
+    pcie_path_class,
+    source_knows,
+)
 from topomap.links import class_rank
-from topomap.model import Gpu, Nic, Pair, Snapshot
+from topomap.model import Snapshot
+from topomap.units import fmt_gbps
 
 Match = Literal["index", "structure"]
+Direction = Literal["worse", "better", "neutral", "unknown"]
+Verdict = Literal["equivalent", "a-better", "b-better", "mixed", "different", "cannot-confirm"]
+
+#: Exit status of `topomap diff` per verdict.
+EXIT_STATUS: dict[Verdict, int] = {
+    "equivalent": 0,
+    "a-better": 1,
+    "b-better": 1,
+    "mixed": 1,
+    "different": 1,
+    "cannot-confirm": 3,
+}
+
+#: How much a kind of change weighs in the verdict's reasons (higher first).
+WEIGHT: dict[str, int] = {
+    "gpus": 100,
+    "gpu": 90,
+    "nvlink": 80,
+    "gdr": 70,
+    "p2p": 60,
+    "pair": 55,
+    "proximity": 50,
+    "numa": 40,
+    "pcie": 35,
+    "nics": 30,
+    "nic": 25,
+    "software": 10,
+    "host": 5,
+}
 
 
 @dataclass(frozen=True)
 class Change:
-    kind: str  # "host", "software", "gpus", "gpu", "nics", "nic", "pair", "p2p", "proximity"
-    subject: str  # "gpu2", "gpu2–gpu3", "nic3"
+    kind: str  # gpus, gpu, nvlink, gdr, p2p, pair, proximity, numa, pcie, nics, nic, software, host
+    subject: str  # "gpu2", "gpu2–gpu3"
     field: str
     a: Any
     b: Any
     text: str
+    direction: Direction = "neutral"  # for B against A
 
 
 @dataclass
@@ -38,7 +84,9 @@ class ArrowRow:
     a: dict[str, Any]
     b: dict[str, Any]
     medium_changed: bool
-    slower: bool
+    slower: bool | None  # None: cannot be told (a bandwidth unknown on one side)
+    direction: Direction = "neutral"
+    reason: str = ""
 
 
 @dataclass
@@ -51,72 +99,119 @@ class DiffResult:
     not_compared: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     arrows: list[ArrowRow] = field(default_factory=list)
+    unconfirmed: list[str] = field(default_factory=list)  # facts one side cannot tell, needed for equivalence
+
+    @property
+    def verdict(self) -> Verdict:
+        dirs = [c.direction for c in self.changes] + [r.direction for r in self.arrows]
+        worse, better = "worse" in dirs, "better" in dirs
+        if worse and better:
+            return "mixed"
+        if worse:
+            return "a-better"
+        if better:
+            return "b-better"
+        if self.changes or any(r.medium_changed or r.direction != "neutral" for r in self.arrows):
+            return "different"
+        if self.unconfirmed:
+            return "cannot-confirm"
+        return "equivalent"
 
     @property
     def same(self) -> bool:
-        return not self.changes and not any(r.medium_changed or r.slower for r in self.arrows)
+        return self.verdict == "equivalent"
+
+    @property
+    def exit_status(self) -> int:
+        return EXIT_STATUS[self.verdict]
+
+    def grouped(self) -> list[str]:
+        """Changes with the same before → after collapsed into one line, heaviest first."""
+        groups: dict[tuple[str, str, str, Direction], list[Change]] = {}
+        for c in self.changes:
+            groups.setdefault((c.kind, c.field, f"{_fmt(c.a)} → {_fmt(c.b)}", c.direction), []).append(c)
+        lines: list[tuple[int, str]] = []
+        for (kind, fieldname, arrow, _direction), items in groups.items():
+            lines.append((WEIGHT.get(kind, 0), _group_line(kind, fieldname, arrow, items)))
+        return [t for _, t in sorted(lines, key=lambda x: -x[0])]
+
+    def reasons(self, limit: int = 3) -> list[str]:
+        """The few changes that decide the verdict: regressions and gains, heaviest first."""
+        decisive = [c for c in self.changes if c.direction in ("worse", "better", "unknown")]
+        res = DiffResult(self.a_name, self.b_name, self.match, self.mapping, decisive)
+        out = res.grouped()[:limit]
+        flow = self.arrow_summary()
+        if flow:
+            out.append(flow)
+        return out
+
+    def arrow_summary(self) -> str:
+        if not self.arrows:
+            return ""
+        moved = sum(r.medium_changed for r in self.arrows)
+        worse = sum(r.direction == "worse" for r in self.arrows)
+        better = sum(r.direction == "better" for r in self.arrows)
+        unknown = sum(r.direction == "unknown" for r in self.arrows)
+        slower_known = sum(r.slower is True for r in self.arrows)
+        text = f"flow: {moved} of {len(self.arrows)} arrows change medium, {worse} get worse on {self.b_name}"
+        if worse:
+            text += f" ({slower_known} with a known GB/s drop; the rest by links or path class)"
+        if better:
+            text += f", {better} get better"
+        if unknown:
+            text += f", {unknown} slower: unknown (a bandwidth not recorded on one side)"
+        return text
 
     def summary(self) -> str:
-        """One paragraph: the difference that matters first."""
-        if self.same:
-            text = f"{self.b_name} is equivalent to {self.a_name} in everything both sources record"
-            if self.match == "structure" and any(k != v for k, v in self.mapping.items()):
-                text += (
-                    " (devices renumbered: " + ", ".join(f"{k}→{v}" for k, v in self.mapping.items() if k != v) + ")"
-                )
-            return text + "."
-        parts: list[str] = []
-        by = {c.kind for c in self.changes}
-        gpu_fields = {c.field for c in self.changes if c.kind in ("gpu", "gpus")}
-        count = next((c for c in self.changes if c.kind == "gpus" and c.field == "count"), None)
-        if count is not None:
-            parts.append(f"{self.b_name} has {count.b} GPUs where {self.a_name} has {count.a}")
-        elif gpu_fields:
-            parts.append(f"{self.b_name} differs in its GPUs ({', '.join(sorted(gpu_fields))})")
-        elif any(f.startswith("gpus.name") for f in self.not_compared):
-            parts.append(f"{self.b_name} has as many GPUs as {self.a_name} (models not recorded by a source)")
-        else:
-            parts.append(f"{self.b_name} has the same GPUs")
-        pair_changes = [c for c in self.changes if c.kind == "pair" and c.field == "path"]
-        worse = [c for c in pair_changes if _rank(c.b) > _rank(c.a)]
-        if pair_changes:
-            gpu_pairs = [c for c in pair_changes if c.subject.count("gpu") == 2]
-            desc = _dominant(gpu_pairs or pair_changes)
-            parts.append(
-                f"{len(gpu_pairs)} GPU pair(s) change path{desc}"
-                if gpu_pairs
-                else f"{len(pair_changes)} pair(s) change path"
+        """The verdict in one line."""
+        v = self.verdict
+        a, b = self.a_name, self.b_name
+        work = "for this flow" if self.arrows else "for work across its GPUs"
+        renumbered = ""
+        if self.match == "structure" and any(k != x for k, x in self.mapping.items()):
+            moved = ", ".join(f"{k}→{x}" for k, x in self.mapping.items() if k != x)
+            renumbered = f" (devices renumbered: {moved})"
+        if v == "equivalent":
+            return f"{b} is equivalent to {a} in everything both sources record{renumbered}."
+        if v == "cannot-confirm":
+            return (
+                f"cannot confirm that {b} is equivalent to {a}: nothing differs in what both record{renumbered}, "
+                "but " + "; ".join(self.unconfirmed[:3]) + "."
             )
-            if worse and any(c.a and str(c.a).startswith("NV") and not str(c.b or "").startswith("NV") for c in worse):
-                parts.append("some GPU pairs lose NVLink and go through PCIe or host memory instead")
-        if "p2p" in by:
-            parts.append(f"P2P status changes on {len({c.subject for c in self.changes if c.kind == 'p2p'})} pair(s)")
-        if "proximity" in by:
-            parts.append(f"{sum(1 for c in self.changes if c.kind == 'proximity')} GPU–NIC placement(s) change")
-        if "nic" in by or "nics" in by:
-            parts.append("the NICs differ")
-        if "software" in by:
-            parts.append("driver/CUDA versions differ")
-        if self.arrows:
-            moved = sum(r.medium_changed for r in self.arrows)
-            slower = sum(r.slower for r in self.arrows)
-            parts.append(f"{moved} of {len(self.arrows)} flow arrows change medium, {slower} get slower")
-        return "; ".join(parts) + "."
+        if v == "a-better":
+            return f"{a} is better than {b} {work}: " + "; ".join(self.reasons()) + "."
+        if v == "b-better":
+            return f"{b} is better than {a} {work}: " + "; ".join(self.reasons()) + "."
+        if v == "mixed":
+            return f"neither lot is better in everything {work}: " + "; ".join(self.reasons(4)) + "."
+        return f"{b} differs from {a}: " + "; ".join(self.grouped()[:3]) + "."
 
 
-def _rank(code: Any) -> int:
-    try:
-        return class_rank(str(code))
-    except ValueError:
-        return 99
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "unknown"
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v)
 
 
-def _dominant(changes: list[Change]) -> str:
-    counts: dict[tuple[Any, Any], int] = {}
-    for c in changes:
-        counts[(c.a, c.b)] = counts.get((c.a, c.b), 0) + 1
-    (a, b), n = max(counts.items(), key=lambda kv: kv[1])
-    return f" (mostly {a} → {b}, {n} of them)" if len(counts) > 1 else f" ({a} → {b})"
+def _group_line(kind: str, fieldname: str, arrow: str, items: list[Change]) -> str:
+    if len(items) == 1:
+        return items[0].text
+    subjects = sorted({c.subject for c in items}, key=natural_key)
+    what = {
+        "nvlink": "GPU pairs",
+        "p2p": "GPU pairs",
+        "pair": "GPU pairs",
+        "gdr": "GPUs",
+        "proximity": "GPUs",
+        "numa": "GPUs",
+        "pcie": "GPUs",
+        "gpu": "GPUs",
+        "nic": "NICs",
+    }.get(kind, "items")
+    label = fieldname if fieldname not in ("path", "links", "GPUDirect", "P2P") else ""
+    return f"{len(subjects)} {what}: {label + ' ' if label else ''}{arrow}".strip()
 
 
 # --- matching ------------------------------------------------------------------------------------
@@ -135,19 +230,19 @@ def _typed_graph(s: Snapshot) -> nx.Graph:
     return g
 
 
-def match_devices(a: Snapshot, b: Snapshot, how: Match) -> tuple[dict[str, str], list[str]]:
-    """A id → B id. ``structure``: an isomorphism of the typed GPU/NIC graphs (identity when it
-    is one); none existing, fall back to index with a note."""
+def match_devices(a: Snapshot, b: Snapshot, how: Match) -> tuple[dict[str, str], list[str], Match]:
+    """A id → B id, the notes, and how they were matched. ``structure``: an isomorphism of the typed
+    GPU/NIC graphs (identity when it is one); none existing, index with a note."""
     ids_a = [f"gpu{x.index}" for x in a.gpus] + [f"nic{n.index}" for n in a.nics]
     ids_b = set([f"gpu{x.index}" for x in b.gpus] + [f"nic{n.index}" for n in b.nics])
     by_index = {i: i for i in ids_a if i in ids_b}
     if how == "index":
-        return by_index, []
+        return by_index, [], "index"
     ga, gb = _typed_graph(a), _typed_graph(b)
-    if all(gb.has_edge(u, v) and gb.edges[u, v]["path"] == d["path"] for u, v, d in ga.edges(data=True)) and set(
-        ga.nodes
-    ) == set(gb.nodes):
-        return by_index, []
+    if set(ga.nodes) == set(gb.nodes) and all(
+        gb.has_edge(u, v) and gb.edges[u, v]["path"] == d["path"] for u, v, d in ga.edges(data=True)
+    ):
+        return by_index, [], "structure"
     gm = isomorphism.GraphMatcher(
         ga,
         gb,
@@ -162,8 +257,8 @@ def match_devices(a: Snapshot, b: Snapshot, how: Match) -> tuple[dict[str, str],
         for n in a.nics:
             if not n.rdma and f"nic{n.index}" in ids_b:
                 mapping[f"nic{n.index}"] = f"nic{n.index}"
-        return mapping, []
-    return by_index, ["no renumbering makes the two machines' structures equal: compared by index"]
+        return mapping, [], "structure"
+    return by_index, ["no renumbering makes the two machines' structures equal: compared by index"], "index"
 
 
 # --- comparison ----------------------------------------------------------------------------------
@@ -176,44 +271,49 @@ def _cmp(
     fieldname: str,
     va: Any,
     vb: Any,
-    fmt: Callable[[Any], str] = str,
+    fmt: Callable[[Any], str] = _fmt,
+    better: Callable[[Any, Any], bool | None] | None = None,
 ) -> None:
+    """Record a change of one fact; ``better(va, vb)`` says whether B's value is better (None: neither)."""
     if va is None or vb is None:
         if va is not None or vb is not None:
             side = out.a_name if va is None else out.b_name
             out.not_compared.append(f"{kind}.{fieldname} (unknown in {side})")
         return
-    if va != vb:
-        what = "" if fieldname == "path" else f"{fieldname} "
-        out.changes.append(Change(kind, subject, fieldname, va, vb, f"{subject}: {what}{fmt(va)} → {fmt(vb)}"))
+    if va == vb:
+        return
+    direction: Direction = "neutral"
+    if better is not None:
+        verdict = better(va, vb)
+        direction = "neutral" if verdict is None else "better" if verdict else "worse"
+    what = "" if fieldname in ("path", "links") else f"{fieldname} "
+    out.changes.append(Change(kind, subject, fieldname, va, vb, f"{subject}: {what}{fmt(va)} → {fmt(vb)}", direction))
+
+
+def _more(va: Any, vb: Any) -> bool | None:
+    return None if va == vb else vb > va
 
 
 def _gib(v: Any) -> str:
-    return f"{int(v) / 2**30:.0f} GiB"
+    return f"{int(v) / 2**20:.0f} MiB"
 
 
 def diff_snapshots(a: Snapshot, b: Snapshot, match: Match = "index", names: tuple[str, str] = ("A", "B")) -> DiffResult:
-    mapping, notes = match_devices(a, b, match)
-    out = DiffResult(a_name=names[0], b_name=names[1], match=match, mapping=mapping, notes=notes)
+    mapping, notes, how = match_devices(a, b, match)
+    out = DiffResult(a_name=names[0], b_name=names[1], match=how, mapping=mapping, notes=notes)
+    ta, tb = build(a), build(b)
     _cmp(out, "host", "host", "sockets", a.host.sockets, b.host.sockets)
-    _cmp(out, "host", "host", "NUMA nodes", len(a.host.numa_nodes) or None, len(b.host.numa_nodes) or None)
     _cmp(out, "host", "host", "CPU", a.host.cpu_model, b.host.cpu_model)
     _cmp(out, "software", "software", "driver", a.software.driver_version, b.software.driver_version)
     _cmp(out, "software", "software", "CUDA", a.software.cuda_driver_version, b.software.cuda_driver_version)
-    _cmp(out, "gpus", "GPUs", "count", len(a.gpus), len(b.gpus))
-    _cmp(out, "nics", "NICs", "count", len([n for n in a.nics if n.rdma]), len([n for n in b.nics if n.rdma]))
-    gb = {f"gpu{x.index}": x for x in b.gpus}
-    for x in a.gpus:
-        ida = f"gpu{x.index}"
-        y = gb.get(mapping.get(ida, ""))
-        if y is not None:
-            _gpu(out, ida, x, y)
-    nb = {f"nic{n.index}": n for n in b.nics}
-    for n in a.nics:
-        m = nb.get(mapping.get(f"nic{n.index}", ""))
-        if m is not None:
-            _nic(out, f"nic{n.index}", n, m)
-    _pairs(out, a, b, mapping)
+    usable_a = [g for g in a.gpus if gpu_usable(ta, f"gpu{g.index}").yes]
+    usable_b = [g for g in b.gpus if gpu_usable(tb, f"gpu{g.index}").yes]
+    _cmp(out, "gpus", "GPUs", "usable GPUs", len(usable_a), len(usable_b), better=_more)
+    _gpus(out, ta, tb)
+    _gpu_pairs(out, ta, tb)
+    _gpu_nics(out, ta, tb)
+    _nic_inventory(out, a, b)
+    _unconfirmed(out, a, b)
     ua, ub = set(a.source.unknown_fields), set(b.source.unknown_fields)
     for f in sorted(ua | ub):
         side = "both" if f in ua and f in ub else out.a_name if f in ua else out.b_name
@@ -222,59 +322,164 @@ def diff_snapshots(a: Snapshot, b: Snapshot, match: Match = "index", names: tupl
     return out
 
 
-def _gpu(out: DiffResult, sid: str, x: Gpu, y: Gpu) -> None:
-    _cmp(out, "gpu", sid, "model", x.name, y.name)
-    _cmp(out, "gpu", sid, "memory", x.memory_total_bytes, y.memory_total_bytes, _gib)
-    _cmp(out, "gpu", sid, "compute capability", x.compute_capability, y.compute_capability)
-    _cmp(out, "gpu", sid, "NUMA node", x.numa_node, y.numa_node)
-    px, py = x.pcie, y.pcie
-    for f in ("gen_max", "width_max", "gen_current", "width_current"):
-        _cmp(out, "gpu", sid, f"PCIe {f.replace('_', ' ')}", getattr(px, f, None), getattr(py, f, None))
-    _cmp(out, "gpu", sid, "MIG", x.mig.enabled if x.mig else None, y.mig.enabled if y.mig else None)
-    fx, fy = x.fabric, y.fabric
-    _cmp(out, "gpu", sid, "fabric state", fx.state if fx else None, fy.state if fy else None)
-
-
-def _nic(out: DiffResult, sid: str, n: Nic, m: Nic) -> None:
-    _cmp(out, "nic", sid, "kind", None if n.kind == "unknown" else n.kind, None if m.kind == "unknown" else m.kind)
-    _cmp(out, "nic", sid, "speed", n.speed_gbit_s, m.speed_gbit_s, lambda v: f"{v:g} Gb/s")
-
-
-def _pairs(out: DiffResult, a: Snapshot, b: Snapshot, mapping: dict[str, str]) -> None:
-    pb: dict[frozenset[str], Pair] = {frozenset((p.a, p.b)): p for p in b.pairs}
-    for p in a.pairs:
-        ma, mb = mapping.get(p.a), mapping.get(p.b)
-        if ma is None or mb is None:
+def _gpus(out: DiffResult, ta: Topology, tb: Topology) -> None:
+    gb = {f"gpu{x.index}": x for x in tb.snapshot.gpus}
+    for x in ta.snapshot.gpus:
+        sid = f"gpu{x.index}"
+        y = gb.get(out.mapping.get(sid, ""))
+        if y is None:
             continue
-        q = pb.get(frozenset((ma, mb)))
-        if q is None:
+        _cmp(out, "gpu", sid, "model", x.name, y.name)
+        _cmp(out, "gpu", sid, "memory", x.memory_total_bytes, y.memory_total_bytes, _gib, _more)
+        _cmp(out, "gpu", sid, "compute capability", x.compute_capability, y.compute_capability)
+        la, lb = gpu_pcie_link(x), gpu_pcie_link(y)
+        _cmp(out, "pcie", sid, "PCIe link", _link(la.gen, la.width), _link(lb.gen, lb.width), better=_faster_link)
+        _cmp(out, "gpu", sid, "MIG", x.mig.enabled if x.mig else None, y.mig.enabled if y.mig else None)
+        _cmp(out, "numa", sid, "NUMA node", x.numa_node, y.numa_node)
+
+
+def _link(gen: int | None, width: int | None) -> str | None:
+    return f"Gen{gen} x{width}" if gen is not None and width is not None else None
+
+
+def _faster_link(va: str, vb: str) -> bool | None:
+    from topomap.links import pcie_bandwidth_gbps
+
+    def bw(v: str) -> float:
+        gen, width = v[3:].split(" x")
+        return pcie_bandwidth_gbps(int(gen), int(width)) or 0.0
+
+    return None if bw(va) == bw(vb) else bw(vb) > bw(va)
+
+
+def _nv_state(topo: Topology, a: str, b: str) -> tuple[str | None, int | None]:
+    """A pair's NVLink as text (``NV18``, ``no NVLink (SYS)``, ``NVLink not usable``) and link count;
+    (None, None) when the source cannot tell."""
+    nv = nvlink(topo, a, b)
+    if nv.usable.value == "unknown":
+        return None, None
+    if nv.usable.yes:
+        return f"NV{nv.links}", nv.links
+    if nv.links:
+        return f"NV{nv.links} not usable", 0
+    return f"no NVLink ({pcie_path_class(topo, a, b) or 'path unknown'})", 0
+
+
+def _gpu_pairs(out: DiffResult, ta: Topology, tb: Topology) -> None:
+    ids = [f"gpu{g.index}" for g in ta.snapshot.gpus]
+    for i, a in enumerate(ids):
+        for b in ids[i + 1 :]:
+            ma, mb = out.mapping.get(a), out.mapping.get(b)
+            if ma is None or mb is None or tb.gpu(ma) is None or tb.gpu(mb) is None:
+                continue
+            subject = f"{a}–{b}"
+            sa, na = _nv_state(ta, a, b)
+            sb, nb = _nv_state(tb, ma, mb)
+            if sa is None or sb is None:
+                if (sa is None) != (sb is None):
+                    out.not_compared.append(
+                        f"NVLink between GPU pairs (unknown in {out.a_name if sa is None else out.b_name})"
+                    )
+            elif sa != sb:
+                direction: Direction = "neutral"
+                if na != nb:
+                    direction = "better" if (nb or 0) > (na or 0) else "worse"
+                out.changes.append(Change("nvlink", subject, "links", sa, sb, f"{subject}: {sa} → {sb}", direction))
+            if na or nb:
+                continue  # NVLink carries the pair on at least one side: its PCIe path is not the story
+            ca, cb = pcie_path_class(ta, a, b), pcie_path_class(tb, ma, mb)
+            _cmp(
+                out,
+                "pair",
+                subject,
+                "path",
+                ca,
+                cb,
+                better=lambda x, y: None if x == y else class_rank(y) < class_rank(x),
+            )
+            pa, pb = pcie_p2p(ta, a, b), pcie_p2p(tb, ma, mb)
+            if pa.value != pb.value and "unknown" not in (pa.value, pb.value):
+                d: Direction = "better" if pb.yes else "worse"
+                ta_ = "P2P OK" if pa.yes else "no P2P"
+                tb_ = "P2P OK" if pb.yes else "no P2P"
+                if pa.assumed or pb.assumed:
+                    ta_ += " (assumed)" if pa.assumed else ""
+                    tb_ += " (assumed)" if pb.assumed else ""
+                out.changes.append(Change("p2p", subject, "P2P", ta_, tb_, f"{subject}: {ta_} → {tb_}", d))
+
+
+def _gpu_nics(out: DiffResult, ta: Topology, tb: Topology) -> None:
+    """Each GPU's nearest usable NIC on A and on B: class, GPUDirect, line rate (NICs matched by the
+    GPU they serve, not by index)."""
+    for x in ta.snapshot.gpus:
+        sid = f"gpu{x.index}"
+        mid = out.mapping.get(sid)
+        if mid is None or tb.gpu(mid) is None or not gpu_usable(ta, sid).yes or not gpu_usable(tb, mid).yes:
             continue
-        gpu_nic = p.a.startswith("gpu") != p.b.startswith("gpu")
-        if gpu_nic:
-            nic, gpu = (p.a, p.b) if p.a.startswith("nic") else (p.b, p.a)
-            if p.path is not None and q.path is not None and p.path != q.path:
-                out.changes.append(
-                    Change("proximity", f"{gpu}–{nic}", "path", p.path, q.path, f"{nic}: {p.path} → {q.path} of {gpu}")
-                )
-            elif (p.path is None) != (q.path is None):
-                out.not_compared.append("pairs.path (unknown on one side)")
+        ca, cb = nearest_nic(ta, sid), nearest_nic(tb, mid)
+        if ca.nic is None and cb.nic is None:
             continue
-        subject = f"{p.a}–{p.b}"
-        _cmp(out, "pair", subject, "path", p.path, q.path)
-        if p.p2p is not None and q.p2p is not None:
-            for cap in ("read", "write", "nvlink", "atomics"):
-                _cmp(out, "p2p", subject, cap, getattr(p.p2p, cap), getattr(q.p2p, cap))
-        elif (p.p2p is None) != (q.p2p is None):
-            out.not_compared.append(f"pairs.p2p (unknown in {out.a_name if p.p2p is None else out.b_name})")
+        pa = f"{ca.path}" if ca.nic is not None and ca.path else ("no NIC" if ca.nic is None else None)
+        pb = f"{cb.path}" if cb.nic is not None and cb.path else ("no NIC" if cb.nic is None else None)
+        _cmp(
+            out,
+            "proximity",
+            sid,
+            "nearest NIC",
+            pa,
+            pb,
+            better=lambda u, v: None if u == v else _nic_rank(v) < _nic_rank(u),
+        )
+        if ca.gdr.value != cb.gdr.value and "unknown" not in (ca.gdr.value, cb.gdr.value):
+            ga = "GPUDirect RDMA" if ca.gdr.yes else "no GPUDirect"
+            gb = "GPUDirect RDMA" if cb.gdr.yes else "no GPUDirect"
+            direction: Direction = "better" if cb.gdr.yes else "worse"
+            word = "gained" if cb.gdr.yes else "lost"
+            out.changes.append(Change("gdr", sid, "GPUDirect", ga, gb, f"{sid}: GPUDirect RDMA {word}", direction))
+        sa = ca.nic.speed_gbit_s if ca.nic else None
+        sb = cb.nic.speed_gbit_s if cb.nic else None
+        _cmp(out, "nic", sid, "its NIC's line rate", sa, sb, lambda v: f"{v:g} Gb/s", _more)
+
+
+def _nic_rank(v: str) -> int:
+    return 9 if v == "no NIC" else class_rank(v)
+
+
+def _nic_inventory(out: DiffResult, a: Snapshot, b: Snapshot) -> None:
+    """RDMA NIC count, and their line rates where both sides record them."""
+
+    def rates(s: Snapshot) -> str | None:
+        rdma = [n for n in s.nics if n.rdma]
+        if not rdma or any(n.speed_gbit_s is None for n in rdma):
+            return None
+        count: dict[float, int] = {}
+        for n in rdma:
+            count[n.speed_gbit_s or 0.0] = count.get(n.speed_gbit_s or 0.0, 0) + 1
+        return ", ".join(f"{k} × {r:g} Gb/s" for r, k in sorted(count.items(), reverse=True))
+
+    _cmp(out, "nics", "NICs", "RDMA NICs", len([n for n in a.nics if n.rdma]), len([n for n in b.nics if n.rdma]))
+    _cmp(out, "nics", "NICs", "line rates", rates(a), rates(b))
+
+
+def _unconfirmed(out: DiffResult, a: Snapshot, b: Snapshot) -> None:
+    """Facts equivalence needs that one side cannot tell."""
+    for fact, words in (("gpu_model", "GPU models"), ("nvlink", "which GPU pairs NVLink joins")):
+        for snap, name in ((a, out.a_name), (b, out.b_name)):
+            if not source_knows(snap, fact) or (fact == "gpu_model" and any(g.name is None for g in snap.gpus)):
+                out.unconfirmed.append(f"{name} does not record {words}")
+    if any(g.lost for g in a.gpus) or any(g.lost for g in b.gpus):
+        out.unconfirmed.append("a GPU was lost during a probe")
+    out.unconfirmed = list(dict.fromkeys(out.unconfirmed))
 
 
 # --- under a flow --------------------------------------------------------------------------------
 
+_MEDIUM_RANK = {"local": 0, "gpu-link": 1, "host-memory": 2, "network": 3}
+
 
 def diff_flow(result: DiffResult, flow_path: str, a: Snapshot, b: Snapshot) -> None:
     """Map the flow on A and on B (every host with a snapshot bound to that lot) and compare."""
-    from topomap.flow import read_flow
-    from topomap.graph import build
+    from topomap.flow import bind, read_flow
     from topomap.mapping import gpus_of, map_flow
 
     maps = []
@@ -282,20 +487,54 @@ def diff_flow(result: DiffResult, flow_path: str, a: Snapshot, b: Snapshot) -> N
         flow = read_flow(flow_path)
         topo = build(snap)
         topos = {h: (None if f is None and h not in _gpu_hosts(flow) else topo) for h, f in flow.host_files.items()}
-        from topomap.flow import bind
-
         bind(flow, gpus_of(topos))
         maps.append(map_flow(flow, topos))
     for x, y in zip(maps[0].arrows, maps[1].arrows):
-        ja, jb = x.to_json(), y.to_json()
-        slower = (
-            x.bandwidth_gbps is not None
-            and y.bandwidth_gbps is not None
-            and y.bandwidth_gbps < x.bandwidth_gbps * 0.999
-        )
+        direction, reason, slower = _arrow_change(x.to_json(), y.to_json())
         result.arrows.append(
-            ArrowRow(src=x.src, dst=x.dst, a=ja, b=jb, medium_changed=x.medium != y.medium, slower=slower)
+            ArrowRow(
+                src=x.src,
+                dst=x.dst,
+                a=x.to_json(),
+                b=y.to_json(),
+                medium_changed=x.medium != y.medium,
+                slower=slower,
+                direction=direction,
+                reason=reason,
+            )
         )
+
+
+def _arrow_change(x: dict[str, Any], y: dict[str, Any]) -> tuple[Direction, str, bool | None]:
+    """Is the arrow worse or better on B, why, and is it slower in GB/s (None: cannot be told)."""
+    ma, mb = str(x["medium"]), str(y["medium"])
+    ra_, rb_ = x.get("bandwidth_gbps"), y.get("bandwidth_gbps")
+    ba = float(ra_) if isinstance(ra_, (int, float)) else None
+    bb = float(rb_) if isinstance(rb_, (int, float)) else None
+    exact = ba is not None and bb is not None and not x.get("lower_bound") and not y.get("lower_bound")
+    slower: bool | None = None
+    if exact and ba is not None and bb is not None:
+        slower = bb < ba * 0.999
+    if ma != mb:
+        if "unknown" in (ma, mb):
+            return "unknown", f"medium {ma} → {mb}", slower
+        worse = _MEDIUM_RANK.get(mb, 9) > _MEDIUM_RANK.get(ma, 9)
+        return ("worse" if worse else "better"), f"{ma} → {mb}", slower
+    pa, pb = x.get("path"), y.get("path")
+    if exact and ba is not None and bb is not None and abs(bb - ba) > ba * 0.001:
+        return ("worse" if bb < ba else "better"), f"{fmt_gbps(ba)} → {fmt_gbps(bb)} GB/s", slower
+    if pa != pb and isinstance(pa, str) and isinstance(pb, str):
+        if pa.startswith("NV") and pb.startswith("NV") and pa[2:].isdigit() and pb[2:].isdigit():
+            return ("worse" if int(pb[2:]) < int(pa[2:]) else "better"), f"{pa} → {pb} links", slower
+        try:
+            ra, rb = class_rank(pa), class_rank(pb)
+        except ValueError:
+            return "unknown", f"{pa} → {pb}", slower
+        if ra != rb:
+            return ("worse" if rb > ra else "better"), f"{pa} → {pb}", slower
+    if not exact and (ba is None) != (bb is None):
+        return "unknown", "bandwidth known on one side only", slower
+    return "neutral", "", slower
 
 
 def _gpu_hosts(flow: Any) -> set[str]:
@@ -312,29 +551,36 @@ def diff_clusters(a: Snapshot, b: Snapshot, match: Match = "index") -> dict[str,
     only_a = sorted(set(ha) - set(hb))
     only_b = sorted(set(hb) - set(ha))
     per_host: dict[str, Any] = {}
-    differing = []
+    differing, unconfirmed = [], []
     for name in sorted(set(ha) & set(hb)):
         d = diff_snapshots(ha[name], hb[name], match, (f"A:{name}", f"B:{name}"))
         per_host[name] = {
             "same": d.same,
+            "verdict": d.verdict,
             "summary": d.summary(),
-            "changes": [c.text for c in d.changes],
+            "changes": d.grouped(),
             "not_compared": d.not_compared,
         }
-        if not d.same:
+        if d.verdict == "cannot-confirm":
+            unconfirmed.append(name)
+        elif not d.same:
             differing.append(name)
-    same = not differing and not only_a and not only_b
+    same = not differing and not only_a and not only_b and not unconfirmed
     bits = [f"{len(per_host)} host(s) in both"]
     bits.append(
         f"{len(differing)} differ"
         + (f" ({', '.join(differing[:6])}{' …' if len(differing) > 6 else ''})" if differing else "")
     )
+    if unconfirmed:
+        bits.append(f"{len(unconfirmed)} cannot be confirmed equal")
     if only_a:
         bits.append(f"only in A: {', '.join(only_a)}")
     if only_b:
         bits.append(f"only in B: {', '.join(only_b)}")
+    exit_status = 0 if same else 1 if differing or only_a or only_b else 3
     return {
         "same": same,
+        "exit_status": exit_status,
         "summary": "; ".join(bits) + ".",
         "only_in_a": only_a,
         "only_in_b": only_b,

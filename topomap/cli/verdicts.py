@@ -25,7 +25,8 @@ def diff(
     tolerance: Annotated[float | None, typer.Option("--tolerance", help="With --outputs: numeric tolerance.")] = None,
 ) -> None:
     """Semantic differences between two lots, or the fair comparison of two recorded runs.
-    Exit 0 equivalent (runs: both succeeded, same outputs), 1 different, 2 error."""
+    Exit 0 equivalent (runs: both succeeded, same outputs), 1 different, 3 cannot confirm (a side
+    does not record what equivalence needs), 2 error."""
     from topomap.record import is_run_file
 
     if is_run_file(a) or is_run_file(b):
@@ -47,7 +48,7 @@ def diff(
             from topomap.render.terminal import cluster_diff_view
 
             _console().print(cluster_diff_view(cluster))
-        raise typer.Exit(0 if cluster["same"] else 1)
+        raise typer.Exit(int(cluster["exit_status"]))
     names = (Path(a).stem, Path(b).stem)
     if names[0] == names[1]:
         names = (f"A ({names[0]})", f"B ({names[1]})")
@@ -58,11 +59,23 @@ def diff(
         _print_json(
             {
                 "same": result.same,
+                "verdict": result.verdict,
                 "summary": result.summary(),
+                "reasons": result.reasons(),
+                "unconfirmed": result.unconfirmed,
                 "match": result.match,
                 "mapping": result.mapping,
+                "grouped": result.grouped(),
                 "changes": [
-                    {"kind": c.kind, "subject": c.subject, "field": c.field, "a": c.a, "b": c.b, "text": c.text}
+                    {
+                        "kind": c.kind,
+                        "subject": c.subject,
+                        "field": c.field,
+                        "a": c.a,
+                        "b": c.b,
+                        "direction": c.direction,
+                        "text": c.text,
+                    }
                     for c in result.changes
                 ],
                 "not_compared": result.not_compared,
@@ -75,6 +88,8 @@ def diff(
                         "b": r.b,
                         "medium_changed": r.medium_changed,
                         "slower": r.slower,
+                        "direction": r.direction,
+                        "reason": r.reason,
                     }
                     for r in result.arrows
                 ],
@@ -84,7 +99,7 @@ def diff(
         from topomap.render.terminal import diff_view
 
         _console().print(diff_view(result))
-    raise typer.Exit(0 if result.same else 1)
+    raise typer.Exit(result.exit_status)
 
 
 @app.command()

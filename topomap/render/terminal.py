@@ -12,9 +12,8 @@ from topomap.check import CheckResult
 from topomap.diff import DiffResult
 from topomap.graph import FABRIC, Topology, natural_key, tree_parents
 from topomap.graph.evidence import SETTLE, fabric_ready, gpu_pairs_nvlink_summary, gpu_pcie_link
-from topomap.mapping import FlowMap
 from topomap.model import Gpu, Snapshot
-from topomap.units import fmt_gbps, fmt_seconds
+from topomap.units import fmt_gbps
 
 GIB = 1024**3
 
@@ -294,46 +293,42 @@ def short_node(node: str) -> str:
 
 
 def diff_view(d: DiffResult) -> RenderableType:
-    """The summary paragraph first, then changes grouped by kind, flow arrows, what was not compared."""
-    parts: list[RenderableType] = [Text(d.summary(), style="bold")]
-    if d.match == "structure":
+    """The verdict and its reasons first, then the collapsed changes, the flow arrows that change,
+    and what could not be compared."""
+    style = {"equivalent": "bold green", "cannot-confirm": "bold yellow"}.get(d.verdict, "bold red")
+    parts: list[RenderableType] = [Text(d.summary(), style=style)]
+    if d.match == "structure" and any(k != v for k, v in d.mapping.items()):
         moved = {k: v for k, v in d.mapping.items() if k != v}
-        parts.append(
-            Text(
-                "matched by structure"
-                + (": " + ", ".join(f"{k}→{v}" for k, v in moved.items()) if moved else " (identity)")
-            )
-        )
+        parts.append(Text("matched by structure: " + ", ".join(f"{k}→{v}" for k, v in moved.items())))
     for n in d.notes:
         parts.append(Text(f"note: {n}", style="dim"))
-    titles = {
-        "host": "Host",
-        "software": "Software",
-        "gpus": "GPUs",
-        "gpu": "GPUs",
-        "nics": "NICs",
-        "nic": "NICs",
-        "pair": "GPU and NIC pairs",
-        "p2p": "P2P status",
-        "proximity": "GPU ↔ NIC proximity",
-    }
-    seen: dict[str, list[str]] = {}
-    for c in d.changes:
-        seen.setdefault(titles[c.kind], []).append(c.text)
-    for title, lines in seen.items():
-        parts.append(Text(f"\n{title} ({len(lines)})", style="bold"))
+    lines = d.grouped()
+    if lines:
+        parts.append(Text(f"\nChanges from {d.a_name} to {d.b_name} ({len(d.changes)}, grouped)", style="bold"))
         for line in lines[:40]:
             parts.append(Text(f"  {line}"))
         if len(lines) > 40:
-            parts.append(Text(f"  … and {len(lines) - 40} more (--json for all)", style="dim"))
+            parts.append(Text(f"  … and {len(lines) - 40} more (--json lists all)", style="dim"))
+    changed = [r for r in d.arrows if r.direction != "neutral" or r.medium_changed]
     if d.arrows:
-        t = Table(title="Flow arrows on A and on B", box=box.SIMPLE_HEAD, title_justify="left")
-        for col in ("from → to", "A", "B", ""):
+        parts.append(Text("\n" + d.arrow_summary(), style="bold"))
+    if changed:
+        groups: dict[tuple[str, str, str, str], list[str]] = {}
+        for r in changed:
+            flag = {"worse": "WORSE", "better": "better", "unknown": "slower: unknown"}.get(r.direction, "")
+            cell_a, cell_b = _arrow_cell(r.a).plain, _arrow_cell(r.b).plain
+            groups.setdefault((cell_a, cell_b, f"{flag} {r.reason}".strip(), r.direction), []).append(
+                f"{r.src} → {r.dst}"
+            )
+        t = Table(box=box.SIMPLE_HEAD)
+        for col in ("arrows", d.a_name, d.b_name, "change"):
             t.add_column(col, overflow="fold")
-        for r in d.arrows:
-            flag = "MEDIUM" if r.medium_changed else "SLOWER" if r.slower else ""
-            t.add_row(f"{r.src} → {r.dst}", _arrow_cell(r.a), _arrow_cell(r.b), Text(flag, style="bold red"))
+        for (cell_a, cell_b, flag, direction), names in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+            who = names[0] if len(names) == 1 else f"{len(names)} arrows ({names[0]} …)"
+            t.add_row(who, cell_a, cell_b, Text(flag, style="bold red" if direction == "worse" else ""))
         parts.append(t)
+    if d.unconfirmed and d.verdict == "cannot-confirm":
+        parts.append(Text("\nCannot confirm: " + "; ".join(d.unconfirmed), style="yellow"))
     if d.not_compared:
         parts.append(Text("\nNot compared (a source could not know): " + "; ".join(d.not_compared), style="dim"))
     return Group(*parts)
@@ -341,8 +336,9 @@ def diff_view(d: DiffResult) -> RenderableType:
 
 def _arrow_cell(a: dict[str, object]) -> Text:
     bw = a.get("bandwidth_gbps")
+    pre = "≥ " if a.get("lower_bound") else ""
     text = f"{a.get('medium')} {a.get('via')} {a.get('path') or ''} " + (
-        f"{bw:g} GB/s" if isinstance(bw, float) else "?"
+        f"{pre}{fmt_gbps(float(bw))} GB/s" if isinstance(bw, (int, float)) else "unknown GB/s"
     )
     return Text(text, style=MEDIUM_STYLE.get(str(a.get("medium")), ""))
 
