@@ -144,6 +144,8 @@ def _nvlinks(topo: Topology) -> None:
     )
     if not listed or blind:
         nvlinks_from_pairs(topo, by_id)
+        if blind and not any(d.get("kind") == "nvlink" for _, _, d in g.edges(data=True)):
+            _blind_links(topo, listed)
         return
     for gpu in listed:
         counts: dict[str, int] = {}
@@ -168,6 +170,29 @@ def _nvlinks(topo: Topology) -> None:
             if peer.startswith("gpu") and g.has_edge(gpu_node(gpu), peer):
                 continue
             nvlink_edge(topo, gpu_node(gpu), peer, n, gpu)
+
+
+def _blind_links(topo: Topology, listed: list[Gpu]) -> None:
+    """Active links whose peer the source does not name (`nvidia-smi nvlink -s` alone). Two GPUs with
+    such links and nothing else to reach are joined by a bridge (inferred); with more GPUs the peers
+    stay unknown."""
+    with_links = [x for x in listed if any(link.active for link in x.nvlinks)]
+    if len(topo.snapshot.gpus) == 2 and len(with_links) == 2 and not topo.snapshot.nvswitches:
+        a, b = with_links
+        count = min(sum(x.active for x in a.nvlinks), sum(x.active for x in b.nvlinks))
+        nvlink_edge(topo, gpu_node(a), gpu_node(b), count, a)
+        topo.graph.edges[gpu_node(a), gpu_node(b)]["inferred"] = True
+        topo.notes.append(
+            f"both GPUs have {count} active NVLinks and there is no other GPU or NVSwitch to reach: "
+            "an NVLink bridge between them (inferred; the source does not name link peers)"
+        )
+        return
+    topo.nvlink_unresolved = {gpu_node(x) for x in with_links}
+    if with_links:
+        topo.notes.append(
+            "active NVLinks whose peers the source does not name: which GPU pairs they join is unknown "
+            "(`nvidia-smi topo -m` settles it)"
+        )
 
 
 def nvlink_edge(topo: Topology, a: str, b: str, count: int, ga: Gpu) -> None:

@@ -215,7 +215,9 @@ def nvlink_bundle_bandwidth(gpu: Gpu, count: int, snap: Snapshot | None = None) 
     if len(speeds) == 1:
         rate = speeds.pop()
         return Bandwidth(
-            rate * count, "spec", f"{count} links × {rate:g} GB/s per link ({reporter}-reported rate)",
+            rate * count,
+            "spec",
+            f"{count} links × {rate:g} GB/s per link ({reporter}-reported rate)",
             generation=gen,
             tag=f"{reporter}-reported rate",
         )
@@ -230,7 +232,9 @@ def nvlink_bundle_bandwidth(gpu: Gpu, count: int, snap: Snapshot | None = None) 
     if gen is not None and gen in NVLINK_GBPS_PER_LINK:
         rate = NVLINK_GBPS_PER_LINK[gen]
         return Bandwidth(
-            rate * count, "spec", f"{count} links × {rate:g} GB/s per link (NVLink {gen}, nominal)",
+            rate * count,
+            "spec",
+            f"{count} links × {rate:g} GB/s per link (NVLink {gen}, nominal)",
             generation=gen,
             tag=f"NVLink {gen} nominal",
         )
@@ -305,6 +309,18 @@ def nvlink(topo: Topology, a: str, b: str) -> NvlinkFact:
     assert ga is not None and gb is not None
     if r is None:
         pair = snapshot_pair(topo, a, b)
+        if a in topo.nvlink_unresolved and b in topo.nvlink_unresolved:
+            return NvlinkFact(
+                Answer(
+                    "unknown",
+                    ("both GPUs have active NVLinks but the source does not say what they reach",),
+                    SETTLE["nvlink"],
+                ),
+                None,
+                "none",
+                (),
+                UNKNOWN_BW,
+            )
         if not source_knows(snap, "nvlink"):
             return NvlinkFact(
                 Answer(

@@ -102,7 +102,13 @@ def infer_tree(topo: Topology) -> None:
         numa_n = side_node[k]
         for d in grp:
             topo.locality[d] = k
+        related = {d for pair in level for d in pair}
         for hb_grp in [c for c in clusters[3] if c[0] in grp]:
+            if len(hb_grp) == 1 and hb_grp[0] not in related:
+                # no path class to anything: nothing implies a bridge, the device hangs off its node
+                g.add_edge(numa_n, hb_grp[0], kind="attach")
+                topo.chains[hb_grp[0]] = [numa_n, hb_grp[0]]
+                continue
             hb = f"pci:inferred-hb-{_slug(hb_grp[0])}"
             g.add_node(hb, kind="host-bridge", label="host bridge", inferred=True)
             g.add_edge(numa_n, hb, kind="attach")
@@ -144,8 +150,9 @@ def numa_node_named(topo: Topology, node: str, label: str, numa: object) -> str:
 
 
 def _join_by_numa(u: _Union, devs: list[str], numa_of: dict[str, object], level: dict[frozenset[str], int]) -> None:
-    """Join groups on one known NUMA node whose relation the matrix leaves open (no SYS cell
-    between any of their members): an NV# pair is no evidence of a socket boundary."""
+    """Join groups on one NUMA node (or both of unknown node) whose relation the matrix leaves open
+    (no SYS cell between any of their members): an NV# pair, or no cell at all, is no evidence of a
+    socket boundary."""
     sys_pairs = {pair for pair, r in level.items() if r >= 5}
     changed = True
     while changed:
@@ -155,8 +162,8 @@ def _join_by_numa(u: _Union, devs: list[str], numa_of: dict[str, object], level:
             for gb in groups[i + 1 :]:
                 na = {numa_of.get(d) for d in ga} - {None}
                 nb = {numa_of.get(d) for d in gb} - {None}
-                if not na or na != nb:
-                    continue
+                if na != nb:
+                    continue  # both unknown (nothing separates them) or the same known node
                 if any(frozenset((x, y)) in sys_pairs for x in ga for y in gb):
                     continue
                 u.union(ga[0], gb[0])

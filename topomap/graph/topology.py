@@ -43,6 +43,7 @@ class Topology:
     locality: dict[str, object] = field(default_factory=dict)  # device → NUMA key
     inferred: bool = False
     notes: list[str] = field(default_factory=list)
+    nvlink_unresolved: set[str] = field(default_factory=set)  # GPUs with active links to peers the source omits
     index: Indexes = field(default_factory=Indexes, repr=False)
 
     def endpoint(self, ref: str) -> str:

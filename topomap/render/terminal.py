@@ -242,7 +242,7 @@ def machine_tree(topo: Topology) -> Tree:
     if direct:
         nv = root.add("NVLink (direct)")
         for u, v, d in sorted(direct, key=lambda e: (natural_key(e[0]), natural_key(e[1]))):
-            nv.add(f"{u} ↔ {v}: NV{d.get('count')} · {_edge_bw(d)}")
+            nv.add(f"{u} ↔ {v}: NV{d.get('count')} · {_edge_bw(d)}" + (" (inferred)" if d.get("inferred") else ""))
     return root
 
 
