@@ -237,3 +237,9 @@ def no_driver(with_gpus: bool = True) -> FakeMachine:
     """No NVIDIA driver: NVML LibraryNotFound, no libcuda; the GPUs are still on the PCI bus."""
     m = consumer_pair() if with_gpus else FakeMachine(name="cpu-only", gpus=[], roots=[])
     return dataclasses.replace(m, name="no-driver", init_error=12, cuda_missing_library=True)
+
+
+def hgx_h100_gpu3_lost(after_calls: int = 6) -> FakeMachine:
+    """8x H100 NV18 with gpu3 lost mid-probe: its first ``after_calls`` NVML calls answer, then
+    every call on it answers GPU_IS_LOST (an Xid 79 "GPU has fallen off the bus")."""
+    return dataclasses.replace(hgx_h100(), name="hgx-h100-gpu3-lost", lost_after={3: after_calls})

@@ -50,6 +50,7 @@ class FakeNvml:
         self.calls: dict[int, int] = {}
         self.old_bindings = old_bindings
         self.log: list[str] = []
+        self.device_log: list[tuple[str, int | None]] = []  # (call, GPU index it concerned)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("NVMLError_"):
@@ -64,6 +65,7 @@ class FakeNvml:
     # --- plumbing ------------------------------------------------------------------------
     def _check(self, fn: str, handle: _Handle | None = None) -> None:
         self.log.append(fn)
+        self.device_log.append((fn, handle.index if handle is not None else None))
         if not self.initialised:
             raise real.NVMLError(real.NVML_ERROR_UNINITIALIZED)
         if fn in self.m.missing:

@@ -126,6 +126,9 @@ def probe(
         nvswitches=switches,
         problems=problems,
     )
+    from topomap.probe.health import health_findings  # issue 11: health and truth checks, one call
+
+    snap.findings = health_findings(reader, sysr, snap)
     return ProbeOutcome(snapshot=snap, found_driver=nv.available or cu.available, gpu_count=len(gpus))
 
 

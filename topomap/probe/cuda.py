@@ -79,14 +79,23 @@ class _Cuda:
         ``limit_s`` seconds, default the probe's per-call limit; the probe's overall budget
         also applies) all become problems against ``target``.
         """
+        import re
+
         from topomap.probe.guarded import BudgetSpent, CallTimedOut, active_runner
 
         runner = active_runner()
-        if runner.spent():
+        hung: set[str] = self.__dict__.setdefault("_hung", set())  # targets whose call timed out
+        if target is not None and (target in hung or any(d in hung for d in re.findall(r"cuda\d+", target))):
+            return False, None  # recorded when it timed out
+
+        def budget_spent() -> tuple[bool, Any]:
             if not any(p.source == "cuda" and "time budget" in p.error for p in self.problems):
                 total = runner.total_s if runner.total_s is not None else 0.0
-                self._record(fn_name, target, f"{BudgetSpent(total)}; this and later CUDA calls skipped")
+                self._record(fn_name, None, f"{BudgetSpent(total)}; this and later CUDA calls skipped")
             return False, None
+
+        if runner.spent():
+            return budget_spent()
         try:
             fn = getattr(self.cu, fn_name, None)
         except Exception:
@@ -100,11 +109,13 @@ class _Cuda:
             code = int(status)
             value = res[1] if len(res) > 1 else None
         except CallTimedOut as err:
-            self._record(fn_name, target, str(err))
+            if target is not None:
+                hung.add(target)
+            later = f"; later calls for {target} skipped" if target is not None else ""
+            self._record(fn_name, target, f"{err}{later}")
             return False, None
-        except BudgetSpent as err:
-            self._record(fn_name, target, f"{err}; this and later CUDA calls skipped")
-            return False, None
+        except BudgetSpent:
+            return budget_spent()
         except RuntimeError as err:  # missing libcuda, or driver older than the bindings
             if "not found" not in str(err) or "Function" not in str(err):
                 self.library_missing = True  # no libcuda at all: nothing else will answer

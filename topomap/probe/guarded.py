@@ -105,15 +105,16 @@ class CallRunner:
     def run(self, fn: Callable[..., Any], *args: Any, limit_s: float | None = None) -> Any:
         """``fn(*args)`` in the worker; its exception is re-raised here.
 
-        Raises :class:`CallTimedOut` past ``limit_s`` (default: the per-call limit, never more
-        than the budget left) and :class:`BudgetSpent` when no budget is left.
+        Raises :class:`CallTimedOut` past ``limit_s`` (default: the per-call limit) and
+        :class:`BudgetSpent` when no budget is left, before or during the call.
         """
         limit = self.call_s if limit_s is None else limit_s
         left = self.left_s()
-        if left is not None:
+        by_budget = False
+        if left is not None and self.total_s is not None:
             if left <= 0:
-                assert self.total_s is not None
                 raise BudgetSpent(self.total_s)
+            by_budget = left < limit
             limit = min(limit, left)
         with self._lock:
             if self._worker is None:
@@ -125,6 +126,8 @@ class CallRunner:
                 self._worker = None  # abandoned: it may return some day, then it stops
                 worker.stop()
                 self.timed_out += 1
+                if by_budget and self.total_s is not None:
+                    raise BudgetSpent(self.total_s)
                 raise CallTimedOut(limit)
         if job.error is not None:
             raise job.error

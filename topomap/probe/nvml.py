@@ -339,7 +339,7 @@ def _fabric(nv: NvmlCalls, target: str, handle: Any) -> Fabric | None:
         info = lib.c_nvmlGpuFabricInfo_t()
         fn = "nvmlDeviceGetGpuFabricInfo"
     if fn is None:
-        nv.record("nvmlDeviceGetGpuFabricInfoV", target, "FunctionNotFound (not in this nvidia-ml-py)")
+        nv.note_missing("nvmlDeviceGetGpuFabricInfoV")
         return None
     res = nv.call(fn, target, handle, ctypes.byref(info), record_unsupported=False)
     if res is UNSUPPORTED:
@@ -373,13 +373,16 @@ def _pairs(nv: NvmlCalls, result: NvmlResult, handles: dict[int, Any]) -> None:
             target = f"gpu{i}-gpu{j}"
             info = NvmlPairInfo()
             result.pairs[(i, j)] = info
+            if nv.skipped(target):
+                continue  # a lost or hung GPU: recorded once already; sysfs may still place the pair
             try:
                 _pair(nv, target, handles[i], handles[j], info)
             except Exception as err:  # an answer NVML should never give
                 nv.record("nvmlDeviceGet*", target, f"unusable answer: {type(err).__name__}: {err}")
             if nv.lost_in_pair:
+                call = nv.lost_in_pair[0]
                 nv.lost_in_pair.clear()
-                _which_lost(nv, target, (i, handles[i]), (j, handles[j]))
+                _which_lost(nv, call, target, (i, handles[i]), (j, handles[j]))
 
 
 def _pair(nv: NvmlCalls, target: str, hi: Any, hj: Any, info: NvmlPairInfo) -> None:
@@ -393,9 +396,9 @@ def _pair(nv: NvmlCalls, target: str, hi: Any, hj: Any, info: NvmlPairInfo) -> N
         info.p2p[cap] = P2P_STATUS_CODES.get(int(status)) if _ok(status) else None
 
 
-def _which_lost(nv: NvmlCalls, target: str, *gpus: tuple[int, Any]) -> None:
+def _which_lost(nv: NvmlCalls, call: str, target: str, *gpus: tuple[int, Any]) -> None:
     """A pair call said GPU_IS_LOST: ask each GPU once (its PCI info) so the lost one is marked."""
     for index, handle in gpus:
         nv.call("nvmlDeviceGetPciInfo", f"gpu{index}", handle)
     if not any(f"gpu{index}" in nv.lost for index, _ in gpus):
-        nv.record("nvmlDeviceGetP2PStatus", target, "GpuIsLost (15) for the pair, yet both GPUs still answer")
+        nv.record(call, target, "GpuIsLost (15) for the pair, yet both GPUs still answer")

@@ -48,8 +48,9 @@ class NvmlCalls:
         self.problems = problems
         self.runner = runner
         self.lost: set[str] = set()  # "gpu3": answered GPU_IS_LOST; never called again
-        self.hung: set[str] = set()  # "gpu3": a call timed out; later calls skipped
-        self.lost_in_pair: list[str] = []  # pair targets that answered GPU_IS_LOST, not yet resolved
+        self.hung: set[str] = set()  # "gpu3" or "gpu1-gpu3": a call timed out; later calls skipped
+        self.missing: set[str] = set()  # wrappers this nvidia-ml-py lacks, recorded once
+        self.lost_in_pair: list[str] = []  # calls on a pair that answered GPU_IS_LOST, not yet resolved
         self._budget_noted = False
         err_cls = getattr(lib, "NVMLError", None)
         self._nvml_error: type[BaseException] | None = (
@@ -70,7 +71,7 @@ class NvmlCalls:
 
     def skipped(self, target: str | None) -> bool:
         """True when the target's GPU is lost or hung: calls for it are not made."""
-        return any(g in self.lost or g in self.hung for g in gpus_in(target))
+        return target in self.hung or any(g in self.lost or g in self.hung for g in gpus_in(target))
 
     def attempt(
         self,
@@ -99,15 +100,14 @@ class NvmlCalls:
             fn = None
         if not callable(fn):
             if record_unsupported:
-                self.record(fn_name, target, "FunctionNotFound (not in this nvidia-ml-py)")
+                self.note_missing(fn_name)
             return False, UNSUPPORTED
         try:
             return True, self.runner.run(fn, *args, limit_s=limit_s)
         except CallTimedOut as err:
-            gpus = gpus_in(target)
-            later = f"; later calls for {target} skipped" if len(gpus) == 1 else ""
-            if len(gpus) == 1:
-                self.hung.add(gpus[0])
+            if target is not None:  # a GPU, or a pair: later calls for it are skipped
+                self.hung.update(gpus_in(target) if len(gpus_in(target)) == 1 else [target])
+            later = f"; later calls for {target} skipped" if target is not None else ""
             self.record(fn_name, target, f"{err}{later}")
             return False, None
         except BudgetSpent:
@@ -138,10 +138,16 @@ class NvmlCalls:
                     self.mark_lost(gpus[0], fn_name)
                     return False, None
                 if len(gpus) == 2:
-                    self.lost_in_pair.append(target or "")
+                    self.lost_in_pair.append(fn_name)
                     return False, None
         self.record(fn_name, target, self.error_name(err))
         return False, None
+
+    def note_missing(self, fn_name: str) -> None:
+        """A wrapper this nvidia-ml-py lacks: about the binding, so recorded once, on no device."""
+        if fn_name not in self.missing:
+            self.missing.add(fn_name)
+            self.record(fn_name, None, "FunctionNotFound (not in this nvidia-ml-py)")
 
     def mark_lost(self, gpu: str, fn_name: str) -> None:
         """Record once that ``gpu`` fell off the bus; later calls for it are skipped."""
@@ -158,4 +164,5 @@ class NvmlCalls:
             return
         self._budget_noted = True
         total = self.runner.total_s if self.runner.total_s is not None else 0.0
-        self.record(fn_name, target, f"{BudgetSpent(total)}; this and later NVML calls skipped")
+        where = f" (stopped at {target})" if target else ""
+        self.record(fn_name, None, f"{BudgetSpent(total)}; this and later NVML calls skipped{where}")
