@@ -5,8 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 
+# Linux's largest configurable NR_CPUS is 8192; anything past this is not a CPU set.
+MAX_CPU_ID = 65535
+
+
 def parse_cpulist(text: str) -> list[int]:
-    """``"0-3,8"`` → [0, 1, 2, 3, 8]. Raises ValueError on malformed input."""
+    """``"0-3,8"`` → [0, 1, 2, 3, 8]. Raises ValueError on malformed input or CPU ids past
+    :data:`MAX_CPU_ID`."""
     cpus: set[int] = set()
     text = text.strip()
     if not text:
@@ -18,11 +23,16 @@ def parse_cpulist(text: str) -> list[int]:
         if "-" in part:
             lo_s, hi_s = part.split("-", 1)
             lo, hi = int(lo_s), int(hi_s)
-            if hi < lo:
+            if hi < lo or lo < 0:
                 raise ValueError(f"bad CPU range {part!r}")
+            if hi > MAX_CPU_ID:
+                raise ValueError(f"CPU {hi} is past any machine (at most {MAX_CPU_ID})")
             cpus.update(range(lo, hi + 1))
         else:
-            cpus.add(int(part))
+            cpu = int(part)
+            if not 0 <= cpu <= MAX_CPU_ID:
+                raise ValueError(f"CPU {cpu} is past any machine (at most {MAX_CPU_ID})")
+            cpus.add(cpu)
     return sorted(cpus)
 
 
@@ -46,11 +56,25 @@ def cpus_from_words(words: Sequence[int], bits: int = 64) -> list[int]:
 
 
 def cpus_from_hex_mask(mask: str) -> list[int]:
-    """``"000000ff,ffff0000,00ffffff"`` (most significant group first, as NCCL/sysfs write) → ids."""
-    cleaned = mask.replace(",", "").strip()
-    if cleaned.startswith(("0x", "0X")):
-        cleaned = cleaned[2:]
-    if not cleaned:
-        return []
-    value = int(cleaned, 16)
-    return [i for i in range(value.bit_length()) if (value >> i) & 1]
+    """``"000000ff,ffff0000,00ffffff"`` (most significant word first, as NCCL and sysfs write) or
+    hwloc's ``"0x00000303,,0x03030303"`` (each word may carry ``0x``; an empty word is zero) → ids.
+
+    Each comma-separated word is 32 bits wide (a word of more than 8 digits is as wide as its
+    digits). Linear in the mask length; raises ValueError on a non-hex digit or a CPU id past
+    :data:`MAX_CPU_ID`.
+    """
+    out: list[int] = []
+    shift = 0
+    for word in reversed(mask.strip().split(",")):
+        w = word.strip()
+        if w.startswith(("0x", "0X")):
+            w = w[2:]
+        for k, ch in enumerate(reversed(w)):
+            d = int(ch, 16)
+            if d:
+                base = shift + 4 * k
+                if base > MAX_CPU_ID:
+                    raise ValueError(f"CPU mask sets CPU {base} or above (at most {MAX_CPU_ID})")
+                out += [base + b for b in range(4) if (d >> b) & 1]
+        shift += 32 if len(w) <= 8 else 4 * len(w)
+    return sorted(out)

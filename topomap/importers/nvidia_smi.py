@@ -18,8 +18,12 @@ from topomap.model import P2P, Gpu, Nic, NvLink, Pair, Snapshot, Source
 from topomap.pciaddr import normalize_bus_id
 
 TRAILING = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
+MAX_DEVICES = 1024  # GPUs and NICs in one matrix: a 1024 x 1024 paste is ~8 MB
 P2P_CODES = set(P2P_STATUS_CODES.values())
-_GPU_LINE = re.compile(r"^\s*GPU (\d+): (.*?)(?: \(UUID: (GPU-[0-9a-fA-F-]+)\))?\s*$")
+# Matched against a stripped line, and the UUID split off separately: a lazy `(.*?)` before an
+# optional group and `\s*$` backtracks quadratically on long runs of spaces (issue 14).
+_GPU_LINE = re.compile(r"^GPU (\d+): (.*)$")
+_UUID_TAIL = re.compile(r" \(UUID: (GPU-[0-9a-fA-F-]+)\)$")
 _LINK_S = re.compile(r"^\s*Link (\d+): (?:([0-9.]+) GB/s|<inactive>)\s*$")
 _LINK_R = re.compile(r"^\s*Link (\d+): Remote Device ([0-9A-Fa-f:.]+): Link (\d+)\s*$")
 _P2P_CMD = re.compile(r"topo\s+-p2p\s+([rwnap]+)")
@@ -37,6 +41,7 @@ class _Matrix:
     cells: dict[tuple[str, str], str] = field(default_factory=dict)
     trailing: dict[str, dict[str, str]] = field(default_factory=dict)
     columns: list[str] = field(default_factory=list)
+    short: dict[str, int] = field(default_factory=dict)  # GPU rows with fewer trailing values → line
 
 
 @dataclass
@@ -54,9 +59,21 @@ def looks_like_nvidia_smi(text: str) -> bool:
             return True
         if toks[:1] == ["GPU0"] and len(toks) == 1:
             return True
-        if _GPU_LINE.match(line) and "UUID" in line:
+        if "UUID" in line and _gpu_line(line):
             return True
     return False
+
+
+def _gpu_line(line: str) -> tuple[int, str, str | None] | None:
+    """``GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-…)`` → (0, name, uuid); None for other lines."""
+    m = _GPU_LINE.match(line.strip())
+    if not m or len(m.group(1)) > 6:
+        return None
+    rest = m.group(2)
+    u = _UUID_TAIL.search(rest)
+    if u:
+        return int(m.group(1)), rest[: u.start()].strip(), u.group(1)
+    return int(m.group(1)), rest.strip(), None
 
 
 def _header_labels(line: str) -> tuple[list[str], list[str]] | None:
@@ -73,11 +90,11 @@ def _header_labels(line: str) -> tuple[list[str], list[str]] | None:
     return toks, columns
 
 
-def _split_trailing(rest: str, columns: list[str]) -> dict[str, str]:
+def _split_trailing(rest: str, columns: list[str]) -> tuple[dict[str, str], bool]:
     """Values of the trailing columns. nvidia-smi separates cells with one tab, so an empty
     CPU-affinity cell shows as a gap wider than one tab stop before the next value."""
     if not columns:
-        return {}
+        return {}, False
     expanded = rest.expandtabs(8)
     tokens = [(m.start(), m.group()) for m in re.finditer(r"\S+", expanded)]
     values = [t for _, t in tokens]
@@ -91,7 +108,7 @@ def _split_trailing(rest: str, columns: list[str]) -> dict[str, str]:
         out[col] = val
     for col in cols[len(values) :]:
         out.setdefault(col, "")
-    return out
+    return out, len(values) < len(cols)
 
 
 def _parse_matrix(
@@ -131,7 +148,9 @@ def _parse_matrix(
                 )
             m.cells[(label, col)] = cell
         if label.startswith("GPU") and label[3:].isdigit():
-            m.trailing[label] = _split_trailing(body[matches[n - 1].end() :], columns)
+            m.trailing[label], short = _split_trailing(body[matches[n - 1].end() :], columns)
+            if short:
+                m.short[label] = i + 1
         rows_seen.append(label)
         i += 1
     if len(rows_seen) < n:
@@ -145,6 +164,51 @@ def _parse_matrix(
         if w is not None and w != v:
             raise NvidiaSmiError(f"{origin}: cell {r}/{c} is {v} but {c}/{r} is {w}; the matrix is not symmetric")
     return m, i
+
+
+def _unglue(m: _Matrix, origin: str, notes: list[str]) -> None:
+    """A NUMA Affinity value glued onto the CPU Affinity cell (``0-45,92-1370`` for ``0-45,92-137``
+    and NUMA 0, the tab between them lost in a paste): split it where exactly one split fits — the
+    CPU list another row has, or equal-length ranges (hyperthread siblings) — else refuse."""
+    if "NUMA Affinity" not in m.columns:
+        return
+    clean = {
+        tr.get("CPU Affinity", ""): tr.get("NUMA Affinity", "") for lab, tr in m.trailing.items() if lab not in m.short
+    }
+    for lab, line in m.short.items():
+        tr = m.trailing[lab]
+        cell = tr.get("CPU Affinity", "")
+        if not cell or not cell[-1].isdigit():
+            continue
+        fits: list[tuple[str, str]] = []
+        for k in (1, 2, 3):
+            cpus, numa = cell[:-k], cell[-k:]
+            if not cpus or not cpus[-1].isdigit() or (numa.startswith("0") and numa != "0"):
+                continue
+            try:
+                ranges = [tuple(int(x) for x in part.split("-")) for part in cpus.split(",")]
+            except ValueError:
+                continue
+            if any(len(r) > 2 or (len(r) == 2 and r[1] < r[0]) for r in ranges):
+                continue
+            widths = {r[-1] - r[0] for r in ranges}
+            if clean.get(cpus) == numa or (cpus in clean and not clean[cpus].isdigit()):
+                fits = [(cpus, numa)]
+                break
+            if len(ranges) >= 2 and len(widths) == 1:
+                fits.append((cpus, numa))
+        if len(fits) != 1:
+            raise NvidiaSmiError(
+                f"{origin}:{line}: {lab}: CPU Affinity {cell!r} with the NUMA Affinity cell missing; "
+                "the NUMA value may be glued onto the CPU list and cannot be told apart",
+                hint="copy the output again with its tab characters",
+            )
+        cpus, numa = fits[0]
+        values = [tr.get(c, "") for c in m.columns if c != "CPU Affinity"]
+        m.trailing[lab] = {"CPU Affinity": cpus, "NUMA Affinity": numa}
+        for c, v in zip([c for c in m.columns if c not in ("CPU Affinity", "NUMA Affinity")], values):
+            m.trailing[lab][c] = v
+        notes.append(f"{lab}: NUMA Affinity glued onto the CPU Affinity cell ({cell}) read as CPUs {cpus}, NUMA {numa}")
 
 
 def _na_int(v: str | None) -> int | None:
@@ -163,6 +227,7 @@ def import_nvidia_smi(text: str, origin: str) -> Snapshot:
     notes: list[str] = []
     cur_gpu: int | None = None
     p2p_caps: str | None = None
+    topo_line = 0
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -172,7 +237,13 @@ def import_nvidia_smi(text: str, origin: str) -> Snapshot:
         head = _header_labels(line)
         if head is not None:
             labels, columns = head
+            if len(labels) > MAX_DEVICES:
+                raise NvidiaSmiError(
+                    f"{origin}:{i + 1}: the header names {len(labels)} devices (at most {MAX_DEVICES} in one host)"
+                )
+            start = i
             m, i = _parse_matrix(lines, i, origin, labels, columns)
+            _unglue(m, origin, notes)
             is_p2p = bool(m.cells) and all(v in P2P_CODES for v in m.cells.values())
             if is_p2p:
                 caps = p2p_caps or "rw"
@@ -182,19 +253,32 @@ def import_nvidia_smi(text: str, origin: str) -> Snapshot:
                     p2p[c] = m
                 p2p_caps = None
             elif topo is None:
-                topo = m
+                topo, topo_line = m, start + 1
+            elif (m.labels, m.cells) == (topo.labels, topo.cells):
+                notes.append(f"the `topo -m` output at line {start + 1} repeats the one at line {topo_line}; read once")
             else:
-                notes.append(f"a second `topo -m` matrix at line {i} was ignored")
+                raise NvidiaSmiError(
+                    f"{origin}:{start + 1}: a second, different `nvidia-smi topo -m` output (the first is at line "
+                    f"{topo_line}); one file holds one machine",
+                    hint="split the file, one per host, import each, and join them with `topomap merge`",
+                )
             continue
         nl = _NIC_LEGEND.match(line)
         if nl:
-            nic_legend[int(nl.group(1))] = nl.group(2)
-        g = _GPU_LINE.match(line)
+            k, name = int(nl.group(1)), nl.group(2)
+            if nic_legend.get(k, name) != name:
+                raise NvidiaSmiError(
+                    f"{origin}:{i + 1}: the NIC Legend names NIC{k} twice ({nic_legend[k]} and {name}); "
+                    "two outputs in one file?",
+                    hint="split the file, one per host",
+                )
+            nic_legend[k] = name
+        g = _gpu_line(line)
         if g and ("UUID" in line or (i + 1 < len(lines) and "Link" in lines[i + 1])):
-            cur_gpu = int(g.group(1))
+            cur_gpu, name, uuid = g
             gl = links.setdefault(cur_gpu, _GpuLinks())
-            gl.name = g.group(2).strip() or gl.name
-            gl.uuid = g.group(3) or gl.uuid
+            gl.name = name or gl.name
+            gl.uuid = uuid or gl.uuid
         elif cur_gpu is not None:
             s = _LINK_S.match(line)
             r = _LINK_R.match(line)
