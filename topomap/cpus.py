@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-
 # Linux's largest configurable NR_CPUS is 8192; anything past this is not a CPU set.
 MAX_CPU_ID = 65535
 
