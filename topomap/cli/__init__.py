@@ -154,7 +154,7 @@ def main() -> None:
 
 # Commands live in one module per group, registered on ``app`` when imported, in the order
 # `topomap --help` lists them. A new command group adds its module name here.
-COMMAND_MODULES = ("snapshots", "flows", "plan", "verdicts", "measure", "record")
+COMMAND_MODULES = ("snapshots", "flows", "plan", "verdicts", "measure", "record", "report")
 
 
 def _register() -> None:

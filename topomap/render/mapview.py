@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from topomap.mapping import FlowMap
-from topomap.render.bundles import bundles, fmt_bw, grouped_notes, slowest_per_medium
+from topomap.render.bundles import bundles, grouped_notes, slowest_line, slowest_per_medium
 from topomap.render.terminal import MEDIUM_STYLE, short_node
 from topomap.units import fmt_seconds
 
@@ -85,12 +85,5 @@ def arrows_view(fmap: FlowMap) -> RenderableType:
 def _slowest(fmap: FlowMap) -> list[RenderableType]:
     lines: list[RenderableType] = [Text("Slowest arrow per medium", style="bold")]
     for medium, a, count, unknown in slowest_per_medium(fmap):
-        if medium == "local":
-            lines.append(Text(f"  local: {count} arrow(s) stay on their device (no transfer)", style="grey50"))
-            continue
-        text = f"  {medium}: {count} arrow(s), slowest {fmt_bw(a.bandwidth_gbps, a.bandwidth_source)}"
-        text += f": {a.src_step} → {a.dst_step} ({a.src} → {a.dst})"
-        if unknown:
-            text += f"; {unknown} with unknown bandwidth"
-        lines.append(Text(text, style=MEDIUM_STYLE.get(medium, "")))
+        lines.append(Text("  " + slowest_line(a, count, unknown), style=MEDIUM_STYLE.get(medium, "")))
     return lines

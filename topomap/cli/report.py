@@ -1,0 +1,91 @@
+"""Command on a flow: report (one self-contained HTML page)."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from topomap.cli import ProbeOpt, _guard, _write, app
+from topomap.errors import TopomapError
+
+if TYPE_CHECKING:
+    from topomap.flow import Flow
+    from topomap.graph import Topology
+    from topomap.mapping import FlowMap
+    from topomap.render.report import ReportInputs
+
+
+@app.command()
+@_guard
+def report(
+    flow_file: Annotated[str, typer.Argument(help="Flow file (YAML).")],
+    probe: ProbeOpt = None,
+    output: Annotated[str, typer.Option("-o", "--output", help="OUT.html")] = "",
+    hardware: Annotated[str, typer.Option("--hardware", help="Diagram: used (default) or all hardware.")] = "used",
+) -> None:
+    """One self-contained HTML page to hand to a colleague: the flow diagram, the arrows, the machines,
+    the requirements verdict and the plan when the flow has them, provenance and assumptions."""
+    from topomap.flow import read_flow
+    from topomap.mapping import bind_hosts, map_flow
+    from topomap.render import dot as dotr
+    from topomap.render.flowdot import flow_on_machine_dot
+    from topomap.render.report import ReportInputs, report_html
+
+    if not output:
+        raise TopomapError("report needs -o OUT.html")
+    if not output.lower().endswith((".html", ".htm")):
+        raise TopomapError(f"-o {output}: the report is an HTML page", hint="name it OUT.html")
+    if hardware not in ("used", "all"):
+        raise TopomapError(f"--hardware {hardware!r}: expected used or all")
+    flow = read_flow(flow_file)
+    topos = bind_hosts(flow, probe or [])
+    fmap = map_flow(flow, topos)
+    inp = ReportInputs(fmap=fmap, topos=topos, svg=None, sources=[f"flow: {flow_file}", *(probe or [])])
+    try:
+        inp.svg = dotr.pipe(flow_on_machine_dot(fmap, topos, hardware), "svg").decode()
+    except dotr.DotMissing:
+        inp.svg_missing = "Graphviz `dot` is not installed (apt-get install graphviz); the tables below are complete"
+    if flow.spec.requirements is not None:
+        _add_check(inp, flow_file, flow, topos, fmap)
+    _add_plan(inp, flow, topos)
+    _write(output, report_html(inp).encode())
+    print(f"wrote {output}", file=sys.stderr)
+
+
+def _add_check(inp: ReportInputs, flow_file: str, flow: Flow, topos: dict[str, Topology | None], fmap: FlowMap) -> None:
+    """The `check` verdict of the flow's own `requirements:` on its bound lots."""
+    from topomap.check import Lot, read_requirements
+    from topomap.check import check as run_check
+
+    rules, _ = read_requirements(flow_file)
+    lots: list[Lot] = []
+    for host, topo in topos.items():
+        if topo is None:
+            continue
+        steps: dict[str, list[str]] = {}
+        for st in flow.steps.values():
+            ids = [p.gpu for p in st.placements if p.host == host and p.kind == "gpu" and p.gpu]
+            if ids:
+                steps[st.name] = ids
+        lots.append(Lot(name=host, topo=topo, step_gpus=steps))
+    result = run_check(rules, lots, fmap)
+    inp.check_verdict = result.verdict()
+    inp.check_results = [r.to_json() for r in result.results]
+
+
+def _add_plan(inp: ReportInputs, flow: Flow, topos: dict[str, Topology | None]) -> None:
+    """The plan when the flow's work can be planned; otherwise the reason, said plainly."""
+    if flow.spec.work is None:
+        inp.plan_missing = "the flow has no `work:` block (what one unit is, how many, how long)"
+        return
+    try:
+        from topomap.plan import plan_flow
+    except ImportError:
+        inp.plan_missing = "this topomap has no planner"
+        return
+    try:
+        inp.plan = plan_flow(flow, topos).to_json()
+    except TopomapError as err:
+        inp.plan_missing = str(err) + (f" (hint: {err.hint})" if err.hint else "")
