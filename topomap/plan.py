@@ -70,7 +70,8 @@ class Arrangement:
     slots: list[list[str]]  # the cards of each slot, e.g. [["gpu0"], ["gpu1"]]
     lanes: list[Lane]
     parallel_s: float
-    transfers_s: float | None  # transfer seconds on the lane that finishes last (None: part unknown)
+    transfers_s: float  # known transfer seconds on the lane that finishes last
+    transfers_complete: bool  # False: some transfer time is unknown and excluded (see the warnings)
     exchange_s: float | None  # coordinated only: exchange seconds on that lane
     assembly_s: float | None
     total_s: float
@@ -92,6 +93,7 @@ class Arrangement:
             "slots": self.slots,
             "parallel_s": self.parallel_s,
             "transfers_s": self.transfers_s,
+            "transfers_complete": self.transfers_complete,
             "exchange_s": self.exchange_s,
             "assembly_s": self.assembly_s,
             "total_s": self.total_s,

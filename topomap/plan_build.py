@@ -52,13 +52,13 @@ class _Ctx:
         parallel = max(ln.end for ln in lanes)
         last = max(lanes, key=lambda ln: (ln.end, -ln.slot))
         moved = sum(b.end - b.start for b in last.bars if b.kind in ("input", "output"))
-        transfers = None if unknown else (0.0 if self.work.includes_transfers else moved)
         total, assembly_s = self._assembly(lanes, parallel)
         n_cards = k if kind != "one card" else len(slots[0])
         busy = {i: ln.end for i, ln in enumerate(lanes)}
         idle = sum((parallel - busy.get(i, 0.0)) * len(s) for i, s in enumerate(slots))
         return Arrangement(
-            k=k, kind=kind, slots=slots, lanes=lanes, parallel_s=parallel, transfers_s=transfers,
+            k=k, kind=kind, slots=slots, lanes=lanes, parallel_s=parallel, transfers_s=moved,
+            transfers_complete=not unknown,
             exchange_s=exchange_s, assembly_s=assembly_s, total_s=total, idle_card_s=idle,
             idle_assembly_card_s=(total - parallel) * n_cards, fit=fit, notes=notes or [],
         )  # fmt: skip
@@ -170,7 +170,7 @@ def _coordinated(ctx: _Ctx, k: int) -> tuple[Arrangement | None, str]:
     lanes = one_slot(compute, SlotCost(cost.input_s, cost.output_s, exch or 0.0))
     fit = memory_fit(work, ctx.memory, cards, k, len(ctx.have))
     note = f"{work.split.steps} exchange steps per task of {fmt_span(per_step)} each ({how})"
-    return ctx.finish(k, "coordinated", [cards], lanes, fit, unknown or exch is None, exch, [note]), how
+    return ctx.finish(k, "coordinated", [cards], lanes, fit, unknown, exch, [note]), how
 
 
 def _assumptions(ctx: _Ctx, exchange_how: str | None) -> list[str]:

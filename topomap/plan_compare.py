@@ -13,12 +13,12 @@ if TYPE_CHECKING:
 
 
 def changes(a: PlanResult, b: PlanResult) -> list[str]:
-    from topomap.plan import best_total_seconds, fmt_span
+    from topomap.plan import best_total_seconds
 
     out: list[str] = []
     ta, tb = best_total_seconds(a), best_total_seconds(b)
     na, nb = len(a.cards_available), len(b.cards_available)
-    totals = f"best total {fmt_span(ta)} → {fmt_span(tb)}"
+    totals = f"best total {_total(ta)} → {_total(tb)}"
     ba, bb = a.best(), b.best()
     if ba is not None and bb is not None and (ba.k, ba.kind) != (bb.k, bb.kind):
         totals += f" ({ba.k} cards {ba.kind} → {bb.k} cards {bb.kind})"
@@ -30,6 +30,12 @@ def changes(a: PlanResult, b: PlanResult) -> list[str]:
     out += _legs(a.legs, b.legs)
     out += _exchange(a, b)
     return out
+
+
+def _total(sec: float | None) -> str:
+    from topomap.plan import fmt_span
+
+    return "no arrangement fits" if sec is None else fmt_span(sec)
 
 
 def _baseline(r: PlanResult) -> Arrangement | None:

@@ -22,7 +22,7 @@ def _minutes(sec: float) -> str:
 def _transfers(a: Arrangement, r: PlanResult) -> str:
     if r.includes_transfers:
         return "in units"
-    return "unknown" if a.transfers_s is None else fmt_span(a.transfers_s)
+    return fmt_span(a.transfers_s) + ("" if a.transfers_complete else " + unknown")
 
 
 def _fit(a: Arrangement) -> Text:
@@ -57,7 +57,7 @@ def plan_table(r: PlanResult) -> Table:
         if a.idle_assembly_card_s:
             idle += f" (+{_minutes(a.idle_assembly_card_s)})"
         total = Text(fmt_span(a.total_s), style="bold" if a is best else "")
-        if a.transfers_s is None or (a.kind == "coordinated" and a.exchange_s is None):
+        if not a.transfers_complete or (a.kind == "coordinated" and a.exchange_s is None):
             total.append(" + unknown", style="yellow")
         row: list[str | Text] = [f"{a.k:>2} {a.kind}" + (" ★" if a is best else ""), fmt_span(a.parallel_s)]
         row += [] if r.includes_transfers else [_transfers(a, r)]

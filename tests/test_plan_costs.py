@@ -1,0 +1,250 @@
+"""Plan costs from the map: shared links and storage, memory fit per card, coordinated work,
+how a plan changes between lots, and the command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import msgspec
+import pytest
+from typer.testing import CliRunner
+
+from tests.conftest import SAMPLES, run_probe
+from tests.fakes.machines import hgx_h100
+from topomap.cli import app
+from topomap.flow import read_flow
+from topomap.mapping import bind_hosts
+from topomap.model import save_snapshot
+from topomap.plan import PlanResult, plan_changes, plan_flow
+from topomap.plan_costs import Leg, shared_costs
+from topomap.work import Limits, Unit, Work
+
+GIB = 2**30
+MIN = 60.0
+PCIE5_X16 = 63.015  # GB/s per direction, the fake H100's PCIe 5.0 x16 link (spec)
+NV18_H100 = 478.116  # GB/s, 18 NVLink 4 links at 26.562 GB/s (spec)
+
+
+def _h100(tmp_path: Path, memory_gib: int | None = 80, gpus: int = 8) -> Path:
+    snap = run_probe(hgx_h100(), tmp_path / f"sys-{memory_gib}-{gpus}").snapshot
+    mem = None if memory_gib is None else memory_gib * GIB
+    # no memory recorded: no name either, so nothing can be derived from it
+    keep = [msgspec.structs.replace(g, memory_total_bytes=mem, name=g.name if mem else None) for g in snap.gpus]
+    gone = {f"gpu{g.index}" for g in keep[gpus:]}
+    pairs = [x for x in snap.pairs if x.a not in gone and x.b not in gone]
+    snap = msgspec.structs.replace(snap, gpus=keep[:gpus], pairs=pairs)
+    path = tmp_path / f"h100-{memory_gib}-{gpus}.json"
+    save_snapshot(snap, path)
+    return path
+
+
+def _flow(tmp_path: Path, snap: Path, work: str, source: str = "lot:memory", volume: str = "64 GiB") -> Path:
+    text = f"""flow: t
+hosts:
+  lot: {snap}
+  ws: null
+work:
+{work}steps:
+  data: {{kind: input, on: {source}}}
+  run:  {{kind: compute, on: lot:gpu0}}
+  done: {{kind: aggregate, on: ws}}
+arrows:
+  - {{from: data, to: run, volume: {volume}}}
+  - {{from: run, to: done}}
+"""
+    p = tmp_path / "f.yaml"
+    p.write_text(text)
+    return p
+
+
+def _plan(path: Path, cards: list[int] | None = None, probes: list[str] | None = None) -> PlanResult:
+    f = read_flow(path)
+    return plan_flow(f, bind_hosts(f, probes or []), cards)
+
+
+def _arr(r: PlanResult, k: int, kind: str) -> object:
+    return next(a for a in r.arrangements if a.k == k and a.kind == kind)
+
+
+def test_two_cards_behind_one_pcie_switch_share_it(tmp_path: Path) -> None:
+    # 8 units, 64 GiB of input → 8 GiB per unit; gpu0 and gpu1 sit behind one PCIe switch
+    work = "  count: 8\n  duration: 12 min\n"
+    r = _plan(_flow(tmp_path, _h100(tmp_path), work), [1, 2])
+    alone = 8 * GIB / (PCIE5_X16 * 1e9)
+    leg = next(lg for lg in r.legs if lg.card == "gpu0" and lg.direction == "input")
+    assert (leg.bandwidth_gbps, leg.bandwidth_source) == (PCIE5_X16, "spec") and leg.seconds() == pytest.approx(alone)
+    one = _arr(r, 1, "one card")
+    assert one.transfers_s == pytest.approx(8 * alone)  # type: ignore[attr-defined]
+    two = _arr(r, 2, "even-static")
+    # both cards load at once through the shared switch: each at half the rate, twice as long
+    assert two.transfers_s == pytest.approx(4 * 2 * alone)  # type: ignore[attr-defined]
+    assert not two.transfers_complete  # type: ignore[attr-defined]  # the output leg is unknown
+    assert two.parallel_s == pytest.approx(4 * (12 * MIN + 2 * alone))  # type: ignore[attr-defined]
+    # the output goes to a host with no snapshot: unknown, excluded and said so
+    assert any("transfer time unknown, excluded from totals: gpu0 → ws" in w for w in r.warnings)
+    assert any("share the nodes their routes have in common (model)" in a for a in r.assumptions)
+
+
+def test_cards_on_separate_switches_do_not_share(tmp_path: Path) -> None:
+    work = "  count: 8\n  duration: 12 min\n"
+    path = _flow(tmp_path, _h100(tmp_path), work)
+    f = read_flow(path)
+    r = plan_flow(f, bind_hosts(f, []), [1])
+    legs = [lg for lg in r.legs if lg.direction == "input" and lg.card in ("gpu0", "gpu2")]
+    costs = shared_costs(legs, ["gpu0", "gpu2"], Work(units=[], source="test"))
+    assert [c.input_s for c in costs] == [pytest.approx(lg.seconds()) for lg in legs]
+
+
+def test_storage_read_rate_is_shared_by_the_cards(tmp_path: Path) -> None:
+    # 96 GB from storage → 12 GB per unit; storage reads 2 GB/s (assumed): 6 s alone, 12 s with two cards
+    work = "  count: 8\n  duration: 12 min\n  limits: {storage_read: 2 GB/s}\n"
+    r = _plan(_flow(tmp_path, _h100(tmp_path), work, source="lot:storage", volume="96 GB"), [1, 2])
+    assert _arr(r, 1, "one card").parallel_s == pytest.approx(8 * (12 * MIN + 6))  # type: ignore[attr-defined]
+    assert _arr(r, 2, "even-static").parallel_s == pytest.approx(4 * (12 * MIN + 12))  # type: ignore[attr-defined]
+
+
+def test_shared_costs_by_hand() -> None:
+    def leg(card: str, route: tuple[str, ...], bw: float | None) -> Leg:
+        return Leg("input", "h:memory", card, 10**10, bw, "spec", "host-memory", "pcie", route)
+
+    legs = [leg("gpu0", ("numa0", "sw", "gpu0"), 20.0), leg("gpu1", ("numa0", "sw", "gpu1"), 20.0)]
+    legs.append(leg("gpu2", ("numa0", "rp", "gpu2"), None))
+    costs = shared_costs(legs, ["gpu0", "gpu1", "gpu2"], Work(units=[], source="t"))
+    # 10 GB at 20 GB/s alone is 0.5 s; sharing "sw" two ways: 1 s; gpu2's bandwidth is unknown
+    assert [(c.alone_input_s, c.input_s) for c in costs] == [(0.5, 1.0), (0.5, 1.0), (None, None)]
+    assert costs[0].shared == ["sw shared by 2 cards"]
+    only = shared_costs(legs, ["gpu0"], Work(units=[Unit("u", 1.0)], source="t", limits=Limits()))
+    assert only[0].input_s == 0.5
+
+
+def test_memory_fit_verdicts(tmp_path: Path) -> None:
+    snap = _h100(tmp_path)
+    fits = _plan(_flow(tmp_path, snap, "  count: 8\n  duration: 12 min\n  memory_per_task: 60 GiB\n"), [1, 2])
+    assert {a.fit.verdict for a in fits.arrangements} == {"fits"}
+    big = _plan(_flow(tmp_path, snap, "  count: 8\n  duration: 12 min\n  memory_per_task: 100 GiB\n"), [1, 2])
+    one = _arr(big, 1, "one card")
+    assert one.fit.verdict == "does not fit"  # type: ignore[attr-defined]
+    assert one.fit.reason == (  # type: ignore[attr-defined]
+        "does not fit: needs 100 GiB per card, gpu0 has 80 GiB; "
+        "the lot's 8 cards hold 640 GiB together, but cards do not pool memory"
+    )
+    assert big.best() is None
+
+
+def test_replicas_duplicate_state_and_a_split_task_can_fit(tmp_path: Path) -> None:
+    # 120 GiB per task, 40 GiB of it replicated: over 2 cards 40 + 80/2 = 80 (fits exactly), over 4: 60
+    work = (
+        "  count: 4\n  duration: 30 min\n  memory_per_task: 120 GiB\n  duplicated_memory: 40 GiB\n"
+        "  split: {steps: 1000, exchange: 1 GiB}\n"
+    )
+    r = _plan(_flow(tmp_path, _h100(tmp_path), work), [1, 2, 4])
+    assert _arr(r, 2, "even-static").fit.verdict == "does not fit"  # type: ignore[attr-defined]
+    c2, c4 = _arr(r, 2, "coordinated"), _arr(r, 4, "coordinated")
+    assert (c2.fit.verdict, c2.fit.needed_bytes) == ("fits", 80 * GIB)  # type: ignore[attr-defined]
+    assert (c4.fit.verdict, c4.fit.needed_bytes) == ("fits", 60 * GIB)  # type: ignore[attr-defined]
+    assert "each card keeps its own copy of the duplicated 40 GiB" in c4.fit.reason  # type: ignore[attr-defined]
+    assert r.best() is c4
+
+
+def test_memory_unknown_says_what_settles_it(tmp_path: Path) -> None:
+    r = _plan(_flow(tmp_path, _h100(tmp_path, None), "  count: 2\n  duration: 1 min\n  memory_per_task: 1 GiB\n"))
+    fit = _arr(r, 1, "one card").fit  # type: ignore[attr-defined]
+    assert fit.verdict == "unknown" and "nvidia-smi --query-gpu=memory.total --format=csv" in fit.reason
+
+
+def test_memory_derived_from_the_gpu_name(tmp_path: Path) -> None:
+    # the DGX-2H hwloc export names its cards "Tesla V100-SXM3-32GB-H" but records no memory size
+    flow = (SAMPLES / "flows" / "eight-documents.yaml").read_text()
+    flow = flow.replace("  count: 8\n", "  count: 8\n  memory_per_task: 40 GiB\n")
+    p = tmp_path / "f.yaml"
+    p.write_text(
+        flow.replace("../snapshots/rtx4090-8gpu-all-sys.json", str(SAMPLES / "snapshots" / "dgx2h-16gpu.json"))
+    )
+    fit = _arr(_plan(p, [1]), 1, "one card").fit  # type: ignore[attr-defined]
+    assert fit.verdict == "does not fit" and fit.card_bytes == 32 * GIB
+    assert fit.source == "derived from the name 'Tesla V100-SXM3-32GB-H' (nominal)"
+
+
+def test_coordinated_pays_the_exchange_independent_does_not(tmp_path: Path) -> None:
+    # 4 tasks of 30 min; a split task exchanges 1 GiB per card per step, 1000 steps
+    work = "  count: 4\n  duration: 30 min\n  includes_transfers: true\n  split: {steps: 1000, exchange: 1 GiB}\n"
+    r = _plan(_flow(tmp_path, _h100(tmp_path), work), [1, 2])
+    ring = 2 * (2 - 1) / 2 * GIB / (NV18_H100 * 1e9)  # one step's ring all-reduce over NVSwitch
+    coord = _arr(r, 2, "coordinated")
+    assert coord.exchange_s == pytest.approx(1000 * ring)  # type: ignore[attr-defined]  # per task
+    # each of 4 tasks: 15 min of compute + 1000 × ring
+    assert coord.parallel_s == pytest.approx(4 * (15 * MIN + 1000 * ring))  # type: ignore[attr-defined]
+    independent = _arr(r, 2, "even-static")
+    assert independent.parallel_s == 60 * MIN  # type: ignore[attr-defined]
+    assert coord.parallel_s > independent.parallel_s  # type: ignore[attr-defined]
+    assert r.exchange_how is not None and "478.116 GB/s spec" in r.exchange_how
+
+
+def test_coordinated_needs_a_declared_split(tmp_path: Path) -> None:
+    r = _plan(_flow(tmp_path, _h100(tmp_path), "  count: 4\n  duration: 30 min\n"), [2])
+    assert not [a for a in r.arrangements if a.kind == "coordinated"]
+    assert any(s.startswith("2 cards coordinated: how a task splits is not declared") for s in r.skipped)
+
+
+def test_a_licence_cap_leaves_cards_waiting(tmp_path: Path) -> None:
+    work = "  count: 8\n  duration: 12 min\n  includes_transfers: true\n  limits: {max_concurrent: 2}\n"
+    r = _plan(_flow(tmp_path, _h100(tmp_path), work), [4])
+    a = _arr(r, 4, "shared-queue")
+    assert a.parallel_s == 48 * MIN and a.idle_card_s == 2 * 48 * MIN  # type: ignore[attr-defined]
+    assert a.idle_cards == ["gpu2", "gpu3"]  # type: ignore[attr-defined]
+
+
+def test_plan_changes_between_lots(tmp_path: Path) -> None:
+    work = "  count: 8\n  duration: 12 min\n  includes_transfers: true\n  memory_per_task: 60 GiB\n"
+    a_path = _flow(tmp_path, _h100(tmp_path, 80, 8), work)
+    a = _plan(a_path)
+    b = _plan(a_path, probes=[f"lot={_h100(tmp_path, 48, 4)}"])
+    lines = plan_changes(a, b)
+    assert lines == [
+        "B has 4 cards where A has 8: best total 12 min → no arrangement fits",
+        "task no longer fits: 60 GiB needed, 48 GiB per card",
+    ]
+    c = _plan(a_path, probes=[f"lot={_h100(tmp_path, 80, 4)}"])
+    assert plan_changes(a, c) == [
+        "B has 4 cards where A has 8: best total 12 min → 24 min (8 cards even-static → 4 cards even-static)"
+    ]
+    assert plan_changes(a, a) == []
+
+
+runner = CliRunner()
+
+
+def test_cli_plan_table_json_and_gantt(tmp_path: Path) -> None:
+    ref = str(SAMPLES / "flows" / "eight-documents.yaml")
+    r = runner.invoke(app, ["plan", ref, "--cards", "1,2"])
+    assert r.exit_code == 0, r.stderr
+    assert "106 min" in r.stdout and "58 min" in r.stdout and "cards do not slow each other's loading" in r.stdout
+    r = runner.invoke(app, ["plan", ref, "--cards", "1,2", "--json"])
+    doc = json.loads(r.stdout)
+    assert doc["kind"] == "calculation" and doc["best"] == {"cards": 2, "arrangement": "even-static", "total_s": 3480.0}
+    svg = tmp_path / "g.svg"
+    r = runner.invoke(app, ["plan", ref, "--cards", "1,2", "-o", str(svg)])
+    assert r.exit_code == 0 and svg.read_text().lstrip().startswith("<?xml") and "assembly" in svg.read_text()
+    png = tmp_path / "g.png"
+    assert runner.invoke(app, ["plan", ref, "--cards", "2", "-o", str(png)]).exit_code == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--cards", "1,9"], "--cards 9: lot has 8 usable card(s)"),
+        (["--cards", "two"], "--cards 'two': not a list of card counts"),
+        (["-o", "g.pdf"], "a Gantt chart is drawn as .svg or .png"),
+        (["--cards", "1,2", "--gantt", "3"], "--gantt 3: no arrangement of 3 cards"),
+    ],
+)
+def test_cli_plan_mistakes_are_one_line(args: list[str], message: str, tmp_path: Path) -> None:
+    r = runner.invoke(app, ["plan", str(SAMPLES / "flows" / "eight-documents.yaml"), *args])
+    assert r.exit_code == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_flow_without_work_cannot_be_planned() -> None:
+    r = runner.invoke(app, ["plan", str(SAMPLES / "flows" / "two-host-pipeline.yaml")])
+    assert r.exit_code == 2 and "has no units to plan" in r.stderr
