@@ -8,6 +8,7 @@ links into the PCI functions, NUMA nodes, and a few host hints.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.fakes.machine import FakeMachine, RootComplex, Switch
@@ -137,3 +138,66 @@ def write_sysfs(m: FakeMachine, root: Path) -> Path:
     if m.iommu:
         (iommu / "dmar0").mkdir()
     return root
+
+
+@dataclass
+class SysfsExtras:
+    """What the health checks read, on top of a FakeMachine's tree (all optional).
+
+    ``acs_ctrl``: ACS Control word written in the extended config space of every switch port
+    (None: config space not readable, as for a non-root user); ``width_current``: GPU bus →
+    trained width; ``aer``: GPU bus → ``aer_dev_correctable`` text; ``iommu_type``: each GPU's
+    ``iommu_group/type`` (``DMA-FQ`` translated, ``identity`` passthrough).
+    """
+
+    acs_ctrl: int | None = None
+    width_current: dict[str, int] = field(default_factory=dict)
+    aer: dict[str, str] = field(default_factory=dict)
+    iommu_type: str | None = None
+    peermem: bool = False
+    open_module: bool = False
+    osrelease: str = "5.15.0-105-generic"
+    imex_channels: int = 0
+
+
+def _config_with_acs(ctrl: int) -> bytes:
+    """4 KiB config space: an AER capability at 0x100 chaining to ACS (id 0x000D) at 0x148."""
+    cfg = bytearray(4096)
+    cfg[0:4] = (0x10B5 | 0x8747 << 16).to_bytes(4, "little")
+    cfg[0x100:0x104] = (0x0001 | 1 << 16 | 0x148 << 20).to_bytes(4, "little")  # AER, next 0x148
+    cfg[0x148:0x14C] = (0x000D | 1 << 16).to_bytes(4, "little")  # ACS, last
+    cfg[0x14C:0x14E] = (0x5F).to_bytes(2, "little")  # capability register
+    cfg[0x14E:0x150] = ctrl.to_bytes(2, "little")
+    return bytes(cfg)
+
+
+def write_extras(m: FakeMachine, root: Path, x: SysfsExtras) -> None:
+    """Add the health-check files to a tree written by :func:`write_sysfs`."""
+    devs = root / "sys" / "bus" / "pci" / "devices"
+    gpus = {g.bus for g in m.gpus}
+    for k, link in enumerate(sorted(devs.iterdir())):
+        real = link.resolve()
+        cls = (real / "class").read_text().strip()
+        if cls == "0x060400" and not real.parent.name.startswith("pci"):
+            (real / "config").write_bytes(_config_with_acs(x.acs_ctrl) if x.acs_ctrl is not None else bytes(64))
+        if link.name in x.width_current:
+            (real / "current_link_width").write_text(f"{x.width_current[link.name]}\n")
+        if link.name in x.aer:
+            (real / "aer_dev_correctable").write_text(x.aer[link.name])
+        if x.iommu_type is not None and link.name in gpus:
+            group = root / "sys" / "kernel" / "iommu_groups" / str(k)
+            group.mkdir(parents=True)
+            (group / "type").write_text(x.iommu_type + "\n")
+            os.symlink(os.path.relpath(group, real), real / "iommu_group")
+    if x.peermem:
+        (root / "sys" / "module" / "nvidia_peermem").mkdir(parents=True)
+    (root / "proc" / "sys" / "kernel" / "osrelease").write_text(x.osrelease + "\n")
+    drv = root / "proc" / "driver" / "nvidia"
+    drv.mkdir(parents=True, exist_ok=True)
+    kind = "Open Kernel Module" if x.open_module else "Kernel Module"
+    (drv / "version").write_text(f"NVRM version: NVIDIA UNIX x86_64 {kind}  {m.driver}\n")
+    if x.imex_channels:
+        chans = root / "dev" / "nvidia-caps-imex-channels"
+        chans.mkdir(parents=True)
+        for i in range(x.imex_channels):
+            (chans / f"channel{i}").write_text("")
