@@ -15,7 +15,7 @@ from topomap.importers import load_any
 from topomap.mapping import gpus_of, map_flow
 
 SNAPS = {f.stem: build(load_any(f)) for f in sorted((SAMPLES / "snapshots").glob("*.json"))}
-MEDIA = {"gpu-link", "host-memory", "network", "local"}
+MEDIA = {"gpu-link", "host-memory", "network", "local", "unknown"}
 
 
 @st.composite

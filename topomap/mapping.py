@@ -16,6 +16,7 @@ from topomap.graph.evidence import (
     SETTLE,
     UNKNOWN_BW,
     Bandwidth,
+    edge_bandwidth,
     fabric_ready,
     gpu_link,
     gpu_usable,
@@ -323,13 +324,7 @@ def _fabric_bw(topo: Topology, gid: str) -> Bandwidth:
 
     g = topo.graph
     if g.has_edge(gid, FABRIC):
-        e = g.edges[gid, FABRIC]
-        return Bandwidth(
-            e.get("bandwidth_gbps"),
-            e.get("bandwidth_source", "unknown"),
-            str(e.get("bandwidth_basis", "")),
-            bool(e.get("lower_bound", False)),
-        )
+        return edge_bandwidth(g.edges[gid, FABRIC])
     return UNKNOWN_BW
 
 

@@ -207,5 +207,6 @@ def nvlink_edge(topo: Topology, a: str, b: str, count: int, ga: Gpu) -> None:
         bandwidth_gbps=bw.gbps,
         bandwidth_source=bw.source,
         bandwidth_basis=bw.basis,
+        bandwidth_tag=bw.tag,
         lower_bound=bw.lower_bound,
     )

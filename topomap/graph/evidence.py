@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from topomap.graph.topology import FABRIC, BandwidthSource, Topology, natural_key, snapshot_pair
 from topomap.links import (
@@ -380,18 +380,24 @@ def _route_bandwidth(topo: Topology, nodes: tuple[str, ...]) -> Bandwidth:
     best: Bandwidth | None = None
     for u, v in itertools.pairwise(nodes):
         e = g.edges[u, v]
-        bw = Bandwidth(
-            e.get("bandwidth_gbps"),
-            e.get("bandwidth_source", "unknown"),
-            str(e.get("bandwidth_basis", "")),
-            bool(e.get("lower_bound", False)),
-            e.get("generation"),
-        )
+        bw = edge_bandwidth(e)
         if bw.gbps is None:
             return bw
         if best is None or best.gbps is None or bw.gbps < best.gbps:
             best = bw
     return best or UNKNOWN_BW
+
+
+def edge_bandwidth(e: dict[str, Any]) -> Bandwidth:
+    """The Bandwidth an NVLink edge carries (set by nvlink_bundle_bandwidth when the graph was built)."""
+    return Bandwidth(
+        e.get("bandwidth_gbps"),
+        e.get("bandwidth_source", "unknown"),
+        str(e.get("bandwidth_basis", "")),
+        bool(e.get("lower_bound", False)),
+        e.get("generation"),
+        str(e.get("bandwidth_tag", "")),
+    )
 
 
 def pcie_path_class(topo: Topology, a: str, b: str) -> str | None:

@@ -1,0 +1,275 @@
+"""Every answer follows from evidence: one scenario per class of wrong answer seen on real outputs
+(issue 9), each checked in map, check and show, which ask the same evidence functions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import msgspec
+import pytest
+from typer.testing import CliRunner
+
+from tests.conftest import REAL, SAMPLES, run_probe
+from tests.fakes import machines
+from topomap.check import Lot, check, parse_requirements
+from topomap.cli import app
+from topomap.flow import bind, parse_flow
+from topomap.graph import build, route
+from topomap.graph.evidence import gpu_link, nearest_nic, nvlink, nvlink_bundle_bandwidth
+from topomap.importers import import_file, load_any
+from topomap.mapping import MappedArrow, gpus_of, map_flow
+from topomap.model import P2P, Fabric, Mig, Snapshot
+from topomap.render.terminal import show
+
+runner = CliRunner()
+
+
+def arrow(snap: Snapshot, src: str, dst: str, volume: str = "1 GiB") -> MappedArrow:
+    text = (
+        f"flow: t\nhosts:\n  lot: null\nsteps:\n  a: {{kind: input, on: lot:{src}}}\n"
+        f"  b: {{kind: output, on: lot:{dst}}}\narrows:\n  - {{from: a, to: b, volume: {volume}}}\n"
+    )
+    f = parse_flow(text, "t.yaml")
+    topos = {"lot": build(snap)}
+    bind(f, gpus_of(topos))  # type: ignore[arg-type]
+    return map_flow(f, topos).arrows[0]  # type: ignore[arg-type]
+
+
+def verdict(snap: Snapshot, rules: str) -> tuple[str, list[str], str]:
+    reqs, _ = parse_requirements("requirements:\n" + rules, "r.yaml")
+    r = check(reqs, [Lot("lot", build(snap))], None).results[0]
+    return r.status, r.evidence, r.summary
+
+
+def show_text(snap: Snapshot) -> str:
+    from rich.console import Console
+
+    console = Console(width=250, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    console.print(show(snap, build(snap)))
+    return console.export_text()
+
+
+@pytest.fixture(scope="module")
+def h100(tmp_path_factory: pytest.TempPathFactory) -> Snapshot:
+    return run_probe(machines.hgx_h100(), tmp_path_factory.mktemp("h100")).snapshot
+
+
+def with_gpus(s: Snapshot, **changes: object) -> Snapshot:
+    return msgspec.structs.replace(s, gpus=[msgspec.structs.replace(g, **changes) for g in s.gpus])
+
+
+# 1. relaying over a third GPU -----------------------------------------------------------------------
+
+
+def test_dgx1_pair_without_direct_nvlink_is_not_relayed_over_a_third_gpu() -> None:
+    s = load_any(SAMPLES / "snapshots" / "dgx1-v100.json")
+    t = build(s)
+    assert nvlink(t, "gpu0", "gpu5").usable.no  # gpu0–gpu5 is SYS on the DGX-1 cube mesh
+    r = route(t, "gpu0", "gpu5")
+    assert r.via == "pcie" and r.path == "SYS" and "gpu1" not in r.nodes
+    a = arrow(s, "gpu0", "gpu5")
+    assert a.medium == "host-memory" and not any(n.endswith("/gpu1") for n in a.route)
+    status, ev, _ = verdict(s, "  - gpu_links: {min: nvlink}\n")
+    assert status == "fail" and "gpu0–gpu5: no usable NVLink: no NVLink between them (path SYS)" in ev
+    direct = arrow(s, "gpu0", "gpu1")  # a real NV1 bundle
+    assert (direct.medium, direct.via, direct.path) == ("gpu-link", "nvlink", "NV1")
+
+
+# 2. absent evidence is unknown, not "no" --------------------------------------------------------------
+
+
+def test_static_nccl_file_without_gpu_or_nvlink_elements_leaves_nvlink_unknown() -> None:
+    # AWS p4d (8x A100 on NVSwitch): the vendor's NCCL_TOPO_FILE has the PCI tree and NICs only
+    s = import_file(REAL / "nccl-xml" / "aws-p4d-24xlarge.xml")
+    assert "pairs.nvlink" in s.source.unknown_fields
+    t = build(s)
+    nv = nvlink(t, "gpu0", "gpu4")
+    assert nv.usable.value == "unknown" and nv.usable.settle and "nvidia-smi topo -m" in nv.usable.settle
+    a = arrow(s, "gpu0", "gpu4")
+    assert a.medium == "unknown" and a.bandwidth_gbps is None and a.bandwidth_source == "unknown"
+    assert "gpu-link over NVLink" in a.candidates and a.settle and "topo -m" in a.settle
+    status, _, _ = verdict(s, "  - gpu_links: {min: nvlink}\n")
+    assert status == "unknown"
+    text = show_text(s)
+    assert "which GPU pairs NVLink joins" in text and "unknown: this source does not record NVLink" in text
+
+
+def test_nccl_file_with_nvlink_elements_records_nvlink() -> None:
+    s = import_file(REAL / "nccl-xml" / "ibm-cloud-gx3d-h100-8gpu-vsi.xml")
+    assert "pairs.nvlink" not in s.source.unknown_fields
+    a = arrow(s, "gpu0", "gpu7")
+    assert (a.medium, a.via, a.path) == ("gpu-link", "nvswitch", "NV18")
+
+
+# 3. NVLink is usable only when the evidence says so ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"fabric": Fabric(state="in-progress", clique_id=0)}, "fabric state in-progress"),
+        ({"fabric": Fabric(state="completed", status="NVML_ERROR_NOT_READY", clique_id=1)}, "registration failed"),
+        ({"mig": Mig(enabled=True)}, "MIG mode is on"),
+    ],
+)
+def test_nvlink_not_usable_when_fabric_or_mig_say_so(h100: Snapshot, change: dict[str, object], reason: str) -> None:
+    s = with_gpus(h100, **change)
+    t = build(s)
+    nv = nvlink(t, "gpu0", "gpu1")
+    assert nv.usable.no and nv.links == 18 and any(reason in r for r in nv.usable.reasons)
+    a = arrow(s, "gpu0", "gpu1")
+    assert a.medium != "gpu-link" or a.via == "pcie-p2p"  # map agrees: not over NVLink
+    status, ev, _ = verdict(s, "  - gpu_links: {min: nvlink}\n")
+    assert status == "fail" and any(reason in e for e in ev)
+
+
+def test_nvml_nvlink_p2p_status_and_cuda_peer_access_are_looked_at(h100: Snapshot) -> None:
+    pairs = [
+        msgspec.structs.replace(p, p2p=P2P(read="OK", write="OK", nvlink="NS", atomics="OK"))
+        if (p.a, p.b) == ("gpu0", "gpu1")
+        else p
+        for p in h100.pairs
+    ]
+    s = msgspec.structs.replace(h100, pairs=pairs)
+    assert nvlink(build(s), "gpu0", "gpu1").usable.no
+    assert arrow(s, "gpu0", "gpu1").via == "pcie-p2p"
+    assert arrow(s, "gpu0", "gpu2").via == "nvswitch"
+
+
+def test_all_links_inactive_is_no_nvlink_everywhere(h100: Snapshot) -> None:
+    s = with_gpus(h100, nvlinks=[msgspec.structs.replace(x, active=False) for x in h100.gpus[0].nvlinks])
+    s = msgspec.structs.replace(
+        s, pairs=[msgspec.structs.replace(p, path=p.pcie_path, nvlinks=0) if p.nvlinks else p for p in s.pairs]
+    )
+    t = build(s)
+    assert nvlink(t, "gpu0", "gpu1").usable.no
+    status, ev, _ = verdict(s, "  - gpu_links: {min: nvlink}\n")
+    assert status == "fail" and "inactive" in " ".join(ev)  # not UNKNOWN
+    assert "0/18 active: no NVLink" not in show_text(s) and "0 of 18 links active: no NVLink" in show_text(s)
+
+
+def test_two_gpu_bridge_is_a_bridge_not_a_switch() -> None:
+    s = import_file(REAL / "nvidia-smi" / "hpe-dl380a-gen11-2x-h100-pcie-nvlink-s.txt")
+    t = build(s)
+    assert "nvswitch:fabric" not in t.graph
+    nv = nvlink(t, "gpu0", "gpu1")
+    assert nv.usable.yes and nv.via == "nvlink" and nv.links == 12
+    assert nv.bandwidth.gbps == pytest.approx(12 * 26.562) and nv.bandwidth.tag == "driver-reported rate"
+
+
+# 4. a lost GPU never counts ---------------------------------------------------------------------------
+
+
+def test_lost_gpu_is_not_counted_and_arrows_to_it_say_why(h100: Snapshot) -> None:
+    gpus = list(h100.gpus)
+    gpus[3] = msgspec.structs.replace(gpus[3], lost=True)
+    s = msgspec.structs.replace(h100, gpus=gpus)
+    status, ev, summary = verdict(s, "  - gpus: {min_count: 8}\n")
+    assert status == "fail" and summary == "7 GPUs qualify < 8 needed"
+    assert any(e.startswith("gpu3: not counted: gpu3 was lost during the probe") for e in ev)
+    a = arrow(s, "gpu0", "gpu3")
+    assert a.medium == "unknown" and "gpu3 was lost during the probe" in a.notes[0]
+    assert gpu_link(build(s), "gpu0", "gpu3").medium == "unknown"
+    assert "LOST during the probe" in show_text(s)
+
+
+# 5. trained PCIe width --------------------------------------------------------------------------------
+
+
+def test_gpu_trained_at_x8_maps_at_x8_with_a_warning(h100: Snapshot) -> None:
+    gpus = list(h100.gpus)
+    assert gpus[0].pcie is not None
+    gpus[0] = msgspec.structs.replace(gpus[0], pcie=msgspec.structs.replace(gpus[0].pcie, width_current=8))
+    s = msgspec.structs.replace(h100, gpus=gpus)
+    a = arrow(s, "memory", "gpu0")
+    assert a.bandwidth_gbps == pytest.approx(31.508)  # Gen5 x8, not x16
+    assert any("gpu0 trained at x8 of x16" in n for n in a.notes)
+    assert "trained below its x16" in show_text(s)
+
+
+def test_idle_gpu_speed_does_not_lower_its_bandwidth(h100: Snapshot) -> None:
+    s = with_gpus(h100, pcie=msgspec.structs.replace(h100.gpus[0].pcie, gen_current=1))
+    assert arrow(s, "memory", "gpu0").bandwidth_gbps == pytest.approx(63.015)
+
+
+# 7. check explains itself ------------------------------------------------------------------------------
+
+
+def test_nv18_of_unknown_generation_passes_100_gbps() -> None:
+    s = import_file(REAL / "nvidia-smi" / "hgx-h200-8gpu-10nic-nchc-nano4.txt")
+    t = build(s)
+    bw = nvlink(t, "gpu0", "gpu1").bandwidth
+    assert bw.lower_bound and bw.gbps is not None and bw.gbps >= 100
+    a = arrow(s, "gpu0", "gpu1")
+    assert a.lower_bound and a.bandwidth_source == "derived"
+
+
+def test_one_gpu_lot_does_not_pass_gpu_links(tmp_path: Path) -> None:
+    s = import_file(REAL / "nvidia-smi" / "gh200-1gpu-4nic-bluefield3-aerial.txt")
+    status, ev, _ = verdict(s, "  - gpu_links: {min: nvlink}\n")
+    assert status == "fail" and ev[0].startswith("applies to no GPU pair")
+
+
+def test_unknown_verdict_has_its_own_exit_status_and_names_the_command(tmp_path: Path) -> None:
+    reqs = tmp_path / "r.yaml"
+    reqs.write_text("requirements:\n  - driver: {min: '535'}\n")
+    r = runner.invoke(app, ["check", str(reqs), "--probe", str(SAMPLES / "snapshots" / "rtx4090-8gpu-all-sys.json")])
+    assert r.exit_code == 3 and r.stdout.startswith("UNKNOWN: 1 of 1 rules cannot be told")
+    assert "to answer it: `nvidia-smi`" in r.stdout
+    j = runner.invoke(
+        app, ["check", str(reqs), "--json", "--probe", str(SAMPLES / "snapshots" / "rtx4090-8gpu-all-sys.json")]
+    )
+    d = json.loads(j.stdout)
+    assert j.exit_code == 3 and d["verdict"] == "unknown" and d["rules"][0]["settle"]
+
+
+def test_evidence_is_complete_in_json(h100: Snapshot, tmp_path: Path) -> None:
+    from topomap.model import save_snapshot
+
+    save_snapshot(h100, tmp_path / "h.json")
+    reqs = tmp_path / "r.yaml"
+    reqs.write_text("requirements:\n  - gpu_links: {min: nvlink}\n")
+    j = runner.invoke(app, ["check", str(reqs), "--json", "--probe", str(tmp_path / "h.json")])
+    d = json.loads(j.stdout)
+    assert len(d["rules"][0]["evidence"]) == 1 + 28  # the count, then every pair
+    t = runner.invoke(app, ["check", str(reqs), "--probe", str(tmp_path / "h.json")])
+    assert "28 of them" in t.stdout  # identical evidence collapsed in text, never silently cut
+
+
+# 8. nothing invented -----------------------------------------------------------------------------------
+
+
+def test_matrix_with_nv_pairs_gets_no_phantom_numa_groups() -> None:
+    s = import_file(REAL / "nvidia-smi" / "hgx-h200-8gpu-10nic-nchc-nano4.txt")
+    t = build(s)
+    numas = [d["label"] for _, d in t.graph.nodes(data=True) if d.get("kind") == "numa"]
+    assert not any("part" in n or "#" in n or "?" in n for n in numas), numas
+    assert not any("SYS" in n for n in t.notes)
+
+
+def test_rdma_nic_of_unknown_link_layer_is_not_called_ethernet_and_down_ports_are_skipped(h100: Snapshot) -> None:
+    nics = [msgspec.structs.replace(n, kind="unknown") for n in h100.nics]
+    nics[0] = msgspec.structs.replace(nics[0], state="down")
+    s = msgspec.structs.replace(h100, nics=nics)
+    t = build(s)
+    choice = nearest_nic(t, "gpu0")
+    assert choice.nic is not None and choice.nic.name == "mlx5_1" and choice.path == "PIX"
+    assert any("mlx5_0: port down" in r for r in choice.reasons)
+    text = (
+        "flow: t\nhosts:\n  a: null\n  b: null\nsteps:\n  x: {kind: compute, on: a:gpu0}\n"
+        "  y: {kind: compute, on: b:gpu0}\narrows:\n  - {from: x, to: y}\n"
+    )
+    f = parse_flow(text, "t.yaml")
+    topos = {"a": t, "b": build(h100)}
+    bind(f, gpus_of(topos))  # type: ignore[arg-type]
+    m = map_flow(f, topos).arrows[0]  # type: ignore[arg-type]
+    assert m.medium == "network" and m.via != "ethernet"
+
+
+def test_one_nvlink_figure_with_its_source(h100: Snapshot) -> None:
+    g = h100.gpus[0]
+    bw = nvlink_bundle_bandwidth(g, 18, h100)
+    assert bw.gbps == pytest.approx(18 * 26.562) and bw.tag == "driver-reported rate" and bw.source == "spec"
+    text = show_text(h100)
+    assert "478 GB/s spec (driver-reported rate)" in text and "450" not in text

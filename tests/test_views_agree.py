@@ -1,0 +1,127 @@
+"""Property: map, check, show and diff give the same answer for every GPU pair, on every shipped
+sample and on random topologies, because they ask the same evidence functions; and an arrow over
+NVLink always stands on an NV# pair."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from rich.console import Console
+
+from tests.conftest import SAMPLES
+from topomap.check import Lot, check, parse_requirements
+from topomap.diff import diff_snapshots
+from topomap.flow import bind, parse_flow
+from topomap.graph import build, route
+from topomap.graph.evidence import gpu_pairs_nvlink_summary, nvlink, source_knows
+from topomap.importers import load_any
+from topomap.links import PCIE_CLASSES
+from topomap.mapping import gpus_of, map_flow
+from topomap.model import P2P, Fabric, Gpu, Mig, Pair, Snapshot, Source
+from topomap.render.terminal import show
+
+SAMPLE_FILES = sorted((SAMPLES / "snapshots").glob("*.json"))
+NVLINK_RULE, _ = parse_requirements("requirements:\n  - gpu_links: {min: nvlink}\n", "r.yaml")
+
+
+def assert_views_agree(s: Snapshot) -> None:
+    t = build(s)
+    gpus = [f"gpu{g.index}" for g in s.gpus]
+    if len(gpus) < 2:
+        return
+    # map: every ordered GPU pair in one flow
+    steps = "\n".join(f"  s{g}: {{kind: compute, on: lot:{g}}}" for g in gpus)
+    arrows = "\n".join(f"  - {{from: s{a}, to: s{b}}}" for a, b in itertools.combinations(gpus, 2))
+    flow = parse_flow(f"flow: p\nhosts:\n  lot: null\nsteps:\n{steps}\narrows:\n{arrows}\n", "p.yaml")
+    topos = {"lot": t}
+    bind(flow, gpus_of(topos))  # type: ignore[arg-type]
+    mapped = {(a.src.split(":")[1], a.dst.split(":")[1]): a for a in map_flow(flow, topos).arrows}  # type: ignore[arg-type]
+    # check: one verdict per pair
+    result = check(NVLINK_RULE, [Lot("lot", t)], None).results[0]
+    verdict: dict[tuple[str, str], str] = {}
+    for line in result.evidence[1:]:
+        pair = line.split(":")[0]
+        a, _, b = pair.partition("–")
+        status = "pass" if line.endswith(f"NV{line.rsplit('NV', 1)[-1]}") and "no usable" not in line else None
+        if "no usable NVLink" in line:
+            status = "fail"
+        elif "NVLink unknown" in line:
+            status = "unknown"
+        elif "lost" in line:
+            status = "fail"
+        verdict[(a, b)] = status or "pass"
+    # show: the NVLink cell of each GPU
+    cells = {g: gpu_pairs_nvlink_summary(t, g) for g in gpus}
+    for a, b in itertools.combinations(gpus, 2):
+        m = mapped[(a, b)]
+        nv = nvlink(t, a, b)
+        over_nvlink = m.medium == "gpu-link" and m.via in ("nvlink", "nvswitch")
+        assert over_nvlink == nv.usable.yes == (verdict[(a, b)] == "pass"), (a, b, m.via, nv.usable, verdict[(a, b)])
+        if over_nvlink:
+            assert m.path == f"NV{nv.links}" and route(t, a, b).path == m.path
+            own = next((p.path for p in s.pairs if {p.a, p.b} == {a, b}), None)
+            assert own is None or own == m.path, (a, b, own, m.path)  # an NV# pair, never a relay
+            assert not any(x.split("/")[1].startswith("gpu") for x in m.route[1:-1])  # no relay
+            assert cells[a] != "none" and not cells[a].startswith("unknown")
+        if verdict[(a, b)] == "unknown":
+            assert m.medium == "unknown" or m.via == "pcie-p2p"
+        if nv.usable.value == "unknown" and not source_knows(s, "nvlink"):
+            assert cells[a].startswith("unknown"), cells[a]
+    # diff: a snapshot against itself changes nothing
+    assert diff_snapshots(s, s).changes == []
+    Console(file=open("/dev/null", "w")).print(show(s, t))  # noqa: SIM115 - renders without error
+
+
+@pytest.mark.parametrize("f", SAMPLE_FILES, ids=lambda f: f.stem)
+def test_views_agree_on_every_sample(f: Path) -> None:
+    assert_views_agree(load_any(f))
+
+
+@st.composite
+def snapshots(draw: st.DrawFn) -> Snapshot:
+    n = draw(st.integers(2, 7))
+    nvlink_known = draw(st.booleans())
+    unknown = [] if nvlink_known else ["pairs.nvlink", "gpus.nvlinks"]
+    gpus = []
+    for i in range(n):
+        fabric = draw(
+            st.sampled_from(
+                [
+                    None,
+                    Fabric(state="completed", status="success", clique_id=1, cluster_uuid="c1"),
+                    Fabric(state="in-progress", clique_id=0),
+                    Fabric(state="not-supported"),
+                ]
+            )
+        )
+        mig = draw(st.sampled_from([None, Mig(enabled=False), Mig(enabled=True)]))
+        gpus.append(Gpu(index=i, numa_node=draw(st.sampled_from([0, 1, None])), fabric=fabric, mig=mig))
+    all_nv = draw(st.integers(0, 18)) if draw(st.booleans()) else None
+    pairs = []
+    for a, b in itertools.combinations(range(n), 2):
+        if all_nv:
+            path = f"NV{all_nv}"
+        elif nvlink_known and draw(st.booleans()):
+            path = f"NV{draw(st.integers(1, 12))}"
+        else:
+            path = draw(st.sampled_from(PCIE_CLASSES))
+        p2p = draw(
+            st.sampled_from([None, P2P(read="OK", write="OK", nvlink="OK"), P2P(read="CNS", write="CNS", nvlink="NS")])
+        )
+        nvl = int(path[2:]) if path.startswith("NV") else 0
+        pairs.append(Pair(a=f"gpu{a}", b=f"gpu{b}", path=path, nvlinks=nvl, p2p=p2p))
+    return Snapshot(
+        source=Source(kind="nvidia-smi", origin="random", tool="test", unknown_fields=unknown),
+        gpus=gpus,
+        pairs=pairs,
+    )
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(snapshots())
+def test_views_agree_on_random_topologies(s: Snapshot) -> None:
+    assert_views_agree(s)
