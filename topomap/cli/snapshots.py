@@ -106,8 +106,14 @@ def matrix(
     snapshot: Annotated[str, typer.Argument(help="Snapshot JSON, or a raw nvidia-smi/NCCL/hwloc file.")],
     p2p: Annotated[str | None, typer.Option("--p2p", help="Print `topo -p2p` for r, w, n or a instead.")] = None,
     json_out: JsonOpt = False,
+    bandwidth: Annotated[bool, typer.Option("--bandwidth", help="Measured GB/s beside nominal instead.")] = False,
 ) -> None:
     """The GPU/NIC matrix exactly as `nvidia-smi topo -m` prints it, legends included."""
+    if bandwidth:
+        from topomap.render.bandwidth_matrix import render_bandwidth_matrix
+
+        sys.stdout.write(render_bandwidth_matrix(_load(snapshot)))
+        return
     from topomap.model import hosts_of
     from topomap.render.matrix import matrix_ids, pair_lookup, render_matrix, render_p2p_matrix
 
