@@ -6,6 +6,8 @@ Renderers build; only the CLI prints. Every bandwidth carries its unit and prove
 
 from __future__ import annotations
 
+import re
+
 from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -15,6 +17,14 @@ from topomap.mapping import FlowMap
 from topomap.render.bundles import bundles, grouped_notes, slowest_line, slowest_per_medium
 from topomap.render.terminal import MEDIUM_STYLE, short_node
 from topomap.units import fmt_seconds
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def safe(text: str, style: str = "") -> Text:
+    """A name as plain text for the terminal: never rich markup, control characters (escape sequences,
+    newlines) written visibly as \\xNN so no input can move the cursor, recolour or split a line."""
+    return Text(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text), style=style)
 
 
 def _rows(numbers: list[int]) -> str:
@@ -26,7 +36,7 @@ def summary_view(fmap: FlowMap) -> RenderableType:
     note once with the lines it applies to."""
     groups = bundles(fmap)
     t = Table(
-        title=f"Flow {fmap.flow.name}: {len(fmap.arrows)} arrow(s) in {len(groups)} line(s) (--all: every arrow)",
+        title=safe(f"Flow {fmap.flow.name}: {len(fmap.arrows)} arrow(s) in {len(groups)} line(s) (--all: every arrow)"),
         box=box.SIMPLE_HEAD,
         title_justify="left",
     )
@@ -37,14 +47,14 @@ def summary_view(fmap: FlowMap) -> RenderableType:
         slow = g.slowest
         t.add_row(
             str(k),
-            f"{g.src_step}{arrow}{g.dst_step}",
-            g.label or "",
+            safe(f"{g.src_step}{arrow}{g.dst_step}"),
+            safe(g.label or ""),
             str(g.count),
             Text(g.medium, style=MEDIUM_STYLE.get(g.medium, "")),
-            g.via_text(),
+            safe(g.via_text()),
             "—" if g.medium == "local" else g.bandwidth_text(),
             fmt_seconds(slow.seconds),
-            g.places(),
+            safe(g.places()),
         )
     parts: list[RenderableType] = [t, *_slowest(fmap)]
     notes = grouped_notes(groups)
@@ -53,13 +63,15 @@ def summary_view(fmap: FlowMap) -> RenderableType:
         for ng in notes:
             more = f" (and {ng.similar} more like it for other devices)" if ng.similar else ""
             where = f"[{_rows(ng.rows)}" + (f", {ng.arrows} arrows]" if ng.arrows > 1 else "]")
-            parts.append(Text(f"  • {ng.text}{more}  {where}"))
+            parts.append(safe(f"  • {ng.text}{more}  {where}"))
     return Group(*parts)
 
 
 def arrows_view(fmap: FlowMap) -> RenderableType:
     """Every arrow: medium, via, path class, bandwidth with provenance, time; then routes and notes."""
-    t = Table(title=f"Flow {fmap.flow.name}: {len(fmap.arrows)} arrow(s)", box=box.SIMPLE_HEAD, title_justify="left")
+    t = Table(
+        title=safe(f"Flow {fmap.flow.name}: {len(fmap.arrows)} arrow(s)"), box=box.SIMPLE_HEAD, title_justify="left"
+    )
     for col in ("#", "from → to", "label", "medium", "via", "path", "bandwidth", "time"):
         t.add_column(col, overflow="fold")
     details: list[RenderableType] = [Text("Routes and notes", style="bold")]
@@ -68,22 +80,22 @@ def arrows_view(fmap: FlowMap) -> RenderableType:
         arrow = " ↔ " if a.both_ways else " → "
         t.add_row(
             str(k),
-            f"{a.src_step}{arrow}{a.dst_step}\n{a.src}{arrow}{a.dst}",
-            a.label or "",
+            safe(f"{a.src_step}{arrow}{a.dst_step}") + Text("\n") + safe(f"{a.src}{arrow}{a.dst}"),
+            safe(a.label or ""),
             Text(a.medium, style=MEDIUM_STYLE[a.medium]),
-            a.via,
-            a.path or "—",
+            safe(a.via),
+            safe(a.path or "—"),
             bw,
             fmt_seconds(a.seconds),
         )
-        details.append(Text(f"#{k} " + " → ".join(short_node(n) for n in a.route)))
+        details.append(safe(f"#{k} " + " → ".join(short_node(n) for n in a.route)))
         for n in a.notes:
-            details.append(Text(f"    • {n}", style="dim"))
+            details.append(safe(f"    • {n}", "dim"))
     return Group(t, *_slowest(fmap), Text(""), *details)
 
 
 def _slowest(fmap: FlowMap) -> list[RenderableType]:
     lines: list[RenderableType] = [Text("Slowest arrow per medium", style="bold")]
     for medium, a, count, unknown in slowest_per_medium(fmap):
-        lines.append(Text("  " + slowest_line(a, count, unknown), style=MEDIUM_STYLE.get(medium, "")))
+        lines.append(safe("  " + slowest_line(a, count, unknown), MEDIUM_STYLE.get(medium, "")))
     return lines
