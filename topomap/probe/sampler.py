@@ -72,8 +72,11 @@ class GpuSampler:
             self._seen.add(key)
             self.problems.append(Problem(source="nvml", call=call, target=target, error=error))
 
-    def _call(self, card: _Card | None, fn_name: str, t: float | None, *args: Any) -> Any:
-        """``lib.<fn_name>(*args)``; a failure is recorded once and answers None (or SKIP)."""
+    def _call(self, card: _Card | None, fn_name: str, t: float | None, *args: Any, quiet: bool = False) -> Any:
+        """``lib.<fn_name>(*args)``; a failure is recorded once and answers None (or SKIP).
+
+        ``quiet``: NotSupported is an answer here (MIG mode on a card without MIG), not a problem.
+        """
         target = card.series.id if card is not None else None
         if card is not None and (card.series.lost_at_s is not None or fn_name in card.unsupported):
             return SKIP
@@ -91,7 +94,8 @@ class GpuSampler:
             text = f"{cls.removeprefix('NVMLError_')} ({value})" if value is not None else f"{cls}: {err}"
             if card is not None and cls in _UNSUPPORTED:
                 card.unsupported.add(fn_name)
-                self._record(fn_name, target, text)
+                if not quiet:
+                    self._record(fn_name, target, text)
                 return SKIP
             if card is not None and cls == "NVMLError_GpuIsLost":
                 self._mark_lost(card, t)
@@ -141,7 +145,7 @@ class GpuSampler:
         card.series.name = _text(self._call(card, "nvmlDeviceGetName", None, handle))
         mem = self._call(card, "nvmlDeviceGetMemoryInfo", None, handle)
         card.series.memory_total_bytes = _int_attr(mem, "total")
-        mode = self._call(card, "nvmlDeviceGetMigMode", None, handle)
+        mode = self._call(card, "nvmlDeviceGetMigMode", None, handle, quiet=True)
         if isinstance(mode, (list, tuple)) and mode and mode[0] == 1:
             self._add_mig(card)
 

@@ -114,14 +114,20 @@ def _peak_line(a: Run, b: Run, names: tuple[str, str]) -> str | None:
         if not cs:
             return None
         c = max(cs, key=lambda c: c.peak_memory_bytes or 0)
-        share = f" ({(c.peak_memory_bytes or 0) / c.memory_total_bytes:.0%} of it)" if c.memory_total_bytes else ""
-        return f"{fmt_bytes(c.peak_memory_bytes)} on {c.id}{share}"
+        total = c.memory_total_bytes
+        share = f" ({(c.peak_memory_bytes or 0) / total:.1%} of its {_mib(total)})" if total else ""
+        return f"{_mib(c.peak_memory_bytes)} on {c.id}{share}"
 
     ta, tb = top(a), top(b)
     if ta is None and tb is None:
         return None
     no = "no GPU sampled"
     return f"Largest per-card memory peak: {names[0]} {ta or no}, {names[1]} {tb or no} (observed)."
+
+
+def _mib(n: int | None) -> str:
+    """Bytes rounded to whole MiB for a sentence (1 MiB is far below what sampling resolves)."""
+    return fmt_bytes(round(n / 2**20) * 2**20) if n is not None and n >= 2**20 else fmt_bytes(n)
 
 
 def _warnings(a: Run, b: Run) -> tuple[list[str], list[str]]:

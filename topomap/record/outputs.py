@@ -76,7 +76,8 @@ def compare_text(a: bytes, b: bytes, tol: float) -> str | None:
         text_a = a[pos_a : ma.start() if ma else len(a)]
         text_b = b[pos_b : mb.start() if mb else len(b)]
         if text_a != text_b:
-            return f"line {_line_of(a, pos_a)}: text differs"
+            same = next((i for i, (x, y) in enumerate(zip(text_a, text_b)) if x != y), min(len(text_a), len(text_b)))
+            return f"line {_line_of(a, pos_a + same)}: text differs"
         if ma is None or mb is None:
             if ma is None and mb is None:
                 return None

@@ -8,6 +8,7 @@ nominal link rate from the snapshot), psutil (host capacity).
 from __future__ import annotations
 
 import shlex
+from collections import Counter
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -72,6 +73,7 @@ def _header(run: Run) -> Text:
     ]
     if not s.gpu_sampled:
         lines.append(f"  {s.gpu_note or 'no GPU sampled'}")
+    lines += [f"  note: {n}" for n in run.notes]
     return Text("\n".join(lines))
 
 
@@ -80,14 +82,24 @@ def _pct(v: float | None) -> str:
 
 
 def _cards_table(run: Run) -> Table:
-    t = Table(title="Per card (observed, NVML)", title_justify="left")
-    for col in ("card", "name", "memory peak", "at", "of total", "command's", "util mean/peak", "PCIe RX/TX peak"):
-        t.add_column(col, justify="left" if col in ("card", "name") else "right")
-    t.add_column("NVLink RX/TX peak", justify="right")
+    cs = cards(run)
+    names = Counter(c.name or "unknown" for c in cs if "/mig" not in c.id)
+    title = "Per card (observed, NVML): " + ", ".join(f"{n}× {name}" for name, n in names.items())
+    pcie = any(c.pcie_rx_peak_bytes_s is not None or c.pcie_tx_peak_bytes_s is not None for c in cs)
+    nvlink = any(c.nvlink_rx_peak_bytes_s is not None or c.nvlink_tx_peak_bytes_s is not None for c in cs)
+    t = Table(title=title, title_justify="left")
+    if not (pcie and nvlink):
+        absent = " and ".join(x for x, have in (("PCIe", pcie), ("NVLink", nvlink)) if not have)
+        t.caption, t.caption_justify = f"{absent} throughput: not given by NVML for these cards (unknown)", "left"
+    cols = ["card", "memory peak", "at", "of total", "command's own", "util mean / peak"]
+    cols += ["PCIe RX / TX peak"] if pcie else []
+    cols += ["NVLink RX / TX peak"] if nvlink else []
+    for col in cols:
+        t.add_column(col, justify="left" if col == "card" else "right")
     t.add_column("note")
-    for c in cards(run):
+    for c in cs:
         share = (
-            f"{c.peak_memory_bytes / c.memory_total_bytes:.0%} of {_size(c.memory_total_bytes)}"
+            f"{c.peak_memory_bytes / c.memory_total_bytes:.1%} of {_size(c.memory_total_bytes)}"
             if c.peak_memory_bytes is not None and c.memory_total_bytes
             else "—"
         )
@@ -96,36 +108,37 @@ def _cards_table(run: Run) -> Table:
             notes.append(f"LOST at {c.lost_at_s:.1f} s")
         if c.visible_to_command is False:
             notes.append("not visible to the command")
-        t.add_row(
+        row = [
             c.id,
-            c.name or "unknown",
             _size(c.peak_memory_bytes),
             f"{c.peak_at_s:.1f} s" if c.peak_at_s is not None else "—",
             share,
             _size(c.command_memory_bytes),
             f"{_pct(c.util_mean_pct)} / {_pct(c.util_peak_pct)}",
-            f"{fmt_rate(c.pcie_rx_peak_bytes_s)} / {fmt_rate(c.pcie_tx_peak_bytes_s)}",
-            f"{fmt_rate(c.nvlink_rx_peak_bytes_s)} / {fmt_rate(c.nvlink_tx_peak_bytes_s)}",
-            "; ".join(notes),
-        )
+        ]
+        if pcie:
+            row.append(f"{fmt_rate(c.pcie_rx_peak_bytes_s)} / {fmt_rate(c.pcie_tx_peak_bytes_s)}")
+        if nvlink:
+            row.append(f"{fmt_rate(c.nvlink_rx_peak_bytes_s)} / {fmt_rate(c.nvlink_tx_peak_bytes_s)}")
+        t.add_row(*row, "; ".join(notes))
     return t
 
 
 def _timelines(run: Run, width: int) -> Text:
     end = run.duration_s or 0.0
-    lines = [f"Timeline, 0 → {fmt_seconds(end)} ({width} columns, the largest reading per column; · no reading)"]
+    lines = [f"Timeline 0 → {fmt_seconds(end)}, largest reading per column (█ = top; · no reading)"]
     for s in run.gpus:
-        top = s.memory_total_bytes
+        top = max((v for v in s.memory_used_bytes if v is not None), default=None)
         mem = sparkline(s.t_s, s.memory_used_bytes, end, top, width)
-        lines.append(f"  {s.id:<10} memory {mem}  scale {_size(top)}")
+        lines.append(f"  {s.id:<10} memory {mem}  top {_size(top)}")
         if any(u is not None for u in s.util_gpu_pct):
-            lines.append(f"  {'':<10} util   {sparkline(s.t_s, s.util_gpu_pct, end, 100, width)}  scale 100 %")
+            lines.append(f"  {'':<10} util   {sparkline(s.t_s, s.util_gpu_pct, end, 100, width)}  top 100 %")
     h = run.host
     cpu_top = (h.cpu_count or 1) * 100
     cpu = sparkline(h.t_s, h.tree_cpu_pct, end, cpu_top, width)
-    lines.append(f"  {'host tree':<10} CPU    {cpu}  scale {cpu_top} %")
+    lines.append(f"  {'host tree':<10} CPU    {cpu}  top {cpu_top} %")
     rss_top = max((v for v in h.tree_rss_bytes if v is not None), default=None)
-    lines.append(f"  {'':<10} RSS    {sparkline(h.t_s, h.tree_rss_bytes, end, rss_top, width)}  scale {_size(rss_top)}")
+    lines.append(f"  {'':<10} RSS    {sparkline(h.t_s, h.tree_rss_bytes, end, rss_top, width)}  top {_size(rss_top)}")
     return Text("\n".join(lines))
 
 

@@ -1,0 +1,181 @@
+"""Run comparison, the outputs check, and the show/render/diff views of run records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import msgspec
+import pytest
+from typer.testing import CliRunner
+
+from topomap.cli import app
+from topomap.record import RunError, decode_run, encode_run, is_run_file, load_run
+from topomap.record.compare import diff_runs
+from topomap.record.model import Run
+from topomap.record.outputs import check_outputs
+
+SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+RECORDS = SAMPLES / "records"
+ONE, TWO = RECORDS / "one-card.json", RECORDS / "two-cards.json"
+runner = CliRunner()
+
+
+@pytest.fixture
+def runs() -> tuple[Run, Run]:
+    return load_run(ONE), load_run(TWO)
+
+
+def _with(run: Run, **changes: object) -> Run:
+    return msgspec.structs.replace(run, **changes)
+
+
+def test_shipped_records_compare_fairly(runs: tuple[Run, Run]) -> None:
+    a, b = runs
+    d = diff_runs(a, b, ("one-card", "two-cards"))
+    assert a.duration_s is not None and b.duration_s is not None
+    faster = "A" if a.duration_s < b.duration_s else "B"
+    clear = abs(a.duration_s - b.duration_s) / max(a.duration_s, b.duration_s) >= 0.02
+    assert d.better == (faster if clear else None)
+    assert d.warnings == []  # same command, versions, settings and machine class
+    assert d.arrangement == ["CUDA_VISIBLE_DEVICES=0 vs 0,1"]
+    assert d.headline[0].startswith(("one-card did better", "two-cards did better", "Neither did clearly"))
+    assert any(line.startswith("Largest per-card memory peak: one-card") for line in d.headline)
+    assert d.ok
+
+
+def test_the_run_that_failed_loses_whatever_its_time(runs: tuple[Run, Run]) -> None:
+    a, b = runs
+    d = diff_runs(a, _with(b, exit_status=1, duration_s=0.1), ("A", "B"))
+    assert d.better == "A" and d.headline[0].startswith("A did better: B failed (exit 1)")
+    assert not d.ok
+    both = diff_runs(_with(a, exit_status=137, signal="SIGKILL"), _with(b, exit_status=2), ("A", "B"))
+    assert both.better is None and both.headline[0].startswith("Neither run succeeded: A failed (SIGKILL")
+
+
+def test_faster_by_how_much_and_ties_within_noise(runs: tuple[Run, Run]) -> None:
+    a, b = runs
+    d = diff_runs(_with(a, duration_s=10.0), _with(b, duration_s=8.0), ("A", "B"))
+    assert d.better == "B"
+    assert d.headline[0] == (
+        "B did better: finished in 8.00 s vs 10.00 s, 20% less time (1.25× faster; observed wall time)."
+    )
+    tie = diff_runs(_with(a, duration_s=10.0), _with(b, duration_s=9.9), ("A", "B"))
+    assert tie.better is None and tie.headline[0].startswith("Neither did clearly better")
+
+
+def test_not_comparable_runs_are_flagged(runs: tuple[Run, Run]) -> None:
+    a, b = runs
+    assert a.snapshot is not None
+    gpus = [msgspec.structs.replace(g, name="NVIDIA H100 80GB HBM3") for g in a.snapshot.gpus]
+    b2 = _with(
+        b,
+        command=["python", "other.py"],
+        versions={**b.versions, "torch": "2.5.0"},
+        environment={**b.environment, "NCCL_P2P_DISABLE": "1"},
+        snapshot=msgspec.structs.replace(a.snapshot, gpus=gpus),
+        interrupted_by="SIGINT",
+    )
+    w = diff_runs(a, b2).warnings
+    assert any(x.startswith("different commands: python samples/records/work.py vs python other.py") for x in w)
+    assert "different versions: torch absent vs 2.5.0" in w
+    assert "different settings: NCCL_P2P_DISABLE=(unset) vs 1" in w
+    assert any(x.startswith("different machine class: 2× NVIDIA GeForce RTX 4090") for x in w)
+    assert "B was interrupted (SIGINT)" in w
+
+
+def _tree(root: Path, files: dict[str, bytes]) -> Path:
+    for name, data in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+    return root
+
+
+def test_outputs_check_names_counts_and_tolerance(tmp_path: Path) -> None:
+    a = _tree(tmp_path / "a", {"x.txt": b"n 1\n", "sub/y.csv": b"a,1.0000001\nb,2\n", "only-a.bin": b"\0"})
+    b = _tree(tmp_path / "b", {"x.txt": b"n 1\n", "sub/y.csv": b"a,1.0000002\nb,2\n", "only-b.txt": b"z"})
+    exact = check_outputs(str(a), str(b))
+    assert not exact.same and exact.missing_in_b == ["only-a.bin"] and exact.missing_in_a == ["only-b.txt"]
+    assert [d.name for d in exact.different] == ["sub/y.csv"] and exact.identical == 1
+    assert exact.summary() == "outputs differ: 1 missing in B, 1 missing in A, 1 different (3 files in A, 3 in B)"
+    (a / "only-a.bin").unlink()
+    (b / "only-b.txt").unlink()
+    loose = check_outputs(str(a), str(b), tolerance=1e-6)
+    assert loose.same and loose.within_tolerance == ["sub/y.csv"]
+    tight = check_outputs(str(a), str(b), tolerance=1e-9)
+    assert not tight.same
+    assert tight.different[0].reason == "line 1: 1.0000001 vs 1.0000002 (differ by 1e-07, beyond 1e-09)"
+
+
+def test_outputs_check_text_around_numbers_must_match(tmp_path: Path) -> None:
+    a = _tree(tmp_path / "a", {"r.txt": b"loss 0.5\nstep 2\n"})
+    b = _tree(tmp_path / "b", {"r.txt": b"loss 0.5\nstop 2\n"})
+    c = check_outputs(str(a), str(b), tolerance=1.0)
+    assert c.different[0].reason == "line 2: text differs"
+    with pytest.raises(Exception, match="not a folder"):
+        check_outputs(str(a), str(tmp_path / "missing"))
+
+
+def test_is_run_file_tells_runs_from_snapshots_and_raw_files(tmp_path: Path) -> None:
+    assert is_run_file(ONE)
+    snap = next((SAMPLES / "snapshots").glob("*.json"))
+    assert not is_run_file(snap)
+    raw = tmp_path / "topo.txt"
+    raw.write_text("\tGPU0\tGPU1\nGPU0\t X \tNV4\n")
+    assert not is_run_file(raw) and not is_run_file(tmp_path / "absent.json")
+
+
+def test_bad_run_files_fail_in_one_line_naming_the_field() -> None:
+    data = json.loads(ONE.read_bytes())
+    data["sampling"]["samples"] = "many"
+    with pytest.raises(RunError, match=r"x.json: Expected `int`, got `str` - at `\$.sampling.samples`"):
+        decode_run(json.dumps(data).encode(), "x.json")
+    data = json.loads(ONE.read_bytes())
+    data["schema"] = "topomap.run/9"
+    with pytest.raises(RunError, match=r"run schema topomap\.run/9 is not the one this topomap reads"):
+        decode_run(json.dumps(data).encode(), "x.json")
+    assert decode_run(encode_run(load_run(ONE))) == load_run(ONE)
+
+
+def test_show_a_run_prints_peaks_timeline_and_busiest_resource() -> None:
+    r = runner.invoke(app, ["show", str(TWO)])
+    assert r.exit_code == 0, r.output
+    out = r.output
+    assert "Run of python samples/records/work.py [two-cards]" in out
+    assert "Per card (observed, NVML): 2× NVIDIA GeForce RTX 4090" in out
+    assert "gpu0" in out and "gpu1" in out and "memory" in out and "Busiest shared resource:" in out
+    js = runner.invoke(app, ["show", str(TWO), "--json"])
+    assert js.exit_code == 0 and json.loads(js.output)["schema"] == "topomap.run/1"
+
+
+def test_render_a_run_as_svg_is_deterministic_and_png_works(tmp_path: Path) -> None:
+    svg1, svg2, png = tmp_path / "a.svg", tmp_path / "b.svg", tmp_path / "t.png"
+    for out in (svg1, svg2, png):
+        r = runner.invoke(app, ["render", str(TWO), "-o", str(out)])
+        assert r.exit_code == 0, r.output
+    text = svg1.read_text()
+    assert "memory per card (observed, NVML" in text and "gpu1 peak" in text
+    assert svg1.read_bytes() == svg2.read_bytes()
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    bad = runner.invoke(app, ["render", str(TWO), "-o", str(tmp_path / "t.dot")])
+    assert bad.exit_code == 2
+
+
+def test_diff_cli_exit_status_and_outputs(tmp_path: Path) -> None:
+    outs = [str(RECORDS / "out" / "one-card"), str(RECORDS / "out" / "two-cards")]
+    r = runner.invoke(app, ["diff", str(ONE), str(TWO), "--outputs", *outs, "--tolerance", "1e-6", "--json"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    assert data["outputs"]["same"] and data["source"] == "observed"
+    assert data["outputs"]["within_tolerance"] == ["total.txt"]  # summation order differs between arrangements
+    exact = runner.invoke(app, ["diff", str(ONE), str(TWO), "--outputs", *outs, "--json"])
+    assert exact.exit_code == 1
+    assert [d["name"] for d in json.loads(exact.output)["outputs"]["different"]] == ["total.txt"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = runner.invoke(app, ["diff", str(ONE), str(TWO), "--outputs", outs[0], str(empty)])
+    assert r.exit_code == 1
+    assert r.output.startswith("Not the same result, so neither did better: outputs differ: 9 missing in B")
+    snap = next((SAMPLES / "snapshots").glob("*.json"))
+    mixed = runner.invoke(app, ["diff", str(ONE), str(snap)])
+    assert mixed.exit_code == 2
