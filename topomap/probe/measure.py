@@ -12,8 +12,6 @@ here prints: progress goes to a callback.
 
 from __future__ import annotations
 
-import contextlib
-import multiprocessing as mp
 import re
 import uuid as uuidlib
 from collections.abc import Callable
@@ -27,16 +25,14 @@ from topomap.cpus import parse_cpulist
 from topomap.errors import TopomapError
 from topomap.model import Finding, Gpu, Measurement, Snapshot
 from topomap.probe.cuda import load_driver
-from topomap.probe.measure_copy import OOM, Figure
-from topomap.probe.measure_jobs import HostSpec, PairSpec, Settings, median
-from topomap.probe.measure_worker import worker_main
+from topomap.probe.measure_copy import Figure
+from topomap.probe.measure_findings import corrupt, failure, remote_gaps, subject
+from topomap.probe.measure_jobs import HostSpec, Job, PairSpec, Settings, median
+from topomap.probe.measure_worker import Worker
 
 ORIGIN = "topomap measure"
 METHOD = "copy engine, cuMemcpyAsync/cuMemcpyPeerAsync timed with CUDA events, verified"
 MIB = 2**20
-# CUresults after which a GPU is treated as gone for the rest of the run (Xid-class failures).
-LOST_CODES = {46, 214, 700, 702, 719, 999}
-REMOTE_GAP = 0.8  # host memory on another node delivering under this fraction of local is a finding
 
 
 class NoGpuError(TopomapError):
@@ -75,14 +71,6 @@ class MeasureOptions:
 
 
 @dataclass
-class Job:
-    kind: str  # host, pair
-    spec: HostSpec | PairSpec
-    label: str
-    gpus: list[str]  # ids the job touches
-
-
-@dataclass
 class MeasureOutcome:
     snapshot: Snapshot
     jobs: int
@@ -92,61 +80,6 @@ class MeasureOutcome:
 
 
 Progress = Callable[[int, int, str], None]
-
-
-class _Worker:
-    def __init__(self, factory: Callable[[], Any], method: str) -> None:
-        self.factory, self.method = factory, method
-        self.proc: Any = None
-        self.conn: Any = None
-
-    def start(self, timeout: float) -> tuple[str, Any]:
-        ctx: Any = mp.get_context(self.method)
-        parent, child = ctx.Pipe()
-        self.proc = ctx.Process(target=worker_main, args=(child, self.factory), daemon=True)
-        self.proc.start()
-        child.close()
-        self.conn = parent
-        return self._reply(timeout)
-
-    def _reply(self, timeout: float) -> tuple[str, Any]:
-        try:
-            if not self.conn.poll(timeout):
-                self.kill()
-                return "timeout", None
-            reply: tuple[str, Any] = self.conn.recv()
-            return reply
-        except (EOFError, OSError):
-            self.kill()
-            return "died", None
-
-    def run(self, msg: tuple[str, Any, Any], timeout: float) -> tuple[str, Any]:
-        try:
-            self.conn.send(msg)
-        except (BrokenPipeError, OSError):
-            self.kill()
-            return "died", None
-        reply = self._reply(timeout)
-        if reply[0] == "fail":
-            self.kill()
-        return reply
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.is_alive()
-
-    def kill(self) -> None:
-        if self.proc is not None:
-            if self.proc.is_alive():
-                self.proc.kill()
-            self.proc.join(5)
-        self.proc = None
-
-    def stop(self) -> None:
-        if self.alive():
-            with contextlib.suppress(OSError):
-                self.conn.send(None)
-            self.proc.join(5)
-        self.kill()
 
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|KiB|MiB|GiB|KB|MB|GB|K|M|G)?\s*$", re.I)
@@ -305,7 +238,7 @@ def measure(
     jobs = plan(snap, opts)
     ids = {g.cuda_ordinal: _gid(g) for g in snap.gpus if g.cuda_ordinal is not None}
     settings = opts.settings()
-    worker = _Worker(driver_factory, start_method)
+    worker = Worker(driver_factory, start_method)
     measurements: list[Measurement] = []
     findings: list[Finding] = []
     broken: dict[str, str] = {}  # gpu id → why its remaining jobs are skipped
@@ -321,7 +254,7 @@ def measure(
                 findings.append(
                     Finding(
                         kind="measure-skipped",
-                        subject=_subject(job),
+                        subject=subject(job),
                         severity="warning",
                         text=f"{job.label} not measured: {skip[0]}",
                         source="measure",
@@ -339,15 +272,15 @@ def measure(
                     if f.verified is False:
                         bad.append((measurements[-1], f))
                 if bad:
-                    findings.append(_corrupt(job, bad))
+                    findings.append(corrupt(job, bad))
                 continue
             failed += 1
-            findings.append(_failure(job, status, payload, ids, broken, opts))
+            findings.append(failure(job, status, payload, ids, broken, opts.timeout_s, opts.size_bytes))
     finally:
         worker.stop()
     if progress:
         progress(len(jobs), len(jobs), "done")
-    findings += _remote_gaps(measurements)
+    findings += remote_gaps(measurements)
     per_gpu = (2 * opts.size_bytes) if opts.both_way else opts.size_bytes
     new = msgspec.structs.replace(
         snap,
@@ -357,7 +290,7 @@ def measure(
     return MeasureOutcome(new, len(jobs), failed, per_gpu + opts.size_bytes)
 
 
-def _start(worker: _Worker, opts: MeasureOptions, snap: Snapshot, ids: dict[int, str]) -> None:
+def _start(worker: Worker, opts: MeasureOptions, snap: Snapshot, ids: dict[int, str]) -> None:
     status, payload = worker.start(opts.timeout_s)
     if status != "ready":
         detail = f"{payload[0]}: {payload[3]}" if status == "fatal" and payload else f"worker {status}"
@@ -375,128 +308,3 @@ def _start(worker: _Worker, opts: MeasureOptions, snap: Snapshot, ids: dict[int,
                 f"CUDA device {g.cuda_ordinal} is not {_gid(g)} ({g.uuid}) of the snapshot",
                 hint="measure in the same environment (CUDA_VISIBLE_DEVICES) as the probe, or omit SNAP",
             )
-
-
-def _subject(job: Job) -> str:
-    return "-".join(job.gpus)
-
-
-def _corrupt(job: Job, bad: list[tuple[Measurement, Figure]]) -> Finding:
-    """One loud finding per job whose copies came back wrong, every failed check as evidence."""
-    m = bad[0][0]
-    evidence = [f"{x.kind} {x.direction} {x.src} → {x.dst} ({x.route}): {f.mismatch}" for x, f in bad]
-    if m.kind == "d2d":
-        dirs = sorted({f"{x.src} → {x.dst}" for x, _ in bad})
-        text = (
-            f"{m.route} copies {' and '.join(dirs)} return wrong data: P2P is unsafe here; "
-            "set NCCL_P2P_DISABLE=1 or fix ACS/IOMMU (see the ACS/IOMMU findings of `topomap show`)"
-        )
-        return Finding(
-            kind="p2p-corrupt", subject=_subject(job), severity="error", text=text, evidence=evidence, source="measure"
-        )
-    text = f"copies between {m.src} and {m.dst} return wrong data: this GPU's host path is unsafe (check dmesg for Xid)"
-    return Finding(
-        kind="copy-corrupt", subject=_subject(job), severity="error", text=text, evidence=evidence, source="measure"
-    )
-
-
-def _failure(
-    job: Job, status: str, payload: Any, ids: dict[int, str], broken: dict[str, str], opts: MeasureOptions
-) -> Finding:
-    subject = _subject(job)
-    if status == "timeout":
-        for g in job.gpus:
-            broken.setdefault(g, f"an earlier test on {g} hung") if job.kind == "host" else None
-        text = (
-            (
-                f"{job.label} did not finish within {opts.timeout_s:g} s: the pair is unusable "
-                "(a broken peer path hangs); set NCCL_P2P_DISABLE=1 or fix ACS/IOMMU"
-            )
-            if job.kind == "pair"
-            else f"{job.label} did not finish within {opts.timeout_s:g} s"
-        )
-        return Finding(
-            kind="measure-hang",
-            subject=subject,
-            severity="error",
-            text=text,
-            evidence=[f"worker killed after {opts.timeout_s:g} s"],
-            source="measure",
-        )
-    if status == "died" or not payload:
-        return Finding(
-            kind="measure-failed",
-            subject=subject,
-            severity="error",
-            text=f"{job.label}: the measuring process died",
-            source="measure",
-        )
-    call, ordinal, code, name = payload
-    gid = ids.get(ordinal, subject) if ordinal is not None else subject
-    evidence = [f"{call} → {name} ({code})"]
-    if code == OOM:
-        broken[gid] = f"{gid} has too little free memory"
-        return Finding(
-            kind="measure-oom",
-            subject=gid,
-            severity="warning",
-            text=f"{gid}: not enough free GPU memory for {_mib(opts.size_bytes)} MiB buffers "
-            "(other processes?); its tests skipped — retry with a smaller --size",
-            evidence=evidence,
-            source="measure",
-        )
-    if code in LOST_CODES:
-        broken[gid] = f"{gid} stopped answering"
-        return Finding(
-            kind="gpu-lost",
-            subject=gid,
-            severity="error",
-            text=f"{gid} stopped answering during measurement; its remaining tests skipped — "
-            "check `nvidia-smi -q` and dmesg for Xid errors",
-            evidence=evidence,
-            source="measure",
-        )
-    return Finding(
-        kind="measure-failed",
-        subject=subject,
-        severity="error",
-        text=f"{job.label}: {call} failed",
-        evidence=evidence,
-        source="measure",
-    )
-
-
-def _mib(n: int) -> str:
-    return f"{n / MIB:g}"
-
-
-def _remote_gaps(ms: list[Measurement]) -> list[Finding]:
-    """Host memory on a remote NUMA node delivering much less than the GPU's own node."""
-    out: list[Finding] = []
-    local = {
-        (m.kind, m.src, m.dst): m
-        for m in ms
-        if m.kind in ("h2d", "d2h") and m.direction == "one-way" and not any("remote" in n for n in m.notes)
-    }
-    for m in ms:
-        if m.kind not in ("h2d", "d2h") or m.direction != "one-way" or not any("remote" in n for n in m.notes):
-            continue
-        near = local.get((m.kind, m.src, m.dst))
-        if near is None or not near.median_gbps or m.median_gbps is None:
-            continue
-        ratio = m.median_gbps / near.median_gbps
-        if ratio < REMOTE_GAP:
-            gpu = m.dst if m.kind == "h2d" else m.src
-            out.append(
-                Finding(
-                    kind="numa-remote-gap",
-                    subject=gpu,
-                    severity="warning",
-                    text=f"{m.kind} for {gpu} from NUMA node {m.host_numa_node} delivers {m.median_gbps:.1f} GB/s, "
-                    f"{ratio:.0%} of the {near.median_gbps:.1f} GB/s from its own node {near.host_numa_node}: "
-                    "keep this GPU's host buffers on its own node (numactl / CPU affinity)",
-                    evidence=[f"measured median, {m.size_bytes} B copies"],
-                    source="measure",
-                )
-            )
-    return out

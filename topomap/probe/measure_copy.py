@@ -19,6 +19,7 @@ from typing import Any
 PERIOD = 4093  # prime: the pattern never lines up with 4 KiB pages
 LATENCY_BYTES = 8
 _NON_BLOCKING = 1  # CU_STREAM_NON_BLOCKING
+_PORTABLE = 1  # CU_MEMHOSTALLOC_PORTABLE: pinned for every context, as nvbandwidth allocates it
 _ALREADY_ENABLED = 704  # CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED (benign; nvbandwidth ignores it)
 OOM = 2  # CUDA_ERROR_OUT_OF_MEMORY
 
@@ -127,7 +128,7 @@ class Buffers:
 
     def pinned(self, size: int, ordinal: int) -> int:
         self.s.context(ordinal)
-        p = int(self.s.call("cuMemHostAlloc", ordinal, size, 0))
+        p = int(self.s.call("cuMemHostAlloc", ordinal, size, _PORTABLE))
         self.host.append(p)
         return p
 

@@ -49,6 +49,14 @@ class PairSpec:
     b: int
 
 
+@dataclass
+class Job:
+    kind: str  # host, pair
+    spec: HostSpec | PairSpec
+    label: str
+    gpus: list[str]  # ids the job touches
+
+
 Copy = Callable[[], None]
 
 
@@ -227,6 +235,7 @@ def run_pair(cu: Any, s: Session, spec: PairSpec, st: Settings) -> list[Figure]:
             for sample in range(st.samples):
                 want = pattern(n, sample + 10 * x)
                 load(x, want)
+                s.context(y)
                 s.call("cuMemsetD8", y, dst[y], 0, n)
                 s.context(a)
                 if sample == 0:

@@ -7,6 +7,8 @@ Results come back as plain data over a pipe.
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing as mp
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
@@ -48,3 +50,60 @@ def worker_main(conn: Connection, factory: Callable[[], Any]) -> None:
             conn.send(("fail", (err.call, err.ordinal, err.code, err.name)))
             break  # a failed context may be poisoned: the parent starts a fresh worker
     s.close()
+
+
+class Worker:
+    """A worker process seen from the parent: start, run one job under a time limit, kill."""
+
+    def __init__(self, factory: Callable[[], Any], method: str) -> None:
+        self.factory, self.method = factory, method
+        self.proc: Any = None
+        self.conn: Any = None
+
+    def start(self, timeout: float) -> tuple[str, Any]:
+        ctx: Any = mp.get_context(self.method)
+        parent, child = ctx.Pipe()
+        self.proc = ctx.Process(target=worker_main, args=(child, self.factory), daemon=True)
+        self.proc.start()
+        child.close()
+        self.conn = parent
+        return self._reply(timeout)
+
+    def _reply(self, timeout: float) -> tuple[str, Any]:
+        try:
+            if not self.conn.poll(timeout):
+                self.kill()
+                return "timeout", None
+            reply: tuple[str, Any] = self.conn.recv()
+            return reply
+        except (EOFError, OSError):
+            self.kill()
+            return "died", None
+
+    def run(self, msg: tuple[str, Any, Any], timeout: float) -> tuple[str, Any]:
+        try:
+            self.conn.send(msg)
+        except (BrokenPipeError, OSError):
+            self.kill()
+            return "died", None
+        reply = self._reply(timeout)
+        if reply[0] == "fail":
+            self.kill()
+        return reply
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.is_alive()
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            if self.proc.is_alive():
+                self.proc.kill()
+            self.proc.join(5)
+        self.proc = None
+
+    def stop(self) -> None:
+        if self.alive():
+            with contextlib.suppress(OSError):
+                self.conn.send(None)
+            self.proc.join(5)
+        self.kill()
