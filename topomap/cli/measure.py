@@ -51,7 +51,7 @@ def measure(
     Exit 0 measured (findings recorded); 2 bad input; 3 no GPU CUDA can use.
     """
     from topomap.model import encode_snapshot, to_builtins
-    from topomap.probe.measure import MeasureOptions, NoGpuError, parse_pairs, parse_size
+    from topomap.probe.measure import MeasureOptions, NoGpuError, parse_pairs, parse_size, plan
     from topomap.probe.measure import measure as run_measure
     from topomap.render.bandwidth_matrix import measurements_table, render_bandwidth_matrix
 
@@ -72,12 +72,13 @@ def measure(
         from topomap.probe import probe
 
         snap = probe().snapshot
-    bar, update = _progress_bar()
     try:
+        plan(snap, opts)  # refuse before the progress bar starts
+        bar, update = _progress_bar()
         with bar:
             out = run_measure(snap, opts, progress=update)
     except NoGpuError as err:
-        print(f"topomap: no GPU to measure: {err} (hint: {err.hint})", file=sys.stderr)
+        print(f"topomap: {err} (hint: {err.hint})", file=sys.stderr)
         raise typer.Exit(3) from err
     data = encode_snapshot(out.snapshot)
     if output:

@@ -147,9 +147,14 @@ def plan(snap: Snapshot, opts: MeasureOptions) -> list[Job]:
     """The jobs for the GPUs CUDA can use, in the order they run."""
     gpus = [g for g in snap.gpus if g.cuda_ordinal is not None and not g.lost]
     if not gpus:
+        why = (
+            "the snapshot has no GPU"
+            if not snap.gpus
+            else f"none of the snapshot's {len(snap.gpus)} GPU(s) has a CUDA ordinal (imported, or unseen by CUDA)"
+        )
         raise NoGpuError(
-            "no GPU to measure: the snapshot has no GPU with a CUDA ordinal",
-            hint="run on the GPU machine itself (check nvidia-smi and CUDA_VISIBLE_DEVICES)",
+            f"no GPU to measure: {why}",
+            hint="run `topomap measure` on the GPU machine itself; check nvidia-smi and CUDA_VISIBLE_DEVICES",
         )
     cpus = _node_cpus(snap)
     jobs: list[Job] = []

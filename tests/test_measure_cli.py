@@ -1,0 +1,80 @@
+"""`topomap measure` and `matrix --bandwidth` from the command line; device-check captures when present."""
+
+from __future__ import annotations
+
+import ctypes.util
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.conftest import REAL, SAMPLES, run_probe
+from tests.fakes import machines
+from topomap.cli import app
+from topomap.model import save_snapshot
+
+runner = CliRunner()
+P2P = REAL / "bandwidth" / "a100-sxm4-80gb-8gpu-p2pBandwidthLatencyTest-distserve3.txt"
+
+
+def test_measure_an_imported_snapshot_exits_3(tmp_path: Path) -> None:
+    r = runner.invoke(
+        app, ["measure", str(SAMPLES / "snapshots" / "hgx-a100-8gpu-8nic.json"), "-o", str(tmp_path / "m")]
+    )
+    assert r.exit_code == 3
+    assert "none of the snapshot's 8 GPU(s) has a CUDA ordinal" in r.stderr and not (tmp_path / "m").exists()
+
+
+@pytest.mark.skipif(ctypes.util.find_library("cuda") is not None, reason="a CUDA driver is installed here")
+def test_measure_without_a_driver_exits_3_through_the_real_bindings(tmp_path: Path) -> None:
+    """The default path: a spawned worker imports cuda.bindings, and cuInit finds no libcuda."""
+    snap = run_probe(machines.consumer_pair(), tmp_path / "root").snapshot
+    save_snapshot(snap, tmp_path / "probe.json")
+    r = runner.invoke(app, ["measure", str(tmp_path / "probe.json"), "--quick", "-o", str(tmp_path / "m.json")])
+    assert r.exit_code == 3, r.output
+    assert "CUDA cannot be used here" in r.stderr and not (tmp_path / "m.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [(["--pairs", "0-0"], "is not a pair of two GPUs"), (["--size", "12 bananas"], "expected a size like 64MiB")],
+)
+def test_measure_bad_options_exit_2(args: list[str], needle: str) -> None:
+    r = runner.invoke(app, ["measure", str(SAMPLES / "snapshots" / "hgx-a100-8gpu-8nic.json"), *args])
+    assert r.exit_code == 2 and needle in r.stderr
+
+
+def test_matrix_bandwidth(tmp_path: Path) -> None:
+    plain = runner.invoke(app, ["matrix", "--bandwidth", str(SAMPLES / "snapshots" / "hgx-a100-8gpu-8nic.json")])
+    assert plain.exit_code == 0 and "no measured bandwidth in this snapshot" in plain.stdout
+    out = tmp_path / "a100.json"
+    assert (
+        runner.invoke(
+            app, ["attach", str(SAMPLES / "snapshots" / "hgx-a100-8gpu-8nic.json"), str(P2P), "-o", str(out)]
+        ).exit_code
+        == 0
+    )
+    r = runner.invoke(app, ["matrix", "--bandwidth", str(out)])
+    assert r.exit_code == 0
+    rows = {
+        line.split()[0]: line.split()[1:] for line in r.stdout.splitlines() if line.startswith("GPU") and "X" in line
+    }
+    assert rows["GPU0"][:3] == ["X", "268.9", "269.4"] and rows["GPU1"][0] == "265.1"
+    assert "p2pBandwidthLatencyTest (size not recorded, 5 per sample)" in r.stdout
+
+
+CAPTURES = sorted(p.parent for p in (SAMPLES / "device-check").glob("*/probe.json"))
+
+
+@pytest.mark.skipif(not CAPTURES, reason="no device-check capture under samples/device-check/")
+@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name)
+def test_real_probe_matrix_equals_the_captured_nvidia_smi(capture: Path) -> None:
+    """A real probe and `nvidia-smi topo -m` captured beside it (scripts/device-check.sh) agree cell by cell."""
+    from topomap.importers import import_file
+    from topomap.model import load_snapshot
+
+    probe = load_snapshot(capture / "probe.json")
+    smi = import_file(capture / "nvidia-smi-topo_m.txt")
+    ours = {frozenset({p.a, p.b}): p.path for p in probe.pairs if p.a.startswith("gpu") and p.b.startswith("gpu")}
+    theirs = {frozenset({p.a, p.b}): p.path for p in smi.pairs if p.a.startswith("gpu") and p.b.startswith("gpu")}
+    assert {k: v for k, v in ours.items() if k in theirs} == theirs
