@@ -138,3 +138,26 @@ def test_old_flow_files_stay_valid_and_plan() -> None:
     # its arrows carry volumes but the lot's PCIe speeds are not in a topo -m matrix: unknown, excluded
     assert not arr(r, 2, "even-static").transfers_complete
     assert any(w.startswith("transfer time unknown, excluded from totals") for w in r.warnings)
+
+
+def test_shipped_uneven_sample_reads_its_csv() -> None:
+    r = plan_of(SAMPLES / "flows" / "uneven-documents.yaml", [1, 2])
+    assert r.unit_source == "work.durations_csv (uneven-documents.csv)"
+    assert [u.name for u in r.units][:2] == ["annual-report", "contract-bundle"]
+    assert arr(r, 2, "even-static").total_s == 84 * MIN and arr(r, 2, "even-static").idle_card_s == 52 * MIN
+    assert best_total_seconds(r) == 58 * MIN
+
+
+def test_shipped_big_task_refuses_one_card_and_fits_split() -> None:
+    r = plan_of(SAMPLES / "flows" / "big-task-dgx2.yaml", [1, 2, 4])
+    one = arr(r, 1, "one card")
+    assert one.fit.verdict == "does not fit" and one.total_s == 122 * MIN
+    assert "the lot's 16 cards hold 512 GiB together, but cards do not pool memory" in one.fit.reason
+    # split over 4: 12 GiB of weights on each card + 28 GiB ÷ 4 = 19 GiB
+    c4 = arr(r, 4, "coordinated")
+    assert c4.fit.verdict == "fits" and c4.fit.needed_bytes == 19 * 2**30
+    # 6 tasks × (20 min ÷ 4 + 5000 steps × 1.5 × 256 MiB at 150 GB/s over NVSwitch)
+    step = 1.5 * 256 * 2**20 / 150e9
+    assert c4.total_s == pytest.approx(6 * (5 * MIN + 5000 * step) + 2 * MIN)
+    best = r.best()
+    assert best is not None and (best.k, best.kind) == (4, "coordinated")

@@ -131,6 +131,8 @@ class PlanResult:
     warnings: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     exchange_how: str | None = None
+    assembly_on: str | None = None  # where the assembly runs (a flow host or step)
+    assembly_streamed: bool = False  # results assembled as they arrive, not after every unit
 
     def best(self) -> Arrangement | None:
         ok = [a for a in self.arrangements if a.fit.verdict != "does not fit"]
@@ -164,6 +166,7 @@ class PlanResult:
             ],
             "card_memory": [{"card": m.card, "bytes": m.total_bytes, "source": m.source} for m in self.memory],
             "exchange_model": self.exchange_how,
+            "assembly": {"on": self.assembly_on, "waits_for_all": not self.assembly_streamed},
             "arrangements": [a.to_json() for a in self.arrangements],
             "best": None if best is None else {"cards": best.k, "arrangement": best.kind, "total_s": best.total_s},
             "assumptions": self.assumptions,

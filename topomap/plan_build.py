@@ -131,6 +131,8 @@ def build_plan(
         cards_per_task=c, arrangements=arrangements, legs=ctx.legs, memory=list(ctx.memory.values()),
         includes_transfers=work.includes_transfers, assumptions=_assumptions(ctx, exchange_how),
         warnings=ctx.warnings, skipped=skipped, exchange_how=exchange_how,
+        assembly_on=work.assembly.on if work.assembly else None,
+        assembly_streamed=work.assembly is not None and not work.assembly.waits_for_all,
     )  # fmt: skip
 
 

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from topomap.plan import Arrangement, PlanResult, fmt_span
 
-WIDTH = 64  # characters for the longest total
+WIDTH = 50  # characters for the longest total of the arrangements drawn together
 _UNIT_STYLES = ("bold green", "bold cyan")
 _KIND = {"input": ("░", "magenta"), "output": ("░", "magenta"), "exchange": ("≈", "yellow")}
 
@@ -19,10 +19,9 @@ def _minutes(sec: float) -> str:
     return f"{sec / 60:.0f}" if abs(sec / 60 - round(sec / 60)) < 0.05 else f"{sec / 60:.1f}"
 
 
-def _transfers(a: Arrangement, r: PlanResult) -> str:
-    if r.includes_transfers:
-        return "in units"
-    return fmt_span(a.transfers_s) + ("" if a.transfers_complete else " + unknown")
+def _partial(a: Arrangement) -> bool:
+    """Some time of this arrangement is unknown and left out of its total."""
+    return not a.transfers_complete or (a.kind == "coordinated" and a.exchange_s is None)
 
 
 def _fit(a: Arrangement) -> Text:
@@ -38,7 +37,7 @@ def plan_table(r: PlanResult) -> Table:
     """One row per arrangement. The assembly column shows only when it differs between rows, and
     the transfers column only when transfers are not already inside the unit durations."""
     t = Table(
-        title=f"plan of {r.flow} on {r.lot}: calculated from the work's stated assumptions",
+        title=f"plan of {r.flow} on {r.lot} (calculated, not measured)",
         title_justify="left",
         box=box.SIMPLE_HEAD,
         padding=(0, 1),
@@ -48,37 +47,39 @@ def plan_table(r: PlanResult) -> Table:
     cols = ["cards arrangement", "parallel"]
     cols += [] if r.includes_transfers else ["transfers"]
     cols += ["assembly"] if len(assemblies) > 1 else []
-    cols += ["total", "idle card-min", "speed-up", "fits"]
+    cols += ["total", "idle", "speed", "fits"]
     for col in cols:
-        t.add_column(col, justify="left" if col in ("cards arrangement", "fits", "transfers") else "right")
+        t.add_column(col, justify="left" if col in ("cards arrangement", "fits") else "right", no_wrap=True)
     best = r.best()
     for a in r.arrangements:
-        idle = _minutes(a.idle_card_s)
-        if a.idle_assembly_card_s:
-            idle += f" (+{_minutes(a.idle_assembly_card_s)})"
-        total = Text(fmt_span(a.total_s), style="bold" if a is best else "")
-        if not a.transfers_complete or (a.kind == "coordinated" and a.exchange_s is None):
-            total.append(" + unknown", style="yellow")
+        mark = "+?" if _partial(a) else ""
         row: list[str | Text] = [f"{a.k:>2} {a.kind}" + (" ★" if a is best else ""), fmt_span(a.parallel_s)]
-        row += [] if r.includes_transfers else [_transfers(a, r)]
+        row += [] if r.includes_transfers else [fmt_span(a.transfers_s) + ("" if a.transfers_complete else "+?")]
         row += [fmt_span(a.assembly_s) if a.assembly_s is not None else "none"] if len(assemblies) > 1 else []
-        row += [total, idle, "—" if a.speedup is None else f"{a.speedup:.2f}×", _fit(a)]
+        total = Text(fmt_span(a.total_s) + mark, style="bold" if a is best else "")
+        row += [total, _minutes(a.idle_card_s), "—" if a.speedup is None else f"{a.speedup:.2f}×", _fit(a)]
         t.add_row(*row)
     return t
 
 
 def _table_notes(r: PlanResult) -> list[Text]:
-    out: list[Text] = []
+    out = [Text("idle: card-minutes without work during the parallel part; speed: over one card", style="dim")]
     assemblies = {a.assembly_s for a in r.arrangements}
     if r.includes_transfers:
         out.append(Text("transfers: inside the unit durations (work.includes_transfers)", style="dim"))
     if len(assemblies) == 1:
         only = assemblies.pop()
-        text = "none declared" if only is None else f"{fmt_span(only)}, included in every total"
+        text = "none declared" if only is None else f"{fmt_span(only)} after the units, in every total"
+        if only:
+            text += f"; every rented card waits meanwhile ({_minutes(only)} card-min each)"
         out.append(Text(f"assembly: {text}", style="dim"))
-    if any(a.idle_assembly_card_s for a in r.arrangements):
-        out.append(Text("(+N): card-minutes idle while the assembly runs", style="dim"))
+    if any(_partial(a) for a in r.arrangements):
+        out.append(Text("+?: plus time that is unknown and left out of the total (see the warnings)", style="yellow"))
     return out
+
+
+def _label(cards: list[str]) -> str:
+    return "+".join(cards) if len(cards) <= 2 else f"{cards[0]}…{cards[-1]}"
 
 
 def gantt_text(a: Arrangement, r: PlanResult, scale_s: float, width: int = WIDTH) -> Text:
@@ -87,12 +88,12 @@ def gantt_text(a: Arrangement, r: PlanResult, scale_s: float, width: int = WIDTH
     per = max(scale_s, 1e-9) / width
     out = Text()
     out.append(f"{a.k} card(s), {a.kind}: total {fmt_span(a.total_s)}\n", style="bold")
-    label_w = max([len("+".join(s)) for s in a.slots] + [8])
+    label_w = max([len(_label(s)) for s in a.slots] + [8])
     by_slot = {ln.slot: ln for ln in a.lanes}
     for i, cards in enumerate(a.slots):
-        out.append(f"  {'+'.join(cards):>{label_w}} │")
+        out.append(f"  {_label(cards):>{label_w}} │")
         lane = by_slot.get(i)
-        cells: list[tuple[str, str]] = [("·", "dim")] * width
+        cells: list[tuple[str, str]] = [("·", "dim")] * round(a.parallel_s / per) + [(" ", "")] * width
         if lane is not None:
             nth = 0
             for b in lane.bars:
@@ -101,22 +102,20 @@ def gantt_text(a: Arrangement, r: PlanResult, scale_s: float, width: int = WIDTH
                 nth += b.kind == "compute"
                 for x in range(lo, min(hi, width)):
                     cells[x] = (ch, style)
-        for ch, style in cells:
+        for ch, style in cells[:width]:
             out.append(ch, style=style)
-        busy = lane.end if lane else 0.0
-        idle = a.parallel_s - busy
-        out.append("│ " + (f"idle {fmt_span(idle)} at the end" if idle > 0.5 else "") + "\n", style="")
+        idle = a.parallel_s - (lane.end if lane else 0.0)
+        out.append("│" + (f" idle {fmt_span(idle)}" if idle > 0.5 else "") + "\n")
     if a.assembly_s is not None:
         lo = round((a.total_s - a.assembly_s) / per)
         hi = round(a.total_s / per)
         row = [" "] * width
         for x in range(lo, min(max(hi, lo + 1), width)):
             row[x] = "▒"
-        where = next((x for x in r.assumptions if x.startswith("the assembly")), "")
         out.append(f"  {'assembly':>{label_w}} │")
         out.append("".join(row), style="blue")
-        out.append("│ " + ("streamed" if "as it arrives" in where else "") + "\n")
-    out.append(f"  {'':>{label_w}} 0{'':{width - 2}}{fmt_span(scale_s)}\n", style="dim")
+        out.append("│" + (" streamed" if r.assembly_streamed else "") + "\n")
+    out.append(f"  {'':>{label_w}}  0{fmt_span(scale_s):>{width - 1}}\n", style="dim")
     return out
 
 
