@@ -37,7 +37,10 @@ def test_gpus_rule(h100: Lot) -> None:
     assert status == "fail" and ev[0] == "0 GPUs qualify < 8 needed" and ev[1] == "gpu0: 81920 MiB = 85.9 GB < 96 GB"
     # memory is compared the way vendors sell it: an 80 GB card (81559 MiB = 79.6 GiB) passes 80
     assert run("  - gpus: {min_count: 8, min_memory_gb: 80}\n", h100)[0][1] == "pass"
+    # the NCCL dump names no model; its PCI device id (0x2330) does, labelled as derived
     ((_, status, ev),) = run("  - gpus: {min_count: 2, model: '*H100*'}\n", Lot("ibm", build(load_any(IBM))))
+    assert status == "pass" and "gpu0: NVIDIA H100 80GB HBM3 (derived from the PCI device id)" in ev
+    ((_, status, ev),) = run("  - gpus: {min_count: 2, model: '*H100*'}\n", Lot("rtx", build(load_any(RTX))))
     assert status == "unknown" and "gpu0: model not recorded" in ev
 
 

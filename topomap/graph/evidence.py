@@ -17,6 +17,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from topomap.devices import model_from_device_id, model_from_name
 from topomap.graph.topology import FABRIC, BandwidthSource, Topology, natural_key, snapshot_pair
 from topomap.links import (
     NVLINK_GA102_GBPS_PER_LINK,
@@ -179,16 +180,11 @@ def gpu_model_name(gpu: Gpu) -> tuple[str | None, bool]:
 
 def _model_nvlink_generation(gpu: Gpu) -> tuple[int | None, str]:
     """NVLink generation implied by the GPU model (device table) or compute capability: derived."""
-    try:
-        from topomap.devices import model_from_device_id, model_from_name
-    except ImportError:  # pragma: no cover - the device table ships with topomap
-        model_from_device_id = model_from_name = None  # type: ignore[assignment]
-    if model_from_name is not None:
-        m = model_from_name(gpu.name) if gpu.name else None
-        if m is None and gpu.pci_device_id and model_from_device_id is not None:
-            m = model_from_device_id(gpu.pci_device_id)
-        if m is not None and m.nvlink_generation is not None:
-            return m.nvlink_generation, f"the model ({m.name})"
+    m = model_from_name(gpu.name) if gpu.name else None
+    if m is None and gpu.pci_device_id:
+        m = model_from_device_id(gpu.pci_device_id)
+    if m is not None and m.nvlink_generation is not None:
+        return m.nvlink_generation, f"the model ({m.name})"
     if gpu.compute_capability:
         try:
             major = int(gpu.compute_capability.split(".")[0])
@@ -651,6 +647,9 @@ def gpu_pairs_nvlink_summary(topo: Topology, gid: str) -> str:
             return f"0 of {len(g.nvlinks)} links active: no NVLink"
         bw = nvlink_bundle_bandwidth(g, len(active), snap)
         text = f"{len(active)}/{len(g.nvlinks)} active"
+        model = model_from_name(g.name) if g.name else None
+        if model is not None and model.nvlink_links and len(active) < model.nvlink_links and model.form == "sxm":
+            text += f" — {model.nvlink_links - len(active)} fewer than an {model.name} has"
         return text + f", {bw.text()} ({bw.tag})" if bw.gbps is not None else text
     if peers:
         counts = sorted({(nvlink_route(topo, gid, o) or ((), 0, ""))[1] for o in peers})
