@@ -10,11 +10,28 @@ mkdir -p "$OUT_DIR"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 log() { echo "device-check: $*" >&2; }
 
-log "building and installing the topomap wheel (--no-deps)"
-python -m pip wheel --no-deps -q -w "$OUT_DIR/wheel" "$ROOT" >"$OUT_DIR/pip.log" 2>&1 \
-  && python -m pip install --no-deps -q --force-reinstall "$OUT_DIR"/wheel/topomap-*.whl >>"$OUT_DIR/pip.log" 2>&1 \
-  || log "wheel install failed (see pip.log); using the checkout"
-export PYTHONPATH="${PYTHONPATH:-}:$ROOT"
+# A wheel in dist/ (built beforehand with `python -m build` or `pip wheel --no-deps .`) is used
+# as is; otherwise one is built here (isolated, then without isolation for offline machines).
+log "installing topomap from a wheel (--no-deps)"
+WHEEL="$(ls "$ROOT"/dist/topomap-*.whl 2>/dev/null | tail -n 1)"
+if [ -z "$WHEEL" ]; then
+  for iso in "" "--no-build-isolation"; do
+    python -m pip wheel --no-deps $iso -q -w "$OUT_DIR/wheel" "$ROOT" >>"$OUT_DIR/pip.log" 2>&1 && break
+  done
+  WHEEL="$(ls "$OUT_DIR"/wheel/topomap-*.whl 2>/dev/null | tail -n 1)"
+fi
+# Into a venv of its own that sees the machine's packages, so an existing (editable) install is untouched.
+python -m venv --system-site-packages "$OUT_DIR/venv" >>"$OUT_DIR/pip.log" 2>&1 && . "$OUT_DIR/venv/bin/activate"
+if [ -n "$WHEEL" ] && python -m pip install --no-deps -q --force-reinstall "$WHEEL" >>"$OUT_DIR/pip.log" 2>&1; then
+  log "installed $(basename "$WHEEL")"
+else
+  log "no wheel could be built or installed (see pip.log): running from the checkout"
+  export PYTHONPATH="${PYTHONPATH:-}:$ROOT"
+fi
+python -c "import topomap.cli, topomap; print(topomap.__file__)" >"$OUT_DIR/topomap-location.txt" 2>>"$OUT_DIR/pip.log" \
+  && log "running topomap from $(cat "$OUT_DIR/topomap-location.txt")" \
+  || log "topomap does not import: a dependency is missing (see pip.log)"
+git -C "$ROOT" rev-parse HEAD >"$OUT_DIR/topomap-commit.txt" 2>/dev/null
 
 for args in "topo -m" "-L" "-q" "nvlink -s" "topo -p2p rw"; do
   name="nvidia-smi-$(echo "$args" | tr ' ' '_' | tr -d -- '-')"
