@@ -442,7 +442,7 @@ def _gpu_links(req: Requirement, lot: Lot) -> RuleResult:
                 continue
             if rule.min == "nvlink":
                 if nv.usable.value == "unknown":
-                    unknown.append(f"{a}–{b}: NVLink unknown: {nv.usable.why()}")
+                    unknown.append(f"{a}–{b}: NVLink unknown: {'; '.join(nv.usable.reasons)}")
                     settle.append(nv.usable.settle or SETTLE["nvlink"])
                 else:
                     bad.append(f"{a}–{b}: no usable NVLink: {nv.usable.why()}")

@@ -321,7 +321,7 @@ def nvlink(topo: Topology, a: str, b: str) -> NvlinkFact:
             return NvlinkFact(
                 Answer(
                     "unknown",
-                    (f"{snap.source.kind} source does not record NVLink (it may be there)",),
+                    (_nvlink_silence(snap),),
                     SETTLE["nvlink"],
                 ),
                 None,
@@ -368,6 +368,13 @@ def nvlink(topo: Topology, a: str, b: str) -> NvlinkFact:
     if pair is not None and pair.cuda is not None and pair.cuda.can_access_peer:
         reasons.append("CUDA peer access OK")
     return NvlinkFact(Answer("yes", tuple(reasons)), count, via, nodes, bw)
+
+
+def _nvlink_silence(snap: Snapshot) -> str:
+    """Why a source says nothing about NVLink, in its own terms."""
+    if snap.source.kind == "nccl-xml":
+        return "this NCCL topology file has no NVLink elements (NCCL adds NVLink from NVML at run time)"
+    return f"this {snap.source.kind} source does not record NVLink"
 
 
 def _route_bandwidth(topo: Topology, nodes: tuple[str, ...]) -> Bandwidth:
