@@ -69,6 +69,8 @@ def test_report_is_self_contained_and_complete(flow: Path, tmp_path: Path) -> No
     for section in ("Flow diagram", "Arrows", "Machines", "Requirements check", "Plan", "Provenance"):
         assert section in visible
     assert "Shortest:" in visible or "plan: not available — " in visible
+    for m in ("gpu-link", "host-memory", "network", "local"):
+        assert f"{m}: {m}" not in visible
 
 
 @needs_dot

@@ -197,12 +197,12 @@ class NoteGroup:
 
 
 def slowest_line(a: MappedArrow, count: int, unknown: int) -> str:
-    """`host-memory: 16 arrow(s), slowest 0.25 GB/s spec: batch → shards (lot:memory → lot:gpu0)`."""
+    """After the medium's name: `16 arrow(s), slowest 0.25 GB/s spec: batch → shards (lot:memory → lot:gpu0)`."""
     if a.medium == "local":
-        return f"local: {count} arrow(s) stay on their device (no transfer)"
+        return f"{count} arrow(s) stay on their device (no transfer)"
     if unknown == count:
-        return f"{a.medium}: {count} arrow(s), bandwidth unknown for all (not recorded by the source)"
-    text = f"{a.medium}: {count} arrow(s), slowest {fmt_bw(a.bandwidth_gbps, a.bandwidth_source)}"
+        return f"{count} arrow(s), bandwidth unknown for all (not recorded by the source)"
+    text = f"{count} arrow(s), slowest {fmt_bw(a.bandwidth_gbps, a.bandwidth_source)}"
     text += f": {a.src_step} → {a.dst_step} ({a.src} → {a.dst})"
     return text + (f"; {unknown} with unknown bandwidth" if unknown else "")
 

@@ -97,5 +97,5 @@ def arrows_view(fmap: FlowMap) -> RenderableType:
 def _slowest(fmap: FlowMap) -> list[RenderableType]:
     lines: list[RenderableType] = [Text("Slowest arrow per medium", style="bold")]
     for medium, a, count, unknown in slowest_per_medium(fmap):
-        lines.append(safe("  " + slowest_line(a, count, unknown), MEDIUM_STYLE.get(medium, "")))
+        lines.append(safe(f"  {medium}: " + slowest_line(a, count, unknown), MEDIUM_STYLE.get(medium, "")))
     return lines
