@@ -70,6 +70,18 @@ def test_downtrained_link_and_replay_counters(tmp_path: Path) -> None:
     assert "BadTLP 12, BadDLLP 3, Rollover 1" in k["pcie-errors"][0].text
 
 
+def test_slot_capped_gpu_and_downtrained_nic(tmp_path: Path) -> None:
+    m = machines.hgx_h100()
+    gpu, nic = m.gpus[5].bus, m.nics[2].bus
+    _, fs = _health(m, tmp_path, SysfsExtras(slot_max={gpu: (4, 8)}, gen_current={nic: 3, gpu: 1}))
+    k = _kinds(fs)
+    capped = k["pcie-slot-capped"]
+    assert [f.subject for f in capped] == ["gpu5"] and "Gen4 (device Gen5) x8 (device x16)" in capped[0].text
+    down = k["pcie-downtrained"]
+    assert [f.subject for f in down] == ["nic2"]  # a GPU at Gen1 is idle power saving, not a finding
+    assert "Gen3 of Gen5" in down[0].text and "25%" in down[0].text
+
+
 def test_vm_with_a_flat_pcie_tree_is_virtual(tmp_path: Path) -> None:
     m = machines.a100_pcie()
     flat = dataclasses.replace(m, hypervisor=True, dmi_vendor="QEMU")

@@ -158,6 +158,8 @@ class SysfsExtras:
     open_module: bool = False
     osrelease: str = "5.15.0-105-generic"
     imex_channels: int = 0
+    gen_current: dict[str, int] = field(default_factory=dict)  # bus → trained generation
+    slot_max: dict[str, tuple[int, int]] = field(default_factory=dict)  # device bus → its port's (max gen, max width)
 
 
 def _config_with_acs(ctrl: int) -> bytes:
@@ -180,6 +182,12 @@ def write_extras(m: FakeMachine, root: Path, x: SysfsExtras) -> None:
         cls = (real / "class").read_text().strip()
         if cls == "0x060400" and not real.parent.name.startswith("pci"):
             (real / "config").write_bytes(_config_with_acs(x.acs_ctrl) if x.acs_ctrl is not None else bytes(64))
+        if link.name in x.gen_current:
+            (real / "current_link_speed").write_text(_GEN_SPEED[x.gen_current[link.name]] + "\n")
+        if link.name in x.slot_max:
+            gen, width = x.slot_max[link.name]
+            (real.parent / "max_link_speed").write_text(_GEN_SPEED[gen] + "\n")
+            (real.parent / "max_link_width").write_text(f"{width}\n")
         if link.name in x.width_current:
             (real / "current_link_width").write_text(f"{x.width_current[link.name]}\n")
         if link.name in x.aer:

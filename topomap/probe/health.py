@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from topomap.model import Finding, Gpu, Snapshot
+from topomap.model import Finding, Snapshot
 from topomap.probe.sysfs import SysfsReader, SysfsResult, cat
 
 ACS_CAP_ID = 0x000D
@@ -60,26 +60,79 @@ def _aer(reader: SysfsReader, bus: str) -> dict[str, int]:
     return out
 
 
-def _pcie(reader: SysfsReader, sysr: SysfsResult, g: Gpu, gid: str) -> list[Finding]:
-    fn = sysr.functions.get(g.pci_bus_id or "")
+def _pcie(reader: SysfsReader, sysr: SysfsResult, bus: str | None, gid: str, gen_checked: bool) -> list[Finding]:
+    """Trained width (and generation, where the device does not drop it at idle) against its maximum and its slot.
+
+    GPUs lower the link generation when idle, so a GPU's current generation says nothing at rest
+    (nvml-cuda.md §7.1); its width and its slot's maximum do. NICs hold their generation.
+    """
+    fn = sysr.functions.get(bus or "")
     if fn is None:
         return []
     out: list[Finding] = []
     cur, top = fn.link_width_current, fn.link_width_max
+    what = "host↔GPU" if gid.startswith("gpu") else "NIC"
     if cur is not None and top is not None and cur < top:
-        out.append(Finding(
-            kind="pcie-downtrained", subject=gid, severity="warning",
-            text=f"{gid} PCIe link trained at x{cur} of x{top}: host↔GPU bandwidth at most {cur / top:.0%} of nominal "
-                 "(reseat the card, check the riser/slot)",
-            evidence=[f"{fn.bus_id}: current_link_width {cur}, max_link_width {top}"], source="sysfs"))  # fmt: skip
+        out.append(
+            Finding(
+                kind="pcie-downtrained",
+                subject=gid,
+                severity="warning",
+                text=f"{gid} PCIe link trained at x{cur} of x{top}: {what} bandwidth at most {cur / top:.0%} "
+                "of nominal (reseat the card, check the riser/slot)",
+                evidence=[f"{fn.bus_id}: current_link_width {cur}, max_link_width {top}"],
+                source="sysfs",
+            )
+        )
+    gcur, gtop = fn.link_gen_current, fn.link_gen_max
+    if gen_checked and gcur is not None and gtop is not None and gcur < gtop:
+        out.append(
+            Finding(
+                kind="pcie-downtrained",
+                subject=gid,
+                severity="warning",
+                text=f"{gid} PCIe link trained at Gen{gcur} of Gen{gtop}: {what} bandwidth at most "
+                f"{2 ** (gcur - gtop):.0%} of nominal",
+                evidence=[f"{fn.bus_id}: current_link_speed Gen{gcur}, max_link_speed Gen{gtop}"],
+                source="sysfs",
+            )
+        )
+    port = sysr.functions.get(fn.chain[-2]) if len(fn.chain) >= 2 else None
+    if port is not None and port.is_bridge:
+        capped: list[str] = []
+        if port.link_gen_max is not None and gtop is not None and port.link_gen_max < gtop:
+            capped.append(f"Gen{port.link_gen_max} (device Gen{gtop})")
+        if port.link_width_max is not None and top is not None and port.link_width_max < top:
+            capped.append(f"x{port.link_width_max} (device x{top})")
+        if capped:
+            out.append(
+                Finding(
+                    kind="pcie-slot-capped",
+                    subject=gid,
+                    severity="warning",
+                    text=f"{gid} sits in a slot capped at {' '.join(capped)}: its link can never train higher "
+                    "(move it to a full-rate slot)",
+                    evidence=[
+                        f"upstream port {port.bus_id}: max_link_speed Gen{port.link_gen_max}, "
+                        f"max_link_width x{port.link_width_max}"
+                    ],
+                    source="sysfs",
+                )
+            )
     aer = _aer(reader, fn.bus_id)
     bad = {k: v for k, v in aer.items() if k in _AER_BAD and v > 0}
     if bad:
-        out.append(Finding(
-            kind="pcie-errors", subject=gid, severity="warning",
-            text=f"{gid} PCIe link has corrected errors ({', '.join(f'{k} {v}' for k, v in bad.items())}): "
-                 "replays cost bandwidth; a rising count points at signal integrity",
-            evidence=[f"{fn.bus_id}/aer_dev_correctable"], source="sysfs"))  # fmt: skip
+        out.append(
+            Finding(
+                kind="pcie-errors",
+                subject=gid,
+                severity="warning",
+                text=f"{gid} PCIe link has corrected errors ({', '.join(f'{k} {v}' for k, v in bad.items())}): "
+                "replays cost bandwidth; a rising count points at signal integrity",
+                evidence=[f"{fn.bus_id}/aer_dev_correctable"],
+                source="sysfs",
+            )
+        )
     return out
 
 
@@ -100,11 +153,17 @@ def _p2p_guard(reader: SysfsReader, sysr: SysfsResult, snap: Snapshot) -> list[F
         if t and t.startswith("DMA"):
             translated.append(f"gpu{g.index} ({g.pci_bus_id}: iommu_group type {t})")
     if translated:
-        out.append(Finding(
-            kind="iommu-translated", subject="host", severity="warning",
-            text="the IOMMU translates GPU DMA: PCIe peer-to-peer may be slow or hang (NCCL troubleshooting); "
-                 "boot with iommu=pt (or amd_iommu=pt / intel_iommu=pt) for identity mapping",
-            evidence=translated, source="sysfs"))  # fmt: skip
+        out.append(
+            Finding(
+                kind="iommu-translated",
+                subject="host",
+                severity="warning",
+                text="the IOMMU translates GPU DMA: PCIe peer-to-peer may be slow or hang (NCCL troubleshooting); "
+                "boot with iommu=pt (or amd_iommu=pt / intel_iommu=pt) for identity mapping",
+                evidence=translated,
+                source="sysfs",
+            )
+        )
     by_id = {f"gpu{g.index}": g for g in snap.gpus}
     unreadable: set[str] = set()
     for pair in snap.pairs:
@@ -124,18 +183,30 @@ def _p2p_guard(reader: SysfsReader, sysr: SysfsResult, snap: Snapshot) -> list[F
             elif ctrl & _REDIRECT:
                 redirecting.append(f"{bridge}: ACSCtl {_acs_text(ctrl)}")
         if redirecting:
-            out.append(Finding(
-                kind="acs-redirect", subject=f"{pair.a}-{pair.b}", severity="warning",
-                text=f"ACS redirects {pair.a}↔{pair.b} peer traffic up to the root complex: P2P through the "
-                     "switch is slow or broken; disable ACS on these bridges (setpci ECAP_ACS+0x6.w=0000 / BIOS) "
-                     "or set NCCL_P2P_DISABLE=1",
-                evidence=redirecting, source="sysfs"))  # fmt: skip
+            out.append(
+                Finding(
+                    kind="acs-redirect",
+                    subject=f"{pair.a}-{pair.b}",
+                    severity="warning",
+                    text=f"ACS redirects {pair.a}↔{pair.b} peer traffic up to the root complex: P2P through the "
+                    "switch is slow or broken; disable ACS on these bridges (setpci ECAP_ACS+0x6.w=0000 / BIOS) "
+                    "or set NCCL_P2P_DISABLE=1",
+                    evidence=redirecting,
+                    source="sysfs",
+                )
+            )
     if unreadable:
-        out.append(Finding(
-            kind="acs-unknown", subject="host", severity="info",
-            text="ACS bits of the bridges between GPUs are unknown: their config space needs root "
-                 "(run `sudo topomap probe`, or `sudo lspci -vvv | grep ACSCtl`)",
-            evidence=sorted(unreadable), source="sysfs"))  # fmt: skip
+        out.append(
+            Finding(
+                kind="acs-unknown",
+                subject="host",
+                severity="info",
+                text="ACS bits of the bridges between GPUs are unknown: their config space needs root "
+                "(run `sudo topomap probe`, or `sudo lspci -vvv | grep ACSCtl`)",
+                evidence=sorted(unreadable),
+                source="sysfs",
+            )
+        )
     return out
 
 
@@ -159,14 +230,27 @@ def _gpudirect(reader: SysfsReader, snap: Snapshot) -> list[Finding]:
     ]
     if peermem or dmabuf:
         how = "nvidia_peermem" if peermem else "DMA-BUF"
-        return [Finding(kind="gpudirect-ready", subject="host", severity="info",
-                        text=f"GPUDirect RDMA possible for GPU–NIC pairs on a shared switch (through {how})",
-                        evidence=evidence, source="sysfs")]  # fmt: skip
-    return [Finding(
-        kind="gpudirect-missing", subject="host", severity="warning",
-        text="GPUDirect RDMA impossible: nvidia_peermem is not loaded and DMA-BUF needs kernel ≥ 5.12 with the "
-             "open NVIDIA module; network traffic bounces through host memory (modprobe nvidia_peermem)",
-        evidence=evidence, source="sysfs")]  # fmt: skip
+        return [
+            Finding(
+                kind="gpudirect-ready",
+                subject="host",
+                severity="info",
+                text=f"GPUDirect RDMA possible for GPU–NIC pairs on a shared switch (through {how})",
+                evidence=evidence,
+                source="sysfs",
+            )
+        ]
+    return [
+        Finding(
+            kind="gpudirect-missing",
+            subject="host",
+            severity="warning",
+            text="GPUDirect RDMA impossible: nvidia_peermem is not loaded and DMA-BUF needs kernel ≥ 5.12 with the "
+            "open NVIDIA module; network traffic bounces through host memory (modprobe nvidia_peermem)",
+            evidence=evidence,
+            source="sysfs",
+        )
+    ]
 
 
 def _nvlink_and_fabric(reader: SysfsReader, snap: Snapshot) -> list[Finding]:
@@ -176,43 +260,74 @@ def _nvlink_and_fabric(reader: SysfsReader, snap: Snapshot) -> list[Finding]:
         gid = f"gpu{g.index}"
         down = [lk.link for lk in g.nvlinks if not lk.active]
         if g.nvlinks and down:
-            out.append(Finding(
-                kind="nvlink-inactive", subject=gid, severity="warning",
-                text=f"{gid}: {len(down)} of {len(g.nvlinks)} NVLinks inactive — NVLink bandwidth is "
-                     f"{len(g.nvlinks) - len(down)}/{len(g.nvlinks)} of nominal (nvidia-smi nvlink -s)",
-                evidence=[f"inactive links: {', '.join(map(str, down))}"], source="nvml"))  # fmt: skip
+            out.append(
+                Finding(
+                    kind="nvlink-inactive",
+                    subject=gid,
+                    severity="warning",
+                    text=f"{gid}: {len(down)} of {len(g.nvlinks)} NVLinks inactive — NVLink bandwidth is "
+                    f"{len(g.nvlinks) - len(down)}/{len(g.nvlinks)} of nominal (nvidia-smi nvlink -s)",
+                    evidence=[f"inactive links: {', '.join(map(str, down))}"],
+                    source="nvml",
+                )
+            )
         fab = g.fabric
         if fab is None or fab.state in (None, "not-supported"):
             continue
         if fab.state != "completed":
-            out.append(Finding(
-                kind="fabric-not-ready", subject=gid, severity="error",
-                text=f"{gid}: NVLink fabric registration {fab.state}: Fabric Manager (or NVLink Subnet Manager) has "
-                     "not finished; CUDA work fails with CUDA_ERROR_SYSTEM_NOT_READY until it does",
-                evidence=[f"fabric state {fab.state}"], source="nvml"))  # fmt: skip
+            out.append(
+                Finding(
+                    kind="fabric-not-ready",
+                    subject=gid,
+                    severity="error",
+                    text=f"{gid}: NVLink fabric registration {fab.state}: Fabric Manager (or NVLink Subnet Manager) "
+                    "has not finished; CUDA work fails with CUDA_ERROR_SYSTEM_NOT_READY until it does",
+                    evidence=[f"fabric state {fab.state}"],
+                    source="nvml",
+                )
+            )
             continue
         if fab.status not in (None, "success"):
-            out.append(Finding(kind="fabric-error", subject=gid, severity="error",
-                               text=f"{gid}: NVLink fabric registration completed with status {fab.status}",
-                               evidence=[f"fabric status {fab.status}"], source="nvml"))  # fmt: skip
+            out.append(
+                Finding(
+                    kind="fabric-error",
+                    subject=gid,
+                    severity="error",
+                    text=f"{gid}: NVLink fabric registration completed with status {fab.status}",
+                    evidence=[f"fabric status {fab.status}"],
+                    source="nvml",
+                )
+            )
         cliques.setdefault((fab.cluster_uuid, fab.clique_id), []).append(gid)
     zero = [gids for (cu, cq), gids in cliques.items() if cq == 0 and cu and cu.strip("0-")]
     for gids in zero:
-        out.append(Finding(
-            kind="fabric-clique-zero", subject=",".join(gids), severity="warning",
-            text="fabric registration completed with clique id 0: partitioning may not have been applied "
-                 "(check the NVLink partition / IMEX configuration)",
-            evidence=[f"{g}: clique 0" for g in gids], source="nvml"))  # fmt: skip
+        out.append(
+            Finding(
+                kind="fabric-clique-zero",
+                subject=",".join(gids),
+                severity="warning",
+                text="fabric registration completed with clique id 0: partitioning may not have been applied "
+                "(check the NVLink partition / IMEX configuration)",
+                evidence=[f"{g}: clique 0" for g in gids],
+                source="nvml",
+            )
+        )
     multi = any(cu and cu.strip("0-") for cu, _ in cliques)
     if multi:
         chans = reader.root / "dev" / "nvidia-caps-imex-channels"
         found = sorted(p.name for p in chans.glob("channel*")) if chans.is_dir() else []
         if not found:
-            out.append(Finding(
-                kind="imex-missing", subject="host", severity="warning",
-                text="no IMEX channel device in /dev/nvidia-caps-imex-channels: memory sharing over multi-node "
-                     "NVLink is unavailable here (start nvidia-imex; in Kubernetes request an IMEX channel)",
-                evidence=["/dev/nvidia-caps-imex-channels absent or empty"], source="sysfs"))  # fmt: skip
+            out.append(
+                Finding(
+                    kind="imex-missing",
+                    subject="host",
+                    severity="warning",
+                    text="no IMEX channel device in /dev/nvidia-caps-imex-channels: memory sharing over multi-node "
+                    "NVLink is unavailable here (start nvidia-imex; in Kubernetes request an IMEX channel)",
+                    evidence=["/dev/nvidia-caps-imex-channels absent or empty"],
+                    source="sysfs",
+                )
+            )
     return out
 
 
@@ -233,23 +348,38 @@ def _virtual(sysr: SysfsResult, snap: Snapshot) -> list[Finding]:
         signs.append("no PCIe link rates")
     evidence = [f"hypervisor: {sysr.virtualization}", *signs]
     if signs:
-        return [Finding(kind="virtual-topology", subject="host", severity="warning",
-                        text="the PCIe topology shown is virtual; path classes are unverified "
-                             "(ask the provider for the physical topology, or measure with `topomap measure`)",
-                        evidence=evidence, source="sysfs")]  # fmt: skip
-    return [Finding(kind="virtual-machine", subject="host", severity="info",
-                    text=f"running under a hypervisor ({sysr.virtualization}); the PCIe tree looks passed through",
-                    evidence=evidence, source="sysfs")]  # fmt: skip
+        return [
+            Finding(
+                kind="virtual-topology",
+                subject="host",
+                severity="warning",
+                text="the PCIe topology shown is virtual; path classes are unverified "
+                "(ask the provider for the physical topology, or measure with `topomap measure`)",
+                evidence=evidence,
+                source="sysfs",
+            )
+        ]
+    return [
+        Finding(
+            kind="virtual-machine",
+            subject="host",
+            severity="info",
+            text=f"running under a hypervisor ({sysr.virtualization}); the PCIe tree looks passed through",
+            evidence=evidence,
+            source="sysfs",
+        )
+    ]
 
 
 def health_findings(reader: SysfsReader, sysr: SysfsResult, snap: Snapshot) -> list[Finding]:
     """Every check above for a probed snapshot (nothing is read from a GPU)."""
     out: list[Finding] = []
     for g in snap.gpus:
-        out += _pcie(reader, sysr, g, f"gpu{g.index}")
+        out += _pcie(reader, sysr, g.pci_bus_id, f"gpu{g.index}", gen_checked=False)
+    for n in snap.nics:
+        out += _pcie(reader, sysr, n.pci_bus_id, f"nic{n.index}", gen_checked=True)
     out += _p2p_guard(reader, sysr, snap)
     out += _gpudirect(reader, snap)
     out += _nvlink_and_fabric(reader, snap)
     out += _virtual(sysr, snap)
     return out
-
