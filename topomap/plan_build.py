@@ -26,6 +26,7 @@ class _Ctx:
         self.memory = {c: card_memory(topo, c) for c in have}
         self.legs: list[Leg] = unit_legs(flow, topos, lot, have, work)
         self.warnings: list[str] = []
+        self.unknown_legs: dict[tuple[str, str, int | None, str, str], list[str]] = {}
         self.assembly_s = work.assembly.seconds if work.assembly else None
 
     def warn(self, text: str) -> None:
@@ -42,7 +43,9 @@ class _Ctx:
             if cc.input_s is None or cc.output_s is None:
                 for lg in self.legs:
                     if lg.card == cc.card and lg.seconds() is None:
-                        self.warn(f"transfer time unknown, excluded from totals: {lg.describe()}")
+                        key = (lg.direction, lg.other, lg.volume_bytes, lg.medium, lg.via)
+                        cards = self.unknown_legs.setdefault(key, [])
+                        cards += [] if lg.card in cards else [lg.card]
         return out
 
     def finish(
@@ -119,10 +122,12 @@ def build_plan(
         if k > c:
             coord, how = _coordinated(ctx, k)
             if coord is None:
-                skipped.append(f"{k} cards coordinated: {how}")
+                line = f"coordinated: {how}" if work.split is None else f"{k} cards coordinated: {how}"
+                skipped += [] if line in skipped else [line]
             else:
                 arrangements.append(coord)
                 exchange_how = how
+    _unknown_transfer_warnings(ctx)
     base = next((a for a in arrangements if a.kind == "one card"), None)
     for a in arrangements:
         a.speedup = None if base is None or a.total_s <= 0 else base.total_s / a.total_s
@@ -134,6 +139,17 @@ def build_plan(
         assembly_on=work.assembly.on if work.assembly else None,
         assembly_streamed=work.assembly is not None and not work.assembly.waits_for_all,
     )  # fmt: skip
+
+
+def _unknown_transfer_warnings(ctx: _Ctx) -> None:
+    """One warning per unknown transfer path, naming the cards it concerns."""
+    from topomap.units import fmt_bytes
+
+    for (direction, other, vol, medium, via), cards in ctx.unknown_legs.items():
+        who = cards[0] if len(cards) == 1 else f"{len(cards)} cards ({cards[0]}…{cards[-1]})"
+        ends = f"{other} → {who}" if direction == "input" else f"{who} → {other}"
+        what = "volume not declared" if vol is None else f"{fmt_bytes(vol)} per unit"
+        ctx.warn(f"transfer time unknown, excluded from totals: {ends}, {what} over {medium}/{via}")
 
 
 def _independent(ctx: _Ctx, k: int, n_slots: int) -> list[Arrangement]:
