@@ -10,7 +10,6 @@ import threading
 import time
 from pathlib import Path
 
-import psutil  # type: ignore[import-untyped]
 import pytest
 
 from tests.conftest import run_probe
@@ -117,19 +116,25 @@ def test_children_on_several_gpus_are_attributed_to_the_command(tmp_path: Path) 
     assert again == run  # the record round-trips through its JSON exactly
 
 
-def test_sigterm_is_forwarded_and_the_record_is_complete() -> None:
+def test_sigterm_is_forwarded_and_the_record_is_complete(tmp_path: Path) -> None:
+    ready = tmp_path / "ready"
     script = (
-        "import signal, sys, time\n"
+        "import pathlib, signal, sys, time\n"
         "signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))\n"  # a command that cleans up and exits 0
-        "print('ready', flush=True)\n"
+        "pathlib.Path(sys.argv[1]).write_text('x')\n"
         "time.sleep(10)\n"
     )
-    t = threading.Timer(0.6, lambda: os.kill(os.getpid(), signal.SIGTERM))
+
+    def terminate_when_ready() -> None:
+        deadline = time.monotonic() + 30
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGTERM)  # to topomap (this process), which forwards it
+
+    t = threading.Thread(target=terminate_when_ready, daemon=True)
     t.start()
-    try:
-        run = record([PY, "-c", script], _no_gpu())
-    finally:
-        t.cancel()
+    run = record([PY, "-c", script, str(ready)], _no_gpu())
+    t.join()
     assert run.interrupted_by == "SIGTERM"
     assert run.exit_status == 0 and run.duration_s is not None and run.duration_s < 5
     assert run.ended_at is not None and run.host.cpu_user_s is not None
@@ -138,12 +143,13 @@ def test_sigterm_is_forwarded_and_the_record_is_complete() -> None:
 
 def test_cli_interrupted_run_writes_a_complete_record_and_exits_like_the_command(tmp_path: Path) -> None:
     out = tmp_path / "run.json"
-    sleeper = "import time; time.sleep(20)"
-    cmd = [PY, "-m", "topomap", "record", "-o", str(out), "--interval", "50ms", "--", PY, "-c", sleeper]
+    ready = tmp_path / "ready"
+    sleeper = "import pathlib, sys, time; pathlib.Path(sys.argv[1]).write_text('x'); time.sleep(20)"
+    cmd = [PY, "-m", "topomap", "record", "-o", str(out), "--interval", "50ms", "--", PY, "-c", sleeper, str(ready)]
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
-    while not any(sleeper in " ".join(c.cmdline()) for c in psutil.Process(proc.pid).children()):
-        assert time.monotonic() < deadline, "the recorded command never started"
+    while not ready.exists():  # the command is past its start-up (a signal then would kill the interpreter's init)
+        assert time.monotonic() < deadline and proc.poll() is None, "the recorded command never started"
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)  # not a terminal: topomap forwards it
     _, err = proc.communicate(timeout=15)
@@ -152,7 +158,7 @@ def test_cli_interrupted_run_writes_a_complete_record_and_exits_like_the_command
     run = load_run(out)
     assert run.interrupted_by == "SIGINT" and run.signal == "SIGINT" and run.exit_status == 130
     assert "wrote" in err and "no GPU sampled" in err
-    assert [p.name for p in tmp_path.iterdir()] == ["run.json"]  # no temporary file left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ready", "run.json"]  # no temporary file left behind
 
 
 def test_cli_without_gpu_records_the_host_side(tmp_path: Path) -> None:

@@ -81,8 +81,9 @@ def _open_gpus(opts: RecordOptions) -> tuple[GpuSampler | None, str | None]:
 class _Signals:
     """Forward SIGINT/SIGTERM/SIGHUP to the child; the third one kills it."""
 
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
+    def __init__(self) -> None:
+        self.pid: int | None = None  # set once the child exists; a signal before that is sent on start
+        self.pending: int | None = None
         self.first: str | None = None
         self.count = 0
         self._old: dict[int, Any] = {}
@@ -104,8 +105,17 @@ class _Signals:
         send = signal.SIGKILL if self.count >= 3 else signum
         if signum == signal.SIGINT and send != signal.SIGKILL and _terminal_delivered_it():
             return
+        if self.pid is None:
+            self.pending = send
+            return
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, send)
+
+    def started(self, pid: int) -> None:
+        self.pid = pid
+        if self.pending is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, self.pending)
 
 
 def _terminal_delivered_it() -> bool:
@@ -150,16 +160,18 @@ def record(command: list[str], opts: RecordOptions | None = None) -> Run:
     if sampled is not None:
         mark_visibility([c.series for c in sampled.cards], env, snapshot)
 
+    signals = _Signals()
+    signals.install()  # before the start, so that no signal in between is lost
     try:
         child = subprocess.Popen(command, env=env)
     except (FileNotFoundError, PermissionError, NotADirectoryError) as err:
+        signals.restore()
         if gpus is not None:
             gpus.close()
         raise TopomapError(f"cannot run {command[0]!r}: {err.strerror or err}", hint="check the command") from err
     start_wall, start = time.time(), time.monotonic()
     cpu0 = time.process_time()
-    signals = _Signals(child.pid)
-    signals.install()
+    signals.started(child.pid)
     pidfd: int | None = None
     if hasattr(os, "pidfd_open"):
         try:
