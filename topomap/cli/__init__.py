@@ -6,7 +6,11 @@ Exit codes: 0 ok; 1 a verdict of "different"/"fail"; 2 bad input (one line on st
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import os
+import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -27,22 +31,57 @@ app = typer.Typer(
     help="Show what your data travels over on a GPU server: host memory, GPU link or network.",
 )
 
-_state = {"debug": False}
+_state = {"debug": False, "json": False}
 F = TypeVar("F", bound=Callable[..., Any])
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
 
 
+def _current_context() -> Any:
+    """The click context of the running command (typer's vendored click, or click), or None."""
+    import importlib
+
+    for mod in ("typer._click.globals", "click.globals"):
+        try:
+            ctx = importlib.import_module(mod).get_current_context(silent=True)
+        except (ImportError, AttributeError):
+            continue
+        if ctx is not None:
+            return ctx
+    return None
+
+
+def _json_mode() -> bool:
+    """True when the running command was given ``--json`` (its errors are then JSON too)."""
+    ctx = _current_context()
+    if ctx is None:
+        return _state["json"] is True
+    for param in ctx.command.params:
+        if "--json" in getattr(param, "opts", ()) and ctx.params.get(param.name or ""):
+            return True
+    return _state["json"] is True
+
+
 def _err(message: str, code: int = 2, hint: str | None = None) -> NoReturn:
+    """One line on stderr (and, under ``--json``, ``{"error", "hint", "exit"}`` on stdout); exit ``code``."""
     line = f"topomap: error: {message}"
     if hint:
         line += f" (hint: {hint})"
+    if _json_mode():
+        with contextlib.suppress(OSError):
+            sys.stdout.write(json.dumps({"error": message, "hint": hint, "exit": code}) + "\n")
+            sys.stdout.flush()
     print(line, file=sys.stderr)
     raise typer.Exit(code)
 
 
+# Errors writing an output (stdout or a file): the disk, not topomap, is at fault.
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EPIPE, errno.EROFS}
+
+
 def _guard(fn: F) -> F:
-    """Turn TopomapError into one line and exit 2; anything else into one line and exit 4."""
+    """TopomapError → one line, exit 2; a full disk or closed pipe → one line, exit 2;
+    anything else → one line, exit 4. Under ``--json`` the line is also JSON on stdout."""
     import functools
 
     @functools.wraps(fn)
@@ -57,10 +96,17 @@ def _guard(fn: F) -> F:
             _err(str(err), 2, err.hint)
         except KeyboardInterrupt:
             _err("interrupted", 130)
+        except OSError as err:
+            if _state["debug"] or err.errno not in _WRITE_ERRNOS:
+                raise_internal(err)
+            _err(f"cannot write output ({err.strerror or err})", 2, "check the free space of the disk written to")
         except Exception as err:
-            if _state["debug"]:
-                raise
-            _err(f"internal error: {type(err).__name__}: {err}", 4, "rerun with --debug for the traceback")
+            raise_internal(err)
+
+    def raise_internal(err: BaseException) -> NoReturn:
+        if _state["debug"]:
+            raise err
+        _err(f"internal error: {type(err).__name__}: {err}", 4, "rerun with --debug for the traceback")
 
     return wrapper  # type: ignore[return-value]
 
@@ -98,15 +144,75 @@ def _load(path: str) -> Snapshot:
 
 
 def _write(path: str, data: bytes) -> None:
-    from topomap.model import atomic_write
-
+    """Write an output: ``-`` is stdout; a file atomically (never half-written); a character
+    device such as /dev/null (or a link to one) directly, since a rename would replace the device.
+    A FIFO, a block device, a folder, or a file that is also an input of this command is refused."""
+    if path == "-":
+        _write_stdout(data)
+        return
     p = Path(path)
+    try:
+        st: os.stat_result | None = os.stat(p)
+    except FileNotFoundError:
+        st = None
+    except OSError as err:
+        raise TopomapError(f"{path}: cannot write ({err.strerror or err})") from err
+    if st is not None:
+        _refuse_input(path, st)
+        if stat.S_ISFIFO(st.st_mode):
+            raise TopomapError(f"{path}: is a FIFO (named pipe), not a file", hint="write to stdout with -o - instead")
+        if stat.S_ISDIR(st.st_mode):
+            raise TopomapError(f"{path}: is a folder", hint="name a file inside it")
+        if not stat.S_ISREG(st.st_mode) and not stat.S_ISCHR(st.st_mode):
+            raise TopomapError(f"{path}: is not a regular file or a character device; refusing to write to it")
+        if stat.S_ISCHR(st.st_mode):
+            try:
+                with open(p, "wb") as fh:
+                    fh.write(data)
+            except OSError as err:
+                raise TopomapError(f"{path}: cannot write ({err.strerror or err})") from err
+            return
     if p.parent and not p.parent.exists():
         raise TopomapError(f"{path}: folder {p.parent} does not exist")
+    from topomap.model import atomic_write
+
     try:
         atomic_write(p, data)
     except OSError as err:
         raise TopomapError(f"{path}: cannot write ({err.strerror or err})") from err
+
+
+def _write_stdout(data: bytes) -> None:
+    sys.stdout.flush()
+    out = getattr(sys.stdout, "buffer", None)
+    if out is None:  # a text-only stream (tests capture stdout this way)
+        sys.stdout.write(data.decode())
+    else:
+        out.write(data)
+    sys.stdout.flush()
+
+
+def _refuse_input(path: str, st: os.stat_result) -> None:
+    """An output path that is also an input of the running command (same file) is refused."""
+    ctx = _current_context()
+    if ctx is None:
+        return
+    for name, value in ctx.params.items():
+        if name == "output":
+            continue
+        for arg in value if isinstance(value, (list, tuple)) else [value]:
+            if not isinstance(arg, str) or not arg:
+                continue
+            for candidate in {arg, arg.partition("=")[2]} - {""}:
+                try:
+                    other = os.stat(candidate)
+                except (OSError, ValueError):
+                    continue
+                if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino) and stat.S_ISREG(st.st_mode):
+                    raise TopomapError(
+                        f"{path}: is also an input of this command ({candidate}); refusing to overwrite it",
+                        hint="write the output to another file",
+                    )
 
 
 ProbeOpt = Annotated[
@@ -132,6 +238,7 @@ def _click_errors(name: str) -> tuple[type[BaseException], ...]:
 
 def main() -> None:
     """Entry point: usage mistakes are one line too (typer would draw a box)."""
+    _state["json"] = "--json" in sys.argv[1:]
     no_args, usage = _click_errors("NoArgsIsHelpError"), _click_errors("UsageError")
     exits: tuple[type[BaseException], ...] = (typer.Exit, *_click_errors("Exit"))
     aborts: tuple[type[BaseException], ...] = (typer.Abort, *_click_errors("Abort"))
@@ -143,13 +250,33 @@ def main() -> None:
     except usage as err:
         ctx = getattr(err, "ctx", None)
         cmd = ctx.command_path if ctx is not None else "topomap"
-        print(f"topomap: error: {err.format_message()} (hint: {cmd} --help)", file=sys.stderr)  # type: ignore[attr-defined]
-        sys.exit(2)
+        message = err.format_message()  # type: ignore[attr-defined]
+        if "--json" in sys.argv[1:]:
+            with contextlib.suppress(OSError):
+                print(json.dumps({"error": message, "hint": f"{cmd} --help", "exit": 2}))
+        print(f"topomap: error: {message} (hint: {cmd} --help)", file=sys.stderr)
+        _exit(2)
     except exits as err:
-        sys.exit(getattr(err, "exit_code", 0))
+        _exit(getattr(err, "exit_code", 0))
     except aborts:
-        sys.exit(130)
-    sys.exit(rc if isinstance(rc, int) else 0)
+        _exit(130)
+    _exit(rc if isinstance(rc, int) else 0)
+
+
+def _exit(code: int) -> NoReturn:
+    """Exit, after making sure stdout reached its reader: a full disk or a closed pipe is one
+    line and exit 2, not Python's "Exception ignored" and exit 120."""
+    try:
+        sys.stdout.flush()
+    except OSError as err:
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # the unwritable buffer drains into /dev/null
+        if err.errno == errno.EPIPE:
+            sys.exit(code)  # the reader left (`| head`): not our error
+        print(f"topomap: error: cannot write output ({err.strerror or err})", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(code)
 
 
 # Commands live in one module per group, registered on ``app`` when imported, in the order

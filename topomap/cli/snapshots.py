@@ -30,13 +30,14 @@ def probe(
     out = run_probe(sysfs_root=sysfs_root)
     data = encode_snapshot(out.snapshot)
     if output:
-        _write(output, data)
-    if json_out or not output:
-        sys.stdout.write(data.decode())
-    else:
+        _write(output, data)  # "-": stdout, for `srun … topomap probe -o - > $(hostname).json` pipelines
+    if (json_out or not output) and output != "-":
+        _write("-", data)
+    elif output:
         s = out.snapshot
         print(
-            f"wrote {output}: {len(s.gpus)} GPU(s), {len(s.nics)} NIC(s), {len(s.problems)} problem(s)",
+            f"wrote {'stdout' if output == '-' else output}: {len(s.gpus)} GPU(s), {len(s.nics)} NIC(s), "
+            f"{len(s.problems)} problem(s)",
             file=sys.stderr,
         )
     if not out.found_driver or out.gpu_count == 0:
@@ -55,6 +56,7 @@ def import_(
     file: Annotated[str, typer.Argument(help="nvidia-smi text, NCCL topology XML or hwloc XML.")],
     output: Annotated[str | None, typer.Option("-o", "--output", help="Write the snapshot here.")] = None,
     fmt: Annotated[str, typer.Option("--format", help="auto | nvidia-smi | nccl-xml | hwloc-xml")] = "auto",
+    json_out: JsonOpt = False,
 ) -> None:
     """Turn nvidia-smi text, an NCCL topology XML or an hwloc XML into a snapshot."""
     from topomap.importers import import_file
@@ -62,11 +64,13 @@ def import_(
 
     snap = import_file(file, fmt)
     data = encode_snapshot(snap)
-    if output:
+    if output and output != "-":
         _write(output, data)
         print(f"wrote {output}: {len(snap.gpus)} GPU(s), {len(snap.nics)} NIC(s)", file=sys.stderr)
+        if json_out:
+            _print_json({"output": output, "gpus": len(snap.gpus), "nics": len(snap.nics)})
     else:
-        sys.stdout.write(data.decode())
+        _write("-", data)  # the snapshot JSON is the output
 
 
 @app.command()
@@ -165,11 +169,14 @@ def merge(
     snapshots: Annotated[
         list[str], typer.Argument(help="Per-host snapshots; NAME=FILE names a host (imports have none).")
     ],
-    output: Annotated[str, typer.Option("-o", "--output", help="Write the cluster snapshot here.")],
+    output: Annotated[str, typer.Option("-o", "--output", help="Write the cluster snapshot here (- for stdout).")],
+    json_out: JsonOpt = False,
 ) -> None:
-    """Join per-host snapshots into one cluster snapshot."""
+    """Join per-host snapshots into one cluster snapshot, and report where hosts differ (driver,
+    GPUs, GPU↔NIC rails, NIC rates and states, NVLink fabric cliques)."""
     import msgspec
 
+    from topomap.merge import consistency_notes
     from topomap.merge import merge as run_merge
     from topomap.model import encode_snapshot
 
@@ -184,7 +191,13 @@ def merge(
         pairs.append((path, snap))
     merged = run_merge(pairs)
     _write(output, encode_snapshot(merged))
-    print(f"wrote {output}: {len(merged.members)} hosts", file=sys.stderr)
+    notes = consistency_notes(merged)
+    for line in notes:
+        print(f"topomap: merge: {line}", file=sys.stderr)
+    where = "stdout" if output == "-" else output
+    print(f"wrote {where}: {len(merged.members)} hosts, {len(notes)} consistency note(s)", file=sys.stderr)
+    if json_out and output != "-":
+        _print_json({"output": output, "hosts": len(merged.members), "consistency": notes})
 
 
 @app.command()
