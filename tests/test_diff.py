@@ -184,3 +184,14 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
     save_snapshot(s, tmp_path / "copy.json")
     r = runner.invoke(app, ["diff", str(IBM), str(tmp_path / "copy.json"), "--match", "structure"])
     assert r.exit_code == 0 and "matched by structure" not in r.stdout  # identity: nothing to say
+
+
+def test_diff_under_a_flow_with_work_shows_how_the_plan_changes() -> None:
+    a = load_any(SAMPLES / "snapshots" / "rtx4090-8gpu-all-sys.json")
+    b = load_any(SAMPLES / "snapshots" / "rtx5090-pair-p2p-gns.json")
+    d = diff_snapshots(a, b)
+    diff_flow(d, str(SAMPLES / "flows" / "eight-documents.yaml"), a, b)
+    plan = [c for c in d.changes if c.kind == "plan"]
+    assert plan and plan[0].direction == "worse" and plan[0].text.startswith("plan: best total 22 min → 58 min")
+    assert any("B has 2 cards where A has 8" in line for line in d.plan_lines)
+    assert d.reasons()[0] == plan[0].text  # the plan decides first

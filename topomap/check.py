@@ -13,6 +13,7 @@ A requirements file (YAML) is a list of rules; they may also sit in a flow file 
       - arrow_bandwidth: {min_gbps: 20, medium: network}
       - arrow_time: {max_seconds: 2}
       - fabric_ready: {}                             # NVLink fabric registered: state completed, clique set
+      - plan_total: {max_minutes: 60}                # the flow's work done within 60 min (topomap plan)
 
 A rule that the snapshot cannot answer is UNKNOWN (exit status 3), which does not pass: a rental
 is not gated on a guess; each UNKNOWN names the command whose output would answer it. A rule that
@@ -101,6 +102,14 @@ class ArrowTimeRule(_Rule):
     to_step: str | None = None
 
 
+class PlanTotalRule(_Rule):
+    """The flow's work (its `work:` block) done within ``max_minutes`` on this lot, by the best
+    arrangement `topomap plan` finds, or with exactly ``cards`` cards."""
+
+    max_minutes: float
+    cards: int | None = None
+
+
 class FabricReadyRule(_Rule):
     """Every GPU's NVLink fabric registered: state completed, clique id set (no options)."""
 
@@ -115,8 +124,9 @@ RULES: dict[str, type[_Rule]] = {
     "arrow_bandwidth": ArrowBandwidthRule,
     "arrow_time": ArrowTimeRule,
     "fabric_ready": FabricReadyRule,
+    "plan_total": PlanTotalRule,
 }
-FLOW_RULES = {"arrow_bandwidth", "arrow_time", "same_numa"}
+FLOW_RULES = {"arrow_bandwidth", "arrow_time", "same_numa", "plan_total"}
 
 
 @dataclass
@@ -275,7 +285,13 @@ class Lot:
     step_gpus: dict[str, list[str]] = field(default_factory=dict)  # step → gpu ids on this lot
 
 
-def check(reqs: list[Requirement], lots: list[Lot], fmap: FlowMap | None) -> CheckResult:
+def check(
+    reqs: list[Requirement],
+    lots: list[Lot],
+    fmap: FlowMap | None,
+    topos: dict[str, Topology | None] | None = None,
+) -> CheckResult:
+    """Evaluate each rule on each lot (``topos``: the flow's bound hosts, for plan rules)."""
     results: list[RuleResult] = []
     for req in reqs:
         if req.name in FLOW_RULES and fmap is None:
@@ -283,6 +299,13 @@ def check(reqs: list[Requirement], lots: list[Lot], fmap: FlowMap | None) -> Che
         if req.name in ("arrow_bandwidth", "arrow_time"):
             assert fmap is not None
             results.append(_arrows(req, fmap))
+            continue
+        if req.name == "plan_total":
+            assert fmap is not None
+            bound: dict[str, Topology | None] = dict(topos) if topos is not None else {}
+            if topos is None:
+                bound.update({lot.name: lot.topo for lot in lots})
+            results.append(_plan_total(req, fmap, bound))
             continue
         targets = [lot for lot in lots if req.rule.host in (None, lot.name)]
         if req.rule.host is not None and not targets:
@@ -611,6 +634,37 @@ def _arrows(req: Requirement, fmap: FlowMap) -> RuleResult:
 
 def _bw(a: MappedArrow) -> str:
     return ("≥ " if a.lower_bound else "") + f"{fmt_gbps(a.bandwidth_gbps)} GB/s {a.bandwidth_source}"
+
+
+def _plan_total(req: Requirement, fmap: FlowMap, topos: dict[str, Topology | None]) -> RuleResult:
+    """The plan's total (a calculation from the flow's work block and the mapped arrows) against a limit."""
+    from topomap.plan import fmt_span, plan_flow
+
+    rule = req.rule
+    assert isinstance(rule, PlanTotalRule)
+    limit = rule.max_minutes * 60
+    desc = f"the flow's work done in ≤ {rule.max_minutes:g} min" + (f" on {rule.cards} cards" if rule.cards else "")
+    plan = plan_flow(fmap.flow, topos, [rule.cards] if rule.cards else None)
+    fitting = [a for a in plan.arrangements if a.fit.verdict != "does not fit"]
+    if not fitting:
+        why = "no arrangement fits in the cards' memory: " + plan.arrangements[0].fit.reason
+        return RuleResult(req.name, plan.lot, "fail", desc, [why], why)
+    best = min(fitting, key=lambda a: (a.total_s, a.k))
+    what = f"{best.k} card(s), {best.kind}: {fmt_span(best.total_s)} (calculated from the flow's work block)"
+    evidence = [what, *plan.warnings]
+    if best.total_s > limit:
+        return RuleResult(req.name, plan.lot, "fail", desc, evidence, f"best plan {what} > {rule.max_minutes:g} min")
+    unsure = []
+    if not best.transfers_complete:
+        unsure.append("some transfer time is unknown and left out of the total")
+    if best.fit.verdict == "unknown" and best.fit.needed_bytes is not None:
+        unsure.append(f"memory fit unknown: {best.fit.reason}")
+    elif best.fit.needed_bytes is None:
+        evidence.append("memory fit not checked: the work block gives no memory per task")
+    if unsure:
+        summary = f"{what}, but {unsure[0]}"
+        return RuleResult(req.name, plan.lot, "unknown", desc, [*evidence, *unsure], summary, [SETTLE["gpu_memory"]])
+    return RuleResult(req.name, plan.lot, "pass", desc, evidence, f"best plan {what} ≤ {rule.max_minutes:g} min")
 
 
 _EVAL = {

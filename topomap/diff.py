@@ -50,6 +50,7 @@ EXIT_STATUS: dict[Verdict, int] = {
 
 #: How much a kind of change weighs in the verdict's reasons (higher first).
 WEIGHT: dict[str, int] = {
+    "plan": 110,
     "gpus": 100,
     "gpu": 90,
     "nvlink": 80,
@@ -100,6 +101,7 @@ class DiffResult:
     notes: list[str] = field(default_factory=list)
     arrows: list[ArrowRow] = field(default_factory=list)
     unconfirmed: list[str] = field(default_factory=list)  # facts one side cannot tell, needed for equivalence
+    plan_lines: list[str] = field(default_factory=list)  # how the flow's plan changes (when it has a work block)
 
     @property
     def verdict(self) -> Verdict:
@@ -380,7 +382,7 @@ def _gpu_pairs(out: DiffResult, ta: Topology, tb: Topology) -> None:
                     out.not_compared.append(
                         f"NVLink between GPU pairs (unknown in {out.a_name if sa is None else out.b_name})"
                     )
-            elif sa != sb:
+            elif sa != sb and not (sa.startswith("no NVLink") and sb.startswith("no NVLink")):
                 direction: Direction = "neutral"
                 if na != nb:
                     direction = "better" if (nb or 0) > (na or 0) else "worse"
@@ -481,14 +483,23 @@ def diff_flow(result: DiffResult, flow_path: str, a: Snapshot, b: Snapshot) -> N
     """Map the flow on A and on B (every host with a snapshot bound to that lot) and compare."""
     from topomap.flow import bind, read_flow
     from topomap.mapping import gpus_of, map_flow
+    from topomap.work import work_of
 
     maps = []
+    plans = []
     for snap in (a, b):
         flow = read_flow(flow_path)
         topo = build(snap)
         topos = {h: (None if f is None and h not in _gpu_hosts(flow) else topo) for h, f in flow.host_files.items()}
         bind(flow, gpus_of(topos))
         maps.append(map_flow(flow, topos))
+        work = work_of(flow)
+        if work is not None and work.units:
+            from topomap.plan import plan_flow
+
+            plans.append(plan_flow(flow, topos))
+    if len(plans) == 2:
+        _plan_change(result, plans[0], plans[1])
     for x, y in zip(maps[0].arrows, maps[1].arrows):
         direction, reason, slower = _arrow_change(x.to_json(), y.to_json())
         result.arrows.append(
@@ -503,6 +514,25 @@ def diff_flow(result: DiffResult, flow_path: str, a: Snapshot, b: Snapshot) -> N
                 reason=reason,
             )
         )
+
+
+def _plan_change(result: DiffResult, pa: Any, pb: Any) -> None:
+    """How the flow's plan (topomap plan) changes from A to B: the best total, and why."""
+    from topomap.plan import best_total_seconds, fmt_span, plan_changes
+
+    ta, tb = best_total_seconds(pa), best_total_seconds(pb)
+    result.plan_lines = plan_changes(pa, pb)
+    if ta == tb:
+        return
+    direction: Direction = "unknown"
+    if ta is not None and tb is not None:
+        direction = "worse" if tb > ta * 1.001 else "better" if tb < ta * 0.999 else "neutral"
+    elif ta is not None and tb is None:
+        direction = "worse"  # nothing fits on B
+    elif tb is not None:
+        direction = "better"
+    text = f"plan: best total {fmt_span(ta)} → {fmt_span(tb)} (calculated, see topomap plan)"
+    result.changes.append(Change("plan", "plan", "best total", ta, tb, text, direction))
 
 
 def _arrow_change(x: dict[str, Any], y: dict[str, Any]) -> tuple[Direction, str, bool | None]:

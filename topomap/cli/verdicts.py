@@ -66,6 +66,7 @@ def diff(
                 "match": result.match,
                 "mapping": result.mapping,
                 "grouped": result.grouped(),
+                "plan": result.plan_lines,
                 "changes": [
                     {
                         "kind": c.kind,
@@ -120,6 +121,7 @@ def check(
         flow_file = reqs
     fmap = None
     lots: list[Lot] = []
+    topos = None
     if flow_file is not None:
         from topomap.flow import read_flow
         from topomap.mapping import bind_hosts, map_flow
@@ -148,7 +150,7 @@ def check(
             hosts = hosts_of(_load(path))
             for h in hosts:
                 lots.append(Lot(name=(h.host.hostname or name) if len(hosts) > 1 else name, topo=build(h)))
-    result = run_check(rules, lots, fmap)
+    result = run_check(rules, lots, fmap, topos)
     if json_out:
         _print_json(
             {

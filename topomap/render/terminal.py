@@ -309,6 +309,10 @@ def diff_view(d: DiffResult) -> RenderableType:
             parts.append(Text(f"  {line}"))
         if len(lines) > 40:
             parts.append(Text(f"  … and {len(lines) - 40} more (--json lists all)", style="dim"))
+    if d.plan_lines:
+        parts.append(Text("\nThe plan (a calculation from the flow's work block)", style="bold"))
+        for line in d.plan_lines:
+            parts.append(Text(f"  {line}"))
     changed = [r for r in d.arrows if r.direction != "neutral" or r.medium_changed]
     if d.arrows:
         parts.append(Text("\n" + d.arrow_summary(), style="bold"))
