@@ -54,9 +54,10 @@ def _xy(t: list[float], values: list[Any], scale: float = 1.0) -> tuple[list[flo
 
 
 def _memory(ax: Any, run: Run) -> None:
+    top = max((v for s in run.gpus for v in s.memory_used_bytes if v is not None), default=0)
     for s in run.gpus:
         (line,) = ax.plot(*_xy(s.t_s, s.memory_used_bytes, GIB), label=s.id, linewidth=1.2)
-        if s.memory_total_bytes:
+        if s.memory_total_bytes and top >= 0.25 * s.memory_total_bytes:  # else it would flatten the curves
             ax.axhline(s.memory_total_bytes / GIB, color=line.get_color(), linestyle=":", linewidth=0.8)
         known = [(v, t) for t, v in zip(s.t_s, s.memory_used_bytes) if v is not None]
         if known:
@@ -66,8 +67,15 @@ def _memory(ax: Any, run: Run) -> None:
                         textcoords="offset points")
         if s.lost_at_s is not None:
             ax.axvline(s.lost_at_s, color=line.get_color(), linestyle="--", linewidth=0.8)
+    ax.margins(y=0.15)  # room for the peak labels
     ax.set_ylabel("GPU memory used (GiB)")
-    ax.set_title("memory per card (observed, NVML; dotted: capacity)", fontsize=9, loc="left")
+    caps = sorted({s.memory_total_bytes for s in run.gpus if s.memory_total_bytes})
+    cap_text = " / ".join(f"{c / GIB:.0f} GiB" for c in caps) or "unknown"
+    ax.set_title(
+        f"memory per card (observed, NVML); capacity {cap_text} (dotted when within 4× of the peak)",
+        fontsize=9,
+        loc="left",
+    )
     ax.legend(loc="upper right", fontsize=7, ncol=4)
 
 
