@@ -155,11 +155,17 @@ def _pci(snap: Snapshot, where: str) -> None:
 
 
 def _numbers(snap: Snapshot, where: str) -> None:
-    """Every float finite; every rate or bandwidth within 0..MAX_RATE (members checked apart)."""
+    """Every float finite, every integer within 64 bits (JSON readers' limit), every rate or
+    bandwidth within 0..MAX_RATE (members are checked apart)."""
     stack: list[tuple[object, str]] = [(getattr(snap, f), f) for f in snap.__struct_fields__ if f != "members"]
     while stack:
         value, path = stack.pop()
-        if isinstance(value, float):
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int):
+            if not -(2**63) <= value < 2**64:
+                raise SnapshotInvalid(f"{where}: {path}: {value} does not fit in 64 bits")
+        elif isinstance(value, float):
             if not math.isfinite(value):
                 raise SnapshotInvalid(f"{where}: {path}: {value} is not a number")
             leaf = path.rsplit(".", 1)[-1]

@@ -14,12 +14,16 @@ from dataclasses import dataclass, field
 
 from topomap import __version__
 from topomap.cpus import cpus_from_hex_mask, format_cpulist
+from topomap.devices import format_device_id, model_from_device_id
 from topomap.errors import ImportFailure
 from topomap.importers._tree import Placed, parse_xml, tree_pairs
 from topomap.model import Gpu, Host, Nic, NicKind, NumaNode, NvLink, NvSwitch, PciDevice, Snapshot, Source
 from topomap.pciaddr import normalize_bus_id, parse_bus_id
 
 _BRIDGE_PCI = re.compile(r"^([0-9a-fA-F]{4}):\[([0-9a-fA-F]{2})")
+_PCI_TYPE_IDS = re.compile(r"^\s*[0-9a-fA-F]{4}\s+\[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\]")  # "0302 [10de:1db8] ..."
+MAX_LINKS_PER_PAIR = 64  # NVLinkBandwidth / per-link rate: no GPU pair has more than 18
+RDMA_NAMES = ("mlx", "hfi", "qib", "efa", "rdmap", "bnxt_re", "irdma", "erdma", "qedr", "hns")
 
 
 @dataclass
@@ -110,7 +114,7 @@ def import_hwloc_xml(text: str, origin: str) -> Snapshot:
             walk(obj, chain, here_numa, here_cpus, parent)
 
     walk(root, [], None, None, None)
-    gpus, nics, placed = _devices(devs, pci, by_gp)
+    gpus, nics, placed = _devices(devs, pci, by_gp, root.get("version") or "2.0")
     if not gpus and not nics:
         raise ImportFailure(f"{origin}: hwloc XML with no GPU and no NIC (was it made with I/O discovery on?)")
     _nvlink_matrix(root, gpus, by_gp, switches, origin)
@@ -146,8 +150,46 @@ def import_hwloc_xml(text: str, origin: str) -> Snapshot:
     )
 
 
+def _osdev_is(o: ET.Element, version: str, what: str) -> bool:
+    """An OS device's type: hwloc 2 writes an enum (2 network, 3 OpenFabrics), hwloc 3 a bitmask
+    (16 network, 32 OpenFabrics); without it, RDMA device names tell."""
+    raw = o.get("osdev_type")
+    if raw is not None and raw.isdigit():
+        t = int(raw)
+        if version.startswith(("0.", "1.", "2.")):
+            return t == (3 if what == "openfabrics" else 2)
+        return bool(t & (32 if what == "openfabrics" else 16))
+    name = o.get("name") or ""
+    return name.startswith(RDMA_NAMES) == (what == "openfabrics")
+
+
+def _nic_kind(cls: str, rdma: list[str], net: list[str], fabrics: list[ET.Element]) -> NicKind:
+    """The link layer where the file says it: PCI class 0207 (InfiniBand controller), hwloc's
+    ``PortNLinkLayer`` info, or the netdev beside an RDMA device (``ib*`` is IPoIB: InfiniBand;
+    another netdev means the port is Ethernet: RoCE). An RDMA name alone: unknown."""
+    if cls == "0207":
+        return "infiniband"
+    layers = {
+        (i.get("value") or "").lower()
+        for o in fabrics
+        for i in o.findall("info")
+        if "LinkLayer" in (i.get("name") or "")
+    }
+    if "infiniband" in layers:
+        return "infiniband"
+    if "ethernet" in layers:
+        return "roce"
+    if any(n.startswith(("rdmap", "efa")) for n in rdma):
+        return "efa"
+    if rdma:
+        if net and all(n.startswith("ib") for n in net):
+            return "infiniband"
+        return "roce" if net else "unknown"
+    return "ethernet" if net else "unknown"
+
+
 def _devices(
-    devs: list[_Dev], pci: dict[str, PciDevice], by_gp: dict[str, tuple[str, ET.Element]]
+    devs: list[_Dev], pci: dict[str, PciDevice], by_gp: dict[str, tuple[str, ET.Element]], version: str
 ) -> tuple[list[Gpu], list[Nic], dict[str, Placed]]:
     gdevs = [d for d in devs if pci[d.bus].kind == "gpu"]
     ndevs = [d for d in devs if pci[d.bus].kind == "nic"]
@@ -171,17 +213,33 @@ def _devices(
             uuid = uuid or _info(o, "NVIDIAUUID")
             by_gp[f"OSDev:{o.get('gp_index')}"] = ("gpu", o)
             o.set("topomap_gpu", str(i))
-        gpus.append(Gpu(index=i, uuid=uuid, name=model, pci_bus_id=d.bus, numa_node=d.numa, cpu_affinity=d.cpus))
+        m = _PCI_TYPE_IDS.match(d.obj.get("pci_type") or "")
+        dev_id = format_device_id(int(m.group(2), 16)) if m and m.group(1).lower() == "10de" else None
+        known = model_from_device_id(dev_id) if dev_id else None
+        derived = [] if model or known is None else ["name", "architecture"]
+        gpus.append(
+            Gpu(
+                index=i,
+                uuid=uuid,
+                name=model or (known.name if known else None),
+                architecture=known.architecture if known and derived else None,
+                pci_device_id=dev_id,
+                derived=derived,
+                pci_bus_id=d.bus,
+                numa_node=d.numa,
+                cpu_affinity=d.cpus,
+            )
+        )
         placed[f"gpu{i}"] = Placed(chain=d.chain, numa=d.numa)
     nics: list[Nic] = []
     ndevs.sort(key=lambda d: parse_bus_id(d.bus) or (0, 0, 0, 0))
     for d in ndevs:
         names = [o.get("name") or "" for o in d.osdevs]
-        rdma = [n for n in names if n.startswith(("mlx", "hfi", "qib", "efa", "rdmap"))]
+        rdma = [o.get("name") or "" for o in d.osdevs if _osdev_is(o, version, "openfabrics")]
         net = [n for n in names if n not in rdma]
         name = rdma[0] if rdma else net[0] if net else d.bus
         cls = (d.obj.get("pci_type") or "")[:4]
-        kind: NicKind = "infiniband" if cls == "0207" else "roce" if rdma else "ethernet" if net else "unknown"
+        kind = _nic_kind(cls, rdma, net, [o for o in d.osdevs if o.get("name") in rdma])
         idx = len(nics)
         nics.append(
             Nic(
@@ -236,7 +294,13 @@ def _nvlink_matrix(
                 else:
                     remote = gpus[int(bobj.get("topomap_gpu") or 0)].pci_bus_id or ""
                     rtype = "gpu"
-                for _ in range(max(1, round(bw / per_link))):
+                count = max(1, round(bw / per_link))
+                if count > MAX_LINKS_PER_PAIR:
+                    raise ImportFailure(
+                        f"{origin}: NVLinkBandwidth {bw} MB/s between {a} and {b} is {count} links "
+                        f"(at most {MAX_LINKS_PER_PAIR})"
+                    )
+                for _ in range(count):
                     g.nvlinks.append(
                         NvLink(
                             link=len(g.nvlinks),

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from topomap import __version__
 from topomap.cpus import cpus_from_hex_mask, format_cpulist
+from topomap.devices import format_device_id, model_from_device_id, parse_device_id
 from topomap.errors import ImportFailure
 from topomap.importers._tree import Placed, parse_xml, tree_pairs
 from topomap.links import nvlink_generation_for_cc, pcie_gen_from_speed_text
@@ -32,6 +33,12 @@ from topomap.model import (
 from topomap.nvlinks import nvswitches_from_links
 from topomap.pciaddr import normalize_bus_id, parse_bus_id
 
+MAX_LINKS_PER_ELEMENT = 64  # <nvlink count=...>: no GPU has more than 18
+NVLINK_ABSENT_NOTE = (
+    "NVLink is not in this file: static NCCL topology files (NCCL_TOPO_FILE) carry the PCI tree and NICs, "
+    "and NCCL adds NVLink from NVML at run time; GPU pairs show their PCIe class. "
+    "`nvidia-smi topo -m` on the machine would settle NVLink"
+)
 PHB_NOTE = (
     "NCCL XML has no host bridges: pairs under one CPU without a common PCI bridge are recorded "
     "PHB; nvidia-smi on the same machine may print NODE"
@@ -48,6 +55,7 @@ class _GpuRec:
     gdr: bool | None
     gen: int | None
     width: int | None
+    device_id: str | None = None  # PCI device id "0x2330" (vendor NVIDIA), from <pci device=...>
     links: list[tuple[str, int, str]] = field(default_factory=list)  # target, count, tclass
 
 
@@ -121,6 +129,8 @@ def import_nccl_xml(text: str, origin: str) -> Snapshot:
                         continue
                     if cls is not None and (cls >> 16) == 0x03:
                         g = child.find("gpu")
+                        vendor = (child.get("vendor") or "").lower()
+                        dev_id = parse_device_id(child.get("device") or "") if vendor in ("", "0x10de") else None
                         rec = _GpuRec(
                             bus=bus,
                             dev=_int(g.get("dev")) if g is not None else None,
@@ -130,10 +140,17 @@ def import_nccl_xml(text: str, origin: str) -> Snapshot:
                             gdr=(g.get("gdr") == "1") if g is not None and g.get("gdr") else None,
                             gen=gen,
                             width=width,
+                            device_id=format_device_id(dev_id) if dev_id else None,
                         )
                         for nl in g.findall("nvlink") if g is not None else []:
                             target = normalize_bus_id(nl.get("target") or "") or ""
-                            rec.links.append((target, _int(nl.get("count")) or 0, nl.get("tclass") or ""))
+                            count = _int(nl.get("count")) or 0
+                            if not 0 <= count <= MAX_LINKS_PER_ELEMENT:
+                                raise ImportFailure(
+                                    f"{origin}: <nvlink target={nl.get('target')!r} count={count}> under GPU {bus}: "
+                                    f"at most {MAX_LINKS_PER_ELEMENT} links"
+                                )
+                            rec.links.append((target, count, nl.get("tclass") or ""))
                         gpus.append(rec)
                         pci[bus] = PciDevice(
                             id=bus, kind="gpu", parent=parent, numa_node=numa, link_gen=gen, link_width=width
@@ -158,7 +175,10 @@ def import_nccl_xml(text: str, origin: str) -> Snapshot:
         walk(cpu, [top], top)
     if not gpus and not nics:
         raise ImportFailure(f"{origin}: NCCL topology XML with no GPU and no NIC")
-    return _build(origin, gpus, nics, numa_nodes, placed, pci, cpu_model)
+    # NVLink is recorded in NCCL_TOPO_DUMP_FILE dumps (their <cpu> carry host_hash) and in any file
+    # with an <nvlink>; vendors' static files (AWS p5: <gpu> without <nvlink> on NVSwitch H100s) do not.
+    nvlink_known = root.find(".//nvlink") is not None or any(c.get("host_hash") for c in root.findall("cpu"))
+    return _build(origin, gpus, nics, numa_nodes, placed, pci, cpu_model, nvlink_known)
 
 
 def _nic(net: ET.Element | None, bus: str | None, numa: int | None, cls: int | None, k: int) -> _NicRec:
@@ -174,13 +194,20 @@ def _nic(net: ET.Element | None, bus: str | None, numa: int | None, cls: int | N
     )
 
 
+RDMA_NAMES = ("mlx5", "mlx4", "ib", "bnxt_re", "irdma", "erdma", "qedr", "hns")
+
+
 def _nic_kind(r: _NicRec) -> NicKind:
-    if r.pci_class is not None and (r.pci_class >> 8) == 0x0207:
+    """The link layer where the file implies it: PCI class 0x0207 is an InfiniBand controller,
+    0x0200 an Ethernet one (a ConnectX port's class follows its configured link type), so an RDMA
+    device there is RoCE. An RDMA name alone (mlx5_*, ib*, bnxt_re*) does not say: unknown."""
+    cls = r.pci_class >> 8 if r.pci_class is not None else None
+    if cls == 0x0207:
         return "infiniband"
     if r.name.startswith(("rdmap", "efa")):
         return "efa"
-    if r.name.startswith("mlx5"):
-        return "roce"
+    if r.name.startswith(RDMA_NAMES):
+        return "roce" if cls == 0x0200 else "unknown"
     if r.name.startswith(("eth", "ens", "enp")):
         return "ethernet"
     return "unknown"
@@ -201,8 +228,9 @@ def _build(
     placed_by_bus: dict[str, Placed],
     pci: dict[str, PciDevice],
     cpu_model: str | None,
+    nvlink_known: bool = True,
 ) -> Snapshot:
-    notes = [PHB_NOTE]
+    notes = [PHB_NOTE] + ([] if nvlink_known else [NVLINK_ABSENT_NOTE])
     gpus: list[Gpu] = []
     gorder = _order(list(grecs), [g.dev for g in grecs], [g.bus for g in grecs])
     placed: dict[str, Placed] = {}
@@ -221,9 +249,14 @@ def _build(
                 NvLink(link=len(links) + n, active=True, generation=gen, remote_type=rtype, remote_pci_bus_id=target)  # type: ignore[arg-type]
                 for n in range(count)
             ]
+        model = model_from_device_id(r.device_id) if r.device_id else None
         gpus.append(
             Gpu(
                 index=idx,
+                name=model.name if model else None,
+                architecture=model.architecture if model else None,
+                pci_device_id=r.device_id,
+                derived=["name", "architecture"] if model else [],
                 pci_bus_id=r.bus,
                 numa_node=r.numa,
                 cpu_affinity=r.cpus,
@@ -273,7 +306,7 @@ def _build(
     pairs = tree_pairs(counted, nics, placed)
     unknown = [
         "gpus.uuid",
-        "gpus.name",
+        *([] if all(g.name for g in gpus) else ["gpus.name"]),
         "gpus.memory_total_bytes",
         "gpus.fabric",
         "gpus.mig",
@@ -282,6 +315,7 @@ def _build(
         "pairs.cuda",
         "software",
         "pairs.path (PHB vs NODE)",
+        *([] if nvlink_known else ["pairs.nvlink", "gpus.nvlinks"]),
     ]
     return Snapshot(
         source=Source(
