@@ -97,6 +97,9 @@ def test_shared_queue_loses_to_longest_first_when_the_long_units_come_last(tmp_p
     assert [ln.end / MIN for ln in q.lanes] == [44, 52] and q.idle_card_s == 8 * MIN
     assert arr(r, 2, "longest-first").total_s == 58 * MIN
     assert arr(r, 2, "shared-queue").total_s == 62 * MIN
+    # one card was not asked for, yet the speed-up is over one card: 106 min ÷ 62 min
+    assert [a.kind for a in r.arrangements if a.k == 1] == []
+    assert arr(r, 2, "shared-queue").speedup == pytest.approx(106 / 62)
 
 
 def test_schedulers_with_transfers_on_each_slot() -> None:

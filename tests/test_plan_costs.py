@@ -164,7 +164,8 @@ def test_memory_derived_from_the_gpu_name(tmp_path: Path) -> None:
     )
     fit = _arr(_plan(p, [1]), 1, "one card").fit  # type: ignore[attr-defined]
     assert fit.verdict == "does not fit" and fit.card_bytes == 32 * GIB
-    assert fit.source == "derived from the name 'Tesla V100-SXM3-32GB-H' (nominal)"
+    assert fit.source == "derived from the name 'Tesla V100-SXM3-32GB-H', nominal"
+    assert fit.reason.startswith("does not fit: needs 40 GiB per card, gpu0 has 32 GiB (derived from the name")
 
 
 def test_coordinated_pays_the_exchange_independent_does_not(tmp_path: Path) -> None:

@@ -231,6 +231,7 @@ def memory_fit(work: Work, memory: dict[str, CardMemory], used: list[str], holde
         )  # fmt: skip
     small = min(mems, key=lambda m: m.total_bytes or 0)
     have = small.total_bytes or 0
+    told = f"{small.card} has {fmt_bytes(have)}" + ("" if small.source == "snapshot" else f" ({small.source})")
     shared = f"; each card keeps its own copy of the duplicated {fmt_bytes(dup)}" if dup and holders > 1 else ""
     if small.source != "snapshot" and abs(need - have) <= NOMINAL_MARGIN * have:
         return MemoryFit(
@@ -247,9 +248,9 @@ def memory_fit(work: Work, memory: dict[str, CardMemory], used: list[str], holde
         )
         return MemoryFit(
             "does not fit", need, have, small.card, small.source,
-            f"does not fit: needs {fmt_bytes(need)} per card, {small.card} has {fmt_bytes(have)}{alone}{shared}",
+            f"does not fit: needs {fmt_bytes(need)} per card, {told}{alone}{shared}",
         )  # fmt: skip
     return MemoryFit(
         "fits", need, have, small.card, small.source,
-        f"fits: {fmt_bytes(need)} per card of {fmt_bytes(have)} ({small.card}){shared}",
+        f"fits: {fmt_bytes(need)} per card; {told}{shared}",
     )  # fmt: skip

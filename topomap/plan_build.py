@@ -107,10 +107,7 @@ def build_plan(
             skipped.append(f"{k} card(s): a task needs {c} cards (work.cards_per_task)")
             continue
         if k == c:
-            slot = have[:c]
-            cost, unknown = slot_cost(ctx.costs(slot), slot)
-            fit = memory_fit(work, ctx.memory, slot, c, len(have))
-            arrangements.append(ctx.finish(k, "one card", [slot], one_slot(ctx.seconds, cost), fit, unknown))
+            arrangements.append(_one_card(ctx))
         n_slots = k // c
         cap = work.limits.max_concurrent
         if cap is not None and n_slots > cap:
@@ -129,6 +126,8 @@ def build_plan(
                 exchange_how = how
     _unknown_transfer_warnings(ctx)
     base = next((a for a in arrangements if a.kind == "one card"), None)
+    if base is None and len(have) >= c:
+        base = _one_card(ctx)  # the speed-up is always over one card (one slot), shown or not
     for a in arrangements:
         a.speedup = None if base is None or a.total_s <= 0 else base.total_s / a.total_s
     return PlanResult(
@@ -139,6 +138,14 @@ def build_plan(
         assembly_on=work.assembly.on if work.assembly else None,
         assembly_streamed=work.assembly is not None and not work.assembly.waits_for_all,
     )  # fmt: skip
+
+
+def _one_card(ctx: _Ctx) -> Arrangement:
+    c = ctx.work.cards_per_task
+    slot = ctx.have[:c]
+    cost, unknown = slot_cost(ctx.costs(slot), slot)
+    fit = memory_fit(ctx.work, ctx.memory, slot, c, len(ctx.have))
+    return ctx.finish(c, "one card", [slot], one_slot(ctx.seconds, cost), fit, unknown)
 
 
 def _unknown_transfer_warnings(ctx: _Ctx) -> None:

@@ -249,5 +249,5 @@ def card_memory(topo: Topology, card: str) -> CardMemory:
         return CardMemory(card, gpu.memory_total_bytes, "snapshot")
     m = _NAME_GB.search(gpu.name or "")
     if m:
-        return CardMemory(card, int(m.group(1)) * 2**30, f"derived from the name {gpu.name!r} (nominal)")
+        return CardMemory(card, int(m.group(1)) * 2**30, f"derived from the name {gpu.name!r}, nominal")
     return CardMemory(card, None, "unknown")
