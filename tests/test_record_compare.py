@@ -42,6 +42,8 @@ def test_shipped_records_compare_fairly(runs: tuple[Run, Run]) -> None:
     assert d.headline[0].startswith(("one-card did better", "two-cards did better", "Neither did clearly"))
     assert any(line.startswith("Largest per-card memory peak: one-card") for line in d.headline)
     assert d.ok
+    rows = {r.metric: r for r in d.rows}
+    assert rows["gpu1 memory peak"].a == 0 and rows["gpu1 memory peak"].better is None  # one-card could not use it
 
 
 def test_the_run_that_failed_loses_whatever_its_time(runs: tuple[Run, Run]) -> None:

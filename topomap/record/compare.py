@@ -172,7 +172,8 @@ def _machine_class(run: Run) -> str:
 
 
 def _lower(a: float | None, b: float | None) -> str | None:
-    if a is None or b is None or a == b:
+    """The run with the clearly lower value (by more than NOISE), or None."""
+    if a is None or b is None or abs(a - b) <= NOISE * max(abs(a), abs(b)):
         return None
     return "A" if a < b else "B"
 
@@ -187,7 +188,9 @@ def _rows(a: Run, b: Run) -> list[Row]:
     for cid in ids:
         pa = ca[cid].peak_memory_bytes if cid in ca else None
         pb = cb[cid].peak_memory_bytes if cid in cb else None
-        rows.append(Row(f"{cid} memory peak", pa, pb, "B", _lower(pa, pb)))
+        # a card only one run could use is no better for being idle in the other
+        both = all(cid in c and c[cid].visible_to_command is not False for c in (ca, cb))
+        rows.append(Row(f"{cid} memory peak", pa, pb, "B", _lower(pa, pb) if both else None))
         ua = ca[cid].util_mean_pct if cid in ca else None
         ub = cb[cid].util_mean_pct if cid in cb else None
         rows.append(Row(f"{cid} mean utilisation", ua, ub, "%"))
