@@ -78,3 +78,31 @@ def test_real_probe_matrix_equals_the_captured_nvidia_smi(capture: Path) -> None
     ours = {frozenset({p.a, p.b}): p.path for p in probe.pairs if p.a.startswith("gpu") and p.b.startswith("gpu")}
     theirs = {frozenset({p.a, p.b}): p.path for p in smi.pairs if p.a.startswith("gpu") and p.b.startswith("gpu")}
     assert {k: v for k, v in ours.items() if k in theirs} == theirs
+
+
+def test_bandwidth_views_of_a_measured_snapshot(tmp_path: Path) -> None:
+    """What `measure` prints after a run: the matrix (staged, unusable, nominal) and the table."""
+    import functools
+
+    from rich.console import Console
+
+    from tests.fakes.cuda import FakeCudaMemory
+    from topomap.probe.measure import MeasureOptions, measure
+    from topomap.render.bandwidth_matrix import measurements_table, render_bandwidth_matrix
+
+    m = machines.a100_pcie()
+    snap = run_probe(m, tmp_path / "root").snapshot
+    opts = MeasureOptions(size_bytes=2**20, repetitions=2, samples=2, warmup=1, latency_copies=2, remote_numa=False,
+                          pairs=[(0, 1), (0, 4)])  # fmt: skip
+    fake = functools.partial(FakeCudaMemory, m, corrupt_pairs=frozenset({frozenset({0, 1})}))
+    s = measure(snap, opts, driver_factory=fake, start_method="fork").snapshot
+    text = render_bandwidth_matrix(s)
+    row0 = next(line.split() for line in text.splitlines() if line.startswith("GPU0 ") and "X" in line)
+    assert row0[1:3] == ["X", "UNUSABLE"] and row0[5] != "—"  # gpu0→gpu4 measured, gpu0→gpu2 not
+    host0 = next(line.split() for line in text.splitlines() if line.startswith("GPU0 ") and "X" not in line)
+    assert float(host0[3]) == pytest.approx(31.5, rel=1e-3)  # Gen4 x16 nominal, spec
+    assert "topomap measure (1 MiB copies, 2 per sample, median of 2)" in text
+    console = Console(record=True, width=200)
+    console.print(measurements_table(s))
+    table = console.export_text()
+    assert "WRONG DATA" in table and "host → gpu0 (host NUMA 0)" in table and "µs" in table

@@ -20,8 +20,9 @@ DEGRADED_FRACTION = 0.6
 _ORIGIN_RANK = {"topomap measure": 0, "nvbandwidth": 1, "p2pBandwidthLatencyTest": 2}
 
 
-def _rank(m: Measurement) -> tuple[int, int, int]:
-    return (_ORIGIN_RANK.get(m.origin, 3), 0 if m.route != "staged" else 1, -(m.size_bytes or 0))
+def _rank(m: Measurement) -> tuple[int, int, int, int]:
+    remote = any("remote NUMA" in n for n in m.notes)  # host memory on another node: not the GPU's own path
+    return (_ORIGIN_RANK.get(m.origin, 3), 0 if m.route != "staged" else 1, int(remote), -(m.size_bytes or 0))
 
 
 def measured_bandwidth(
