@@ -273,3 +273,62 @@ def test_one_nvlink_figure_with_its_source(h100: Snapshot) -> None:
     assert bw.gbps == pytest.approx(18 * 26.562) and bw.tag == "driver-reported rate" and bw.source == "spec"
     text = show_text(h100)
     assert "478 GB/s spec (driver-reported rate)" in text and "450" not in text
+
+
+# findings and measurements (issue 11) feed the same evidence ---------------------------------------------
+
+
+def test_measured_figure_replaces_the_nominal_and_flags_a_slow_link(h100: Snapshot) -> None:
+    from topomap.model import Measurement
+
+    m = [
+        Measurement(
+            kind="h2d",
+            src="host",
+            dst="gpu0",
+            method="copy engine",
+            origin="topomap measure",
+            size_bytes=256 * 2**20,
+            median_gbps=24.0,
+            verified=True,
+        ),
+        Measurement(kind="d2d", src="gpu0", dst="gpu1", method="copy engine", origin="nvbandwidth", median_gbps=389.0),
+    ]
+    s = msgspec.structs.replace(h100, measurements=m)
+    a = arrow(s, "memory", "gpu0")
+    assert (a.bandwidth_gbps, a.bandwidth_source) == (
+        24.0,
+        "measured",
+    ) and "nominal 63.0 GB/s spec" in a.bandwidth_basis
+    assert any("38% of 63.0 GB/s nominal" in n for n in a.notes)
+    b = arrow(s, "gpu0", "gpu1")
+    assert (b.bandwidth_gbps, b.bandwidth_source, b.via) == (389.0, "measured", "nvswitch")
+    assert not any("nominal:" in n for n in b.notes)  # 81 % of nominal: healthy
+    assert arrow(s, "gpu1", "gpu0").bandwidth_source == "spec"  # the other direction was not measured
+
+
+def test_corrupt_peer_copies_and_acs_redirect_make_p2p_unusable(tmp_path: Path) -> None:
+    from topomap.model import Finding
+
+    s = run_probe(machines.a100_pcie(), tmp_path).snapshot
+    bad = Finding(kind="p2p-corrupt", subject="gpu1-gpu0", severity="error", text="peer copies return wrong data")
+    acs = Finding(kind="acs-redirect", subject="gpu2-gpu3", severity="warning", text="ACS redirects gpu2↔gpu3")
+    s = msgspec.structs.replace(s, findings=[bad, acs])
+    a = arrow(s, "gpu0", "gpu1")
+    assert a.medium == "host-memory" and any("wrong data" in n for n in a.notes)
+    assert arrow(s, "gpu2", "gpu3").medium == "host-memory"
+    status, ev, _ = verdict(s, "  - gpu_links: {min: PIX}\n")
+    assert status == "fail" and any("gpu0–gpu1" in e and "wrong data" in e for e in ev)
+
+
+def test_missing_nvidia_peermem_means_no_gpudirect(h100: Snapshot) -> None:
+    from topomap.model import Finding
+
+    missing = Finding(
+        kind="gpudirect-missing", subject="host", severity="warning", text="GPUDirect RDMA impossible: nvidia_peermem"
+    )
+    s = msgspec.structs.replace(h100, findings=[missing])
+    choice = nearest_nic(build(s), "gpu0")
+    assert choice.path == "PIX" and choice.gdr.no and "nvidia_peermem" in choice.gdr.why()
+    status, _, _ = verdict(s, "  - gdr_nic: {max_path: PXB}\n")
+    assert status == "fail"

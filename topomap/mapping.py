@@ -23,6 +23,7 @@ from topomap.graph.evidence import (
     nearest_nic,
     nic_link_layer,
     pcie_path_class,
+    with_measurement,
 )
 from topomap.links import nic_bandwidth_gbps
 from topomap.model import Snapshot
@@ -249,7 +250,9 @@ def _same_host(a: FlowArrow, topo: Topology) -> Decision:
             notes.append("Grace-class GPU: host memory over NVLink-C2C (rate not in the reference tables)")
             return Decision("host-memory", "c2c", None, rt, reasons=tuple(notes))
         path = "SYS" if numa_of(topo, gid) not in (mem, None) else "PHB"
-        return Decision("host-memory", "pcie", path, rt, _pcie_bw(bw), tuple(notes))
+        kind, ends = ("d2h", (gid, "host")) if s.kind == "gpu" else ("h2d", ("host", gid))
+        figure, warning = with_measurement(topo.snapshot, *ends, kind, _pcie_bw(bw))
+        return Decision("host-memory", "pcie", path, rt, figure, (*notes, *([warning] if warning else [])))
     # memory/storage ↔ memory/storage on one host
     ms = _memory_node(topo, s if s.kind != "host" else Placement(host=host, kind="memory"), None, notes)
     md = _memory_node(topo, d if d.kind != "host" else Placement(host=host, kind="memory"), None, notes)
@@ -267,11 +270,15 @@ def _gpu_pair(a: FlowArrow, topo: Topology) -> Decision:
     reasons = tuple(r for r in link.reasons if r not in assumed)
     if link.medium == "gpu-link" and link.via in ("nvlink", "nvswitch"):
         nv = link.nvlink
-        return Decision("gpu-link", nv.via, nv.path, _qs(host, nv.nodes), nv.bandwidth, reasons)
+        figure, warning = with_measurement(topo.snapshot, ga, gb, "d2d", nv.bandwidth)
+        notes = (*reasons, *([warning] if warning else []))
+        return Decision("gpu-link", nv.via, nv.path, _qs(host, nv.nodes), figure, notes)
     cls = pcie_path_class(topo, ga, gb)
     nodes, bw, _, leg_notes = pcie_leg(topo, ga, gb)
     if link.medium == "gpu-link":  # PCIe peer-to-peer
-        return Decision("gpu-link", "pcie-p2p", cls, _qs(host, nodes), _pcie_bw(bw), (*reasons, *leg_notes), assumed)
+        figure, warning = with_measurement(topo.snapshot, ga, gb, "d2d", _pcie_bw(bw))
+        notes = (*reasons, *leg_notes, *([warning] if warning else []))
+        return Decision("gpu-link", "pcie-p2p", cls, _qs(host, nodes), figure, notes, assumed)
     if link.medium == "unknown":
         return Decision(
             "unknown",

@@ -29,7 +29,7 @@ from topomap.links import (
     parse_path,
     pcie_bandwidth_gbps,
 )
-from topomap.model import Gpu, Nic, Snapshot
+from topomap.model import Finding, Gpu, Nic, Snapshot
 from topomap.units import fmt_gbps
 
 Tri = Literal["yes", "no", "unknown"]
@@ -100,6 +100,31 @@ class Bandwidth:
 
 UNKNOWN_BW = Bandwidth(None, "unknown", "not recorded by this source")
 
+#: A measured link delivering under this fraction of its nominal rate is flagged (copy engines reach
+#: ~80-90 % of PCIe and NVLink nominal on healthy machines, nvml-cuda.md §8.3).
+DEGRADED_FRACTION = 0.6
+
+
+def with_measurement(snap: Snapshot, src: str, dst: str, kind: str, nominal: Bandwidth) -> tuple[Bandwidth, str | None]:
+    """The figure an arrow shows: a verified (or imported) measurement of this copy when there is one,
+    labelled measured with the nominal beside it, else the nominal. Second value: a warning when the
+    measured figure is under :data:`DEGRADED_FRACTION` of nominal."""
+    from topomap.measured import measured_bandwidth
+
+    found = measured_bandwidth(snap, src, dst, kind)  # type: ignore[arg-type]
+    if found is None:
+        return nominal, None
+    gbps, m = found
+    size = f", {m.size_bytes / 2**20:g} MiB copies" if m.size_bytes else ""
+    basis = f"measured by {m.origin} (median{size}); nominal {nominal.text()}"
+    warning = None
+    if nominal.gbps and not nominal.lower_bound and gbps < DEGRADED_FRACTION * nominal.gbps:
+        warning = (
+            f"{src} → {dst} delivers {fmt_gbps(gbps)} GB/s measured, {gbps / nominal.gbps:.0%} of "
+            f"{fmt_gbps(nominal.gbps)} GB/s nominal: a downtrained link, ACS/IOMMU redirection or contention"
+        )
+    return Bandwidth(gbps, "measured", basis, tag=f"measured by {m.origin}"), warning
+
 
 # --- what the source can know ----------------------------------------------------------------------
 
@@ -120,6 +145,19 @@ def source_knows(snap: Snapshot, fact: str) -> bool:
         "pcie_link": ("gpus.pcie",),
     }.get(fact, (fact,))
     return not any(f in unknown for f in fields)
+
+
+def findings_about(snap: Snapshot, kinds: tuple[str, ...], *subjects: str) -> list[Finding]:
+    """The probe's / measurement's findings of these kinds about a GPU (``gpu3``), a pair (``gpu0``,
+    ``gpu1``, matched either way round as ``gpu0-gpu1``) or the host."""
+    want = set(subjects)
+    if len(subjects) == 2:
+        want = {f"{subjects[0]}-{subjects[1]}", f"{subjects[1]}-{subjects[0]}"}
+    return [f for f in snap.findings if f.kind in kinds and f.subject in want]
+
+
+#: Findings that make peer-to-peer between two GPUs unusable, with what the measurement saw.
+P2P_BLOCKERS = ("p2p-corrupt", "measure-hang", "acs-redirect")
 
 
 # --- one GPU -----------------------------------------------------------------------------------------
@@ -361,6 +399,8 @@ def nvlink(topo: Topology, a: str, b: str) -> NvlinkFact:
         blockers.append(f"NVML reports NVLink P2P status {pair.p2p.nvlink} for this pair")
     if pair is not None and pair.cuda is not None and pair.cuda.can_access_peer is False:
         blockers.append("CUDA cuDeviceCanAccessPeer = 0 for this pair")
+    for found in findings_about(snap, ("p2p-corrupt", "measure-hang"), a, b):
+        blockers.append(f"measured: {found.text}")
     if blockers:
         return NvlinkFact(Answer("no", tuple(blockers)), count, via, nodes, bw)
     if pair is not None and pair.p2p is not None and pair.p2p.nvlink == "OK":
@@ -440,6 +480,10 @@ def pcie_p2p(topo: Topology, a: str, b: str) -> Answer:
     elif cuda is not None and cuda.can_access_peer and verdict is None:
         reasons.append("cuDeviceCanAccessPeer = 1")
         verdict = "yes"
+    guards = findings_about(topo.snapshot, P2P_BLOCKERS, a, b)
+    if guards:
+        said = ["; ".join(reasons)] if reasons else []
+        return Answer("no", tuple(dict.fromkeys([*said, *(f.text for f in guards)])))
     if verdict is not None:
         return Answer(verdict, ("; ".join(reasons),))
     cls = pcie_path_class(topo, a, b)
@@ -623,6 +667,12 @@ def _gdr(topo: Topology, gid: str, nic: Nic, cls: str) -> Answer:
         return Answer("no", (f"NIC {nic.name} is {cls} to {gid}; data bounces through host memory",))
     if nic.gdr is False or (g is not None and g.gdr is False):
         return Answer("no", (f"the source says GPUDirect RDMA is off for {gid} / {nic.name}",))
+    missing = findings_about(topo.snapshot, ("gpudirect-missing",), "host")
+    if missing:
+        return Answer("no", (f"NIC {nic.name} is {cls} to {gid}, but {missing[0].text}",))
+    ready = findings_about(topo.snapshot, ("gpudirect-ready",), "host")
+    if ready:
+        return Answer("yes", (f"NIC {nic.name} is {cls} to {gid}; {ready[0].text}",))
     return Answer("yes", (f"NIC {nic.name} is {cls} to {gid}",))
 
 
