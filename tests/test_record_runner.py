@@ -183,3 +183,43 @@ def test_bad_interval_is_one_line() -> None:
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "--interval 'fast'" in proc.stderr
+
+
+def test_live_line_only_on_a_terminal(tmp_path: Path) -> None:
+    import pty
+
+    cmd = [PY, "-m", "topomap", "record", "-o", str(tmp_path / "r.json"), "--interval", "50ms", "--"]
+    cmd += [PY, "-c", "import time; time.sleep(0.4)"]
+    piped = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert piped.returncode == 0 and "\r" not in piped.stderr and piped.stderr.count("\n") == 1
+    main, sub = pty.openpty()
+    try:
+        proc = subprocess.Popen(cmd, stderr=sub, stdout=subprocess.DEVNULL)
+        os.close(sub)
+        chunks = []
+        while True:
+            try:
+                data = os.read(main, 4096)
+            except OSError:  # EIO: the terminal's other end closed
+                break
+            if not data:
+                break
+            chunks.append(data)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        os.close(main)
+    text = b"".join(chunks).decode(errors="replace")
+    assert "\rtopomap record: " in text and " s  no GPU sampled" in text  # elapsed time, then the cards
+    assert "wrote " in text
+
+
+def test_live_line_shows_elapsed_and_per_gpu_memory(capsys: pytest.CaptureFixture[str]) -> None:
+    from topomap.cli.record import _live_line, parse_interval
+
+    _live_line(12.34, [("gpu0", 2 * GIB, 80 * GIB), ("gpu1", None, 80 * GIB)])
+    err = capsys.readouterr().err
+    assert err.startswith("\rtopomap record:") and "12.3 s" in err
+    assert "gpu0 2.0/80 GiB" in err and "gpu1 ?" in err  # unknown, not 0
+    assert (parse_interval("0.2s"), parse_interval("250ms"), parse_interval("1")) == (0.2, 0.25, 1.0)
+    with pytest.raises(TopomapError, match="between 10ms and 3600s"):
+        parse_interval("1ms")
