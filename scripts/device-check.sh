@@ -55,17 +55,18 @@ out = {"torch": torch.__version__, "gpus": {}}
 n = 32 * 2**20
 for i in range(torch.cuda.device_count()):
     d = torch.device("cuda", i)
-    h = torch.empty(n, dtype=torch.uint8).pin_memory()
-    g = torch.empty(n, dtype=torch.uint8, device=d)
-    res = {}
-    for what, fn in (("h2d", lambda: g.copy_(h, non_blocking=True)), ("d2h", lambda: h.copy_(g, non_blocking=True))):
-        fn(); torch.cuda.synchronize(d)
-        rates = []
-        for _ in range(3):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record(); [fn() for _ in range(4)]; e.record(); e.synchronize()
-            rates.append(4 * n / (s.elapsed_time(e) / 1e3) / 1e9)
-        res[what] = statistics.median(rates)
+    with torch.cuda.device(d):  # events and copies on this GPU's current stream
+        h = torch.empty(n, dtype=torch.uint8).pin_memory()
+        g = torch.empty(n, dtype=torch.uint8, device=d)
+        res = {}
+        for what, fn in (("h2d", lambda: g.copy_(h, non_blocking=True)), ("d2h", lambda: h.copy_(g, non_blocking=True))):
+            fn(); torch.cuda.synchronize(d)
+            rates = []
+            for _ in range(3):
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                s.record(); [fn() for _ in range(4)]; e.record(); e.synchronize()
+                rates.append(4 * n / (s.elapsed_time(e) / 1e3) / 1e9)
+            res[what] = statistics.median(rates)
     out["gpus"][f"cuda{i}"] = res
 print(json.dumps(out, indent=2))
 PY

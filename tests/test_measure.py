@@ -179,3 +179,17 @@ def test_sizes_and_pairs_parse(tmp_path: Path) -> None:
     snap_opts = MeasureOptions(pairs=[(0, 9)])
     with pytest.raises(TopomapError, match="gpu9"):
         plan(run_probe(machines.consumer_pair(), tmp_path / "root").snapshot, snap_opts)
+
+
+def test_remote_numa_gap_is_a_finding() -> None:
+    from topomap.model import Measurement
+    from topomap.probe.measure_findings import remote_gaps
+
+    def h2d(gbps: float, node: int, remote: bool) -> Measurement:
+        notes = [f"host buffer on remote NUMA node {node}"] if remote else []
+        return Measurement(kind="h2d", src="host", dst="gpu0", route="host", method="m", origin="topomap measure",
+                           size_bytes=MIB, median_gbps=gbps, host_numa_node=node, notes=notes)  # fmt: skip
+
+    gap = remote_gaps([h2d(50.0, 0, False), h2d(30.0, 1, True)])
+    assert len(gap) == 1 and gap[0].subject == "gpu0" and "60% of the 50.0 GB/s from its own node 0" in gap[0].text
+    assert remote_gaps([h2d(50.0, 0, False), h2d(45.0, 1, True)]) == []  # 90%: within REMOTE_GAP
