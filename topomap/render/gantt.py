@@ -69,7 +69,11 @@ def gantt_image(result: PlanResult, fmt: str, cards: int | None = None) -> bytes
         ax.set_yticks(range(len(labels)), labels)
         ax.invert_yaxis()
         ax.set_xlim(0, scale * 1.02)
-        ax.set_title(f"{a.k} card(s), {a.kind}: total {fmt_span(a.total_s)}", fontsize=10, loc="left")
+        refused = " (does not fit in a card's memory)" if a.fit.verdict == "does not fit" else ""
+        colour = "#c62828" if refused else "black"
+        ax.set_title(
+            f"{a.k} card(s), {a.kind}: total {fmt_span(a.total_s)}{refused}", fontsize=10, loc="left", color=colour
+        )
         ax.grid(axis="x", color="#eeeeee")
         ax.set_axisbelow(True)
     axes[-1, 0].set_xlabel("minutes from the start (calculated)")

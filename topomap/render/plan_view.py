@@ -87,7 +87,8 @@ def gantt_text(a: Arrangement, r: PlanResult, scale_s: float, width: int = WIDTH
     idle ·, and the assembly on its own row."""
     per = max(scale_s, 1e-9) / width
     out = Text()
-    out.append(f"{a.k} card(s), {a.kind}: total {fmt_span(a.total_s)}\n", style="bold")
+    out.append(f"{a.k} card(s), {a.kind}: total {fmt_span(a.total_s)}", style="bold")
+    out.append(" (does not fit in a card's memory)\n" if a.fit.verdict == "does not fit" else "\n", style="bold red")
     label_w = max([len(_label(s)) for s in a.slots] + [8])
     by_slot = {ln.slot: ln for ln in a.lanes}
     for i, cards in enumerate(a.slots):
