@@ -46,6 +46,17 @@ def test_shipped_records_compare_fairly(runs: tuple[Run, Run]) -> None:
     assert rows["gpu1 memory peak"].a == 0 and rows["gpu1 memory peak"].better is None  # one-card could not use it
 
 
+def test_observed_for_plan_from_a_shipped_record(runs: tuple[Run, Run]) -> None:
+    from topomap.record import observed_for_plan
+
+    _, two = runs
+    obs = observed_for_plan(two, units=8)
+    assert obs["source"] == "observed" and obs["cards_used"] == 2 and two.duration_s is not None
+    assert obs["unit_duration_s"] == round(two.duration_s * 2 / 8, 4)  # each card did 4 of the 8 units
+    peaks = [p.peak_memory_bytes for s in two.gpus for p in s.processes if p.in_command_tree]
+    assert obs["memory_per_task_bytes"] == max(p for p in peaks if p is not None)
+
+
 def test_the_run_that_failed_loses_whatever_its_time(runs: tuple[Run, Run]) -> None:
     a, b = runs
     d = diff_runs(a, _with(b, exit_status=1, duration_s=0.1), ("A", "B"))

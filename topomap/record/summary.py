@@ -194,13 +194,28 @@ def busiest(run: Run) -> ResourceUse | None:
     return ranked[0] if ranked and ranked[0].fraction is not None else None
 
 
+def _used(c: CardSummary) -> bool:
+    """The command used this card: its processes were listed there, else it was visible and busy."""
+    if c.command_memory_bytes is not None:
+        return True
+    return c.visible_to_command is not False and bool(c.busy_s)
+
+
 def observed_for_plan(run: Run, units: int | None = None) -> dict[str, Any]:
     """Observed figures a plan can use in place of assumed ones, each labelled ``observed``.
 
-    ``unit_duration_s`` is the whole command's wall time, or that divided by ``units`` when the
-    caller says how many units of work the run processed. Per card: the memory peak (of the card,
-    and of the command's own processes where NVML listed them) and the time it was busy.
+    ``cards_used``: cards where the command's processes were listed (else visible and busy).
+    ``unit_duration_s``: wall time × cards used ÷ ``units`` — each card worked through its share
+    of the units in the wall time (an average over an even split); without ``units`` the whole
+    command is one unit. ``memory_per_task_bytes``: the largest memory peak among the cards used
+    (the command's own processes where NVML listed them, else the card's). Per card: peaks and
+    the time it was busy (utilisation > 0).
     """
+    used = [c for c in cards(run) if _used(c)]
+    mig_parents = {c.id.split("/")[0] for c in used if "/mig" in c.id}
+    used = [c for c in used if c.id not in mig_parents]  # a MIG GPU lists its instances' processes too
+    peaks = [c.command_memory_bytes or c.peak_memory_bytes for c in used]
+    n_used = len(used) or None
     per_card: dict[str, dict[str, Any]] = {}
     for c in cards(run):
         per_card[c.id] = {
@@ -213,13 +228,18 @@ def observed_for_plan(run: Run, units: int | None = None) -> dict[str, Any]:
             "lost": c.lost_at_s is not None,
         }
     duration = run.duration_s
+    unit_s = None
+    if duration is not None:
+        unit_s = duration * (n_used or 1) / units if units else duration
     return {
         "source": "observed",
         "run": {"command": run.command, "label": run.label, "started_at": run.started_at},
         "succeeded": run.exit_status == 0,
         "duration_s": duration,
         "units": units,
-        "unit_duration_s": (duration / units if units else duration) if duration is not None else None,
+        "cards_used": n_used,
+        "unit_duration_s": round(unit_s, 4) if unit_s is not None else None,
+        "memory_per_task_bytes": max((p for p in peaks if p is not None), default=None),
         "interval_s": run.sampling.interval_s,
         "gpu_sampled": run.sampling.gpu_sampled,
         "cards": per_card,
