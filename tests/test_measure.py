@@ -68,7 +68,7 @@ def test_hgx_pair_and_host_bookkeeping(tmp_path: Path) -> None:
     got = measured_bandwidth(s, "gpu0", "gpu1")
     assert got is not None and got[0] == peer[0].median_gbps and got[1].origin == "topomap measure"
     assert measured_bandwidth(s, "gpu0", "gpu2") is None  # not measured: unknown, not 0
-    assert out.memory_per_gpu_bytes == 3 * 8 * MIB
+    assert out.memory_per_gpu_bytes == 2 * 8 * MIB and out.pinned_host_bytes == 3 * 8 * MIB
     assert not degraded_links(s) and not [f for f in s.findings if f.source == "measure"]
 
 

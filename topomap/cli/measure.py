@@ -96,7 +96,8 @@ def measure(
                 console.print(f"[{f.severity}] {f.subject}: {f.text}", markup=False)
     print(
         f"wrote {output or 'stdout'}: {len(out.snapshot.measurements)} measurement(s), {out.jobs} test(s), "
-        f"{out.failed} failed; at most {out.memory_per_gpu_bytes // 2**20} MiB of GPU memory per GPU",
+        f"{out.failed} failed; used at most {out.memory_per_gpu_bytes // 2**20} MiB per GPU "
+        f"and {out.pinned_host_bytes // 2**20} MiB of pinned host memory at a time",
         file=sys.stderr,
     )
 

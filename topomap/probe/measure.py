@@ -75,7 +75,8 @@ class MeasureOutcome:
     snapshot: Snapshot
     jobs: int
     failed: int
-    memory_per_gpu_bytes: int  # the most one job allocates on one GPU
+    memory_per_gpu_bytes: int  # the most one job allocates on one GPU: a source and a destination buffer
+    pinned_host_bytes: int  # the most one job pins in host memory
     notes: list[str] = field(default_factory=list)
 
 
@@ -286,13 +287,12 @@ def measure(
     if progress:
         progress(len(jobs), len(jobs), "done")
     findings += remote_gaps(measurements)
-    per_gpu = (2 * opts.size_bytes) if opts.both_way else opts.size_bytes
     new = msgspec.structs.replace(
         snap,
         measurements=[m for m in snap.measurements if m.origin != ORIGIN] + measurements,
         findings=[f for f in snap.findings if f.source != "measure"] + findings,
     )
-    return MeasureOutcome(new, len(jobs), failed, per_gpu + opts.size_bytes)
+    return MeasureOutcome(new, len(jobs), failed, 2 * opts.size_bytes, 3 * opts.size_bytes)
 
 
 def _start(worker: Worker, opts: MeasureOptions, snap: Snapshot, ids: dict[int, str]) -> None:

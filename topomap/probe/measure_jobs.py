@@ -119,10 +119,8 @@ def run_host(cu: Any, s: Session, spec: HostSpec, st: Settings) -> list[Figure]:
             )
             for sample in range(st.samples):
                 want, back = pattern(n, 100 + sample), pattern(n, 200 + sample)
-                fill_host(h1, want)
-                s.call("cuMemcpyHtoD", k, d2, h1, n)  # d2 holds what goes back to the host
                 fill_host(h1, back)
-                s.call("cuMemcpyHtoD", k, d2, h1, n)
+                s.call("cuMemcpyHtoD", k, d2, h1, n)  # d2 holds what goes back to the host
                 fill_host(h1, want)
                 s.call("cuMemsetD8", k, d1, 0, n)
                 clear_host(h2, n)
