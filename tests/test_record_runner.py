@@ -223,3 +223,25 @@ def test_live_line_shows_elapsed_and_per_gpu_memory(capsys: pytest.CaptureFixtur
     assert (parse_interval("0.2s"), parse_interval("250ms"), parse_interval("1")) == (0.2, 0.25, 1.0)
     with pytest.raises(TopomapError, match="between 10ms and 3600s"):
         parse_interval("1ms")
+
+
+def test_a_sampler_that_breaks_stops_but_the_run_and_record_go_on() -> None:
+    m = machines.hgx_h100()
+    fake = ScriptedNvml(m, memory={0: [GIB]})
+    calls = {"n": 0}
+
+    def explode(t: float, mem: object) -> None:
+        calls["n"] += 1
+        raise BrokenPipeError("stderr went away")
+
+    def bad_util(h: object) -> object:
+        raise RuntimeError("driver bug")
+
+    fake.nvmlDeviceGetUtilizationRates = bad_util  # type: ignore[method-assign,assignment]
+    opts = RecordOptions(interval_s=0.05, nvml_lib=fake, snapshot=_empty_snapshot, on_sample=explode)
+    run = record([PY, "-c", "import time; time.sleep(0.3)"], opts)
+    assert run.exit_status == 0 and calls["n"] == 1  # the live line failed once and was not called again
+    calls_ = {p.call for p in run.problems if p.source == "record"}
+    assert calls_ == {"live line", "gpu sample"}
+    for s in run.gpus:  # every column as long as its time axis
+        assert len(s.memory_used_bytes) == len(s.util_gpu_pct) == len(s.nvlink_rx_bytes_s) == len(s.t_s)

@@ -52,6 +52,16 @@ class RecordOptions:
     notes: list[str] = field(default_factory=list)
 
 
+def pad_columns(series: Any) -> None:
+    """After a sampler stopped part-way through a sample, pad every column to the length of ``t_s``."""
+    n = len(series.t_s)
+    for name in series.__struct_fields__:
+        col = getattr(series, name)
+        if name != "t_s" and isinstance(col, list) and name != "processes":
+            del col[n:]
+            col.extend([None] * (n - len(col)))
+
+
 def _utc(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts, dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -182,16 +192,28 @@ def record(command: list[str], opts: RecordOptions | None = None) -> Run:
     costs: list[float] = []
     sample_times: list[float] = []
 
+    broken: list[Problem] = []  # a sampler that raised is stopped; the command runs on regardless
+
+    def guarded(what: str, fn: Callable[[], Any]) -> Any:
+        if any(p.call == what for p in broken):
+            return None
+        try:
+            return fn()
+        except Exception as err:  # a sampling bug must never cost the run or its record
+            broken.append(Problem(source="record", call=what, error=f"stopped sampling: {type(err).__name__}: {err}"))
+            return None
+
     def take(final: bool = False) -> None:
         t0 = time.monotonic()
         t = t0 - start
-        pids = host.sample(t)
+        pids = guarded("host sample", lambda: host.sample(t)) or set()
         if sampled is not None:
-            sampled.sample(t, pids)
+            guarded("gpu sample", lambda: sampled.sample(t, pids))
         costs.append(time.monotonic() - t0)
         sample_times.append(t)
         if opts.on_sample is not None and not final:
-            opts.on_sample(t, sampled.latest_memory() if sampled is not None else [])
+            on_sample = opts.on_sample
+            guarded("live line", lambda: on_sample(t, sampled.latest_memory() if sampled is not None else []))
 
     try:
         next_tick = start
@@ -221,7 +243,10 @@ def record(command: list[str], opts: RecordOptions | None = None) -> Run:
     host.series.cpu_system_s = round(usage.ru_stime, 3)
     host.series.max_rss_bytes = usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
     gaps = [b - a for a, b in itertools.pairwise(sample_times)]
-    problems: list[Problem] = [*host.problems, *(gpus.problems if gpus is not None else [])]
+    problems: list[Problem] = [*host.problems, *(gpus.problems if gpus is not None else []), *broken]
+    pad_columns(host.series)
+    for card in sampled.cards if sampled is not None else []:
+        pad_columns(card.series)
     return Run(
         tool=f"topomap {__version__}",
         label=opts.label,
