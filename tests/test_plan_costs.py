@@ -183,6 +183,15 @@ def test_coordinated_pays_the_exchange_independent_does_not(tmp_path: Path) -> N
     assert r.exchange_how is not None and "478.116 GB/s spec" in r.exchange_how
 
 
+def test_an_unknown_exchange_is_left_out_and_said(tmp_path: Path) -> None:
+    # the 8x RTX 4090 box: no NVLink, its topo -m matrix records no PCIe rates: the exchange is unknown
+    work = "  count: 4\n  duration: 30 min\n  includes_transfers: true\n  split: {steps: 1000, exchange: 1 GiB}\n"
+    r = _plan(_flow(tmp_path, SAMPLES / "snapshots" / "rtx4090-8gpu-all-sys.json", work), [1, 2])
+    coord = _arr(r, 2, "coordinated")
+    assert coord.exchange_s is None and coord.parallel_s == 4 * 15 * MIN  # type: ignore[attr-defined]
+    assert any(w.startswith("exchange time unknown over 2 cards, excluded from totals") for w in r.warnings)
+
+
 def test_coordinated_needs_a_declared_split(tmp_path: Path) -> None:
     r = _plan(_flow(tmp_path, _h100(tmp_path), "  count: 4\n  duration: 30 min\n"), [2])
     assert not [a for a in r.arrangements if a.kind == "coordinated"]

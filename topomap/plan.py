@@ -31,9 +31,11 @@ NOMINAL_MARGIN = 0.03  # a need within 3 % of a size read from a GPU's name is t
 
 
 def fmt_span(sec: float | None) -> str:
-    """720 → "12 min", 3490 → "58.2 min", 0.021 → "21.0 ms"; None → "unknown"."""
+    """720 → "12 min", 3490 → "58.2 min", 0.021 → "21.0 ms", 0 → "0 s"; None → "unknown"."""
     if sec is None:
         return "unknown"
+    if sec == 0:
+        return "0 s"
     if sec >= 60:
         return f"{sec / 60:.1f}".removesuffix(".0") + " min"
     return fmt_seconds(sec)
