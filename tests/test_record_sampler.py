@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tests.fakes import machines
 from tests.fakes.machine import GIB
 from tests.fakes.record_nvml import ScriptedNvml
@@ -52,6 +54,7 @@ def test_pcie_and_nvlink_throughput_in_bytes_per_second() -> None:
         nvlink={0: [(0, 0), (1024, 2048), (1024, 2048)]},  # cumulative KiB (tx, rx)
     )
     series = _sample(fake, 3).cards[0].series
+    assert fake.nvlink_scopes == {0xFFFFFFFF}  # the sum over all links, not link 0 alone
     assert series.pcie_tx_bytes_s == [100 * 1024, 1000 * 1024, 1000 * 1024]
     assert series.pcie_rx_bytes_s == [200 * 1024, 2000 * 1024, 2000 * 1024]
     # no rate before the second reading; then Δ KiB × 1024 / 0.5 s; then nothing moved
@@ -165,3 +168,23 @@ def test_observed_for_plan_labels_its_figures() -> None:
     assert obs["source"] == "observed" and obs["unit_duration_s"] == 2.5
     assert obs["cards"]["gpu0"]["memory_peak_bytes"] == 7 * GIB
     assert obs["cards"]["gpu0"]["busy_s"] == 1.0
+
+
+def test_old_driver_process_list_falls_back_to_v2() -> None:
+    import pynvml
+
+    class OldDriver(ScriptedNvml):
+        def nvmlDeviceGetComputeRunningProcesses(self, h: Any) -> list[Any]:
+            raise pynvml.NVMLLibraryMismatchError("Unversioned function called ...")  # driver without _v3
+
+        def nvmlDeviceGetComputeRunningProcesses_v2(self, h: Any) -> list[Any]:
+            return super().nvmlDeviceGetComputeRunningProcesses(h)
+
+    m = machines.hgx_h100()
+    m.gpus = m.gpus[:1]
+    s = _sample(OldDriver(m, memory={0: [GIB]}, procs={0: lambda: [(77, GIB)]}), 2, pids={77})
+    (p,) = s.cards[0].series.processes
+    assert p.pid == 77 and p.in_command_tree and p.peak_memory_bytes == GIB
+    assert [x.error for x in s.problems if x.call == "nvmlDeviceGetComputeRunningProcesses"] == [
+        "NVMLLibraryMismatchError: the driver lacks this version of the call"
+    ]

@@ -50,6 +50,7 @@ class ScriptedNvml(FakeNvml):
         self.pcie = pcie or {}
         self.nvlink = nvlink or {}
         self.procs = procs or {}
+        self.nvlink_scopes: set[int] = set()  # scopeIds asked for NVLink throughput (UINT_MAX: all links)
 
     def advance(self, *_: Any) -> None:
         self.step += 1
@@ -86,6 +87,7 @@ class ScriptedNvml(FakeNvml):
         curve = self.nvlink.get(h.index)
         for k, (fid, scope) in enumerate(field_ids):
             values[k].fieldId, values[k].scopeId = fid, scope
+            self.nvlink_scopes.add(scope)
             if curve is None:
                 values[k].nvmlReturn = real.NVML_ERROR_NOT_SUPPORTED
                 continue

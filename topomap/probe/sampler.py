@@ -106,6 +106,14 @@ class GpuSampler:
         except ctypes.ArgumentError as err:
             self._record(fn_name, target, f"ctypes.ArgumentError: {err}")
             return None
+        except Exception as err:
+            # nvidia-ml-py's unversioned process calls raise NVMLLibraryMismatchError (not an NVMLError)
+            # when the driver lacks the _v3 symbol (nvml-cuda.md §2.1): fall back to the older call
+            if type(err).__name__ != "NVMLLibraryMismatchError" or card is None:
+                raise
+            card.unsupported.add(fn_name)
+            self._record(fn_name, target, "NVMLLibraryMismatchError: the driver lacks this version of the call")
+            return SKIP
 
     def _mark_lost(self, card: _Card, t: float | None) -> None:
         lost_at = t if t is not None else 0.0
@@ -224,7 +232,11 @@ class GpuSampler:
         return round(max(0, rx_kib - prev[2]) * 1024 / dt, 1), round(max(0, tx_kib - prev[1]) * 1024 / dt, 1)
 
     def _processes(self, card: _Card, t: float, tree_pids: set[int]) -> None:
-        procs = self._call(card, "nvmlDeviceGetComputeRunningProcesses", t, card.handle)
+        procs: Any = SKIP
+        for fn_name in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetComputeRunningProcesses_v2"):
+            procs = self._call(card, fn_name, t, card.handle)
+            if procs is not SKIP:
+                break
         if not isinstance(procs, (list, tuple)):
             return
         for p in procs:
