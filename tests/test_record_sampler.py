@@ -14,7 +14,7 @@ from topomap.record.summary import card_summary, observed_for_plan
 
 
 def _sample(fake: ScriptedNvml, steps: int, dt: float = 0.5, pids: set[int] | None = None) -> GpuSampler:
-    s = GpuSampler(fake, pcie_period_s=0.0)
+    s = GpuSampler(fake, pcie_period_s=0.0, pcie_cards_per_sample=8)
     assert s.open()
     for k in range(steps):
         fake.step = k
@@ -188,3 +188,21 @@ def test_old_driver_process_list_falls_back_to_v2() -> None:
     assert [x.error for x in s.problems if x.call == "nvmlDeviceGetComputeRunningProcesses"] == [
         "NVMLLibraryMismatchError: the driver lacks this version of the call"
     ]
+
+
+def test_pcie_reads_take_turns_between_cards() -> None:
+    m = machines.hgx_h100()
+    m.gpus = m.gpus[:3]
+    fake = ScriptedNvml(m, memory={0: [GIB]}, pcie={0: [(1, 1)], 1: [(2, 2)], 2: [(3, 3)]})
+    s = GpuSampler(fake, pcie_period_s=0.5, pcie_cards_per_sample=1)
+    assert s.open()
+    for k in range(6):
+        s.sample(k * 0.2, set())
+    read = [[v is not None for v in c.series.pcie_tx_bytes_s] for c in s.cards]
+    # one card per sample, longest waiting first; a card again only after 0.5 s
+    assert read == [
+        [True, False, False, True, False, False],
+        [False, True, False, False, True, False],
+        [False, False, True, False, False, True],
+    ]
+    assert fake.log.count("nvmlDeviceGetPcieThroughput") == 12  # 6 samples × (RX + TX) for one card each
