@@ -55,7 +55,10 @@ def test_iommu_translation_versus_passthrough(tmp_path: Path) -> None:
     f = _kinds(dma)["iommu-translated"][0]
     assert "iommu=pt" in f.text and len(f.evidence) == 8 and "iommu_group type DMA-FQ" in f.evidence[0]
     _, pt = _health(machines.a100_pcie(), tmp_path / "b", SysfsExtras(iommu_type="identity"))
-    assert "iommu-translated" not in _kinds(pt)
+    assert "iommu-translated" not in _kinds(pt) and "iommu-unknown" not in _kinds(pt)
+    on = dataclasses.replace(machines.a100_pcie(), iommu=True)
+    _, old_kernel = _health(on, tmp_path / "c", SysfsExtras())
+    assert _kinds(old_kernel)["iommu-unknown"][0].severity == "info"
 
 
 def test_downtrained_link_and_replay_counters(tmp_path: Path) -> None:

@@ -148,10 +148,24 @@ def _between(chain_a: list[str], chain_b: list[str]) -> list[str]:
 def _p2p_guard(reader: SysfsReader, sysr: SysfsResult, snap: Snapshot) -> list[Finding]:
     out: list[Finding] = []
     translated = []
+    types: list[str | None] = []
     for g in snap.gpus:
         t = _iommu_type(reader, g.pci_bus_id or "")
+        types.append(t)
         if t and t.startswith("DMA"):
             translated.append(f"gpu{g.index} ({g.pci_bus_id}: iommu_group type {t})")
+    if sysr.iommu == "on" and snap.gpus and all(t is None for t in types):
+        out.append(
+            Finding(
+                kind="iommu-unknown",
+                subject="host",
+                severity="info",
+                text="an IOMMU is active but this kernel does not say whether it translates GPU DMA "
+                "(no iommu_group/type); translated DMA makes PCIe P2P slow or hang — boot with iommu=pt to be sure",
+                evidence=["/sys/class/iommu is not empty", "no /sys/bus/pci/devices/<gpu>/iommu_group/type"],
+                source="sysfs",
+            )
+        )
     if translated:
         out.append(
             Finding(
