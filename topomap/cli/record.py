@@ -49,7 +49,10 @@ def record_cmd(
     interval: Annotated[str, typer.Option("--interval", help="Sampling interval: 0.2s, 200ms.")] = "0.2s",
     label: Annotated[str | None, typer.Option("--label", help="A name for this run (e.g. the arrangement).")] = None,
 ) -> None:
-    """Run a command and sample what each card and the host used; exit with the command's status."""
+    """Run a command (after --) and sample what each card and the host used; exit with the command's status.
+
+    topomap record -o run.json -- python train.py. Writes run-<UTC time>.json without -o. Read the
+    record with show, render and diff (two records: which arrangement did better)."""
     from topomap.record import encode_run
     from topomap.record.runner import RecordOptions, record
 
