@@ -113,3 +113,28 @@ def test_hex_masks_hwloc_elided_words_and_linear_time() -> None:
     assert time.monotonic() - t < 1
     with pytest.raises(ValueError, match="past any machine"):
         parse_cpulist("0-100000000000")
+
+
+FIXTURES = Path(__file__).resolve().parent / "data" / "fixtures"
+
+
+def test_nvidia_smi_query_gives_identity_device_id_memory_and_trained_width() -> None:
+    s = import_text((FIXTURES / "nvidia-smi-q-2gpu-h100-pcie.txt").read_text(), "q.txt")
+    assert [(g.index, g.name, g.pci_bus_id, g.pci_device_id) for g in s.gpus] == [
+        (0, "NVIDIA H100 PCIe", "0000:4a:00.0", "0x2331"),
+        (1, "NVIDIA H100 PCIe", "0000:61:00.0", "0x2331"),
+    ]
+    assert s.gpus[0].memory_total_bytes == 81559 * 2**20 and s.gpus[0].architecture == "hopper"
+    assert s.gpus[1].pcie is not None and (s.gpus[1].pcie.width_max, s.gpus[1].pcie.width_current) == (16, 8)
+    assert s.gpus[0].uuid == "GPU-3f1c2a6e-9b0d-4c7e-8a51-2d6f0b9e7c14" and s.gpus[0].persistence_mode is True
+    assert s.software.driver_version == "560.35.03" and s.software.cuda_driver_version == "12.6"
+    unknown = set(s.source.unknown_fields)
+    assert not unknown & {"gpus.pci_bus_id", "gpus.memory_total_bytes", "gpus.pcie", "gpus.name", "software"}
+    assert "pairs.path" in unknown  # no `topo -m` in this file
+
+
+def test_query_joins_the_matrix_by_index(real: Path) -> None:
+    topo = paste(real, "hpe-dl380a-gen11-2x-h100-pcie-nvlink-bridge.txt")
+    s = import_text(topo + "\n" + (FIXTURES / "nvidia-smi-q-2gpu-h100-pcie.txt").read_text(), "both.txt")
+    assert [g.pci_device_id for g in s.gpus] == ["0x2331", "0x2331"] and s.pairs[0].path == "NV12"
+    assert "pairs.path" not in s.source.unknown_fields and not s.source.notes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
@@ -13,11 +14,17 @@ from topomap.model import Gpu, Nic, Pair
 from topomap.nvlinks import gpu_buses, nvlink_count
 from topomap.pathclass import classify_chains
 
+_DECLARED_ENCODING = re.compile(r"""^(\s*<\?xml[^>]*?)\s+encoding\s*=\s*["'][^"']*["']""")
+
 
 def parse_xml(text: str, origin: str) -> ET.Element:
-    """Parse with defusedxml: entity expansion and external entities are refused."""
+    """Parse with defusedxml: entity expansion and external entities are refused.
+
+    ``text`` is already decoded (topomap.inputs), so the declaration's ``encoding`` is dropped:
+    a UTF-16 file that says so, or a made-up encoding name, must not be decoded a second time."""
+    text = _DECLARED_ENCODING.sub(r"\1", text.lstrip("\ufeff"), count=1)
     try:
-        root: ET.Element = fromstring(text.encode("utf-8"), forbid_dtd=False)
+        root: ET.Element = fromstring(text.encode("utf-8", errors="replace"), forbid_dtd=False)
     except DefusedXmlException as err:
         raise ImportFailure(
             f"{origin}: refused unsafe XML ({type(err).__name__}: entity or external reference)",

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from topomap import __version__
 from topomap.errors import ImportFailure
+from topomap.importers.nvidia_smi_q import QReport, apply_query, looks_like_query, parse_query
 from topomap.links import P2P_STATUS_CODES, is_path_code, parse_path
 from topomap.model import P2P, Gpu, Nic, NvLink, Pair, Snapshot, Source
 from topomap.pciaddr import normalize_bus_id
@@ -53,6 +54,8 @@ class _GpuLinks:
 
 
 def looks_like_nvidia_smi(text: str) -> bool:
+    if looks_like_query(text):
+        return True
     for line in text.splitlines()[:400]:
         toks = line.split()
         if len(toks) >= 2 and toks[0] == "GPU0" and (toks[1] in ("X", "GPU1") or "CPU" in toks):
@@ -287,12 +290,13 @@ def import_nvidia_smi(text: str, origin: str) -> Snapshot:
             elif r:
                 links[cur_gpu].remotes[int(r.group(1))] = r.group(2)
         i += 1
-    if topo is None and not links and not p2p:
+    query = parse_query(lines) if looks_like_query(text) else QReport()
+    if topo is None and not links and not p2p and not query.gpus:
         raise NvidiaSmiError(
-            f"{origin}: no `nvidia-smi topo -m`, `topo -p2p` or `nvlink -s/-R` output found",
+            f"{origin}: no `nvidia-smi topo -m`, `topo -p2p`, `nvlink -s/-R` or `-q` output found",
             hint="the header line must start with GPU0",
         )
-    return _build(origin, topo, p2p, nic_legend, links, notes)
+    return apply_query(_build(origin, topo, p2p, nic_legend, links, notes), query)
 
 
 def _build(
