@@ -16,7 +16,7 @@ from topomap.cli import app
 from topomap.flow import read_flow
 from topomap.mapping import bind_hosts
 from topomap.model import save_snapshot
-from topomap.plan import PlanResult, plan_changes, plan_flow
+from topomap.plan import PlanResult, plan_changes, plan_file, plan_flow
 from topomap.plan_costs import Leg, shared_costs
 from topomap.work import Limits, Unit, Work
 
@@ -210,7 +210,7 @@ def test_plan_changes_between_lots(tmp_path: Path) -> None:
     work = "  count: 8\n  duration: 12 min\n  includes_transfers: true\n  memory_per_task: 60 GiB\n"
     a_path = _flow(tmp_path, _h100(tmp_path, 80, 8), work)
     a = _plan(a_path)
-    b = _plan(a_path, probes=[f"lot={_h100(tmp_path, 48, 4)}"])
+    b = plan_file(str(a_path), [f"lot={_h100(tmp_path, 48, 4)}"])
     lines = plan_changes(a, b)
     assert lines == [
         "B has 4 cards where A has 8: best total 12 min → no arrangement fits",

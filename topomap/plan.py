@@ -218,6 +218,17 @@ def plan_flow(flow: Flow, topos: dict[str, Topology | None], cards: list[int] | 
     return build_plan(flow, topos, lot, have, counts, work)
 
 
+def plan_file(flow_file: str, probes: list[str] | None = None, cards: list[int] | None = None) -> PlanResult:
+    """Read a flow file, bind its hosts (``NAME=FILE`` probes first, as `--probe`), and plan it.
+    Each call reads the file afresh: binding resolves placements in place, so one Flow object
+    must not be bound to two lots."""
+    from topomap.flow import read_flow
+    from topomap.mapping import bind_hosts
+
+    flow = read_flow(flow_file)
+    return plan_flow(flow, bind_hosts(flow, probes or []), cards)
+
+
 def memory_fit(work: Work, memory: dict[str, CardMemory], used: list[str], holders: int, lot_cards: int) -> MemoryFit:
     """Fit of one task's share on each used card: duplicated state + the rest ÷ ``holders`` cards."""
     if work.memory_per_task_bytes is None:

@@ -53,7 +53,8 @@ def plan_table(r: PlanResult) -> Table:
     best = r.best()
     for a in r.arrangements:
         mark = "+?" if _partial(a) else ""
-        row: list[str | Text] = [f"{a.k:>2} {a.kind}" + (" ★" if a is best else ""), fmt_span(a.parallel_s)]
+        kind = "one task at a time" if a.kind == "one card" and r.cards_per_task > 1 else a.kind
+        row: list[str | Text] = [f"{a.k:>2} {kind}" + (" ★" if a is best else ""), fmt_span(a.parallel_s)]
         row += [] if r.includes_transfers else [fmt_span(a.transfers_s) + ("" if a.transfers_complete else "+?")]
         row += [fmt_span(a.assembly_s) if a.assembly_s is not None else "none"] if len(assemblies) > 1 else []
         total = Text(fmt_span(a.total_s) + mark, style="bold" if a is best else "")
@@ -63,7 +64,8 @@ def plan_table(r: PlanResult) -> Table:
 
 
 def _table_notes(r: PlanResult) -> list[Text]:
-    out = [Text("idle: card-minutes without work during the parallel part; speed: over one card", style="dim")]
+    over = "one card" if r.cards_per_task == 1 else f"one task at a time on {r.cards_per_task} cards"
+    out = [Text(f"idle: card-minutes without work during the parallel part; speed: over {over}", style="dim")]
     assemblies = {a.assembly_s for a in r.arrangements}
     if r.includes_transfers:
         out.append(Text("transfers: inside the unit durations (work.includes_transfers)", style="dim"))
