@@ -172,3 +172,71 @@ def test_cli_attach(real: Path, tmp_path: Path) -> None:
     assert len(load_snapshot(out).measurements) == 336
     bad = CliRunner().invoke(app, ["attach", str(out), str(out), "-o", str(tmp_path / "x.json")])
     assert bad.exit_code == 2 and "not a bandwidth measurement" in bad.stderr
+
+
+# The newer layout (v0.5 and later: hostname line, bus ids in the device list, "&&&& PERF"
+# latency lines, COEFFICIENT_OF_VARIATION); figures made up for the test.
+NVB_NEW = """nvbandwidth Version: v0.8
+Built from Git version: v0.8
+
+CUDA Runtime Version: 12080
+CUDA Driver Version: 12080
+Driver Version: 570.124.06
+
+node7
+Device 0: NVIDIA H100 80GB HBM3 (00000000:18:00)
+Device 1: NVIDIA H100 80GB HBM3 (00000000:2a:00)
+
+Running host_device_latency_sm.
+memory latency SM CPU(row) <-> GPU(column) (ns)
+           0         1
+ 0    812.40    809.10
+
+&&&& PERF host_device_latency_sm 1621.5 -ns
+
+Running device_local_copy.
+memcpy local GPU(column) bandwidth (GB/s)
+           0         1
+ 0   1510.00   1512.30
+
+SUM device_local_copy 3022.30
+
+Running device_to_device_bidirectional_memcpy_write_ce.
+memcpy CE GPU(row) <-> GPU(column) Write1 bandwidth (GB/s)
+           0         1
+ 0       N/A    365.00
+ 1    366.00       N/A
+
+memcpy CE GPU(row) <-> GPU(column) Total bandwidth (GB/s)
+           0         1
+ 0       N/A    731.20
+ 1    732.00       N/A
+
+SUM device_to_device_bidirectional_memcpy_write_ce 1463.20
+COEFFICIENT_OF_VARIATION device_to_device_bidirectional_memcpy_write_ce 0.01
+"""
+
+
+def test_nvbandwidth_text_newer_layout_and_attach(tmp_path: Path) -> None:
+    import dataclasses
+
+    from tests.conftest import run_probe
+    from tests.fakes import machines
+
+    r = parse_measurements(NVB_NEW, "nvb-new.txt")
+    assert [d.pci_bus_id for d in r.devices] == ["0000:18:00.0", "0000:2a:00.0"]
+    lat = [m for m in r.measurements if m.kind == "latency"]
+    assert [(m.src, m.dst, m.median_us) for m in lat] == [("host", "cuda0", 0.8124), ("host", "cuda1", 0.8091)]
+    both = {(m.src, m.dst): m.median_gbps for m in r.measurements if m.direction == "both-way"}
+    assert both == {("cuda0", "cuda1"): 731.2, ("cuda1", "cuda0"): 732.0}  # Total kept, Write1 skipped
+    assert any("Write1" in s for s in r.skipped) and any("memcpy local" in s for s in r.skipped)
+    # joined to a probe of the same machine by bus id, whatever the CUDA order
+    m = dataclasses.replace(machines.hgx_h100(), cuda_order=[1, 0, 2, 3, 4, 5, 6, 7])
+    snap = run_probe(m, tmp_path / "root").snapshot
+    new = attach(snap, r)
+    by_bus = {g.pci_bus_id: f"gpu{g.index}" for g in snap.gpus}
+    assert {(x.src, x.dst) for x in new.measurements if x.direction == "both-way"} == {
+        (by_bus["0000:18:00.0"], by_bus["0000:2a:00.0"]),
+        (by_bus["0000:2a:00.0"], by_bus["0000:18:00.0"]),
+    }
+    assert not any("joined by CUDA ordinal" in n for x in new.measurements for n in x.notes)

@@ -106,3 +106,20 @@ def test_bandwidth_views_of_a_measured_snapshot(tmp_path: Path) -> None:
     console.print(measurements_table(s))
     table = console.export_text()
     assert "WRONG DATA" in table and "host → gpu0 (host NUMA 0)" in table and "µs" in table
+
+
+@pytest.mark.skipif(ctypes.util.find_library("cuda") is not None, reason="a CUDA driver is installed here")
+def test_python_dash_m_spawns_workers_without_rerunning_the_cli(tmp_path: Path) -> None:
+    """`python -m topomap measure`: the spawned worker must not run the command line again."""
+    import subprocess
+    import sys
+
+    snap = run_probe(machines.consumer_pair(), tmp_path / "root").snapshot
+    save_snapshot(snap, tmp_path / "probe.json")
+    r = subprocess.run(
+        [sys.executable, "-m", "topomap", "measure", str(tmp_path / "probe.json"), "-o", str(tmp_path / "m.json")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 3 and r.stderr.count("CUDA cannot be used here") == 1, r.stderr
