@@ -245,3 +245,23 @@ def test_a_sampler_that_breaks_stops_but_the_run_and_record_go_on() -> None:
     assert calls_ == {"live line", "gpu sample"}
     for s in run.gpus:  # every column as long as its time axis
         assert len(s.memory_used_bytes) == len(s.util_gpu_pct) == len(s.nvlink_rx_bytes_s) == len(s.t_s)
+
+
+def test_a_long_run_is_thinned_keeping_every_peak() -> None:
+    from topomap.record.model import GpuSeries, HostSeries
+    from topomap.record.thin import halve
+
+    g = GpuSeries(id="gpu0", index=0, t_s=[0, 1, 2, 3, 4], memory_used_bytes=[1, 9, 2, None, 5])
+    g.util_gpu_pct = [None, None, 50, 10, 0]
+    halve(g)
+    assert g.t_s == [0, 2, 4] and g.memory_used_bytes == [9, 2, 5] and g.util_gpu_pct == [None, 50, 0]
+    h = HostSeries(t_s=[0, 1, 2], disk_read_bytes=[0, 10, 30], tree_rss_bytes=[5, 3, 4])
+    halve(h)
+    assert h.disk_read_bytes == [10, 30] and h.tree_rss_bytes == [5, 4]  # counters: the later value
+
+    opts = _no_gpu(max_samples=8)
+    opts.interval_s = 0.02
+    run = record([PY, "-c", "import time; time.sleep(0.6)"], opts)
+    assert run.sampling.thinned >= 2
+    assert len(run.host.t_s) < run.sampling.samples  # fewer stored points than readings
+    assert len(run.host.tree_rss_bytes) == len(run.host.disk_read_bytes) == len(run.host.t_s) <= 9

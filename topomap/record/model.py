@@ -81,7 +81,7 @@ class Sampling(_R, kw_only=True):
     """How sampling went and what it cost (measured in the recorder itself)."""
 
     interval_s: float  # requested
-    samples: int = 0
+    samples: int = 0  # readings taken (more than the stored points when thinned)
     mean_interval_s: float | None = None  # achieved
     sample_cost_mean_s: float | None = None  # wall time of one sample (NVML + psutil)
     sample_cost_max_s: float | None = None
@@ -90,6 +90,7 @@ class Sampling(_R, kw_only=True):
     probe_s: float | None = None  # the machine snapshot, taken before the command started
     gpu_sampled: bool = False
     gpu_note: str | None = None  # why no GPU was sampled, when none was
+    thinned: int = 1  # a long run: points end this many times the interval apart; merged ones keep the max
 
 
 class Run(_R, kw_only=True):

@@ -35,6 +35,7 @@ from topomap.probe.sampler import GpuSampler
 from topomap.record.environment import mark_visibility, placement_environment, versions
 from topomap.record.host import HostSampler, name_of
 from topomap.record.model import Run, Sampling
+from topomap.record.thin import halve
 
 LiveCallback = Callable[[float, list[tuple[str, int | None, int | None]]], None]
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -49,7 +50,14 @@ class RecordOptions:
     snapshot: Callable[[], Snapshot] | None = None  # None: topomap.probe.probe()
     on_sample: LiveCallback | None = None
     pcie_period_s: float = 1.0
+    max_samples: int = 20_000  # stored points per series before they are halved (thin.py)
     notes: list[str] = field(default_factory=list)
+
+
+def _halve_all(host: HostSampler, gpus: GpuSampler | None) -> None:
+    halve(host.series)
+    for card in gpus.cards if gpus is not None else []:
+        halve(card.series)
 
 
 def pad_columns(series: Any) -> None:
@@ -215,11 +223,15 @@ def record(command: list[str], opts: RecordOptions | None = None) -> Run:
             on_sample = opts.on_sample
             guarded("live line", lambda: on_sample(t, sampled.latest_memory() if sampled is not None else []))
 
+    interval, thinned = opts.interval_s, 1
     try:
         next_tick = start
         while True:
-            next_tick += opts.interval_s
+            next_tick += interval
             take()
+            if len(host.series.t_s) >= opts.max_samples:  # a long run: half the points, every peak kept
+                guarded("thin", lambda: _halve_all(host, sampled))
+                interval, thinned = interval * 2, thinned * 2
             waited = _wait_exit(child.pid, pidfd, next_tick - time.monotonic())
             if waited is not None:
                 done = waited
@@ -264,6 +276,7 @@ def record(command: list[str], opts: RecordOptions | None = None) -> Run:
         sampling=Sampling(
             interval_s=opts.interval_s,
             samples=len(sample_times),
+            thinned=thinned,
             mean_interval_s=round(sum(gaps) / len(gaps), 4) if gaps else None,
             sample_cost_mean_s=round(sum(costs) / len(costs), 6) if costs else None,
             sample_cost_max_s=round(max(costs), 6) if costs else None,

@@ -71,6 +71,11 @@ def _header(run: Run) -> Text:
         f"  {s.samples} samples every {s.interval_s:g} s; one sample cost {fmt_seconds(s.sample_cost_mean_s)} "
         f"(max {fmt_seconds(s.sample_cost_max_s)}); recorder used {_pct(s.overhead_pct)} of one CPU (measured)",
     ]
+    if s.thinned > 1:
+        lines.append(
+            f"  a long run: points thinned to {s.thinned}× the interval, each merged point the largest of its "
+            "readings (peaks kept)"
+        )
     if not s.gpu_sampled:
         lines.append(f"  {s.gpu_note or 'no GPU sampled'}")
     lines += [f"  note: {n}" for n in run.notes]
