@@ -44,9 +44,15 @@ def test_a_failing_command_passes_its_status_through() -> None:
     assert "no GPU sampled" in run.sampling.gpu_note
 
 
-def test_a_missing_command_is_one_line_error() -> None:
+def test_a_command_that_cannot_start_is_one_line_error(tmp_path: Path) -> None:
     with pytest.raises(TopomapError, match="cannot run 'no-such-command-xyz'"):
         record(["no-such-command-xyz"], _no_gpu())
+    blob = tmp_path / "blob"
+    blob.write_bytes(b"\x7fnot a program")
+    blob.chmod(0o755)
+    with pytest.raises(TopomapError, match=r"cannot run .*blob.*Exec format error"):
+        record([str(blob)], _no_gpu())
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handlers restored on the way out
 
 
 def test_host_counters_of_a_real_child_and_its_grandchild() -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import itertools
 import os
 import select
 import signal
@@ -182,7 +181,7 @@ def record(command: list[str], opts: RecordOptions | None = None) -> Run:
     signals.install()  # before the start, so that no signal in between is lost
     try:
         child = subprocess.Popen(command, env=env)
-    except (FileNotFoundError, PermissionError, NotADirectoryError) as err:
+    except OSError as err:  # not found, not executable, not a program (ENOEXEC), …
         signals.restore()
         if gpus is not None:
             gpus.close()
@@ -197,8 +196,7 @@ def record(command: list[str], opts: RecordOptions | None = None) -> Run:
         except OSError:
             pidfd = None
     host = HostSampler(child.pid)
-    costs: list[float] = []
-    sample_times: list[float] = []
+    stats = {"n": 0, "cost_sum": 0.0, "cost_max": 0.0, "first_t": 0.0, "last_t": 0.0}  # running, not lists
 
     broken: list[Problem] = []  # a sampler that raised is stopped; the command runs on regardless
 
@@ -217,8 +215,13 @@ def record(command: list[str], opts: RecordOptions | None = None) -> Run:
         pids = guarded("host sample", lambda: host.sample(t)) or set()
         if sampled is not None:
             guarded("gpu sample", lambda: sampled.sample(t, pids))
-        costs.append(time.monotonic() - t0)
-        sample_times.append(t)
+        cost = time.monotonic() - t0
+        if stats["n"] == 0:
+            stats["first_t"] = t
+        stats["n"] += 1
+        stats["last_t"] = t
+        stats["cost_sum"] += cost
+        stats["cost_max"] = max(stats["cost_max"], cost)
         if opts.on_sample is not None and not final:
             on_sample = opts.on_sample
             guarded("live line", lambda: on_sample(t, sampled.latest_memory() if sampled is not None else []))
@@ -254,7 +257,7 @@ def record(command: list[str], opts: RecordOptions | None = None) -> Run:
     host.series.cpu_user_s = round(usage.ru_utime, 3)
     host.series.cpu_system_s = round(usage.ru_stime, 3)
     host.series.max_rss_bytes = usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
-    gaps = [b - a for a, b in itertools.pairwise(sample_times)]
+    n = int(stats["n"])
     problems: list[Problem] = [*host.problems, *(gpus.problems if gpus is not None else []), *broken]
     pad_columns(host.series)
     for card in sampled.cards if sampled is not None else []:
@@ -275,11 +278,11 @@ def record(command: list[str], opts: RecordOptions | None = None) -> Run:
         interrupted_by=signals.first,
         sampling=Sampling(
             interval_s=opts.interval_s,
-            samples=len(sample_times),
+            samples=n,
             thinned=thinned,
-            mean_interval_s=round(sum(gaps) / len(gaps), 4) if gaps else None,
-            sample_cost_mean_s=round(sum(costs) / len(costs), 6) if costs else None,
-            sample_cost_max_s=round(max(costs), 6) if costs else None,
+            mean_interval_s=round((stats["last_t"] - stats["first_t"]) / (n - 1), 4) if n > 1 else None,
+            sample_cost_mean_s=round(stats["cost_sum"] / n, 6) if n else None,
+            sample_cost_max_s=round(stats["cost_max"], 6) if n else None,
             recorder_cpu_s=round(recorder_cpu, 4),
             overhead_pct=round(recorder_cpu / duration * 100, 2) if duration > 0 else None,
             probe_s=round(probe_s, 3),
