@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_probe
 from tests.fakes import machines
 from tests.fakes.machine import FakeFabric, FakeMachine
@@ -139,3 +141,18 @@ def test_probe_records_findings(tmp_path: Path) -> None:
     snap = run_probe(dataclasses.replace(m, hypervisor=True, dmi_vendor="QEMU"), tmp_path).snapshot
     assert any(f.kind == "virtual-topology" for f in snap.findings)
     assert not any(f.kind == "nvlink-inactive" for f in snap.findings)
+
+
+def test_a_check_that_trips_is_an_info_finding_not_a_failed_probe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import topomap.probe.health as health
+
+    def broken(*_: object) -> list[Finding]:
+        raise PermissionError(13, "Permission denied", "/sys/module")
+
+    monkeypatch.setattr(health, "_gpudirect", broken)
+    _, fs = _health(machines.hgx_h100(), tmp_path)
+    f = _kinds(fs)["health-check-failed"]
+    assert len(f) == 1 and "GPUDirect RDMA check could not run: PermissionError" in f[0].text
+    assert "imex-missing" in _kinds(fs)  # the checks after it still ran
