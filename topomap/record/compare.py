@@ -136,7 +136,7 @@ def _warnings(a: Run, b: Run) -> tuple[list[str], list[str]]:
         warn.append(f"different commands: {shlex.join(a.command)} vs {shlex.join(b.command)}")
     for key in sorted(set(a.versions) | set(b.versions)):
         va, vb = a.versions.get(key), b.versions.get(key)
-        if va != vb and key != "platform":
+        if va != vb and key not in ("platform", "packages_of"):
             warn.append(f"different versions: {key} {va or 'absent'} vs {vb or 'absent'}")
     arrangement: list[str] = []
     for key in sorted(set(a.environment) | set(b.environment)):

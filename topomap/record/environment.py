@@ -57,11 +57,15 @@ def versions(snapshot: Snapshot | None) -> dict[str, str]:
         for key, value in (("driver", sw.driver_version), ("cuda", sw.cuda_driver_version), ("nvml", sw.nvml_version)):
             if value:
                 out[key] = value
+    found = False
     for pkg in PACKAGES:
         try:
             out[pkg] = metadata.version(pkg)
+            found = True
         except metadata.PackageNotFoundError:
             continue
+    if found:  # the command may run another interpreter: say whose packages these are
+        out["packages_of"] = sys.executable
     if sys.implementation.name != "cpython":
         out["python_implementation"] = sys.implementation.name
     return out
