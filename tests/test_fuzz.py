@@ -312,12 +312,14 @@ class Tally:
     seen: set[str] = field(default_factory=set)
     viewed: int = 0
 
-    def add(self, outcome: str, detail: str) -> None:
+    def add(self, outcome: str, detail: str, data: bytes = b"", keep: str | None = None) -> None:
         self.counts[outcome] += 1
         if outcome != "accepted":
             self.examples.setdefault(outcome, [])
             if len(self.examples[outcome]) < 20:
                 self.examples[outcome].append(detail[:600])
+                if keep and outcome in ("crash", "hang"):  # the input, to reproduce it
+                    Path(f"{keep}.{outcome}-{len(self.examples[outcome])}.bin").write_bytes(data)
 
 
 def _workdir() -> Path:
@@ -386,7 +388,8 @@ def _fuzz(name: str) -> None:
     def case(drawn: tuple[bytes, str]) -> None:
         data, ops = drawn
         outcome, detail = run_case(fmt, data, work, tally, ops)
-        tally.add(outcome, detail)
+        out = os.environ.get("TOPOMAP_FUZZ_OUT")
+        tally.add(outcome, detail, data, f"{out}.{name}" if out else None)
         if not OPT_IN:
             assert outcome in ("accepted", "refused"), detail
 

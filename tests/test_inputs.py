@@ -233,3 +233,24 @@ def test_importers_validate_before_returning() -> None:
     )
     with pytest.raises(TopomapError, match=r"paste.txt: nics\[1\].name: 'mlx5_0' is also nics\[0\].name"):
         import_text(text, "paste.txt")
+
+
+def test_pci_gpu_or_nic_must_be_a_listed_device() -> None:
+    # A renumbered bus id leaves a `gpu` PCI function no GPU owns: the diagram could not label it.
+    raw = sample()
+    pci = raw["pci"]
+    assert isinstance(pci, list)
+    k, dev = next((k, d) for k, d in enumerate(pci) if d["kind"] == "gpu")
+    dev["id"] = "0000:ee:00.0"
+    for d in pci:
+        if d["parent"] == pci[k]["id"]:
+            d["parent"] = dev["id"]
+    refused(raw, f"pci[{k}]: gpu '0000:ee:00.0' is no GPU's pci_bus_id")
+
+
+def test_xml_declaring_another_encoding_is_read_as_decoded(real: Path, tmp_path: Path) -> None:
+    text = (real / "hwloc" / "nvidia-dgx2h.xml").read_text()
+    f = tmp_path / "t.xml"
+    f.write_bytes(codecs.BOM_UTF16_LE + text.replace('encoding="UTF-8"', 'encoding="UTF-16"').encode("utf-16-le"))
+    assert len(import_file(f).gpus) == 16
+    assert len(import_text(text.replace('encoding="UTF-8"', 'encoding="no-such"'), "t.xml").gpus) == 16

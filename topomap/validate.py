@@ -85,6 +85,14 @@ def _host(snap: Snapshot, where: str, merged: bool = False) -> None:
     ids = {f"gpu{i}" for i in gpu_ids} | {f"nic{i}" for i in nic_ids}
     _pairs(snap, where, ids)
     _pci(snap, where)
+    # A PCI function of kind gpu/nic is drawn as that GPU/NIC: it must be one.
+    owners = {"gpu": {g.pci_bus_id for g in snap.gpus}, "nic": {n.pci_bus_id for n in snap.nics}}
+    for k, d in enumerate(snap.pci):
+        if d.kind in owners and d.id not in owners[d.kind]:
+            raise SnapshotInvalid(
+                f"{where}: pci[{k}]: {d.kind} {d.id!r} is no {d.kind.upper()}'s pci_bus_id",
+                hint=f"list the device in `{d.kind}s` or give it kind `other`",
+            )
 
 
 def _unique(values: Iterable[object], where: str, field: str, key: str) -> set[object]:
