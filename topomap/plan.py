@@ -13,7 +13,7 @@ Public API for `check` and `diff`: :func:`plan_flow`, :func:`best_total_seconds`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from topomap.errors import TopomapError
 from topomap.plan_costs import SETTLE_MEMORY, CardMemory, Leg, cards_of, lot_of
@@ -135,6 +135,7 @@ class PlanResult:
     exchange_how: str | None = None
     assembly_on: str | None = None  # where the assembly runs (a flow host or step)
     assembly_streamed: bool = False  # results assembled as they arrive, not after every unit
+    unit_provenance: str = "assumed"  # "assumed" (the flow's work block) or "observed" (a recorded run)
 
     def best(self) -> Arrangement | None:
         ok = [a for a in self.arrangements if a.fit.verdict != "does not fit"]
@@ -149,7 +150,7 @@ class PlanResult:
             "lot": self.lot,
             "cards_available": self.cards_available,
             "cards_per_task": self.cards_per_task,
-            "units": [{"name": u.name, "seconds": u.seconds, "source": "assumed"} for u in self.units],
+            "units": [{"name": u.name, "seconds": u.seconds, "source": self.unit_provenance} for u in self.units],
             "unit_source": self.unit_source,
             "durations_include_transfers": self.includes_transfers,
             "per_unit_transfers": [
@@ -190,12 +191,22 @@ def plan_changes(a: PlanResult, b: PlanResult) -> list[str]:
     return changes(a, b)
 
 
-def plan_flow(flow: Flow, topos: dict[str, Topology | None], cards: list[int] | None = None) -> PlanResult:
+def plan_flow(
+    flow: Flow,
+    topos: dict[str, Topology | None],
+    cards: list[int] | None = None,
+    observed: tuple[dict[str, Any], str] | None = None,
+) -> PlanResult:
     """Plan a bound flow (``topos`` from :func:`topomap.mapping.bind_hosts`) for ``cards`` card
-    counts (default 1…N, N the GPUs of the lot)."""
+    counts (default 1…N, N the GPUs of the lot). ``observed``: (figures, origin) from
+    :func:`topomap.record.observed_for_plan`, used in place of the assumed duration and memory."""
     from topomap.plan_build import build_plan
 
     work = work_of(flow)
+    if work is not None and work.units and observed is not None:
+        from topomap.plan_observed import apply_observed
+
+        work = apply_observed(work, *observed)
     if work is None or not work.units:
         raise TopomapError(
             f"{flow.path}: the flow's work has no units to plan",

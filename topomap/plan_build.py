@@ -136,6 +136,7 @@ def build_plan(
         includes_transfers=work.includes_transfers, assumptions=_assumptions(ctx, exchange_how),
         warnings=ctx.warnings, skipped=skipped, exchange_how=exchange_how,
         assembly_on=work.assembly.on if work.assembly else None,
+        unit_provenance=work.provenance,
         assembly_streamed=work.assembly is not None and not work.assembly.waits_for_all,
     )  # fmt: skip
 
@@ -201,8 +202,8 @@ def _coordinated(ctx: _Ctx, k: int) -> tuple[Arrangement | None, str]:
 def _assumptions(ctx: _Ctx, exchange_how: str | None) -> list[str]:
     w = ctx.work
     out = [
-        f"a calculation from the flow's stated work ({len(w.units)} units, durations assumed from {w.source}), "
-        "not a measurement",
+        f"a calculation from the flow's stated work ({len(w.units)} units, durations {w.provenance} from "
+        f"{w.source}), not a measurement",
         "a card runs one task at a time, units do not wait for each other, and a unit takes as long on every card",
     ]
     if w.includes_transfers:
@@ -235,4 +236,4 @@ def _assumptions(ctx: _Ctx, exchange_how: str | None) -> list[str]:
         )
     if w.memory_per_task_bytes is not None:
         out.append("memory per card = duplicated state + the rest of a task's memory ÷ the cards holding it")
-    return out
+    return out + w.notes

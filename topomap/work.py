@@ -109,6 +109,8 @@ class Work:
     limits: Limits = field(default_factory=Limits)
     split: Split | None = None
     unit_label: str | None = None
+    provenance: str = "assumed"  # of the durations: "assumed" (the flow) or "observed" (a recorded run)
+    notes: list[str] = field(default_factory=list)  # extra assumptions, e.g. what an observed run stands for
 
 
 def _err(flow: Flow, where: str, message: str, hint: str | None = None) -> FlowError:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from topomap.cli import JsonOpt, ProbeOpt, _console, _guard, _print_json, _write, app
 from topomap.errors import TopomapError
+
+if TYPE_CHECKING:
+    from topomap.flow import Flow
 
 GANTT_FORMATS = ("svg", "png")
 
@@ -24,6 +27,19 @@ def _card_counts(text: str | None) -> list[int] | None:
     if not counts or any(k < 1 for k in counts):
         raise TopomapError(f"--cards {text!r}: card counts are 1 or more", hint="e.g. --cards 1,2,4")
     return counts
+
+
+def _observed(path: str, units: int | None, flow: Flow) -> dict[str, Any]:
+    """The figures of a recorded run, for the flow's units (or ``units`` the run processed)."""
+    from topomap.record import observed_for_plan
+    from topomap.record.model import load_run
+    from topomap.work import work_of
+
+    if units is not None and units < 1:
+        raise TopomapError(f"--observed-units {units}: a run processes 1 unit or more")
+    work = work_of(flow)
+    n = units if units is not None else (len(work.units) if work is not None and work.units else 1)
+    return observed_for_plan(load_run(path), n)
 
 
 @app.command()
@@ -41,6 +57,12 @@ def plan(
     output: Annotated[
         str | None, typer.Option("-o", "--output", help="Also draw the Gantt charts: OUT.svg or .png")
     ] = None,
+    observed: Annotated[
+        str | None, typer.Option("--observed", help="A recorded run (topomap record): its unit time and memory peak.")
+    ] = None,
+    observed_units: Annotated[
+        int | None, typer.Option("--observed-units", help="Units the recorded run processed (default: the work's).")
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """The flow's work on 1…N cards: one card, even split, longest-first, shared queue, coordinated —
@@ -55,7 +77,8 @@ def plan(
         if fmt not in GANTT_FORMATS:
             raise TopomapError(f"-o {output}: a Gantt chart is drawn as .svg or .png")
     flow = read_flow(flow_file)
-    result = plan_flow(flow, bind_hosts(flow, probe or []), counts)
+    seen = None if observed is None else (_observed(observed, observed_units, flow), observed)
+    result = plan_flow(flow, bind_hosts(flow, probe or []), counts, seen)
     if gantt is not None and gantt not in {a.k for a in result.arrangements}:
         have = ", ".join(str(k) for k in sorted({a.k for a in result.arrangements}))
         raise TopomapError(f"--gantt {gantt}: no arrangement of {gantt} cards in this plan", hint=f"planned: {have}")

@@ -1,0 +1,70 @@
+"""A recorded run's figures in place of the plan's assumed duration and memory."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.conftest import SAMPLES
+from topomap.cli import app
+from topomap.errors import TopomapError
+from topomap.flow import read_flow
+from topomap.mapping import bind_hosts
+from topomap.plan import plan_file, plan_flow
+from topomap.plan_observed import apply_observed
+from topomap.record import observed_for_plan
+from topomap.record.model import load_run
+from topomap.work import Unit, Work
+
+REFERENCE = str(SAMPLES / "flows" / "eight-documents.yaml")
+TWO_CARDS = str(SAMPLES / "records" / "two-cards.json")
+
+
+def _work(cards_per_task: int = 1) -> Work:
+    return Work(
+        units=[Unit("a", 600.0), Unit("b", 900.0)],
+        source="work.durations",
+        cards_per_task=cards_per_task,
+        memory_per_task_bytes=10 * 2**30,
+        duplicated_bytes=2 * 2**30,
+    )
+
+
+def test_observed_duration_and_memory_replace_the_assumed_ones() -> None:
+    seen = {"succeeded": True, "unit_duration_s": 42.5, "units": 2, "cards_used": 1, "duration_s": 85.0}
+    w = apply_observed(_work(), seen | {"memory_per_task_bytes": 2**30}, "run.json")
+    assert [u.seconds for u in w.units] == [42.5, 42.5] and w.provenance == "observed"
+    assert w.includes_transfers and w.memory_per_task_bytes == 2**30 and w.duplicated_bytes == 2**30
+    assert w.source == "the record run.json" and "85.0 s of wall time on 1 card(s) for 2 unit(s)" in w.notes[0]
+    # a task over two cards: one card's peak is not the task's memory
+    w2 = apply_observed(_work(2), seen | {"memory_per_task_bytes": 2**30}, "run.json")
+    assert w2.memory_per_task_bytes == 10 * 2**30 and "not used: a task here spans 2 cards" in w2.notes[1]
+
+
+def test_a_failed_or_unfinished_run_is_refused() -> None:
+    with pytest.raises(TopomapError, match="the recorded command failed"):
+        apply_observed(_work(), {"succeeded": False, "unit_duration_s": 1.0}, "run.json")
+    with pytest.raises(TopomapError, match="has no wall time"):
+        apply_observed(_work(), {"succeeded": True, "unit_duration_s": None}, "run.json")
+
+
+def test_plan_with_a_shipped_record() -> None:
+    seen = observed_for_plan(load_run(TWO_CARDS), 8)
+    r = plan_file(REFERENCE, [], [1, 2])
+    flow = read_flow(REFERENCE)
+    o = plan_flow(flow, bind_hosts(flow, []), [1, 2], (seen, TWO_CARDS))
+    assert r.unit_provenance == "assumed" and o.unit_provenance == "observed"
+    assert {u.seconds for u in o.units} == {seen["unit_duration_s"]}
+    one = next(a for a in o.arrangements if a.kind == "one card")
+    assert one.total_s == pytest.approx(8 * seen["unit_duration_s"] + 600)
+
+
+def test_cli_observed() -> None:
+    res = CliRunner().invoke(app, ["plan", REFERENCE, "--cards", "1", "--observed", TWO_CARDS, "--json"])
+    assert res.exit_code == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert {u["source"] for u in doc["units"]} == {"observed"}
+    res = CliRunner().invoke(app, ["plan", REFERENCE, "--observed", TWO_CARDS, "--observed-units", "0"])
+    assert res.exit_code == 2 and "--observed-units 0" in res.stderr
