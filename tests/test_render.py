@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -50,8 +51,10 @@ def test_svg_is_byte_stable(tmp_path: Path) -> None:
 
 def test_nvlink_labels_and_media_colours() -> None:
     text = topology_dot([build(load_any(SAMPLES / "snapshots" / "ibm-gx3d-h100-8gpu.json"))])
-    assert text.count('label="NV18 · 450 GB/s"') == 8  # one hub edge per GPU, not 28 pair edges
-    assert "#2e7d32" in text and "#1565c0" in text and "#ef6c00" in text
+    # every GPU has the same bundle to the NVSwitch fabric: said once on the hub, no 8 spokes, no 28 pair edges
+    assert "every GPU (8): NV18 · 450 GB/s to it" in text
+    assert 'label="NV18 · 450 GB/s"' not in text
+    assert "#2e7d32" in text and "#1565c0" in text and "#ef6c00" in text  # legend colours
     assert "imported from an NCCL topology XML" in text
 
 
@@ -111,3 +114,19 @@ def test_graphml_and_node_link_json(tmp_path: Path) -> None:
 def test_unknown_output_format_is_exit_2(tmp_path: Path) -> None:
     r = runner.invoke(app, ["render", str(SAMPLE_FILES[0]), "-o", str(tmp_path / "x.bmp")])
     assert r.exit_code == 2 and "unknown format" in r.stderr
+
+
+def test_nvlink_pairs_without_a_hub_keep_their_labelled_edges() -> None:
+    """DGX-1: a hybrid cube mesh of direct GPU-GPU bundles; each edge keeps its own label."""
+    text = topology_dot([build(load_any(SAMPLES / "snapshots" / "dgx1-v100.json"))])
+    assert "every GPU" not in text
+    assert len(re.findall(r'label="NV\d · [\d.]+ GB/s"', text)) >= 8
+
+
+@needs_dot
+def test_eight_gpu_machine_fits_a_screen() -> None:
+    """Issue 13: the 8-GPU diagram was an unreadable strip; NUMA nodes now stack, the fabric hub sits below."""
+    svg = pipe(topology_dot([build(load_any(SAMPLES / "snapshots" / "ibm-gx3d-h100-8gpu.json"))]), "svg")
+    root = ET.fromstring(svg)
+    w, h = float(root.get("width", "0").rstrip("pt")), float(root.get("height", "0").rstrip("pt"))
+    assert w <= 800 and h <= 1100 and 0.5 <= w / h <= 1.5, (w, h)

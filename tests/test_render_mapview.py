@@ -76,3 +76,29 @@ def test_json_carries_label_and_every_arrow() -> None:
 def runner_json(flow: str) -> dict[str, object]:
     out: dict[str, object] = json.loads(runner.invoke(app, ["map", flow, "--json"]).output)
     return out
+
+
+def test_narrow_terminal_never_splits_a_word() -> None:
+    """Issue 13: at 80 columns words split mid-way (`node-a:memor` / `y →`, `host-memo` / `ry`)."""
+    import io
+
+    from rich.console import Console
+
+    from topomap.flow import read_flow
+    from topomap.mapping import bind_hosts, map_flow
+    from topomap.render.mapview import arrows_view, summary_view
+
+    flow = read_flow(PIPE)
+    fmap = map_flow(flow, bind_hosts(flow, []))
+    for view in (summary_view, arrows_view):
+        console = Console(width=80, file=io.StringIO(), color_system=None)
+        with console.capture() as cap:
+            console.print(view(fmap, 80))
+        out = cap.get()
+        assert max(len(line) for line in out.splitlines()) <= 80
+        for word in ("host-memory", "node-a:memory", "node-b:gpu0", "activations", "25 GB/s spec"):
+            assert word in out, (view.__name__, word)
+        wide = Console(width=300, file=io.StringIO(), color_system=None)
+        with wide.capture() as cap:
+            wide.print(view(fmap, 300))
+        assert "─────" in cap.get()  # a table when it fits

@@ -38,15 +38,16 @@ def map_(
         return
     from topomap.render.mapview import arrows_view, summary_view
 
-    _print_wide(arrows_view(fmap) if all_ else summary_view(fmap))
+    view = arrows_view if all_ else summary_view
+    if sys.stdout.isatty():  # a table when it fits the terminal, else one block per line (no word split)
+        console = _console()
+        console.print(view(fmap, console.width))
+        return
+    _print_wide(view(fmap))
 
 
 def _print_wide(renderable: object) -> None:
-    """On a terminal, rich's layout; piped or redirected: no wrapping, no truncation, no trailing blanks,
-    so `grep` finds every full name."""
-    if sys.stdout.isatty():
-        _console().print(renderable)
-        return
+    """Piped or redirected: no wrapping, no truncation, no trailing blanks, so `grep` finds every full name."""
     from rich.console import Console
 
     console = Console(width=100_000, soft_wrap=True, highlight=False, color_system=None)

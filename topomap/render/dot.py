@@ -26,6 +26,7 @@ MEDIUM_COLOURS = {"gpu-link": GPU_LINK, "host-memory": HOST_MEMORY, "network": N
 
 _CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _BUS_ID = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+GRID_COLUMNS = 4  # PCIe boxes side by side under one parent before the next row starts
 _SKIP = {"switch-downstream", "port"}
 
 
@@ -260,7 +261,7 @@ def _host(
         kind = d.get("kind")
         if kind == "gpu":
             gpu = next(x for x in snap.gpus if f"gpu{x.index}" == n)
-            extra = f"\n{gpu.name}" if gpu.name else ""
+            extra = f"\n{_model(gpu.name)}" if gpu.name else ""
             mem = f"\n{gpu.memory_total_bytes / 2**30:.0f} GiB" if gpu.memory_total_bytes else ""
             return f"GPU{gpu.index}{extra}{mem}"
         if kind == "nic":
@@ -286,23 +287,51 @@ def _host(
             b.open(f"{h}:{n}", title, style)
             own = "CPU + host memory" + "".join(f"\n▸ {x}" for x in steps.get(n, [])) if kind == "numa" else label_of(n)
             b.node(node_key(h, n), _node_attrs(kind, own, inferred, faded(n)))
+            boxes: list[tuple[int, int]] = []
             for k in kids:
+                first = len(b.declared)
                 emit(k)
+                if children.get(k):
+                    boxes.append((first, len(b.declared)))
+            for up, down in zip(boxes, boxes[GRID_COLUMNS:], strict=False):  # many boxes: rows of GRID_COLUMNS
+                b.add(f"{b.nid(b.declared[up[1] - 1])} -> {b.nid(b.declared[down[0]])} [style=invis];")
             b.close()
         else:
             b.node(node_key(h, n), _node_attrs(str(kind), label_of(n), inferred, faded(n)))
 
-    for top in sorted(children.get(None, []), key=natural_key):
-        if top == FABRIC:
-            continue
+    tops = [t for t in sorted(children.get(None, []), key=natural_key) if t != FABRIC]
+    spans: list[tuple[int, int]] = []
+    for top in tops:
+        first = len(b.declared)
         emit(top)
+        spans.append((first, len(b.declared)))
+    nvlinks = []
+    for u, v, d in sorted(g.edges(data=True), key=lambda e: (natural_key(e[0]), natural_key(e[1]))):
+        if d.get("kind") == "nvlink":
+            a, c = (u, v) if v == FABRIC or natural_key(u) <= natural_key(v) else (v, u)
+            nvlinks.append((a, c, f"NV{d.get('count')} · {fmt_gbps(d.get('bandwidth_gbps'))}"))
+    labels = {lab for _, _, lab in nvlinks}
+    hub_only = bool(nvlinks) and all(c == FABRIC for _, c, _ in nvlinks) and len(labels) == 1
     if FABRIC in g:
+        hub = label_of(FABRIC)
+        if hub_only:  # the same bundle from every GPU: said once here, no spokes (the picture stays narrow)
+            hub += f"\nevery GPU{'' if len(nvlinks) == 1 else f' ({len(nvlinks)})'}: {labels.pop()} to it"
         b.open(f"{h}:fabric", "NVLink fabric", 'style="rounded"; color="#a5d6a7";')
-        b.node(node_key(h, FABRIC), _node_attrs("nvswitch", label_of(FABRIC), False, faded(FABRIC)))
+        b.node(node_key(h, FABRIC), _node_attrs("nvswitch", hub, False, faded(FABRIC)))
         b.close()
     for line in inside:
         b.add(line)
     b.close()
+    # NUMA nodes in rows: one per row when each holds a row of GPUs, more per row when they are small
+    widest = max((sum(k.split(":", 1)[1].startswith("gpu") for k in b.declared[a:z]) for a, z in spans), default=1)
+    columns = 1 if widest >= 2 else 2
+    for above, below in zip(spans, spans[columns:], strict=False):
+        if above[1] > above[0] and below[1] > below[0]:
+            b.add(f"{b.nid(b.declared[above[1] - 1])} -> {b.nid(b.declared[below[0]])} [style=invis];")
+    if hub_only and spans:  # the fabric, without spokes, below the rest
+        for key in b.declared[spans[-1][0] : spans[-1][1]]:
+            if key.split(":", 1)[1].startswith(("gpu", "nic:")):
+                b.add(f"{b.nid(key)} -> {b.nid(node_key(h, FABRIC))} [style=invis];")
     # tree edges between drawn nodes
     for n in sorted(kept, key=natural_key):
         p = drawn_parent(n) if n != FABRIC else None
@@ -326,16 +355,24 @@ def _host(
                 f"{b.nid(node_key(h, a))} -> {b.nid(node_key(h, c))} [color={q(FADED)}, style=dashed, "
                 f'label="inter-socket"];'
             )
-    for u, v, d in sorted(g.edges(data=True), key=lambda e: (natural_key(e[0]), natural_key(e[1]))):
-        if d.get("kind") != "nvlink":
-            continue
-        a, c = (u, v) if v == FABRIC or natural_key(u) <= natural_key(v) else (v, u)
-        label = f"NV{d.get('count')} · {fmt_gbps(d.get('bandwidth_gbps'))}"
+    for a, c, label in [] if hub_only else nvlinks:
         colour = FADED if faded(a) or faded(c) else GPU_LINK
         b.add(
             f"{b.nid(node_key(h, a))} -> {b.nid(node_key(h, c))} [color={q(colour)}, penwidth=2.4, "
-            f"label={q(label)}, fontcolor={q(colour)}];"
+            f"label={q('' if hub_only else label)}, fontcolor={q(colour)}];"
         )
+    for n in sorted(kept, key=natural_key):  # a NIC beside a GPU under one switch sits below it: narrower
+        kids = children.get(n, [])
+        gpus = sorted((k for k in kids if g.nodes[k].get("kind") == "gpu"), key=natural_key)
+        if gpus and g.nodes[n].get("kind") in ("switch", "switch-upstream", "bridge", "host-bridge"):
+            for k in sorted(kids, key=natural_key):
+                if g.nodes[k].get("kind") == "nic":
+                    b.add(f"{b.nid(node_key(h, gpus[0]))} -> {b.nid(node_key(h, k))} [style=invis];")
+
+
+def _model(name: str) -> str:
+    """A GPU model without the vendor prefix every one of them carries (`NVIDIA H100 80GB HBM3` → `H100 80GB HBM3`)."""
+    return name[7:] if name.startswith("NVIDIA ") and len(name) > 7 else name
 
 
 def nic_name(nic: Nic) -> str:

@@ -20,6 +20,7 @@ from topomap.render.dot import (
     FADED,
     MEDIUM_COLOURS,
     DotBuilder,
+    _model,
     fmt_gbps,
     graph_label,
     legend_rows,
@@ -90,7 +91,7 @@ def _where(fmap: FlowMap, step: str, host: str, topo: Topology | None) -> str:
         models = []
         if topo is not None:
             by_id = {f"gpu{g.index}": g for g in topo.snapshot.gpus}
-            models = list(dict.fromkeys(by_id[g].name for g in gpus if g in by_id and by_id[g].name))
+            models = list(dict.fromkeys(_model(by_id[g].name or "") for g in gpus if g in by_id and by_id[g].name))
         if models:
             text += " · " + (f"{len(gpus)}× " if len(gpus) > 1 else "") + "/".join(str(m) for m in models)
         out.append(text)
@@ -128,13 +129,20 @@ def _step_node(fmap: FlowMap, step: str, host: str, topo: Topology | None) -> st
     )
 
 
+def steps_first(fmap: FlowMap, host: str) -> list[str]:
+    """Steps on ``host`` that no other step on ``host`` feeds (the top of its box)."""
+    on = [st.name for st in fmap.flow.steps.values() if any(p.host == host for p in st.placements)]
+    fed = {a.dst_step for a in fmap.arrows if a.src_step != a.dst_step and a.src_step in on and a.dst_step in on}
+    return [st for st in on if st not in fed]
+
+
 def _host_summary(topo: Topology | None, touched_gpus: set[str], touched_nics: set[str]) -> str:
     """The host box's second line: its hardware, and what is folded away."""
     if topo is None:
         return "no snapshot: inside unknown"
     s = topo.snapshot
-    models = list(dict.fromkeys(g.name for g in s.gpus if g.name))
-    bits = [f"{len(s.gpus)} GPU(s)" + (f" {'/'.join(models)}" if models else "")]
+    models = list(dict.fromkeys(_model(g.name) for g in s.gpus if g.name))
+    bits = [f"{len(s.gpus)}× " + ("/".join(models) if models else "GPU") if s.gpus else "no GPU"]
     if FABRIC in topo.graph:
         bits.append("NVLink fabric")
     if s.nics:
@@ -257,11 +265,14 @@ def _flow_only(
         topo = topos.get(h)
         gpus = {n for (hh, n) in touched if hh == k and n.startswith("gpu")}
         nics = {n[4:] for (hh, n) in touched if hh == k and n.startswith("nic:")}
-        b.open(
-            f"host{k}",
-            f"{h}\n{_host_summary(topo, gpus, nics)}",
-            'style="rounded"; color="#9e9e9e"; fontsize=12; labeljust=l; labelloc=t;',
+        b.open(f"host{k}", h, 'style="rounded"; color="#9e9e9e"; fontsize=13; labeljust=l; labelloc=t;')
+        # the host's hardware as a text node at the top of its box: arrows route around a node, not a label
+        header = b.node(
+            f"header:{k}",
+            f"label={q(_host_summary(topo, gpus, nics))}, shape=plain, fontsize=10, fontcolor={q('#616161')}",
         )
+        for st in steps_first(fmap, h):
+            b.add(f"{header} -> {b.nid(_step_key(st, h))} [style=invis];")
         if not inside[k]:
             b.add(f"{b.nid(f'host-empty:{k}')} [label={q('no step runs here')}, shape=plaintext];")
             b.declared.append(f"host-empty:{k}")

@@ -6,15 +6,16 @@ Renderers build; only the CLI prints. Every bandwidth carries its unit and prove
 
 from __future__ import annotations
 
+import io
 import re
 
 from rich import box
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from topomap.mapping import FlowMap
-from topomap.render.bundles import bundles, grouped_notes, slowest_line, slowest_per_medium
+from topomap.render.bundles import Bundle, bundles, grouped_notes, slowest_line, slowest_per_medium
 from topomap.render.terminal import MEDIUM_STYLE, short_node
 from topomap.units import fmt_seconds
 
@@ -27,11 +28,23 @@ def safe(text: str, style: str = "") -> Text:
     return Text(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text), style=style)
 
 
+def _natural_width(table: Table) -> int:
+    """Columns the table needs to show every cell on one line."""
+    console = Console(width=100_000, file=io.StringIO(), color_system=None)
+    with console.capture() as cap:
+        console.print(table)
+    return max((len(line.rstrip()) for line in cap.get().splitlines()), default=0)
+
+
+def _column(t: Table, name: str) -> None:
+    t.add_column(name, overflow="fold")
+
+
 def _rows(numbers: list[int]) -> str:
     return ", ".join(f"#{n}" for n in numbers)
 
 
-def summary_view(fmap: FlowMap) -> RenderableType:
+def summary_view(fmap: FlowMap, width: int | None = None) -> RenderableType:
     """One line per flow arrow (replicas and pairs bundled), the slowest arrow per medium, each distinct
     note once with the lines it applies to."""
     groups = bundles(fmap)
@@ -41,7 +54,7 @@ def summary_view(fmap: FlowMap) -> RenderableType:
         title_justify="left",
     )
     for col in ("#", "from → to", "label", "arrows", "medium", "via", "bandwidth", "time (slowest)", "places"):
-        t.add_column(col, overflow="fold")
+        _column(t, col)
     for k, g in enumerate(groups, 1):
         arrow = " ↔ " if g.both_ways else " → "
         slow = g.slowest
@@ -56,7 +69,10 @@ def summary_view(fmap: FlowMap) -> RenderableType:
             fmt_seconds(slow.seconds),
             safe(g.places()),
         )
-    parts: list[RenderableType] = [t, *_slowest(fmap)]
+    head: RenderableType = t
+    if width is not None and _natural_width(t) > width:  # a narrow terminal: one block per line, no columns
+        head = _blocks(safe(str(t.title)), [_summary_block(k, g) for k, g in enumerate(groups, 1)])
+    parts: list[RenderableType] = [head, *_slowest(fmap)]
     notes = grouped_notes(groups)
     if notes:
         parts.append(Text(f"\nNotes ({len(notes)} distinct)", style="bold"))
@@ -67,13 +83,30 @@ def summary_view(fmap: FlowMap) -> RenderableType:
     return Group(*parts)
 
 
-def arrows_view(fmap: FlowMap) -> RenderableType:
+def _blocks(title: Text, blocks: list[Text]) -> RenderableType:
+    """The narrow-terminal form of a table: a bold title, then one block of lines per row."""
+    head = title.copy()
+    head.stylize("bold")
+    return Group(head, *blocks, Text(""))
+
+
+def _summary_block(k: int, g: Bundle) -> Text:
+    arrow = " ↔ " if g.both_ways else " → "
+    text = safe(f"{k:>2}. {g.src_step}{arrow}{g.dst_step}" + (f"  “{g.label}”" if g.label else ""))
+    text.append("\n")
+    text.append_text(safe(f"    {g.summary()}", MEDIUM_STYLE.get(g.medium, "")))
+    text.append("\n")
+    text.append_text(safe(f"    {g.places()}"))
+    return text
+
+
+def arrows_view(fmap: FlowMap, width: int | None = None) -> RenderableType:
     """Every arrow: medium, via, path class, bandwidth with provenance, time; then routes and notes."""
     t = Table(
         title=safe(f"Flow {fmap.flow.name}: {len(fmap.arrows)} arrow(s)"), box=box.SIMPLE_HEAD, title_justify="left"
     )
     for col in ("#", "from → to", "label", "medium", "via", "path", "bandwidth", "time"):
-        t.add_column(col, overflow="fold")
+        _column(t, col)
     details: list[RenderableType] = [Text("Routes and notes", style="bold")]
     for k, a in enumerate(fmap.arrows, 1):
         bw = "unknown" if a.bandwidth_gbps is None else f"{a.bandwidth_gbps:g} GB/s {a.bandwidth_source}"
@@ -91,7 +124,21 @@ def arrows_view(fmap: FlowMap) -> RenderableType:
         details.append(safe(f"#{k} " + " → ".join(short_node(n) for n in a.route)))
         for n in a.notes:
             details.append(safe(f"    • {n}", "dim"))
-    return Group(t, *_slowest(fmap), Text(""), *details)
+    head: RenderableType = t
+    if width is not None and _natural_width(t) > width:
+        blocks = []
+        for k, a in enumerate(fmap.arrows, 1):
+            arrow = " ↔ " if a.both_ways else " → "
+            text = safe(f"{k:>3}. {a.src_step}{arrow}{a.dst_step}" + (f"  “{a.label}”" if a.label else ""))
+            text.append("\n")
+            bw = "unknown" if a.bandwidth_gbps is None else f"{a.bandwidth_gbps:g} GB/s {a.bandwidth_source}"
+            line = f"     {a.medium} · {a.via} · {a.path or '—'} · {bw} · {fmt_seconds(a.seconds)}"
+            text.append_text(safe(line, MEDIUM_STYLE.get(a.medium, "")))
+            text.append("\n")
+            text.append_text(safe(f"     {a.src}{arrow}{a.dst}"))
+            blocks.append(text)
+        head = _blocks(safe(str(t.title)), blocks)
+    return Group(head, *_slowest(fmap), Text(""), *details)
 
 
 def _slowest(fmap: FlowMap) -> list[RenderableType]:
