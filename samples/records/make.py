@@ -106,6 +106,8 @@ def make(label: str, cards: str) -> None:
         run = record([sys.executable, "samples/records/work.py"], opts)
         run.command[0] = "python"  # the interpreter's path on the recording machine says nothing
         run.cwd = None
+        if "packages_of" in run.versions:
+            run.versions["packages_of"] = "python"
         atomic_write(HERE / f"{label}.json", encode_run(run))
         print(f"{label}: exit {run.exit_status} in {run.duration_s:.2f} s, {run.sampling.samples} samples")
 
