@@ -119,11 +119,14 @@ def _rails(h: Snapshot) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
         return None
     best: dict[str, tuple[int, list[str]]] = {}
     for p in h.pairs:
-        ends = {p.a, p.b}
-        gpu = next((e for e in ends if e.startswith("gpu")), None)
-        nic = next((e for e in ends if e in nic_name), None)
+        if p.a in nic_name and p.b.startswith("gpu"):
+            gpu, nic = p.b, p.a
+        elif p.b in nic_name and p.a.startswith("gpu"):
+            gpu, nic = p.a, p.b
+        else:
+            continue
         cls = p.pcie_path or p.path
-        if gpu is None or nic is None or cls not in _NEAR:
+        if cls not in _NEAR:
             continue
         rank = _NEAR[cls]
         have = best.get(gpu)
@@ -146,8 +149,8 @@ def _index(dev: str) -> int:
 
 def _rail_lines(hosts: list[Snapshot]) -> list[str]:
     """Hosts whose GPU→nearest-NIC layout differs from the most common one: the GPUs that differ."""
-    lines = _compare(hosts, "GPU↔NIC rail layout", _rails, lambda v: "")
     layouts = {host_name(h) or "?": _rails(h) for h in hosts}
+    lines = _compare(hosts, "GPU↔NIC rail layout", lambda h: layouts[host_name(h) or "?"], lambda v: "")
     known = {k: v for k, v in layouts.items() if v is not None}
     if len(set(known.values())) <= 1:
         return lines
