@@ -206,7 +206,9 @@ def _assumptions(ctx: _Ctx, exchange_how: str | None) -> list[str]:
         f"{w.source}), not a measurement",
         "a card runs one task at a time, units do not wait for each other, and a unit takes as long on every card",
     ]
-    if w.includes_transfers:
+    if w.includes_transfers and w.provenance == "observed":
+        pass  # the observed run's own note says what its timing includes
+    elif w.includes_transfers:
         out.append(
             "durations include each unit's loading and output, timed with one card working: "
             "cards do not slow each other's loading"
