@@ -188,3 +188,12 @@ def test_render_cli_hardware_option(tmp_path: Path) -> None:
     assert r.exit_code == 0 and "PCIe switch" in out.read_text()
     r = runner.invoke(app, ["render", "--flow", flow, "--hardware", "some", "-o", str(out)])
     assert r.exit_code == 2 and "expected used or all" in r.output
+
+
+def test_nics_named_by_device_name() -> None:
+    from topomap.model import Nic
+    from topomap.render.dot import nic_name
+
+    assert nic_name(Nic(index=0, name="mlx5_0")) == "mlx5_0"
+    assert nic_name(Nic(index=1, name="0000:10:1b.0", netdevs=["ens5"])) == "ens5 (0000:10:1b.0)"
+    assert nic_name(Nic(index=2, name="0000:10:1c.0")) == "0000:10:1c.0"  # nothing better known

@@ -127,3 +127,13 @@ def test_report_is_byte_stable(tmp_path: Path) -> None:
     assert runner.invoke(app, ["report", flow, "-o", str(a)]).exit_code == 0
     assert runner.invoke(app, ["report", flow, "-o", str(b)]).exit_code == 0
     assert a.read_bytes() == b.read_bytes()
+
+
+@needs_dot
+def test_report_includes_the_plan_when_the_work_can_be_planned(tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    r = runner.invoke(app, ["report", str(SAMPLES / "flows" / "eight-documents.yaml"), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    visible = "".join(parse(out.read_text()).text)
+    assert "Shortest:" in visible and "calculated" in visible and "one card" in visible
+    assert "plan: not available" not in visible
