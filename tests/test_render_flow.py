@@ -161,6 +161,8 @@ def test_pipeline_view_wraps_into_a_grid() -> None:
     fmap = map_flow(flow, bind_hosts(flow, []))
     w, h = svg_size(pipe(flow_pipeline_dot(fmap), "svg"))
     assert 0.5 <= w / h <= 2.5, (w, h)
+    w, h = svg_size(pipe(flow_on_machine_dot(fmap, bind_hosts(flow, [])), "svg"))  # one busy host: wraps too
+    assert 0.5 <= w / h <= 2.5, (w, h)
 
 
 @needs_dot

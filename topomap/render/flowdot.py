@@ -285,6 +285,12 @@ def _flow_only(
             footer.append(f"{h}: no snapshot (its inside is unknown; a probe there would settle it)")
         else:
             footer.append(f"{h}: {origin_line(topo)}")
+    busy = [h for k, h in enumerate(hosts) if inside[k]]
+    if len(busy) == 1:  # one host holds every step: a deep flow wraps into columns inside its box
+        order = [st for st in _topological(fmap) if any(p.host == busy[0] for p in fmap.flow.steps[st].placements)]
+        levels = _levels(fmap)
+        if order and max(levels[st] for st in order) >= 2 * PIPELINE_ROWS:
+            _snake(b, order, levels, lambda st: _step_key(st, busy[0]))
     for k in range(2, len(spans)):  # past two hosts: host k below host k-2
         b.add(f"{b.nid(spans[k - 2][1])} -> {b.nid(spans[k][0])} [style=invis, weight=0];")
     for line in edges(b):
@@ -319,16 +325,7 @@ def flow_pipeline_dot(fmap: FlowMap) -> str:
         )
     levels = _levels(fmap)
     if max(levels.values(), default=0) >= PIPELINE_ROWS:  # deep: a snake of columns, PIPELINE_ROWS levels each
-        for r in range(PIPELINE_ROWS):
-            row = [s for s in order if levels[s] % PIPELINE_ROWS == r]
-            b.add("{ rank=same; " + " ".join(b.nid("step:" + s) for s in row) + " }")
-            heads = [
-                next(s for s in order if levels[s] == c * PIPELINE_ROWS + r)
-                for c in range(max(levels.values()) // PIPELINE_ROWS + 1)
-                if any(levels[s] == c * PIPELINE_ROWS + r for s in order)
-            ]
-            for x, y in itertools.pairwise(heads):  # column c left of column c+1
-                b.add(f"{b.nid('step:' + x)} -> {b.nid('step:' + y)} [style=invis];")
+        _snake(b, order, levels, lambda st: "step:" + st)
     merged: dict[tuple[str, str, str], Bundle] = {}
     for g in bundles(fmap):  # one edge per step pair and medium, whatever the hosts
         key = (g.src_step, g.dst_step, g.medium)
@@ -341,6 +338,24 @@ def flow_pipeline_dot(fmap: FlowMap) -> str:
     b.add(f"label={graph_label(f'flow {fmap.flow.name} (pipeline)', [], legend_rows(True)[:4])};")
     b.lines.append("}")
     return "\n".join(b.lines) + "\n"
+
+
+def _snake(b: DotBuilder, order: list[str], levels: dict[str, int], key: Callable[[str], str]) -> None:
+    """Wrap a deep flow into columns of PIPELINE_ROWS levels: level L on row L % PIPELINE_ROWS of column
+    L // PIPELINE_ROWS (rank=same across columns, invisible edges keep the columns left to right)."""
+    deepest = max(levels[s] for s in order)
+    for r in range(PIPELINE_ROWS):
+        row = [s for s in order if levels[s] % PIPELINE_ROWS == r]
+        if not row:
+            continue
+        b.add("{ rank=same; " + " ".join(b.nid(key(s)) for s in row) + " }")
+        heads = [
+            next(s for s in order if levels[s] == c * PIPELINE_ROWS + r)
+            for c in range(deepest // PIPELINE_ROWS + 1)
+            if any(levels[s] == c * PIPELINE_ROWS + r for s in order)
+        ]
+        for x, y in itertools.pairwise(heads):  # column c left of column c+1
+            b.add(f"{b.nid(key(x))} -> {b.nid(key(y))} [style=invis];")
 
 
 def _levels(fmap: FlowMap) -> dict[str, int]:
