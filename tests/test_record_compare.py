@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import msgspec
@@ -192,3 +193,51 @@ def test_diff_cli_exit_status_and_outputs(tmp_path: Path) -> None:
     snap = next((SAMPLES / "snapshots").glob("*.json"))
     mixed = runner.invoke(app, ["diff", str(ONE), str(snap)])
     assert mixed.exit_code == 2
+
+
+def _render(renderable: object) -> str:
+    from rich.console import Console
+
+    console = Console(width=140, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_show_marks_a_lost_gpu_and_mig_devices_and_draws_them(tmp_path: Path) -> None:
+    from tests.fakes import machines
+    from tests.fakes.machine import GIB
+    from tests.fakes.record_nvml import ScriptedNvml
+    from topomap.probe.sampler import GpuSampler
+    from topomap.record.model import Sampling
+    from topomap.render.record_view import run_view
+    from topomap.render.timeline import timeline_image
+
+    m = machines.hgx_h100()
+    m.gpus = m.gpus[:2]
+    m.gpus[1].mig = (1, 1)
+    fake = ScriptedNvml(m, memory={0: [GIB, 3 * GIB, 2 * GIB, 2 * GIB]}, mig_memory={(1, 0): [GIB, 5 * GIB]})
+    s = GpuSampler(fake, pcie_period_s=0.0)
+    assert s.open()
+    fake.m.lost_after = {0: 6}
+    for k in range(4):
+        fake.step = k
+        s.sample(k * 1.0, set())
+    run = Run(
+        tool="t",
+        command=["python", "train.py"],
+        started_at="2026-11-30T00:00:00Z",
+        duration_s=4.0,
+        exit_status=0,
+        sampling=Sampling(interval_s=1.0, samples=4, gpu_sampled=True),
+        gpus=[c.series for c in s.cards],
+        problems=s.problems,
+    )
+    text = _render(run_view(run))
+    assert "gpu0" in text and "LOST at" in text
+    assert "gpu1/mig0" in text and "5 GiB" in text
+    assert "GpuIsLost" in text  # the problem is listed
+    svg = timeline_image(run, "svg").decode()
+    assert "gpu1/mig0" in svg
+    host_only = _with(run, gpus=[], sampling=Sampling(interval_s=1.0, gpu_note="no GPU sampled: NVML did not start"))
+    assert "no GPU sampled: NVML did not start" in timeline_image(host_only, "svg").decode()
+    assert "no GPU sampled: NVML did not start" in _render(run_view(host_only))

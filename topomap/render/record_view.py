@@ -200,14 +200,21 @@ def run_view(run: Run, width: int = 48) -> RenderableType:
         parts.append(_cards_table(run))
     parts += [_timelines(run, width), _host_table(run), _busiest(run)]
     if run.problems:
-        parts.append(
-            Text(
-                f"{len(run.problems)} problem(s) while sampling: "
-                + "; ".join(f"{p.target or '-'} {p.call}: {p.error}" for p in run.problems[:4])
-                + (" …" if len(run.problems) > 4 else "")
-            )
-        )
+        parts.append(_problems(run))
     return Group(*parts)
+
+
+def _problems(run: Run) -> Text:
+    """Problems grouped by call and error, the ones that are not a plain NotSupported first."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for p in run.problems:
+        groups.setdefault((p.call, p.error), []).append(p.target or "-")
+    order = sorted(groups.items(), key=lambda kv: ("NotSupported" in kv[0][1], kv[0]))
+    lines = [f"{len(run.problems)} problem(s) while sampling:"]
+    lines += [f"  {call}: {error} — {', '.join(targets)}" for (call, error), targets in order[:8]]
+    if len(order) > 8:
+        lines.append(f"  … {len(order) - 8} more (show --json lists them all)")
+    return Text("\n".join(lines))
 
 
 def _value(r: Row, v: float | None) -> str:
