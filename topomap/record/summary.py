@@ -174,11 +174,12 @@ def shared_resources(run: Run) -> list[ResourceUse]:
     net_peak = max((n for n in net if n is not None), default=None)
     nic_cap = None
     if run.snapshot is not None:
+        # every NIC's line rate; the counters see socket traffic only (RDMA verbs bypass the kernel)
         speeds = [n.speed_gbit_s for n in run.snapshot.nics if n.speed_gbit_s]
         nic_cap = sum(speeds) / 8 * 1e9 if speeds else None
     out.append(
         ResourceUse(
-            "network (whole host)",
+            "network (whole host, kernel counters: RDMA traffic not seen)",
             net_peak,
             "B/s",
             nic_cap,
