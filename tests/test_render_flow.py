@@ -199,3 +199,18 @@ def test_nics_named_by_device_name() -> None:
     assert nic_name(Nic(index=0, name="mlx5_0")) == "mlx5_0"
     assert nic_name(Nic(index=1, name="0000:10:1b.0", netdevs=["ens5"])) == "ens5 (0000:10:1b.0)"
     assert nic_name(Nic(index=2, name="0000:10:1c.0")) == "0000:10:1c.0"  # nothing better known
+
+
+def test_cluster_diagram_one_network_edge_per_host(tmp_path: Path) -> None:
+    """Hosts stacked, each joined to the network by one labelled edge from its box (not one per NIC)."""
+    out = tmp_path / "cluster.json"
+    snaps = [f"{n}={SNAP / f}" for n, f in (("a", "ibm-gx3d-h100-8gpu.json"), ("b", "aws-p4d-24xlarge.json"))]
+    assert runner.invoke(app, ["merge", *snaps, "-o", str(out)]).exit_code == 0
+    dot_out = tmp_path / "c.dot"
+    assert runner.invoke(app, ["render", str(out), "-o", str(dot_out)]).exit_code == 0
+    text = dot_out.read_text()
+    assert undeclared(text) == set()
+    net_edges = [line for line in text.splitlines() if "ltail=cluster_" in line]
+    assert len(net_edges) == 2
+    assert any("8 RDMA NIC(s) · 200 Gb/s each" in e for e in net_edges)
+    assert any("4 RDMA NIC(s)" in e for e in net_edges)

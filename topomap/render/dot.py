@@ -165,16 +165,21 @@ def topology_dot(
 
 
 def _network(b: DotBuilder, hosts: list[tuple[int, Topology]]) -> None:
-    """Several hosts: the network between them, one orange edge per RDMA NIC (line rate as label)."""
+    """Several hosts: the network between them, one orange edge per host from its box (its RDMA NICs
+    and their line rates as the label) — not one long edge per NIC."""
     net = b.node("network", f'label="network", shape=ellipse, style=filled, fillcolor="#fff3e0", color={q(NETWORK)}')
     for h, topo in hosts:
-        for n in topo.snapshot.nics:
-            if not n.rdma:
-                continue
-            label = f"{n.speed_gbit_s:g} Gb/s" if n.speed_gbit_s else ""
-            b.add(
-                f"{b.nid(node_key(h, 'nic:' + n.name))} -> {net} [color={q(NETWORK)}, penwidth=1.6, label={q(label)}];"
-            )
+        nics = [n for n in topo.snapshot.nics if n.rdma]
+        if not nics:
+            continue
+        speeds = sorted({n.speed_gbit_s for n in nics if n.speed_gbit_s})
+        rate = " / ".join(f"{x:g}" for x in speeds) + " Gb/s each" if speeds else "line rate not recorded"
+        label = f"{len(nics)} RDMA NIC(s) · {rate}"
+        cluster = f"cluster_{b.nid('cluster:' + f'host{h}')}"
+        b.add(
+            f"{b.nid(node_key(h, 'nic:' + nics[0].name))} -> {net} [color={q(NETWORK)}, penwidth=2.4, "
+            f"label={q(label)}, fontcolor={q(NETWORK)}, ltail={cluster}];"
+        )
 
 
 def group_identical(topos: list[Topology], limit: int = 6) -> tuple[list[Topology], list[str]]:
