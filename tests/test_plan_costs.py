@@ -32,8 +32,10 @@ def _h100(tmp_path: Path, memory_gib: int | None = 80, gpus: int = 8) -> Path:
     # no memory recorded: no name either, so nothing can be derived from it
     keep = [msgspec.structs.replace(g, memory_total_bytes=mem, name=g.name if mem else None) for g in snap.gpus]
     gone = {f"gpu{g.index}" for g in keep[gpus:]}
+    gone_bus = {g.pci_bus_id for g in keep[gpus:]}
     pairs = [x for x in snap.pairs if x.a not in gone and x.b not in gone]
-    snap = msgspec.structs.replace(snap, gpus=keep[:gpus], pairs=pairs)
+    pci = [d for d in snap.pci if d.id not in gone_bus]
+    snap = msgspec.structs.replace(snap, gpus=keep[:gpus], pairs=pairs, pci=pci)
     path = tmp_path / f"h100-{memory_gib}-{gpus}.json"
     save_snapshot(snap, path)
     return path
