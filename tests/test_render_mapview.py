@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -102,3 +104,25 @@ def test_narrow_terminal_never_splits_a_word() -> None:
         with wide.capture() as cap:
             wide.print(view(fmap, 300))
         assert "─────" in cap.get()  # a table when it fits
+
+
+def test_long_nic_names_reach_a_pipe_whole(tmp_path: Path) -> None:
+    """`grep mlx5_gdr…` must find the name: piped output keeps every name whole, however long."""
+    import msgspec
+
+    from topomap.importers import load_any
+    from topomap.model import save_snapshot
+
+    s = load_any(SAMPLES / "snapshots" / "ibm-gx3d-h100-8gpu.json")
+    long = "mlx5_gdr_rail{}_with_a_name_much_longer_than_any_terminal_column"
+    s = msgspec.structs.replace(s, nics=[msgspec.structs.replace(n, name=long.format(n.index)) for n in s.nics])
+    snap = tmp_path / "long.json"
+    save_snapshot(s, snap)
+    probes = ["--probe", f"node-a={snap}", "--probe", f"node-b={snap}"]
+    for extra in ([], ["--all"]):
+        r = runner.invoke(app, ["map", PIPE, *probes, *extra])
+        assert r.exit_code == 0, r.output
+        hits = [line for line in r.output.splitlines() if "mlx5_gdr_rail" in line]
+        assert hits and all(
+            re.search(r"mlx5_gdr_rail\d+_with_a_name_much_longer_than_any_terminal_column", h) for h in hits
+        )
