@@ -12,6 +12,7 @@ import typer
 
 from topomap.cli import _console, _guard, _print_json, _write, app
 from topomap.errors import TopomapError
+from topomap.units import fmt_seconds
 
 _INTERVAL = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s)?\s*$")
 
@@ -72,7 +73,8 @@ def record_cmd(
     )
     print(
         f"topomap record: wrote {path}: exit {run.exit_status} after {run.duration_s:.2f} s, "
-        f"{run.sampling.samples} samples, {gpu}; recorder used {run.sampling.overhead_pct}% of one CPU",
+        f"{run.sampling.samples} samples, {gpu}; recorder CPU {fmt_seconds(run.sampling.recorder_cpu_s)} "
+        f"({run.sampling.overhead_pct}% of one CPU over the run, measured)",
         file=sys.stderr,
     )
     raise typer.Exit(run.exit_status if run.exit_status is not None else 1)

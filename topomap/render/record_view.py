@@ -69,7 +69,8 @@ def _header(run: Run) -> Text:
         f"  on {run.hostname or 'unknown host'}, started {run.started_at}: {status} after "
         f"{fmt_seconds(run.duration_s)} (observed wall time)",
         f"  {s.samples} samples every {s.interval_s:g} s; one sample cost {fmt_seconds(s.sample_cost_mean_s)} "
-        f"(max {fmt_seconds(s.sample_cost_max_s)}); recorder used {_pct(s.overhead_pct)} of one CPU (measured)",
+        f"(max {fmt_seconds(s.sample_cost_max_s)}); recorder CPU {fmt_seconds(s.recorder_cpu_s)}, "
+        f"{_pct(s.overhead_pct)} of one CPU over the run (measured)",
     ]
     if s.thinned > 1:
         lines.append(
