@@ -321,3 +321,36 @@ def test_init_and_shutdown_go_through_the_choke_point(tmp_path: Path) -> None:
     got = run(m, tmp_path, "nvml", Fault("nvmlShutdown", "Exception"))
     assert [p.call for p in got.snapshot.problems if p.source == "nvml"] == ["nvmlShutdown"]
     assert got.snapshot.gpus[0].name == "NVIDIA GeForce RTX 4090"
+
+
+class _AbsurdNvml(FakeNvml):
+    """Answers no NVML gives: a billion devices."""
+
+    def nvmlDeviceGetCount(self) -> int:
+        super().nvmlDeviceGetCount()
+        return 10**9
+
+
+class _GarbageNvml(FakeNvml):
+    """A CUDA version that is not a number: the reader's own code fails, not the call."""
+
+    def nvmlSystemGetCudaDriverVersion_v2(self) -> int:
+        return "twelve"  # type: ignore[return-value]
+
+
+def test_absurd_and_garbage_answers_are_problems_not_crashes(tmp_path_factory: pytest.TempPathFactory) -> None:
+    st = setup("old-driver", tmp_path_factory)
+    m, root = st.machine, st.root
+    out = probe(nvml_lib=_AbsurdNvml(m), cuda_driver=FakeCuda(m), sysfs_root=str(root), env={}, now=FIXED_NOW)
+    s = out.snapshot
+    assert [p.error for p in s.problems if p.call == "nvmlDeviceGetCount"] == [
+        "implausible device count 1000000000; NVML's device list not used"
+    ]
+    assert len(s.gpus) == len(m.gpus)  # from sysfs, quickly
+    out = probe(nvml_lib=_GarbageNvml(m), cuda_driver=FakeCuda(m), sysfs_root=str(root), env={}, now=FIXED_NOW)
+    s = out.snapshot
+    assert [p.error for p in s.problems if p.call == "nvmlSystem*"] == [
+        "unusable answer: ValueError: invalid literal for int() with base 10: 'twelve'"
+    ]
+    assert s.software.driver_version == m.driver  # read before the bad answer
+    assert [g.name for g in s.gpus] == ["NVIDIA H100 PCIe"] * 2  # the devices are still read

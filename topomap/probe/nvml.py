@@ -33,6 +33,8 @@ P2P_CAPS = {"read": 0, "write": 1, "nvlink": 2, "atomics": 3}
 FI_NVLINK_SPEED_MBPS_COMMON = 90
 FI_NVLINK_LINK_COUNT = 91
 _FALLBACK_MAX_LINKS = 18
+MAX_GPUS = 1024  # more devices than any machine has: a broken answer, not a machine
+MAX_LINKS = 64  # NVML_NVLINK_MAX_LINKS is 18 today
 
 _ARCH_NAMES = {
     2: "kepler",
@@ -122,23 +124,36 @@ def probe_nvml(lib: Any | None = None, cpu_count: int | None = None, runner: Cal
         return result
     try:
         result.available = True
-        _system(nv, result)
-        count = nv.call("nvmlDeviceGetCount", None)
-        if not _ok(count) or not isinstance(count, int):
-            return result
-        result.devices_listed = True
-        handles: dict[int, Any] = {}
-        for i in range(count):
-            gpu, handle = _device_safely(nv, i, cpu_count)
-            result.gpus.append(gpu)
-            if handle is not None:
-                handles[i] = handle
-        _pairs(nv, result, handles)
-        for g in result.gpus:
-            g.lost = f"gpu{g.index}" in nv.lost
+        _devices(nv, result, cpu_count)
+    except Exception as err:  # an answer NVML should never give; what was read is kept
+        nv.record("nvml*", None, f"unusable answer: {type(err).__name__}: {err}")
     finally:
         nv.attempt("nvmlShutdown", None)
     return result
+
+
+def _devices(nv: NvmlCalls, result: NvmlResult, cpu_count: int | None) -> None:
+    """The system header, then every device and pair; each part's bad answer is its own problem."""
+    try:
+        _system(nv, result)
+    except Exception as err:
+        nv.record("nvmlSystem*", None, f"unusable answer: {type(err).__name__}: {err}")
+    count = nv.call("nvmlDeviceGetCount", None)
+    if not _ok(count) or not isinstance(count, int):
+        return
+    if not 0 <= count <= MAX_GPUS:
+        nv.record("nvmlDeviceGetCount", None, f"implausible device count {count}; NVML's device list not used")
+        return
+    result.devices_listed = True
+    handles: dict[int, Any] = {}
+    for i in range(count):
+        gpu, handle = _device_safely(nv, i, cpu_count)
+        result.gpus.append(gpu)
+        if handle is not None:
+            handles[i] = handle
+    _pairs(nv, result, handles)
+    for g in result.gpus:
+        g.lost = f"gpu{g.index}" in nv.lost
 
 
 def _system(nv: NvmlCalls, result: NvmlResult) -> None:
@@ -287,6 +302,9 @@ def _link_speed_gbps(nv: NvmlCalls, target: str, handle: Any) -> float | None:
 def _nvlinks(nv: NvmlCalls, target: str, handle: Any) -> list[NvLink]:
     """`nvidia-smi nvlink -s` / `-R`: every link that exists; only the state query is trusted."""
     count = _link_count(nv, target, handle)
+    if count is not None and count > MAX_LINKS:
+        nv.record("nvmlDeviceGetFieldValues", target, f"implausible NVLink count {count}; the first {MAX_LINKS} read")
+        count = MAX_LINKS
     limit = count if count is not None else int(getattr(nv.lib, "NVML_NVLINK_MAX_LINKS", _FALLBACK_MAX_LINKS))
     speed = _link_speed_gbps(nv, target, handle)
     links: list[NvLink] = []
