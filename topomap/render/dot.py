@@ -13,16 +13,10 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from topomap import __version__
 from topomap.graph import FABRIC, Topology, natural_key, tree_parents
 from topomap.links import pcie_bandwidth_gbps
 from topomap.model import Nic
-
-GPU_LINK = "#2e7d32"
-HOST_MEMORY = "#1565c0"
-NETWORK = "#ef6c00"
-FADED = "#b0b0b0"
-MEDIUM_COLOURS = {"gpu-link": GPU_LINK, "host-memory": HOST_MEMORY, "network": NETWORK, "local": "#616161"}
+from topomap.render.legend import FADED, GPU_LINK, HOST_MEMORY, NETWORK, graph_label, legend_rows
 
 _CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _BUS_ID = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
@@ -266,7 +260,7 @@ def _host(
         kind = d.get("kind")
         if kind == "gpu":
             gpu = next(x for x in snap.gpus if f"gpu{x.index}" == n)
-            extra = f"\n{_model(gpu.name)}" if gpu.name else ""
+            extra = f"\n{gpu_model(gpu.name)}" if gpu.name else ""
             mem = f"\n{gpu.memory_total_bytes / 2**30:.0f} GiB" if gpu.memory_total_bytes else ""
             return f"GPU{gpu.index}{extra}{mem}"
         if kind == "nic":
@@ -375,7 +369,7 @@ def _host(
                     b.add(f"{b.nid(node_key(h, gpus[0]))} -> {b.nid(node_key(h, k))} [style=invis];")
 
 
-def _model(name: str) -> str:
+def gpu_model(name: str) -> str:
     """A GPU model without the vendor prefix every one of them carries (`NVIDIA H100 80GB HBM3` → `H100 80GB HBM3`)."""
     return name[7:] if name.startswith("NVIDIA ") and len(name) > 7 else name
 
@@ -405,51 +399,6 @@ def _segment_link(topo: Topology, parents: dict[str, str], top: str, node: str) 
             best = (bw, gen, width)
         cur = p
     return (best[1], best[2]) if best else (None, None)
-
-
-def legend_rows(with_flow: bool) -> list[tuple[str, str]]:
-    """(colour, meaning) per line style of the diagrams; colour "" for a text-only row."""
-    rows = [
-        (GPU_LINK, "GPU link (NVLink, bridge, NVSwitch)"),
-        (HOST_MEMORY, "PCIe / host memory"),
-        (NETWORK, "network"),
-    ]
-    if with_flow:
-        rows.append((MEDIUM_COLOURS["local"], "local (same device)"))
-        rows.append((FADED, "hardware the flow does not use"))
-    return rows
-
-
-def html(text: str) -> str:
-    """Text for a Graphviz HTML-like label: markup characters as entities, control characters dropped."""
-    text = _CTRL.sub("", text.replace("\r", ""))
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
-    return text.replace("\n", "<br/>")
-
-
-def graph_label(title: str | None, footer: list[str], rows: list[tuple[str, str]], inferred: bool = False) -> str:
-    """The bottom-left corner block: title, a one-row legend, provenance lines and the tool version.
-
-    As the graph's own label it always sits in the same corner, never between hosts."""
-    cells = "".join(
-        f'<td><font color="{c}" point-size="13"><b>&#9472;&#9472;</b></font></td><td align="left">{html(t)}  </td>'
-        for c, t in rows
-    )
-    out = '<<table border="0" cellborder="0" cellspacing="2" cellpadding="1">'
-    if title:
-        out += f'<tr><td align="left"><font point-size="14"><b>{html(title)}</b></font></td></tr>'
-    inner = f'<table border="0" cellborder="0" cellspacing="0" cellpadding="1"><tr>{cells}</tr></table>'
-    out += f'<tr><td align="left">{inner}</td></tr>'
-    notes = [
-        *(["dashed box: inferred from path classes"] if inferred else []),
-        "GB/s: nominal per direction (spec) unless marked measured; ? or unknown: not recorded by the source "
-        "(a probe on the machine settles it)",
-        *footer,
-        f"topomap {__version__}",
-    ]
-    for line in notes:
-        out += f'<tr><td align="left"><font point-size="9">{html(line)}</font></td></tr>'
-    return out + "</table>>"
 
 
 class DotMissing(RuntimeError):

@@ -14,37 +14,14 @@ import itertools
 from collections.abc import Callable, Iterable
 
 from topomap.graph import FABRIC, Topology
-from topomap.mapping import FlowMap, MappedArrow
+from topomap.mapping import FlowMap
 from topomap.render.bundles import Bundle, bundles, compress_places
-from topomap.render.dot import (
-    FADED,
-    MEDIUM_COLOURS,
-    DotBuilder,
-    _model,
-    fmt_gbps,
-    graph_label,
-    legend_rows,
-    nic_name,
-    node_key,
-    origin_line,
-    q,
-    topology_dot,
-)
-from topomap.units import fmt_bytes, fmt_seconds
+from topomap.render.dot import DotBuilder, gpu_model, nic_name, node_key, origin_line, q, topology_dot
+from topomap.render.legend import FADED, MEDIUM_COLOURS, graph_label, legend_rows
 
-HARDWARE = ("used", "all")
 SHAPES = {"input": "folder", "output": "note", "exchange": "doubleoctagon", "aggregate": "invhouse"}
 FILLS = {"input": "#fffde7", "output": "#fffde7", "compute": "#ffffff", "exchange": "#f1f8e9", "aggregate": "#ede7f6"}
 PIPELINE_ROWS = 4  # levels per column of the pipeline view before it wraps into the next column
-
-
-def arrow_label(a: MappedArrow) -> str:
-    """One arrow: medium · bandwidth with provenance · volume in time."""
-    bits: list[str] = [a.medium]
-    bits.append(fmt_gbps(a.bandwidth_gbps) + ("" if a.bandwidth_source == "unknown" else f" {a.bandwidth_source}"))
-    if a.volume_bytes is not None:
-        bits.append(fmt_bytes(a.volume_bytes) + (f" in {fmt_seconds(a.seconds)}" if a.seconds is not None else ""))
-    return " · ".join(bits)
 
 
 def bundle_label(b: Bundle) -> str:
@@ -91,7 +68,7 @@ def _where(fmap: FlowMap, step: str, host: str, topo: Topology | None) -> str:
         models = []
         if topo is not None:
             by_id = {f"gpu{g.index}": g for g in topo.snapshot.gpus}
-            models = list(dict.fromkeys(_model(by_id[g].name or "") for g in gpus if g in by_id and by_id[g].name))
+            models = list(dict.fromkeys(gpu_model(by_id[g].name or "") for g in gpus if g in by_id and by_id[g].name))
         if models:
             text += " · " + (f"{len(gpus)}× " if len(gpus) > 1 else "") + "/".join(str(m) for m in models)
         out.append(text)
@@ -141,7 +118,7 @@ def _host_summary(topo: Topology | None, touched_gpus: set[str], touched_nics: s
     if topo is None:
         return "no snapshot: inside unknown"
     s = topo.snapshot
-    models = list(dict.fromkeys(_model(g.name) for g in s.gpus if g.name))
+    models = list(dict.fromkeys(gpu_model(g.name) for g in s.gpus if g.name))
     bits = [f"{len(s.gpus)}× " + ("/".join(models) if models else "GPU") if s.gpus else "no GPU"]
     if FABRIC in topo.graph:
         bits.append("NVLink fabric")
