@@ -117,3 +117,13 @@ def test_topology_given_where_yaml_expected(real: Path) -> None:
     xml = (real / "nccl-xml" / "azure-ndv4.xml").read_text()
     with pytest.raises(FlowError, match="this is an NCCL topology XML"):
         parse_flow(xml, "t.xml")
+
+
+def test_placement_typo_suggests_the_closest() -> None:
+    with pytest.raises(FlowError) as err:
+        parse_flow(FLOW.replace("on: lot:memory", "on: lot:memroy"), "f.yaml")
+    assert str(err.value) == "f.yaml:5: step a: lot:memroy names no GPU, memory or storage"
+    assert err.value.hint is not None and err.value.hint.startswith("did you mean lot:memory?")
+    with pytest.raises(FlowError) as err:
+        parse_flow("- just\n- a list\n", "f.yaml")
+    assert err.value.hint is not None and "`flow: NAME`" in err.value.hint

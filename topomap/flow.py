@@ -192,7 +192,10 @@ def parse_flow(text: str, origin: str) -> Flow:
 def flow_from_doc(doc: YamlDoc) -> Flow:
     raw, origin = doc.data, doc.origin
     if not isinstance(raw, dict):
-        raise FlowError(f"{origin}:1: a flow file is a mapping with `flow`, `hosts`, `steps` and `arrows`")
+        raise FlowError(
+            f"{origin}:1: a flow file is a mapping with `flow`, `hosts`, `steps` and `arrows`",
+            hint="write `flow: NAME`, then `hosts:`, `steps:` and `arrows:` (README: writing a flow)",
+        )
     steps = raw.get("steps")
     if isinstance(steps, dict):
         for name, value in steps.items():  # msgspec paths do not name dict keys: check each step
@@ -360,9 +363,11 @@ def _placement(host: str, what: str | None, step: str, origin: str, line: int) -
         return Placement(host=host, kind="memory", numa=int(m.group(1)) if m.group(1) else None)
     if re.fullmatch(r"gpu\d+", w) or w.startswith(("GPU-", "MIG-")) or re.fullmatch(r"[0-9a-fA-F:.]{7,}", w):
         return Placement(host=host, kind="gpu", gpu=w)
+    close = difflib.get_close_matches(w, ["gpus", "memory", "storage", "gpu0"], n=1, cutoff=0.6)
     raise FlowError(
         f"{origin}:{line}: step {step}: {host}:{what} names no GPU, memory or storage",
-        hint="use gpuN, a GPU UUID, a PCI bus id, gpus, memory[@numaN] or storage",
+        hint=(f"did you mean {host}:{close[0]}? " if close else "")
+        + "use gpuN, a GPU UUID, a PCI bus id, gpus, memory[@numaN] or storage",
     )
 
 
