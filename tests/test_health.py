@@ -99,14 +99,20 @@ def test_vm_with_a_flat_pcie_tree_is_virtual(tmp_path: Path) -> None:
 
 
 def test_gpudirect_readiness(tmp_path: Path) -> None:
-    _, none = _health(machines.hgx_h100(), tmp_path / "a", SysfsExtras())
+    _, healthy = _health(machines.hgx_h100(), tmp_path / "h")
+    assert "through nvidia_peermem" in _kinds(healthy)["gpudirect-ready"][0].text  # the fake's default
+    _, none = _health(machines.hgx_h100(), tmp_path / "a", SysfsExtras(peermem=False))
     f = _kinds(none)["gpudirect-missing"][0]
     assert "nvidia_peermem" in f.text and any("gpu0–nic0 (PIX)" in e for e in f.evidence)
     _, peermem = _health(machines.hgx_h100(), tmp_path / "b", SysfsExtras(peermem=True))
     assert "through nvidia_peermem" in _kinds(peermem)["gpudirect-ready"][0].text
-    _, dmabuf = _health(machines.hgx_h100(), tmp_path / "c", SysfsExtras(open_module=True, osrelease="6.8.0"))
+    _, dmabuf = _health(
+        machines.hgx_h100(), tmp_path / "c", SysfsExtras(peermem=False, open_module=True, osrelease="6.8.0")
+    )
     assert "through DMA-BUF" in _kinds(dmabuf)["gpudirect-ready"][0].text
-    _, old = _health(machines.hgx_h100(), tmp_path / "d", SysfsExtras(open_module=True, osrelease="5.4.0"))
+    _, old = _health(
+        machines.hgx_h100(), tmp_path / "d", SysfsExtras(peermem=False, open_module=True, osrelease="5.4.0")
+    )
     assert "gpudirect-missing" in _kinds(old)
 
 

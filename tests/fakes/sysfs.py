@@ -133,6 +133,8 @@ def write_sysfs(m: FakeMachine, root: Path) -> Path:
         cg = root / "sys" / "fs" / "cgroup"
         cg.mkdir(parents=True)
         (cg / "cpuset.cpus.effective").write_text(m.cgroup_cpus + "\n")
+    if m.nics:  # a healthy RDMA box loads nvidia_peermem (GPUDirect RDMA); SysfsExtras(peermem=False) unloads it
+        (root / "sys" / "module" / "nvidia_peermem").mkdir(parents=True)
     iommu = root / "sys" / "class" / "iommu"
     iommu.mkdir(parents=True)
     if m.iommu:
@@ -154,7 +156,7 @@ class SysfsExtras:
     width_current: dict[str, int] = field(default_factory=dict)
     aer: dict[str, str] = field(default_factory=dict)
     iommu_type: str | None = None
-    peermem: bool = False
+    peermem: bool | None = None  # None: as write_sysfs left it (loaded when the machine has NICs)
     open_module: bool = False
     osrelease: str = "5.15.0-105-generic"
     imex_channels: int = 0
@@ -197,8 +199,11 @@ def write_extras(m: FakeMachine, root: Path, x: SysfsExtras) -> None:
             group.mkdir(parents=True)
             (group / "type").write_text(x.iommu_type + "\n")
             os.symlink(os.path.relpath(group, real), real / "iommu_group")
-    if x.peermem:
-        (root / "sys" / "module" / "nvidia_peermem").mkdir(parents=True)
+    peermem = root / "sys" / "module" / "nvidia_peermem"
+    if x.peermem is True:
+        peermem.mkdir(parents=True, exist_ok=True)
+    elif x.peermem is False and peermem.is_dir():
+        peermem.rmdir()
     (root / "proc" / "sys" / "kernel" / "osrelease").write_text(x.osrelease + "\n")
     drv = root / "proc" / "driver" / "nvidia"
     drv.mkdir(parents=True, exist_ok=True)
