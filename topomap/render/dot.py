@@ -198,7 +198,7 @@ def group_identical(topos: list[Topology], limit: int = 6) -> tuple[list[Topolog
     return out, labels
 
 
-def origin_line(topo: Topology) -> str:
+def origin_line(topo: Topology, boxes: bool = True) -> str:
     s = topo.snapshot.source
     kinds = {
         "nvidia-smi": "imported from nvidia-smi topo -m",
@@ -210,7 +210,7 @@ def origin_line(topo: Topology) -> str:
         line = f"probed on {s.origin}" + (f" at {s.captured_at}" if s.captured_at else "")
     else:
         line = f"{kinds[s.kind]}: {s.origin}"
-    if topo.inferred:
+    if topo.inferred and boxes:
         line += " (dashed boxes are inferred from path classes)"
     return line
 

@@ -261,7 +261,7 @@ def _flow_only(
         if topo is None:
             footer.append(f"{h}: no snapshot (its inside is unknown; a probe there would settle it)")
         else:
-            footer.append(f"{h}: {origin_line(topo)}")
+            footer.append(f"{h}: {origin_line(topo, boxes=False)}")  # no hardware boxes drawn here
     busy = [h for k, h in enumerate(hosts) if inside[k]]
     if len(busy) == 1:  # one host holds every step: a deep flow wraps into columns inside its box
         order = [st for st in _topological(fmap) if any(p.host == busy[0] for p in fmap.flow.steps[st].placements)]
