@@ -214,3 +214,18 @@ def test_cluster_diagram_one_network_edge_per_host(tmp_path: Path) -> None:
     assert len(net_edges) == 2
     assert any("8 RDMA NIC(s) · 200 Gb/s each" in e for e in net_edges)
     assert any("4 RDMA NIC(s)" in e for e in net_edges)
+
+
+PASTES = sorted((REAL / "nvidia-smi").glob("*.txt"))
+
+
+@pytest.mark.parametrize("lot", sorted(SNAP.glob("*.json")) + PASTES, ids=lambda f: f.stem)
+def test_tensor_parallel_on_every_machine_declares_every_node(lot: Path) -> None:
+    """The all-GPU flow bound to every sample and every raw paste: each view's DOT declares what it mentions."""
+    flow = read_flow(SAMPLES / "flows" / "tensor-parallel.yaml")
+    topos = bind_hosts(flow, [f"lot={lot}"])
+    fmap = map_flow(flow, topos)
+    for hardware in ("used", "all"):
+        assert undeclared(flow_on_machine_dot(fmap, topos, hardware)) == set(), hardware
+    assert undeclared(flow_pipeline_dot(fmap)) == set()
+    assert sum(g.count for g in bundles(fmap)) == len(fmap.arrows)
