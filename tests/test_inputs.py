@@ -254,3 +254,24 @@ def test_xml_declaring_another_encoding_is_read_as_decoded(real: Path, tmp_path:
     f.write_bytes(codecs.BOM_UTF16_LE + text.replace('encoding="UTF-8"', 'encoding="UTF-16"').encode("utf-16-le"))
     assert len(import_file(f).gpus) == 16
     assert len(import_text(text.replace('encoding="UTF-8"', 'encoding="no-such"'), "t.xml").gpus) == 16
+
+
+def test_absurd_pcie_link_refused(real: Path) -> None:
+    text = (real / "nccl-xml" / "aws-p5-48xlarge.xml").read_text()
+    with pytest.raises(TopomapError, match=r"pci\[\d+\]\.link_width: 100000 \(PCIe width is 0 to 32\)"):
+        import_text(text.replace('link_width="16"', 'link_width="100000"', 1), "p5.xml")
+
+
+def test_flow_host_path_to_a_device_is_refused(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from topomap.cli import app
+
+    flow = tmp_path / "f.yaml"
+    flow.write_text(
+        "flow: f\nhosts:\n  lot: /dev/zero\nsteps:\n  a: {kind: input, on: lot:memory}\n"
+        "  b: {kind: compute, on: lot:gpu0}\narrows:\n  - {from: a, to: b}\n"
+    )
+    t = time.monotonic()
+    res = CliRunner().invoke(app, ["map", str(flow)])
+    assert res.exit_code == 2 and "/dev/zero: is a character device" in res.output and time.monotonic() - t < 5

@@ -25,6 +25,8 @@ MAX_NICS_PER_HOST = 4096
 MAX_PCI_DEVICES_PER_HOST = 65536
 MAX_NVLINKS = 64  # per GPU pair, and per GPU
 MAX_MEMBERS = 100_000  # hosts in a merged cluster
+MAX_PCIE_GEN = 7
+MAX_PCIE_WIDTH = 32
 MAX_RATE = 1e6  # GB/s or Gb/s: a thousand times any link that exists
 _RATE_WORDS = ("gbps", "gbit", "bandwidth", "rate", "speed")
 _PATH = re.compile(r"^(NV(\d+)|PIX|PXB|PHB|NODE|SYS)$")
@@ -79,6 +81,12 @@ def _host(snap: Snapshot, where: str, merged: bool = False) -> None:
             raise SnapshotInvalid(
                 f"{where}: gpus[{k}].nvlinks: {len(g.nvlinks)} NVLinks on one GPU (at most {MAX_NVLINKS})"
             )
+        if g.pcie is not None:
+            for f in ("gen_current", "gen_max", "width_current", "width_max"):
+                _pcie_value(getattr(g.pcie, f), f, f"{where}: gpus[{k}].pcie.{f}")
+    for k, d in enumerate(snap.pci):
+        _pcie_value(d.link_gen, "gen", f"{where}: pci[{k}].link_gen")
+        _pcie_value(d.link_width, "width", f"{where}: pci[{k}].link_width")
     for k, n in enumerate(snap.nics):
         if n.index < 0:
             raise SnapshotInvalid(f"{where}: nics[{k}].index: {n.index} is negative")
@@ -93,6 +101,15 @@ def _host(snap: Snapshot, where: str, merged: bool = False) -> None:
                 f"{where}: pci[{k}]: {d.kind} {d.id!r} is no {d.kind.upper()}'s pci_bus_id",
                 hint=f"list the device in `{d.kind}s` or give it kind `other`",
             )
+
+
+def _pcie_value(value: int | None, field: str, at: str) -> None:
+    """PCIe generations 1-7 (7.0 is the newest specification); widths x1-x32."""
+    if value is None:
+        return
+    top = MAX_PCIE_GEN if "gen" in field else MAX_PCIE_WIDTH
+    if not 0 <= value <= top:
+        raise SnapshotInvalid(f"{at}: {value} (PCIe {'generation' if 'gen' in field else 'width'} is 0 to {top})")
 
 
 def _unique(values: Iterable[object], where: str, field: str, key: str) -> set[object]:
