@@ -12,7 +12,8 @@ Default: ~200 cases per format, derandomized, views for the first few distinct a
 Opt-in: ``TOPOMAP_FUZZ=10000 pytest -s tests/test_fuzz.py`` runs 10,000 random cases per format,
 pushes every distinct accepted input through the views, counts instead of stopping at the first
 failure, prints the table (accepted / refused cleanly / crash / hang) and fails if any crashed or
-hung. ``TOPOMAP_FUZZ_OUT=file.json`` also writes the counts and up to 20 examples per class.
+hung. ``TOPOMAP_FUZZ_OUT=prefix`` also writes the counts, up to 20 examples per class and their
+inputs; ``TOPOMAP_FUZZ_HANG_S`` sets the time limit (default 20 s opt-in, 10 s otherwise).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ SAMPLES = ROOT / "samples"
 OPT_IN = int(os.environ.get("TOPOMAP_FUZZ", "0") or 0)
 CASES = OPT_IN or 200
 VIEW_LIMIT = int(os.environ.get("TOPOMAP_FUZZ_VIEWS", "0") or 0) or (10**9 if OPT_IN else 6)
-HANG_S = 20 if OPT_IN else 10
+HANG_S = int(os.environ.get("TOPOMAP_FUZZ_HANG_S", "0") or 0) or (20 if OPT_IN else 10)
 SNAPSHOT = SAMPLES / "snapshots" / "ibm-gx3d-h100-8gpu.json"
 FLOW = SAMPLES / "flows" / "tensor-parallel.yaml"
 REQS = SAMPLES / "requirements" / "tensor-parallel.yaml"
