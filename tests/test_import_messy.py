@@ -138,3 +138,14 @@ def test_query_joins_the_matrix_by_index(real: Path) -> None:
     s = import_text(topo + "\n" + (FIXTURES / "nvidia-smi-q-2gpu-h100-pcie.txt").read_text(), "both.txt")
     assert [g.pci_device_id for g in s.gpus] == ["0x2331", "0x2331"] and s.pairs[0].path == "NV12"
     assert "pairs.path" not in s.source.unknown_fields and not s.source.notes
+
+
+def test_xml_with_absurd_device_count_refused_before_pairing() -> None:
+    gpus = "".join(
+        f'<pci busid="0000:{b // 256:02x}:{b % 32:02x}.{b % 8}" class="0x030200"><gpu dev="{b}" sm="90"/></pci>'
+        for b in range(600)
+    )
+    t = time.monotonic()
+    with pytest.raises(TopomapError, match=r"^big.xml: 600 GPUs and 0 RDMA NICs in one host \(at most 512 together\)"):
+        import_text(f'<system version="1"><cpu numaid="0" affinity="ff">{gpus}</cpu></system>', "big.xml")
+    assert time.monotonic() - t < 2

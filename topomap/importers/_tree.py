@@ -14,6 +14,7 @@ from topomap.model import Gpu, Nic, Pair
 from topomap.nvlinks import gpu_buses, nvlink_count
 from topomap.pathclass import classify_chains
 
+MAX_DEVICES = 512  # GPUs + RDMA NICs of one host; every pair of them is listed (real hosts: under 32)
 _DECLARED_ENCODING = re.compile(r"""^(\s*<\?xml[^>]*?)\s+encoding\s*=\s*["'][^"']*["']""")
 
 
@@ -44,9 +45,14 @@ class Placed:
     numa: int | None
 
 
-def tree_pairs(gpus: list[Gpu], nics: list[Nic], placed: dict[str, Placed]) -> list[Pair]:
+def tree_pairs(gpus: list[Gpu], nics: list[Nic], placed: dict[str, Placed], origin: str = "<input>") -> list[Pair]:
     """Every GPU/NIC pair: NV# from the GPUs' links, else the class of their PCI chains."""
     ends = [f"gpu{g.index}" for g in gpus] + [f"nic{n.index}" for n in nics if n.rdma]
+    if len(ends) > MAX_DEVICES:
+        raise ImportFailure(
+            f"{origin}: {len(gpus)} GPUs and {len(ends) - len(gpus)} RDMA NICs in one host "
+            f"(at most {MAX_DEVICES} together)"
+        )
     by_id = {f"gpu{g.index}": g for g in gpus}
     buses = gpu_buses(gpus)
     out: list[Pair] = []

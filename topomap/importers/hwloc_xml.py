@@ -144,7 +144,7 @@ def import_hwloc_xml(text: str, origin: str) -> Snapshot:
         ),
         gpus=gpus,
         nics=nics,
-        pairs=tree_pairs(gpus, nics, placed),
+        pairs=tree_pairs(gpus, nics, placed, origin),
         pci=[pci[k] for k in sorted(pci)],
         nvswitches=nvsw,
     )

@@ -303,7 +303,7 @@ def _build(
         )
         for g in gpus
     ]
-    pairs = tree_pairs(counted, nics, placed)
+    pairs = tree_pairs(counted, nics, placed, origin)
     unknown = [
         "gpus.uuid",
         *([] if all(g.name for g in gpus) else ["gpus.name"]),
