@@ -127,3 +127,12 @@ def test_placement_typo_suggests_the_closest() -> None:
     with pytest.raises(FlowError) as err:
         parse_flow("- just\n- a list\n", "f.yaml")
     assert err.value.hint is not None and "`flow: NAME`" in err.value.hint
+
+
+def test_flow_given_where_a_topology_is_expected() -> None:
+    from topomap.importers import load_any
+
+    with pytest.raises(TopomapError) as err:
+        load_any(SAMPLES / "flows" / "tensor-parallel.yaml")
+    assert str(err.value).endswith("tensor-parallel.yaml: this is a flow file (YAML), not a topology or snapshot")
+    assert err.value.hint is not None and err.value.hint.startswith("the flow file comes first: topomap map")

@@ -6,6 +6,7 @@ goes through :func:`load_any`, so a raw nvidia-smi paste works wherever a snapsh
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from topomap.errors import ImportFailure
@@ -68,12 +69,30 @@ def describe(text: str) -> str | None:
     return _DESCRIPTIONS[found] if found else None
 
 
+_YAML_TOP = re.compile(r"^(flow|requirements)\s*:", re.MULTILINE)
+
+
+def _yaml_kind(text: str) -> str | None:
+    """A flow or requirements file given where a topology was expected (arguments swapped)."""
+    m = _YAML_TOP.search(text[:65536])
+    if m is None:
+        return None
+    return "flow file" if m.group(1) == "flow" else "requirements file"
+
+
 def import_text(text: str, origin: str, fmt: str = "auto") -> Snapshot:
     """Import text of the given (or detected) format; the result passes validate_snapshot."""
     if fmt == "auto":
         if text.lstrip("\ufeff \t\r\n").startswith("{"):
             return decode_snapshot(text.lstrip("\ufeff").encode(), origin)  # already a snapshot: validate it
         found = detect(text)
+        yaml_kind = _yaml_kind(text) if found is None else None
+        if yaml_kind is not None:
+            raise ImportFailure(
+                f"{origin}: this is a {yaml_kind} (YAML), not a topology or snapshot",
+                hint=f"the {yaml_kind} comes first: topomap {'map' if yaml_kind == 'flow file' else 'check'} "
+                f"{origin} --probe [NAME=]SNAPSHOT",
+            )
         if found is None:
             raise ImportFailure(
                 f"{origin}: unknown format",
