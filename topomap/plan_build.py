@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from topomap.plan import Arrangement, MemoryFit, PlanResult, fmt_span, memory_fit
-from topomap.plan_costs import card_memory, exchange_seconds, exchange_volume, shared_costs, unit_legs
+from topomap.plan_costs import card_memory, exchange_seconds, exchange_volume, map_pairs, shared_costs, unit_legs
 from topomap.plan_sched import SCHEDULERS, Lane, SlotCost, one_slot
 from topomap.work import Work
 
 if TYPE_CHECKING:
     from topomap.flow import Flow
     from topomap.graph import Topology
+    from topomap.mapping import MappedArrow
     from topomap.plan_costs import Leg
 
 
@@ -28,6 +29,7 @@ class _Ctx:
         self.warnings: list[str] = []
         self.unknown_legs: dict[tuple[str, str, int | None, str, str], list[str]] = {}
         self.assembly_s = work.assembly.seconds if work.assembly else None
+        self.pairs: dict[frozenset[str], MappedArrow] | None = None  # card pairs, mapped once when needed
 
     def warn(self, text: str) -> None:
         if text not in self.warnings:
@@ -185,9 +187,11 @@ def _coordinated(ctx: _Ctx, k: int) -> tuple[Arrangement | None, str]:
         return None, "how a task splits is not declared (work.split: {steps: N, exchange: SIZE})"
     cards = ctx.have[:k]
     vol = exchange_volume(ctx.flow, work)
-    per_step, _, how = exchange_seconds(ctx.flow, ctx.topos, ctx.lot, cards, vol)
+    if ctx.pairs is None:
+        ctx.pairs = map_pairs(ctx.flow, ctx.topos, ctx.lot, ctx.have)
+    per_step, _, how = exchange_seconds(ctx.pairs, cards, vol)
     c = work.cards_per_task
-    base_step, _, _ = exchange_seconds(ctx.flow, ctx.topos, ctx.lot, cards[:c], vol) if c > 1 else (0.0, None, "")
+    base_step, _, _ = exchange_seconds(ctx.pairs, cards[:c], vol) if c > 1 else (0.0, None, "")
     if per_step is None:
         ctx.warn(f"exchange time unknown over {k} cards, excluded from totals: {how}")
     exch = None if per_step is None else work.split.steps * max(per_step - (base_step or 0.0), 0.0)

@@ -215,28 +215,38 @@ def exchange_volume(flow: Flow, work: Work) -> int | None:
     return max(known) if known else None
 
 
-def exchange_seconds(
-    flow: Flow, topos: dict[str, Topology | None], lot: str, cards: list[str], volume: int | None
-) -> tuple[float | None, float | None, str]:
-    """Seconds of one exchange step over ``cards`` (ring all-reduce, model): 2(k−1)/k × volume ÷
-    the slowest mapped link among them. Returns (seconds, slowest GB/s, how)."""
+def map_pairs(
+    flow: Flow, topos: dict[str, Topology | None], lot: str, cards: list[str]
+) -> dict[frozenset[str], MappedArrow]:
+    """Every pair of ``cards`` mapped once (the medium and bandwidth between two cards)."""
     from topomap.mapping import map_flow
 
-    k = len(cards)
-    if k < 2:
-        return 0.0, None, "one card: no exchange"
     arrows = [
-        FlowArrow("exchange", "exchange", Placement(lot, "gpu", a), Placement(lot, "gpu", b), volume, "exchange")
+        FlowArrow("exchange", "exchange", Placement(lot, "gpu", a), Placement(lot, "gpu", b), None, "exchange")
         for i, a in enumerate(cards)
         for b in cards[i + 1 :]
     ]
+    if not arrows:
+        return {}
     mapped = map_flow(dataclasses.replace(flow, arrows=arrows), topos).arrows
-    bws = [m.bandwidth_gbps for m in mapped]
-    if any(b is None for b in bws):
-        slow = next(m for m in mapped if m.bandwidth_gbps is None)
-        return None, None, f"{slow.src} ↔ {slow.dst} over {slow.medium}/{slow.via}: bandwidth unknown"
-    low = min(b for b in bws if b is not None)
-    worst = next(m for m in mapped if m.bandwidth_gbps == low)
+    return {frozenset((a.src.gpu or "", a.dst.gpu or "")): m for a, m in zip(arrows, mapped)}
+
+
+def exchange_seconds(
+    pairs: dict[frozenset[str], MappedArrow], cards: list[str], volume: int | None
+) -> tuple[float | None, float | None, str]:
+    """Seconds of one exchange step over ``cards`` (ring all-reduce, model): 2(k−1)/k × volume ÷
+    the slowest mapped link among them (``pairs`` from :func:`map_pairs`). Returns (seconds,
+    slowest GB/s, how)."""
+    k = len(cards)
+    if k < 2:
+        return 0.0, None, "one card: no exchange"
+    mapped = [pairs[frozenset((a, b))] for i, a in enumerate(cards) for b in cards[i + 1 :]]
+    unknown = next((m for m in mapped if m.bandwidth_gbps is None), None)
+    if unknown is not None:
+        return None, None, f"{unknown.src} ↔ {unknown.dst} over {unknown.medium}/{unknown.via}: bandwidth unknown"
+    worst = min(mapped, key=lambda m: m.bandwidth_gbps or 0.0)
+    low = worst.bandwidth_gbps or 0.0
     how = f"ring all-reduce (model), slowest link {worst.src} ↔ {worst.dst}: {low:g} GB/s {worst.bandwidth_source}"
     if volume is None:
         return None, low, how + "; exchange volume not declared"
