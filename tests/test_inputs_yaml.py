@@ -136,3 +136,9 @@ def test_flow_given_where_a_topology_is_expected() -> None:
         load_any(SAMPLES / "flows" / "tensor-parallel.yaml")
     assert str(err.value).endswith("tensor-parallel.yaml: this is a flow file (YAML), not a topology or snapshot")
     assert err.value.hint is not None and err.value.hint.startswith("the flow file comes first: topomap map")
+
+
+def test_absurd_volume_is_not_a_size() -> None:
+    text = FLOW.replace("{from: a, to: b}", "{from: a, to: b, volume: 1" + "0" * 400 + " GiB}")
+    with pytest.raises(FlowError, match=r"^f.yaml:8: arrow 1: volume '10+ GiB' is not a size"):
+        parse_flow(text, "f.yaml")

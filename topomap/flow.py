@@ -226,7 +226,8 @@ def parse_volume(text: str) -> int | None:
     m = _SIZE.match(text)
     if not m:
         return None
-    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
+    value = float(m.group(1)) * _UNITS[m.group(2).upper()]
+    return int(value) if value < 1e21 else None  # past a zettabyte (or inf): not a transfer
 
 
 _PLACE = re.compile(r"^(?P<host>[A-Za-z0-9_.-]+)(?::(?P<what>.+))?$")
@@ -281,7 +282,7 @@ def _validate(flow: Flow) -> None:
             if vol is None:
                 raise FlowError(
                     f"{origin}:{_line_for(where + '.volume', lines)}: arrow {i + 1}: volume {a.volume!r} is not a size",
-                    hint="write e.g. 2 GiB, 500 MB, 1.5 TB",
+                    hint="write e.g. 2 GiB, 500 MB, 1.5 TB (under a zettabyte)",
                 )
         flow.volumes.append(vol)
     _check_cycles(flow)
