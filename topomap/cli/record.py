@@ -18,7 +18,7 @@ _INTERVAL = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s)?\s*$")
 
 
 def parse_interval(text: str) -> float:
-    """"0.2s", "200ms", "0.5" (seconds) → seconds; between 10 ms and 1 hour."""
+    """ "0.2s", "200ms", "0.5" (seconds) → seconds; between 10 ms and 1 hour."""
     m = _INTERVAL.match(text)
     if not m:
         raise TopomapError(f"--interval {text!r}: expected a duration like 0.2s or 200ms")
@@ -107,9 +107,7 @@ def render_run(path: str, output: str) -> None:
     print(f"wrote {output}", file=sys.stderr)
 
 
-def diff_run_files(
-    a: str, b: str, outputs: tuple[str, str] | None, tolerance: float | None, json_out: bool
-) -> None:
+def diff_run_files(a: str, b: str, outputs: tuple[str, str] | None, tolerance: float | None, json_out: bool) -> None:
     """`topomap diff RUN_A.json RUN_B.json [--outputs DIR_A DIR_B] [--tolerance T]`.
 
     Exit 0 when both runs succeeded (and produced the same outputs, when checked), else 1.

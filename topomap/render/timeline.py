@@ -63,8 +63,13 @@ def _memory(ax: Any, run: Run) -> None:
         if known:
             peak, at = max(known, key=lambda p: p[0])
             ax.plot([at], [peak / GIB], marker="v", color=line.get_color())
-            ax.annotate(f"{s.id} peak {peak / GIB:.1f} GiB", (at, peak / GIB), fontsize=7, xytext=(3, 3),
-                        textcoords="offset points")
+            ax.annotate(
+                f"{s.id} peak {peak / GIB:.1f} GiB",
+                (at, peak / GIB),
+                fontsize=7,
+                xytext=(3, 3),
+                textcoords="offset points",
+            )
         if s.lost_at_s is not None:
             ax.axvline(s.lost_at_s, color=line.get_color(), linestyle="--", linewidth=0.8)
     ax.margins(y=0.15)  # room for the peak labels
