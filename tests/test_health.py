@@ -131,15 +131,17 @@ def test_fabric_states_and_imex(tmp_path: Path) -> None:
     _, fs = _health(m, tmp_path / "a")
     k = _kinds(fs)
     assert [f.subject for f in k["fabric-not-ready"]] == ["gpu0"] and "in-progress" in k["fabric-not-ready"][0].text
-    assert "imex-missing" in k  # a cluster UUID is set and no IMEX channel exists
-    _, with_imex = _health(machines.hgx_h100(), tmp_path / "b", SysfsExtras(imex_channels=1))
+    assert "imex-missing" not in k  # one HGX board: NVLink does not leave the box, IMEX is not needed
+    _, tray = _health(machines.gb200_tray(), tmp_path / "b")
+    assert "/dev/nvidia-caps-imex-channels" in _kinds(tray)["imex-missing"][0].text
+    _, with_imex = _health(machines.gb200_tray(), tmp_path / "c", SysfsExtras(imex_channels=1))
     assert "imex-missing" not in _kinds(with_imex)
-    z = machines.hgx_h100()
+    z = machines.gb200_tray()
     z.gpus[:] = [
         dataclasses.replace(g, fabric=dataclasses.replace(g.fabric or FakeFabric(), clique_id=0)) for g in z.gpus
     ]
-    _, zero = _health(z, tmp_path / "c", SysfsExtras(imex_channels=1))
-    assert len(_kinds(zero)["fabric-clique-zero"][0].evidence) == 8
+    _, zero = _health(z, tmp_path / "d", SysfsExtras(imex_channels=1))
+    assert len(_kinds(zero)["fabric-clique-zero"][0].evidence) == 4
 
 
 def test_probe_records_findings(tmp_path: Path) -> None:
@@ -158,7 +160,8 @@ def test_a_check_that_trips_is_an_info_finding_not_a_failed_probe(
         raise PermissionError(13, "Permission denied", "/sys/module")
 
     monkeypatch.setattr(health, "_gpudirect", broken)
-    _, fs = _health(machines.hgx_h100(), tmp_path)
+    vm = dataclasses.replace(machines.hgx_h100(), hypervisor=True, dmi_vendor="QEMU")
+    _, fs = _health(vm, tmp_path)
     f = _kinds(fs)["health-check-failed"]
     assert len(f) == 1 and "GPUDirect RDMA check could not run: PermissionError" in f[0].text
-    assert "imex-missing" in _kinds(fs)  # the checks after it still ran
+    assert "virtual-topology" in _kinds(fs)  # the last check still ran

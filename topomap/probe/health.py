@@ -327,7 +327,10 @@ def _nvlink_and_fabric(reader: SysfsReader, snap: Snapshot) -> list[Finding]:
                 source="nvml",
             )
         )
-    multi = any(cu and cu.strip("0-") for cu, _ in cliques)
+    # IMEX matters where NVLink spans trays (GB200/GB300 NVL racks: Grace-class parts whose GPU memory is
+    # its own NUMA node); a single HGX baseboard also registers a cluster UUID but needs no IMEX.
+    rack = any(g.gpu_numa_node is not None or re.search(r"\bGB\d{3}", g.name or "") for g in snap.gpus)
+    multi = rack and any(cu and cu.strip("0-") for cu, _ in cliques)
     if multi:
         chans = reader.root / "dev" / "nvidia-caps-imex-channels"
         found = sorted(p.name for p in chans.glob("channel*")) if chans.is_dir() else []
