@@ -25,10 +25,21 @@ def _requirements() -> dict[str, Any]:
     return requirements_json_schema()
 
 
+def _run() -> dict[str, Any]:
+    import msgspec
+
+    from topomap.record.model import RUN_SCHEMA, Run
+
+    schema: dict[str, Any] = msgspec.json.schema(Run)
+    schema["title"] = RUN_SCHEMA
+    return schema
+
+
 SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {
     "snapshot": _snapshot,
     "flow": _flow,
     "requirements": _requirements,
+    "run": _run,
 }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import psutil  # type: ignore[import-untyped]
+import psutil
 
 from topomap.model import Problem
 from topomap.record.model import HostSeries
