@@ -73,7 +73,8 @@ def render(
     ] = "used",
 ) -> None:
     """Diagram of the topology: hosts, NUMA nodes, PCIe switches, GPUs, NICs, NVLink fabric; with
-    --flow, the flow's steps on their hardware and its arrows coloured by medium."""
+    --flow, the flow first: its steps in the boxes of their hosts, each flow arrow once (replicas
+    bundled) with its label, medium, bandwidth and time; --hardware all adds the machines' trees."""
     from topomap.graph import build
     from topomap.record import is_run_file
     from topomap.render import dot as dotr

@@ -5,7 +5,8 @@ it sits on; each flow arrow is drawn once between its steps, coloured by medium 
 its own label, bandwidth (with provenance) and time. Replicas and pairwise arrows are one
 bundle ("28× gpu-link · nvswitch NV18 · 450 GB/s spec"). Hardware the flow does not touch is
 folded into one line per host unless ``hardware="all"``, which draws each machine's full tree
-with the steps tied to their devices. The pipeline view is the steps alone, wrapped into rows.
+with the steps tied to their devices. The pipeline view is the steps alone; a deep flow wraps into
+columns (a grid, not a strip).
 """
 
 from __future__ import annotations
