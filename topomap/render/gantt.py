@@ -53,13 +53,16 @@ def gantt_image(result: PlanResult, fmt: str, cards: int | None = None) -> bytes
             end = lane.end / 60 if lane else 0.0
             if a.parallel_s / 60 > end:
                 ax.barh(y, a.parallel_s / 60 - end, left=end, color="white", edgecolor=_IDLE, hatch="///", height=0.6)
+                idle = a.parallel_s / 60 - end
+                if idle > 12 * scale / 160:
+                    ax.text(end + idle / 2, y, f"idle {fmt_span(idle * 60)}", ha="center", va="center", fontsize=7)
             for n, b in enumerate(lane.bars if lane else []):
                 colour = _COLOURS[b.kind]
                 nth = sum(1 for x in (lane.bars[:n] if lane else []) if x.kind == "compute")
                 face = colour[nth % 2] if isinstance(colour, tuple) else colour
                 ax.barh(y, (b.end - b.start) / 60, left=b.start / 60, color=face, edgecolor="white", height=0.6)
-                if b.kind == "compute" and (b.end - b.start) / 60 > scale / 40:
-                    name = result.units[b.unit].name
+                name = result.units[b.unit].name
+                if b.kind == "compute" and (b.end - b.start) / 60 > (len(name) + 1) * scale / 160:
                     ax.text((b.start + b.end) / 120, y, name, ha="center", va="center", fontsize=7, color="white")
         labels = [card for card, _ in rows]
         if a.assembly_s is not None:
