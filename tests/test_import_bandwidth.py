@@ -138,6 +138,7 @@ def test_nvbandwidth_json_with_bus_ids_and_a_waived_test() -> None:
         }
     }  # fmt: skip
     r = parse_measurements(json.dumps(doc, indent=2), "nvb.json")
+    assert r.hostname == "node1"
     assert [d.pci_bus_id for d in r.devices] == ["0000:18:00.0", "0000:2a:00.0"]
     m = {(x.kind, x.direction, x.src, x.dst): x for x in r.measurements}
     assert m[("d2d", "one-way", "cuda0", "cuda1")].median_gbps == 379.04
@@ -224,6 +225,7 @@ def test_nvbandwidth_text_newer_layout_and_attach(tmp_path: Path) -> None:
     from tests.fakes import machines
 
     r = parse_measurements(NVB_NEW, "nvb-new.txt")
+    assert r.hostname == "node7" and parse_measurements(NVB_TEXT, "old.txt").hostname is None
     assert [d.pci_bus_id for d in r.devices] == ["0000:18:00.0", "0000:2a:00.0"]
     lat = [m for m in r.measurements if m.kind == "latency"]
     assert [(m.src, m.dst, m.median_us) for m in lat] == [("host", "cuda0", 0.8124), ("host", "cuda1", 0.8091)]
@@ -240,3 +242,4 @@ def test_nvbandwidth_text_newer_layout_and_attach(tmp_path: Path) -> None:
         (by_bus["0000:2a:00.0"], by_bus["0000:18:00.0"]),
     }
     assert not any("joined by CUDA ordinal" in n for x in new.measurements for n in x.notes)
+    assert "measured on host 'node7'; the snapshot is of 'hgx-h100'" in new.measurements[0].notes

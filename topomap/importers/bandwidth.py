@@ -33,6 +33,7 @@ class ImportedMeasurements:
     devices: list[MeasuredDevice] = field(default_factory=list)
     measurements: list[Measurement] = field(default_factory=list)  # src/dst are "cuda<k>" or "host"
     skipped: list[str] = field(default_factory=list)  # what the file held that was not imported, and why
+    hostname: str | None = None  # where the tool says it ran (nvbandwidth prints it)
 
 
 def detect_measurements(text: str) -> str | None:
@@ -107,6 +108,9 @@ def attach(snapshot: Snapshot, imported: ImportedMeasurements) -> Snapshot:
                 hint="attach measurements to a snapshot of the machine they were taken on",
             )
         ids[f"cuda{dev.ordinal}"] = f"gpu{g.index}"
+    if imported.hostname and snapshot.host.hostname and imported.hostname != snapshot.host.hostname:
+        # not refused: a container's hostname differs from the host's on the same machine
+        notes.append(f"measured on host {imported.hostname!r}; the snapshot is of {snapshot.host.hostname!r}")
     if by_ordinal:
         notes.append(
             "GPUs joined by CUDA ordinal"

@@ -56,6 +56,8 @@ def parse_nvbandwidth(text: str, origin: str) -> ImportedMeasurements:
         dm = _DEVICE.match(line)
         rm = _RUNNING.match(line)
         if dm:
+            if not out.devices and i > 0 and re.fullmatch(r"[\w.-]+", lines[i - 1].strip()):
+                out.hostname = lines[i - 1].strip()  # v0.5+ prints the host name above the device list
             out.devices.append(_device(dm))
         elif rm:
             test = rm.group(1)
@@ -96,6 +98,8 @@ def _parse_json(text: str, origin: str) -> ImportedMeasurements:
     for k, entry in enumerate(root.get("GPU Device list") or []):
         m = _JSON_DEVICE.match(str(entry).strip())
         out.devices.append(_device(m) if m else MeasuredDevice(ordinal=k, name=str(entry)))
+        host = re.search(r": \(([^()]+)\)$", str(entry).strip())
+        out.hostname = out.hostname or (host.group(1) if host else None)
     extra: dict[str, Any] = {key: root[key] for key in ("bufferSize", "testSamples", "useMean") if key in root}
     if root.get("error"):
         out.skipped.append(f"nvbandwidth reported an error: {root['error']}")
