@@ -66,6 +66,7 @@ def render_bandwidth_matrix(snap: Snapshot) -> str:
     for a in ids:
         lines.append(f"{a.upper():<8}" + "".join(f"{_cell(snap, a, b, bad):>{_W}}" for b in ids))
     lines.append("")
+    lines.append("host↔GPU copy bandwidth, GB/s measured; nominal GB/s (spec) of the GPU's PCIe link")
     lines.append(f"{'':<8}{'host→GPU':>{_W}}{'GPU→host':>{_W}}{'nominal':>{_W}}")
     for a in ids:
         h2d, d2h = measured_bandwidth(snap, "host", a, "h2d"), measured_bandwidth(snap, a, "host", "d2h")
@@ -83,7 +84,8 @@ def render_bandwidth_matrix(snap: Snapshot) -> str:
         "  s        = staged through host memory (peer access not enabled)",
         f"  !        = under {DEGRADED_FRACTION:.0%} of the link's nominal (spec) rate",
         "  UNUSABLE = peer copies returned wrong data or hung: do not use P2P on this pair",
-        "  —        = not measured",
+        "  —        = not measured (`topomap measure` on the machine settles it)",
+        "  unknown  = nominal unknown: the snapshot does not record the GPU's PCIe link (a probe does)",
         f"  measured by: {_method_line(snap)}",
     ]
     return "\n".join(lines) + "\n"
@@ -94,7 +96,16 @@ def measurements_table(snap: Snapshot) -> Any:
     from rich.table import Table
 
     t = Table(title="Measured (GB/s = 1e9 bytes/s; nominal is spec)", show_lines=False)
-    for col in ("what", "from → to", "route", "median", "spread", "nominal", "verified", "origin"):
+    for col in (
+        "what",
+        "from → to",
+        "route",
+        "median",
+        "spread (min–max)",
+        "nominal GB/s (spec)",
+        "verified",
+        "origin",
+    ):
         t.add_column(col)
     for m in snap.measurements:
         if m.kind == "latency":
