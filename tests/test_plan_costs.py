@@ -200,6 +200,16 @@ def test_coordinated_needs_a_declared_split(tmp_path: Path) -> None:
     assert any(s.startswith("coordinated: how a task splits is not declared") for s in r.skipped)
 
 
+def test_cards_left_over_from_two_card_tasks_are_idle(tmp_path: Path) -> None:
+    work = "  count: 4\n  duration: 10 min\n  cards_per_task: 2\n  includes_transfers: true\n"
+    r = _plan(_flow(tmp_path, _h100(tmp_path), work), [2, 5])
+    a = _arr(r, 5, "even-static")
+    # two tasks at once on gpu0+gpu1 and gpu2+gpu3, two each: 20 min; gpu4 has no partner
+    assert a.slots == [["gpu0", "gpu1"], ["gpu2", "gpu3"], ["gpu4"]]  # type: ignore[attr-defined]
+    assert a.parallel_s == 20 * MIN and a.idle_card_s == 20 * MIN and a.idle_cards == ["gpu4"]  # type: ignore[attr-defined]
+    assert _arr(r, 2, "one card").total_s == 40 * MIN  # type: ignore[attr-defined]
+
+
 def test_a_licence_cap_leaves_cards_waiting(tmp_path: Path) -> None:
     work = "  count: 8\n  duration: 12 min\n  includes_transfers: true\n  limits: {max_concurrent: 2}\n"
     r = _plan(_flow(tmp_path, _h100(tmp_path), work), [4])

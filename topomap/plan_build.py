@@ -165,6 +165,8 @@ def _unknown_transfer_warnings(ctx: _Ctx) -> None:
 def _independent(ctx: _Ctx, k: int, n_slots: int) -> list[Arrangement]:
     c = ctx.work.cards_per_task
     slots = [ctx.have[i * c : (i + 1) * c] for i in range(k // c)]
+    if k % c:
+        slots.append(ctx.have[k - k % c : k])  # too few cards left for a task: idle throughout
     used = [card for s in slots[:n_slots] for card in s]
     costs = ctx.costs(used)
     per_slot = [slot_cost(costs, s) for s in slots[:n_slots]]
