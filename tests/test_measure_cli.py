@@ -123,3 +123,38 @@ def test_python_dash_m_spawns_workers_without_rerunning_the_cli(tmp_path: Path) 
         timeout=120,
     )
     assert r.returncode == 3 and r.stderr.count("CUDA cannot be used here") == 1, r.stderr
+
+
+def test_measure_command_on_the_fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole command with the fake driver swapped in: snapshot written, matrix, table, findings, summary."""
+    import functools
+
+    import topomap.probe.measure as measure_mod
+    from tests.fakes.cuda import FakeCudaMemory
+    from topomap.model import load_snapshot
+
+    m = machines.a100_pcie()
+    save_snapshot(run_probe(m, tmp_path / "root").snapshot, tmp_path / "probe.json")
+    fake = functools.partial(FakeCudaMemory, m, hang_pairs=frozenset({frozenset({0, 1})}))
+    monkeypatch.setattr(
+        measure_mod, "measure", functools.partial(measure_mod.measure, driver_factory=fake, start_method="fork")
+    )
+    out = tmp_path / "measured.json"
+    args = [
+        "measure",
+        str(tmp_path / "probe.json"),
+        "--quick",
+        "--pairs",
+        "0-1,2-3",
+        "--size",
+        "1MiB",
+        "--timeout",
+        "1",
+    ]
+    r = runner.invoke(app, [*args, "-o", str(out)], env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    snap = load_snapshot(out)
+    assert {x.origin for x in snap.measurements} == {"topomap measure"}
+    assert "[error] gpu0-gpu1: gpu0 ↔ gpu1 did not finish within 1 s" in r.stdout
+    assert "UNUSABLE" in r.stdout and "verified" in r.stdout
+    assert "10 test(s), 1 failed; used at most 2 MiB per GPU and 3 MiB of pinned host memory" in r.stderr
