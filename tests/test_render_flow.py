@@ -229,3 +229,19 @@ def test_tensor_parallel_on_every_machine_declares_every_node(lot: Path) -> None
         assert undeclared(flow_on_machine_dot(fmap, topos, hardware)) == set(), hardware
     assert undeclared(flow_pipeline_dot(fmap)) == set()
     assert sum(g.count for g in bundles(fmap)) == len(fmap.arrows)
+
+
+def test_flow_arrow_names_nics_by_device_name(tmp_path: Path) -> None:
+    """A NIC known by bus id and netdev (NCCL XML of AWS p4d) is shown by its netdev on the arrow."""
+    import msgspec
+
+    from topomap.importers import load_any
+    from topomap.model import save_snapshot
+
+    s = load_any(SNAP / "ibm-gx3d-h100-8gpu.json")
+    nics = [msgspec.structs.replace(n, name=f"0000:{n.index + 16:02x}:00.0", netdevs=[f"ens{n.index}"]) for n in s.nics]
+    snap = tmp_path / "s.json"
+    save_snapshot(msgspec.structs.replace(s, nics=nics), snap)
+    fmap, topos = _fmap(SAMPLES / "flows" / "two-host-pipeline.yaml", [f"node-a={snap}", f"node-b={snap}"])
+    cross = next(line for line in flow_on_machine_dot(fmap, topos).splitlines() if "activations" in line)
+    assert re.search(r"NIC ens\d \(0000:[0-9a-f]{2}:00\.0\) → ens\d \(0000:[0-9a-f]{2}:00\.0\)", cross), cross

@@ -25,8 +25,9 @@ FILLS = {"input": "#fffde7", "output": "#fffde7", "compute": "#ffffff", "exchang
 PIPELINE_ROWS = 4  # levels per column of the pipeline view before it wraps into the next column
 
 
-def bundle_label(b: Bundle) -> str:
-    """Edge label: the flow's own label, then count · medium · via, bandwidth · volume/time, NICs."""
+def bundle_label(b: Bundle, nic_names: dict[str, str] | None = None) -> str:
+    """Edge label: the flow's own label, then count · medium · via, bandwidth · volume/time, NICs
+    (by device name, ``nic_names`` mapping a snapshot's NIC name to the name to show)."""
     lines = [b.label] if b.label else []
     lines.append(
         (f"{b.count}× " if b.count > 1 else "") + b.medium + ("" if b.medium == "local" else f" · {b.via_text()}")
@@ -36,11 +37,11 @@ def bundle_label(b: Bundle) -> str:
         lines.append(" · ".join(second))
     nics = b.nics()
     if nics:
-        lines.append("NIC " + " → ".join(nics))
+        lines.append("NIC " + " → ".join((nic_names or {}).get(n, n) for n in nics))
     return "\n".join(lines)
 
 
-def _edge(bld: DotBuilder, src: str, dst: str, b: Bundle) -> str:
+def _edge(bld: DotBuilder, src: str, dst: str, b: Bundle, nic_names: dict[str, str] | None = None) -> str:
     colour = MEDIUM_COLOURS.get(b.medium, FADED)
     style = "dashed" if b.medium == "local" else "solid"
     width = 1.4 if b.medium == "local" else (3.2 if b.count > 1 else 2.2)
@@ -50,7 +51,7 @@ def _edge(bld: DotBuilder, src: str, dst: str, b: Bundle) -> str:
         tip += f"\n… and {b.count - 8} more"
     return (
         f"{bld.nid(src)} -> {bld.nid(dst)} [dir=forward{both}, color={q(colour)}, style={style}, penwidth={width}, "
-        f"label={q(bundle_label(b))}, fontcolor={q(colour)}, tooltip={q(tip)}];"
+        f"label={q(bundle_label(b, nic_names))}, fontcolor={q(colour)}, tooltip={q(tip)}];"
     )
 
 
@@ -171,6 +172,8 @@ def flow_on_machine_dot(fmap: FlowMap, topos: dict[str, Topology | None], hardwa
         for s in steps_on[h]:
             bld.declared.append(_step_key(s, h))
 
+    names = {n.name: nic_name(n) for t in topos.values() if t is not None for n in t.snapshot.nics}
+
     def edges(b: DotBuilder) -> Iterable[str]:
         out: list[str] = []
         if hardware == "all":
@@ -178,7 +181,7 @@ def flow_on_machine_dot(fmap: FlowMap, topos: dict[str, Topology | None], hardwa
         for g in groups:
             src, dst = _step_key(g.src_step, g.src_host), _step_key(g.dst_step, g.dst_host)
             if src in b.ids and dst in b.ids:
-                out.append(_edge(b, src, dst, g))
+                out.append(_edge(b, src, dst, g, names))
         return out
 
     if hardware == "all":
