@@ -200,8 +200,9 @@ class FakeCudaMemory(FakeCuda):
         return None, self.current.ordinal
 
     def _pcie_gbps(self, ordinal: int) -> float:
+        """Under load the link runs at its maximum generation (idle GPUs drop it) and its trained width."""
         g = self.m.gpus[self._index(ordinal)]
-        return _PCIE_LANE_GBPS[g.pcie[0]] * g.pcie[1] * 0.85
+        return _PCIE_LANE_GBPS[g.pcie[2]] * g.pcie[1] * 0.85
 
     def _owner(self, addr: int) -> int | None:
         return self.blocks[int(addr)][0]

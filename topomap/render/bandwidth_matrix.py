@@ -120,7 +120,7 @@ def measurements_table(snap: Snapshot) -> Any:
         numa = f" (host NUMA {m.host_numa_node})" if m.host_numa_node is not None else ""
         t.add_row(
             f"{m.kind} {m.direction}",
-            f"{m.src} → {m.dst}{numa}",
+            f"{m.src} {'↔' if m.direction == 'both-way' else '→'} {m.dst}{numa}",
             m.route or "",
             value,
             spread,
