@@ -151,7 +151,7 @@ def test_measure_command_on_the_fake(tmp_path: Path, monkeypatch: pytest.MonkeyP
         "--timeout",
         "1",
     ]
-    r = runner.invoke(app, [*args, "-o", str(out)], env={"COLUMNS": "200"})
+    r = runner.invoke(app, [*args, "--table", "-o", str(out)], env={"COLUMNS": "200"})
     assert r.exit_code == 0, r.output
     snap = load_snapshot(out)
     assert {x.origin for x in snap.measurements} == {"topomap measure"}

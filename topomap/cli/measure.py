@@ -44,6 +44,7 @@ def measure(
     reps: Annotated[int | None, typer.Option("--reps", help="Copies per sample (default 8).", min=1)] = None,
     samples: Annotated[int | None, typer.Option("--samples", help="Timed samples (default 5).", min=1)] = None,
     timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds before a test counts as hung.")] = None,
+    table: Annotated[bool, typer.Option("--table", help="Also print every measurement with its spread.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Verified copy bandwidth and latency per GPU and GPU pair, added to the snapshot (needs a GPU).
@@ -90,7 +91,8 @@ def measure(
     else:
         console = _console()
         console.print(render_bandwidth_matrix(out.snapshot), markup=False)
-        console.print(measurements_table(out.snapshot))
+        if table:
+            console.print(measurements_table(out.snapshot))
         for f in out.snapshot.findings:
             if f.source == "measure":
                 console.print(f"[{f.severity}] {f.subject}: {f.text}", markup=False)
