@@ -193,3 +193,16 @@ def test_remote_numa_gap_is_a_finding() -> None:
     gap = remote_gaps([h2d(50.0, 0, False), h2d(30.0, 1, True)])
     assert len(gap) == 1 and gap[0].subject == "gpu0" and "60% of the 50.0 GB/s from its own node 0" in gap[0].text
     assert remote_gaps([h2d(50.0, 0, False), h2d(45.0, 1, True)]) == []  # 90%: within REMOTE_GAP
+
+
+def test_a_rerun_of_some_pairs_keeps_the_others(tmp_path: Path) -> None:
+    m = machines.hgx_h100()
+    snap = run_probe(m, tmp_path / "root").snapshot
+    fake = functools.partial(FakeCudaMemory, m)
+    first = measure(snap, _opts(pairs=[(0, 1), (2, 3)], remote_numa=False), driver_factory=fake, start_method="fork")
+    again = measure(first.snapshot, _opts(pairs=[(0, 1)], remote_numa=False), driver_factory=fake, start_method="fork")
+    s = again.snapshot
+    assert len(_find(s, "d2d", "gpu2", "gpu3")) == 1  # kept from the first run
+    assert len(_find(s, "d2d", "gpu0", "gpu1")) == 1  # replaced, not doubled
+    assert len(_find(s, "h2d", "host", "gpu5")) == 1
+    assert len(s.measurements) == len(first.snapshot.measurements)

@@ -287,10 +287,14 @@ def measure(
     if progress:
         progress(len(jobs), len(jobs), "done")
     findings += remote_gaps(measurements)
+    # A rerun (say --pairs 0-1) replaces what it measured again and keeps the rest of an earlier run.
+    redone = {frozenset({"host", *job.gpus}) if job.kind == "host" else frozenset(job.gpus) for job in jobs}
+    subjects = {subject(job) for job in jobs}
+    kept = [m for m in snap.measurements if m.origin != ORIGIN or frozenset({m.src, m.dst}) not in redone]
     new = msgspec.structs.replace(
         snap,
-        measurements=[m for m in snap.measurements if m.origin != ORIGIN] + measurements,
-        findings=[f for f in snap.findings if f.source != "measure"] + findings,
+        measurements=kept + measurements,
+        findings=[f for f in snap.findings if f.source != "measure" or f.subject not in subjects] + findings,
     )
     return MeasureOutcome(new, len(jobs), failed, 2 * opts.size_bytes, 3 * opts.size_bytes)
 
