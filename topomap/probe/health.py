@@ -377,12 +377,13 @@ def _virtual(sysr: SysfsResult, snap: Snapshot) -> list[Finding]:
                 source="sysfs",
             )
         ]
+    seen = "no sign of a synthetic PCIe tree" if fns else "no GPU on its PCIe bus to judge the tree by"
     return [
         Finding(
             kind="virtual-machine",
             subject="host",
             severity="info",
-            text=f"running under a hypervisor ({sysr.virtualization}); the PCIe tree looks passed through",
+            text=f"running under a hypervisor ({sysr.virtualization}); {seen}",
             evidence=evidence,
             source="sysfs",
         )
