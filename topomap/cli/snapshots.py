@@ -17,6 +17,13 @@ from topomap.errors import TopomapError
 def probe(
     output: Annotated[str | None, typer.Option("-o", "--output", help="Write the snapshot here.")] = None,
     sysfs_root: Annotated[str, typer.Option("--root", help="Read sysfs/procfs under this root.")] = "/",
+    call_timeout: Annotated[
+        float | None,
+        typer.Option("--call-timeout", help="Seconds one NVML/CUDA call may take before it is cut [default: 15]."),
+    ] = None,
+    budget: Annotated[
+        float | None, typer.Option("--budget", help="Seconds all NVML/CUDA calls together may take [default: 180].")
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Probe this machine (NVML + CUDA + sysfs) and write a snapshot.
@@ -26,8 +33,17 @@ def probe(
     """
     from topomap.model import encode_snapshot
     from topomap.probe import probe as run_probe
+    from topomap.probe.guarded import CALL_TIMEOUT_S, TOTAL_BUDGET_S
 
-    out = run_probe(sysfs_root=sysfs_root)
+    limits = {"--call-timeout": call_timeout, "--budget": budget}
+    for name, value in limits.items():
+        if value is not None and not value > 0:
+            raise TopomapError(f"{name} {value:g}: seconds must be above 0")
+    out = run_probe(
+        sysfs_root=sysfs_root,
+        call_timeout_s=call_timeout or CALL_TIMEOUT_S,
+        budget_s=budget or TOTAL_BUDGET_S,
+    )
     data = encode_snapshot(out.snapshot)
     if output:
         _write(output, data)  # "-": stdout, for `srun … topomap probe -o - > $(hostname).json` pipelines
