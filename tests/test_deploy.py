@@ -57,6 +57,21 @@ exec bash -c "$*"
 """
 
 
+STUB_KUBECTL = r"""#!/bin/bash
+# stub kubectl: answers what collect.sh asks, from files under $STUB_DIR
+echo "$*" >>"$STUB_LOG"
+[ "$1" = "-n" ] && shift 2
+case "$1" in
+    rollout) exit "${STUB_ROLLOUT_RC:-0}" ;;
+    get) cat "$STUB_DIR/pods.txt" ;;
+    exec) pod=$2; shift 3; [ "$1" = cat ] || exit 1; f="$STUB_DIR/$pod/$(basename "$2")"
+          [ -e "$f" ] || { echo "cat: $2: No such file or directory" >&2; exit 1; }; cat "$f" ;;
+    delete) echo "daemonset.apps \"$3\" deleted" ;;
+    *) echo "stub kubectl: unexpected $*" >&2; exit 1 ;;
+esac
+"""
+
+
 def manifest() -> list[dict[str, Any]]:
     docs = list(yaml.safe_load_all((DEPLOY / "kubernetes" / "topomap-probe.yaml").read_text()))
     return [d for d in docs if d]
@@ -165,3 +180,41 @@ def test_ssh_loop_needs_two_hosts(tmp_path: Path) -> None:
         ["bash", str(DEPLOY / "ssh" / "probe-hosts.sh"), "only-one"], capture_output=True, text=True, timeout=30
     )
     assert r.returncode == 2 and r.stderr.startswith("usage: ")
+
+
+def test_kubernetes_collect_merges_the_ready_pods(tmp_path: Path) -> None:
+    """Three GPU nodes: two pods probed, one still Pending (asks for more GPUs than its node has)."""
+    _stub(tmp_path / "bin", "kubectl", STUB_KUBECTL)
+    stub = tmp_path / "cluster"
+    sample = (ROOT / "samples" / "snapshots" / "ibm-gx3d-h100-8gpu.json").read_bytes()
+    for pod in ("topomap-probe-x1", "topomap-probe-x2"):
+        (stub / pod).mkdir(parents=True)
+        (stub / pod / "snapshot.json").write_bytes(sample)
+    (stub / "topomap-probe-x2" / "probe.err").write_text("wrote /out/snapshot.json: 8 GPU(s)\n")
+    (stub / "pods.txt").write_text(
+        "topomap-probe-x1 gpu-node-1 true\ntopomap-probe-x2 gpu-node-2 true\ntopomap-probe-x3  \n"
+    )
+    env = {
+        **os.environ,
+        "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
+        "STUB_LOG": str(tmp_path / "stub.log"),
+        "STUB_DIR": str(stub),
+        "STUB_ROLLOUT_RC": "1",
+        "TOPOMAP": TOPOMAP,
+    }
+    out = tmp_path / "out"
+    r = subprocess.run(
+        ["bash", str(DEPLOY / "kubernetes" / "collect.sh"), str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "not every pod is ready" in r.stderr
+    assert "no snapshot from an unscheduled pod (pod topomap-probe-x3 not ready)" in r.stderr
+    cluster = json.loads((out / "cluster.json").read_text())
+    assert [m["host"]["hostname"] for m in cluster["members"]] == ["gpu-node-1", "gpu-node-2"]
+    assert (out / "logs" / "gpu-node-2.err").read_text() == "wrote /out/snapshot.json: 8 GPU(s)\n"
+    calls = (tmp_path / "stub.log").read_text().splitlines()
+    assert calls[-1] == "-n topomap delete daemonset topomap-probe --wait=false"
