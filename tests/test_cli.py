@@ -152,7 +152,7 @@ def test_render_flow_on_machine_and_pipeline(tmp_path: Path) -> None:
     assert runner.invoke(app, ["render", "--flow", str(FLOWS / "two-host-pipeline.yaml"), "-o", str(m)]).exit_code == 0
     svg = m.read_text()
     ET.fromstring(svg)
-    assert "25 GB/s spec · 512 MiB in 21.5 ms" in svg and "activations" in svg and "stage1" in svg
+    assert "25.0 GB/s spec · 512 MiB in 21.5 ms" in svg and "activations" in svg and "stage1" in svg
     r = runner.invoke(app, ["render", "--flow", str(FLOWS / "doc-conversion.yaml"), "--view", "pipeline", "-o", str(p)])
     assert r.exit_code == 0
     text = p.read_text()

@@ -101,7 +101,7 @@ def test_each_flow_arrow_drawn_once_with_its_label() -> None:
     flow_edges = [line for line in text.splitlines() if "dir=forward" in line]
     assert len(flow_edges) == 3  # tokens→stage1, stage1→stage2, stage2→logits: once each
     cross = next(e for e in flow_edges if "activations" in e)
-    assert f"network · {fmap.arrows[1].via} NET" in cross and "25 GB/s spec · 512 MiB in 21.5 ms" in cross
+    assert f"network · {fmap.arrows[1].via} NET" in cross and "25.0 GB/s spec · 512 MiB in 21.5 ms" in cross
     assert "NIC mlx5_0 → mlx5_7" in cross  # NICs by device name
     assert "#ef6c00" in cross  # network colour
 

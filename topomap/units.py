@@ -20,7 +20,7 @@ def fmt_bytes(n: int | None) -> str:
         return ""
     for unit, f in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= f:
-            return f"{n / f:g} {unit}"
+            return f"{n / f:.4g} {unit}"
     return f"{n} B"
 
 
@@ -35,3 +35,11 @@ def fmt_gbps(gbps: float | None) -> str:
     if gbps >= 1:
         return f"{gbps:.2f}"
     return f"{gbps:.3g}"
+
+
+def fmt_bandwidth(gbps: float | None, source: str | None = None, lower_bound: bool = False) -> str:
+    """A bandwidth with its unit and provenance: "450 GB/s spec", "≥ 253 GB/s derived", "unknown"."""
+    if gbps is None:
+        return "unknown"
+    text = ("≥ " if lower_bound else "") + f"{fmt_gbps(gbps)} GB/s"
+    return f"{text} {source}" if source else text

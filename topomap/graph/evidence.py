@@ -30,7 +30,7 @@ from topomap.links import (
     pcie_bandwidth_gbps,
 )
 from topomap.model import Finding, Gpu, Nic, Snapshot
-from topomap.units import fmt_gbps
+from topomap.units import fmt_bandwidth, fmt_gbps
 
 Tri = Literal["yes", "no", "unknown"]
 
@@ -92,10 +92,7 @@ class Bandwidth:
     tag: str = ""  # the basis in two or three words: "driver-reported", "NVLink 4 nominal", "lower bound"
 
     def text(self) -> str:
-        if self.gbps is None:
-            return "unknown"
-        pre = "≥ " if self.lower_bound else ""
-        return f"{pre}{fmt_gbps(self.gbps)} GB/s {self.source}"
+        return fmt_bandwidth(self.gbps, self.source, self.lower_bound)
 
 
 UNKNOWN_BW = Bandwidth(None, "unknown", "not recorded by this source")

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from topomap.mapping import FlowMap, MappedArrow
-from topomap.units import fmt_bytes, fmt_seconds
+from topomap.units import fmt_bandwidth, fmt_bytes, fmt_gbps, fmt_seconds
 
 _PLACEMENT = re.compile(r"^(?P<host>.*):(?P<what>gpu(?P<n>\d+)|memory(?:@numa\d+)?|storage)$", re.S)
 
@@ -23,11 +23,11 @@ def host_of(label: str) -> str:
     return m.group("host") if m else label
 
 
-def fmt_bw(gbps: float | None, source: str) -> str:
+def fmt_bw(gbps: float | None, source: str, lower_bound: bool = False) -> str:
     """Bandwidth with its unit and provenance; unknown says so."""
     if gbps is None:
         return "bandwidth unknown"
-    return f"{gbps:g} GB/s {source}"
+    return fmt_bandwidth(gbps, source, lower_bound)
 
 
 def compress_places(labels: list[str]) -> str:
@@ -116,7 +116,10 @@ class Bundle:
         sources = "/".join(dict.fromkeys(a.bandwidth_source for a in known))
         lo = min(a.bandwidth_gbps or 0.0 for a in known)
         hi = max(a.bandwidth_gbps or 0.0 for a in known)
-        text = f"{lo:g} GB/s {sources}" if lo == hi else f"{lo:g}–{hi:g} GB/s {sources}"
+        pre = "≥ " if any(a.lower_bound for a in known) else ""
+        text = (
+            f"{pre}{fmt_gbps(lo)} GB/s {sources}" if lo == hi else f"{pre}{fmt_gbps(lo)}–{fmt_gbps(hi)} GB/s {sources}"
+        )
         if unknown:
             text += f", {unknown} unknown"
         return text

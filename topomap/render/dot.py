@@ -17,6 +17,7 @@ from topomap.graph import FABRIC, Topology, natural_key, tree_parents
 from topomap.links import pcie_bandwidth_gbps
 from topomap.model import Nic
 from topomap.render.legend import FADED, GPU_LINK, HOST_MEMORY, NETWORK, graph_label, legend_rows
+from topomap.units import fmt_bandwidth
 
 _CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _BUS_ID = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
@@ -31,8 +32,9 @@ def q(text: str) -> str:
     return f'"{text}"'
 
 
-def fmt_gbps(bw: float | None) -> str:
-    return "? GB/s" if bw is None else f"{bw:g} GB/s"
+def fmt_gbps(bw: float | None, source: str | None = None, lower_bound: bool = False) -> str:
+    """A link's bandwidth on a diagram: "450 GB/s", "≥ 253 GB/s", "GB/s unknown"."""
+    return "GB/s unknown" if bw is None else fmt_bandwidth(bw, source, lower_bound)
 
 
 @dataclass
@@ -308,7 +310,8 @@ def _host(
     for u, v, d in sorted(g.edges(data=True), key=lambda e: (natural_key(e[0]), natural_key(e[1]))):
         if d.get("kind") == "nvlink":
             a, c = (u, v) if v == FABRIC or natural_key(u) <= natural_key(v) else (v, u)
-            nvlinks.append((a, c, f"NV{d.get('count')} · {fmt_gbps(d.get('bandwidth_gbps'))}"))
+            bw_text = fmt_gbps(d.get("bandwidth_gbps"), d.get("bandwidth_source"), bool(d.get("lower_bound")))
+            nvlinks.append((a, c, f"NV{d.get('count')} · {bw_text}"))
     labels = {lab for _, _, lab in nvlinks}
     hub_only = bool(nvlinks) and all(c == FABRIC for _, c, _ in nvlinks) and len(labels) == 1
     if FABRIC in g:

@@ -17,7 +17,7 @@ from rich.text import Text
 from topomap.mapping import FlowMap
 from topomap.render.bundles import Bundle, bundles, grouped_notes, slowest_line, slowest_per_medium
 from topomap.render.terminal import MEDIUM_STYLE, short_node
-from topomap.units import fmt_seconds
+from topomap.units import fmt_bandwidth, fmt_seconds
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
@@ -109,7 +109,7 @@ def arrows_view(fmap: FlowMap, width: int | None = None) -> RenderableType:
         _column(t, col)
     details: list[RenderableType] = [Text("Routes and notes", style="bold")]
     for k, a in enumerate(fmap.arrows, 1):
-        bw = "unknown" if a.bandwidth_gbps is None else f"{a.bandwidth_gbps:g} GB/s {a.bandwidth_source}"
+        bw = fmt_bandwidth(a.bandwidth_gbps, a.bandwidth_source, a.lower_bound)
         arrow = " ↔ " if a.both_ways else " → "
         t.add_row(
             str(k),
@@ -131,7 +131,7 @@ def arrows_view(fmap: FlowMap, width: int | None = None) -> RenderableType:
             arrow = " ↔ " if a.both_ways else " → "
             text = safe(f"{k:>3}. {a.src_step}{arrow}{a.dst_step}" + (f"  “{a.label}”" if a.label else ""))
             text.append("\n")
-            bw = "unknown" if a.bandwidth_gbps is None else f"{a.bandwidth_gbps:g} GB/s {a.bandwidth_source}"
+            bw = fmt_bandwidth(a.bandwidth_gbps, a.bandwidth_source, a.lower_bound)
             line = f"     {a.medium} · {a.via} · {a.path or '—'} · {bw} · {fmt_seconds(a.seconds)}"
             text.append_text(safe(line, MEDIUM_STYLE.get(a.medium, "")))
             text.append("\n")
