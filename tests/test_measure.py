@@ -206,3 +206,9 @@ def test_a_rerun_of_some_pairs_keeps_the_others(tmp_path: Path) -> None:
     assert len(_find(s, "d2d", "gpu0", "gpu1")) == 1  # replaced, not doubled
     assert len(_find(s, "h2d", "host", "gpu5")) == 1
     assert len(s.measurements) == len(first.snapshot.measurements)
+
+
+def test_peer_access_is_released_after_each_pair(tmp_path: Path) -> None:
+    """A GPU holding one peer mapping at a time still measures every pair over the peer path."""
+    out = _run(machines.hgx_h100(), tmp_path, _opts(pairs=[(0, 1), (0, 2), (0, 3)], remote_numa=False), max_peers=1)
+    assert {m.route for m in out.snapshot.measurements if m.kind == "d2d"} == {"peer"}

@@ -165,6 +165,7 @@ class FakeCudaMemory(FakeCuda):
         hang_pairs: frozenset[frozenset[int]] = frozenset(),
         free_bytes: dict[int, int] | None = None,
         lost_after_copies: dict[int, int] | None = None,
+        max_peers: int = 8,
     ) -> None:
         super().__init__(machine)
         self.corrupt_pairs = corrupt_pairs
@@ -177,6 +178,7 @@ class FakeCudaMemory(FakeCuda):
         self.blocks: dict[int, tuple[int | None, Any]] = {}  # address → (ordinal or None for host, buffer)
         self.used: dict[int, int] = {}
         self.peers: set[tuple[int, int]] = set()
+        self.max_peers = max_peers  # peer mappings one context may hold (CUDA_ERROR_TOO_MANY_PEERS past it)
         self.n_copies = 0
 
     # helpers
@@ -232,7 +234,18 @@ class FakeCudaMemory(FakeCuda):
             return (R.CUDA_ERROR_PEER_ACCESS_UNSUPPORTED,)
         if (me, peer.ordinal) in self.peers:
             return (R.CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED,)
+        if sum(1 for x, _ in self.peers if x == me) >= self.max_peers:
+            return (R.CUDA_ERROR_TOO_MANY_PEERS,)
         self.peers.add((me, peer.ordinal))
+        return (R.CUDA_SUCCESS,)
+
+    def cuCtxDisablePeerAccess(self, peer: _Ctx) -> tuple[Any, ...]:
+        err, me = self._cur("cuCtxDisablePeerAccess")
+        if err:
+            return (err,)
+        if (me, peer.ordinal) not in self.peers:
+            return (R.CUDA_ERROR_PEER_ACCESS_NOT_ENABLED,)
+        self.peers.discard((me, peer.ordinal))
         return (R.CUDA_SUCCESS,)
 
     # memory

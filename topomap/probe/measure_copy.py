@@ -26,7 +26,7 @@ PERIOD = 4093  # prime: the pattern never lines up with 4 KiB pages
 LATENCY_BYTES = 8
 _NON_BLOCKING = 1  # CU_STREAM_NON_BLOCKING
 _PORTABLE = 1  # CU_MEMHOSTALLOC_PORTABLE: pinned for every context, as nvbandwidth allocates it
-_ALREADY_ENABLED = 704  # CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED (benign; nvbandwidth ignores it)
+ALREADY_ENABLED = 704  # CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED (benign; nvbandwidth ignores it)
 OOM = 2  # CUDA_ERROR_OUT_OF_MEMORY
 
 

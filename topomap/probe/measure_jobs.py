@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from topomap.probe.measure_copy import (
+    ALREADY_ENABLED,
     LATENCY_BYTES,
     Buffers,
     Figure,
@@ -193,9 +194,20 @@ def enable_peer(s: Session, a: int, b: int) -> tuple[bool, str | None]:
         s.context(x)
         res = s.cu.cuCtxEnablePeerAccess(s.ctx[y], 0)
         code = int(res[0])
-        if code not in (0, 704):
+        if code not in (0, ALREADY_ENABLED):
+            if x == b:  # a→b was enabled: undo it, the pair runs staged
+                s.context(a)
+                s.cu.cuCtxDisablePeerAccess(s.ctx[b])
             return False, f"cuCtxEnablePeerAccess {getattr(res[0], 'name', code)}: copies staged through host memory"
     return True, None
+
+
+def disable_peer(s: Session, a: int, b: int) -> None:
+    """Peer access off again after a pair, as p2pBandwidthLatencyTest does: a GPU may hold only a few
+    peer mappings at once (CUDA_ERROR_TOO_MANY_PEERS), and the next pair must not find it full."""
+    for x, y in ((a, b), (b, a)):
+        s.context(x)
+        s.cu.cuCtxDisablePeerAccess(s.ctx[y])
 
 
 def run_pair(cu: Any, s: Session, spec: PairSpec, st: Settings) -> list[Figure]:
@@ -269,6 +281,8 @@ def run_pair(cu: Any, s: Session, spec: PairSpec, st: Settings) -> list[Figure]:
         return out
     finally:
         bufs.free()
+        if peer:
+            disable_peer(s, a, b)
 
 
 def median(values: list[float]) -> float | None:
