@@ -50,6 +50,9 @@ def test_gpu3_lost_mid_probe_is_marked_once_and_never_called_again(tmp_path: Pat
     assert all(g.nvlinks and g.fabric is not None for g in s.gpus if g.index != LOST)
     pairs3 = [p for p in s.pairs if f"gpu{LOST}" in (p.a, p.b) and p.b.startswith("gpu")]
     assert len(pairs3) == 7 and all(p.p2p is None for p in pairs3)  # NVML did not ask
+    # its links were never read: NVLink unknown (path None), the PCIe class from sysfs kept
+    assert all(p.path is None and p.pcie_path in ("PIX", "NODE", "SYS") for p in pairs3)
+    assert not [p for p in s.problems if p.call == "path class"]
 
 
 def test_gpu3_lost_during_the_pair_calls_is_found_with_one_call_each(tmp_path: Path) -> None:
@@ -65,3 +68,4 @@ def test_gpu3_lost_during_the_pair_calls_is_found_with_one_call_each(tmp_path: P
     assert on3[first_fail + 1 :] == ["nvmlDeviceGetPciInfo"], on3[first_fail:]
     g3 = s.gpus[LOST]
     assert g3.nvlinks and g3.fabric is not None  # everything per-device was read before the loss
+    assert all(p.path == "NV18" for p in s.pairs if f"gpu{LOST}" in (p.a, p.b) and p.b.startswith("gpu"))

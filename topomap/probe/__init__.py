@@ -275,13 +275,15 @@ def _pairs(
                 pcie = (info.pcie_path if info else None) or sys_class
                 n = nvlink_count(ga, gb, buses)
                 path = f"NV{n}" if n else pcie
+                if not n and any(g.lost and not g.nvlinks for g in (ga, gb)):
+                    path = None  # its links were never read: NVLink unknown, not absent (lost recorded once)
                 p2p = P2P(**info.p2p) if info and info.p2p else None
                 pairs.append(
                     Pair(a=ida, b=idb, path=path, nvlinks=n, pcie_path=pcie, p2p=p2p, cuda=_cuda_pair(ga, gb, cu))
                 )
             else:
                 pairs.append(Pair(a=ida, b=idb, path=sys_class, pcie_path=sys_class))
-            if pairs[-1].path is None:
+            if pairs[-1].path is None and pairs[-1].pcie_path is None:
                 problems.append(
                     Problem(source="sysfs", call="path class", target=f"{ida}-{idb}", error="PCI path unknown")
                 )
