@@ -98,7 +98,7 @@ def test_narrow_terminal_never_splits_a_word() -> None:
             console.print(view(fmap, 80))
         out = cap.get()
         assert max(len(line) for line in out.splitlines()) <= 80
-        for word in ("host-memory", "node-a:memory", "node-b:gpu0", "activations", "25 GB/s spec"):
+        for word in ("host-memory", "node-a:memory", "node-b:gpu0", "activations", "25.0 GB/s spec"):
             assert word in out, (view.__name__, word)
         wide = Console(width=300, file=io.StringIO(), color_system=None)
         with wide.capture() as cap:

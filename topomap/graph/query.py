@@ -97,10 +97,17 @@ def _leg(topo: Topology, a: str, b: str) -> Leg:
     nodes = list(nx.shortest_path(_pcie_view(g), a, b))
     edges = list(itertools.pairwise(nodes))
     pcie_edges = [e for e in edges if g.edges[e].get("kind") == "pcie"]
-    bw, _, neck = narrowest(g, pcie_edges)
+    virtual = [e for e in pcie_edges if is_virtual_bridge(g, e)]
+    real = [e for e in pcie_edges if e not in virtual]
+    bw, _, neck = narrowest(g, real)
     notes: list[str] = []
-    if bw is not None and any(g.edges[e].get("bandwidth_gbps") is None for e in pcie_edges):
-        notes.append("some PCIe links on the route have no recorded speed: the figure is an upper bound")
+    for e in virtual:
+        notes.append(
+            f"PCIe Gen1 x1 declared on {_words(e[0])} – {_words(e[1])}: a VM's virtual bridge, not the real link; "
+            "its rate is unknown (`topomap measure` settles it)"
+        )
+    if bw is not None and (virtual or any(g.edges[e].get("bandwidth_gbps") is None for e in real)):
+        notes.append("some PCIe links on the route have no known speed: the figure is an upper bound")
     if neck is not None:
         notes.append(bottleneck_note(g, neck))
     for e in pcie_edges:
@@ -109,7 +116,7 @@ def _leg(topo: Topology, a: str, b: str) -> Leg:
             notes.append(str(note))
     if any(g.edges[e].get("kind") == "smp" for e in edges):
         notes.append("crosses the inter-socket link (bandwidth not recorded by any source)")
-    if bw is None and pcie_edges:
+    if bw is None and real:
         notes.append("PCIe link speeds not recorded by this source")
     return tuple(nodes), bw, neck, tuple(dict.fromkeys(notes))
 
@@ -129,14 +136,18 @@ def narrowest(
     return best[0], "spec", best[1]
 
 
-def bottleneck_note(g: nx.Graph, edge: tuple[str, str]) -> str:
-    """Which PCIe link limits a route, and a warning when it looks like a VM's virtual bridge."""
+def is_virtual_bridge(g: nx.Graph, edge: tuple[str, str]) -> bool:
+    """A PCIe link declared Gen1 x1 on a route between GPUs, NICs and memory: what hypervisors' emulated
+    bridges report (IBM Cloud gx3d, QEMU root ports), never a real GPU or NIC link."""
     e = g.edges[edge]
     gen, width = e.get("gen"), e.get("width")
-    note = f"narrowest link: PCIe Gen{gen} x{width} ({_words(edge[0])} – {_words(edge[1])})"
-    if gen is not None and width is not None and gen <= 1 and width <= 1:
-        note += "; a Gen1 x1 link on a GPU path is usually a VM's virtual bridge, not the real link"
-    return note
+    return gen is not None and width is not None and gen <= 1 and width <= 1
+
+
+def bottleneck_note(g: nx.Graph, edge: tuple[str, str]) -> str:
+    """Which PCIe link limits a route."""
+    e = g.edges[edge]
+    return f"narrowest link: PCIe Gen{e.get('gen')} x{e.get('width')} ({_words(edge[0])} – {_words(edge[1])})"
 
 
 def _words(node: str) -> str:
