@@ -155,3 +155,27 @@ def test_merge_records_the_notes_and_the_cli_prints_them(hgx: Snapshot, tmp_path
         "topomap: merge: NIC state: mlx5_3 down on node01",
         f"wrote {tmp_path / 'cluster.json'}: 6 hosts, 2 consistency note(s)",
     ]
+
+
+def test_merge_output_is_byte_identical_across_hash_seeds(hgx: Snapshot, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    hosts = cluster(
+        hgx, {"node01": lambda s: with_nic(s, 3, speed_gbit_s=200.0), "node04": lambda s: with_nic(s, 5, state="down")}
+    )
+    files = []
+    for h in reversed(hosts):  # given out of order: the output is sorted by host
+        f = tmp_path / f"{h.host.hostname}.json"
+        f.write_bytes(encode_snapshot(h))
+        files.append(str(f))
+    outs = []
+    for seed in ("0", "1", "4242"):
+        out = tmp_path / f"cluster-{seed}.json"
+        env = {"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}
+        r = subprocess.run(
+            [sys.executable, "-m", "topomap", "merge", *files, "-o", str(out)], env=env, capture_output=True, timeout=60
+        )
+        assert r.returncode == 0, r.stderr
+        outs.append((out.read_bytes(), r.stderr.replace(str(out).encode(), b"OUT")))
+    assert outs[0] == outs[1] == outs[2]
