@@ -1,16 +1,15 @@
 """Measured figures for the views: one function per question, each answer with its record.
 
 ``measured_bandwidth`` picks the figure a view shows beside the nominal one; ``nominal_gbps``
-is the theoretical rate it is compared with (spec: NVLink links × per-link rate, or the PCIe
-link at its maximum gen and width); ``degraded_links`` lists links delivering under
-:data:`DEGRADED_FRACTION` of nominal; ``unusable_pairs`` lists GPU pairs whose peer copies
+is the theoretical rate it is compared with, as the evidence functions decide it (the NVLink
+bundle's rate, or the GPU's PCIe link at its trained width and best generation);
+``degraded_links`` lists links delivering under :data:`DEGRADED_FRACTION` of nominal; ``unusable_pairs`` lists GPU pairs whose peer copies
 returned wrong data or hung. All GB/s are 1e9 bytes per second, one direction unless the
 measurement says both-way.
 """
 
 from __future__ import annotations
 
-from topomap.links import nvlink_bandwidth_gbps, nvlink_generation_for_cc, pcie_bandwidth_gbps
 from topomap.model import Gpu, MeasureKind, Measurement, Snapshot
 
 # A link delivering under this fraction of its nominal rate is flagged. Copy-engine copies
@@ -54,29 +53,28 @@ def _gpu(snapshot: Snapshot, gid: str) -> Gpu | None:
     return next((g for g in snapshot.gpus if f"gpu{g.index}" == gid), None)
 
 
-def _pcie(g: Gpu) -> float | None:
-    return pcie_bandwidth_gbps(g.pcie.gen_max, g.pcie.width_max) if g.pcie else None
-
-
 def nominal_gbps(snapshot: Snapshot, a: str, b: str) -> tuple[float, str] | None:
-    """Theoretical one-way GB/s between two ends (``gpuN`` or ``host``) and what it is, or None."""
+    """Theoretical one-way GB/s between two ends (``gpuN`` or ``host``) and what it is, or None. The
+    figures come from the evidence functions every view uses: the GPU's PCIe link at its trained width
+    and best generation, the NVLink bundle's rate (a lower bound is no nominal: None)."""
+    from topomap.graph.evidence import gpu_pcie_link, nvlink_bundle_bandwidth
+
     if a == "host" or b == "host":
         g = _gpu(snapshot, b if a == "host" else a)
-        bw = _pcie(g) if g else None
-        if g is None or bw is None or g.pcie is None:
+        link = gpu_pcie_link(g) if g else None
+        if link is None or link.gbps is None:
             return None
-        return bw, f"PCIe Gen{g.pcie.gen_max} x{g.pcie.width_max} (spec)"
+        return link.gbps, f"PCIe Gen{link.gen} x{link.width} (spec)"
     ga, gb = _gpu(snapshot, a), _gpu(snapshot, b)
     if ga is None or gb is None:
         return None
     pair = next((p for p in snapshot.pairs if {p.a, p.b} == {a, b}), None)
     if pair is not None and pair.nvlinks:
-        gen = next((lk.generation for lk in ga.nvlinks if lk.generation), None)
-        if gen is None and ga.compute_capability:
-            gen = nvlink_generation_for_cc(int(ga.compute_capability.split(".")[0]))
-        bw = nvlink_bandwidth_gbps(gen, pair.nvlinks, ga.name)
-        return (bw, f"NVLink x{pair.nvlinks} (spec)") if bw else None
-    pa, pb = _pcie(ga), _pcie(gb)
+        bw = nvlink_bundle_bandwidth(ga, pair.nvlinks, snapshot)
+        if bw.gbps is None or bw.lower_bound:
+            return None
+        return bw.gbps, f"NVLink x{pair.nvlinks} ({bw.tag})"
+    pa, pb = gpu_pcie_link(ga).gbps, gpu_pcie_link(gb).gbps
     if pa is None or pb is None:
         return None
     return min(pa, pb), "PCIe, narrower of the two GPU links (spec)"

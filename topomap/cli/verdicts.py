@@ -45,7 +45,7 @@ def diff(
         if json_out:
             _print_json(cluster)
         else:
-            from topomap.render.terminal import cluster_diff_view
+            from topomap.render.verdict_view import cluster_diff_view
 
             _console().print(cluster_diff_view(cluster))
         raise typer.Exit(int(cluster["exit_status"]))
@@ -97,7 +97,7 @@ def diff(
             }
         )
     else:
-        from topomap.render.terminal import diff_view
+        from topomap.render.verdict_view import diff_view
 
         _console().print(diff_view(result))
     raise typer.Exit(result.exit_status)
@@ -160,7 +160,7 @@ def check(
             }
         )
     else:
-        from topomap.render.terminal import check_view
+        from topomap.render.verdict_view import check_view
 
         _console().print(check_view(result))
     raise typer.Exit(result.exit_status)

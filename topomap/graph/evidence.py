@@ -97,16 +97,11 @@ class Bandwidth:
 
 UNKNOWN_BW = Bandwidth(None, "unknown", "not recorded by this source")
 
-#: A measured link delivering under this fraction of its nominal rate is flagged (copy engines reach
-#: ~80-90 % of PCIe and NVLink nominal on healthy machines, nvml-cuda.md §8.3).
-DEGRADED_FRACTION = 0.6
-
-
 def with_measurement(snap: Snapshot, src: str, dst: str, kind: str, nominal: Bandwidth) -> tuple[Bandwidth, str | None]:
     """The figure an arrow shows: a verified (or imported) measurement of this copy when there is one,
     labelled measured with the nominal beside it, else the nominal. Second value: a warning when the
     measured figure is under :data:`DEGRADED_FRACTION` of nominal."""
-    from topomap.measured import measured_bandwidth
+    from topomap.measured import DEGRADED_FRACTION, measured_bandwidth
 
     found = measured_bandwidth(snap, src, dst, kind)  # type: ignore[arg-type]
     if found is None:

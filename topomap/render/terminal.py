@@ -8,8 +8,6 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from topomap.check import CheckResult
-from topomap.diff import DiffResult
 from topomap.graph import FABRIC, Topology, natural_key, tree_parents
 from topomap.graph.evidence import SETTLE, fabric_ready, gpu_pairs_nvlink_summary, gpu_pcie_link
 from topomap.model import Gpu, Snapshot
@@ -183,6 +181,18 @@ def numa_table(snap: Snapshot) -> Table:
     return t
 
 
+def findings_table(snap: Snapshot) -> Table:
+    """The probe's health and truth checks and the measurement's findings, worst first."""
+    order = {"error": 0, "warning": 1, "info": 2}
+    t = Table(title=f"Findings ({len(snap.findings)})", box=box.SIMPLE_HEAD, title_justify="left")
+    for col in ("severity", "about", "finding", "evidence"):
+        t.add_column(col, overflow="fold")
+    for f in sorted(snap.findings, key=lambda f: (order.get(f.severity, 3), f.kind, f.subject)):
+        style = {"error": "bold red", "warning": "yellow"}.get(f.severity, "")
+        t.add_row(Text(f.severity, style=style), f.subject, f.text, "; ".join(f.evidence))
+    return t
+
+
 def problem_table(snap: Snapshot) -> Table:
     t = Table(title=f"Problems ({len(snap.problems)})", box=box.SIMPLE_HEAD, title_justify="left")
     for col in ("source", "call", "target", "error"):
@@ -269,6 +279,8 @@ def show(snap: Snapshot, topo: Topology | None = None) -> RenderableType:
         parts.append(machine_tree(topo))
         for note in topo.notes:
             parts.append(Text(f"note: {note}", style="dim"))
+    if snap.findings:
+        parts.append(findings_table(snap))
     if snap.problems:
         parts.append(problem_table(snap))
     return Group(*parts)
@@ -292,118 +304,6 @@ def short_node(node: str) -> str:
     return prefix + rest
 
 
-def diff_view(d: DiffResult) -> RenderableType:
-    """The verdict and its reasons first, then the collapsed changes, the flow arrows that change,
-    and what could not be compared."""
-    style = {"equivalent": "bold green", "cannot-confirm": "bold yellow"}.get(d.verdict, "bold red")
-    parts: list[RenderableType] = [Text(d.summary(), style=style)]
-    if d.match == "structure" and any(k != v for k, v in d.mapping.items()):
-        moved = {k: v for k, v in d.mapping.items() if k != v}
-        parts.append(Text("matched by structure: " + ", ".join(f"{k}→{v}" for k, v in moved.items())))
-    for n in d.notes:
-        parts.append(Text(f"note: {n}", style="dim"))
-    lines = d.grouped()
-    if lines:
-        parts.append(Text(f"\nChanges from {d.a_name} to {d.b_name} ({len(d.changes)}, grouped)", style="bold"))
-        for line in lines[:40]:
-            parts.append(Text(f"  {line}"))
-        if len(lines) > 40:
-            parts.append(Text(f"  … and {len(lines) - 40} more (--json lists all)", style="dim"))
-    if d.plan_lines:
-        parts.append(Text("\nThe plan (a calculation from the flow's work block)", style="bold"))
-        for line in d.plan_lines:
-            parts.append(Text(f"  {line}"))
-    changed = [r for r in d.arrows if r.direction != "neutral" or r.medium_changed]
-    if d.arrows:
-        parts.append(Text("\n" + d.arrow_summary(), style="bold"))
-    if changed:
-        groups: dict[tuple[str, str, str, str], list[str]] = {}
-        for r in changed:
-            flag = {"worse": "WORSE", "better": "better", "unknown": "slower: unknown"}.get(r.direction, "")
-            cell_a, cell_b = _arrow_cell(r.a).plain, _arrow_cell(r.b).plain
-            groups.setdefault((cell_a, cell_b, f"{flag} {r.reason}".strip(), r.direction), []).append(
-                f"{r.src} → {r.dst}"
-            )
-        t = Table(box=box.SIMPLE_HEAD)
-        for col in ("arrows", d.a_name, d.b_name, "change"):
-            t.add_column(col, overflow="fold")
-        for (cell_a, cell_b, flag, direction), names in sorted(groups.items(), key=lambda kv: -len(kv[1])):
-            who = names[0] if len(names) == 1 else f"{len(names)} arrows ({names[0]} …)"
-            t.add_row(who, cell_a, cell_b, Text(flag, style="bold red" if direction == "worse" else ""))
-        parts.append(t)
-    if d.unconfirmed and d.verdict == "cannot-confirm":
-        parts.append(Text("\nCannot confirm: " + "; ".join(d.unconfirmed), style="yellow"))
-    if d.not_compared:
-        parts.append(Text("\nNot compared (a source could not know): " + "; ".join(d.not_compared), style="dim"))
-    return Group(*parts)
-
-
-def _arrow_cell(a: dict[str, object]) -> Text:
-    bw = a.get("bandwidth_gbps")
-    pre = "≥ " if a.get("lower_bound") else ""
-    text = f"{a.get('medium')} {a.get('via')} {a.get('path') or ''} " + (
-        f"{pre}{fmt_gbps(float(bw))} GB/s" if isinstance(bw, (int, float)) else "unknown GB/s"
-    )
-    return Text(text, style=MEDIUM_STYLE.get(str(a.get("medium")), ""))
-
-
-def collapse(lines: list[str]) -> list[str]:
-    """Evidence lines that say the same of several subjects become one:
-    ``gpu0–gpu1: NV18`` … ``gpu6–gpu7: NV18`` → ``28 pairs/items (gpu0–gpu1 … gpu6–gpu7): NV18``."""
-    groups: dict[str, list[str]] = {}
-    order: list[str] = []
-    plain: dict[str, str] = {}
-    for line in lines:
-        subject, sep, rest = line.partition(": ")
-        if not sep or " " in subject:
-            plain[line] = line
-            order.append(line)
-            continue
-        if rest not in groups:
-            groups[rest] = []
-            order.append(rest)
-        groups[rest].append(subject)
-    out: list[str] = []
-    for key in order:
-        if key in plain:
-            out.append(key)
-            continue
-        subjects = groups[key]
-        if len(subjects) == 1:
-            out.append(f"{subjects[0]}: {key}")
-        elif len(subjects) <= 8:
-            out.append(f"{', '.join(subjects)}: {key}")
-        else:
-            out.append(f"{len(subjects)} of them ({subjects[0]}, {subjects[1]} … {subjects[-1]}): {key}")
-    return out
-
-
-#: Evidence lines shown per rule in the terminal; the rest are counted, and --json has them all.
-EVIDENCE_SHOWN = 10
-
-
-def check_view(r: CheckResult) -> RenderableType:
-    """The verdict first, then every rule with the fact that decides it and its evidence."""
-    style = {"pass": "green", "fail": "bold red", "unknown": "yellow"}
-    head = {"pass": "bold green", "fail": "bold red", "unknown": "bold yellow"}[r.status]
-    parts: list[RenderableType] = [Text(r.verdict(), style=head)]
-    for x in r.results:
-        line = Text(f"{x.status.upper():8} {x.rule} [{x.lot}]: {x.description}", style=style[x.status])
-        if x.summary and x.status != "pass":
-            line.append(f" — {x.summary}")
-        parts.append(line)
-        lines = collapse([e for e in x.evidence if e != x.summary])
-        shown = lines[:EVIDENCE_SHOWN]
-        for e in shown:
-            parts.append(Text(f"           {e}", style="dim"))
-        rest = len(lines) - len(shown)
-        if rest > 0:
-            parts.append(Text(f"           … and {rest} more (--json lists all)", style="dim"))
-        for cmd in x.settle:
-            parts.append(Text(f"           to answer it: {cmd}", style="yellow"))
-    return Group(*parts)
-
-
 def cluster_header(snap: Snapshot) -> RenderableType:
     """A merged snapshot: one row per host."""
     t = Table(
@@ -421,16 +321,3 @@ def cluster_header(snap: Snapshot) -> RenderableType:
             _dash(m.software.driver_version),
         )
     return t
-
-
-def cluster_diff_view(d: dict[str, object]) -> RenderableType:
-    parts: list[RenderableType] = [Text(str(d["summary"]), style="bold")]
-    hosts = d.get("hosts")
-    if isinstance(hosts, dict):
-        for name, h in hosts.items():
-            if isinstance(h, dict) and not h.get("same"):
-                parts.append(Text(f"\n{name}: {h.get('summary')}", style="bold"))
-                changes = h.get("changes")
-                for line in (changes if isinstance(changes, list) else [])[:20]:
-                    parts.append(Text(f"  {line}"))
-    return Group(*parts)
