@@ -4,8 +4,8 @@
 is the theoretical rate it is compared with, as the evidence functions decide it (the NVLink
 bundle's rate, or the GPU's PCIe link at its trained width and best generation);
 ``degraded_links`` lists links delivering under :data:`DEGRADED_FRACTION` of nominal;
-``unusable_pairs`` lists GPU pairs whose peer copies returned wrong data or hung. All GB/s are 1e9 bytes per second, one direction unless the
-measurement says both-way.
+``unusable_pairs`` lists GPU pairs whose peer copies returned wrong data or hung. All GB/s are
+1e9 bytes per second, one direction unless the measurement says both-way.
 """
 
 from __future__ import annotations
