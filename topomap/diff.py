@@ -13,6 +13,7 @@ isomorphic, so renumbered but identical machines diff as equal).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -572,6 +573,16 @@ def _gpu_hosts(flow: Any) -> set[str]:
     return {p.host for st in flow.steps.values() for p in st.placements if p.kind == "gpu"}
 
 
+def _digest(s: Snapshot) -> bytes:
+    """Content of a host snapshot apart from its name, for recognising identical hosts."""
+    import hashlib
+
+    import msgspec
+
+    anon = msgspec.structs.replace(s, host=msgspec.structs.replace(s.host, hostname=None))
+    return hashlib.blake2b(msgspec.json.encode(anon), digest_size=16).digest()
+
+
 def diff_clusters(a: Snapshot, b: Snapshot, match: Match = "index") -> dict[str, Any]:
     """Two clusters (or a cluster and a host) compared host by host, matched by host name."""
     from topomap.model import hosts_of
@@ -582,8 +593,12 @@ def diff_clusters(a: Snapshot, b: Snapshot, match: Match = "index") -> dict[str,
     only_b = sorted(set(hb) - set(ha))
     per_host: dict[str, Any] = {}
     differing, unconfirmed = [], []
+    seen: dict[tuple[bytes, bytes], DiffResult] = {}  # identical host pairs (a uniform cluster) diffed once
     for name in sorted(set(ha) & set(hb)):
-        d = diff_snapshots(ha[name], hb[name], match, (f"A:{name}", f"B:{name}"))
+        key = (_digest(ha[name]), _digest(hb[name]))
+        if key not in seen:
+            seen[key] = diff_snapshots(ha[name], hb[name], match, ("A", "B"))
+        d = dataclasses.replace(seen[key], a_name=f"A:{name}", b_name=f"B:{name}")
         per_host[name] = {
             "same": d.same,
             "verdict": d.verdict,

@@ -406,12 +406,20 @@ def bind_hosts(flow: Flow, probes: list[str]) -> dict[str, Topology | None]:
     for h, p in flow.host_files.items():
         files[h] = str(Path(flow.path).parent / p) if p else None
     snap_hosts = [h for h in flow.spec.hosts]
+    cache: dict[str, Snapshot] = {}
+
+    def load(path: str) -> Snapshot:
+        if path not in cache:
+            cache[path] = load_any(path)
+        return cache[path]
+
     for arg in probes:
         name, sep, path = arg.partition("=")
-        if not sep and _is_cluster(arg):
+        if not sep and load(arg).source.kind == "merge":
             # a merged snapshot binds every flow host named like one of its hosts
+            names = {m.host.hostname or "" for m in load(arg).members}
             for h in flow.spec.hosts:
-                if h in _cluster_names(arg):
+                if h in names:
                     files[h] = arg
             continue
         if not sep:
@@ -428,15 +436,13 @@ def bind_hosts(flow: Flow, probes: list[str]) -> dict[str, Topology | None]:
             )
         files[name] = path
     topos: dict[str, Topology | None] = {}
-    cache: dict[str, Snapshot] = {}
     built: dict[int, Topology] = {}
+    members: dict[str, dict[str, Snapshot]] = {}
     for h, f in files.items():
         if f is None:
             topos[h] = None
             continue
-        if f not in cache:
-            cache[f] = load_any(f)
-        snap = _host_in(cache[f], h, f)
+        snap = _host_in(load(f), h, f, members)
         if id(snap) not in built:
             built[id(snap)] = build(snap)
         topos[h] = built[id(snap)]
@@ -444,25 +450,15 @@ def bind_hosts(flow: Flow, probes: list[str]) -> dict[str, Topology | None]:
     return topos
 
 
-def _is_cluster(path: str) -> bool:
-    from topomap.importers import load_any
-
-    return load_any(path).source.kind == "merge"
-
-
-def _cluster_names(path: str) -> set[str]:
-    from topomap.importers import load_any
-
-    return {m.host.hostname or "" for m in load_any(path).members}
-
-
-def _host_in(snap: Snapshot, flow_host: str, path: str) -> Snapshot:
-    """The snapshot a flow host is bound to; in a merged file, the member of that name."""
+def _host_in(snap: Snapshot, flow_host: str, path: str, members: dict[str, dict[str, Snapshot]]) -> Snapshot:
+    """The snapshot a flow host is bound to; in a merged file, the member of that name (indexed once)."""
     if snap.source.kind != "merge":
         return snap
-    for m in snap.members:
-        if m.host.hostname == flow_host:
-            return m
+    if path not in members:
+        members[path] = {m.host.hostname or "": m for m in snap.members}
+    found = members[path].get(flow_host)
+    if found is not None:
+        return found
     names = ", ".join(m.host.hostname or "?" for m in snap.members[:8])
     raise FlowError(
         f"{path}: the cluster has no host named {flow_host!r}",
