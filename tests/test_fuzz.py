@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import re
+import resource
 import signal
 import tempfile
 from collections import Counter
@@ -50,6 +51,7 @@ SAMPLES = ROOT / "samples"
 OPT_IN = int(os.environ.get("TOPOMAP_FUZZ", "0") or 0)
 CASES = OPT_IN or 200
 VIEW_LIMIT = int(os.environ.get("TOPOMAP_FUZZ_VIEWS", "0") or 0) or (10**9 if OPT_IN else 6)
+MEMORY_LIMIT = int(os.environ.get("TOPOMAP_FUZZ_MEMORY_GB", "6")) * 2**30  # opt-in runs only
 HANG_S = int(os.environ.get("TOPOMAP_FUZZ_HANG_S", "0") or 0) or (20 if OPT_IN else 10)
 SNAPSHOT = SAMPLES / "snapshots" / "ibm-gx3d-h100-8gpu.json"
 FLOW = SAMPLES / "flows" / "tensor-parallel.yaml"
@@ -262,6 +264,21 @@ def time_limit(seconds: int) -> Iterator[None]:
         signal.signal(signal.SIGALRM, old)
 
 
+@contextmanager
+def memory_limit(limit: int | None) -> Iterator[None]:
+    """Cap the address space so a runaway allocation is a MemoryError (a crash) in the tally,
+    not the kernel's OOM killer ending the whole run."""
+    if limit is None:
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
 @dataclass
 class Format:
     name: str
@@ -394,7 +411,8 @@ def _fuzz(name: str) -> None:
         if not OPT_IN:
             assert outcome in ("accepted", "refused"), detail
 
-    case()
+    with memory_limit(MEMORY_LIMIT if OPT_IN else None):
+        case()
     c = tally.counts
     row = f"| {name} | {c['accepted']:,} | {c['refused']:,} | {c['crash']:,} | {c['hang']:,} | {tally.viewed:,} |"
     print("\n" + row)
