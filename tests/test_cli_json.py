@@ -150,3 +150,16 @@ def test_probe_time_limits_are_options_and_checked(tmp_path: Path) -> None:
     write_sysfs(machines.consumer_pair(), tmp_path)
     r = cli("probe", "-o", "-", "--root", str(tmp_path), "--call-timeout", "5", "--budget", "30")
     assert r.returncode == 3 and json.loads(r.stdout)["source"]["kind"] == "probe"
+
+
+def test_every_command_takes_json() -> None:
+    """The README says every command takes --json: ask typer for each registered command."""
+    from topomap.cli import app
+
+    missing = []
+    for cmd in app.registered_commands:
+        name = cmd.name or (cmd.callback.__name__ if cmd.callback else "?")
+        r = runner.invoke(app, [name.rstrip("_"), "--help"], terminal_width=200)
+        if "--json" not in r.stdout:
+            missing.append(name)
+    assert missing == []

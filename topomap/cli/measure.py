@@ -112,6 +112,7 @@ def attach(
         str, typer.Argument(help="nvbandwidth output (text or -j JSON) or p2pBandwidthLatencyTest.")
     ],
     output: Annotated[str, typer.Option("-o", "--output", help="Write the snapshot with the figures here.")],
+    json_out: JsonOpt = False,
 ) -> None:
     """Attach bandwidth figures measured by nvbandwidth or p2pBandwidthLatencyTest to a snapshot."""
     from topomap.importers.bandwidth import attach as attach_figures
@@ -127,3 +128,12 @@ def attach(
         + (f"; not imported: {'; '.join(imported.skipped)}" if imported.skipped else ""),
         file=sys.stderr,
     )
+    if json_out:
+        _print_json(
+            {
+                "output": output,
+                "tool": imported.tool,
+                "measurements": len(imported.measurements),
+                "not_imported": imported.skipped,
+            }
+        )

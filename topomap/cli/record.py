@@ -49,6 +49,9 @@ def record_cmd(
     output: Annotated[str | None, typer.Option("-o", "--output", help="Run record to write (JSON).")] = None,
     interval: Annotated[str, typer.Option("--interval", help="Sampling interval: 0.2s, 200ms.")] = "0.2s",
     label: Annotated[str | None, typer.Option("--label", help="A name for this run (e.g. the arrangement).")] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="A JSON summary on stdout after the command's own output.")
+    ] = False,
 ) -> None:
     """Run a command (after --) and sample what each card and the host used; exit with the command's status.
 
@@ -77,6 +80,17 @@ def record_cmd(
         f"({run.sampling.overhead_pct}% of one CPU over the run, measured)",
         file=sys.stderr,
     )
+    if json_out:
+        _print_json(
+            {
+                "output": path,
+                "exit_status": run.exit_status,
+                "duration_s": run.duration_s,
+                "samples": run.sampling.samples,
+                "gpu_sampled": run.sampling.gpu_sampled,
+                "gpus": len(run.gpus),
+            }
+        )
     raise typer.Exit(run.exit_status if run.exit_status is not None else 1)
 
 

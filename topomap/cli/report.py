@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from topomap.cli import ProbeOpt, _guard, _write, app
+from topomap.cli import JsonOpt, ProbeOpt, _guard, _print_json, _write, app
 from topomap.errors import TopomapError
 
 if TYPE_CHECKING:
@@ -24,6 +24,7 @@ def report(
     probe: ProbeOpt = None,
     output: Annotated[str, typer.Option("-o", "--output", help="OUT.html")] = "",
     hardware: Annotated[str, typer.Option("--hardware", help="Diagram: used (default) or all hardware.")] = "used",
+    json_out: JsonOpt = False,
 ) -> None:
     """One self-contained HTML page to hand to a colleague: the flow diagram, the arrows, the machines,
     the requirements verdict and the plan when the flow has them, provenance and assumptions."""
@@ -50,8 +51,11 @@ def report(
     if flow.spec.requirements is not None:
         _add_check(inp, flow_file, flow, topos, fmap)
     _add_plan(inp, flow, topos)
-    _write(output, report_html(inp).encode())
+    page = report_html(inp).encode()
+    _write(output, page)
     print(f"wrote {output}", file=sys.stderr)
+    if json_out:
+        _print_json({"output": output, "bytes": len(page), "arrows": len(fmap.arrows), "diagram": inp.svg is not None})
 
 
 def _add_check(inp: ReportInputs, flow_file: str, flow: Flow, topos: dict[str, Topology | None], fmap: FlowMap) -> None:

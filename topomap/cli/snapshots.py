@@ -219,10 +219,13 @@ def merge(
 @app.command()
 @_guard
 def schema(
-    which: Annotated[str, typer.Argument(help="snapshot, flow or requirements")] = "snapshot",
+    which: Annotated[str, typer.Argument(help="snapshot, flow, requirements or run")] = "snapshot",
+    json_out: JsonOpt = False,
 ) -> None:
-    """Print the JSON Schema of a topomap file format."""
+    """Print the JSON Schema of a topomap file format (it is JSON: --json changes nothing)."""
     from topomap.schemas import SCHEMAS, schema_text
+
+    del json_out  # the schema is JSON already; the flag is accepted like on every command
 
     if which not in SCHEMAS:
         raise TopomapError(f"unknown schema {which!r}; expected one of: {', '.join(SCHEMAS)}")
