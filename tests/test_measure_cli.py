@@ -158,3 +158,10 @@ def test_measure_command_on_the_fake(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert "[error] gpu0-gpu1: gpu0 ↔ gpu1 did not finish within 1 s" in r.stdout
     assert "UNUSABLE" in r.stdout and "verified" in r.stdout
     assert "10 test(s), 1 failed; used at most 2 MiB per GPU and 3 MiB of pinned host memory" in r.stderr
+
+
+def test_probe_measure_flag_on_a_machine_without_gpus_still_writes_the_snapshot(tmp_path: Path) -> None:
+    """`probe --measure` is `probe` then `measure --quick`; with no GPU the probe's exit 3 stands."""
+    out = tmp_path / "p.json"
+    r = runner.invoke(app, ["probe", "--measure", "--root", str(tmp_path), "-o", str(out)])
+    assert r.exit_code == 3 and out.exists()

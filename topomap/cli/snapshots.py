@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from topomap.cli import JsonOpt, _console, _guard, _load, _print_json, _write, app
 from topomap.errors import TopomapError
+
+if TYPE_CHECKING:
+    from topomap.model import Snapshot
 
 
 @app.command()
@@ -24,12 +27,15 @@ def probe(
     budget: Annotated[
         float | None, typer.Option("--budget", help="Seconds all NVML/CUDA calls together may take [default: 180].")
     ] = None,
+    measure: Annotated[
+        bool, typer.Option("--measure", help="Also measure verified copy bandwidth (topomap measure --quick).")
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Probe this machine (NVML + CUDA + sysfs) and write a snapshot.
 
     Exit 0 with problems recorded; exit 3 when no NVIDIA driver/GPU answered (a host-only
-    snapshot is still written).
+    snapshot is still written). With --measure, the snapshot also carries measured figures.
     """
     from topomap.model import encode_snapshot
     from topomap.probe import probe as run_probe
@@ -44,6 +50,8 @@ def probe(
         call_timeout_s=call_timeout or CALL_TIMEOUT_S,
         budget_s=budget or TOTAL_BUDGET_S,
     )
+    if measure and out.found_driver and out.gpu_count:
+        out.snapshot = _measured(out.snapshot)
     data = encode_snapshot(out.snapshot)
     if output:
         _write(output, data)  # "-": stdout, for `srun … topomap probe -o - > $(hostname).json` pipelines
@@ -64,6 +72,21 @@ def probe(
             file=sys.stderr,
         )
         raise typer.Exit(3)
+
+
+def _measured(snap: Snapshot) -> Snapshot:
+    """The probe's snapshot with `topomap measure --quick` figures; a GPU CUDA cannot use is a finding."""
+    import msgspec
+
+    from topomap.model import Finding
+    from topomap.probe.measure import MeasureOptions, NoGpuError
+    from topomap.probe.measure import measure as run_measure
+
+    try:
+        return run_measure(snap, MeasureOptions.quick()).snapshot
+    except NoGpuError as err:
+        skipped = Finding(kind="measure-skipped", subject="host", severity="info", text=str(err), source="measure")
+        return msgspec.structs.replace(snap, findings=[*snap.findings, skipped])
 
 
 @app.command("import")
