@@ -34,6 +34,7 @@ from typing import Any, Literal
 import msgspec
 
 from topomap.errors import TopomapError
+from topomap.flow import Flow
 from topomap.graph import Topology, natural_key
 from topomap.graph.evidence import (
     SETTLE,
@@ -283,6 +284,21 @@ class Lot:
     name: str
     topo: Topology
     step_gpus: dict[str, list[str]] = field(default_factory=dict)  # step → gpu ids on this lot
+
+
+def flow_lots(flow: Flow, topos: dict[str, Topology | None]) -> list[Lot]:
+    """One lot per flow host with a snapshot, knowing which of its GPUs each step uses."""
+    lots: list[Lot] = []
+    for host, topo in topos.items():
+        if topo is None:
+            continue
+        steps: dict[str, list[str]] = {}
+        for st in flow.steps.values():
+            ids = [p.gpu for p in st.placements if p.host == host and p.kind == "gpu" and p.gpu]
+            if ids:
+                steps[st.name] = ids
+        lots.append(Lot(name=host, topo=topo, step_gpus=steps))
+    return lots
 
 
 def check(

@@ -82,22 +82,14 @@ def render(
 
 
 def _render(
-    snapshots: Annotated[
-        list[str] | None,
-        typer.Argument(help="Snapshots or raw files; with --flow, NAME=FILE bindings for the flow's hosts."),
-    ] = None,
-    output: Annotated[str, typer.Option("-o", "--output", help="OUT.svg, .png, .pdf, .dot, .graphml or .json")] = "",
-    flow_file: Annotated[str | None, typer.Option("--flow", help="Draw this flow's arrows on the machine.")] = None,
-    probe: ProbeOpt = None,
-    view: Annotated[str, typer.Option("--view", help="machine (default) or pipeline (flow logic only)")] = "machine",
-    hardware: Annotated[
-        str,
-        typer.Option("--hardware", help="with --flow: used (default, hardware the flow does not touch folded) or all"),
-    ] = "used",
+    snapshots: list[str] | None,
+    output: str,
+    flow_file: str | None,
+    probe: list[str] | None,
+    view: str,
+    hardware: str,
 ) -> None:
-    """Diagram of the topology: hosts, NUMA nodes, PCIe switches, GPUs, NICs, NVLink fabric; with
-    --flow, the flow first: its steps in the boxes of their hosts, each flow arrow once (replicas
-    bundled) with its label, medium, bandwidth and time; --hardware all adds the machines' trees."""
+    """Draw (and write) what `render` was asked for."""
     from topomap.graph import build
     from topomap.record import is_run_file
     from topomap.render import dot as dotr

@@ -60,21 +60,11 @@ def report(
 
 def _add_check(inp: ReportInputs, flow_file: str, flow: Flow, topos: dict[str, Topology | None], fmap: FlowMap) -> None:
     """The `check` verdict of the flow's own `requirements:` on its bound lots."""
-    from topomap.check import Lot, read_requirements
     from topomap.check import check as run_check
+    from topomap.check import flow_lots, read_requirements
 
     rules, _ = read_requirements(flow_file)
-    lots: list[Lot] = []
-    for host, topo in topos.items():
-        if topo is None:
-            continue
-        steps: dict[str, list[str]] = {}
-        for st in flow.steps.values():
-            ids = [p.gpu for p in st.placements if p.host == host and p.kind == "gpu" and p.gpu]
-            if ids:
-                steps[st.name] = ids
-        lots.append(Lot(name=host, topo=topo, step_gpus=steps))
-    result = run_check(rules, lots, fmap)
+    result = run_check(rules, flow_lots(flow, topos), fmap, topos)
     inp.check_verdict = result.verdict()
     inp.check_results = [r.to_json() for r in result.results]
 

@@ -112,7 +112,7 @@ def check(
     json_out: JsonOpt = False,
 ) -> None:
     """Requirements verdict per rule, with evidence. Exit 0 pass, 1 fail, 3 unknown (cannot be told), 2 error."""
-    from topomap.check import Lot, read_requirements
+    from topomap.check import Lot, flow_lots, read_requirements
     from topomap.check import check as run_check
     from topomap.graph import build
 
@@ -129,15 +129,7 @@ def check(
         flow = read_flow(flow_file)
         topos = bind_hosts(flow, probe or [])
         fmap = map_flow(flow, topos)
-        for host, topo in topos.items():
-            if topo is None:
-                continue
-            steps: dict[str, list[str]] = {}
-            for st in flow.steps.values():
-                ids = [p.gpu for p in st.placements if p.host == host and p.kind == "gpu" and p.gpu]
-                if ids:
-                    steps[st.name] = ids
-            lots.append(Lot(name=host, topo=topo, step_gpus=steps))
+        lots = flow_lots(flow, topos)
     else:
         if not probe:
             raise TopomapError("check needs --probe SNAP (or --flow FLOW)")
