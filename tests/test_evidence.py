@@ -332,3 +332,15 @@ def test_missing_nvidia_peermem_means_no_gpudirect(h100: Snapshot) -> None:
     assert choice.path == "PIX" and choice.gdr.no and "nvidia_peermem" in choice.gdr.why()
     status, _, _ = verdict(s, "  - gdr_nic: {max_path: PXB}\n")
     assert status == "fail"
+
+
+def test_map_views_show_an_unknown_medium_with_its_candidates() -> None:
+    flow = str(SAMPLES / "flows" / "tensor-parallel.yaml")
+    lot = f"lot={SAMPLES / 'snapshots' / 'aws-p4d-24xlarge.json'}"
+    for extra in ([], ["--all"]):
+        r = runner.invoke(app, ["map", flow, "--probe", lot, *extra])
+        assert r.exit_code == 0, r.stderr
+        assert "medium unknown: gpu-link over NVLink" in r.stdout and "nvidia-smi topo -m" in r.stdout
+    j = json.loads(runner.invoke(app, ["map", flow, "--probe", lot, "--json"]).stdout)
+    unknown = [a for a in j["arrows"] if a["medium"] == "unknown"]
+    assert len(unknown) == 28 and unknown[0]["candidates"] and unknown[0]["settle"]

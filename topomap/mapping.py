@@ -160,6 +160,11 @@ def _arrow(a: FlowArrow, d: Decision) -> MappedArrow:
         candidates=list(d.candidates),
         settle=d.settle,
     )
+    if d.medium == "unknown" and d.candidates:
+        m.notes.append(
+            f"medium unknown: {', '.join(d.candidates[:-1])} or {d.candidates[-1]}"
+            + (f"; {d.settle} settles it" if d.settle else "")
+        )
     m.volume_bytes = a.volume_bytes
     if a.volume_bytes is not None and m.bandwidth_gbps:
         m.seconds = round(a.volume_bytes / (m.bandwidth_gbps * 1e9), 6)

@@ -13,7 +13,14 @@ GPU_LINK = "#2e7d32"
 HOST_MEMORY = "#1565c0"
 NETWORK = "#ef6c00"
 FADED = "#b0b0b0"
-MEDIUM_COLOURS = {"gpu-link": GPU_LINK, "host-memory": HOST_MEMORY, "network": NETWORK, "local": "#616161"}
+UNKNOWN = "#8e24aa"
+MEDIUM_COLOURS = {
+    "gpu-link": GPU_LINK,
+    "host-memory": HOST_MEMORY,
+    "network": NETWORK,
+    "local": "#616161",
+    "unknown": UNKNOWN,
+}
 
 _CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
@@ -27,6 +34,7 @@ def legend_rows(with_flow: bool) -> list[tuple[str, str]]:
     ]
     if with_flow:
         rows.append((MEDIUM_COLOURS["local"], "local (same device)"))
+        rows.append((UNKNOWN, "medium unknown (the source cannot tell)"))
         rows.append((FADED, "hardware the flow does not use"))
     return rows
 
@@ -53,8 +61,8 @@ def graph_label(title: str | None, footer: list[str], rows: list[tuple[str, str]
     out += f'<tr><td align="left">{inner}</td></tr>'
     notes = [
         *(["dashed box: inferred from path classes"] if inferred else []),
-        "GB/s: nominal per direction (spec) unless marked measured; ? or unknown: not recorded by the source "
-        "(a probe on the machine settles it)",
+        "GB/s per direction: spec (nominal), derived (implied by the model; ≥ a lower bound), measured; "
+        "unknown: not recorded by the source (a probe on the machine settles it)",
         *footer,
         f"topomap {__version__}",
     ]

@@ -115,7 +115,7 @@ def arrows_view(fmap: FlowMap, width: int | None = None) -> RenderableType:
             str(k),
             safe(f"{a.src_step}{arrow}{a.dst_step}") + Text("\n") + safe(f"{a.src}{arrow}{a.dst}"),
             safe(a.label or ""),
-            Text(a.medium, style=MEDIUM_STYLE[a.medium]),
+            Text(a.medium, style=MEDIUM_STYLE.get(a.medium, "")),
             safe(a.via),
             safe(a.path or "—"),
             bw,

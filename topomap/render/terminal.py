@@ -286,7 +286,13 @@ def show(snap: Snapshot, topo: Topology | None = None) -> RenderableType:
     return Group(*parts)
 
 
-MEDIUM_STYLE = {"gpu-link": "green", "host-memory": "blue", "network": "dark_orange", "local": "grey50"}
+MEDIUM_STYLE = {
+    "gpu-link": "green",
+    "host-memory": "blue",
+    "network": "dark_orange",
+    "local": "grey50",
+    "unknown": "magenta",
+}
 
 
 def short_node(node: str) -> str:
