@@ -61,8 +61,8 @@ def graph_label(title: str | None, footer: list[str], rows: list[tuple[str, str]
     out += f'<tr><td align="left">{inner}</td></tr>'
     notes = [
         *(["dashed box: inferred from path classes"] if inferred else []),
-        "GB/s per direction: spec (nominal), derived (implied by the model; ≥ a lower bound), measured; "
-        "unknown: not recorded by the source (a probe on the machine settles it)",
+        "GB/s per direction: spec, derived (≥: a lower bound), measured; unknown: not recorded "
+        "(a probe on the machine settles it)",
         *footer,
         f"topomap {__version__}",
     ]
