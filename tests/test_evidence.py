@@ -344,3 +344,12 @@ def test_map_views_show_an_unknown_medium_with_its_candidates() -> None:
     j = json.loads(runner.invoke(app, ["map", flow, "--probe", lot, "--json"]).stdout)
     unknown = [a for a in j["arrows"] if a["medium"] == "unknown"]
     assert len(unknown) == 28 and unknown[0]["candidates"] and unknown[0]["settle"]
+
+
+def test_diagram_marks_nvlink_the_evidence_calls_unusable(h100: Snapshot) -> None:
+    from topomap.render.dot import topology_dot
+
+    ok = topology_dot([build(h100)])
+    assert "NOT USABLE" not in ok
+    broken = topology_dot([build(with_gpus(h100, fabric=Fabric(state="in-progress", clique_id=0)))])
+    assert broken.count("NOT USABLE: gpu") == 8 and "style=dashed" in broken

@@ -402,6 +402,19 @@ def nvlink(topo: Topology, a: str, b: str) -> NvlinkFact:
     return NvlinkFact(Answer("yes", tuple(reasons)), count, via, nodes, bw)
 
 
+def nvlink_edge_usable(topo: Topology, u: str, v: str) -> Answer:
+    """Can data use this drawn NVLink bundle: a direct one asks :func:`nvlink` for its two GPUs; a GPU's
+    bundle to the NVSwitch fabric is usable when that GPU reaches some other GPU over it."""
+    if FABRIC not in (u, v):
+        return nvlink(topo, u, v).usable
+    gid = v if u == FABRIC else u
+    others = [x for x in topo.graph.neighbors(FABRIC) if x != gid and x.startswith("gpu")]
+    answers = [nvlink(topo, gid, o).usable for o in others]
+    if not answers or any(a.yes for a in answers):
+        return Answer("yes")
+    return answers[0]
+
+
 def _nvlink_silence(snap: Snapshot) -> str:
     """Why a source says nothing about NVLink, in its own terms."""
     if snap.source.kind == "nccl-xml":

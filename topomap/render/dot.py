@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from topomap.graph import FABRIC, Topology, natural_key, tree_parents
+from topomap.graph.evidence import nvlink_edge_usable
 from topomap.links import pcie_bandwidth_gbps
 from topomap.model import Nic
 from topomap.render.legend import FADED, GPU_LINK, HOST_MEMORY, NETWORK, graph_label, legend_rows
@@ -311,8 +312,11 @@ def _host(
         if d.get("kind") == "nvlink":
             a, c = (u, v) if v == FABRIC or natural_key(u) <= natural_key(v) else (v, u)
             bw_text = fmt_gbps(d.get("bandwidth_gbps"), d.get("bandwidth_source"), bool(d.get("lower_bound")))
-            nvlinks.append((a, c, f"NV{d.get('count')} · {bw_text}"))
+            usable = nvlink_edge_usable(topo, a, c)
+            not_usable = "" if not usable.no else f"\nNOT USABLE: {usable.reasons[0] if usable.reasons else ''}"
+            nvlinks.append((a, c, f"NV{d.get('count')} · {bw_text}{not_usable}"))
     labels = {lab for _, _, lab in nvlinks}
+    broken = {(a, c) for a, c, lab in nvlinks if "NOT USABLE" in lab}
     hub_only = bool(nvlinks) and all(c == FABRIC for _, c, _ in nvlinks) and len(labels) == 1
     if FABRIC in g:
         hub = label_of(FABRIC)
@@ -359,9 +363,11 @@ def _host(
             )
     for a, c, label in [] if hub_only else nvlinks:
         colour = FADED if faded(a) or faded(c) else GPU_LINK
+        style = "dashed" if (a, c) in broken else "solid"
+        colour = "#c62828" if (a, c) in broken else colour
         b.add(
             f"{b.nid(node_key(h, a))} -> {b.nid(node_key(h, c))} [color={q(colour)}, penwidth=2.4, "
-            f"label={q('' if hub_only else label)}, fontcolor={q(colour)}];"
+            f"style={style}, label={q('' if hub_only else label)}, fontcolor={q(colour)}];"
         )
     for n in sorted(kept, key=natural_key):  # a NIC beside a GPU under one switch sits below it: narrower
         kids = children.get(n, [])
