@@ -275,3 +275,11 @@ def test_flow_host_path_to_a_device_is_refused(tmp_path: Path) -> None:
     t = time.monotonic()
     res = CliRunner().invoke(app, ["map", str(flow)])
     assert res.exit_code == 2 and "/dev/zero: is a character device" in res.output and time.monotonic() - t < 5
+
+
+def test_numbers_of_thousands_of_digits_refused() -> None:
+    text = (SAMPLES / "snapshots" / "dgx1-v100.json").read_bytes()
+    with pytest.raises(TopomapError, match=r"^s\.json: not a topomap snapshot \(schema 'topomap\.snapshot/1111"):
+        decode_snapshot(text.replace(b"snapshot/1", b"snapshot/" + b"1" * 5000, 1), "s.json")
+    with pytest.raises(TopomapError, match=r"^s\.json: not valid JSON \(Integer value out of range"):
+        decode_snapshot(text.replace(b'"index": 0', b'"index": ' + b"7" * 5000, 1), "s.json")

@@ -269,7 +269,7 @@ class SnapshotError(TopomapError):
     """A snapshot file that cannot be read; the message is one line naming file and field."""
 
 
-_SCHEMA_RE = re.compile(r"^topomap\.snapshot/(\d+)$")
+_SCHEMA_RE = re.compile(r"^topomap\.snapshot/(\d{1,9})$")  # bounded: int() refuses 4300+ digits
 
 
 def check_schema_version(value: object, where: str) -> None:
