@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -229,8 +230,53 @@ class Mutator:
             ]
         )
 
-    OPS = ("bytes_flip", "bytes_insert", "bytes_delete", "truncate", "lines", "number", "token", "attribute",
-           "name", "nesting", "concat", "encoding")  # fmt: skip
+    def tree(self, d: bytes) -> bytes:
+        """JSON or YAML parsed, one value changed (to another value of the same document, a
+        hostile one, or removed / duplicated), written back: inputs that still parse and test
+        the consistency rules rather than the parser."""
+        if d.lstrip()[:1] == b"<":
+            return self.attribute(d)
+        try:
+            doc = json.loads(d)
+            dump: Callable[[Any], bytes] = lambda x: json.dumps(x, indent=1).encode()  # noqa: E731
+        except ValueError:
+            try:
+                doc = yaml.load(d, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            except yaml.YAMLError:
+                return self.token(d)
+            dump = lambda x: yaml.safe_dump(x, sort_keys=False).encode()  # noqa: E731
+        spots: list[tuple[Any, Any]] = []  # (container, key) of every value
+
+        def walk(x: Any) -> None:
+            items = x.items() if isinstance(x, dict) else enumerate(x) if isinstance(x, list) else []
+            for k, v in items:
+                spots.append((x, k))
+                walk(v)
+
+        walk(doc)
+        if not spots:
+            return d
+        leaves = [c[k] for c, k in spots if not isinstance(c[k], (dict, list))]
+        for _ in range(self.draw(st.integers(1, 4))):
+            box, key = self.pick(spots)
+            op = self.pick(["other", "hostile", "drop", "dup"])
+            if op == "other" and leaves:
+                box[key] = self.pick(leaves)
+            elif op == "hostile":
+                box[key] = self.pick([None, -1, 0, 2**64, 1e300, float("nan"), "", "gpu99", "nic0", "NV99", "\x1b[2J",
+                                      [], {}, "0000:00:00.0", True, "x" * 5000])  # fmt: skip
+            elif op == "drop" and isinstance(box, (dict, list)):
+                del box[key]
+                break  # the spots after it moved
+            elif op == "dup" and isinstance(box, list):
+                box.append(box[key])
+        try:
+            return dump(doc)
+        except (ValueError, TypeError, yaml.YAMLError):
+            return d
+
+    OPS = ("tree", "tree", "bytes_flip", "bytes_insert", "bytes_delete", "truncate", "lines", "number", "token",
+           "attribute", "name", "nesting", "concat", "encoding")  # fmt: skip
 
 
 @st.composite
