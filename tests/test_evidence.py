@@ -353,3 +353,14 @@ def test_diagram_marks_nvlink_the_evidence_calls_unusable(h100: Snapshot) -> Non
     assert "NOT USABLE" not in ok
     broken = topology_dot([build(with_gpus(h100, fabric=Fabric(state="in-progress", clique_id=0)))])
     assert broken.count("NOT USABLE: gpu") == 8 and "style=dashed" in broken
+
+
+def test_show_puts_measured_figures_and_findings_beside_the_machine(tmp_path: Path) -> None:
+    out = tmp_path / "m.json"
+    bw = REAL / "bandwidth" / "a100-sxm4-80gb-8gpu-p2pBandwidthLatencyTest-distserve3.txt"
+    snap = SAMPLES / "snapshots" / "hgx-a100-8gpu-8nic.json"
+    assert runner.invoke(app, ["attach", str(snap), str(bw), "-o", str(out)]).exit_code == 0
+    text = show_text(load_any(out))
+    assert "Measured bandwidth" in text and "268.9" in text  # gpu0 → gpu1, p2pBandwidthLatencyTest
+    a = arrow(load_any(out), "gpu0", "gpu1")
+    assert a.bandwidth_source == "measured" and a.bandwidth_gbps == pytest.approx(268.9, abs=0.05)

@@ -9,7 +9,7 @@ from typing import Any
 
 from topomap.measured import DEGRADED_FRACTION, measured_bandwidth, nominal_gbps, unusable_pairs
 from topomap.model import Measurement, Snapshot
-from topomap.units import fmt_bytes
+from topomap.units import fmt_bytes, fmt_gbps
 
 _W = 14
 
@@ -115,7 +115,7 @@ def measurements_table(snap: Snapshot) -> Any:
             value = f"{m.median_gbps:.1f} GB/s" if m.median_gbps is not None else "—"
             spread = f"{m.min_gbps:.1f}–{m.max_gbps:.1f}" if m.min_gbps is not None and m.max_gbps is not None else ""
             nom = nominal_gbps(snap, m.src, m.dst) if m.direction == "one-way" else None
-            nominal = f"{nom[0]:g}" if nom else ""
+            nominal = fmt_gbps(nom[0]) if nom else ""
         verified = {True: "yes", False: "WRONG DATA", None: "not checked"}[m.verified]
         numa = f" (host NUMA {m.host_numa_node})" if m.host_numa_node is not None else ""
         t.add_row(

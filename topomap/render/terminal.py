@@ -279,6 +279,14 @@ def show(snap: Snapshot, topo: Topology | None = None) -> RenderableType:
         parts.append(machine_tree(topo))
         for note in topo.notes:
             parts.append(Text(f"note: {note}", style="dim"))
+    if snap.measurements:
+        from topomap.measured import degraded_links
+        from topomap.render.bandwidth_matrix import render_bandwidth_matrix
+
+        parts.append(Text("Measured bandwidth (GB/s; topomap matrix --bandwidth)", style="bold"))
+        parts.append(Text(render_bandwidth_matrix(snap), no_wrap=True, overflow="ignore"))
+        for line in degraded_links(snap):
+            parts.append(Text(f"slow link: {line}", style="yellow"))
     if snap.findings:
         parts.append(findings_table(snap))
     if snap.problems:
