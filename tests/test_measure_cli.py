@@ -66,18 +66,21 @@ def test_matrix_bandwidth(tmp_path: Path) -> None:
 CAPTURES = sorted(p.parent for p in (SAMPLES / "device-check").glob("*/probe.json"))
 
 
-@pytest.mark.skipif(not CAPTURES, reason="no device-check capture under samples/device-check/")
-@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name)
-def test_real_probe_matrix_equals_the_captured_nvidia_smi(capture: Path) -> None:
-    """A real probe and `nvidia-smi topo -m` captured beside it (scripts/device-check.sh) agree cell by cell."""
-    from topomap.importers import import_file
-    from topomap.model import load_snapshot
+# Collected only where a capture exists (scripts/device-check.sh on a GPU machine writes one):
+# no capture, no test — rather than a skip in every run.
+if CAPTURES:
 
-    probe = load_snapshot(capture / "probe.json")
-    smi = import_file(capture / "nvidia-smi-topo_m.txt")
-    ours = {frozenset({p.a, p.b}): p.path for p in probe.pairs if p.a.startswith("gpu") and p.b.startswith("gpu")}
-    theirs = {frozenset({p.a, p.b}): p.path for p in smi.pairs if p.a.startswith("gpu") and p.b.startswith("gpu")}
-    assert {k: v for k, v in ours.items() if k in theirs} == theirs
+    @pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.name)
+    def test_real_probe_matrix_equals_the_captured_nvidia_smi(capture: Path) -> None:
+        """A real probe and `nvidia-smi topo -m` captured beside it (scripts/device-check.sh) agree cell by cell."""
+        from topomap.importers import import_file
+        from topomap.model import load_snapshot
+
+        probe = load_snapshot(capture / "probe.json")
+        smi = import_file(capture / "nvidia-smi-topo_m.txt")
+        ours = {frozenset({p.a, p.b}): p.path for p in probe.pairs if p.a.startswith("gpu") and p.b.startswith("gpu")}
+        theirs = {frozenset({p.a, p.b}): p.path for p in smi.pairs if p.a.startswith("gpu") and p.b.startswith("gpu")}
+        assert {k: v for k, v in ours.items() if k in theirs} == theirs
 
 
 def test_bandwidth_views_of_a_measured_snapshot(tmp_path: Path) -> None:
