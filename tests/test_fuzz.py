@@ -19,6 +19,7 @@ inputs; ``TOPOMAP_FUZZ_HANG_S`` sets the time limit (default 20 s opt-in, 10 s o
 from __future__ import annotations
 
 import codecs
+import gc
 import hashlib
 import json
 import os
@@ -237,6 +238,12 @@ class Mutator:
         if d.lstrip()[:1] == b"<":
             return self.attribute(d)
         try:
+            return self._tree(d)
+        except (ValueError, TypeError, RecursionError, yaml.YAMLError):  # a seed already too odd to parse
+            return self.token(d)
+
+    def _tree(self, d: bytes) -> bytes:
+        try:
             doc = json.loads(d)
             dump: Callable[[Any], bytes] = lambda x: json.dumps(x, indent=1).encode()  # noqa: E731
         except ValueError:
@@ -409,8 +416,15 @@ def run_case(fmt: Format, data: bytes, work: Path, tally: Tally, ops: str) -> tu
         return "refused", msg
     except Hang as err:
         return "hang", f"[{ops}] load: {err}"
+    except MemoryError:  # nothing allocated here: the traceback still holds the runaway data
+        exhausted = True
     except Exception as err:  # any other exception is the finding
         return "crash", f"[{ops}] load: {type(err).__name__}: {err}"
+    else:
+        exhausted = False
+    if exhausted:
+        gc.collect()
+        return "crash", f"[{ops}] load: MemoryError"
     key = hashlib.sha256(repr(obj).encode("utf-8", "replace")).hexdigest()
     if key in tally.seen or tally.viewed >= VIEW_LIMIT:
         return "accepted", ""
@@ -418,11 +432,18 @@ def run_case(fmt: Format, data: bytes, work: Path, tally: Tally, ops: str) -> tu
     tally.viewed += 1
     runner = CliRunner()
     for args in fmt.views(f, work):
+        res = None
         try:
             with time_limit(HANG_S):
                 res = runner.invoke(app, args)
         except Hang as err:
             return "hang", f"[{ops}] {args[0]}: {err}"
+        except MemoryError:
+            pass
+        if res is None or isinstance(res.exception, MemoryError):
+            res = None
+            gc.collect()
+            return "crash", f"[{ops}] {args[0]}: MemoryError"
         exc = res.exception
         if res.exit_code not in (0, 1, 2, 3) or (exc is not None and not isinstance(exc, SystemExit)):
             tail = res.output.strip().splitlines()[-1:] if res.output.strip() else [repr(exc)]
