@@ -239,7 +239,7 @@ class Mutator:
             return self.attribute(d)
         try:
             return self._tree(d)
-        except (ValueError, TypeError, RecursionError, yaml.YAMLError):  # a seed already too odd to parse
+        except Exception:  # an input already too odd to parse (deep, huge numbers): mutate it as text
             return self.token(d)
 
     def _tree(self, d: bytes) -> bytes:
@@ -248,7 +248,7 @@ class Mutator:
             dump: Callable[[Any], bytes] = lambda x: json.dumps(x, indent=1).encode()  # noqa: E731
         except ValueError:
             try:
-                doc = yaml.load(d, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+                doc = yaml.load(d, Loader=yaml.SafeLoader)  # not libyaml: its composer overflows the C stack
             except yaml.YAMLError:
                 return self.token(d)
             dump = lambda x: yaml.safe_dump(x, sort_keys=False).encode()  # noqa: E731
