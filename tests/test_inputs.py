@@ -283,3 +283,11 @@ def test_numbers_of_thousands_of_digits_refused() -> None:
         decode_snapshot(text.replace(b"snapshot/1", b"snapshot/" + b"1" * 5000, 1), "s.json")
     with pytest.raises(TopomapError, match=r"^s\.json: not valid JSON \(Integer value out of range"):
         decode_snapshot(text.replace(b'"index": 0', b'"index": ' + b"7" * 5000, 1), "s.json")
+
+
+def test_nvlink_count_of_thousands_of_digits_is_not_a_path() -> None:
+    raw = sample()
+    pairs = raw["pairs"]
+    assert isinstance(pairs, list)
+    pairs[0]["path"] = "NV" + "1" * 5000
+    refused(raw, "pairs[0].path", "is not NV<n>")

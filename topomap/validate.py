@@ -29,7 +29,7 @@ MAX_PCIE_GEN = 7
 MAX_PCIE_WIDTH = 32
 MAX_RATE = 1e6  # GB/s or Gb/s: a thousand times any link that exists
 _RATE_WORDS = ("gbps", "gbit", "bandwidth", "rate", "speed")
-_PATH = re.compile(r"^(NV(\d+)|PIX|PXB|PHB|NODE|SYS)$")
+_PATH = re.compile(r"^(NV(\d{1,4})|PIX|PXB|PHB|NODE|SYS)$")
 _PCIE_PATH = re.compile(r"^(PIX|PXB|PHB|NODE|SYS)$")
 _DEVICE_ID = re.compile(r"^(gpu|nic)(\d+)$")
 
