@@ -291,3 +291,14 @@ def test_nvlink_count_of_thousands_of_digits_is_not_a_path() -> None:
     assert isinstance(pairs, list)
     pairs[0]["path"] = "NV" + "1" * 5000
     refused(raw, "pairs[0].path", "is not NV<n>")
+
+
+def test_absurdly_long_names_refused(real: Path) -> None:
+    text = (real / "nccl-xml" / "ibm-cloud-gx3d-h100-8gpu-vsi.xml").read_text()
+    with pytest.raises(TopomapError, match=r"nics\[\d\]\.name: 5000 characters \(1 to 64\)"):
+        import_text(text.replace('name="mlx5_7"', 'name="' + "1" * 5000 + '"'), "x.xml")
+    raw = sample()
+    gpus = raw["gpus"]
+    assert isinstance(gpus, list)
+    gpus[0]["name"] = "A" * 97
+    refused(raw, "gpus[0].name: 97 characters (at most 96)")

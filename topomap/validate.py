@@ -25,6 +25,9 @@ MAX_NICS_PER_HOST = 4096
 MAX_PCI_DEVICES_PER_HOST = 65536
 MAX_NVLINKS = 64  # per GPU pair, and per GPU
 MAX_MEMBERS = 100_000  # hosts in a merged cluster
+MAX_NIC_NAME = 64  # RDMA device names (IB_DEVICE_NAME_MAX) and netdevs (15) are shorter
+MAX_GPU_NAME = 96  # NVML_DEVICE_NAME_V2_BUFFER_SIZE
+MAX_HOSTNAME = 253  # DNS
 MAX_PCIE_GEN = 7
 MAX_PCIE_WIDTH = 32
 MAX_RATE = 1e6  # GB/s or Gb/s: a thousand times any link that exists
@@ -90,6 +93,13 @@ def _host(snap: Snapshot, where: str, merged: bool = False) -> None:
     for k, n in enumerate(snap.nics):
         if n.index < 0:
             raise SnapshotInvalid(f"{where}: nics[{k}].index: {n.index} is negative")
+        if not 0 < len(n.name) <= MAX_NIC_NAME:
+            raise SnapshotInvalid(f"{where}: nics[{k}].name: {len(n.name)} characters (1 to {MAX_NIC_NAME})")
+    for k, g in enumerate(snap.gpus):
+        if g.name is not None and len(g.name) > MAX_GPU_NAME:
+            raise SnapshotInvalid(f"{where}: gpus[{k}].name: {len(g.name)} characters (at most {MAX_GPU_NAME})")
+    if snap.host.hostname is not None and len(snap.host.hostname) > MAX_HOSTNAME:
+        raise SnapshotInvalid(f"{where}: host.hostname: {len(snap.host.hostname)} characters (at most {MAX_HOSTNAME})")
     ids = {f"gpu{i}" for i in gpu_ids} | {f"nic{i}" for i in nic_ids}
     _pairs(snap, where, ids)
     _pci(snap, where)
