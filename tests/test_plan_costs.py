@@ -166,8 +166,9 @@ def test_memory_derived_from_the_gpu_name(tmp_path: Path) -> None:
     )
     fit = _arr(_plan(p, [1]), 1, "one card").fit  # type: ignore[attr-defined]
     assert fit.verdict == "does not fit" and fit.card_bytes == 32 * GIB
-    assert fit.source == "derived from the name 'Tesla V100-SXM3-32GB-H', nominal"
-    assert fit.reason.startswith("does not fit: needs 40 GiB per card, gpu0 has 32 GiB (derived from the name")
+    # the device table knows the card (evidence.gpu_memory, the function check asks too)
+    assert fit.source == "derived from the model (Tesla V100-SXM3-32GB), nominal"
+    assert fit.reason.startswith("does not fit: needs 40 GiB per card, gpu0 has 32 GiB (derived from the model")
 
 
 def test_coordinated_pays_the_exchange_independent_does_not(tmp_path: Path) -> None:

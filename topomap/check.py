@@ -39,6 +39,7 @@ from topomap.graph import Topology, natural_key
 from topomap.graph.evidence import (
     SETTLE,
     fabric_ready,
+    gpu_memory,
     gpu_model_name,
     gpu_usable,
     memory_node,
@@ -414,13 +415,18 @@ def _gpus(req: Requirement, lot: Lot) -> RuleResult:
                 settle.append(SETTLE["gpu_model"])
             elif not fnmatch.fnmatch(name.lower(), rule.model.lower()):
                 why.append(f"model {name}" + (" (derived from the PCI device id)" if derived else ""))
+        mem = gpu_memory(g)
         if need_gb:
-            if g.memory_total_bytes is None:
+            have = mem.total_bytes
+            if have is None:
                 unsure.append("memory not recorded")
                 settle.append(SETTLE["gpu_memory"])
-            elif _sold_gb(g.memory_total_bytes) < need_gb * 0.99:
-                mib = g.memory_total_bytes / 2**20
-                why.append(f"{mib:.0f} MiB = {_sold_gb(g.memory_total_bytes):.1f} GB < {need_gb:g} GB")
+            elif mem.derived and abs(_sold_gb(have) - need_gb) <= need_gb * 0.03:
+                unsure.append(f"memory {mem.source}: too close to {need_gb:g} GB to tell")
+                settle.append(SETTLE["gpu_memory"])
+            elif _sold_gb(have) < need_gb * 0.99:
+                what = f"{have / 2**20:.0f} MiB" + (f" ({mem.source})" if mem.derived else "")
+                why.append(f"{what} = {_sold_gb(have):.1f} GB < {need_gb:g} GB")
         if why:
             bad.append(f"{gid}: {', '.join(why)}")
         elif unsure:
@@ -429,8 +435,8 @@ def _gpus(req: Requirement, lot: Lot) -> RuleResult:
             label = f"{gid}: {name or 'model not recorded'}"
             if derived and name:
                 label += " (derived from the PCI device id)"
-            if need_gb and g.memory_total_bytes is not None:
-                label += f", {g.memory_total_bytes / 2**20:.0f} MiB"
+            if need_gb and mem.total_bytes is not None:
+                label += f", {mem.total_bytes / 2**20:.0f} MiB" + (f" ({mem.source})" if mem.derived else "")
             good.append(label)
     n_good, n_unknown = len(good), len(unknown)
     status: Status

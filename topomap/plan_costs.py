@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -28,7 +27,6 @@ if TYPE_CHECKING:
     from topomap.mapping import MappedArrow
 
 SETTLE_MEMORY = "nvidia-smi --query-gpu=memory.total --format=csv"
-_NAME_GB = re.compile(r"(\d+)\s*GB\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -254,10 +252,8 @@ def exchange_seconds(
 
 
 def card_memory(topo: Topology, card: str) -> CardMemory:
+    from topomap.graph.evidence import gpu_memory
+
     gpu = next(g for g in topo.snapshot.gpus if f"gpu{g.index}" == card)
-    if gpu.memory_total_bytes is not None:
-        return CardMemory(card, gpu.memory_total_bytes, "snapshot")
-    m = _NAME_GB.search(gpu.name or "")
-    if m:
-        return CardMemory(card, int(m.group(1)) * 2**30, f"derived from the name {gpu.name!r}, nominal")
-    return CardMemory(card, None, "unknown")
+    mem = gpu_memory(gpu)
+    return CardMemory(card, mem.total_bytes, mem.source)

@@ -14,6 +14,7 @@ memory node that serves a GPU.
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -96,6 +97,7 @@ class Bandwidth:
 
 
 UNKNOWN_BW = Bandwidth(None, "unknown", "not recorded by this source")
+
 
 def with_measurement(snap: Snapshot, src: str, dst: str, kind: str, nominal: Bandwidth) -> tuple[Bandwidth, str | None]:
     """The figure an arrow shows: a verified (or imported) measurement of this copy when there is one,
@@ -201,6 +203,38 @@ def gpu_pcie_link(gpu: Gpu) -> PcieLinkFact:
             f"{fmt_gbps(pcie_bandwidth_gbps(gen, p.width_max))} (reseat the card or check the slot/riser)"
         )
     return PcieLinkFact(gen, width, p.gen_max, p.width_max, down, note)
+
+
+@dataclass(frozen=True)
+class GpuMemory:
+    """A card's memory: bytes (as the driver reports them, or the model's sold size in GiB) and where it
+    comes from ("snapshot", "derived …" or "unknown")."""
+
+    total_bytes: int | None
+    source: str
+
+    @property
+    def derived(self) -> bool:
+        return self.source.startswith("derived")
+
+
+_NAME_GB = re.compile(r"(\d+)\s*GB\b", re.IGNORECASE)
+
+
+def gpu_memory(gpu: Gpu) -> GpuMemory:
+    """The memory of one card: the snapshot's figure; else the model's (device table, from the name or the
+    PCI device id), else a size written in the name ("Tesla V100-SXM3-32GB-H"), labelled derived."""
+    if gpu.memory_total_bytes is not None:
+        return GpuMemory(gpu.memory_total_bytes, "snapshot")
+    model = (model_from_name(gpu.name) if gpu.name else None) or (
+        model_from_device_id(gpu.pci_device_id) if gpu.pci_device_id else None
+    )
+    if model is not None and model.memory_gb:
+        return GpuMemory(int(model.memory_gb * 2**30), f"derived from the model ({model.name}), nominal")
+    m = _NAME_GB.search(gpu.name or "")
+    if m:
+        return GpuMemory(int(m.group(1)) * 2**30, f"derived from the name {gpu.name!r}, nominal")
+    return GpuMemory(None, "unknown")
 
 
 def gpu_model_name(gpu: Gpu) -> tuple[str | None, bool]:
