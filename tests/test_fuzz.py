@@ -53,7 +53,7 @@ SAMPLES = ROOT / "samples"
 OPT_IN = int(os.environ.get("TOPOMAP_FUZZ", "0") or 0)
 CASES = OPT_IN or 200
 VIEW_LIMIT = int(os.environ.get("TOPOMAP_FUZZ_VIEWS", "0") or 0) or (10**9 if OPT_IN else 6)
-MEMORY_LIMIT = int(os.environ.get("TOPOMAP_FUZZ_MEMORY_GB", "6")) * 2**30  # opt-in runs only
+MEMORY_LIMIT = int(os.environ.get("TOPOMAP_FUZZ_MEMORY_GB", "4")) * 2**30  # per case, opt-in runs only
 HANG_S = int(os.environ.get("TOPOMAP_FUZZ_HANG_S", "0") or 0) or (20 if OPT_IN else 10)
 SNAPSHOT = SAMPLES / "snapshots" / "ibm-gx3d-h100-8gpu.json"
 FLOW = SAMPLES / "flows" / "tensor-parallel.yaml"
@@ -319,13 +319,15 @@ def time_limit(seconds: int) -> Iterator[None]:
 
 @contextmanager
 def memory_limit(limit: int | None) -> Iterator[None]:
-    """Cap the address space so a runaway allocation is a MemoryError (a crash) in the tally,
-    not the kernel's OOM killer ending the whole run."""
+    """Cap the address space a case may add, so a runaway allocation is a MemoryError (a crash)
+    in the tally, not the kernel's OOM killer ending the whole run."""
     if limit is None:
         yield
         return
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    with open("/proc/self/statm") as fh:  # what the process already holds, so the cap is per case
+        held = int(fh.read().split()[0]) * resource.getpagesize()
+    resource.setrlimit(resource.RLIMIT_AS, (held + limit, hard))
     try:
         yield
     finally:
@@ -404,6 +406,13 @@ def _workdir() -> Path:
 
 
 def run_case(fmt: Format, data: bytes, work: Path, tally: Tally, ops: str) -> tuple[str, str]:
+    with memory_limit(MEMORY_LIMIT if OPT_IN else None):
+        outcome = _run_case(fmt, data, work, tally, ops)
+    gc.collect()
+    return outcome
+
+
+def _run_case(fmt: Format, data: bytes, work: Path, tally: Tally, ops: str) -> tuple[str, str]:
     f = work / fmt.filename
     f.write_bytes(data)
     try:
@@ -478,8 +487,7 @@ def _fuzz(name: str) -> None:
         if not OPT_IN:
             assert outcome in ("accepted", "refused"), detail
 
-    with memory_limit(MEMORY_LIMIT if OPT_IN else None):
-        case()
+    case()
     c = tally.counts
     row = f"| {name} | {c['accepted']:,} | {c['refused']:,} | {c['crash']:,} | {c['hang']:,} | {tally.viewed:,} |"
     print("\n" + row)
