@@ -237,6 +237,8 @@ class Mutator:
         the consistency rules rather than the parser."""
         if d.lstrip()[:1] == b"<":
             return self.attribute(d)
+        if re.search(rb"[&*][A-Za-z0-9_]", d):  # YAML anchors/aliases: re-dumping would expand a bomb here
+            return self.token(d)
         try:
             return self._tree(d)
         except Exception:  # an input already too odd to parse (deep, huge numbers): mutate it as text
