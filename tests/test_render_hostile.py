@@ -20,6 +20,8 @@ from topomap.importers import load_any
 from topomap.model import save_snapshot
 
 EVIL = 'x"]; evil [label="pwned"]; <script>alert(1)</script> & \\" \\l\n}\x1b[31mRED\x07\x00'
+# RDMA device names are at most 64 characters (IB_DEVICE_NAME_MAX), and import refuses longer ones
+EVIL_NIC = 'x"]; e [label="p"]; <b>i</b> & \\" \\l\n}\x1b[31mR\x07\x00'
 ESC_BYTES = ("\x1b", "\x07", "\x00")
 runner = CliRunner()
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `dot` not installed")
@@ -32,7 +34,7 @@ def evil_files(tmp_path: Path) -> tuple[Path, Path]:
     s = msgspec.structs.replace(
         s,
         host=msgspec.structs.replace(s.host, hostname="host" + EVIL),
-        nics=[msgspec.structs.replace(n, name=f"nic{n.index}" + EVIL) for n in s.nics],
+        nics=[msgspec.structs.replace(n, name=f"nic{n.index}" + EVIL_NIC) for n in s.nics],
         gpus=[msgspec.structs.replace(g, name="gpu" + EVIL) for g in s.gpus],
     )
     snap = tmp_path / "evil.json"
