@@ -295,10 +295,10 @@ def test_nvlink_count_of_thousands_of_digits_is_not_a_path() -> None:
 
 def test_absurdly_long_names_refused(real: Path) -> None:
     text = (real / "nccl-xml" / "ibm-cloud-gx3d-h100-8gpu-vsi.xml").read_text()
-    with pytest.raises(TopomapError, match=r"nics\[\d\]\.name: 5000 characters \(1 to 64\)"):
+    with pytest.raises(TopomapError, match=r"nics\[\d\]\.name: 5000 characters \(1 to 256\)"):
         import_text(text.replace('name="mlx5_7"', 'name="' + "1" * 5000 + '"'), "x.xml")
     raw = sample()
     gpus = raw["gpus"]
     assert isinstance(gpus, list)
-    gpus[0]["name"] = "A" * 97
-    refused(raw, "gpus[0].name: 97 characters (at most 96)")
+    gpus[0]["name"] = "A" * 257
+    refused(raw, "gpus[0].name: 257 characters (at most 256)")

@@ -25,8 +25,11 @@ MAX_NICS_PER_HOST = 4096
 MAX_PCI_DEVICES_PER_HOST = 65536
 MAX_NVLINKS = 64  # per GPU pair, and per GPU
 MAX_MEMBERS = 100_000  # hosts in a merged cluster
-MAX_NIC_NAME = 64  # RDMA device names (IB_DEVICE_NAME_MAX) and netdevs (15) are shorter
-MAX_GPU_NAME = 96  # NVML_DEVICE_NAME_V2_BUFFER_SIZE
+# Names are data (escaped where shown) but not unbounded: real RDMA device names fit in 64
+# characters (IB_DEVICE_NAME_MAX), netdevs in 15, NVML GPU names in 96; 256 leaves room for pasted
+# decorations while a 5000-digit "name" is refused.
+MAX_NIC_NAME = 256
+MAX_GPU_NAME = 256
 MAX_HOSTNAME = 253  # DNS
 MAX_PCIE_GEN = 7
 MAX_PCIE_WIDTH = 32
