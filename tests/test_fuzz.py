@@ -409,9 +409,7 @@ def _workdir() -> Path:
 
 def run_case(fmt: Format, data: bytes, work: Path, tally: Tally, ops: str) -> tuple[str, str]:
     with memory_limit(MEMORY_LIMIT if OPT_IN else None):
-        outcome = _run_case(fmt, data, work, tally, ops)
-    gc.collect()
-    return outcome
+        return _run_case(fmt, data, work, tally, ops)
 
 
 def _run_case(fmt: Format, data: bytes, work: Path, tally: Tally, ops: str) -> tuple[str, str]:
