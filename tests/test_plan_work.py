@@ -147,3 +147,13 @@ def test_headerless_csv_of_durations(tmp_path: Path) -> None:
 def test_every_shipped_flow_still_reads() -> None:
     for p in sorted((SAMPLES / "flows").glob("*.yaml")):
         read_flow(p)
+
+
+def test_a_huge_unit_count_is_refused_with_its_line(tmp_path: Path) -> None:
+    """Fuzzing: `count: 100000000000` built that many units and ran out of memory."""
+
+    text = (SAMPLES / "flows" / "eight-documents.yaml").read_text().replace("  count: 8\n", "  count: 100000000000\n")
+    p = tmp_path / "f.yaml"
+    p.write_text(text.replace("../snapshots/", str(SAMPLES / "snapshots") + "/"))
+    with pytest.raises(FlowError, match=r"f\.yaml:\d+: .*count 100000000000 is more units than topomap plans"):
+        read_flow(p)

@@ -41,6 +41,10 @@ _RATE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]i?B|B)\s*/\s*s\s*$", re.
 DURATION_HINT = "write a number and a unit: 12 min, 90 s, 1.5 h, 1 h 30 min"
 
 
+#: Units a plan lays out one by one; a larger count is refused (a huge count ran out of memory).
+MAX_UNITS = 100_000
+
+
 def parse_duration(text: str | float) -> float | None:
     """ "12 min" → 720.0 seconds; "1 h 30 min" → 5400.0; a bare number or words → None."""
     if not isinstance(text, str):
@@ -191,6 +195,13 @@ def _units(flow: Flow) -> tuple[list[Unit], str]:
         raise _err(flow, f"$.work.{given[1]}", f"{given[0]} and {given[1]} both given", "give one of them")
     if spec.count is not None and spec.count < 1:
         raise _err(flow, "$.work.count", f"count {spec.count} is not a number of units", "count: 8")
+    if spec.count is not None and spec.count > MAX_UNITS:
+        raise _err(
+            flow,
+            "$.work.count",
+            f"count {spec.count} is more units than topomap plans ({MAX_UNITS:,})",
+            "plan a representative batch (the plan scales with the count)",
+        )
     if spec.duration is not None:
         sec = _duration(flow, spec.duration, "$.work.duration", "duration")
         if spec.count is None:

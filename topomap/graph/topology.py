@@ -80,7 +80,7 @@ def natural_key(s: str) -> tuple[str, int, str]:
     """Sort gpu2 before gpu10."""
     head = s.rstrip("0123456789")
     tail = s[len(head) :]
-    return head, int(tail) if tail else -1, s
+    return head, int(tail) if tail and len(tail) <= 18 else (-1 if not tail else 10**18), s
 
 
 def snapshot_id(node: str, topo: Topology) -> str:
