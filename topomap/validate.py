@@ -194,24 +194,52 @@ def _pci(snap: Snapshot, where: str) -> None:
 
 def _numbers(snap: Snapshot, where: str) -> None:
     """Every float finite, every integer within 64 bits (JSON readers' limit), every rate or
-    bandwidth within 0..MAX_RATE (members are checked apart)."""
-    stack: list[tuple[object, str]] = [(getattr(snap, f), f) for f in snap.__struct_fields__ if f != "members"]
+    bandwidth within 0..MAX_RATE (members are checked apart). The path of a bad value is built only
+    when one is found: a 1024-host cluster holds millions of values."""
+    containers: list[tuple[int, str | int]] = []  # (parent container, key) of each container met
+    stack: list[tuple[object, int, str | int]] = [
+        (getattr(snap, f), -1, f) for f in snap.__struct_fields__ if f != "members"
+    ]
+
+    def path(parent: int, key: str | int) -> str:
+        keys: list[str | int] = [key]
+        while parent >= 0:
+            parent, k = containers[parent]
+            keys.append(k)
+        out = ""
+        for k in reversed(keys):
+            out += f"[{k}]" if isinstance(k, int) else (f".{k}" if out else k)
+        return out
+
+    def leaf(parent: int, key: str | int) -> str:
+        while isinstance(key, int) and parent >= 0:
+            parent, key = containers[parent]
+        return str(key)
+
     while stack:
-        value, path = stack.pop()
-        if isinstance(value, bool):
+        value, parent, key = stack.pop()
+        kind = type(value)
+        if value is None or kind is str or kind is bool:
             continue
-        if isinstance(value, int):
-            if not -(2**63) <= value < 2**64:
-                raise SnapshotInvalid(f"{where}: {path}: {value} does not fit in 64 bits")
-        elif isinstance(value, float):
-            if not math.isfinite(value):
-                raise SnapshotInvalid(f"{where}: {path}: {value} is not a number")
-            leaf = path.rsplit(".", 1)[-1]
-            if any(w in leaf for w in _RATE_WORDS) and not 0 <= value <= MAX_RATE:
-                raise SnapshotInvalid(f"{where}: {path}: {value:g} is outside 0 to {MAX_RATE:g}")
+        if kind is int:
+            if not -(2**63) <= value < 2**64:  # type: ignore[operator]
+                raise SnapshotInvalid(f"{where}: {path(parent, key)}: {value} does not fit in 64 bits")
+        elif kind is float:
+            number = float(value)  # type: ignore[arg-type]
+            if not math.isfinite(number):
+                raise SnapshotInvalid(f"{where}: {path(parent, key)}: {value} is not a number")
+            name = leaf(parent, key)
+            if any(w in name for w in _RATE_WORDS) and not 0 <= number <= MAX_RATE:
+                raise SnapshotInvalid(f"{where}: {path(parent, key)}: {number:g} is outside 0 to {MAX_RATE:g}")
         elif isinstance(value, msgspec.Struct):
-            stack += [(getattr(value, f), f"{path}.{f}") for f in value.__struct_fields__]
+            me = len(containers)
+            containers.append((parent, key))
+            stack.extend((getattr(value, f), me, f) for f in value.__struct_fields__)
         elif isinstance(value, list):
-            stack += [(v, f"{path}[{i}]") for i, v in enumerate(value)]
+            me = len(containers)
+            containers.append((parent, key))
+            stack.extend((v, me, i) for i, v in enumerate(value))
         elif isinstance(value, dict):
-            stack += [(v, f"{path}.{key}") for key, v in value.items()]
+            me = len(containers)
+            containers.append((parent, key))
+            stack.extend((v, me, str(k)) for k, v in value.items())
