@@ -448,7 +448,7 @@ def _run_case(fmt: Format, data: bytes, work: Path, tally: Tally, ops: str) -> t
         except Hang as err:
             return "hang", f"[{ops}] {args[0]}: {err}"
         except MemoryError:
-            pass
+            res = None  # counted below, after the runaway data is released
         if res is None or isinstance(res.exception, MemoryError):
             res = None
             gc.collect()
