@@ -107,17 +107,6 @@ def nic_bandwidth_gbps(line_rate_gbit_s: float) -> float:
     return line_rate_gbit_s / 8.0
 
 
-def nvlink_bandwidth_gbps(generation: int | None, count: int, gpu_name: str | None = None) -> float | None:
-    """Nominal NVLink bundle bandwidth per direction in GB/s, or None when the rate is unknown."""
-    if count <= 0:
-        return 0.0
-    if gpu_name is not None and is_ga102(gpu_name):
-        return round(NVLINK_GA102_GBPS_PER_LINK * count, 3)
-    if generation is None or generation not in NVLINK_GBPS_PER_LINK:
-        return None
-    return round(NVLINK_GBPS_PER_LINK[generation] * count, 3)
-
-
 def is_ga102(gpu_name: str) -> bool:
     """GA102 boards whose NVLink bridge runs at 14.0625 GB/s per link."""
     n = gpu_name.upper()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from topomap.links import nvlink_bandwidth_gbps, pcie_bandwidth_gbps
+from topomap.graph.evidence import gpu_pcie_link, nvlink_bundle_bandwidth
 from topomap.model import Gpu
 from topomap.record.model import GpuSeries, Run
 
@@ -154,18 +154,22 @@ def shared_resources(run: Run) -> list[ResourceUse]:
         g = snapshot_gpu(run, s)
         pcie = [v for v in (*s.pcie_rx_bytes_s, *s.pcie_tx_bytes_s) if v is not None]
         if pcie:
-            gen = g.pcie.gen_current if g is not None and g.pcie is not None else None
-            width = g.pcie.width_current if g is not None and g.pcie is not None else None
-            cap = pcie_bandwidth_gbps(gen, width)
-            src = f"spec (PCIe Gen{gen} x{width}, per direction)" if cap else "unknown: the snapshot has no PCIe link"
+            link = gpu_pcie_link(g) if g is not None else None  # trained width, best generation (not the idle one)
+            cap = link.gbps if link is not None else None
+            src = (
+                f"spec (PCIe Gen{link.gen} x{link.width}, per direction)"
+                if cap and link is not None
+                else "unknown: the snapshot has no PCIe link"
+            )
             out.append(ResourceUse(f"PCIe {s.id}", float(max(pcie)), "B/s", cap * 1e9 if cap else None, src))
         nvl = [v for v in (*s.nvlink_rx_bytes_s, *s.nvlink_tx_bytes_s) if v is not None]
         if nvl:
             cap = None
+            src = "unknown: the snapshot has no NVLink rate"
             if g is not None and g.nvlinks:
-                active = [x for x in g.nvlinks if x.active]
-                cap = nvlink_bandwidth_gbps(active[0].generation if active else None, len(active), g.name)
-            src = "spec (NVLink, per direction)" if cap else "unknown: the snapshot has no NVLink rate"
+                bw = nvlink_bundle_bandwidth(g, sum(x.active for x in g.nvlinks), run.snapshot)
+                if bw.gbps is not None and not bw.lower_bound:
+                    cap, src = bw.gbps, f"{bw.source} (NVLink, {bw.tag}, per direction)"
             out.append(ResourceUse(f"NVLink {s.id}", max(nvl), "B/s", cap * 1e9 if cap else None, src))
     disk = [_rate_peak(h.t_s, h.disk_read_bytes), _rate_peak(h.t_s, h.disk_write_bytes)]
     disk_peak = max((d for d in disk if d is not None), default=None)
