@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from topomap.graph.evidence import gpu_pcie_link, nvlink_bundle_bandwidth
 from topomap.model import Gpu
 from topomap.record.model import GpuSeries, Run
 
@@ -135,6 +134,8 @@ def last(values: list[int | None]) -> int | None:
 
 def shared_resources(run: Run) -> list[ResourceUse]:
     """Every shared resource with its observed peak, busiest (largest fraction of capacity) first."""
+    from topomap.graph.evidence import gpu_pcie_link, nvlink_bundle_bandwidth  # the graph layer: only when asked
+
     h = run.host
     peaks = host_peaks(run)
     cpu_peak = peaks["tree_cpu_pct"][0]
