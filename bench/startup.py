@@ -3,7 +3,10 @@
 Run: python bench/startup.py [--runs N]   (from the repository root, after `pip install -e .`)
 
 Each command runs N times in a fresh interpreter (`python -m topomap ...`); the median wall
-time is divided by the median of `python -c pass`. Goals (issue 14): --version ≤ 3x,
+time is divided by the median of `python -c pass`. Bytecode caching is on for the children and
+each command runs once before timing, as on a user's machine after the first run (with
+PYTHONDONTWRITEBYTECODE set, as on some CI images, every run recompiles topomap's sources:
+about 30 ms more for `show`). Goals (issue 14): --version ≤ 3x,
 matrix and show of a sample ≤ 8x, map of a sample ≤ 12x. Also lists the heavy modules each
 command imported (from `python -X importtime`), which is what makes a ratio high.
 """
@@ -11,6 +14,7 @@ command imported (from `python -X importtime`), which is what makes a ratio high
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -33,15 +37,20 @@ CASES: list[tuple[str, list[str], float | None]] = [
 ]
 
 
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def wall_s(args: list[str]) -> float:
     t = time.perf_counter()
-    subprocess.run([sys.executable, *args], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+    )
     return time.perf_counter() - t
 
 
 def heavy_imports(args: list[str]) -> list[str]:
     r = subprocess.run(
-        [sys.executable, "-X", "importtime", *args], cwd=ROOT, capture_output=True, text=True, check=False
+        [sys.executable, "-X", "importtime", *args], cwd=ROOT, env=ENV, capture_output=True, text=True, check=False
     )
     names = {line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")}
     return [m for m in HEAVY if m in names]
@@ -51,6 +60,8 @@ def measure(runs: int) -> list[tuple[str, float, float | None, list[str]]]:
     """(label, median seconds, goal, heavy modules) per case; the runs interleave the cases so
     a busy machine slows them alike."""
     times: dict[str, list[float]] = {label: [] for label, _, _ in CASES}
+    for _label, args, _goal in CASES:  # warm-up: writes the bytecode caches, fills the OS file cache
+        wall_s(args)
     for _ in range(runs):
         for label, args, _goal in CASES:
             times[label].append(wall_s(args))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -185,10 +186,13 @@ def test_show_on_a_probed_snapshot_with_problems(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["diff"], "Missing argument 'a'. (hint: python -m topomap diff --help)"),
-        (["show", "--bogus", "x"], "No such option: --bogus"),
+        (["diff"], r"missing argument '?a'?\. \(hint: python -m topomap diff --help\)"),
+        (["show", "--bogus", "x"], r"no such option:? '?--bogus'?"),
     ],
 )
 def test_usage_mistakes_are_one_line(args: list[str], needle: str) -> None:
+    """click words these a little differently from version to version ('a' or 'A', a colon or
+    quotes); what must hold is one line, the mistake named, the help hinted, exit 2."""
     r = subprocess.run([sys.executable, "-m", "topomap", *args], capture_output=True, text=True)
-    assert r.returncode == 2 and needle in r.stderr and r.stderr.count("\n") == 1
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+    assert re.search(needle, r.stderr, re.IGNORECASE), r.stderr

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from topomap.flow import AssemblySpec, FlowError, parse_volume
+from topomap.inputs import MAX_TOPOLOGY_BYTES, read_text
 from topomap.yamlfile import YamlDoc
 
 if TYPE_CHECKING:
@@ -155,10 +156,11 @@ def read_durations_csv(path: Path, shown: str) -> list[Unit]:
     """Per-unit durations from a CSV: a `duration` column (optionally `name`), or one column
     without a header. Errors name the CSV's own line."""
     try:
-        text = path.read_text()
-    except OSError as err:
-        hint = "the path is relative to the flow file"
-        raise FlowError(f"{shown}: cannot read ({err.strerror or err})", hint=hint) from err
+        text = read_text(path, "durations CSV", MAX_TOPOLOGY_BYTES, FlowError)
+    except FlowError as err:
+        if err.hint is None:  # cannot read: most often a path written relative to the wrong folder
+            err.hint = "the path is relative to the flow file"
+        raise
     rows = [r for r in csv.reader(io.StringIO(text))]
     numbered = [(i + 1, [c.strip() for c in r]) for i, r in enumerate(rows) if r and any(c.strip() for c in r)]
     if not numbered:

@@ -41,13 +41,11 @@ def _current_context() -> Any:
     """The click context of the running command (typer's vendored click, or click), or None."""
     import importlib
 
-    for mod in ("typer._click.globals", "click.globals"):
+    for mod in ("typer._click.globals", "click.globals"):  # the first that imports is typer's click
         try:
-            ctx = importlib.import_module(mod).get_current_context(silent=True)
+            return importlib.import_module(mod).get_current_context(silent=True)
         except (ImportError, AttributeError):
             continue
-        if ctx is not None:
-            return ctx
     return None
 
 
@@ -222,18 +220,17 @@ ProbeOpt = Annotated[
 
 
 def _click_errors(name: str) -> tuple[type[BaseException], ...]:
-    """An exception class from click, and from the copy of click newer typer versions vendor."""
+    """An exception class of the click typer runs on: the copy typer >= 0.26 vendors, else click
+    itself (not both: importing click when typer does not use it costs start-up time)."""
     import importlib
 
-    found: list[type[BaseException]] = []
     for mod in ("typer._click.exceptions", "click.exceptions"):
         try:
             cls = getattr(importlib.import_module(mod), name, None)
         except ImportError:
             continue
-        if isinstance(cls, type) and issubclass(cls, BaseException):
-            found.append(cls)
-    return tuple(found)
+        return (cls,) if isinstance(cls, type) and issubclass(cls, BaseException) else ()
+    return ()
 
 
 def main() -> None:

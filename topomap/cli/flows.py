@@ -91,7 +91,7 @@ def _render(
 ) -> None:
     """Draw (and write) what `render` was asked for."""
     from topomap.graph import build
-    from topomap.record import is_run_file
+    from topomap.record.model import is_run_file
     from topomap.render import dot as dotr
     from topomap.render.export import graphml, node_link_json
 

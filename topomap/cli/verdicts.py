@@ -27,7 +27,7 @@ def diff(
     """Semantic differences between two lots, or the fair comparison of two recorded runs.
     Exit 0 equivalent (runs: both succeeded, same outputs), 1 different, 3 cannot confirm (a side
     does not record what equivalence needs), 2 error."""
-    from topomap.record import is_run_file
+    from topomap.record.model import is_run_file
 
     if is_run_file(a) or is_run_file(b):
         from topomap.cli.record import diff_run_files

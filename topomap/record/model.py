@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from topomap.errors import TopomapError
+from topomap.inputs import MAX_SNAPSHOT_BYTES, read_bytes
 from topomap.model import Problem, Snapshot
 
 RUN_SCHEMA = "topomap.run/1"
@@ -149,13 +150,9 @@ def decode_run(data: bytes, where: str = "<run>") -> Run:
 
 
 def load_run(path: str | Path) -> Run:
-    """Read and validate a run record file."""
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as err:
-        raise RunError(f"{p}: cannot read ({err.strerror or err})") from err
-    return decode_run(data, str(p))
+    """Read and validate a run record file (a regular file of bounded size: a device, a FIFO
+    or a huge file is refused before it is read)."""
+    return decode_run(read_bytes(path, "run record", MAX_SNAPSHOT_BYTES, RunError), str(path))
 
 
 def encode_run(run: Run) -> bytes:
@@ -177,10 +174,10 @@ def is_run_file(path: str | Path) -> bool:
     Other fields are skipped unvalidated, so a snapshot or a raw nvidia-smi file answers False fast.
     """
     try:
-        data = Path(path).read_bytes()
-    except OSError:
-        return False
-    if data.lstrip()[:1] != b"{":
+        data = read_bytes(path, "run record", MAX_SNAPSHOT_BYTES)
+    except TopomapError:
+        return False  # not readable as a file at all: the caller's own loader says why
+    if data.lstrip()[:1] != b"{" or b"topomap.run/" not in data:
         return False
     try:
         head = msgspec.json.decode(data, type=_Head)
