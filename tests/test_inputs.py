@@ -302,3 +302,22 @@ def test_absurdly_long_names_refused(real: Path) -> None:
     assert isinstance(gpus, list)
     gpus[0]["name"] = "A" * 257
     refused(raw, "gpus[0].name: 257 characters (at most 256)")
+
+
+def test_numbers_are_checked_while_decoding_with_the_path_and_the_bound() -> None:
+    """Decoding checks every number against the model's bounds (I64, Rate) in one pass; the
+    message names the field, the value and the bound, as the walk over importer output does."""
+    raw = sample()
+    gpus = raw["gpus"]
+    assert isinstance(gpus, list)
+    gpus[0]["index"] = 2**63
+    refused(raw, "s.json: gpus[0].index: 9223372036854775808 does not fit in 64 bits")
+    raw = sample()
+    nics = raw["nics"]
+    assert isinstance(nics, list)
+    nics[0]["speed_gbit_s"] = -1
+    refused(raw, "s.json: nics[0].speed_gbit_s: -1 is outside 0 to 1e+06")
+    with pytest.raises(TopomapError, match=r"^s\.json: a snapshot is a JSON object, got `array`$"):
+        decode_snapshot(b"[1, 2]", "s.json")
+    with pytest.raises(TopomapError, match=r"^s\.json: missing or invalid `schema`"):
+        decode_snapshot(msgspec.json.encode({k: v for k, v in sample().items() if k != "schema"}), "s.json")

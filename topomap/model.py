@@ -13,7 +13,7 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -29,6 +29,16 @@ NicKind = Literal["infiniband", "roce", "ethernet", "efa", "unknown"]
 PciKind = Literal["host-bridge", "bridge", "switch-upstream", "switch-downstream", "gpu", "nic", "nvswitch", "other"]
 RemoteType = Literal["gpu", "switch", "cpu", "unknown"]
 FabricState = Literal["not-supported", "not-started", "in-progress", "completed"]
+
+
+# Numbers as decoding checks them (in C, with the JSON path of a bad value; the JSON Schema
+# carries the same bounds). JSON floats are finite already; integers may be any length in JSON,
+# and a rate is bounded far above any link that exists. Snapshots built in memory (importers)
+# are checked by the same bounds in topomap.validate.
+MAX_RATE = 1e6  # GB/s or Gb/s: a thousand times any link that exists
+I64_MIN, I64_MAX = -(2**63), 2**63 - 1  # what every JSON reader holds (msgspec bounds fit int64)
+I64 = Annotated[int, msgspec.Meta(ge=I64_MIN, le=I64_MAX)]
+Rate = Annotated[float, msgspec.Meta(ge=0, le=MAX_RATE)]
 
 
 class _S(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -47,16 +57,16 @@ class Source(_S, kw_only=True):
 
 
 class NumaNode(_S, kw_only=True):
-    id: int
+    id: I64
     cpus: str | None = None  # cpulist, e.g. "0-31,64-95"; "" for a memory-only (GPU) node
-    memory_total_bytes: int | None = None
-    distances: list[int] | None = None  # SLIT row
+    memory_total_bytes: I64 | None = None
+    distances: list[I64] | None = None  # SLIT row
 
 
 class Host(_S, kw_only=True):
     hostname: str | None = None
     cpu_model: str | None = None
-    sockets: int | None = None
+    sockets: I64 | None = None
     numa_nodes: list[NumaNode] = []
     virtualization: str | None = None  # e.g. "kvm", "Amazon EC2", None when bare metal or unknown
     container: str | None = None  # e.g. "docker", "kubernetes", "lxc", None
@@ -73,35 +83,35 @@ class Software(_S, kw_only=True):
 
 
 class PcieLink(_S, kw_only=True):
-    gen_current: int | None = None
-    width_current: int | None = None
-    gen_max: int | None = None
-    width_max: int | None = None
+    gen_current: I64 | None = None
+    width_current: I64 | None = None
+    gen_max: I64 | None = None
+    width_max: I64 | None = None
 
 
 class NvLink(_S, kw_only=True):
-    link: int
+    link: I64
     active: bool
-    generation: int | None = None  # decoded from the NVML version enum
-    version_enum: int | None = None
+    generation: I64 | None = None  # decoded from the NVML version enum
+    version_enum: I64 | None = None
     remote_type: RemoteType | None = None
     remote_pci_bus_id: str | None = None
-    speed_gbps: float | None = None  # GB/s per direction as reported by the source
+    speed_gbps: Rate | None = None  # GB/s per direction as reported by the source
 
 
 class Fabric(_S, kw_only=True):
     cluster_uuid: str | None = None
-    clique_id: int | None = None
+    clique_id: I64 | None = None
     state: FabricState | None = None
     status: str | None = None  # NVML return of the registration, e.g. "success"
-    health_mask: int | None = None
+    health_mask: I64 | None = None
 
 
 class MigDevice(_S, kw_only=True):
-    index: int
+    index: I64
     uuid: str | None = None
     name: str | None = None
-    memory_total_bytes: int | None = None
+    memory_total_bytes: I64 | None = None
 
 
 class Mig(_S, kw_only=True):
@@ -111,15 +121,15 @@ class Mig(_S, kw_only=True):
 
 
 class Gpu(_S, kw_only=True):
-    index: int
-    cuda_ordinal: int | None = None
+    index: I64
+    cuda_ordinal: I64 | None = None
     uuid: str | None = None
     name: str | None = None
     pci_bus_id: str | None = None
-    numa_node: int | None = None  # host NUMA node nearest the GPU
-    gpu_numa_node: int | None = None  # NUMA node of the GPU memory itself (Grace-class parts)
+    numa_node: I64 | None = None  # host NUMA node nearest the GPU
+    gpu_numa_node: I64 | None = None  # NUMA node of the GPU memory itself (Grace-class parts)
     cpu_affinity: str | None = None  # cpulist
-    memory_total_bytes: int | None = None
+    memory_total_bytes: I64 | None = None
     compute_capability: str | None = None  # "9.0"
     architecture: str | None = None  # "hopper"
     pcie: PcieLink | None = None
@@ -134,13 +144,13 @@ class Gpu(_S, kw_only=True):
 
 
 class Nic(_S, kw_only=True):
-    index: int
+    index: I64
     name: str  # RDMA device (mlx5_0) or netdev (eth0)
     kind: NicKind = "unknown"
     rdma: bool = True  # shown in the `topo -m` matrix (nvidia-smi lists RDMA devices only)
     pci_bus_id: str | None = None
-    numa_node: int | None = None
-    speed_gbit_s: float | None = None  # line rate, gigabits per second
+    numa_node: I64 | None = None
+    speed_gbit_s: Rate | None = None  # line rate, gigabits per second
     state: str | None = None  # "active", "down", ...
     netdevs: list[str] = []
     gdr: bool | None = None
@@ -159,7 +169,7 @@ class CudaPeer(_S, kw_only=True):
     """CUDA driver view of a GPU pair, a→b and b→a."""
 
     can_access_peer: bool | None = None  # both directions
-    performance_rank: int | None = None  # lower is better
+    performance_rank: I64 | None = None  # lower is better
     access_supported: bool | None = None
     native_atomics: bool | None = None
 
@@ -168,7 +178,7 @@ class Pair(_S, kw_only=True):
     a: str  # "gpu0", "nic3"
     b: str
     path: str | None  # NV<n>, PIX, PXB, PHB, NODE, SYS; None when unknown
-    nvlinks: int = 0
+    nvlinks: I64 = 0
     pcie_path: str | None = None  # the PCIe class under an NV# path, where known
     p2p: P2P | None = None
     cuda: CudaPeer | None = None
@@ -180,16 +190,16 @@ class PciDevice(_S, kw_only=True):
     id: str  # bus id "0000:17:00.0", or "pci0000:17" for a host bridge
     kind: PciKind
     parent: str | None = None
-    numa_node: int | None = None
-    link_gen: int | None = None
-    link_width: int | None = None
+    numa_node: I64 | None = None
+    link_gen: I64 | None = None
+    link_width: I64 | None = None
     inferred: bool = False  # built to fit a path class, not read from the machine
 
 
 class NvSwitch(_S, kw_only=True):
     id: str  # bus id, or "nvswitch<k>" when the switch is not PCI-visible
     pci_bus_id: str | None = None
-    links: dict[str, int] = {}  # gpu id → link count
+    links: dict[str, I64] = {}  # gpu id → link count
 
 
 class Problem(_S, kw_only=True):
@@ -221,15 +231,15 @@ class Measurement(_S, kw_only=True):
     route: MeasureRoute | None = None  # d2d: "peer" (P2P enabled) or "staged" (through host memory)
     method: str  # e.g. "copy engine, cuMemcpyAsync timed with CUDA events"
     origin: str  # "topomap measure", "nvbandwidth", "p2pBandwidthLatencyTest"
-    size_bytes: int | None = None  # bytes per copy
-    repetitions: int | None = None  # copies per sample
-    samples: int | None = None  # timed samples the median is over
-    median_gbps: float | None = None
-    min_gbps: float | None = None
-    max_gbps: float | None = None
+    size_bytes: I64 | None = None  # bytes per copy
+    repetitions: I64 | None = None  # copies per sample
+    samples: I64 | None = None  # timed samples the median is over
+    median_gbps: Rate | None = None
+    min_gbps: Rate | None = None
+    max_gbps: Rate | None = None
     median_us: float | None = None  # latency: one small copy, microseconds
     verified: bool | None = None
-    host_numa_node: int | None = None  # NUMA node of the pinned host buffer (h2d/d2h)
+    host_numa_node: I64 | None = None  # NUMA node of the pinned host buffer (h2d/d2h)
     notes: list[str] = []
 
 
@@ -289,36 +299,85 @@ def check_schema_version(value: object, where: str) -> None:
         raise SnapshotError(f"{where}: snapshot schema {value} is older than {SCHEMA} and cannot be migrated")
 
 
+class _Head(msgspec.Struct):
+    schema: Any = None
+
+
 def decode_snapshot(data: bytes, where: str = "<snapshot>") -> Snapshot:
     """Validate JSON bytes into a Snapshot; errors name ``where`` and the JSON path.
 
-    Beyond the schema, :func:`topomap.validate.validate_snapshot` refuses what no view can use
+    The schema version is read first (a newer snapshot is told apart from a broken one), then the
+    whole file is decoded straight into the model, which checks every type and number bound in one
+    pass. Beyond the schema, :func:`topomap.validate.validate_snapshot` refuses what no view can use
     (PCI parent cycles, pairs naming no device, absurd counts)."""
     from topomap.inputs import MAX_SNAPSHOT_BYTES
 
     if len(data) > MAX_SNAPSHOT_BYTES:
         raise SnapshotError(f"{where}: {len(data)} bytes is larger than any snapshot ({MAX_SNAPSHOT_BYTES} max)")
     try:
-        raw = msgspec.json.decode(data)
+        head = msgspec.json.decode(data, type=_Head)
+    except msgspec.ValidationError as err:  # (a subclass of DecodeError)
+        got = str(err).rpartition(", got ")[2] or "something else"
+        raise SnapshotError(f"{where}: a snapshot is a JSON object, got {got}") from err
     except msgspec.DecodeError as err:
         raise SnapshotError(f"{where}: not valid JSON ({err})") from err
     except RecursionError as err:
-        raise SnapshotError(
-            f"{where}: JSON nested deeper than any snapshot", hint="is this a topomap snapshot?"
-        ) from err
-    if not isinstance(raw, dict):
-        raise SnapshotError(f"{where}: a snapshot is a JSON object, got {type(raw).__name__}")
-    check_schema_version(raw.get("schema"), where)
+        raise _too_deep(where) from err
+    check_schema_version(head.schema, where)
     try:
-        snap = msgspec.convert(raw, Snapshot)
-    except msgspec.ValidationError as err:
-        raise SnapshotError(f"{where}: {err}") from err
-    except RecursionError as err:
-        raise SnapshotError(f"{where}: `members` nested deeper than any cluster snapshot") from err
+        snap = msgspec.json.decode(data, type=Snapshot)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as err:
+        raise _decode_error(data, where, err) from err
     from topomap.validate import validate_snapshot
 
-    validate_snapshot(snap, where)
+    validate_snapshot(snap, where, numbers_checked=True)
     return snap
+
+
+def _too_deep(where: str) -> SnapshotError:
+    return SnapshotError(f"{where}: JSON nested deeper than any snapshot", hint="is this a topomap snapshot?")
+
+
+def _decode_error(data: bytes, where: str, err: Exception) -> SnapshotError:
+    """The one-line message for a snapshot that did not decode (the slow path, taken only then):
+    invalid JSON or nesting beyond any snapshot; else msgspec's message with its JSON path, and for
+    a number outside the model's bounds, the number and the bound."""
+    try:
+        raw = msgspec.json.decode(data)
+    except msgspec.DecodeError as e:
+        return SnapshotError(f"{where}: not valid JSON ({e})")
+    except RecursionError:
+        return _too_deep(where)
+    if isinstance(err, RecursionError):
+        return SnapshotError(f"{where}: `members` nested deeper than any cluster snapshot")
+    text = str(err)
+    message, sep, at = text.rpartition(" - at `$")
+    if not sep:
+        return SnapshotError(f"{where}: {text}")
+    path = at.rstrip("`").lstrip(".")
+    value = _value_at(raw, path)
+    if type(value) is int and not I64_MIN <= value <= I64_MAX:
+        return SnapshotError(f"{where}: {path}: {value} does not fit in 64 bits")
+    if type(value) in (int, float) and message.startswith("Expected `float`"):
+        return SnapshotError(f"{where}: {path}: {float(value):g} is outside 0 to {MAX_RATE:g}")  # type: ignore[arg-type]
+    return SnapshotError(f"{where}: {text}")
+
+
+_STEP = re.compile(r"\.?([^.\[]+)|\[(\d+)\]")
+
+
+def _value_at(raw: object, path: str) -> object:
+    """The value at a msgspec error path (``gpus[1].index``) in decoded JSON, or None."""
+    cur = raw
+    for m in _STEP.finditer(path):
+        key, index = m.group(1), m.group(2)
+        if key is not None and isinstance(cur, dict):
+            cur = cur.get(key)
+        elif index is not None and isinstance(cur, list) and int(index) < len(cur):
+            cur = cur[int(index)]
+        else:
+            return None
+    return cur
 
 
 def load_snapshot(path: str | Path) -> Snapshot:

@@ -9,14 +9,17 @@ Each error is one line naming the file and the field.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+import types
+import typing
 from collections.abc import Iterable
 
 import msgspec
 
 from topomap.errors import TopomapError
-from topomap.model import Snapshot
+from topomap.model import I64_MAX, I64_MIN, MAX_RATE, Snapshot
 
 # Limits, each far above any real machine (largest known host: 72 GPUs in an NVL72 rack seen
 # as one NVLink domain; largest NVLink bundle per GPU pair: 18 links on Hopper/Blackwell).
@@ -33,7 +36,6 @@ MAX_GPU_NAME = 256
 MAX_HOSTNAME = 253  # DNS
 MAX_PCIE_GEN = 7
 MAX_PCIE_WIDTH = 32
-MAX_RATE = 1e6  # GB/s or Gb/s: a thousand times any link that exists
 _RATE_WORDS = ("gbps", "gbit", "bandwidth", "rate", "speed")
 _PATH = re.compile(r"^(NV(\d{1,4})|PIX|PXB|PHB|NODE|SYS)$")
 _PCIE_PATH = re.compile(r"^(PIX|PXB|PHB|NODE|SYS)$")
@@ -44,8 +46,12 @@ class SnapshotInvalid(TopomapError):
     """A snapshot whose parts do not fit together; the message names the file and field."""
 
 
-def validate_snapshot(snap: Snapshot, where: str) -> None:
-    """Raise :class:`SnapshotInvalid` naming ``where`` and the field at the first inconsistency."""
+def validate_snapshot(snap: Snapshot, where: str, numbers_checked: bool = False) -> None:
+    """Raise :class:`SnapshotInvalid` naming ``where`` and the field at the first inconsistency.
+
+    ``numbers_checked``: the snapshot was decoded from JSON, where msgspec checked every number
+    against the model's bounds (``I64``, ``Rate``) and JSON floats are finite; a snapshot built in
+    memory (an importer's) has its numbers walked here instead."""
     if snap.source.kind == "merge":
         if len(snap.members) > MAX_MEMBERS:
             raise SnapshotInvalid(f"{where}: members: {len(snap.members)} hosts (at most {MAX_MEMBERS})")
@@ -54,21 +60,22 @@ def validate_snapshot(snap: Snapshot, where: str) -> None:
             at = f"{where}: members[{i}]"
             if m.source.kind == "merge" or m.members:
                 raise SnapshotInvalid(f"{at}: a cluster inside a cluster", hint="merge the host snapshots directly")
-            _host(m, at)
+            _host(m, at, numbers=not numbers_checked)
             host = m.host.hostname
             if host is not None:
                 if host in names:
                     raise SnapshotInvalid(f"{at}.host.hostname: {host!r} is also members[{names[host]}]")
                 names[host] = i
-        _host(snap, where, merged=True)
+        _host(snap, where, merged=True, numbers=not numbers_checked)
         return
     if snap.members:
         raise SnapshotInvalid(f"{where}: members: only a merged cluster (source.kind merge) has members")
-    _host(snap, where)
+    _host(snap, where, numbers=not numbers_checked)
 
 
-def _host(snap: Snapshot, where: str, merged: bool = False) -> None:
-    _numbers(snap, where)
+def _host(snap: Snapshot, where: str, merged: bool = False, numbers: bool = True) -> None:
+    if numbers:
+        _numbers(snap, where)
     if len(snap.gpus) > MAX_GPUS_PER_HOST:
         raise SnapshotInvalid(f"{where}: gpus: {len(snap.gpus)} GPUs in one host (at most {MAX_GPUS_PER_HOST})")
     if len(snap.nics) > MAX_NICS_PER_HOST:
@@ -192,13 +199,45 @@ def _pci(snap: Snapshot, where: str) -> None:
         done.update(walk)
 
 
+_SKIP: frozenset[object] = frozenset({str, bool, type(None)})
+_OPEN: set[type] = set()  # structs whose fields are being classified (recursion guard)
+
+
+def _is_text(tp: object) -> bool:
+    """True for a field that can hold only strings, booleans or None (nothing to range-check)."""
+    if tp in _SKIP:
+        return True
+    origin = typing.get_origin(tp)
+    if origin is typing.Literal:
+        return all(type(a) in (str, bool) for a in typing.get_args(tp))
+    if origin in (typing.Union, types.UnionType):
+        return all(_is_text(a) for a in typing.get_args(tp))
+    if origin in (list, tuple, dict):  # of text only (a dict's keys are text in JSON)
+        return all(_is_text(a) for a in typing.get_args(tp)[-1:] if a is not Ellipsis)
+    if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
+        return tp not in _OPEN and not _walked_fields(tp)  # a struct inside itself (members) is walked
+    return False
+
+
+@functools.cache
+def _walked_fields(cls: type[msgspec.Struct]) -> tuple[str, ...]:
+    """The fields of ``cls`` that can hold a number, directly or inside: text-only fields (most
+    of a snapshot: ids, names, bus ids) are never visited."""
+    _OPEN.add(cls)
+    try:
+        return tuple(f.name for f in msgspec.structs.fields(cls) if not _is_text(f.type))
+    finally:
+        _OPEN.discard(cls)
+
+
 def _numbers(snap: Snapshot, where: str) -> None:
-    """Every float finite, every integer within 64 bits (JSON readers' limit), every rate or
-    bandwidth within 0..MAX_RATE (members are checked apart). The path of a bad value is built only
-    when one is found: a 1024-host cluster holds millions of values."""
+    """Every float finite, every integer a signed 64-bit one (the model's I64), every rate or
+    bandwidth within 0..MAX_RATE (members are checked apart). Only fields whose type can hold a
+    number are walked, and the path of a bad value is built only when one is found: a 1024-host
+    cluster holds millions of values."""
     containers: list[tuple[int, str | int]] = []  # (parent container, key) of each container met
     stack: list[tuple[object, int, str | int]] = [
-        (getattr(snap, f), -1, f) for f in snap.__struct_fields__ if f != "members"
+        (getattr(snap, f), -1, f) for f in _walked_fields(type(snap)) if f != "members"
     ]
 
     def path(parent: int, key: str | int) -> str:
@@ -222,7 +261,7 @@ def _numbers(snap: Snapshot, where: str) -> None:
         if value is None or kind is str or kind is bool:
             continue
         if kind is int:
-            if not -(2**63) <= value < 2**64:  # type: ignore[operator]
+            if not I64_MIN <= value <= I64_MAX:  # type: ignore[operator]
                 raise SnapshotInvalid(f"{where}: {path(parent, key)}: {value} does not fit in 64 bits")
         elif kind is float:
             number = float(value)  # type: ignore[arg-type]
@@ -234,12 +273,12 @@ def _numbers(snap: Snapshot, where: str) -> None:
         elif isinstance(value, msgspec.Struct):
             me = len(containers)
             containers.append((parent, key))
-            stack.extend((getattr(value, f), me, f) for f in value.__struct_fields__)
+            stack.extend((getattr(value, f), me, f) for f in _walked_fields(type(value)))
         elif isinstance(value, list):
             me = len(containers)
             containers.append((parent, key))
-            stack.extend((v, me, i) for i, v in enumerate(value))
+            stack.extend((v, me, i) for i, v in enumerate(value) if type(v) is not str)
         elif isinstance(value, dict):
             me = len(containers)
             containers.append((parent, key))
-            stack.extend((v, me, str(k)) for k, v in value.items())
+            stack.extend((v, me, str(k)) for k, v in value.items() if type(v) is not str)
