@@ -45,6 +45,8 @@ from topomap.cli import app
 from topomap.errors import TopomapError
 from topomap.flow import read_flow
 from topomap.importers import import_file, load_any
+from topomap.importers.bandwidth import load_measurements
+from topomap.record import load_run
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT / "tests" / "data" / "real-topologies"
@@ -58,6 +60,8 @@ HANG_S = int(os.environ.get("TOPOMAP_FUZZ_HANG_S", "0") or 0) or (20 if OPT_IN e
 SNAPSHOT = SAMPLES / "snapshots" / "ibm-gx3d-h100-8gpu.json"
 FLOW = SAMPLES / "flows" / "tensor-parallel.yaml"
 REQS = SAMPLES / "requirements" / "tensor-parallel.yaml"
+BANDWIDTH_SNAPSHOT = SAMPLES / "snapshots" / "hgx-a100-8gpu-8nic.json"  # the machine kind the real figures are from
+RUN = SAMPLES / "records" / "one-card.json"
 
 
 def _seeds(*globs: str) -> list[bytes]:
@@ -365,6 +369,20 @@ def _requirements_views(f: Path, out: Path) -> list[list[str]]:
     return [["check", str(f), "--probe", f"lot={SNAPSHOT}", "--flow", str(FLOW)]]
 
 
+def _bandwidth_views(f: Path, out: Path) -> list[list[str]]:
+    """Measured figures are attached to a snapshot, then shown (their matrix) and mapped."""
+    attached = out / "attached.json"
+    return [
+        ["attach", str(BANDWIDTH_SNAPSHOT), str(f), "-o", str(attached)],
+        ["show", str(attached)],
+        ["map", str(FLOW), "--probe", f"lot={attached}"],
+    ]
+
+
+def _run_views(f: Path, out: Path) -> list[list[str]]:
+    return [["show", str(f)], ["diff", str(f), str(RUN)]]
+
+
 FORMATS = {
     "nvidia-smi": Format("nvidia-smi", _seeds("tests/data/real-topologies/nvidia-smi/*.txt"), "paste.txt",
                          import_file, _snapshot_views),
@@ -377,6 +395,13 @@ FORMATS = {
                                 read_requirements, _requirements_views),
     "snapshot-json": Format("snapshot-json", _seeds("samples/snapshots/*.json"), "snap.json", load_any,
                             _snapshot_views),
+    # formats added since the first fuzz run: nvidia-smi -q beside topo -m, measured figures, run records
+    "nvidia-smi-q": Format("nvidia-smi-q", _seeds("tests/data/fixtures/nvidia-smi-q-*.txt"), "q.txt", import_file,
+                           _snapshot_views),
+    "bandwidth": Format("bandwidth", _seeds("tests/data/real-topologies/bandwidth/*.txt",
+                                            "tests/data/fixtures/nvbandwidth-*"), "nvb.txt", load_measurements,
+                        _bandwidth_views),
+    "run-json": Format("run-json", _seeds("samples/records/*.json"), "run.json", load_run, _run_views),
 }  # fmt: skip
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -15,48 +14,13 @@ from topomap.importers.bandwidth import attach, load_measurements, parse_measure
 from topomap.measured import measured_bandwidth
 from topomap.model import load_snapshot
 
+FIXTURES = Path(__file__).resolve().parent / "data" / "fixtures"
 P2P = "bandwidth/a100-sxm4-80gb-8gpu-p2pBandwidthLatencyTest-distserve3.txt"
 
 # The layout nvbandwidth v0.2 prints (NVIDIA/nvbandwidth output.cpp: "Device N: name", a
 # "Running <test>." line, the description, a header of column ids, rows, a SUM line); the
 # figures are made up for the test.
-NVB_TEXT = """nvbandwidth Version: v0.2
-Built from Git version: 42e94d2
-
-CUDA Runtime Version: 11080
-CUDA Driver Version: 12000
-Driver Version: 525.105.17
-
-Device 0: NVIDIA H800
-Device 1: NVIDIA H800
-
-Running host_to_device_memcpy_ce.
-memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)
-          0         1
-0     55.28     55.30
-
-SUM host_to_device_memcpy_ce 110.58
-
-Running device_to_host_memcpy_ce.
-memcpy CE CPU(row) <- GPU(column) bandwidth (GB/s)
-          0         1
-0     55.15     54.10
-
-SUM device_to_host_memcpy_ce 109.25
-
-Running host_to_device_bidirectional_memcpy_ce.
-memcpy CE CPU(row) <-> GPU(column) bandwidth (GB/s)
-          0         1
-0     52.75     52.33
-
-Running device_to_device_memcpy_write_ce.
-memcpy CE GPU(row) <- GPU(column) bandwidth (GB/s)
-          0         1
-0      0.00    176.07
-1       N/A      0.00
-
-SUM device_to_device_memcpy_write_ce 176.07
-"""
+NVB_TEXT = (FIXTURES / "nvbandwidth-v0.2-2gpu-h800.txt").read_text()
 
 
 def test_p2p_bandwidth_latency_test_real_output(real: Path) -> None:
@@ -117,27 +81,7 @@ def test_nvbandwidth_text() -> None:
 
 
 def test_nvbandwidth_json_with_bus_ids_and_a_waived_test() -> None:
-    doc = {
-        "nvbandwidth": {
-            "version": "v0.8",
-            "Driver Version": "550.54.15",
-            "GPU Device list": [
-                "0: NVIDIA H100 80GB HBM3 (00000000:18:00): (node1)",
-                "1: NVIDIA H100 80GB HBM3 (00000000:2a:00): (node1)",
-            ],
-            "bufferSize": 512,
-            "testcases": [
-                {"name": "device_to_device_memcpy_read_ce", "status": "Passed",
-                 "bandwidth_description": "memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)",
-                 "bandwidth_matrix": [["N/A", "379.04"], ["380.5", "N/A"]], "sum": 759.54},
-                {"name": "device_to_device_bidirectional_memcpy_read_ce", "status": "Passed",
-                 "bandwidth_description": "memcpy CE GPU(row) <-> GPU(column) Total bandwidth (GB/s)",
-                 "bandwidth_matrix": [["N/A", "700.1"], ["701.2", "N/A"]]},
-                {"name": "host_device_latency_sm", "status": "Waived"},
-            ],
-        }
-    }  # fmt: skip
-    r = parse_measurements(json.dumps(doc, indent=2), "nvb.json")
+    r = parse_measurements((FIXTURES / "nvbandwidth-v0.8-2gpu-h100.json").read_text(), "nvb.json")
     assert r.hostname == "node1"
     assert [d.pci_bus_id for d in r.devices] == ["0000:18:00.0", "0000:2a:00.0"]
     m = {(x.kind, x.direction, x.src, x.dst): x for x in r.measurements}
@@ -177,45 +121,7 @@ def test_cli_attach(real: Path, tmp_path: Path) -> None:
 
 # The newer layout (v0.5 and later: hostname line, bus ids in the device list, "&&&& PERF"
 # latency lines, COEFFICIENT_OF_VARIATION); figures made up for the test.
-NVB_NEW = """nvbandwidth Version: v0.8
-Built from Git version: v0.8
-
-CUDA Runtime Version: 12080
-CUDA Driver Version: 12080
-Driver Version: 570.124.06
-
-node7
-Device 0: NVIDIA H100 80GB HBM3 (00000000:18:00)
-Device 1: NVIDIA H100 80GB HBM3 (00000000:2a:00)
-
-Running host_device_latency_sm.
-memory latency SM CPU(row) <-> GPU(column) (ns)
-           0         1
- 0    812.40    809.10
-
-&&&& PERF host_device_latency_sm 1621.5 -ns
-
-Running device_local_copy.
-memcpy local GPU(column) bandwidth (GB/s)
-           0         1
- 0   1510.00   1512.30
-
-SUM device_local_copy 3022.30
-
-Running device_to_device_bidirectional_memcpy_write_ce.
-memcpy CE GPU(row) <-> GPU(column) Write1 bandwidth (GB/s)
-           0         1
- 0       N/A    365.00
- 1    366.00       N/A
-
-memcpy CE GPU(row) <-> GPU(column) Total bandwidth (GB/s)
-           0         1
- 0       N/A    731.20
- 1    732.00       N/A
-
-SUM device_to_device_bidirectional_memcpy_write_ce 1463.20
-COEFFICIENT_OF_VARIATION device_to_device_bidirectional_memcpy_write_ce 0.01
-"""
+NVB_NEW = (FIXTURES / "nvbandwidth-v0.8-2gpu-h100.txt").read_text()
 
 
 def test_nvbandwidth_text_newer_layout_and_attach(tmp_path: Path) -> None:
@@ -243,3 +149,16 @@ def test_nvbandwidth_text_newer_layout_and_attach(tmp_path: Path) -> None:
     }
     assert not any("joined by CUDA ordinal" in n for x in new.measurements for n in x.notes)
     assert "measured on host 'node7'; the snapshot is of 'hgx-h100'" in new.measurements[0].notes
+
+
+def test_attach_to_a_snapshot_without_gpu_models_says_the_match_is_unchecked() -> None:
+    """A `topo -m` snapshot names no GPU model: H800 figures attach to it by ordinal, and every
+    figure (and attach's own message) says the model could not be checked."""
+    snap = load_snapshot(SAMPLES / "snapshots" / "hgx-a100-8gpu-8nic.json")
+    assert not any(g.name for g in snap.gpus)
+    new = attach(snap, parse_measurements(NVB_TEXT, "nvb.txt"))
+    added = new.measurements[len(snap.measurements) :]
+    assert added and all(
+        "measured on NVIDIA H800; the snapshot names no GPU model, so the match is not checked" in m.notes
+        for m in added
+    )

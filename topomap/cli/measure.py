@@ -116,15 +116,17 @@ def attach(
 ) -> None:
     """Attach bandwidth figures measured by nvbandwidth or p2pBandwidthLatencyTest to a snapshot."""
     from topomap.importers.bandwidth import attach as attach_figures
-    from topomap.importers.bandwidth import load_measurements
+    from topomap.importers.bandwidth import join_notes, load_measurements
     from topomap.model import encode_snapshot
 
     snap = _load(snapshot)
     imported = load_measurements(measurements)
     new = attach_figures(snap, imported)
     _write(output, encode_snapshot(new))
+    notes = join_notes(snap, imported)
     print(
         f"wrote {output}: {len(imported.measurements)} {imported.tool} figure(s) attached"
+        + (f"; {'; '.join(notes)}" if notes else "")
         + (f"; not imported: {'; '.join(imported.skipped)}" if imported.skipped else ""),
         file=sys.stderr,
     )
@@ -134,6 +136,7 @@ def attach(
                 "output": output,
                 "tool": imported.tool,
                 "measurements": len(imported.measurements),
+                "notes": notes,
                 "not_imported": imported.skipped,
             }
         )

@@ -90,9 +90,8 @@ def attach(snapshot: Snapshot, imported: ImportedMeasurements) -> Snapshot:
             hint="attach to the host's own snapshot, then merge",
         )
     gpus = snapshot.gpus
-    by_ordinal = not any(g.pci_bus_id for g in gpus) or not all(d.pci_bus_id for d in imported.devices)
+    by_ordinal = _by_ordinal(gpus, imported)
     ids: dict[str, str] = {"host": "host"}
-    notes: list[str] = []
     for dev in imported.devices:
         g = _gpu_for(dev, gpus, by_ordinal)
         if g is None:
@@ -108,6 +107,25 @@ def attach(snapshot: Snapshot, imported: ImportedMeasurements) -> Snapshot:
                 hint="attach measurements to a snapshot of the machine they were taken on",
             )
         ids[f"cuda{dev.ordinal}"] = f"gpu{g.index}"
+    notes = join_notes(snapshot, imported)
+    added: list[Measurement] = []
+    for m in imported.measurements:
+        src, dst = ids.get(m.src), ids.get(m.dst)
+        if src is None or dst is None:
+            raise ImportFailure(f"{imported.origin}: a figure names {m.src}→{m.dst}, not a listed device")
+        added.append(msgspec.structs.replace(m, src=src, dst=dst, notes=[*m.notes, *notes]))
+    return msgspec.structs.replace(snapshot, measurements=[*snapshot.measurements, *added])
+
+
+def join_notes(snapshot: Snapshot, imported: ImportedMeasurements) -> list[str]:
+    """How the figures' devices were joined to the snapshot's GPUs, and what could not be checked;
+    kept on every attached figure and printed by `attach`."""
+    gpus = snapshot.gpus
+    by_ordinal = _by_ordinal(gpus, imported)
+    notes: list[str] = []
+    models = sorted({d.name for d in imported.devices if d.name})
+    if models and not any(g.name for g in gpus):
+        notes.append(f"measured on {', '.join(models)}; the snapshot names no GPU model, so the match is not checked")
     if imported.hostname and snapshot.host.hostname and imported.hostname != snapshot.host.hostname:
         # not refused: a container's hostname differs from the host's on the same machine
         notes.append(f"measured on host {imported.hostname!r}; the snapshot is of {snapshot.host.hostname!r}")
@@ -120,13 +138,12 @@ def attach(snapshot: Snapshot, imported: ImportedMeasurements) -> Snapshot:
                 else ""
             )
         )
-    added: list[Measurement] = []
-    for m in imported.measurements:
-        src, dst = ids.get(m.src), ids.get(m.dst)
-        if src is None or dst is None:
-            raise ImportFailure(f"{imported.origin}: a figure names {m.src}→{m.dst}, not a listed device")
-        added.append(msgspec.structs.replace(m, src=src, dst=dst, notes=[*m.notes, *notes]))
-    return msgspec.structs.replace(snapshot, measurements=[*snapshot.measurements, *added])
+    return notes
+
+
+def _by_ordinal(gpus: list[Gpu], imported: ImportedMeasurements) -> bool:
+    """Join by CUDA ordinal unless both sides carry bus ids (the only join that cannot be wrong)."""
+    return not any(g.pci_bus_id for g in gpus) or not all(d.pci_bus_id for d in imported.devices)
 
 
 def _has_ordinals(gpus: list[Gpu]) -> bool:
