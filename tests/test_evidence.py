@@ -364,3 +364,21 @@ def test_show_puts_measured_figures_and_findings_beside_the_machine(tmp_path: Pa
     assert "Measured bandwidth" in text and "268.9" in text  # gpu0 → gpu1, p2pBandwidthLatencyTest
     a = arrow(load_any(out), "gpu0", "gpu1")
     assert a.bandwidth_source == "measured" and a.bandwidth_gbps == pytest.approx(268.9, abs=0.05)
+
+
+def test_virtual_bridge_rate_is_unknown_on_routes_and_on_the_diagram_alike() -> None:
+    """IBM Cloud gx3d (a VM) declares its emulated root ports Gen1 x1. The route's figure skips
+    them (pcie_edge_bandwidth says unknown) and the diagram's tooltip says the same, not 0.25 GB/s."""
+    from topomap.graph.query import is_virtual_bridge, pcie_edge_bandwidth, pcie_leg
+    from topomap.render.dot import topology_dot
+
+    s = import_file(REAL / "nccl-xml" / "ibm-cloud-gx3d-h100-8gpu-vsi.xml")
+    topo = build(s)
+    g = topo.graph
+    virtual = [e for e in g.edges if g.edges[e].get("kind") == "pcie" and is_virtual_bridge(g, e)]
+    assert len(virtual) == 8 and all(pcie_edge_bandwidth(g, e) is None for e in virtual)
+    _, bw, _, notes = pcie_leg(topo, "gpu0", "gpu1")
+    assert bw != 0.25 and any("virtual bridge" in n and "rate is unknown" in n for n in notes)
+    dot = topology_dot([topo])
+    assert dot.count("Gen1 x1 declared: a VM's virtual bridge, not the real link (rate unknown)") == 8
+    assert "Gen1 x1 · 0.25" not in dot and "0.25 GB/s" not in dot

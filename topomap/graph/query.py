@@ -126,7 +126,7 @@ def narrowest(
 ) -> tuple[float | None, BandwidthSource, tuple[str, str] | None]:
     best: tuple[float, tuple[str, str]] | None = None
     for e in edges:
-        bw = g.edges[e].get("bandwidth_gbps")
+        bw = pcie_edge_bandwidth(g, e)
         if bw is None:
             continue
         if best is None or bw < best[0]:
@@ -142,6 +142,12 @@ def is_virtual_bridge(g: nx.Graph, edge: tuple[str, str]) -> bool:
     e = g.edges[edge]
     gen, width = e.get("gen"), e.get("width")
     return gen is not None and width is not None and gen <= 1 and width <= 1
+
+
+def pcie_edge_bandwidth(g: nx.Graph, edge: tuple[str, str]) -> float | None:
+    """The spec GB/s of one PCIe link; None where it is unknown: no speed recorded, or a VM's
+    virtual bridge (Gen1 x1 declared). Routes and diagrams both ask this."""
+    return None if is_virtual_bridge(g, edge) else g.edges[edge].get("bandwidth_gbps")
 
 
 def bottleneck_note(g: nx.Graph, edge: tuple[str, str]) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from topomap.graph import FABRIC, Topology, natural_key, tree_parents
 from topomap.graph.evidence import nvlink_edge_usable
-from topomap.links import pcie_bandwidth_gbps
+from topomap.graph.query import pcie_edge_bandwidth
 from topomap.model import Nic
 from topomap.render.legend import FADED, GPU_LINK, HOST_MEMORY, NETWORK, graph_label, legend_rows
 from topomap.units import fmt_bandwidth
@@ -343,11 +343,15 @@ def _host(
         p = drawn_parent(n) if n != FABRIC else None
         if p is None:
             continue
-        gen, width = _segment_link(topo, parents, p, n)
+        gen, width, bw = _segment_link(topo, parents, p, n)
         label = f"Gen{gen} x{width}" if gen and width else ""
-        bw = pcie_bandwidth_gbps(gen, width)
         colour = FADED if faded(n) or faded(p) else HOST_MEMORY
-        tip = f"PCIe {label} · {fmt_gbps(bw)} spec" if label else "PCIe (speed not recorded)"
+        if not label:
+            tip = "PCIe (speed not recorded)"
+        elif bw is None:
+            tip = f"PCIe {label} declared: a VM's virtual bridge, not the real link (rate unknown)"
+        else:
+            tip = f"PCIe {label} · {fmt_gbps(bw)} spec"
         b.add(
             f"{b.nid(node_key(h, p))} -> {b.nid(node_key(h, n))} [color={q(colour)}, penwidth=1.2, "
             f"label={q(label)}, tooltip={q(tip)}];"
@@ -395,19 +399,27 @@ def _short(origin: str) -> str:
     return stem if len(stem) <= 48 else stem[:45] + "…"
 
 
-def _segment_link(topo: Topology, parents: dict[str, str], top: str, node: str) -> tuple[int | None, int | None]:
-    """Narrowest known PCIe link between a drawn node and its drawn parent."""
+def _segment_link(
+    topo: Topology, parents: dict[str, str], top: str, node: str
+) -> tuple[int | None, int | None, float | None]:
+    """Narrowest known PCIe link between a drawn node and its drawn parent: (gen, width, GB/s spec).
+    Where only a virtual bridge's Gen1 x1 is declared, that, with the rate unknown (None)."""
     best: tuple[float, int, int] | None = None
+    declared: tuple[int, int] | None = None
     cur = node
     while cur != top and cur in parents:
         p = parents[cur]
         d = topo.graph.edges[p, cur]
         gen, width = d.get("gen"), d.get("width")
-        bw = pcie_bandwidth_gbps(gen, width)
+        bw = pcie_edge_bandwidth(topo.graph, (p, cur))
         if bw is not None and gen and width and (best is None or bw < best[0]):
             best = (bw, gen, width)
+        elif bw is None and gen and width and declared is None:
+            declared = (gen, width)
         cur = p
-    return (best[1], best[2]) if best else (None, None)
+    if best is not None:
+        return best[1], best[2], best[0]
+    return (*declared, None) if declared else (None, None, None)
 
 
 class DotMissing(RuntimeError):
