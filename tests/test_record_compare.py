@@ -241,3 +241,25 @@ def test_show_marks_a_lost_gpu_and_mig_devices_and_draws_them(tmp_path: Path) ->
     host_only = _with(run, gpus=[], sampling=Sampling(interval_s=1.0, gpu_note="no GPU sampled: NVML did not start"))
     assert "no GPU sampled: NVML did not start" in timeline_image(host_only, "svg").decode()
     assert "no GPU sampled: NVML did not start" in _render(run_view(host_only))
+
+
+def test_run_series_must_line_up_with_their_times(tmp_path: Path) -> None:
+    """Found by the 10,000-case fuzz of run records: a series one value short of `t_s` made `show`
+    fail with IndexError (exit 4), and deep nesting overflowed the decoder. Both are one line, exit 2."""
+    data = json.loads(ONE.read_bytes())
+    data["host"]["net_tx_bytes"] = data["host"]["net_tx_bytes"][:-1]
+    n = len(data["host"]["t_s"])
+    with pytest.raises(RunError, match=rf"^x\.json: host\.net_tx_bytes: {n - 1} values for {n} times in t_s$"):
+        decode_run(json.dumps(data).encode(), "x.json")
+    data = json.loads(ONE.read_bytes())
+    data["gpus"][0]["t_s"] = list(reversed(data["gpus"][0]["t_s"]))
+    with pytest.raises(RunError, match=r"gpus\[0\]\.t_s: times go backwards"):
+        decode_run(json.dumps(data).encode(), "x.json")
+    deep = b'{"schema": "topomap.run/1", "x": ' + b"[" * 100000 + b"]" * 100000 + b"}"
+    with pytest.raises(RunError, match="nested deeper"):
+        decode_run(deep, "x.json")
+    f = tmp_path / "deep.json"
+    f.write_bytes(deep)
+    assert not is_run_file(f)
+    r = CliRunner().invoke(app, ["show", str(f)])
+    assert r.exit_code == 2 and "nested deeper" in r.output

@@ -8,6 +8,7 @@ that could not be read at a sample is ``null``. Units are in the field names.
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 from typing import Any
@@ -140,13 +141,32 @@ def decode_run(data: bytes, where: str = "<run>") -> Run:
         raw = msgspec.json.decode(data)
     except msgspec.DecodeError as err:
         raise RunError(f"{where}: not valid JSON ({err})") from err
+    except RecursionError as err:
+        raise RunError(f"{where}: JSON nested deeper than any run record") from err
     if not isinstance(raw, dict):
         raise RunError(f"{where}: a run record is a JSON object, got {type(raw).__name__}")
     _check_schema(raw.get("schema"), where)
     try:
-        return msgspec.convert(raw, Run)
+        run = msgspec.convert(raw, Run)
     except msgspec.ValidationError as err:
         raise RunError(f"{where}: {err}") from err
+    except RecursionError as err:
+        raise RunError(f"{where}: nested deeper than any run record") from err
+    for i, g in enumerate(run.gpus):
+        _aligned(g, f"{where}: gpus[{i}]")
+    _aligned(run.host, f"{where}: host")
+    return run
+
+
+def _aligned(series: GpuSeries | HostSeries, where: str) -> None:
+    """Series are stored column-wise: every list field holds one value per time in ``t_s``."""
+    n = len(series.t_s)
+    for name in series.__struct_fields__:
+        value = getattr(series, name)
+        if name != "t_s" and name != "processes" and isinstance(value, list) and len(value) != n:
+            raise RunError(f"{where}.{name}: {len(value)} values for {n} times in t_s", hint="was the record edited?")
+    if any(b < a for a, b in itertools.pairwise(series.t_s)):
+        raise RunError(f"{where}.t_s: times go backwards", hint="was the record edited?")
 
 
 def load_run(path: str | Path) -> Run:
@@ -181,6 +201,6 @@ def is_run_file(path: str | Path) -> bool:
         return False
     try:
         head = msgspec.json.decode(data, type=_Head)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return False
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return False  # the loader of the other kinds gives the error
     return isinstance(head.schema, str) and head.schema.startswith("topomap.run/")
