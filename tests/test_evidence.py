@@ -382,3 +382,46 @@ def test_virtual_bridge_rate_is_unknown_on_routes_and_on_the_diagram_alike() -> 
     dot = topology_dot([topo])
     assert dot.count("Gen1 x1 declared: a VM's virtual bridge, not the real link (rate unknown)") == 8
     assert "Gen1 x1 · 0.25" not in dot and "0.25 GB/s" not in dot
+
+
+def test_azure_nc_a100_v4_links_to_itself_leave_each_pair_unknown_not_a_switch() -> None:
+    """Azure's NCCL file for NC A100 v4 gives each GPU 12 NVLinks whose target is the GPU's own bus
+    (a bridge partner NCCL cannot name). That is no NVSwitch: which pairs are bridged is unknown."""
+    from topomap.graph import FABRIC
+
+    s = import_file(REAL / "nccl-xml" / "azure-ncv4.xml")
+    topo = build(s)
+    assert FABRIC not in topo.graph and not s.nvswitches
+    assert topo.nvlink_unresolved == {"gpu0", "gpu1", "gpu2", "gpu3"}
+    fact = nvlink(topo, "gpu0", "gpu1")
+    assert fact.usable.value == "unknown" and fact.via == "none" and fact.usable.settle
+    assert any("a partner the source does not name" in n for n in topo.notes)
+    a = arrow(s, "gpu0", "gpu1")
+    assert a.medium == "unknown" and "nvswitch" not in (a.via or "")
+
+
+def test_nvlink_r_alone_names_peer_buses_but_not_the_gpus_own_a_bridge_not_a_switch() -> None:
+    """`nvidia-smi nvlink -R` lists each link's remote bus but not the GPU's own bus: with two
+    GPUs each reaching one device, that is the bridge between them (inferred), as `nvlink -s`
+    and `topo -m` of the same HPE DL380a say; never an NVSwitch."""
+    from topomap.graph import FABRIC
+
+    for kind in ("R", "s", "bridge"):
+        s = import_file(REAL / "nvidia-smi" / f"hpe-dl380a-gen11-2x-h100-pcie-nvlink-{kind}.txt")
+        topo = build(s)
+        fact = nvlink(topo, "gpu0", "gpu1")
+        assert FABRIC not in topo.graph, kind
+        assert (fact.usable.value, fact.via, fact.links) == ("yes", "nvlink", 12), kind
+
+
+def test_all_to_all_nv_is_a_switch_only_when_a_gpu_has_too_few_links_for_a_mesh() -> None:
+    """4x H100 NV6 (NCCL#1617, no NVSwitch): 3 peers x 6 = 18 links, what one GPU has: direct.
+    HGX A100 8-GPU NV12: 7 x 12 = 84 links, more than any GPU has: the NVSwitch fabric."""
+    from topomap.graph import FABRIC
+
+    mesh = build(import_file(REAL / "nvidia-smi" / "h100-4gpu-nv6-4nic-nccl1617.txt"))
+    assert FABRIC not in mesh.graph
+    assert all(nvlink(mesh, a, b).via == "nvlink" for a, b in (("gpu0", "gpu1"), ("gpu2", "gpu3")))
+    assert any("within the 18 links any GPU has" in n for n in mesh.notes)
+    switched = build(load_any(SAMPLES / "snapshots" / "hgx-a100-8gpu-8nic.json"))
+    assert FABRIC in switched.graph and nvlink(switched, "gpu0", "gpu7").via == "nvswitch"

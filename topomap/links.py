@@ -56,6 +56,10 @@ NVLINK_VERSION_ENUM: Final[dict[int, int]] = {1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 6: 4
 #: NVLink nominal per-link rate per direction, GB/s, by generation.
 NVLINK_GBPS_PER_LINK: Final[dict[int, float]] = {1: 20.0, 2: 25.0, 3: 25.0, 4: 25.0, 5: 50.0}
 
+#: NVLinks one GPU has, by generation: P100 4, V100 6, A100 12, H100 18, B200 18 (NVIDIA data sheets).
+NVLINKS_PER_GPU: Final[dict[int, int]] = {1: 4, 2: 6, 3: 12, 4: 18, 5: 18}
+NVLINKS_PER_GPU_ANY: Final[int] = max(NVLINKS_PER_GPU.values())  # no GPU has more
+
 #: GA102 (RTX 3090 / A6000 / A40) NVLink 3.x bridge: 14.0625 GB/s per link per direction.
 NVLINK_GA102_GBPS_PER_LINK: Final[float] = 14.0625
 

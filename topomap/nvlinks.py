@@ -16,7 +16,9 @@ def link_peer(link: NvLink, gpu_buses: dict[tuple[int, int, int, int], str]) -> 
     rb = parse_bus_id(link.remote_pci_bus_id) if link.remote_pci_bus_id else None
     if link.remote_type == "cpu":
         return None
-    if link.remote_type == "gpu" or (link.remote_type is None and rb in gpu_buses):
+    if link.remote_type == "gpu" or (link.remote_type in (None, "unknown") and rb in gpu_buses):
+        # a GPU's bus is that GPU, whatever the type says; the GPU's own bus is a bridge partner
+        # the source cannot name (an Azure NCCL file): the caller sees the GPU itself
         return gpu_buses.get(rb) if rb is not None else None
     return "switch"
 

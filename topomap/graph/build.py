@@ -13,7 +13,7 @@ import networkx as nx
 from topomap.errors import TopomapError
 from topomap.graph.evidence import gpu_pcie_link, nvlink_bundle_bandwidth
 from topomap.graph.infer import infer_tree, numa_node, nvlinks_from_pairs
-from topomap.graph.topology import FABRIC, Topology, gpu_node, nic_node
+from topomap.graph.topology import FABRIC, Topology, gpu_node, natural_key, nic_node
 from topomap.links import pcie_bandwidth_gbps
 from topomap.model import Gpu, Snapshot
 from topomap.nvlinks import gpu_buses, link_peer
@@ -136,9 +136,10 @@ def _nvlinks(topo: Topology) -> None:
     buses = gpu_buses(snap.gpus)
     by_id = {gpu_node(x): x for x in snap.gpus}
     listed = [x for x in snap.gpus if x.nvlinks and not x.lost]
-    # a link that names neither a peer bus nor a peer type (nvidia-smi nvlink -s) does not say switch
+    # a link that names neither a peer bus nor a peer type (nvidia-smi nvlink -s) does not say
+    # switch; nor does a peer bus when no GPU's own bus is known (nvlink -R alone): it may be a GPU
     blind = any(
-        link.active and link.remote_type is None and link.remote_pci_bus_id is None
+        link.active and link.remote_type is None and (link.remote_pci_bus_id is None or not buses)
         for x in listed
         for link in x.nvlinks
     )
@@ -153,13 +154,18 @@ def _nvlinks(topo: Topology) -> None:
             if not link.active:
                 continue
             peer = link_peer(link, buses)
-            if peer is None or peer == gpu_node(gpu):
-                continue  # a CPU link (IBM NPU), or a link to itself (seen in an Azure NCCL file)
+            if peer == gpu_node(gpu):  # a link to itself (Azure NC A100 v4's NCCL file): a bridge
+                topo.nvlink_unresolved.add(peer)  # to a partner the source does not name
+                continue
+            if peer is None:
+                continue  # a CPU link (IBM NPU)
             if peer == "switch":
                 peer = FABRIC  # the switches act as one crossbar: one hub, links summed
             elif by_id.get(peer) is not None and by_id[peer].lost:
                 continue
             counts[peer] = counts.get(peer, 0) + 1
+        if gpu_node(gpu) in topo.nvlink_unresolved:
+            counts.pop(FABRIC, None)  # its links were not to a switch
         for peer, n in counts.items():
             if peer == FABRIC and peer not in g:
                 n_sw = len(snap.nvswitches)
@@ -170,6 +176,12 @@ def _nvlinks(topo: Topology) -> None:
             if peer.startswith("gpu") and g.has_edge(gpu_node(gpu), peer):
                 continue
             nvlink_edge(topo, gpu_node(gpu), peer, n, gpu)
+    if topo.nvlink_unresolved:
+        named = ", ".join(sorted(topo.nvlink_unresolved, key=natural_key))
+        topo.notes.append(
+            f"{named}: active NVLinks to a partner the source does not name (an NVLink bridge): "
+            "which GPU pairs they join is unknown (`nvidia-smi topo -m` settles it)"
+        )
 
 
 def _blind_links(topo: Topology, listed: list[Gpu]) -> None:

@@ -242,7 +242,7 @@ def gpu_model_name(gpu: Gpu) -> tuple[str | None, bool]:
     return gpu.name, "name" in gpu.derived
 
 
-def _model_nvlink_generation(gpu: Gpu) -> tuple[int | None, str]:
+def model_nvlink_generation(gpu: Gpu) -> tuple[int | None, str]:
     """NVLink generation implied by the GPU model (device table) or compute capability: derived."""
     m = model_from_name(gpu.name) if gpu.name else None
     if m is None and gpu.pci_device_id:
@@ -298,7 +298,7 @@ def nvlink_bundle_bandwidth(gpu: Gpu, count: int, snap: Snapshot | None = None) 
             generation=gen,
             tag=f"NVLink {gen} nominal",
         )
-    dgen, from_what = _model_nvlink_generation(gpu)
+    dgen, from_what = model_nvlink_generation(gpu)
     if dgen is not None and dgen in NVLINK_GBPS_PER_LINK:
         if gpu.compute_capability == "8.6" and not gpu.name:
             rate = NVLINK_GA102_GBPS_PER_LINK  # GA10x parts with NVLink are bridge boards

@@ -7,7 +7,7 @@ SYS cell separates them."""
 from __future__ import annotations
 
 from topomap.graph.topology import FABRIC, Topology, gpu_node, natural_key, nic_node
-from topomap.links import PCIE_CLASSES, class_rank, parse_path
+from topomap.links import NVLINKS_PER_GPU, NVLINKS_PER_GPU_ANY, PCIE_CLASSES, class_rank, parse_path
 from topomap.model import Gpu
 
 
@@ -180,6 +180,18 @@ def _groups(u: _Union, devs: list[str]) -> list[list[str]]:
     return list(out.values())
 
 
+def _links_per_gpu(gpus: list[Gpu]) -> tuple[int, str]:
+    """The most NVLinks these GPUs can have, and why: the generation's count where the model or
+    compute capability implies one (the smallest over the GPUs), else the most any GPU has."""
+    from topomap.graph.evidence import model_nvlink_generation
+
+    known = [(NVLINKS_PER_GPU[gen], why) for gen, why in map(model_nvlink_generation, gpus) if gen in NVLINKS_PER_GPU]
+    if len(known) == len(gpus) and known:
+        most, why = min(known)
+        return most, f"links a GPU of {why} has"
+    return NVLINKS_PER_GPU_ANY, "links any GPU has (the model is not recorded)"
+
+
 def nvlinks_from_pairs(topo: Topology, by_id: dict[str, Gpu]) -> None:
     """NV# pairs from a source that lists no links (an imported matrix). Three or more GPUs joined
     all-to-all by the same NV# sit on an NVSwitch fabric: one inferred hub, not n(n-1)/2 edges.
@@ -196,11 +208,22 @@ def nvlinks_from_pairs(topo: Topology, by_id: dict[str, Gpu]) -> None:
     full = len(gpus) >= 3 and len(counts) == 1 and len(nv) == len(gpus) * (len(gpus) - 1) // 2
     if full:
         n = counts.pop()
-        topo.graph.add_node(FABRIC, kind="nvswitch", label="NVSwitch fabric (inferred)", switches=0, inferred=True)
-        for x in gpus:
-            nvlink_edge(topo, x, FABRIC, n, by_id[x])
-        topo.notes.append(f"{len(gpus)} GPUs all-to-all NV{n}: drawn as an NVSwitch fabric (inferred)")
-        return
+        need, have, model = (len(gpus) - 1) * n, *_links_per_gpu([by_id[x] for x in gpus])
+        if need > have:  # more links than a GPU has: only a switch gives every pair n links
+            topo.graph.add_node(
+                FABRIC, kind="nvswitch", label="NVSwitch fabric (inferred)", switches=0, inferred=True
+            )
+            for x in gpus:
+                nvlink_edge(topo, x, FABRIC, n, by_id[x])
+            topo.notes.append(
+                f"{len(gpus)} GPUs all-to-all NV{n}: {len(gpus) - 1} peers × {n} links = {need} links a GPU, "
+                f"more than the {have} {model}: an NVSwitch fabric (inferred)"
+            )
+            return
+        topo.notes.append(
+            f"{len(gpus)} GPUs all-to-all NV{n}: {len(gpus) - 1} peers × {n} links = {need} links a GPU, within "
+            f"the {have} {model}: drawn as direct links (inferred; an NVSwitch would print the same)"
+        )
     for pair, n in sorted(nv.items(), key=lambda kv: sorted(kv[0], key=natural_key)):
         a, b = sorted(pair, key=natural_key)
         nvlink_edge(topo, a, b, n, by_id[a])
