@@ -195,3 +195,20 @@ def test_diff_under_a_flow_with_work_shows_how_the_plan_changes() -> None:
     assert plan and plan[0].direction == "worse" and plan[0].text.startswith("plan: best total 22 min → 58 min")
     assert any("B has 2 cards where A has 8" in line for line in d.plan_lines)
     assert d.reasons()[0] == plan[0].text  # the plan decides first
+
+
+def test_flow_table_cells_carry_the_bandwidths_provenance() -> None:
+    """`diff --flow` prints each arrow as map does: a figure always says spec / derived / measured."""
+    from topomap.render.verdict_view import _arrow_cell
+
+    cell = _arrow_cell({"medium": "gpu-link", "via": "nvswitch", "path": "NV18", "bandwidth_gbps": 253.125,
+                        "bandwidth_source": "derived", "lower_bound": True})  # fmt: skip
+    assert cell.plain == "gpu-link nvswitch NV18 ≥ 253 GB/s derived"
+    assert _arrow_cell({"medium": "unknown", "via": "unknown", "path": None}).plain.endswith("bandwidth unknown")
+    snaps, flow = SAMPLES / "snapshots", SAMPLES / "flows" / "tensor-parallel.yaml"
+    r = CliRunner().invoke(
+        app, ["diff", str(snaps / "hgx-h200-8gpu-10nic.json"), str(snaps / "hgx-a100-8gpu-8nic.json"), "--flow", str(flow)]
+    )
+    assert r.exit_code == 1
+    table = r.output.rsplit("change", 1)[1]  # the arrows table, after its header
+    assert table.count("derived") >= 2  # each lot's cell says how its figure was obtained

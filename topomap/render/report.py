@@ -144,7 +144,7 @@ def _machines(inp: ReportInputs) -> str:
         if mem:
             gpus += "<br>" + esc(", ".join(f"{m / 2**30:.0f} GiB" for m in sorted(mem)) + " each (spec/probe)")
         nics = ", ".join(
-            esc(nic_name(n) + (f" {n.speed_gbit_s:g} Gb/s" if n.speed_gbit_s else " (speed not recorded)"))
+            esc(nic_name(n) + (f" {n.speed_gbit_s:g} Gb/s spec" if n.speed_gbit_s else " (speed not recorded)"))
             for n in s.nics
         )
         sw = s.software

@@ -10,7 +10,7 @@ from rich.text import Text
 from topomap.check import CheckResult
 from topomap.diff import DiffResult
 from topomap.render.terminal import MEDIUM_STYLE
-from topomap.units import fmt_gbps
+from topomap.units import fmt_bandwidth
 
 
 def diff_view(d: DiffResult) -> RenderableType:
@@ -60,11 +60,14 @@ def diff_view(d: DiffResult) -> RenderableType:
 
 
 def _arrow_cell(a: dict[str, object]) -> Text:
-    bw = a.get("bandwidth_gbps")
-    pre = "≥ " if a.get("lower_bound") else ""
-    text = f"{a.get('medium')} {a.get('via')} {a.get('path') or ''} " + (
-        f"{pre}{fmt_gbps(float(bw))} GB/s" if isinstance(bw, (int, float)) else "unknown GB/s"
+    """An arrow as map prints it: medium, route, links, bandwidth with its provenance."""
+    bw, source = a.get("bandwidth_gbps"), a.get("bandwidth_source")
+    figure = (
+        fmt_bandwidth(float(bw), str(source) if source else None, bool(a.get("lower_bound")))
+        if isinstance(bw, (int, float))
+        else "bandwidth unknown"
     )
+    text = f"{a.get('medium')} {a.get('via')} {a.get('path') or ''} {figure}"
     return Text(text, style=MEDIUM_STYLE.get(str(a.get("medium")), ""))
 
 
