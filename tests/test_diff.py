@@ -206,9 +206,8 @@ def test_flow_table_cells_carry_the_bandwidths_provenance() -> None:
     assert cell.plain == "gpu-link nvswitch NV18 ≥ 253 GB/s derived"
     assert _arrow_cell({"medium": "unknown", "via": "unknown", "path": None}).plain.endswith("bandwidth unknown")
     snaps, flow = SAMPLES / "snapshots", SAMPLES / "flows" / "tensor-parallel.yaml"
-    r = CliRunner().invoke(
-        app, ["diff", str(snaps / "hgx-h200-8gpu-10nic.json"), str(snaps / "hgx-a100-8gpu-8nic.json"), "--flow", str(flow)]
-    )
+    a, b = snaps / "hgx-h200-8gpu-10nic.json", snaps / "hgx-a100-8gpu-8nic.json"
+    r = CliRunner().invoke(app, ["diff", str(a), str(b), "--flow", str(flow)])
     assert r.exit_code == 1
     table = r.output.rsplit("change", 1)[1]  # the arrows table, after its header
     assert table.count("derived") >= 2  # each lot's cell says how its figure was obtained
