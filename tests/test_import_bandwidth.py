@@ -162,3 +162,18 @@ def test_attach_to_a_snapshot_without_gpu_models_says_the_match_is_unchecked() -
         "measured on NVIDIA H800; the snapshot names no GPU model, so the match is not checked" in m.notes
         for m in added
     )
+
+
+def test_figures_the_snapshots_links_cannot_carry_are_refused(real: Path) -> None:
+    """An A100 node's p2pBandwidthLatencyTest (269 GB/s gpu0→gpu1) attached to DGX-1 V100's
+    snapshot, where gpu0–gpu1 is NV1: no NVLink generation carries that over one link (50 GB/s at
+    most). The file is of another machine: one line, exit 2, nothing written."""
+    from topomap.importers.bandwidth import peer_ceiling_gbps
+
+    dgx1 = load_snapshot(SAMPLES / "snapshots" / "dgx1-v100.json")
+    assert peer_ceiling_gbps(dgx1, "gpu0", "gpu1") == (50.0, "1 NVLinks (at most 50 GB/s each)")
+    too_fast = r"gpu0→gpu1 measured 268\.94 GB/s \(one-way\), more than the pair can carry"
+    with pytest.raises(ImportFailure, match=too_fast):
+        attach(dgx1, load_measurements(real / P2P))
+    hgx = load_snapshot(SAMPLES / "snapshots" / "hgx-a100-8gpu-8nic.json")  # NV12: up to 600 GB/s
+    assert len(attach(hgx, load_measurements(real / P2P)).measurements) == 336

@@ -15,6 +15,7 @@ import msgspec
 
 from topomap.errors import ImportFailure
 from topomap.importers import read_text
+from topomap.links import NVLINK_GBPS_PER_LINK, NVLINKS_PER_GPU_ANY, PCIE_GBPS_PER_LANE, parse_path
 from topomap.model import Gpu, Measurement, Snapshot, hosts_of
 from topomap.pciaddr import same_device
 
@@ -113,8 +114,43 @@ def attach(snapshot: Snapshot, imported: ImportedMeasurements) -> Snapshot:
         src, dst = ids.get(m.src), ids.get(m.dst)
         if src is None or dst is None:
             raise ImportFailure(f"{imported.origin}: a figure names {m.src}→{m.dst}, not a listed device")
-        added.append(msgspec.structs.replace(m, src=src, dst=dst, notes=[*m.notes, *notes]))
+        joined = msgspec.structs.replace(m, src=src, dst=dst, notes=[*m.notes, *notes])
+        _within_reach(snapshot, joined, imported)
+        added.append(joined)
     return msgspec.structs.replace(snapshot, measurements=[*snapshot.measurements, *added])
+
+
+def peer_ceiling_gbps(snapshot: Snapshot, a: str, b: str) -> tuple[float, str]:
+    """The most a peer copy between GPUs ``a`` and ``b`` could reach one way, whatever the parts:
+    their NVLink count at the fastest NVLink rate of any generation, or without NVLink a PCIe x16
+    link of the fastest generation; and what that bound rests on."""
+    pair = next((p for p in snapshot.pairs if {p.a, p.b} == {a, b}), None)
+    links = pair.nvlinks if pair is not None else 0
+    if pair is not None and not links and pair.path:
+        kind, n = parse_path(pair.path)
+        links = n if kind == "NV" else 0
+    fastest_link, fastest_lane = max(NVLINK_GBPS_PER_LINK.values()), max(PCIE_GBPS_PER_LANE.values())
+    if links:
+        return links * fastest_link, f"{links} NVLinks (at most {fastest_link:g} GB/s each)"
+    if "pairs.nvlink" in snapshot.source.unknown_fields:
+        return NVLINKS_PER_GPU_ANY * fastest_link, f"NVLink not recorded: at most {NVLINKS_PER_GPU_ANY} links"
+    return 16 * fastest_lane, "no NVLink: PCIe (at most x16 of the fastest generation)"
+
+
+def _within_reach(snapshot: Snapshot, m: Measurement, imported: ImportedMeasurements) -> None:
+    """Refuse a peer figure the pair's links cannot carry: the file is of another machine."""
+    if m.kind != "d2d" or m.route != "peer" or m.median_gbps is None or m.src == m.dst:
+        return
+    ceiling, basis = peer_ceiling_gbps(snapshot, m.src, m.dst)
+    ceiling *= 2 if m.direction == "both-way" else 1
+    if m.median_gbps > ceiling * 1.1:
+        models = sorted({d.name for d in imported.devices if d.name})
+        raise ImportFailure(
+            f"{imported.origin}: {m.src}→{m.dst} measured {m.median_gbps:g} GB/s ({m.direction}), more than "
+            f"the pair can carry in this snapshot ({basis}: {ceiling:g} GB/s): the figures are not of this machine",
+            hint="attach measurements to a snapshot of the machine they were taken on"
+            + (f" (the figures name {', '.join(models)})" if models else ""),
+        )
 
 
 def join_notes(snapshot: Snapshot, imported: ImportedMeasurements) -> list[str]:
