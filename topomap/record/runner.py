@@ -118,7 +118,7 @@ class _Signals:
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.count += 1
         if self.first is None:
-            self.first = signal.Signals(signum).name
+            self.first = signal_name(signum)
         send = signal.SIGKILL if self.count >= 3 else signum
         if signum == signal.SIGINT and send != signal.SIGKILL and _terminal_delivered_it():
             return
@@ -133,6 +133,19 @@ class _Signals:
         if self.pending is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, self.pending)
+
+
+def signal_name(signum: int) -> str:
+    """A signal's name: "SIGTERM"; a real-time one (which has no name of its own) "SIGRTMIN+6";
+    any other number "signal 99". Never raises: the command can be ended by any signal."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        pass
+    low, high = getattr(signal, "SIGRTMIN", None), getattr(signal, "SIGRTMAX", None)
+    if low is not None and high is not None and low <= signum <= high:
+        return f"SIGRTMIN+{signum - low}" if signum > low else "SIGRTMIN"
+    return f"signal {signum}"
 
 
 def _terminal_delivered_it() -> bool:
@@ -253,7 +266,7 @@ def record(command: list[str], opts: RecordOptions | None = None) -> Run:
 
     duration = end - start
     code = os.waitstatus_to_exitcode(status)
-    sig_name = signal.Signals(-code).name if code < 0 else None
+    sig_name = signal_name(-code) if code < 0 else None
     host.series.cpu_user_s = round(usage.ru_utime, 3)
     host.series.cpu_system_s = round(usage.ru_stime, 3)
     host.series.max_rss_bytes = usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)

@@ -213,8 +213,10 @@ def observed_for_plan(run: Run, units: int | None = None) -> dict[str, Any]:
     ``cards_used``: cards where the command's processes were listed (else visible and busy).
     ``unit_duration_s``: wall time × cards used ÷ ``units`` — each card worked through its share
     of the units in the wall time (an average over an even split); without ``units`` the whole
-    command is one unit. ``memory_per_task_bytes``: the largest memory peak among the cards used
-    (the command's own processes where NVML listed them, else the card's). Per card: peaks and
+    command is one unit. Not rounded: 7 s over 200,000 units is 35 µs a unit, which rounding to
+    0.1 ms would turn into 0 (a plan would then read "no wall time"). ``memory_per_task_bytes``:
+    the largest memory peak among the cards used (the command's own processes where NVML listed
+    them, else the card's). Per card: peaks and
     the time it was busy (utilisation > 0).
     """
     used = [c for c in cards(run) if _used(c)]
@@ -244,7 +246,7 @@ def observed_for_plan(run: Run, units: int | None = None) -> dict[str, Any]:
         "duration_s": duration,
         "units": units,
         "cards_used": n_used,
-        "unit_duration_s": round(unit_s, 4) if unit_s is not None else None,
+        "unit_duration_s": unit_s,  # full precision: a short run over many units is well below 0.1 ms a unit
         "memory_per_task_bytes": max((p for p in peaks if p is not None), default=None),
         "interval_s": run.sampling.interval_s,
         "gpu_sampled": run.sampling.gpu_sampled,
