@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import datetime as dt
+import errno
+import os
 import re
+import stat
 import sys
+import tempfile
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from topomap.cli import _console, _guard, _print_json, _write, app
+from topomap.cli import _console, _current_context, _guard, _print_json, _refuse_input, _write, app
 from topomap.errors import TopomapError
 from topomap.units import fmt_seconds
 
@@ -26,6 +30,79 @@ def parse_interval(text: str) -> float:
     if not 0.01 <= value <= 3600:
         raise TopomapError(f"--interval {text!r}: must be between 10ms and 3600s")
     return value
+
+
+def check_output(path: str) -> None:
+    """Refuse, before the command runs, an output the record could not be written to at its end:
+    a folder, a FIFO, a block device, a character device that refuses writes (/dev/full), a path
+    under a regular file, a missing folder, or a folder where no file can be created. The final
+    write stays atomic (``_write``); this only makes sure a long run is not recorded for nothing."""
+    if path == "-":
+        return
+    where = f"-o {path}"
+    if path.endswith(os.sep):
+        raise TopomapError(f"{where}: names a folder", hint="name a file, e.g. run.json")
+    try:
+        st: os.stat_result | None = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except NotADirectoryError:
+        raise TopomapError(
+            f"{where}: a part of the path above the file is not a folder", hint="name a file inside a folder"
+        ) from None
+    except OSError as err:
+        raise TopomapError(f"{where}: cannot write ({err.strerror or err})", hint="choose another path") from err
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        _check_special(where, path, st)
+        return
+    if st is not None:
+        _refuse_input(path, st)
+    _check_folder(where, os.path.dirname(path) or ".")
+
+
+def _check_special(where: str, path: str, st: os.stat_result) -> None:
+    """An existing output that is not a regular file: only a character device that takes writes."""
+    mode = st.st_mode
+    if stat.S_ISDIR(mode):
+        raise TopomapError(f"{where}: is a folder", hint="name a file inside it")
+    if stat.S_ISFIFO(mode):
+        raise TopomapError(f"{where}: is a FIFO (named pipe), not a file", hint="write to a regular file")
+    if not stat.S_ISCHR(mode):
+        raise TopomapError(f"{where}: is not a regular file or a character device", hint="write to a regular file")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY)
+        try:
+            os.write(fd, b"")  # /dev/full refuses even an empty write
+        finally:
+            os.close(fd)
+    except OSError as err:
+        raise TopomapError(f"{where}: cannot write ({err.strerror or err})", hint="write to a regular file") from err
+
+
+def _check_folder(where: str, folder: str) -> None:
+    """The output's folder exists, is a folder, and takes a new file (the atomic write puts a
+    temporary file beside the output): tried for real, so permissions, ACLs and read-only mounts all count."""
+    try:
+        st = os.stat(folder)
+    except FileNotFoundError:
+        raise TopomapError(f"{where}: folder {folder} does not exist", hint="create it first") from None
+    except NotADirectoryError:
+        raise TopomapError(
+            f"{where}: a part of the path above the file is not a folder", hint="name a file inside a folder"
+        ) from None
+    except OSError as err:
+        raise TopomapError(f"{where}: cannot use folder {folder} ({err.strerror or err})") from err
+    if not stat.S_ISDIR(st.st_mode):
+        raise TopomapError(f"{where}: {folder} is not a folder", hint="name a file inside a folder")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".topomap-check.", dir=folder)
+    except OSError as err:
+        reason = "read-only file system" if err.errno == errno.EROFS else (err.strerror or str(err))
+        raise TopomapError(
+            f"{where}: cannot create a file in folder {folder} ({reason})", hint="choose a folder you can write to"
+        ) from err
+    os.close(fd)
+    os.unlink(tmp)
 
 
 def _live_line(elapsed: float, mem: list[tuple[str, int | None, int | None]]) -> None:
@@ -64,8 +141,7 @@ def record_cmd(
         raise TopomapError("record needs a command", hint="topomap record -o run.json -- python train.py")
     seconds = parse_interval(interval)
     path = output or f"run-{dt.datetime.now(dt.timezone.utc):%Y%m%d-%H%M%S}.json"
-    if Path(path).parent and not Path(path).parent.exists():
-        raise TopomapError(f"-o {path}: folder {Path(path).parent} does not exist")
+    check_output(path)  # before the command runs: a record that cannot be written is refused up front
     live = sys.stderr.isatty()
     run = record(command, RecordOptions(interval_s=seconds, label=label, on_sample=_live_line if live else None))
     if live:
@@ -121,6 +197,27 @@ def render_run(path: str, output: str) -> None:
     print(f"wrote {output}", file=sys.stderr)
 
 
+def _refuse_snapshot_options(outputs: tuple[str, str] | None, tolerance: float | None) -> None:
+    """Options of `diff` that mean nothing for two runs are refused, not ignored: --flow and --match
+    compare snapshots; --tolerance only applies to --outputs."""
+    from topomap.record.outputs import check_tolerance
+
+    check_tolerance(tolerance)
+    if tolerance is not None and outputs is None:
+        raise TopomapError(
+            "--tolerance applies to --outputs only", hint="diff RUN_A RUN_B --outputs DIR_A DIR_B --tolerance 1e-6"
+        )
+    ctx = _current_context()
+    if ctx is None:
+        return
+    for param, flag in (("flow_file", "--flow"), ("match", "--match")):
+        source = ctx.get_parameter_source(param) if param in ctx.params else None
+        if source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP"):
+            raise TopomapError(
+                f"{flag} applies to two snapshots, not to two runs", hint="leave out " + flag + " when comparing runs"
+            )
+
+
 def diff_run_files(a: str, b: str, outputs: tuple[str, str] | None, tolerance: float | None, json_out: bool) -> None:
     """`topomap diff RUN_A.json RUN_B.json [--outputs DIR_A DIR_B] [--tolerance T]`.
 
@@ -133,13 +230,13 @@ def diff_run_files(a: str, b: str, outputs: tuple[str, str] | None, tolerance: f
     for p in (a, b):
         if not is_run_file(p):
             raise TopomapError(f"{p}: not a run record; diff compares two runs or two snapshots, not one of each")
-    if tolerance is not None and tolerance < 0:
-        raise TopomapError(f"--tolerance {tolerance}: must be 0 or more")
+    _refuse_snapshot_options(outputs, tolerance)
     names = (Path(a).stem, Path(b).stem)
     if names[0] == names[1]:
         names = (f"A ({names[0]})", f"B ({names[1]})")
+    run_a, run_b = load_run(a), load_run(b)  # a bad record is refused before the folders are read
     check = check_outputs(outputs[0], outputs[1], tolerance) if outputs else None
-    result = diff_runs(load_run(a), load_run(b), names, check)
+    result = diff_runs(run_a, run_b, names, check)
     if json_out:
         _print_json(result.to_json())
     else:

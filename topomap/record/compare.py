@@ -1,8 +1,10 @@
 """The fair comparison of two recorded runs: which did better, by how much, and whether they compare.
 
-"Better" means: the run that succeeded, when only one did; else the one that finished sooner,
-when the difference exceeds :data:`NOISE` (smaller differences are reported as a tie). When the
-outputs check says the two did not produce the same accepted outputs, no run is called better.
+"Better" means: the run that succeeded, when only one did; else, when both did and the outputs
+check (if asked) found the same outputs, the one that finished sooner, when the difference exceeds
+:data:`NOISE` (smaller differences are reported as a tie). Two successful runs with different
+outputs are not ranked. :func:`verdict` is the one place that decides; the headline, the rows'
+marks and the JSON ``better`` all follow it.
 Everything compared is observed (the records), except capacities, which are labelled.
 """
 
@@ -20,6 +22,7 @@ from topomap.record.summary import cards, host_peaks, last, shared_resources
 from topomap.units import fmt_bytes, fmt_seconds
 
 NOISE = 0.02  # relative difference in wall time below which two runs tie
+RANKED = ("faster", "tie")  # verdicts where both runs succeeded with the same results: rows may be marked
 
 
 @dataclass
@@ -43,6 +46,12 @@ class RunDiff:
     rows: list[Row] = field(default_factory=list)
     outputs: OutputsCheck | None = None
     both_succeeded: bool = True
+    verdict: str = "unknown"  # Verdict.why: what decided ``better``
+
+    @property
+    def rows_marked(self) -> bool:
+        """Whether the rows' "better" marks are given (only when the two compare as results)."""
+        return self.verdict in RANKED
 
     @property
     def ok(self) -> bool:
@@ -53,6 +62,7 @@ class RunDiff:
         out: dict[str, Any] = {
             "names": list(self.names),
             "better": self.better,
+            "verdict": self.verdict,
             "headline": self.headline,
             "warnings": self.warnings,
             "arrangement": self.arrangement,
@@ -71,6 +81,8 @@ class RunDiff:
                 "missing_in_b": o.missing_in_b,
                 "within_tolerance": o.within_tolerance,
                 "different": [{"name": d.name, "reason": d.reason} for d in o.different],
+                "skipped_a": o.skipped_a,
+                "skipped_b": o.skipped_b,
             }
         return out
 
@@ -83,29 +95,78 @@ def _status(run: Run) -> str:
     return f"failed (exit {run.exit_status})"
 
 
-def _verdict(a: Run, b: Run, names: tuple[str, str]) -> tuple[str | None, list[str]]:
+@dataclass
+class Verdict:
+    """Which run did better and why; the headline's first lines say exactly this."""
+
+    better: str | None  # "A", "B", or None
+    why: str  # "faster", "tie", "only one succeeded", "neither succeeded", "results differ", "no duration"
+    lines: list[str]
+
+    @property
+    def rows_comparable(self) -> bool:
+        """Both runs succeeded with the same results (where checked): per-quantity "better" marks mean something."""
+        return self.why in RANKED
+
+
+def verdict(a: Run, b: Run, names: tuple[str, str], outputs: OutputsCheck | None = None) -> Verdict:
+    """The one decision of which run did better. A run that succeeded beats one that failed
+    (whatever the outputs: a failed run's outputs are incomplete by nature). Two that succeeded
+    but produced different outputs are not ranked: a faster wrong answer is not better, and the
+    outputs alone do not say which one is right, so their times are given as facts only. Else the
+    shorter wall time, beyond :data:`NOISE`."""
     na, nb = names
     ok_a, ok_b = a.exit_status == 0, b.exit_status == 0
     if not ok_a and not ok_b:
-        return None, [f"Neither run succeeded: {na} {_status(a)}, {nb} {_status(b)}."]
+        return Verdict(None, "neither succeeded", [f"Neither run succeeded: {na} {_status(a)}, {nb} {_status(b)}."])
     if ok_a != ok_b:
         win, lose, wr, lr = (na, nb, a, b) if ok_a else (nb, na, b, a)
-        return ("A" if ok_a else "B"), [
-            f"{win} did better: {lose} {_status(lr)}, {win} succeeded in {fmt_seconds(wr.duration_s)} (observed)."
-        ]
+        return Verdict(
+            "A" if ok_a else "B",
+            "only one succeeded",
+            [f"{win} did better: {lose} {_status(lr)}, {win} succeeded in {fmt_seconds(wr.duration_s)} (observed)."],
+        )
+    if outputs is not None and not outputs.same:
+        return _results_differ(a, b, names, outputs)
     da, db = a.duration_s, b.duration_s
     if da is None or db is None or max(da, db) <= 0:
-        return None, ["No verdict: a run has no duration."]
+        return Verdict(None, "no duration", ["No verdict: a run has no duration."])
     if abs(da - db) / max(da, db) < NOISE:
-        return None, [
-            f"Neither did clearly better: {na} {fmt_seconds(da)}, {nb} {fmt_seconds(db)} "
-            f"(within {NOISE:.0%}, observed wall time)."
-        ]
-    fast, _slow, fd, sd = (na, nb, da, db) if da < db else (nb, na, db, da)
-    return ("A" if da < db else "B"), [
-        f"{fast} did better: finished in {fmt_seconds(fd)} vs {fmt_seconds(sd)}, "
-        f"{(sd - fd) / sd:.0%} less time ({sd / fd:.2f}× faster; observed wall time)."
-    ]
+        return Verdict(
+            None,
+            "tie",
+            [
+                f"Neither did clearly better: {na} {fmt_seconds(da)}, {nb} {fmt_seconds(db)} "
+                f"(within {NOISE:.0%}, observed wall time)."
+            ],
+        )
+    fast, fd, sd = (na, da, db) if da < db else (nb, db, da)
+    return Verdict(
+        "A" if da < db else "B",
+        "faster",
+        [
+            f"{fast} did better: finished in {fmt_seconds(fd)} vs {fmt_seconds(sd)}, "
+            f"{(sd - fd) / sd:.0%} less time ({sd / fd:.2f}× faster; observed wall time)."
+        ],
+    )
+
+
+def _results_differ(a: Run, b: Run, names: tuple[str, str], outputs: OutputsCheck) -> Verdict:
+    """Both succeeded, different outputs: no run ranked, the wall times given as facts only."""
+    hint = (
+        "; if they differ only in the last digits of numbers, --tolerance (e.g. 1e-6) compares them as numbers"
+        if outputs.tolerance is None
+        else ""
+    )
+    return Verdict(
+        None,
+        "results differ",
+        [
+            f"Not the same result, so neither did better: {outputs.summary()}.",
+            f"Wall time, not a verdict since the results differ: {names[0]} {fmt_seconds(a.duration_s)}, "
+            f"{names[1]} {fmt_seconds(b.duration_s)} (observed){hint}.",
+        ],
+    )
 
 
 def _peak_line(a: Run, b: Run, names: tuple[str, str]) -> str | None:
@@ -178,9 +239,10 @@ def _lower(a: float | None, b: float | None) -> str | None:
     return "A" if a < b else "B"
 
 
-def _rows(a: Run, b: Run) -> list[Row]:
+def _rows(a: Run, b: Run, v: Verdict) -> list[Row]:
+    """Every compared quantity; marked better only where the verdict says the runs compare as results."""
     rows = [
-        Row("wall time", a.duration_s, b.duration_s, "s", _lower(a.duration_s, b.duration_s)),
+        Row("wall time", a.duration_s, b.duration_s, "s", v.better),
         Row("exit status", a.exit_status, b.exit_status, ""),
     ]
     ids = sorted({s.id for s in a.gpus} | {s.id for s in b.gpus}, key=lambda i: (len(i), i))
@@ -213,6 +275,9 @@ def _rows(a: Run, b: Run) -> list[Row]:
     rows.append(Row("busiest shared resource, peak share", _pct(fa), _pct(fb), "%", _lower(fa, fb)))
     pa, pb = len(a.problems), len(b.problems)
     rows.append(Row("problems recorded", pa, pb, "", _lower(pa, pb)))
+    if not v.rows_comparable:  # a failed run, or a different result, is not better for using less
+        for r in rows:
+            r.better = None
     return rows
 
 
@@ -221,16 +286,14 @@ def _pct(f: float | None) -> float | None:
 
 
 def diff_runs(a: Run, b: Run, names: tuple[str, str] = ("A", "B"), outputs: OutputsCheck | None = None) -> RunDiff:
-    """Compare two runs; the first headline line is the verdict."""
-    better, headline = _verdict(a, b, names)
-    if outputs is not None and not outputs.same:
-        better = None
-        headline = [f"Not the same result, so neither did better: {outputs.summary()}.", *headline]
-    elif outputs is not None:
+    """Compare two runs; :func:`verdict` decides, and the headline, the rows and ``better`` follow it."""
+    v = verdict(a, b, names, outputs)
+    headline = list(v.lines)
+    if outputs is not None and v.why != "results differ":  # that verdict already opens with the outputs
         headline.append(f"Outputs: {outputs.summary()}.")
     peak = _peak_line(a, b, names)
     if peak:
         headline.append(peak)
     warnings, arrangement = _warnings(a, b)
     both = a.exit_status == 0 and b.exit_status == 0
-    return RunDiff(names, better, headline, warnings, arrangement, _rows(a, b), outputs, both)
+    return RunDiff(names, v.better, headline, warnings, arrangement, _rows(a, b, v), outputs, both, v.why)
