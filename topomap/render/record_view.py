@@ -7,6 +7,7 @@ nominal link rate from the snapshot), psutil (host capacity).
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections import Counter
 from typing import Any
@@ -21,6 +22,25 @@ from topomap.record.summary import busiest, cards, host_peaks, last, shared_reso
 from topomap.units import fmt_bytes, fmt_seconds
 
 BLOCKS = "▁▂▃▄▅▆▇█"
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def plain(text: str) -> str:
+    """A string from the record (label, command, host, paths, names) as the terminal may show it:
+    control characters (escape sequences, newlines, carriage returns) written visibly as \\xNN, so
+    no input can move the cursor, recolour or split a line. The rule of render.mapview.safe."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _lines(lines: list[str], style: str = "") -> Text:
+    """Lines as one Text: each line made plain (our own text has no control characters, so this
+    escapes exactly the strings from the record), never parsed as rich markup."""
+    return Text("\n".join(plain(line) for line in lines), style=style)
+
+
+def _cell(text: str) -> Text:
+    """A table cell or title: plain, and never rich markup ("[bold]" in a GPU name stays text)."""
+    return Text(plain(text))
 
 
 def fmt_rate(bps: float | None) -> str:
@@ -80,7 +100,7 @@ def _header(run: Run) -> Text:
     if not s.gpu_sampled:
         lines.append(f"  {s.gpu_note or 'no GPU sampled'}")
     lines += [f"  note: {n}" for n in run.notes]
-    return Text("\n".join(lines))
+    return _lines(lines)
 
 
 def _pct(v: float | None) -> str:
@@ -93,7 +113,7 @@ def _cards_table(run: Run) -> Table:
     title = "Per card (observed, NVML): " + ", ".join(f"{n}× {name}" for name, n in names.items())
     pcie = any(c.pcie_rx_peak_bytes_s is not None or c.pcie_tx_peak_bytes_s is not None for c in cs)
     nvlink = any(c.nvlink_rx_peak_bytes_s is not None or c.nvlink_tx_peak_bytes_s is not None for c in cs)
-    t = Table(title=title, title_justify="left")
+    t = Table(title=_cell(title), title_justify="left")
     if not (pcie and nvlink):
         absent = " and ".join(x for x, have in (("PCIe", pcie), ("NVLink", nvlink)) if not have)
         t.caption, t.caption_justify = f"{absent} throughput: not given by NVML for these cards (unknown)", "left"
@@ -114,8 +134,8 @@ def _cards_table(run: Run) -> Table:
             notes.append(f"LOST at {c.lost_at_s:.1f} s")
         if c.visible_to_command is False:
             notes.append("not visible to the command")
-        row = [
-            c.id,
+        row: list[str | Text] = [
+            _cell(c.id),
             _size(c.peak_memory_bytes),
             f"{c.peak_at_s:.1f} s" if c.peak_at_s is not None else "—",
             share,
@@ -126,7 +146,7 @@ def _cards_table(run: Run) -> Table:
             row.append(f"{fmt_rate(c.pcie_rx_peak_bytes_s)} / {fmt_rate(c.pcie_tx_peak_bytes_s)}")
         if nvlink:
             row.append(f"{fmt_rate(c.nvlink_rx_peak_bytes_s)} / {fmt_rate(c.nvlink_tx_peak_bytes_s)}")
-        t.add_row(*row, "; ".join(notes))
+        t.add_row(*row, _cell("; ".join(notes)))
     return t
 
 
@@ -145,7 +165,7 @@ def _timelines(run: Run, width: int) -> Text:
     lines.append(f"  {'host tree':<10} CPU    {cpu}  top {cpu_top} %")
     rss_top = max((v for v in h.tree_rss_bytes if v is not None), default=None)
     lines.append(f"  {'':<10} RSS    {sparkline(h.t_s, h.tree_rss_bytes, end, rss_top, width)}  top {_size(rss_top)}")
-    return Text("\n".join(lines))
+    return _lines(lines)
 
 
 def _host_table(run: Run) -> Table:
@@ -191,7 +211,7 @@ def _busiest(run: Run) -> Text:
     others = [r for r in shared_resources(run)[1:] if r.fraction is not None][:3]
     if others:
         lines.append("  next: " + ", ".join(f"{r.name} {r.fraction:.0%}" for r in others if r.fraction is not None))
-    return Text("\n".join(lines))
+    return _lines(lines)
 
 
 def run_view(run: Run, width: int = 48) -> RenderableType:
@@ -215,7 +235,7 @@ def _problems(run: Run) -> Text:
     lines += [f"  {call}: {error} — {', '.join(targets)}" for (call, error), targets in order[:8]]
     if len(order) > 8:
         lines.append(f"  … {len(order) - 8} more (show --json lists them all)")
-    return Text("\n".join(lines))
+    return _lines(lines)
 
 
 def _value(r: Row, v: float | None) -> str:
@@ -234,19 +254,24 @@ def _value(r: Row, v: float | None) -> str:
 
 def run_diff_view(d: RunDiff) -> RenderableType:
     """Everything `topomap diff RUN_A.json RUN_B.json` prints: the verdict first."""
-    parts: list[RenderableType] = [Text("\n".join(d.headline), style="bold")]
+    parts: list[RenderableType] = [_lines(d.headline, style="bold")]
     if d.warnings:
-        parts.append(Text("Not fully comparable:\n" + "\n".join(f"  ! {w}" for w in d.warnings), style="yellow"))
+        parts.append(_lines(["Not fully comparable:", *(f"  ! {w}" for w in d.warnings)], style="yellow"))
     if d.arrangement:
-        parts.append(Text("Arrangement (expected to differ): " + "; ".join(d.arrangement)))
-    t = Table(title="Observed in each run (lower is better where marked)", title_justify="left")
+        parts.append(_lines(["Arrangement (expected to differ): " + "; ".join(d.arrangement)]))
+    title = (
+        "Observed in each run (lower is better where marked)"
+        if d.rows_marked
+        else f"Observed in each run (none marked better: {d.verdict})"
+    )
+    t = Table(title=title, title_justify="left")
     t.add_column("quantity")
-    t.add_column(d.names[0], justify="right")
-    t.add_column(d.names[1], justify="right")
+    t.add_column(_cell(d.names[0]), justify="right")
+    t.add_column(_cell(d.names[1]), justify="right")
     t.add_column("better")
     for r in d.rows:
         better = d.names[0] if r.better == "A" else d.names[1] if r.better == "B" else ""
-        t.add_row(r.metric, _value(r, r.a), _value(r, r.b), better)
+        t.add_row(_cell(r.metric), _value(r, r.a), _value(r, r.b), _cell(better))
     parts.append(t)
     if d.outputs is not None:
         o = d.outputs
@@ -254,5 +279,7 @@ def run_diff_view(d: RunDiff) -> RenderableType:
         lines += [f"  missing in {d.names[1]}: {n}" for n in o.missing_in_b[:10]]
         lines += [f"  missing in {d.names[0]}: {n}" for n in o.missing_in_a[:10]]
         lines += [f"  different: {f.name}: {f.reason}" for f in o.different[:10]]
-        parts.append(Text("\n".join(lines)))
+        for name, skipped in zip(d.names, (o.skipped_a, o.skipped_b)):
+            lines += [f"  not compared in {name}: {n}: {why}" for n, why in list(skipped.items())[:10]]
+        parts.append(_lines(lines))
     return Group(*parts)

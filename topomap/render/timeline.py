@@ -12,6 +12,7 @@ from typing import Any
 
 from topomap.errors import TopomapError
 from topomap.record.model import Run
+from topomap.render.record_view import plain
 
 FORMATS = ("svg", "png", "pdf")
 GIB = 2**30
@@ -31,7 +32,7 @@ def timeline_image(run: Run, fmt: str) -> bytes:
         fig = Figure(figsize=(10, 2.4 * (gpu_panels + 1) + 0.6))
         FigureCanvasAgg(fig)
         axes = fig.subplots(gpu_panels + 1, 1, sharex=True, squeeze=False)[:, 0]
-        title = f"{' '.join(run.command)[:90]} — exit {run.exit_status}, {run.duration_s or 0:.2f} s (observed)"
+        title = f"{_mpl(' '.join(run.command))[:90]} — exit {run.exit_status}, {run.duration_s or 0:.2f} s (observed)"
         fig.suptitle(title, fontsize=10)
         if run.gpus:
             _memory(axes[0], run)
@@ -47,6 +48,12 @@ def timeline_image(run: Run, fmt: str) -> bytes:
     return buf.getvalue()
 
 
+def _mpl(text: str) -> str:
+    """A string from the record as matplotlib text: control characters as \\xNN (an SVG cannot hold
+    them), and "$" escaped so that a command such as `echo $a$` is not typeset as mathematics."""
+    return plain(text).replace("$", r"\$")
+
+
 def _xy(t: list[float], values: list[Any], scale: float = 1.0) -> tuple[list[float], list[float]]:
     """Points with a reading; a gap (NaN) where nothing was read, so lines break there."""
     ys = [float("nan") if v is None else v / scale for v in values]
@@ -56,7 +63,7 @@ def _xy(t: list[float], values: list[Any], scale: float = 1.0) -> tuple[list[flo
 def _memory(ax: Any, run: Run) -> None:
     top = max((v for s in run.gpus for v in s.memory_used_bytes if v is not None), default=0)
     for s in run.gpus:
-        (line,) = ax.plot(*_xy(s.t_s, s.memory_used_bytes, GIB), label=s.id, linewidth=1.2)
+        (line,) = ax.plot(*_xy(s.t_s, s.memory_used_bytes, GIB), label=_mpl(s.id), linewidth=1.2)
         if s.memory_total_bytes and top >= 0.25 * s.memory_total_bytes:  # else it would flatten the curves
             ax.axhline(s.memory_total_bytes / GIB, color=line.get_color(), linestyle=":", linewidth=0.8)
         known = [(v, t) for t, v in zip(s.t_s, s.memory_used_bytes) if v is not None]
@@ -64,7 +71,7 @@ def _memory(ax: Any, run: Run) -> None:
             peak, at = max(known, key=lambda p: p[0])
             ax.plot([at], [peak / GIB], marker="v", color=line.get_color())
             ax.annotate(
-                f"{s.id} peak {peak / GIB:.1f} GiB",
+                f"{_mpl(s.id)} peak {peak / GIB:.1f} GiB",
                 (at, peak / GIB),
                 fontsize=7,
                 xytext=(3, 3),
@@ -87,7 +94,7 @@ def _memory(ax: Any, run: Run) -> None:
 def _util(ax: Any, run: Run) -> None:
     for s in run.gpus:
         if any(u is not None for u in s.util_gpu_pct):
-            ax.plot(*_xy(s.t_s, s.util_gpu_pct), label=s.id, linewidth=1.0)
+            ax.plot(*_xy(s.t_s, s.util_gpu_pct), label=_mpl(s.id), linewidth=1.0)
     ax.set_ylim(0, 105)
     ax.set_ylabel("utilisation (%)")
     ax.set_title("time a kernel ran, per card (observed, NVML)", fontsize=9, loc="left")
@@ -97,7 +104,7 @@ def _host(ax: Any, run: Run) -> None:
     h = run.host
     ax.plot(*_xy(h.t_s, h.tree_cpu_pct), color="tab:red", linewidth=1.0, label="CPU")
     ax.set_ylabel("tree CPU (% of one CPU)", color="tab:red")
-    note = "" if run.sampling.gpu_sampled else f" — {run.sampling.gpu_note or 'no GPU sampled'}"
+    note = "" if run.sampling.gpu_sampled else f" — {_mpl(run.sampling.gpu_note or 'no GPU sampled')}"
     ax.set_title(f"command's process tree (observed, psutil){note}", fontsize=9, loc="left")
     twin = ax.twinx()
     twin.plot(*_xy(h.t_s, h.tree_rss_bytes, GIB), color="tab:blue", linewidth=1.0)
