@@ -44,7 +44,10 @@ def test_good_flow_parses_and_binds() -> None:
 
 def test_unknown_step_names_line_and_suggests() -> None:
     e = err(GOOD.format(snap=SNAP).replace("to: merge", "to: mergee"))
-    assert str(e).startswith("f.yaml:11: arrow 2: unknown step 'mergee'") and e.hint == "did you mean 'merge'?"
+    assert (
+        str(e).startswith("f.yaml:11: arrow 2: unknown step 'mergee'")
+        and e.hint == "did you mean 'merge'? steps: data, work, merge"
+    )
 
 
 def test_typo_in_a_key() -> None:

@@ -24,15 +24,15 @@ the way vendors sell them (decimal GB): an 80 GB card, which reports 81559 MiB, 
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
+from topomap.check_names import MODEL_RULE, check_names, model_matches
 from topomap.errors import TopomapError
 from topomap.flow import Flow
 from topomap.graph import Topology, natural_key
@@ -50,6 +50,7 @@ from topomap.graph.evidence import (
 )
 from topomap.links import PathClass, class_rank
 from topomap.mapping import FlowMap, MappedArrow
+from topomap.model import Gpu
 from topomap.units import fmt_gbps
 from topomap.yamlfile import YamlDoc, YamlError, convert, load_yaml, read_yaml
 
@@ -66,7 +67,7 @@ class _Rule(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 class GpusRule(_Rule):
     min_count: int = 1
-    model: str | None = None  # glob, case-insensitive: "*H100*"
+    model: Annotated[str, msgspec.Meta(description=MODEL_RULE)] | None = None  # check_names.model_matches
     min_memory_gb: float | None = None  # as sold: an "80 GB" card passes 80
     min_memory_gib: float | None = None  # read as the card's sold size too (kept for old files)
 
@@ -139,6 +140,15 @@ class Requirement:
     name: str
     rule: _Rule
     line: int
+    origin: str = ""  # the requirements file
+    lines: dict[str, int] = field(default_factory=dict)  # option path ("steps[1]", "host") → line
+
+    def where(self, option: str | None = None) -> str:
+        """``file:line`` of the rule, or of one of its options (``steps[1]``, ``from_step``)."""
+        line = self.line
+        if option is not None:
+            line = self.lines.get(option, self.lines.get(option.split("[")[0], self.line))
+        return f"{self.origin or 'requirements'}:{line}"
 
 
 Verdict = Literal["pass", "fail", "unknown"]
@@ -262,7 +272,9 @@ def requirements_from_doc(doc: YamlDoc) -> tuple[list[Requirement], bool]:
         )
         if isinstance(rule, VersionRule) and not re.fullmatch(r"\d+(\.\d+)*", rule.min):
             raise RequirementsError(f"{doc.origin}:{line}: {name} min {rule.min!r} is not a version like 12.2")
-        out.append(Requirement(name=str(name), rule=rule, line=line))
+        prefix = f"{where}.{name}."
+        options = {k[len(prefix) :]: v for k, v in doc.lines.items() if k.startswith(prefix)}
+        out.append(Requirement(name=str(name), rule=rule, line=line, origin=doc.origin, lines=options))
     return out, is_flow
 
 
@@ -304,10 +316,12 @@ def check(
     topos: dict[str, Topology | None] | None = None,
 ) -> CheckResult:
     """Evaluate each rule on each lot (``topos``: the flow's bound hosts, for plan rules)."""
-    results: list[RuleResult] = []
     for req in reqs:
         if req.name in FLOW_RULES and fmap is None:
-            raise TopomapError(f"rule `{req.name}` (line {req.line}) needs a flow", hint="pass --flow FLOW")
+            raise TopomapError(f"{req.where()}: rule `{req.name}` needs a flow", hint="pass --flow FLOW")
+    check_names(reqs, fmap.flow if fmap is not None else None, [lot.name for lot in lots])
+    results: list[RuleResult] = []
+    for req in reqs:
         if req.name in ("arrow_bandwidth", "arrow_time"):
             assert fmap is not None
             results.append(_arrows(req, fmap))
@@ -319,9 +333,7 @@ def check(
                 bound.update({lot.name: lot.topo for lot in lots})
             results.append(_plan_total(req, fmap, bound))
             continue
-        targets = [lot for lot in lots if req.rule.host in (None, lot.name)]
-        if req.rule.host is not None and not targets:
-            raise TopomapError(f"rule `{req.name}` (line {req.line}): no lot named {req.rule.host!r}")
+        targets = [lot for lot in lots if req.rule.host in (None, lot.name)]  # check_names: the host is a lot
         for lot in targets:
             results.append(_EVAL[req.name](req, lot))
     return CheckResult(results)
@@ -391,72 +403,94 @@ def _gpus(req: Requirement, lot: Lot) -> RuleResult:
         bits.append(f"≥ {need_gb:g} GB each (as sold)")
     desc = ", ".join(bits)
     topo = lot.topo
-    good: list[str] = []
-    unknown: list[str] = []
-    bad: list[str] = []
+    sorted_out: dict[Status, list[str]] = {"pass": [], "fail": [], "unknown": []}
     settle: list[str] = []
+    wrong_model = False
     for g in topo.snapshot.gpus:
         gid = f"gpu{g.index}"
         alive = gpu_usable(topo, gid)
         if not alive.yes:
-            bad.append(f"{gid}: not counted: {alive.why()}")
+            sorted_out["fail"].append(f"{gid}: not counted: {alive.why()}")
             continue
-        why: list[str] = []
-        unsure: list[str] = []
-        name, derived = gpu_model_name(g)
-        if rule.model:
-            if name is None:
-                unsure.append("model not recorded")
-                settle.append(SETTLE["gpu_model"])
-            elif not fnmatch.fnmatch(name.lower(), rule.model.lower()):
-                why.append(f"model {name}" + (" (derived from the PCI device id)" if derived else ""))
-        mem = gpu_memory(g)
-        if need_gb:
-            have = mem.total_bytes
-            if have is None:
-                unsure.append("memory not recorded")
-                settle.append(SETTLE["gpu_memory"])
-            elif mem.derived and abs(_sold_gb(have) - need_gb) <= need_gb * 0.03:
-                unsure.append(f"memory {mem.source}: too close to {need_gb:g} GB to tell")
-                settle.append(SETTLE["gpu_memory"])
-            elif _sold_gb(have) < need_gb * 0.99:
-                what = f"{have / 2**20:.0f} MiB" + (f" ({mem.source})" if mem.derived else "")
-                why.append(f"{what} = {_sold_gb(have):.1f} GB < {need_gb:g} GB")
-        if why:
-            bad.append(f"{gid}: {', '.join(why)}")
-        elif unsure:
-            unknown.append(f"{gid}: {', '.join(unsure)}")
-        else:
-            label = f"{gid}: {name or 'model not recorded'}"
-            if derived and name:
-                label += " (derived from the PCI device id)"
-            if need_gb and mem.total_bytes is not None:
-                label += f", {mem.total_bytes / 2**20:.0f} MiB" + (f" ({mem.source})" if mem.derived else "")
-            good.append(label)
+        status, text, why = _one_gpu(g, rule.model, need_gb)
+        sorted_out[status].append(f"{gid}: {text}")
+        settle += why
+        wrong_model = wrong_model or (status == "fail" and text.startswith("model "))
+    good, bad, unknown = sorted_out["pass"], sorted_out["fail"], sorted_out["unknown"]
     n_good, n_unknown = len(good), len(unknown)
-    status: Status
+    verdict: Status
     if n_good >= rule.min_count:
-        status, summary = "pass", f"{n_good} GPUs qualify ≥ {rule.min_count}"
+        verdict, summary = "pass", f"{n_good} GPUs qualify ≥ {rule.min_count}"
     elif n_good + n_unknown >= rule.min_count:
-        status, summary = "unknown", f"{n_good} GPUs qualify, {n_unknown} cannot be told; {rule.min_count} needed"
+        verdict, summary = "unknown", f"{n_good} GPUs qualify, {n_unknown} cannot be told; {rule.min_count} needed"
     else:
-        status, summary = "fail", f"{n_good} GPUs qualify < {rule.min_count} needed"
+        verdict, summary = "fail", f"{n_good} GPUs qualify < {rule.min_count} needed"
+    seen = _models_seen(topo, rule.model) if verdict == "fail" and wrong_model else []
+    if seen:
+        summary += f"; {seen[0]}"
     return RuleResult(
         "gpus",
         lot.name,
-        status,
+        verdict,
         desc,
-        [summary, *bad, *unknown, *good],
+        [summary, *seen, *bad, *unknown, *good],
         summary,
-        sorted(set(settle)) if status == "unknown" else [],
+        sorted(set(settle)) if verdict == "unknown" else [],
     )
 
 
+def _one_gpu(g: Gpu, model: str | None, need_gb: float | None) -> tuple[Status, str, list[str]]:
+    """One GPU against the gpus rule: its status, the line saying why, and what would settle it."""
+    why: list[str] = []
+    unsure: list[str] = []
+    settle: list[str] = []
+    name, derived = gpu_model_name(g)
+    named = (name or "model not recorded") + (" (derived from the PCI device id)" if derived and name else "")
+    if model:
+        if name is None:
+            unsure.append("model not recorded")
+            settle.append(SETTLE["gpu_model"])
+        elif not model_matches(model, name):
+            why.append(f"model {named}")
+    mem = gpu_memory(g)
+    have = mem.total_bytes
+    if need_gb:
+        if have is None:
+            unsure.append("memory not recorded")
+            settle.append(SETTLE["gpu_memory"])
+        elif mem.derived and abs(_sold_gb(have) - need_gb) <= need_gb * 0.03:
+            unsure.append(f"memory {mem.source}: too close to {need_gb:g} GB to tell")
+            settle.append(SETTLE["gpu_memory"])
+        elif _sold_gb(have) < need_gb * 0.99:
+            what = f"{have / 2**20:.0f} MiB" + (f" ({mem.source})" if mem.derived else "")
+            why.append(f"{what} = {_sold_gb(have):.1f} GB < {need_gb:g} GB")
+    if why:
+        return "fail", ", ".join(why), []
+    if unsure:
+        return "unknown", ", ".join(unsure), settle
+    if need_gb and have is not None:
+        named += f", {have / 2**20:.0f} MiB" + (f" ({mem.source})" if mem.derived else "")
+    return "pass", named, []
+
+
+def _models_seen(topo: Topology, pattern: str | None) -> list[str]:
+    """For a failed model rule: the models the lot has, counted, and how the pattern was matched."""
+    if pattern is None:
+        return []
+    counts: dict[str, int] = {}
+    for g in topo.snapshot.gpus:
+        name, derived = gpu_model_name(g)
+        key = (name or "model not recorded") + (" (derived from the PCI device id)" if derived and name else "")
+        counts[key] = counts.get(key, 0) + 1
+    seen = ", ".join(f"{k} ×{n}" for k, n in counts.items()) or "no GPU"
+    return [
+        f"models seen: {seen}",
+        f"model {pattern!r}: {MODEL_RULE}",
+    ]
+
+
 def _gpu_set(lot: Lot, steps: list[str] | None) -> list[str]:
-    if steps:
-        missing = [s for s in steps if s not in lot.step_gpus]
-        if missing and not lot.step_gpus:
-            raise TopomapError(f"rule names steps {', '.join(steps)} but no --flow was given", hint="pass --flow FLOW")
+    if steps:  # check_names: every step is one of the flow's
         return sorted({g for s in steps for g in lot.step_gpus.get(s, [])}, key=natural_key)
     if lot.step_gpus:
         return sorted({g for gs in lot.step_gpus.values() for g in gs}, key=natural_key)
@@ -612,10 +646,13 @@ def _arrows(req: Requirement, fmap: FlowMap) -> RuleResult:
         and (rule.medium is None or a.medium == rule.medium)
         and (rule.from_step is None or a.src_step == rule.from_step)
         and (rule.to_step is None or a.dst_step == rule.to_step)
+        and (rule.host is None or rule.host in (_host_of(a.src), _host_of(a.dst)))
     ]
+    lot = rule.host or fmap.flow.name
+    where = f" to or from {rule.host}" if rule.host else ""
     ok, bad, unknown, settle = [], [], [], []
     if isinstance(rule, ArrowBandwidthRule):
-        desc = f"every {rule.medium or ''} arrow ≥ {rule.min_gbps:g} GB/s".replace("  ", " ")
+        desc = f"every {rule.medium or ''} arrow{where} ≥ {rule.min_gbps:g} GB/s".replace("  ", " ")
         for a in arrows:
             name = f"{a.src}→{a.dst}"
             if a.medium == "unknown":
@@ -631,7 +668,7 @@ def _arrows(req: Requirement, fmap: FlowMap) -> RuleResult:
             else:
                 bad.append(f"{name}: {_bw(a)} < {rule.min_gbps:g} over {a.medium}")
     else:
-        desc = f"every {rule.medium or ''} arrow done in ≤ {rule.max_seconds:g} s".replace("  ", " ")
+        desc = f"every {rule.medium or ''} arrow{where} done in ≤ {rule.max_seconds:g} s".replace("  ", " ")
         for a in arrows:
             name = f"{a.src}→{a.dst}"
             if a.seconds is None:
@@ -645,8 +682,13 @@ def _arrows(req: Requirement, fmap: FlowMap) -> RuleResult:
                 bad.append(f"{name}: {a.seconds:.3g} s > {rule.max_seconds:g} s over {a.medium}")
     if not arrows:
         why = "applies to nothing: no arrow of the flow matches this rule"
-        return RuleResult(req.name, fmap.flow.name, "fail", desc, [why], why)
-    return _result(req, fmap.flow.name, desc, ok, bad, unknown, settle, f"{len(ok)} of {len(arrows)} arrows qualify")
+        return RuleResult(req.name, lot, "fail", desc, [why], why)
+    return _result(req, lot, desc, ok, bad, unknown, settle, f"{len(ok)} of {len(arrows)} arrows qualify")
+
+
+def _host_of(end: str) -> str:
+    """The flow host of an arrow end's label (``lot:gpu0``, ``workstation``)."""
+    return end.partition(":")[0]
 
 
 def _bw(a: MappedArrow) -> str:

@@ -240,6 +240,14 @@ def parse_placement(text: str) -> tuple[str, str | None]:
     return m.group("host"), m.group("what")
 
 
+def name_hint(name: str, known: list[str], what: str) -> str:
+    """The hint for an unknown name: the closest known one, then the known ones (at most 12)."""
+    close = difflib.get_close_matches(name, known, n=1)
+    listed = ", ".join(known[:12]) + (f", … ({len(known)} in all)" if len(known) > 12 else "")
+    listing = f"{what}: {listed}" if known else f"there are no {what}"
+    return f"did you mean {close[0]!r}? {listing}" if close else listing
+
+
 def _validate(flow: Flow) -> None:
     """Placements' syntax and hosts, arrows' step names and volumes, and no cycles."""
     spec, origin, lines = flow.spec, flow.path, flow.lines
@@ -256,12 +264,9 @@ def _validate(flow: Flow) -> None:
                     hint="e.g. lotA:gpu3, lotA:gpus, lotA:memory, lotA:storage, workstation",
                 ) from None
             if host not in spec.hosts:
-                close = difflib.get_close_matches(host, list(spec.hosts), n=1)
                 raise FlowError(
                     f"{origin}:{_line_for(where, lines)}: step {name}: unknown host {host!r}",
-                    hint=f"did you mean {close[0]!r}?"
-                    if close
-                    else f"declare it under `hosts:` ({', '.join(spec.hosts)})",
+                    hint=name_hint(host, list(spec.hosts), "hosts") + " (declare new ones under `hosts:`)",
                 )
             places.append(_placement(host, what, name, origin, _line_for(where, lines)))
         flow.steps[name] = Step(name=name, kind=st.kind, placements=places, label=st.label)
@@ -269,10 +274,9 @@ def _validate(flow: Flow) -> None:
         where = f"$.arrows[{i}]"
         for s in _names(a.src) + _names(a.dst):
             if s not in flow.steps:
-                close = difflib.get_close_matches(s, list(flow.steps), n=1)
                 raise FlowError(
                     f"{origin}:{_line_for(where, lines)}: arrow {i + 1}: unknown step {s!r}",
-                    hint=f"did you mean {close[0]!r}?" if close else f"steps are: {', '.join(flow.steps)}",
+                    hint=name_hint(s, list(flow.steps), "steps"),
                 )
             if s in _names(a.src) and s in _names(a.dst):
                 raise FlowError(f"{origin}:{_line_for(where, lines)}: arrow {i + 1}: {s} → {s} points at itself")
