@@ -7,10 +7,12 @@ a small :class:`Decision`; one function turns a decision into a :class:`MappedAr
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from topomap.flow import Flow, FlowArrow, FlowError, Placement, bind
+from topomap.flow import Flow, FlowArrow, FlowError, Placement, bind, name_hint
 from topomap.graph import BandwidthSource, Topology, numa_of, pcie_leg
 from topomap.graph.evidence import (
     SETTLE,
@@ -27,6 +29,7 @@ from topomap.graph.evidence import (
 )
 from topomap.links import nic_bandwidth_gbps
 from topomap.model import Snapshot
+from topomap.yamlfile import YamlDoc
 
 Medium = Literal["gpu-link", "host-memory", "network", "local", "unknown"]
 MEDIA: tuple[Medium, ...] = ("gpu-link", "host-memory", "network", "local", "unknown")
@@ -134,6 +137,7 @@ def map_flow(flow: Flow, topos: dict[str, Topology | None]) -> FlowMap:
     missing = [h for h in flow.spec.hosts if h not in topos]
     if missing:
         raise FlowError(f"{flow.path}: host {missing[0]!r} is not bound to a snapshot or to null")
+    _check_numa_places(flow, topos)
     return FlowMap(flow=flow, arrows=[_arrow(a, _decide(a, topos)) for a in flow.arrows])
 
 
@@ -214,22 +218,80 @@ def _decide(a: FlowArrow, topos: dict[str, Topology | None]) -> Decision:
 
 
 def _memory_node(topo: Topology, p: Placement, near: str | None, notes: list[str]) -> str:
-    """Graph node of a memory/storage placement: the named NUMA node, or the one nearest ``near``."""
+    """Graph node of a memory/storage placement: the named NUMA node (map_flow checked it exists),
+    or the one nearest ``near``."""
     if p.numa is not None:
-        node = f"numa{p.numa}"
-        if node not in topo.graph:
-            raise FlowError(f"{p.label()}: the snapshot has no NUMA node {p.numa}")
-        return node
+        nodes = numa_nodes(topo, p.numa)
+        if not nodes:
+            raise FlowError(f"{p.label()}: {_no_numa(topo, p.numa)}")
+        mine = numa_of(topo, near) if near else None
+        return mine if mine in nodes else nodes[0]
     local = numa_of(topo, near) if near else None
-    if local is not None:
-        what = "storage" if p.kind == "storage" else "host memory"
+    what = "storage" if p.kind == "storage" else "host memory"
+    if local is not None and near is not None and not numa_unknown(local):
         notes.append(f"{what} taken on {near}'s own NUMA node ({local}); pin buffers there")
+    elif local is not None and near is not None:
+        notes.append(
+            f"{near}'s NUMA node is not recorded by this source; pin host buffers on the GPU's node "
+            "(`nvidia-smi topo -m` shows it)"
+        )
     else:
         numas = sorted(n for n, dd in topo.graph.nodes(data=True) if dd.get("kind") == "numa")
         local = numas[0] if numas else "host"
     if p.kind == "storage":
         notes.append("storage read/write rate not modelled: staged through host memory")
     return local
+
+
+def numa_unknown(node: str) -> bool:
+    """Whether a graph NUMA node stands for a node the source did not record (``numa-unknown``)."""
+    return node.startswith("numa-unknown")
+
+
+def numa_nodes(topo: Topology, numa: int) -> list[str]:
+    """The graph nodes of NUMA node ``numa``: ``numa0``, or its parts (``numa0-part1``…) where a
+    matrix split it."""
+    nodes = [f"numa{numa}"] if f"numa{numa}" in topo.graph else []
+    prefix = f"numa{numa}-part"
+    return nodes + sorted(n for n, d in topo.graph.nodes(data=True) if d.get("kind") == "numa" and n.startswith(prefix))
+
+
+def _recorded_numa(topo: Topology) -> list[int]:
+    """The NUMA node numbers the snapshot records (none for a source without NUMA affinity)."""
+    found = (re.fullmatch(r"numa(\d+)(?:-part\d+)?", str(n)) for n in topo.graph)
+    return sorted({int(m.group(1)) for m in found if m is not None})
+
+
+def _no_numa(topo: Topology, numa: int) -> str:
+    """Why ``memory@numaN`` names nothing: the source records no NUMA node, or not this one."""
+    known = _recorded_numa(topo)
+    if not known:
+        return f"this source ({topo.snapshot.source.kind}) does not record NUMA nodes, so NUMA node {numa} is unknown"
+    return f"the snapshot has no NUMA node {numa} (it has {', '.join(map(str, known))})"
+
+
+def _check_numa_places(flow: Flow, topos: dict[str, Topology | None]) -> None:
+    """Every ``HOST:memory@numaN`` names a NUMA node its snapshot records; refused with the flow's line."""
+    for st in flow.steps.values():
+        for p in st.placements:
+            topo = topos.get(p.host)
+            if p.numa is None or topo is None or numa_nodes(topo, p.numa):
+                continue
+            line = YamlDoc("", None, flow.lines).line(f"$.steps.{st.name}.on")
+            other = "a NUMA node it has" if _recorded_numa(topo) else f"a snapshot that records them ({SETTLE['numa']})"
+            raise FlowError(
+                f"{flow.path}:{line}: step {st.name}: {p.label()}: {_no_numa(topo, p.numa)}",
+                hint=f"place it on {p.host}:memory (the memory nearest each GPU), or use {other}",
+            )
+
+
+def host_path_class(topo: Topology, gid: str, mem: str) -> str | None:
+    """Path class between a GPU and a host memory node: PHB on the GPU's own NUMA node, SYS across the
+    inter-socket link; None (unknown) when the source records no NUMA node for either end."""
+    local = numa_of(topo, gid)
+    if local is None or numa_unknown(local) or numa_unknown(mem) or topo.graph.nodes[mem].get("kind") != "numa":
+        return None
+    return "PHB" if local == mem else "SYS"
 
 
 def _pcie_bw(bw: float | None) -> Bandwidth:
@@ -254,7 +316,11 @@ def _same_host(a: FlowArrow, topo: Topology) -> Decision:
         if gpu is not None and gpu.gpu_numa_node is not None:
             notes.append("Grace-class GPU: host memory over NVLink-C2C (rate not in the reference tables)")
             return Decision("host-memory", "c2c", None, rt, reasons=tuple(notes))
-        path = "SYS" if numa_of(topo, gid) not in (mem, None) else "PHB"
+        path = host_path_class(topo, gid, mem)
+        if path is None:
+            notes.append(
+                f"path class between {gid} and host memory not recorded by this source: {SETTLE['path']} settles it"
+            )
         kind, ends = ("d2h", (gid, "host")) if s.kind == "gpu" else ("h2d", ("host", gid))
         figure, warning = with_measurement(topo.snapshot, *ends, kind, _pcie_bw(bw))
         return Decision("host-memory", "pcie", path, rt, figure, (*notes, *([warning] if warning else [])))
@@ -390,7 +456,7 @@ def _cross_host(a: FlowArrow, topos: dict[str, Topology | None]) -> Decision:
                 notes.append(f"GPUDirect RDMA on {p.host} unknown: {choice.gdr.why()}")
         hop = _qs(p.host, nodes)
         legs.append(hop if side == "from" else hop[::-1])
-    via = layers[0] if layers and len(set(layers)) == 1 else "network"
+    via = _network_kind(layers, [p.host for p, t in ((s, ts), (d, td)) if t is None], notes)
     if via == "rdma":
         notes.append("NIC link layer not recorded (InfiniBand or RoCE): `ibstat` or `ibv_devinfo` settles it")
     bw = UNKNOWN_BW
@@ -399,9 +465,24 @@ def _cross_host(a: FlowArrow, topos: dict[str, Topology | None]) -> Decision:
     return Decision("network", via, "NET", legs[0] + legs[1], bw, tuple(notes))
 
 
+def _network_kind(layers: list[str], blind: list[str], notes: list[str]) -> str:
+    """The network an arrow crosses (``infiniband``, ``ethernet``, ``efa``, ``rdma``), known only when
+    both ends' NICs are known and agree; a host with no snapshot leaves it unknown (RDMA or TCP)."""
+    if blind:
+        notes.append(
+            f"network kind (RDMA or TCP) unknown: {' and '.join(blind)} has no snapshot, so its NIC is unknown"
+        )
+        return "unknown"
+    if len(layers) < 2:
+        return "unknown"  # one end has no usable NIC (said in the notes)
+    return layers[0] if len(set(layers)) == 1 else "network"
+
+
 def bind_hosts(flow: Flow, probes: list[str]) -> dict[str, Topology | None]:
-    """Bind the flow's hosts to snapshots: ``NAME=FILE`` (or a bare FILE for a one-host flow)
-    from the command line first, then the paths in the flow file (relative to it)."""
+    """Bind the flow's hosts to snapshots: ``NAME=FILE`` (or a bare FILE for a one-host flow, or a
+    merged cluster file binding every flow host named like one of its hosts) from the command line
+    first, then the paths in the flow file (relative to it). A binding that binds nothing, a host
+    bound twice and an empty path are refused."""
     from pathlib import Path
 
     from topomap.graph import build
@@ -410,7 +491,6 @@ def bind_hosts(flow: Flow, probes: list[str]) -> dict[str, Topology | None]:
     files: dict[str, str | None] = {}
     for h, p in flow.host_files.items():
         files[h] = str(Path(flow.path).parent / p) if p else None
-    snap_hosts = [h for h in flow.spec.hosts]
     cache: dict[str, Snapshot] = {}
 
     def load(path: str) -> Snapshot:
@@ -418,28 +498,16 @@ def bind_hosts(flow: Flow, probes: list[str]) -> dict[str, Topology | None]:
             cache[path] = load_any(path)
         return cache[path]
 
+    bound: dict[str, str] = {}  # flow host → the --probe argument that bound it
     for arg in probes:
-        name, sep, path = arg.partition("=")
-        if not sep and load(arg).source.kind == "merge":
-            # a merged snapshot binds every flow host named like one of its hosts
-            names = {m.host.hostname or "" for m in load(arg).members}
-            for h in flow.spec.hosts:
-                if h in names:
-                    files[h] = arg
-            continue
-        if not sep:
-            if len(snap_hosts) != 1:
+        for host, path in _binding(flow, arg, load):
+            if host in bound:
                 raise FlowError(
-                    f"--probe {arg}: the flow has hosts {', '.join(snap_hosts)}; say which",
-                    hint=f"--probe {snap_hosts[0]}={arg}",
+                    f"--probe {arg}: {host} is bound twice (also by --probe {bound[host]})",
+                    hint=f"bind each flow host once: --probe {host}=FILE",
                 )
-            name, path = snap_hosts[0], arg
-        if name not in flow.spec.hosts:
-            raise FlowError(
-                f"--probe {arg}: the flow {flow.path} has no host {name!r}",
-                hint=f"its hosts: {', '.join(flow.spec.hosts)}",
-            )
-        files[name] = path
+            bound[host] = arg
+            files[host] = path
     topos: dict[str, Topology | None] = {}
     built: dict[int, Topology] = {}
     members: dict[str, dict[str, Snapshot]] = {}
@@ -453,6 +521,46 @@ def bind_hosts(flow: Flow, probes: list[str]) -> dict[str, Topology | None]:
         topos[h] = built[id(snap)]
     bind(flow, gpus_of(topos))
     return topos
+
+
+def _binding(flow: Flow, arg: str, load: Callable[[str], Snapshot]) -> list[tuple[str, str]]:
+    """The (flow host, file) pairs one ``--probe`` argument binds."""
+    hosts = list(flow.spec.hosts)
+    name, sep, path = arg.partition("=")
+    if sep and not path.strip():
+        raise FlowError(f"--probe {arg}: no file given", hint=f"--probe {name or hosts[0]}=SNAPSHOT")
+    if sep and not name:
+        raise FlowError(f"--probe {arg}: no host name before '='", hint=f"--probe {hosts[0]}={path}")
+    if not sep and load(arg).source.kind == "merge":
+        return _cluster_binding(flow, arg, load(arg))
+    if not sep:
+        if len(hosts) != 1:
+            raise FlowError(
+                f"--probe {arg}: the flow has hosts {', '.join(hosts)}; say which",
+                hint=f"--probe {hosts[0]}={arg}",
+            )
+        return [(hosts[0], arg)]
+    if name not in flow.spec.hosts:
+        raise FlowError(
+            f"--probe {arg}: the flow {flow.path} has no host {name!r}", hint=name_hint(name, hosts, "its hosts")
+        )
+    return [(name, path)]
+
+
+def _cluster_binding(flow: Flow, arg: str, cluster: Snapshot) -> list[tuple[str, str]]:
+    """A merged cluster binds every flow host named like one of its hosts; binding none is an error
+    (the flow would silently run on the snapshots its file names)."""
+    names = [m.host.hostname or "" for m in cluster.members]
+    found = [(h, arg) for h in flow.spec.hosts if h in set(names)]
+    if found:
+        return found
+    shown = ", ".join(names[:8]) + (f", … ({len(names)} in all)" if len(names) > 8 else "")
+    raise FlowError(
+        f"--probe {arg}: no host of the cluster is named like a flow host "
+        f"(flow hosts: {', '.join(flow.spec.hosts)}; cluster hosts: {shown or 'none named'})",
+        hint=f"NAME=FILE binds a flow host to one host's snapshot (--probe {next(iter(flow.spec.hosts))}=SNAPSHOT), "
+        "or name the flow hosts after the cluster's hosts",
+    )
 
 
 def _host_in(snap: Snapshot, flow_host: str, path: str, members: dict[str, dict[str, Snapshot]]) -> Snapshot:
