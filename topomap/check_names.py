@@ -7,21 +7,12 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from typing import TYPE_CHECKING
 
+from topomap.check_rules import Requirement, RequirementsError
 from topomap.flow import Flow, name_hint
-
-if TYPE_CHECKING:
-    from topomap.check import Requirement
 
 #: Words a GPU's full name may start with that people leave out when they name the model.
 BRAND_WORDS = ("nvidia", "tesla", "geforce", "quadro")
-#: How a model pattern matches, in words (the requirements schema and the evidence of a failed rule).
-MODEL_RULE = (
-    "GPU model, case-insensitive. A glob (* ? [) matches the whole name with or without its leading "
-    "NVIDIA/Tesla/GeForce/Quadro: H100* and *H100* match 'NVIDIA H100 80GB HBM3'. Without glob characters, "
-    "whole words of the name in order: H100, 'h100 80gb', 'RTX 4090' match; H10 does not."
-)
 _GLOB = re.compile(r"[*?\[]")
 _SEP = re.compile(r"[\s_-]+")
 
@@ -34,9 +25,7 @@ def check_names(reqs: list[Requirement], flow: Flow | None, lots: list[str]) -> 
         _host(req, flow, lots)
 
 
-def _fail(message: str, hint: str) -> Exception:
-    from topomap.check import RequirementsError
-
+def _fail(message: str, hint: str) -> RequirementsError:
     return RequirementsError(message, hint=hint)
 
 
