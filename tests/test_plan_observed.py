@@ -65,6 +65,6 @@ def test_cli_observed() -> None:
     res = CliRunner().invoke(app, ["plan", REFERENCE, "--cards", "1", "--observed", TWO_CARDS, "--json"])
     assert res.exit_code == 0, res.stderr
     doc = json.loads(res.stdout)
-    assert {u["source"] for u in doc["units"]} == {"observed"}
+    assert doc["units"]["source"] == "observed" and doc["units"]["count"] == 8
     res = CliRunner().invoke(app, ["plan", REFERENCE, "--observed", TWO_CARDS, "--observed-units", "0"])
     assert res.exit_code == 2 and "--observed-units 0" in res.stderr

@@ -12,6 +12,8 @@ Public API for `check` and `diff`: :func:`plan_flow`, :func:`best_total_seconds`
 
 from __future__ import annotations
 
+import heapq
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -25,7 +27,10 @@ if TYPE_CHECKING:
     from topomap.flow import Flow
     from topomap.graph import Topology
 
-PLAN_SCHEMA = "topomap.plan/1"
+PLAN_SCHEMA = (
+    "topomap.plan/2"  # /2: units and lanes summarised (counts, totals, first/last, longest); --units lists them
+)
+LONGEST = 3  # the longest units named in each summary
 Verdict = Literal["fits", "does not fit", "unknown"]
 NOMINAL_MARGIN = 0.03  # a need within 3 % of a size read from a GPU's name is too close to call
 
@@ -88,7 +93,8 @@ class Arrangement:
         """Cards of the lot the arrangement leaves without work."""
         return [] if self.kind == "one card" else [c for s in self.slots[len(self.lanes) :] for c in s]
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self, units: list[Unit], every_unit: bool = False) -> dict[str, object]:
+        """The arrangement; each lane summarised, with every bar too when ``every_unit``."""
         return {
             "cards": self.k,
             "arrangement": self.kind,
@@ -104,15 +110,58 @@ class Arrangement:
             "speedup": self.speedup,
             "memory_fit": self.fit.to_json(),
             "notes": self.notes,
-            "lanes": [
-                {
-                    "cards": self.slots[ln.slot],
-                    "end_s": ln.end,
-                    "bars": [{"unit": b.unit, "kind": b.kind, "start_s": b.start, "end_s": b.end} for b in ln.bars],
-                }
-                for ln in self.lanes
-            ],
+            "lanes": [_lane_json(ln, self.slots[ln.slot], units, every_unit) for ln in self.lanes],
         }
+
+
+def _lane_json(ln: Lane, cards: list[str], units: list[Unit], every_unit: bool) -> dict[str, object]:
+    """One lane: how many units, their compute, transfer and exchange seconds, the first and the last
+    unit with their times, the longest units; every bar only when asked (100,000 units made 72 MB)."""
+    c, n = ln.cost, len(ln.units)
+    secs = ln.seconds
+
+    def at(u: int, start: float) -> dict[str, object]:
+        return {
+            "unit": units[u].name,
+            "start_s": start,
+            "end_s": start + c.input_s + secs[u] + c.exchange_s + c.output_s,
+        }
+
+    out: dict[str, object] = {
+        "cards": cards,
+        "end_s": ln.end,
+        "unit_count": n,
+        "compute_s": math.fsum(secs[u] for u in ln.units),
+        "transfers_s": n * (c.input_s + c.output_s),
+        "exchange_s": n * c.exchange_s,
+        "first": at(ln.units[0], 0.0) if n else None,
+        "last": {**at(ln.units[-1], ln.last_start), "end_s": ln.end} if n else None,
+        "longest": [
+            {"unit": units[u].name, "seconds": secs[u]} for u in heapq.nlargest(LONGEST, ln.units, secs.__getitem__)
+        ],
+    }
+    if every_unit:
+        out["bars"] = [
+            {"unit": units[b.unit].name, "kind": b.kind, "start_s": b.start, "end_s": b.end} for b in ln.bars
+        ]
+    return out
+
+
+def _units_json(units: list[Unit], source: str, every_unit: bool) -> dict[str, object]:
+    """The units in numbers: count, total, shortest and longest; each one only when asked."""
+    idx = range(len(units))
+    longest = heapq.nlargest(LONGEST, idx, key=lambda i: units[i].seconds)
+    shortest = min(idx, key=lambda i: units[i].seconds) if units else None
+    out: dict[str, object] = {
+        "count": len(units),
+        "source": source,
+        "total_s": math.fsum(u.seconds for u in units),
+        "shortest": None if shortest is None else {"unit": units[shortest].name, "seconds": units[shortest].seconds},
+        "longest": [{"unit": units[i].name, "seconds": units[i].seconds} for i in longest],
+    }
+    if every_unit:
+        out["each"] = [{"name": u.name, "seconds": u.seconds} for u in units]
+    return out
 
 
 @dataclass
@@ -141,7 +190,8 @@ class PlanResult:
         ok = [a for a in self.arrangements if a.fit.verdict != "does not fit"]
         return min(ok, key=lambda a: (round(a.total_s, 6), a.k)) if ok else None
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self, every_unit: bool = False) -> dict[str, object]:
+        """The `plan --json` document: units and lanes summarised; ``every_unit`` lists each unit and bar."""
         best = self.best()
         return {
             "schema": PLAN_SCHEMA,
@@ -150,7 +200,7 @@ class PlanResult:
             "lot": self.lot,
             "cards_available": self.cards_available,
             "cards_per_task": self.cards_per_task,
-            "units": [{"name": u.name, "seconds": u.seconds, "source": self.unit_provenance} for u in self.units],
+            "units": _units_json(self.units, self.unit_provenance, every_unit),
             "unit_source": self.unit_source,
             "durations_include_transfers": self.includes_transfers,
             "per_unit_transfers": [
@@ -170,7 +220,7 @@ class PlanResult:
             "card_memory": [{"card": m.card, "bytes": m.total_bytes, "source": m.source} for m in self.memory],
             "exchange_model": self.exchange_how,
             "assembly": {"on": self.assembly_on, "waits_for_all": not self.assembly_streamed},
-            "arrangements": [a.to_json() for a in self.arrangements],
+            "arrangements": [a.to_json(self.units, every_unit) for a in self.arrangements],
             "best": None if best is None else {"cards": best.k, "arrangement": best.kind, "total_s": best.total_s},
             "assumptions": self.assumptions,
             "warnings": self.warnings,
@@ -226,7 +276,27 @@ def plan_flow(
             f"--cards {too_many[0]}: {lot} has {len(have)} usable card(s)",
             hint=f"choose from 1 to {len(have)}, e.g. --cards 1,{len(have)}",
         )
-    return build_plan(flow, topos, lot, have, counts, work)
+    return _finite(build_plan(flow, topos, lot, have, counts, work), flow.path)
+
+
+def _finite(result: PlanResult, origin: str) -> PlanResult:
+    """The plan, once every figure it reports is a finite number. The work's numbers are bounded
+    where they are read (work.py), so this is the last guard: an infinite total once reached every
+    view (NaN in the terminal Gantt, matplotlib's limits, `Infinity` in the JSON)."""
+    for a in result.arrangements:
+        figures = {
+            "parallel part": a.parallel_s, "transfers": a.transfers_s, "exchange": a.exchange_s,
+            "assembly": a.assembly_s, "total": a.total_s, "idle card time": a.idle_card_s,
+            "idle card time during the assembly": a.idle_assembly_card_s, "speed-up": a.speedup,
+        }  # fmt: skip
+        figures.update({f"lane {ln.slot + 1}'s end": ln.end for ln in a.lanes})
+        bad = next((k for k, v in figures.items() if v is not None and not math.isfinite(v)), None)
+        if bad is not None:
+            raise TopomapError(
+                f"{origin}: the {bad} of {a.k} card(s) {a.kind} is not a finite number",
+                hint="check the work block's durations, sizes and rates, and the flow's volumes",
+            )
+    return result
 
 
 def plan_file(flow_file: str, probes: list[str] | None = None, cards: list[int] | None = None) -> PlanResult:

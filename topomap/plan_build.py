@@ -56,7 +56,7 @@ class _Ctx:
     ) -> Arrangement:  # fmt: skip
         parallel = max(ln.end for ln in lanes)
         last = max(lanes, key=lambda ln: (ln.end, -ln.slot))
-        moved = sum(b.end - b.start for b in last.bars if b.kind in ("input", "output"))
+        moved = len(last.units) * (last.cost.input_s + last.cost.output_s)
         total, assembly_s = self._assembly(lanes, parallel)
         n_cards = k if kind != "one card" else len(slots[0])
         busy = {i: ln.end for i, ln in enumerate(lanes)}
@@ -75,7 +75,7 @@ class _Ctx:
         if a.waits_for_all:
             return parallel + a.seconds, a.seconds
         # streaming: one assembler takes each result as it arrives, an equal share of the time each
-        done = sorted(ln.bars[i].end for ln in lanes for i, b in enumerate(ln.bars) if _last_of_unit(ln, i))
+        done = sorted(end for ln in lanes for _, _, end in ln.spans())
         t, share = 0.0, a.seconds / len(done)
         for d in done:
             t = max(t, d) + share
@@ -90,10 +90,6 @@ def slot_cost(costs: dict[str, tuple[float | None, float | None]], cards: list[s
     known_in = max((x for x in ins if x is not None), default=0.0)
     known_out = max((x for x in outs if x is not None), default=0.0)
     return SlotCost(known_in, known_out), unknown
-
-
-def _last_of_unit(ln: Lane, i: int) -> bool:
-    return i + 1 == len(ln.bars) or ln.bars[i + 1].unit != ln.bars[i].unit
 
 
 def build_plan(

@@ -13,7 +13,7 @@ from typing import Any
 
 from topomap.errors import TopomapError
 from topomap.units import fmt_bytes
-from topomap.work import Unit, Work
+from topomap.work import Unit, Work, span_problem
 
 
 def apply_observed(work: Work, observed: dict[str, Any], origin: str) -> Work:
@@ -26,6 +26,12 @@ def apply_observed(work: Work, observed: dict[str, Any], origin: str) -> Work:
     unit_s = observed.get("unit_duration_s")
     if not isinstance(unit_s, (int, float)) or unit_s <= 0:
         raise TopomapError(f"{origin}: the record has no wall time", hint="record the run again to its end")
+    problem = span_problem(float(unit_s))
+    if problem is not None:  # the plan's own bounds: a unit of at most a year, never infinite
+        raise TopomapError(
+            f"{origin}: the observed unit duration {float(unit_s):g} s {problem}",
+            hint="check --observed-units (the units the run processed)",
+        )
     n_units = observed.get("units") or 1
     used = observed.get("cards_used") or "an unknown number of"
     notes = [

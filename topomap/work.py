@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,8 +43,41 @@ _RATE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]i?B|B)\s*/\s*s\s*$", re.
 DURATION_HINT = "write a number and a unit: 12 min, 90 s, 1.5 h, 1 h 30 min"
 
 
-#: Units a plan lays out one by one; a larger count is refused (a huge count ran out of memory).
+#: Units a plan lays out one by one, however they are given (count, durations, a CSV); more are
+#: refused while reading (a huge count ran out of memory, a CSV of a million rows hung).
 MAX_UNITS = 100_000
+#: The longest duration a unit or the assembly may have: one year. Past it a value is a typo or
+#: hostile (300 nines overflowed to infinity and broke every view of the plan).
+MAX_SPAN_S = 365 * 24 * 3600.0
+#: The shortest: one microsecond. A shorter unit is not something a card schedule can resolve.
+MIN_SPAN_S = 1e-6
+#: Shared rates (work.limits) from 1 kB/s to 1 PB/s, in GB/s; outside them a transfer time is absurd.
+MIN_RATE_GBPS = 1e-6
+MAX_RATE_GBPS = 1e6
+_SHOWN = 40  # characters of a bad value quoted in a message
+
+
+def _cut(text: str) -> str:
+    """``text`` cut in the middle when it is too long to quote in a one-line message."""
+    if len(text) <= _SHOWN:
+        return text
+    return f"{text[: _SHOWN // 2]}…{text[-_SHOWN // 4 :]} ({len(text):,} characters)"
+
+
+def quote_value(value: str | float) -> str:
+    """A bad value as quoted in a one-line message: repr of a string, a number as %g; cut when long."""
+    return _cut(repr(value) if isinstance(value, str) else f"{value:g}")
+
+
+def span_problem(sec: float) -> str | None:
+    """Why ``sec`` (a parsed duration, seconds) is refused, or None when it is within bounds."""
+    if math.isnan(sec) or sec <= 0:
+        return "is not longer than zero"
+    if not math.isfinite(sec) or sec > MAX_SPAN_S:
+        return "is longer than a year (the longest duration topomap plans)"
+    if sec < MIN_SPAN_S:
+        return "is shorter than a microsecond (the shortest duration topomap plans)"
+    return None
 
 
 def parse_duration(text: str | float) -> float | None:
@@ -127,19 +161,22 @@ def _duration(flow: Flow, value: str | float, where: str, what: str) -> float:
     sec = parse_duration(value)
     if sec is None:
         if isinstance(value, str):
-            raise _err(flow, where, f"{what} {value!r} is not a duration", DURATION_HINT)
-        raise _err(flow, where, f"{what} {value:g} has no unit", DURATION_HINT)
-    if sec <= 0:
-        raise _err(flow, where, f"{what} {value!r} is not longer than zero", DURATION_HINT)
+            raise _err(flow, where, f"{what} {quote_value(value)} is not a duration", DURATION_HINT)
+        raise _err(flow, where, f"{what} {quote_value(value)} has no unit", DURATION_HINT)
+    problem = span_problem(sec)
+    if problem is not None:
+        raise _err(flow, where, f"{what} {quote_value(value)} {problem}", DURATION_HINT)
     return sec
 
 
 def _size(flow: Flow, value: str | None, where: str, what: str) -> int | None:
     if value is None:
         return None
-    size = parse_volume(value)
+    size = parse_volume(value)  # None past a zettabyte (or infinite): not a size
     if size is None:
-        raise _err(flow, where, f"{what} {value!r} is not a size", "write e.g. 20 GiB, 500 MB")
+        raise _err(
+            flow, where, f"{what} {quote_value(value)} is not a size", "write e.g. 20 GiB, 500 MB (at most 1 ZB)"
+        )
     return size
 
 
@@ -148,45 +185,95 @@ def _rate(flow: Flow, value: str | None, where: str, what: str) -> float | None:
         return None
     gbps = parse_rate_gbps(value)
     if gbps is None or gbps <= 0:
-        raise _err(flow, where, f"{what} {value!r} is not a rate", "write e.g. 2 GB/s, 800 MB/s")
+        raise _err(flow, where, f"{what} {quote_value(value)} is not a rate", "write e.g. 2 GB/s, 800 MB/s")
+    if not MIN_RATE_GBPS <= gbps <= MAX_RATE_GBPS:
+        raise _err(
+            flow, where, f"{what} {quote_value(value)} is outside 1 kB/s to 1 PB/s", "write e.g. 2 GB/s, 800 MB/s"
+        )
     return gbps
+
+
+_CSV_HINT = "one duration per line, or a `duration` column (e.g. 12 min)"
+_TOO_MANY = "plan a representative batch (the plan scales with the count)"
+
+
+class _CsvDurations:
+    """Reads a durations CSV row by row; the first non-blank row may be a header."""
+
+    def __init__(self, shown: str) -> None:
+        self.shown = shown
+        self.col: int | None = None  # the duration column, once known
+        self.name_col: int | None = None
+        self.pending: tuple[int, list[str]] | None = None  # a first row that is neither header nor duration
+        self.units: list[Unit] = []
+
+    def row(self, line: int, cells: list[str]) -> None:
+        if self.col is None:
+            self._first(line, cells)
+            return
+        if self.pending is not None:
+            first_line, first = self.pending
+            raise FlowError(
+                f"{self.shown}:{first_line}: no `duration` column (header: {_cut(', '.join(first))})",
+                hint="name the column `duration`, or give one duration per line without a header",
+            )
+        if len(self.units) >= MAX_UNITS:
+            raise FlowError(f"{self.shown}:{line}: more than {MAX_UNITS:,} durations (units)", hint=_TOO_MANY)
+        cell = cells[self.col] if self.col < len(cells) else ""
+        sec = parse_duration(cell)
+        problem = "is not a duration" if sec is None else span_problem(sec)
+        if problem is not None:
+            raise FlowError(f"{self.shown}:{line}: {quote_value(cell)} {problem}", hint=DURATION_HINT)
+        assert sec is not None
+        n = len(self.units) + 1
+        name = cells[self.name_col] if self.name_col is not None and self.name_col < len(cells) else ""
+        self.units.append(Unit(name or f"u{n}", sec))
+
+    def _first(self, line: int, cells: list[str]) -> None:
+        header = [c.lower() for c in cells]
+        if "duration" in header:
+            self.col = header.index("duration")
+            self.name_col = header.index("name") if "name" in header else None
+            return
+        self.col = 0
+        if parse_duration(cells[0]) is None:
+            self.pending = (line, cells)  # an error either way: which one depends on what follows
+        else:
+            self.row(line, cells)
+
+    def done(self) -> list[Unit]:
+        if self.pending is not None:
+            line, cells = self.pending
+            raise FlowError(f"{self.shown}:{line}: {quote_value(cells[0])} is not a duration", hint=DURATION_HINT)
+        if self.col is None:
+            raise FlowError(f"{self.shown}:1: no durations", hint=_CSV_HINT)
+        if not self.units:
+            raise FlowError(f"{self.shown}: no durations under the header", hint="one duration per line")
+        return self.units
 
 
 def read_durations_csv(path: Path, shown: str) -> list[Unit]:
     """Per-unit durations from a CSV: a `duration` column (optionally `name`), or one column
-    without a header. Errors name the CSV's own line."""
+    without a header. Errors name the CSV's own line; reading stops past :data:`MAX_UNITS` rows."""
     try:
         text = read_text(path, "durations CSV", MAX_TOPOLOGY_BYTES, FlowError)
     except FlowError as err:
         if err.hint is None:  # cannot read: most often a path written relative to the wrong folder
             err.hint = "the path is relative to the flow file"
         raise
-    rows = [r for r in csv.reader(io.StringIO(text))]
-    numbered = [(i + 1, [c.strip() for c in r]) for i, r in enumerate(rows) if r and any(c.strip() for c in r)]
-    if not numbered:
-        raise FlowError(f"{shown}:1: no durations", hint="one duration per line, or a `duration` column")
-    header = [c.lower() for c in numbered[0][1]]
-    col, name_col = 0, None
-    if "duration" in header:
-        col = header.index("duration")
-        name_col = header.index("name") if "name" in header else None
-        numbered = numbered[1:]
-    elif parse_duration(numbered[0][1][0]) is None and len(numbered) > 1:
-        raise FlowError(
-            f"{shown}:{numbered[0][0]}: no `duration` column (header: {', '.join(numbered[0][1])})",
-            hint="name the column `duration`, or give one duration per line without a header",
-        )
-    units: list[Unit] = []
-    for line, cells in numbered:
-        cell = cells[col] if col < len(cells) else ""
-        sec = parse_duration(cell)
-        if sec is None or sec <= 0:
-            raise FlowError(f"{shown}:{line}: {cell!r} is not a duration", hint=DURATION_HINT)
-        name = cells[name_col] if name_col is not None and name_col < len(cells) else f"u{len(units) + 1}"
-        units.append(Unit(name or f"u{len(units) + 1}", sec))
-    if not units:
-        raise FlowError(f"{shown}: no durations under the header", hint="one duration per line")
-    return units
+    reader = csv.reader(io.StringIO(text))
+    rows = _CsvDurations(shown)
+    try:
+        for r in reader:
+            cells = [c.strip() for c in r]
+            if any(cells):
+                rows.row(reader.line_num, cells)
+    except csv.Error as err:  # a field past csv.field_size_limit() (131,072 characters), a stray NUL
+        what = str(err)
+        if "field limit" in what:
+            what = f"a field longer than {csv.field_size_limit():,} characters"
+        raise FlowError(f"{shown}:{reader.line_num}: not a durations CSV: {what}", hint=_CSV_HINT) from None
+    return rows.done()
 
 
 def _units(flow: Flow) -> tuple[list[Unit], str]:
@@ -202,7 +289,7 @@ def _units(flow: Flow) -> tuple[list[Unit], str]:
             flow,
             "$.work.count",
             f"count {spec.count} is more units than topomap plans ({MAX_UNITS:,})",
-            "plan a representative batch (the plan scales with the count)",
+            _TOO_MANY,
         )
     if spec.duration is not None:
         sec = _duration(flow, spec.duration, "$.work.duration", "duration")
@@ -210,6 +297,13 @@ def _units(flow: Flow) -> tuple[list[Unit], str]:
             raise _err(flow, "$.work.duration", "a duration per unit needs `count`", "count: 8")
         return [Unit(f"u{i + 1}", sec) for i in range(spec.count)], "work.duration"
     if spec.durations is not None:
+        if len(spec.durations) > MAX_UNITS:
+            raise _err(
+                flow,
+                "$.work.durations",
+                f"{len(spec.durations):,} durations are more units than topomap plans ({MAX_UNITS:,})",
+                _TOO_MANY,
+            )
         units = [
             Unit(f"u{i + 1}", _duration(flow, d, f"$.work.durations[{i}]", f"duration {i + 1}"))
             for i, d in enumerate(spec.durations)

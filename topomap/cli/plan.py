@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from topomap.cli import JsonOpt, ProbeOpt, _console, _guard, _print_json, _write, app
+from topomap.cli import JsonOpt, ProbeOpt, _console, _guard, _write, app
 from topomap.errors import TopomapError
 
 if TYPE_CHECKING:
@@ -42,6 +43,18 @@ def _observed(path: str, units: int | None, flow: Flow) -> dict[str, Any]:
     return observed_for_plan(load_run(path), n)
 
 
+def _print_plan_json(doc: dict[str, object]) -> None:
+    """Strict JSON: a number that is not finite is an error, never `Infinity` or `NaN` in the output."""
+    try:
+        text = json.dumps(doc, indent=2, allow_nan=False)
+    except ValueError as err:  # "Out of range float values are not JSON compliant"
+        raise TopomapError(
+            f"plan --json: a figure is not a finite number ({err})",
+            hint="check the work block's durations, sizes and rates",
+        ) from None
+    sys.stdout.write(text + "\n")
+
+
 @app.command()
 @_guard
 def plan(
@@ -63,6 +76,10 @@ def plan(
     observed_units: Annotated[
         int | None, typer.Option("--observed-units", help="Units the recorded run processed (default: the work's).")
     ] = None,
+    every_unit: Annotated[
+        bool,
+        typer.Option("--units", help="With --json: list every unit and every bar (default: a summary per card)."),
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """The flow's work on 1…N cards: one card, even split, longest-first, shared queue, coordinated —
@@ -72,6 +89,8 @@ def plan(
     from topomap.plan import plan_flow
 
     counts = _card_counts(cards)
+    if every_unit and not json_out:
+        raise TopomapError("--units lists every unit in the JSON output", hint="add --json")
     if output is not None:
         fmt = Path(output).suffix.lower().lstrip(".")
         if fmt not in GANTT_FORMATS:
@@ -88,7 +107,7 @@ def plan(
         _write(output, gantt_image(result, Path(output).suffix.lower().lstrip("."), gantt))
         print(f"wrote {output}", file=sys.stderr)
     if json_out:
-        _print_json(result.to_json())
+        _print_plan_json(result.to_json(every_unit))
         return
     from topomap.render.plan_view import plan_view
 

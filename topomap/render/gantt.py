@@ -12,16 +12,46 @@ from typing import TYPE_CHECKING
 from topomap.errors import TopomapError
 
 if TYPE_CHECKING:
-    from topomap.plan import Arrangement, PlanResult
+    from matplotlib.axes import Axes
 
-_COLOURS = {"compute": ("#2e7d32", "#66bb6a"), "input": "#ab47bc", "output": "#ce93d8", "exchange": "#f9a825"}
+    from topomap.plan import Arrangement, PlanResult
+    from topomap.plan_sched import Lane
+
+_COLOURS: dict[str, str | tuple[str, str]] = {
+    "compute": ("#2e7d32", "#66bb6a"),
+    "units": ("#2e7d32", "#66bb6a"),
+    "input": "#ab47bc",
+    "output": "#ce93d8",
+    "exchange": "#f9a825",
+}
 _ASSEMBLY, _IDLE = "#1565c0", "#bdbdbd"
+MERGE_ABOVE = 300  # a lane of more bars is drawn as RUNS bars, each a run of consecutive units
+RUNS = 100
 
 
 def _rows(a: Arrangement) -> list[tuple[str, int | None]]:
     """(row label, slot index or None for idle cards) — one row per card."""
     by_slot = {ln.slot for ln in a.lanes}
     return [(card, i if i in by_slot else None) for i, cards in enumerate(a.slots) for card in cards]
+
+
+def _lane_bars(ax: Axes, y: int, lane: Lane, result: PlanResult, scale: float) -> int:
+    """Draw one lane's bars on row ``y``, one matplotlib call per colour; returns the units per
+    merged bar (1 when every unit has its own)."""
+    bars = lane.runs(MERGE_ABOVE, RUNS)
+    spans: dict[str, list[tuple[float, float]]] = {}
+    nth = 0
+    for b in bars:
+        colour = _COLOURS[b.kind]
+        face = colour[nth % 2] if isinstance(colour, tuple) else colour
+        nth += b.kind in ("compute", "units")
+        spans.setdefault(face, []).append((b.start / 60, (b.end - b.start) / 60))
+        name = result.units[b.unit].name if b.count == 1 else f"{b.count:,} units"
+        if b.kind in ("compute", "units") and (b.end - b.start) / 60 > (len(name) + 1) * scale / 160:
+            ax.text((b.start + b.end) / 120, y, name, ha="center", va="center", fontsize=7, color="white")
+    for face, xs in spans.items():
+        ax.broken_barh(xs, (y - 0.3, 0.6), facecolors=face, edgecolors="white", linewidth=0.5 if len(xs) < 50 else 0)
+    return max((b.count for b in bars), default=1)
 
 
 def gantt_image(result: PlanResult, fmt: str, cards: int | None = None) -> bytes:
@@ -48,6 +78,7 @@ def gantt_image(result: PlanResult, fmt: str, cards: int | None = None) -> bytes
     for ax, a in zip(axes[:, 0], shown):
         rows = _rows(a)
         lanes = {ln.slot: ln for ln in a.lanes}
+        per_bar = 1
         for y, (_card, slot) in enumerate(rows):
             lane = lanes.get(slot) if slot is not None else None
             end = lane.end / 60 if lane else 0.0
@@ -56,14 +87,8 @@ def gantt_image(result: PlanResult, fmt: str, cards: int | None = None) -> bytes
                 idle = a.parallel_s / 60 - end
                 if idle > 12 * scale / 160:
                     ax.text(end + idle / 2, y, f"idle {fmt_span(idle * 60)}", ha="center", va="center", fontsize=7)
-            for n, b in enumerate(lane.bars if lane else []):
-                colour = _COLOURS[b.kind]
-                nth = sum(1 for x in (lane.bars[:n] if lane else []) if x.kind == "compute")
-                face = colour[nth % 2] if isinstance(colour, tuple) else colour
-                ax.barh(y, (b.end - b.start) / 60, left=b.start / 60, color=face, edgecolor="white", height=0.6)
-                name = result.units[b.unit].name
-                if b.kind == "compute" and (b.end - b.start) / 60 > (len(name) + 1) * scale / 160:
-                    ax.text((b.start + b.end) / 120, y, name, ha="center", va="center", fontsize=7, color="white")
+            if lane is not None:
+                per_bar = max(per_bar, _lane_bars(ax, y, lane, result, scale))
         labels = [card for card, _ in rows]
         if a.assembly_s is not None:
             y = len(rows)
@@ -74,8 +99,12 @@ def gantt_image(result: PlanResult, fmt: str, cards: int | None = None) -> bytes
         ax.set_xlim(0, scale * 1.02)
         refused = " (does not fit in a card's memory)" if a.fit.verdict == "does not fit" else ""
         colour = "#c62828" if refused else "black"
+        merged = f"; a bar is a run of up to {per_bar:,} units, transfers included" if per_bar > 1 else ""
         ax.set_title(
-            f"{a.k} card(s), {a.kind}: total {fmt_span(a.total_s)}{refused}", fontsize=10, loc="left", color=colour
+            f"{a.k} card(s), {a.kind}: total {fmt_span(a.total_s)}{merged}{refused}",
+            fontsize=10,
+            loc="left",
+            color=colour,
         )
         ax.grid(axis="x", color="#eeeeee")
         ax.set_axisbelow(True)

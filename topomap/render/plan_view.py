@@ -9,8 +9,10 @@ from rich.table import Table
 from rich.text import Text
 
 from topomap.plan import Arrangement, PlanResult, fmt_span
+from topomap.plan_sched import Bar
 
 WIDTH = 50  # characters for the longest total of the arrangements drawn together
+MERGE_ABOVE = 2 * WIDTH  # a lane of more bars is drawn as runs of units, WIDTH // 2 of them
 _UNIT_STYLES = ("bold green", "bold cyan")
 _KIND = {"input": ("░", "magenta"), "output": ("░", "magenta"), "exchange": ("≈", "yellow")}
 
@@ -84,33 +86,42 @@ def _label(cards: list[str]) -> str:
     return "+".join(cards) if len(cards) <= 2 else f"{cards[0]}…{cards[-1]}"
 
 
+def _cells(bars: list[Bar], parallel_s: float, per: float, width: int) -> list[tuple[str, str]]:
+    """A lane's characters: its bars over idle dots up to the parallel part's end, then blanks."""
+    cells: list[tuple[str, str]] = [("·", "dim")] * min(round(parallel_s / per), width) + [(" ", "")] * width
+    nth = 0
+    for b in bars:
+        lo, hi = round(b.start / per), max(round(b.end / per), round(b.start / per) + 1)
+        ch, style = _KIND.get(b.kind, ("█▓"[nth % 2], _UNIT_STYLES[nth % 2]))
+        nth += b.kind in ("compute", "units")
+        for x in range(lo, min(hi, width)):
+            cells[x] = (ch, style)
+    return cells[:width]
+
+
 def gantt_text(a: Arrangement, r: PlanResult, scale_s: float, width: int = WIDTH) -> Text:
     """One arrangement as text: a row per card, units as alternating blocks, transfers ░, exchange ≈,
-    idle ·, and the assembly on its own row."""
+    idle ·, and the assembly on its own row. A lane of many units is drawn as runs of units."""
     per = max(scale_s, 1e-9) / width
+    by_slot = {ln.slot: ln for ln in a.lanes}
+    bars = {i: ln.runs(MERGE_ABOVE, width // 2) for i, ln in by_slot.items()}
+    run = max((b.count for bs in bars.values() for b in bs), default=1)
     out = Text()
     out.append(f"{a.k} card(s), {a.kind}: total {fmt_span(a.total_s)}", style="bold")
+    out.append(f"; a block is a run of up to {run:,} units" if run > 1 else "")
     out.append(" (does not fit in a card's memory)\n" if a.fit.verdict == "does not fit" else "\n", style="bold red")
     label_w = max([len(_label(s)) for s in a.slots] + [8])
-    by_slot = {ln.slot: ln for ln in a.lanes}
     for i, cards in enumerate(a.slots):
         out.append(f"  {_label(cards):>{label_w}} │")
         lane = by_slot.get(i)
-        cells: list[tuple[str, str]] = [("·", "dim")] * round(a.parallel_s / per) + [(" ", "")] * width
-        if lane is not None:
-            nth = 0
-            for b in lane.bars:
-                lo, hi = round(b.start / per), max(round(b.end / per), round(b.start / per) + 1)
-                ch, style = _KIND.get(b.kind, ("█▓"[nth % 2], _UNIT_STYLES[nth % 2]))
-                nth += b.kind == "compute"
-                for x in range(lo, min(hi, width)):
-                    cells[x] = (ch, style)
-        for ch, style in cells[:width]:
+        for ch, style in _cells(bars.get(i, []), a.parallel_s, per, width):
             out.append(ch, style=style)
         idle = a.parallel_s - (lane.end if lane else 0.0)
-        out.append("│" + (f" idle {fmt_span(idle)}" if idle > 0.5 else "") + "\n")
+        tail = [f"{len(lane.units):,} units"] if run > 1 and lane is not None else []
+        tail += [f"idle {fmt_span(idle)}"] if idle > 0.5 else []
+        out.append("│" + (" " + ", ".join(tail) if tail else "") + "\n")
     if a.assembly_s is not None:
-        lo = round((a.total_s - a.assembly_s) / per)
+        lo = min(round((a.total_s - a.assembly_s) / per), width - 1)  # a short assembly still shows
         hi = round(a.total_s / per)
         row = [" "] * width
         for x in range(lo, min(max(hi, lo + 1), width)):
