@@ -18,6 +18,7 @@ Everything here is the user's stated assumption (provenance ``assumed``), not a 
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import math
 import re
@@ -84,6 +85,11 @@ def parse_duration(text: str | float) -> float | None:
     """ "12 min" → 720.0 seconds; "1 h 30 min" → 5400.0; a bare number or words → None."""
     if not isinstance(text, str):
         return None
+    return _parse_duration(text) if len(text) <= 64 else _parse_duration.__wrapped__(text)
+
+
+@functools.lru_cache(maxsize=4096)  # a batch's CSV repeats its durations: "12 min" 100,000 times
+def _parse_duration(text: str) -> float | None:
     pos, total, seen = 0, 0.0, False
     while pos < len(text):
         m = _PART.match(text, pos)
@@ -261,6 +267,21 @@ def read_durations_csv(path: Path, shown: str) -> list[Unit]:
         if err.hint is None:  # cannot read: most often a path written relative to the wrong folder
             err.hint = "the path is relative to the flow file"
         raise
+    key = (shown, text)
+    units = _CSV_READ.get(key)
+    if units is None:
+        units = _parse_csv(text, shown)
+        _CSV_READ.clear()
+        _CSV_READ[key] = units
+    return list(units)
+
+
+#: The last CSV parsed, by its name and whole text: a flow is read (and checked) before it is
+#: planned, and 100,000 rows are parsed once, not twice. Same text, same units: never stale.
+_CSV_READ: dict[tuple[str, str], list[Unit]] = {}
+
+
+def _parse_csv(text: str, shown: str) -> list[Unit]:
     reader = csv.reader(io.StringIO(text))
     rows = _CsvDurations(shown)
     try:
