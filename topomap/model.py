@@ -402,7 +402,15 @@ def encode_snapshot(snap: Snapshot) -> bytes:
 def atomic_write(path: str | Path, data: bytes) -> None:
     """Write a file all at once: a temporary file beside it, then rename. Never half-written."""
     p = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=str(p.parent or Path(".")))
+    folder = str(p.parent or Path("."))
+    try:
+        name_max = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = 255
+    # `.NAME.` + mkstemp's 8 random characters stays within NAME_MAX: a long NAME is shortened (whole
+    # UTF-8 characters), so a name near the limit can be written; the temporary file stays hidden and unique.
+    stem = os.fsencode(p.name)[: max(1, name_max - 10)].decode("utf-8", "ignore") or "out"
+    fd, tmp = tempfile.mkstemp(prefix=f".{stem}.", dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

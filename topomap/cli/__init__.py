@@ -79,7 +79,8 @@ _WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EPIPE
 
 def _guard(fn: F) -> F:
     """TopomapError → one line, exit 2; a full disk or closed pipe → one line, exit 2;
-    anything else → one line, exit 4. Under ``--json`` the line is also JSON on stdout."""
+    anything else → one line, exit 4. Under ``--json`` the line is also JSON on stdout.
+    With ``--debug`` the traceback comes first; the exit status stays the same."""
     import functools
 
     @functools.wraps(fn)
@@ -89,29 +90,52 @@ def _guard(fn: F) -> F:
         except (typer.Exit, typer.Abort, SystemExit):
             raise
         except TopomapError as err:
-            if _state["debug"]:
-                raise
-            _err(str(err), 2, err.hint)
+            _traceback()
+            _err(str(err), 2, err.hint or os_hint(err.__cause__))
         except KeyboardInterrupt:
             _err("interrupted", 130)
         except OSError as err:
-            if _state["debug"] or err.errno not in _WRITE_ERRNOS:
-                raise_internal(err)
+            _traceback()
+            if err.errno not in _WRITE_ERRNOS:
+                _err(f"internal error: {type(err).__name__}: {err}", 4, "rerun with --debug for the traceback")
             _err(f"cannot write output ({err.strerror or err})", 2, "check the free space of the disk written to")
         except Exception as err:
-            raise_internal(err)
-
-    def raise_internal(err: BaseException) -> NoReturn:
-        if _state["debug"]:
-            raise err
-        _err(f"internal error: {type(err).__name__}: {err}", 4, "rerun with --debug for the traceback")
+            _traceback()
+            _err(f"internal error: {type(err).__name__}: {err}", 4, "rerun with --debug for the traceback")
 
     return wrapper  # type: ignore[return-value]
 
 
+def _traceback() -> None:
+    """Under ``--debug``: the traceback of the exception being handled, on stderr."""
+    if _state["debug"]:
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
+
+
+def os_hint(cause: BaseException | None, writing: bool = False) -> str | None:
+    """What to do about the OS error behind a read or write failure; None when there is none."""
+    if not isinstance(cause, OSError):
+        return None
+    hints = {
+        errno.ENOENT: "check the path (relative paths start from the current folder)",
+        errno.EACCES: "check the permissions (ls -l)" + ("; or write elsewhere with -o" if writing else ""),
+        errno.EPERM: "check the permissions (ls -l)" + ("; or write elsewhere with -o" if writing else ""),
+        errno.ENAMETOOLONG: "a file name is at most 255 bytes: use a shorter name",
+        errno.ENOTDIR: "a part of the path is a file, not a folder: check the path",
+        errno.EISDIR: "name a file, not a folder",
+        errno.ELOOP: "the path has a symbolic-link loop: check the links",
+        errno.EROFS: "the file system is read-only: write elsewhere with -o",
+    }
+    if writing:
+        hints[errno.ENOENT] = "check that the folder exists"
+    return hints.get(cause.errno or 0)
+
+
 def _version(value: bool) -> None:
     if value:
-        print(f"topomap {__version__}")
+        print(f"topomap {__version__}")  # a full disk or closed pipe is handled in main(), as for --help
         raise typer.Exit(0)
 
 
@@ -153,8 +177,8 @@ def _write(path: str, data: bytes) -> None:
         st: os.stat_result | None = os.stat(p)
     except FileNotFoundError:
         st = None
-    except OSError as err:
-        raise TopomapError(f"{path}: cannot write ({err.strerror or err})") from err
+    except (OSError, ValueError) as err:
+        raise _unwritable(path, err) from err
     if st is not None:
         _refuse_input(path, st)
         if stat.S_ISFIFO(st.st_mode):
@@ -168,16 +192,25 @@ def _write(path: str, data: bytes) -> None:
                 with open(p, "wb") as fh:
                     fh.write(data)
             except OSError as err:
-                raise TopomapError(f"{path}: cannot write ({err.strerror or err})") from err
+                raise _unwritable(path, err) from err
             return
-    if p.parent and not p.parent.exists():
-        raise TopomapError(f"{path}: folder {p.parent} does not exist")
+    if not p.parent.is_dir():
+        raise TopomapError(
+            f"{path}: folder {p.parent} does not exist",
+            hint=f"create it first (mkdir -p {p.parent}) or write elsewhere with -o",
+        )
     from topomap.model import atomic_write
 
     try:
         atomic_write(p, data)
     except OSError as err:
-        raise TopomapError(f"{path}: cannot write ({err.strerror or err})") from err
+        raise _unwritable(path, err) from err
+
+
+def _unwritable(path: str, err: OSError | ValueError) -> TopomapError:
+    """The one-line error for an output that could not be written, with what to do about it."""
+    reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+    return TopomapError(f"{path}: cannot write ({reason})", hint=os_hint(err, writing=True))
 
 
 def _write_stdout(data: bytes) -> None:
@@ -233,9 +266,15 @@ def _click_errors(name: str) -> tuple[type[BaseException], ...]:
     return ()
 
 
+def _own_args(argv: list[str]) -> list[str]:
+    """topomap's own arguments: those before a bare ``--`` (after it: the command `record` runs)."""
+    return argv[: argv.index("--")] if "--" in argv else argv
+
+
 def main() -> None:
-    """Entry point: usage mistakes are one line too (typer would draw a box)."""
-    _state["json"] = "--json" in sys.argv[1:]
+    """Entry point: usage mistakes are one line too (typer would draw a box); --help and --version
+    that cannot be written are one line and exit 2, a closed pipe exits quietly, as for every command."""
+    _state["json"] = "--json" in _own_args(sys.argv[1:])
     no_args, usage = _click_errors("NoArgsIsHelpError"), _click_errors("UsageError")
     exits: tuple[type[BaseException], ...] = (typer.Exit, *_click_errors("Exit"))
     aborts: tuple[type[BaseException], ...] = (typer.Abort, *_click_errors("Abort"))
@@ -248,7 +287,7 @@ def main() -> None:
         ctx = getattr(err, "ctx", None)
         cmd = ctx.command_path if ctx is not None else "topomap"
         message = err.format_message()  # type: ignore[attr-defined]
-        if "--json" in sys.argv[1:]:
+        if _state["json"]:
             with contextlib.suppress(OSError):
                 print(json.dumps({"error": message, "hint": f"{cmd} --help", "exit": 2}))
         print(f"topomap: error: {message} (hint: {cmd} --help)", file=sys.stderr)
@@ -257,6 +296,13 @@ def main() -> None:
         _exit(getattr(err, "exit_code", 0))
     except aborts:
         _exit(130)
+    except OSError as err:  # --help or --version writing (a command's own errors are caught by _guard)
+        _output_failed(err, 0)
+    except SystemExit as err:
+        cause = err.__context__  # typer turns a closed pipe while writing --help into a bare exit 1
+        if isinstance(cause, OSError) and cause.errno == errno.EPIPE:
+            _output_failed(cause, 0)
+        raise
     _exit(rc if isinstance(rc, int) else 0)
 
 
@@ -266,14 +312,21 @@ def _exit(code: int) -> NoReturn:
     try:
         sys.stdout.flush()
     except OSError as err:
-        with contextlib.suppress(OSError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())  # the unwritable buffer drains into /dev/null
-        if err.errno == errno.EPIPE:
-            sys.exit(code)  # the reader left (`| head`): not our error
-        print(f"topomap: error: cannot write output ({err.strerror or err})", file=sys.stderr)
-        sys.exit(2)
+        _output_failed(err, code)
     sys.exit(code)
+
+
+def _output_failed(err: OSError, code: int) -> NoReturn:
+    """stdout could not be written: a closed pipe (`| head`) exits ``code`` quietly, as the reader
+    left; anything else (a full disk) is one line and exit 2."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the unwritable buffer drains into /dev/null
+    if err.errno == errno.EPIPE:
+        sys.exit(code)
+    with contextlib.suppress(OSError):
+        print(f"topomap: error: cannot write output ({err.strerror or err})", file=sys.stderr)
+    sys.exit(2)
 
 
 # Commands live in one module per group, registered on ``app`` when imported, in the order

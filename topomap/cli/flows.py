@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from topomap.cli import JsonOpt, ProbeOpt, _console, _guard, _load, _print_json, _write, app
 from topomap.errors import TopomapError
+
+if TYPE_CHECKING:
+    from topomap.flow import Flow
 
 RENDER_FORMATS = ("svg", "png", "pdf", "dot", "graphml", "json")
 
@@ -28,10 +33,9 @@ def map_(
 
     One line per flow arrow (replicas and pairs bundled), the slowest arrow per medium and each
     distinct note once; --all for every arrow. Piped output is never wrapped or cut."""
-    from topomap.flow import read_flow
     from topomap.mapping import bind_hosts, map_flow
 
-    flow = read_flow(flow_file)
+    flow = read_flow_file(flow_file, "map")
     fmap = map_flow(flow, bind_hosts(flow, probe or []))
     if json_out:
         _print_json({"flow": flow.name, "arrows": [a.to_json() for a in fmap.arrows], "summary": fmap.summary()})
@@ -44,6 +48,40 @@ def map_(
         console.print(view(fmap, console.width))
         return
     _print_wide(view(fmap))
+
+
+def read_flow_file(path: str, command: str) -> Flow:
+    """The flow file ``command`` was given; a run record or a requirements file in its place is named as such."""
+    from topomap.flow import read_flow
+    from topomap.record.model import is_run_file
+
+    if is_run_file(path):
+        raise TopomapError(
+            f"{path}: this is a run record (topomap record), not a flow file",
+            hint=f"{command} takes a flow file (YAML: flow, hosts, steps, arrows); "
+            "show, diff and render take run records",
+        )
+    try:
+        return read_flow(path)
+    except TopomapError as err:
+        if _is_requirements(path):
+            raise TopomapError(
+                f"{path}: this is a requirements file; {command} takes a flow file",
+                hint=f"give the flow file (flow, hosts, steps, arrows) to {command}; "
+                f"check it with `topomap check {path} --probe SNAP`",
+            ) from err
+        raise
+
+
+def _is_requirements(path: str) -> bool:
+    """True when ``path`` reads as a requirements file (and not as a flow carrying `requirements:`)."""
+    from topomap.check import read_requirements
+
+    try:
+        _rules, is_flow = read_requirements(path)
+    except TopomapError:
+        return False
+    return not is_flow
 
 
 def _print_wide(renderable: object) -> None:
@@ -99,18 +137,12 @@ def _render(
         from topomap.cli.record import render_run  # a run record: memory and utilisation over time
 
         return render_run(snapshots[0], output)
-    if not output:
-        raise TopomapError("render needs -o OUT.svg (or .png, .pdf, .dot, .graphml, .json)")
-    fmt = Path(output).suffix.lower().lstrip(".")
-    if fmt not in RENDER_FORMATS:
-        raise TopomapError(f"-o {output}: unknown format {fmt!r}; expected .{', .'.join(RENDER_FORMATS)}")
-    if view not in ("machine", "pipeline"):
-        raise TopomapError(f"--view {view!r}: expected machine or pipeline")
-    if hardware not in ("used", "all"):
-        raise TopomapError(f"--hardware {hardware!r}: expected used or all")
+    fmt = _check_render_options(output, flow_file, view, hardware)
     if flow_file is None:
         if not snapshots:
-            raise TopomapError("render needs at least one snapshot (or --flow FLOW)")
+            raise TopomapError(
+                "render needs at least one snapshot (or --flow FLOW)", hint="topomap render SNAP.json -o OUT.svg"
+            )
         from topomap.model import hosts_of
 
         topos = [build(h) for s in snapshots for h in hosts_of(_load(s))]
@@ -121,26 +153,63 @@ def _render(
         drawn, names = dotr.group_identical(topos)
         text = dotr.topology_dot(drawn, names=names)
     else:
-        from topomap.flow import read_flow
         from topomap.mapping import bind_hosts, map_flow
         from topomap.render.flowdot import flow_on_machine_dot, flow_pipeline_dot
 
         if fmt in ("graphml", "json"):
-            raise TopomapError(f"-o {output}: a flow diagram is drawn as svg, png, pdf or dot")
-        flow = read_flow(flow_file)
+            raise TopomapError(
+                f"-o {output}: a flow diagram is drawn as svg, png, pdf or dot",
+                hint="-o OUT.svg; or leave out --flow for the machine as .graphml or .json",
+            )
+        flow = read_flow_file(flow_file, "render --flow")
         bound = bind_hosts(flow, [*(snapshots or []), *(probe or [])])
         fmap = map_flow(flow, bound)
         text = flow_pipeline_dot(fmap) if view == "pipeline" else flow_on_machine_dot(fmap, bound, hardware)
     if fmt == "dot":
         return _write(output, text.encode())
+    if shutil.which("dot") is None:  # checked before drawing too; nothing of the user's is replaced
+        raise _dot_missing(output, text)
     try:
         data = dotr.pipe(text, fmt)
     except dotr.DotMissing as err:
-        dot_path = str(Path(output).with_suffix(".dot"))
-        _write(dot_path, text.encode())
-        raise TopomapError(
-            f"Graphviz `dot` not found: wrote {dot_path} instead of {output}",
-            hint="install Graphviz (apt-get install graphviz / brew install graphviz / conda install graphviz)",
-        ) from err
+        raise _dot_missing(output, text) from err
     _write(output, data)
     print(f"wrote {output}", file=sys.stderr)
+
+
+_INSTALL_GRAPHVIZ = "install Graphviz (apt-get install graphviz / brew install graphviz / conda install graphviz)"
+
+
+def _check_render_options(output: str, flow_file: str | None, view: str, hardware: str) -> str:
+    """The output format, once every option is known good, before anything is drawn or written."""
+    if not output:
+        raise TopomapError("render needs -o OUT", hint=f"-o OUT.svg (or .{', .'.join(RENDER_FORMATS[1:])})")
+    fmt = Path(output).suffix.lower().lstrip(".")
+    if fmt not in RENDER_FORMATS:
+        raise TopomapError(f"-o {output}: unknown format {fmt!r}", hint=f"name the file .{', .'.join(RENDER_FORMATS)}")
+    if view not in ("machine", "pipeline"):
+        raise TopomapError(
+            f"--view {view!r}: expected machine or pipeline", hint="--view machine (the default) or pipeline"
+        )
+    if hardware not in ("used", "all"):
+        raise TopomapError(
+            f"--hardware {hardware!r}: expected used or all", hint="--hardware used (the default) or all"
+        )
+    if view == "pipeline" and flow_file is None:
+        raise TopomapError(
+            "--view pipeline draws a flow's logic and needs --flow FLOW",
+            hint="topomap render --flow FLOW.yaml --view pipeline -o OUT.svg",
+        )
+    return fmt
+
+
+def _dot_missing(output: str, text: str) -> TopomapError:
+    """Graphviz is not installed: the Graphviz source goes to OUT.dot where no file is; nothing is replaced."""
+    dot_path = str(Path(output).with_suffix(".dot"))
+    if os.path.lexists(dot_path):
+        return TopomapError(
+            f"Graphviz `dot` not found: cannot write {output}; {dot_path} exists and was left as it was",
+            hint=_INSTALL_GRAPHVIZ + "; or write the Graphviz source with -o OTHER.dot",
+        )
+    _write(dot_path, text.encode())
+    return TopomapError(f"Graphviz `dot` not found: wrote {dot_path} instead of {output}", hint=_INSTALL_GRAPHVIZ)

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from topomap.cli import JsonOpt, _console, _guard, _load, _print_json, _write, app
+from topomap.cli import JsonOpt, _console, _err, _guard, _load, _print_json, _write, app
 
 
 def _progress_bar() -> tuple[Any, Any]:
@@ -79,8 +79,7 @@ def measure(
         with bar:
             out = run_measure(snap, opts, progress=update)
     except NoGpuError as err:
-        print(f"topomap: {err} (hint: {err.hint})", file=sys.stderr)
-        raise typer.Exit(3) from err
+        _err(str(err), 3, err.hint)  # under --json also the JSON object on stdout
     data = encode_snapshot(out.snapshot)
     if output:
         _write(output, data)

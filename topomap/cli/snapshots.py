@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -153,9 +153,13 @@ def matrix(
 ) -> None:
     """The GPU/NIC matrix exactly as `nvidia-smi topo -m` prints it, legends included."""
     if bandwidth:
-        from topomap.render.bandwidth_matrix import render_bandwidth_matrix
+        from topomap.render.bandwidth_matrix import bandwidth_json, render_bandwidth_matrix
 
-        sys.stdout.write(render_bandwidth_matrix(_load(snapshot)))
+        snap = _load(snapshot)
+        if json_out:
+            _print_json(bandwidth_json(snap))
+        else:
+            sys.stdout.write(render_bandwidth_matrix(snap))
         return
     from topomap.model import hosts_of
     from topomap.render.matrix import matrix_ids, pair_lookup, render_matrix, render_p2p_matrix
@@ -193,7 +197,9 @@ def matrix(
         return
     if p2p is not None:
         if p2p not in ("r", "w", "n", "a"):
-            raise TopomapError(f"--p2p {p2p!r}: expected one of r, w, n, a")
+            raise TopomapError(
+                f"--p2p {p2p!r}: expected one of r, w, n, a", hint="r read, w write, n NVLink, a atomics"
+            )
         text = render_p2p_matrix(snap, p2p)
         if text is None:
             raise TopomapError(f"{snapshot}: this snapshot records no P2P status", hint="probe the machine")
@@ -221,9 +227,7 @@ def merge(
 
     pairs = []
     for arg in snapshots:
-        name, sep, path = arg.partition("=")
-        if not sep or Path(arg).exists():
-            name, path = "", arg
+        name, path = _name_and_file(arg)
         snap = _load(path)
         if name:
             snap = msgspec.structs.replace(snap, host=msgspec.structs.replace(snap.host, hostname=name))
@@ -239,6 +243,28 @@ def merge(
         _print_json({"output": output, "hosts": len(merged.members), "consistency": notes})
 
 
+def _name_and_file(arg: str) -> tuple[str, str]:
+    """A merge argument: ``NAME=FILE`` or ``FILE`` ("" for no name); an existing file named with ``=`` is a file."""
+    name, sep, path = arg.partition("=")
+    if not sep or _is_file(arg):
+        return "", arg
+    if not name:
+        raise TopomapError(
+            f"{arg}: empty NAME before `=`",
+            hint="write NAME=FILE with the host's name, or FILE alone when the snapshot names its host",
+        )
+    return name, path
+
+
+def _is_file(arg: str) -> bool:
+    """True when ``arg`` names something on disk; any OS error (a name over NAME_MAX, say) means no."""
+    try:
+        os.stat(arg)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 @app.command()
 @_guard
 def schema(
@@ -251,5 +277,5 @@ def schema(
     del json_out  # the schema is JSON already; the flag is accepted like on every command
 
     if which not in SCHEMAS:
-        raise TopomapError(f"unknown schema {which!r}; expected one of: {', '.join(SCHEMAS)}")
+        raise TopomapError(f"unknown schema {which!r}", hint=f"one of: {', '.join(SCHEMAS)}")
     sys.stdout.write(schema_text(which))

@@ -29,14 +29,30 @@ def diff(
     does not record what equivalence needs), 2 error."""
     from topomap.record.model import is_run_file
 
-    if is_run_file(a) or is_run_file(b):
+    runs = (is_run_file(a), is_run_file(b))
+    if all(runs):
         from topomap.cli.record import diff_run_files
 
         return diff_run_files(a, b, outputs, tolerance, json_out)
+    if any(runs):
+        run, other, which = (a, b, "A") if runs[0] else (b, a, "B")
+        raise TopomapError(
+            f"{run}: lot {which} is a run record (topomap record) but {other} is not; "
+            "diff compares two runs or two snapshots, not one of each",
+            hint="topomap diff RUN_A.json RUN_B.json, or topomap diff SNAP_A SNAP_B",
+        )
     from topomap.diff import diff_flow, diff_snapshots
 
     if match not in ("index", "structure"):
-        raise TopomapError(f"--match {match!r}: expected index or structure")
+        raise TopomapError(
+            f"--match {match!r}: expected index or structure",
+            hint="--match index (the default: GPU i with GPU i) or structure (renumber so the topologies line up)",
+        )
+    if outputs is not None or tolerance is not None:
+        raise TopomapError(
+            "--outputs and --tolerance compare two recorded runs, not two snapshots",
+            hint="topomap diff RUN_A.json RUN_B.json --outputs DIR_A DIR_B",
+        )
     sa, sb = _load(a), _load(b)
     if sa.source.kind == "merge" or sb.source.kind == "merge":
         from topomap.diff import diff_clusters
@@ -115,7 +131,13 @@ def check(
     from topomap.check import Lot, flow_lots, read_requirements
     from topomap.check import check as run_check
     from topomap.graph import build
+    from topomap.record.model import is_run_file
 
+    if is_run_file(reqs):
+        raise TopomapError(
+            f"{reqs}: this is a run record (topomap record), not a requirements file",
+            hint="check takes a requirements file (or a flow file with `requirements:`), then --probe SNAP",
+        )
     rules, is_flow = read_requirements(reqs)
     if flow_file is None and is_flow:
         flow_file = reqs
@@ -123,16 +145,19 @@ def check(
     lots: list[Lot] = []
     topos = None
     if flow_file is not None:
-        from topomap.flow import read_flow
+        from topomap.cli.flows import read_flow_file
         from topomap.mapping import bind_hosts, map_flow
 
-        flow = read_flow(flow_file)
+        flow = read_flow_file(flow_file, "check --flow")
         topos = bind_hosts(flow, probe or [])
         fmap = map_flow(flow, topos)
         lots = flow_lots(flow, topos)
     else:
         if not probe:
-            raise TopomapError("check needs --probe SNAP (or --flow FLOW)")
+            raise TopomapError(
+                "check needs --probe SNAP (or --flow FLOW)",
+                hint=f"topomap check {reqs} --probe SNAP.json (NAME=SNAP for a named lot; repeat for more)",
+            )
         for arg in probe:
             name, sep, path = arg.partition("=")
             if not sep:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from topomap.measured import DEGRADED_FRACTION, measured_bandwidth, nominal_gbps, unusable_pairs
-from topomap.model import Measurement, Snapshot
+from topomap.measured import DEGRADED_FRACTION, degraded_links, measured_bandwidth, nominal_gbps, unusable_pairs
+from topomap.model import MeasureKind, Measurement, Snapshot
 from topomap.units import fmt_bytes, fmt_gbps
 
 _W = 14
@@ -89,6 +89,64 @@ def render_bandwidth_matrix(snap: Snapshot) -> str:
         f"  measured by: {_method_line(snap)}",
     ]
     return "\n".join(lines) + "\n"
+
+
+_SETTLE = "`topomap measure SNAP -o OUT` on the machine, or `topomap attach SNAP nvbandwidth.txt -o OUT`"
+
+
+def bandwidth_json(snap: Snapshot) -> dict[str, Any]:
+    """`matrix --bandwidth --json`: what the text matrix shows, as data. Every figure is GB/s (1e9 bytes/s),
+    one direction; ``source`` is measured (with origin, method and data check) or unknown, and each
+    theoretical ``nominal_gbps`` names its basis (the PCIe link or NVLink bundle it is the rate of)."""
+    ids = [f"gpu{g.index}" for g in snap.gpus]
+    bad = unusable_pairs(snap)
+    measured = any(m.median_gbps is not None for m in snap.measurements)
+    return {
+        "unit": "GB/s (1e9 bytes per second), one direction",
+        "measured": measured,
+        "settle": None if measured else _SETTLE,
+        "gpu_to_gpu": [_figure(snap, a, b, "d2d", bad.get(frozenset({a, b}))) for a in ids for b in ids if a != b],
+        "host_to_gpu": [_figure(snap, "host", a, "h2d", None) for a in ids],
+        "gpu_to_host": [_figure(snap, a, "host", "d2h", None) for a in ids],
+        "degraded": degraded_links(snap),
+        "degraded_below_fraction_of_nominal": DEGRADED_FRACTION,
+        "measured_by": _method_line(snap) or None,
+    }
+
+
+def _figure(snap: Snapshot, a: str, b: str, kind: MeasureKind, unusable: str | None) -> dict[str, Any]:
+    """One direction between two ends: the measured median (or why there is none) beside the nominal rate."""
+    got = measured_bandwidth(snap, a, b, kind)
+    nominal = nominal_gbps(snap, a, b)
+    out: dict[str, Any] = {
+        "from": a,
+        "to": b,
+        "kind": kind,
+        "gbps": None,
+        "source": "unknown",
+        "nominal_gbps": None if nominal is None else nominal[0],  # theoretical
+        "nominal_basis": "unknown: the snapshot does not record the link's rate" if nominal is None else nominal[1],
+    }
+    if unusable is not None:
+        return {**out, "status": "unusable", "reason": unusable}
+    if got is None:
+        return {**out, "status": "not measured", "settle": _SETTLE}
+    gbps, m = got
+    return {
+        **out,
+        "status": "measured",
+        "gbps": gbps,
+        "source": "measured",
+        "min_gbps": m.min_gbps,
+        "max_gbps": m.max_gbps,
+        "route": m.route,
+        "origin": m.origin,
+        "method": m.method,
+        "verified": m.verified,
+        "size_bytes": m.size_bytes,
+        "samples": m.samples,
+        "host_numa_node": m.host_numa_node,
+    }
 
 
 def measurements_table(snap: Snapshot) -> Any:
