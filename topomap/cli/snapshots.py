@@ -136,11 +136,11 @@ def show(
     from topomap.render.terminal import cluster_header
     from topomap.render.terminal import show as show_view
 
-    console = _console()
+    console = _console()  # 80 columns when piped; values are never split or cut, a line too long is not cropped
     if snap.source.kind == "merge":
-        console.print(cluster_header(snap))
+        console.print(cluster_header(snap, console.width), crop=False)
     for host in hosts_of(snap):
-        console.print(show_view(host, build(host)))
+        console.print(show_view(host, build(host), console.width), crop=False)
 
 
 @app.command()
@@ -162,7 +162,7 @@ def matrix(
             sys.stdout.write(render_bandwidth_matrix(snap))
         return
     from topomap.model import hosts_of
-    from topomap.render.matrix import matrix_ids, pair_lookup, render_matrix, render_p2p_matrix
+    from topomap.render.matrix import matrix_ids, pair_lookup, render_matrix, render_p2p_matrix, visible
 
     merged = _load(snapshot)
     hosts = hosts_of(merged)
@@ -172,7 +172,7 @@ def matrix(
         )
     if len(hosts) > 1:
         for h in hosts:
-            sys.stdout.write(f"# {h.host.hostname}\n{render_matrix(h)}\n")
+            sys.stdout.write(f"# {visible(h.host.hostname or 'unknown host')}\n{render_matrix(h)}\n")
         return
     snap = hosts[0]
     if json_out:
@@ -235,8 +235,10 @@ def merge(
     merged = run_merge(pairs)
     _write(output, encode_snapshot(merged))
     notes = consistency_notes(merged)
+    from topomap.render.matrix import visible
+
     for line in notes:
-        print(f"topomap: merge: {line}", file=sys.stderr)
+        print(f"topomap: merge: {visible(line)}", file=sys.stderr)  # host names are data: no raw ESC
     where = "stdout" if output == "-" else output
     print(f"wrote {where}: {len(merged.members)} hosts, {len(notes)} consistency note(s)", file=sys.stderr)
     if json_out and output != "-":

@@ -5,6 +5,8 @@ Pure text so users can diff it against what nvidia-smi printed on the machine.
 
 from __future__ import annotations
 
+import re
+
 from topomap.model import Gpu, Snapshot
 
 LEGEND = """Legend:
@@ -16,6 +18,18 @@ LEGEND = """Legend:
   PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)
   PIX  = Connection traversing at most a single PCIe bridge
   NV#  = Connection traversing a bonded set of # NVLinks"""
+
+
+#: Control characters (C0, DEL, C1): escape sequences, newlines, tabs, bells.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """``text`` for a terminal: control characters written visibly as ``\\xNN`` (the same rule as
+    :func:`topomap.render.mapview.safe`), so a name from a file cannot recolour, move the cursor, or
+    split a line (or, with a tab, shift the matrix columns). Kept here, in a module that imports no
+    library, so `matrix` and `show` stay light; :func:`topomap.render.terminal.esc` builds on it."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def matrix_ids(snap: Snapshot) -> list[str]:
@@ -34,7 +48,7 @@ def _label(node_id: str) -> str:
 
 
 def _gpu_cols(g: Gpu) -> list[str]:
-    cpu = "N/A" if g.cpu_affinity is None else g.cpu_affinity
+    cpu = "N/A" if g.cpu_affinity is None else visible(g.cpu_affinity)
     numa = "N/A" if g.numa_node is None else str(g.numa_node)
     gnuma = "N/A" if g.gpu_numa_node is None else str(g.gpu_numa_node)
     # nvidia-smi pads the NUMA Affinity cell with an extra tab (seen in go-gpuallocator#17).
@@ -53,13 +67,13 @@ def render_matrix(snap: Snapshot) -> str:
             if row == col:
                 cells.append(" X ")
             else:
-                cells.append(lookup.get(frozenset((row, col))) or "?")
+                cells.append(visible(lookup.get(frozenset((row, col))) or "?"))
         extra = _gpu_cols(gpus[row]) if row in gpus else []
         lines.append("\t".join([_label(row), *cells, *extra]))
     out = "\n".join(lines) + "\n\n" + LEGEND + "\n"
     nics = [n for n in sorted(snap.nics, key=lambda n: n.index) if n.rdma]
     if nics:
-        out += "\nNIC Legend:\n\n" + "".join(f"  NIC{n.index}: {n.name}\n" for n in nics)
+        out += "\nNIC Legend:\n\n" + "".join(f"  NIC{n.index}: {visible(n.name)}\n" for n in nics)
     return out
 
 

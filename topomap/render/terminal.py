@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich import box
+from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -11,9 +12,71 @@ from rich.tree import Tree
 from topomap.graph import FABRIC, Topology, natural_key, tree_parents
 from topomap.graph.evidence import SETTLE, fabric_ready, gpu_pairs_nvlink_summary, gpu_pcie_link
 from topomap.model import Gpu, Snapshot
+from topomap.render.matrix import visible
 from topomap.units import fmt_gbps
 
 GIB = 1024**3
+#: A free-text column is never planned narrower than this (or its widest cell, when narrower).
+TEXT_MIN = 8
+
+
+def esc(value: object, style: str = "") -> Text:
+    """Any value from a snapshot as terminal text: control characters visible (``\\x1b``, by
+    :func:`topomap.render.matrix.visible`), never rich markup (a Text is not parsed)."""
+    return Text(visible(str(value)), style=style)
+
+
+class Column:
+    """A column of a terminal table: a value (bus id, CPU list, UUID: never wrapped or cut) or free text."""
+
+    def __init__(self, header: str, text: bool = False) -> None:
+        self.header = header
+        self.text = text
+
+
+def fit_table(title: str, columns: list[Column], rows: list[list[Text]], width: int | None) -> RenderableType:
+    """A table whose value columns are never split or cut: rich wraps free-text columns only; when the
+    values alone do not fit ``width`` (None: no limit), one block per row ("header: value" lines) instead."""
+    if width is not None and _needed_width(columns, rows) > width:
+        return _stacked(title, columns, rows)
+    t = Table(title=esc(title), box=box.SIMPLE_HEAD, title_justify="left", collapse_padding=True)
+    for col in columns:
+        if col.text:
+            t.add_column(col.header, overflow="fold")
+        else:
+            t.add_column(col.header, no_wrap=True, overflow="ignore")
+    for row in rows:
+        t.add_row(*row)
+    return t
+
+
+def _needed_width(columns: list[Column], rows: list[list[Text]]) -> int:
+    """Columns the table needs with every value whole and free text at TEXT_MIN: SIMPLE_HEAD with
+    collapsed padding takes 2 per column (one space of padding, one of rule) and 2 for the edges."""
+    total = 2
+    for k, col in enumerate(columns):
+        natural = max([_widest_line(Text(col.header))] + [_widest_line(row[k]) for row in rows])
+        total += (min(natural, TEXT_MIN) if col.text else natural) + 2
+    return total
+
+
+def _widest_line(cell: Text) -> int:
+    return max((cell_len(line) for line in cell.plain.split("\n")), default=0)
+
+
+def _stacked(title: str, columns: list[Column], rows: list[list[Text]]) -> RenderableType:
+    """One block per row: the first cell as its heading, then one indented ``header: value`` line per cell."""
+    parts: list[RenderableType] = [esc(title, style="italic")]
+    for row in rows:
+        head = Text(f"{columns[0].header} ", style="bold")
+        head.append_text(row[0])
+        parts.append(head)
+        for col, cell in zip(columns[1:], row[1:]):
+            header = col.header.replace("\n", " ")
+            line = Text(f"  {header}: ", no_wrap=not col.text, overflow="ignore" if not col.text else "fold")
+            line.append_text(cell)
+            parts.append(line)
+    return Group(*parts)
 
 
 def _dash(v: object) -> str:
@@ -69,12 +132,13 @@ def _mig(g: Gpu) -> str:
 def header(snap: Snapshot) -> Text:
     s, h, sw = snap.source, snap.host, snap.software
     t = Text()
-    t.append(f"{h.hostname or 'unknown host'}", style="bold")
+    t.append_text(esc(h.hostname or "unknown host", style="bold"))
     origin = f"{s.kind} from {s.origin}" if s.kind != "probe" else f"probed on {s.origin}"
-    t.append(f" — {origin}" + (f" at {s.captured_at}" if s.captured_at else "") + "\n")
-    t.append(
-        f"driver {_dash(sw.driver_version)}  CUDA {_dash(sw.cuda_driver_version)}  NVML {_dash(sw.nvml_version)}\n"
-    )
+    t.append_text(esc(f" — {origin}" + (f" at {s.captured_at}" if s.captured_at else "")))
+    t.append("\n")
+    versions = f"driver {_dash(sw.driver_version)}  CUDA {_dash(sw.cuda_driver_version)}  NVML {_dash(sw.nvml_version)}"
+    t.append_text(esc(versions))
+    t.append("\n")
     bits = [f"CPU {h.cpu_model}" if h.cpu_model else None]
     bits.append(f"{h.sockets} socket(s)" if h.sockets else None)
     bits.append(f"virtualised: {h.virtualization}" if h.virtualization else None)
@@ -82,13 +146,15 @@ def header(snap: Snapshot) -> Text:
     bits.append(f"IOMMU {h.iommu}" if h.iommu else None)
     line = "  ".join(b for b in bits if b)
     if line:
-        t.append(line + "\n")
-    for k, v in sorted(h.environment.items()):
-        t.append(f"{k}={v}  ")
+        t.append_text(esc(line))
+        t.append("\n")
     if h.environment:
+        t.append_text(esc("  ".join(f"{k}={v}" for k, v in sorted(h.environment.items()))))
         t.append("\n")
     if s.unknown_fields:
-        t.append(f"this source cannot know: {', '.join(unknown_in_words(s.unknown_fields))}\n", style="dim")
+        words = ", ".join(unknown_in_words(s.unknown_fields))
+        t.append_text(esc(f"this source cannot know: {words}", style="dim"))
+        t.append("\n")
     return t
 
 
@@ -120,92 +186,73 @@ def unknown_in_words(fields: list[str]) -> list[str]:
     return [_UNKNOWN_WORDS.get(f, f) for f in fields]
 
 
-def gpu_tables(snap: Snapshot, topo: Topology | None = None) -> list[Table]:
+def gpu_tables(snap: Snapshot, topo: Topology | None = None, width: int | None = None) -> list[RenderableType]:
     """GPU identity (NVML index ↔ CUDA ordinal ↔ UUID ↔ bus id) and GPU capabilities."""
     gpus = sorted(snap.gpus, key=lambda g: g.index)
-    ident = Table(title="GPUs: identity", box=box.SIMPLE_HEAD, title_justify="left")
-    for col in ("NVML", "CUDA", "UUID", "bus id", "name"):
-        ident.add_column(col, overflow="fold")
-    caps = Table(title="GPUs: memory, placement and links", box=box.SIMPLE_HEAD, title_justify="left")
-    for col in ("NVML", "memory", "CC", "NUMA", "CPUs", "PCIe", "NVLink", "MIG", "fabric"):
-        caps.add_column(col, overflow="fold")
+    ident_cols = [Column("NVML"), Column("CUDA"), Column("UUID"), Column("bus id"), Column("name", text=True)]
+    caps_cols = [Column(c) for c in ("NVML", "memory", "CC", "NUMA", "CPUs")]
+    caps_cols += [Column(c, text=True) for c in ("PCIe", "NVLink", "MIG", "fabric")]
+    ident: list[list[Text]] = []
+    caps: list[list[Text]] = []
     for g in gpus:
         name = _dash(g.name) + (" (derived from the PCI device id)" if "name" in g.derived else "")
         if g.lost:
             name += " — LOST during the probe"
-        ident.add_row(str(g.index), _dash(g.cuda_ordinal), _dash(g.uuid), _dash(g.pci_bus_id), name)
-        caps.add_row(
-            str(g.index),
-            _gib(g.memory_total_bytes),
-            _dash(g.compute_capability),
-            _dash(g.numa_node) + (f" (mem {g.gpu_numa_node})" if g.gpu_numa_node is not None else ""),
-            _dash(g.cpu_affinity) if g.cpu_affinity != "" else "(none in this cpuset)",
-            _pcie(g),
-            _nvlink(topo, g),
-            _mig(g),
-            _fabric(topo, g),
-        )
-    return [ident, caps]
+        ident.append([esc(v) for v in (g.index, _dash(g.cuda_ordinal), _dash(g.uuid), _dash(g.pci_bus_id), name)])
+        cpus = _dash(g.cpu_affinity) if g.cpu_affinity != "" else "(none in this cpuset)"
+        numa = _dash(g.numa_node) + (f" (mem {g.gpu_numa_node})" if g.gpu_numa_node is not None else "")
+        values = (g.index, _gib(g.memory_total_bytes), _dash(g.compute_capability), numa, cpus)
+        texts = (_pcie(g), _nvlink(topo, g), _mig(g), _fabric(topo, g))
+        caps.append([esc(v) for v in (*values, *texts)])
+    return [
+        fit_table("GPUs: identity", ident_cols, ident, width),
+        fit_table("GPUs: memory, placement and links", caps_cols, caps, width),
+    ]
 
 
-def nic_table(snap: Snapshot) -> Table:
-    t = Table(title="NICs", box=box.SIMPLE_HEAD, title_justify="left")
-    for col in ("id", "name", "kind", "bus id", "NUMA", "line rate (spec)", "state", "netdevs", "GDR"):
-        t.add_column(col)
+def nic_table(snap: Snapshot, width: int | None = None) -> RenderableType:
+    cols = [Column(c) for c in ("id", "name", "kind", "bus id", "NUMA", "line rate\n(spec)", "state")]
+    cols += [Column("netdevs", text=True), Column("GDR")]
+    rows = []
     for n in sorted(snap.nics, key=lambda n: n.index):
-        t.add_row(
-            f"nic{n.index}",
-            n.name,
-            n.kind,
-            _dash(n.pci_bus_id),
-            _dash(n.numa_node),
-            "—" if n.speed_gbit_s is None else f"{n.speed_gbit_s:g} Gb/s",
-            _dash(n.state),
-            ", ".join(n.netdevs) or "—",
-            _dash(None if n.gdr is None else ("yes" if n.gdr else "no")),
-        )
-    return t
+        rate = "—" if n.speed_gbit_s is None else f"{n.speed_gbit_s:g} Gb/s"
+        gdr = _dash(None if n.gdr is None else ("yes" if n.gdr else "no"))
+        values = (f"nic{n.index}", n.name, n.kind, _dash(n.pci_bus_id), _dash(n.numa_node), rate, _dash(n.state))
+        rows.append([esc(v) for v in (*values, ", ".join(n.netdevs) or "—", gdr)])
+    return fit_table("NICs", cols, rows, width)
 
 
-def numa_table(snap: Snapshot) -> Table:
-    t = Table(title="NUMA nodes", box=box.SIMPLE_HEAD, title_justify="left")
-    for col in ("node", "CPUs", "memory", "distances"):
-        t.add_column(col)
+def numa_table(snap: Snapshot, width: int | None = None) -> RenderableType:
+    cols = [Column("node"), Column("CPUs"), Column("memory"), Column("distances", text=True)]
+    rows = []
     for n in snap.host.numa_nodes:
-        t.add_row(
-            str(n.id),
-            n.cpus if n.cpus else "(none: memory-only node)" if n.cpus == "" else "—",
-            _gib(n.memory_total_bytes),
-            " ".join(map(str, n.distances)) if n.distances else "—",
-        )
-    return t
+        cpus = n.cpus if n.cpus else "(none: memory-only node)" if n.cpus == "" else "—"
+        distances = " ".join(map(str, n.distances)) if n.distances else "—"
+        rows.append([esc(v) for v in (n.id, cpus, _gib(n.memory_total_bytes), distances)])
+    return fit_table("NUMA nodes", cols, rows, width)
 
 
-def findings_table(snap: Snapshot) -> Table:
+def findings_table(snap: Snapshot, width: int | None = None) -> RenderableType:
     """The probe's health and truth checks and the measurement's findings, worst first."""
     order = {"error": 0, "warning": 1, "info": 2}
-    t = Table(title=f"Findings ({len(snap.findings)})", box=box.SIMPLE_HEAD, title_justify="left")
-    for col in ("severity", "about", "finding", "evidence"):
-        t.add_column(col, overflow="fold")
+    cols = [Column("severity"), Column("about"), Column("finding", text=True), Column("evidence", text=True)]
+    rows = []
     for f in sorted(snap.findings, key=lambda f: (order.get(f.severity, 3), f.kind, f.subject)):
         style = {"error": "bold red", "warning": "yellow"}.get(f.severity, "")
-        t.add_row(Text(f.severity, style=style), f.subject, f.text, "; ".join(f.evidence))
-    return t
+        rows.append([esc(f.severity, style), esc(f.subject), esc(f.text), esc("; ".join(f.evidence))])
+    return fit_table(f"Findings ({len(snap.findings)})", cols, rows, width)
 
 
-def problem_table(snap: Snapshot) -> Table:
-    t = Table(title=f"Problems ({len(snap.problems)})", box=box.SIMPLE_HEAD, title_justify="left")
-    for col in ("source", "call", "target", "error"):
-        t.add_column(col, overflow="fold")
-    for p in snap.problems:
-        t.add_row(p.source, p.call, _dash(p.target), p.error)
-    return t
+def problem_table(snap: Snapshot, width: int | None = None) -> RenderableType:
+    cols = [Column("source"), Column("call"), Column("target"), Column("error", text=True)]
+    rows = [[esc(v) for v in (p.source, p.call, _dash(p.target), p.error)] for p in snap.problems]
+    return fit_table(f"Problems ({len(snap.problems)})", cols, rows, width)
 
 
 def machine_tree(topo: Topology) -> Tree:
     """Socket/NUMA → host bridge → switch → GPUs/NICs, and the NVLink fabric, from the graph."""
     g = topo.graph
-    root = Tree(Text(topo.snapshot.host.hostname or "host", style="bold"))
+    root = Tree(esc(topo.snapshot.host.hostname or "host", style="bold"))
     parents = tree_parents(topo)
     children: dict[str, list[str]] = {}
     for child, par in parents.items():
@@ -236,7 +283,7 @@ def machine_tree(topo: Topology) -> Tree:
             for k in kids:
                 add(tree, k)
             return
-        sub = tree.add(label(n))
+        sub = tree.add(esc(label(n)))
         for k in kids:
             add(sub, k)
 
@@ -244,15 +291,16 @@ def machine_tree(topo: Topology) -> Tree:
         if top != FABRIC:
             add(root, top)
     if FABRIC in g:
-        fab = root.add(str(g.nodes[FABRIC].get("label")))
+        fab = root.add(esc(g.nodes[FABRIC].get("label")))
         for u, v, d in sorted(g.edges(FABRIC, data=True), key=lambda e: natural_key(e[1])):
             other = v if u == FABRIC else u
-            fab.add(f"{other}: NV{d.get('count')} · {_edge_bw(d)}")
+            fab.add(esc(f"{other}: NV{d.get('count')} · {_edge_bw(d)}"))
     direct = [(u, v, d) for u, v, d in g.edges(data=True) if d.get("kind") == "nvlink" and FABRIC not in (u, v)]
     if direct:
         nv = root.add("NVLink (direct)")
         for u, v, d in sorted(direct, key=lambda e: (natural_key(e[0]), natural_key(e[1]))):
-            nv.add(f"{u} ↔ {v}: NV{d.get('count')} · {_edge_bw(d)}" + (" (inferred)" if d.get("inferred") else ""))
+            inferred = " (inferred)" if d.get("inferred") else ""
+            nv.add(esc(f"{u} ↔ {v}: NV{d.get('count')} · {_edge_bw(d)}{inferred}"))
     return root
 
 
@@ -265,20 +313,21 @@ def _edge_bw(d: dict[str, object]) -> str:
     return f"{pre}{fmt_gbps(float(bw))} GB/s {d.get('bandwidth_source')}"
 
 
-def show(snap: Snapshot, topo: Topology | None = None) -> RenderableType:
+def show(snap: Snapshot, topo: Topology | None = None, width: int | None = None) -> RenderableType:
+    """Everything `topomap show` prints for one host; tables fit ``width`` without splitting a value."""
     parts: list[RenderableType] = [header(snap)]
     if snap.gpus:
-        parts.extend(gpu_tables(snap, topo))
+        parts.extend(gpu_tables(snap, topo, width))
     else:
         parts.append(Text("No GPUs in this snapshot.", style="bold"))
     if snap.nics:
-        parts.append(nic_table(snap))
+        parts.append(nic_table(snap, width))
     if snap.host.numa_nodes:
-        parts.append(numa_table(snap))
+        parts.append(numa_table(snap, width))
     if topo is not None:
         parts.append(machine_tree(topo))
         for note in topo.notes:
-            parts.append(Text(f"note: {note}", style="dim"))
+            parts.append(esc(f"note: {note}", style="dim"))
     if snap.measurements:
         from topomap.measured import degraded_links
         from topomap.render.bandwidth_matrix import render_bandwidth_matrix
@@ -286,11 +335,11 @@ def show(snap: Snapshot, topo: Topology | None = None) -> RenderableType:
         parts.append(Text("Measured bandwidth (GB/s; topomap matrix --bandwidth)", style="bold"))
         parts.append(Text(render_bandwidth_matrix(snap), no_wrap=True, overflow="ignore"))
         for line in degraded_links(snap):
-            parts.append(Text(f"slow link: {line}", style="yellow"))
+            parts.append(esc(f"slow link: {line}", style="yellow"))
     if snap.findings:
-        parts.append(findings_table(snap))
+        parts.append(findings_table(snap, width))
     if snap.problems:
-        parts.append(problem_table(snap))
+        parts.append(problem_table(snap, width))
     return Group(*parts)
 
 
@@ -318,20 +367,13 @@ def short_node(node: str) -> str:
     return prefix + rest
 
 
-def cluster_header(snap: Snapshot) -> RenderableType:
+def cluster_header(snap: Snapshot, width: int | None = None) -> RenderableType:
     """A merged snapshot: one row per host."""
-    t = Table(
-        title=f"Cluster: {len(snap.members)} hosts ({snap.source.origin})", box=box.SIMPLE_HEAD, title_justify="left"
-    )
-    for col in ("host", "source", "GPUs", "NICs", "driver"):
-        t.add_column(col, overflow="fold")
+    cols = [Column("host"), Column("source"), Column("GPUs", text=True), Column("NICs"), Column("driver")]
+    rows = []
     for m in snap.members:
         names = sorted({g.name or "?" for g in m.gpus})
-        t.add_row(
-            m.host.hostname or "?",
-            m.source.kind,
-            f"{len(m.gpus)} × {', '.join(names)}" if m.gpus else "0",
-            str(len(m.nics)),
-            _dash(m.software.driver_version),
-        )
-    return t
+        gpus = f"{len(m.gpus)} × {', '.join(names)}" if m.gpus else "0"
+        values = (m.host.hostname or "?", m.source.kind, gpus, len(m.nics), _dash(m.software.driver_version))
+        rows.append([esc(v) for v in values])
+    return fit_table(f"Cluster: {len(snap.members)} hosts ({snap.source.origin})", cols, rows, width)
