@@ -254,6 +254,7 @@ def test_units_option_lists_every_unit_and_bar(tmp_path: Path) -> None:
     lpt = next(a for a in listed["arrangements"] if a["arrangement"] == "longest-first")
     lane = lpt["lanes"][0]
     assert lane["unit_count"] == 4 and [b["unit"] for b in lane["bars"]][:2] == ["annual-report", "board-minutes"]
+    assert lane["longest"] == {"unit": "annual-report", "seconds": 21 * 60.0}
     assert lane["last"]["end_s"] == lane["end_s"] == lane["bars"][-1]["end_s"] == 48 * 60.0
     r = runner.invoke(app, ["plan", ref, "--units"])
     assert r.exit_code == 2 and "--units lists every unit in the JSON output (hint: add --json)" in r.stderr

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 PLAN_SCHEMA = (
     "topomap.plan/2"  # /2: units and lanes summarised (counts, totals, first/last, longest); --units lists them
 )
-LONGEST = 3  # the longest units named in each summary
+LONGEST = 3  # the longest units named in the units summary
 Verdict = Literal["fits", "does not fit", "unknown"]
 NOMINAL_MARGIN = 0.03  # a need within 3 % of a size read from a GPU's name is too close to call
 
@@ -116,9 +116,10 @@ class Arrangement:
 
 def _lane_json(ln: Lane, cards: list[str], units: list[Unit], every_unit: bool) -> dict[str, object]:
     """One lane: how many units, their compute, transfer and exchange seconds, the first and the last
-    unit with their times, the longest units; every bar only when asked (100,000 units made 72 MB)."""
+    unit with their times, its longest unit; every bar only when asked (100,000 units made 72 MB)."""
     c, n = ln.cost, len(ln.units)
     secs = ln.seconds
+    top = max(ln.units, key=secs.__getitem__) if n else None  # the first of the longest, in lane order
 
     def at(u: int, start: float) -> dict[str, object]:
         return {
@@ -131,14 +132,12 @@ def _lane_json(ln: Lane, cards: list[str], units: list[Unit], every_unit: bool) 
         "cards": cards,
         "end_s": ln.end,
         "unit_count": n,
-        "compute_s": math.fsum(secs[u] for u in ln.units),
+        "compute_s": math.fsum(map(secs.__getitem__, ln.units)),
         "transfers_s": n * (c.input_s + c.output_s),
         "exchange_s": n * c.exchange_s,
         "first": at(ln.units[0], 0.0) if n else None,
         "last": {**at(ln.units[-1], ln.last_start), "end_s": ln.end} if n else None,
-        "longest": [
-            {"unit": units[u].name, "seconds": secs[u]} for u in heapq.nlargest(LONGEST, ln.units, secs.__getitem__)
-        ],
+        "longest": {"unit": units[top].name, "seconds": secs[top]} if top is not None else None,
     }
     if every_unit:
         out["bars"] = [
