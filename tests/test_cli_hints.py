@@ -73,3 +73,17 @@ def test_permission_denied_on_write_has_a_hint(tmp_path: Path, monkeypatch: pyte
         f"topomap: error: {out}: cannot write (Permission denied) "
         "(hint: check the permissions (ls -l); or write elsewhere with -o)\n"
     )
+
+
+def test_output_onto_a_socket_has_a_hint(tmp_path: Path) -> None:
+    import socket
+
+    path = tmp_path / "s.dot"
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(path))
+        r = runner.invoke(app, ["render", SNAP, "-o", str(path)])
+    assert r.exit_code == 2
+    assert r.stderr == (
+        f"topomap: error: {path}: is not a regular file or a character device; refusing to write to it "
+        "(hint: write to a regular file, or to stdout with -o -)\n"
+    )

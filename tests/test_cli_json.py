@@ -146,7 +146,11 @@ def test_probe_to_stdout_for_pipelines(tmp_path: Path) -> None:
 def test_probe_time_limits_are_options_and_checked(tmp_path: Path) -> None:
     r = runner.invoke(app, ["probe", "--budget", "0", "--json"])
     assert r.exit_code == 2
-    assert json.loads(r.stdout) == {"error": "--budget 0: seconds must be above 0", "hint": None, "exit": 2}
+    assert json.loads(r.stdout) == {
+        "error": "--budget 0: seconds must be above 0",
+        "hint": "e.g. --budget 180",
+        "exit": 2,
+    }
     write_sysfs(machines.consumer_pair(), tmp_path)
     r = cli("probe", "-o", "-", "--root", str(tmp_path), "--call-timeout", "5", "--budget", "30")
     assert r.returncode == 3 and json.loads(r.stdout)["source"]["kind"] == "probe"

@@ -186,7 +186,10 @@ def _write(path: str, data: bytes) -> None:
         if stat.S_ISDIR(st.st_mode):
             raise TopomapError(f"{path}: is a folder", hint="name a file inside it")
         if not stat.S_ISREG(st.st_mode) and not stat.S_ISCHR(st.st_mode):
-            raise TopomapError(f"{path}: is not a regular file or a character device; refusing to write to it")
+            raise TopomapError(
+                f"{path}: is not a regular file or a character device; refusing to write to it",
+                hint="write to a regular file, or to stdout with -o -",
+            )
         if stat.S_ISCHR(st.st_mode):
             try:
                 with open(p, "wb") as fh:

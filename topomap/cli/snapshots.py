@@ -42,9 +42,10 @@ def probe(
     from topomap.probe.guarded import CALL_TIMEOUT_S, TOTAL_BUDGET_S
 
     limits = {"--call-timeout": call_timeout, "--budget": budget}
+    defaults = {"--call-timeout": CALL_TIMEOUT_S, "--budget": TOTAL_BUDGET_S}
     for name, value in limits.items():
         if value is not None and not value > 0:
-            raise TopomapError(f"{name} {value:g}: seconds must be above 0")
+            raise TopomapError(f"{name} {value:g}: seconds must be above 0", hint=f"e.g. {name} {defaults[name]:g}")
     out = run_probe(
         sysfs_root=sysfs_root,
         call_timeout_s=call_timeout or CALL_TIMEOUT_S,
