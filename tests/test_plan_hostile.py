@@ -317,3 +317,26 @@ def test_an_observed_unit_time_outside_the_bounds_is_refused() -> None:
         with pytest.raises(TopomapError) as exc:
             apply_observed(work, {"succeeded": True, "unit_duration_s": unit_s}, "run.json")
         assert str(exc.value).startswith(f"run.json: the observed unit duration {unit_s:g} s {why}")
+
+
+BIG = "9" * 400
+CUT = "99999999999999999999…9999999999 (400 characters)"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        # was: exit 4, OverflowError: int too large to convert to float (steps × seconds per step)
+        ("steps: 5000", f"steps: {BIG}", f":16: work: split steps {CUT} is more than 1,000,000,000 exchange rounds"),
+        ("count: 6", f"count: {BIG}", f":11: work: count {CUT} is more units than topomap plans (100,000)"),
+        ("count: 6", f"count: -{BIG}", ":11: work: count -9999999999999999999…9999999999 (401 characters) is not a"),
+        ("count: 6", f"count: 6\n  cards_per_task: {BIG}", f":12: work: cards_per_task {CUT} is more than 100,000"),
+    ],
+)
+def test_huge_integers_in_the_work_block_are_one_line(old: str, new: str, message: str) -> None:
+    text = (SAMPLES / "flows" / "big-task-dgx2.yaml").read_text()
+    assert old in text
+    with pytest.raises(FlowError) as exc:
+        parse_flow(text.replace(old, new), "f.yaml")
+    assert str(exc.value).startswith(f"f.yaml{message}"), str(exc.value)
+    assert len(str(exc.value)) < 200 and exc.value.hint

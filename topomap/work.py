@@ -55,6 +55,10 @@ MIN_SPAN_S = 1e-6
 #: Shared rates (work.limits) from 1 kB/s to 1 PB/s, in GB/s; outside them a transfer time is absurd.
 MIN_RATE_GBPS = 1e-6
 MAX_RATE_GBPS = 1e6
+#: A task over more cards, or of more exchange rounds, is a typo (a 400-digit count of steps
+#: overflowed the float sum: exit 4).
+MAX_CARDS = 100_000
+MAX_STEPS = 10**9
 _SHOWN = 40  # characters of a bad value quoted in a message
 
 
@@ -304,12 +308,12 @@ def _units(flow: Flow) -> tuple[list[Unit], str]:
     if len(given) > 1:
         raise _err(flow, f"$.work.{given[1]}", f"{given[0]} and {given[1]} both given", "give one of them")
     if spec.count is not None and spec.count < 1:
-        raise _err(flow, "$.work.count", f"count {spec.count} is not a number of units", "count: 8")
+        raise _err(flow, "$.work.count", f"count {_cut(str(spec.count))} is not a number of units", "count: 8")
     if spec.count is not None and spec.count > MAX_UNITS:
         raise _err(
             flow,
             "$.work.count",
-            f"count {spec.count} is more units than topomap plans ({MAX_UNITS:,})",
+            f"count {_cut(str(spec.count))} is more units than topomap plans ({MAX_UNITS:,})",
             _TOO_MANY,
         )
     if spec.duration is not None:
@@ -352,6 +356,11 @@ def work_of(flow: Flow) -> Work | None:
     units, source = _units(flow)
     if spec.cards_per_task < 1:
         raise _err(flow, "$.work.cards_per_task", f"cards_per_task {spec.cards_per_task} is below 1", "1 or more")
+    if spec.cards_per_task > MAX_CARDS:
+        raise _err(
+            flow, "$.work.cards_per_task", f"cards_per_task {_cut(str(spec.cards_per_task))} is more than "
+            f"{MAX_CARDS:,} cards", "the cards one task occupies, e.g. 2",
+        )  # fmt: skip
     mem = _size(flow, spec.memory_per_task, "$.work.memory_per_task", "memory_per_task")
     dup = _size(flow, spec.duplicated_memory, "$.work.duplicated_memory", "duplicated_memory")
     if dup is not None and mem is None:
@@ -386,6 +395,11 @@ def work_of(flow: Flow) -> Work | None:
     if spec.split is not None:
         if spec.split.steps < 1:
             raise _err(flow, "$.work.split.steps", "split steps is below 1", "exchange rounds per task, e.g. 2000")
+        if spec.split.steps > MAX_STEPS:
+            raise _err(
+                flow, "$.work.split.steps", f"split steps {_cut(str(spec.split.steps))} is more than "
+                f"{MAX_STEPS:,} exchange rounds per task", "exchange rounds per task, e.g. 2000",
+            )  # fmt: skip
         split = Split(spec.split.steps, _size(flow, spec.split.exchange, "$.work.split.exchange", "exchange"))
     return Work(
         units=units,
