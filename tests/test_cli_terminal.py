@@ -11,7 +11,7 @@ import msgspec
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import SAMPLES
+from tests.conftest import REAL, SAMPLES
 from topomap.cli import app
 from topomap.importers import load_any
 from topomap.model import hosts_of, save_snapshot
@@ -109,3 +109,27 @@ def test_show_at_80_columns_keeps_a_table_when_it_fits() -> None:
 def test_show_json_unchanged_by_width(hostile: Path) -> None:
     r = runner.invoke(app, ["show", "--json", str(hostile)], env={"COLUMNS": "40"})
     assert json.loads(r.stdout)["host"]["hostname"] == "h" + HOSTILE  # JSON carries the data as it is
+
+
+def test_measured_figures_origin_is_escaped_in_matrix_show_and_table(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from topomap.render.bandwidth_matrix import measurements_table
+
+    p2p = REAL / "bandwidth" / "a100-sxm4-80gb-8gpu-p2pBandwidthLatencyTest-distserve3.txt"
+    measured = tmp_path / "measured.json"
+    r = runner.invoke(app, ["attach", str(SNAPS / "hgx-a100-8gpu-8nic.json"), str(p2p), "-o", str(measured)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(measured.read_text())
+    for m in doc["measurements"]:
+        m["origin"] = "o" + HOSTILE
+    measured.write_text(json.dumps(doc))
+    for args in (["matrix", "--bandwidth", str(measured)], ["show", str(measured)]):
+        r = runner.invoke(app, args, env={"COLUMNS": "200"})
+        assert r.exit_code == 0, r.output
+        _clean(r.stdout)
+        assert "o" + SHOWN in r.stdout, args
+    console = Console(width=400, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    console.print(measurements_table(load_any(measured)))
+    text = console.export_text()
+    assert "o" + SHOWN in text and "\x1b" not in text  # [bold] stays text, not markup

@@ -55,6 +55,7 @@ def measure(
     from topomap.probe.measure import MeasureOptions, NoGpuError, parse_pairs, parse_size, plan
     from topomap.probe.measure import measure as run_measure
     from topomap.render.bandwidth_matrix import measurements_table, render_bandwidth_matrix
+    from topomap.render.matrix import visible
 
     opts = MeasureOptions.quick() if quick else MeasureOptions()
     if size is not None:
@@ -94,7 +95,7 @@ def measure(
             console.print(measurements_table(out.snapshot))
         for f in out.snapshot.findings:
             if f.source == "measure":
-                console.print(f"[{f.severity}] {f.subject}: {f.text}", markup=False)
+                console.print(visible(f"[{f.severity}] {f.subject}: {f.text}"), markup=False)
     print(
         f"wrote {output or 'stdout'}: {len(out.snapshot.measurements)} measurement(s), {out.jobs} test(s), "
         f"{out.failed} failed; used at most {out.memory_per_gpu_bytes // 2**20} MiB per GPU "

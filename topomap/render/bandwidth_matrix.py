@@ -9,6 +9,7 @@ from typing import Any
 
 from topomap.measured import DEGRADED_FRACTION, degraded_links, measured_bandwidth, nominal_gbps, unusable_pairs
 from topomap.model import MeasureKind, Measurement, Snapshot
+from topomap.render.matrix import visible
 from topomap.units import fmt_bytes, fmt_gbps
 
 _W = 14
@@ -47,7 +48,7 @@ def _method_line(snap: Snapshot) -> str:
             )
             if x
         )
-        parts.append(f"{origin} ({detail})")
+        parts.append(f"{visible(origin)} ({detail})")
     return "; ".join(parts)
 
 
@@ -152,6 +153,7 @@ def _figure(snap: Snapshot, a: str, b: str, kind: MeasureKind, unusable: str | N
 def measurements_table(snap: Snapshot) -> Any:
     """A rich table of every measurement: what, route, median and spread, verified, origin."""
     from rich.table import Table
+    from rich.text import Text
 
     t = Table(title="Measured (GB/s = 1e9 bytes/s; nominal is spec)", show_lines=False)
     for col in (
@@ -176,7 +178,7 @@ def measurements_table(snap: Snapshot) -> Any:
             nominal = fmt_gbps(nom[0]) if nom else ""
         verified = {True: "yes", False: "WRONG DATA", None: "not checked"}[m.verified]
         numa = f" (host NUMA {m.host_numa_node})" if m.host_numa_node is not None else ""
-        t.add_row(
+        cells = (
             f"{m.kind} {m.direction}",
             f"{m.src} {'↔' if m.direction == 'both-way' else '→'} {m.dst}{numa}",
             m.route or "",
@@ -186,4 +188,5 @@ def measurements_table(snap: Snapshot) -> Any:
             verified,
             m.origin,
         )
+        t.add_row(*(Text(visible(c)) for c in cells))  # a file's names as text: never markup, no raw ESC
     return t
