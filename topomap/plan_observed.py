@@ -24,8 +24,13 @@ def apply_observed(work: Work, observed: dict[str, Any], origin: str) -> Work:
             hint="record a run that succeeds (its exit status is 0)",
         )
     unit_s = observed.get("unit_duration_s")
-    if not isinstance(unit_s, (int, float)) or unit_s <= 0:
+    if not isinstance(unit_s, (int, float)):
         raise TopomapError(f"{origin}: the record has no wall time", hint="record the run again to its end")
+    if unit_s <= 0:
+        raise TopomapError(
+            f"{origin}: a unit time of {unit_s:g} s (the run's wall time over --observed-units)",
+            hint="give the number of units the recorded run did with --observed-units",
+        )
     problem = span_problem(float(unit_s))
     if problem is not None:  # the plan's own bounds: a unit of at most a year, never infinite
         raise TopomapError(
