@@ -132,11 +132,21 @@ def test_a_folder_that_takes_no_new_file_is_refused_up_front(tmp_path: Path, mon
     )
 
 
-@pytest.mark.skipif(ROOT, reason="root writes into a read-only folder")
-def test_a_read_only_folder_is_refused_up_front(tmp_path: Path) -> None:
+def test_a_read_only_folder_is_refused_up_front(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """chmod 555 stops everyone but root; run as root (CI), the kernel's answer to a non-root
+    user is injected instead, so the test runs (and can fail) everywhere."""
     ro = tmp_path / "ro"
     ro.mkdir()
     ro.chmod(0o555)
+    if ROOT:
+        real = tempfile.mkstemp
+
+        def denied(*args: Any, **kwargs: Any) -> tuple[int, str]:
+            if Path(str(kwargs.get("dir", ""))) == ro:
+                raise PermissionError(errno.EACCES, "Permission denied")
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(tempfile, "mkstemp", denied)
     try:
         assert "cannot create a file in folder" in _refused(["-o", str(ro / "r.json")], tmp_path / "ran")
     finally:
@@ -253,12 +263,27 @@ def test_an_unreadable_output_is_one_line_naming_it(tmp_path: Path, monkeypatch:
     )
 
 
-@pytest.mark.skipif(ROOT, reason="root reads a chmod 000 file")
-def test_a_chmod_000_output_file_or_folder_is_exit_2(tmp_path: Path) -> None:
+def test_a_chmod_000_output_file_or_folder_is_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As above: run as root, the permission errors a user would get are injected."""
     a, b = _folders(tmp_path)
     (a / "result.txt").chmod(0)
     (b / "sub").mkdir()
     (b / "sub").chmod(0)
+    if ROOT:
+        real_open, real_scandir = os.open, os.scandir
+
+        def open_denied(path: Any, *args: Any, **kwargs: Any) -> int:
+            if Path(path) == a / "result.txt":
+                raise PermissionError(errno.EACCES, "Permission denied", str(path))
+            return real_open(path, *args, **kwargs)
+
+        def scandir_denied(path: Any = ".") -> Any:
+            if Path(path) == b / "sub" and (b / "sub").stat().st_mode & 0o777 == 0:
+                raise PermissionError(errno.EACCES, "Permission denied", str(path))
+            return real_scandir(path)
+
+        monkeypatch.setattr(os, "open", open_denied)
+        monkeypatch.setattr(os, "scandir", scandir_denied)
     try:
         r = runner.invoke(app, ["diff", str(ONE), str(TWO), "--outputs", str(a), str(b)])
         assert r.exit_code == 2 and "cannot read folder" in r.output and str(b / "sub") in r.output
