@@ -14,6 +14,7 @@ import sys
 import tempfile
 import xml.dom.minidom
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
