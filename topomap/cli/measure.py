@@ -55,7 +55,7 @@ def measure(
     from topomap.probe.measure import MeasureOptions, NoGpuError, parse_pairs, parse_size, plan
     from topomap.probe.measure import measure as run_measure
     from topomap.render.bandwidth_matrix import measurements_table, render_bandwidth_matrix
-    from topomap.render.matrix import visible
+    from topomap.render.text import visible
 
     opts = MeasureOptions.quick() if quick else MeasureOptions()
     if size is not None:

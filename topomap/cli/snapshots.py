@@ -163,7 +163,8 @@ def matrix(
             sys.stdout.write(render_bandwidth_matrix(snap))
         return
     from topomap.model import hosts_of
-    from topomap.render.matrix import matrix_ids, pair_lookup, render_matrix, render_p2p_matrix, visible
+    from topomap.render.matrix import matrix_ids, pair_lookup, render_matrix, render_p2p_matrix
+    from topomap.render.text import visible
 
     merged = _load(snapshot)
     hosts = hosts_of(merged)
@@ -236,7 +237,7 @@ def merge(
     merged = run_merge(pairs)
     _write(output, encode_snapshot(merged))
     notes = consistency_notes(merged)
-    from topomap.render.matrix import visible
+    from topomap.render.text import visible
 
     for line in notes:
         print(f"topomap: merge: {visible(line)}", file=sys.stderr)  # host names are data: no raw ESC

@@ -9,7 +9,7 @@ from typing import Any
 
 from topomap.measured import DEGRADED_FRACTION, degraded_links, measured_bandwidth, nominal_gbps, unusable_pairs
 from topomap.model import MeasureKind, Measurement, Snapshot
-from topomap.render.matrix import visible
+from topomap.render.text import visible
 from topomap.units import fmt_bytes, fmt_gbps
 
 _W = 14

@@ -7,7 +7,6 @@ Renderers build; only the CLI prints. Every bandwidth carries its unit and prove
 from __future__ import annotations
 
 import io
-import re
 
 from rich import box
 from rich.console import Console, Group, RenderableType
@@ -17,15 +16,14 @@ from rich.text import Text
 from topomap.mapping import FlowMap
 from topomap.render.bundles import Bundle, bundles, grouped_notes, slowest_line, slowest_per_medium
 from topomap.render.terminal import MEDIUM_STYLE, short_node
+from topomap.render.text import visible
 from topomap.units import fmt_bandwidth, fmt_seconds
-
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 def safe(text: str, style: str = "") -> Text:
-    """A name as plain text for the terminal: never rich markup, control characters (escape sequences,
-    newlines) written visibly as \\xNN so no input can move the cursor, recolour or split a line."""
-    return Text(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text), style=style)
+    """A name as plain text for the terminal: never rich markup, control characters visible
+    (:func:`topomap.render.text.visible`)."""
+    return Text(visible(text), style=style)
 
 
 def _natural_width(table: Table) -> int:

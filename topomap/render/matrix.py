@@ -5,9 +5,8 @@ Pure text so users can diff it against what nvidia-smi printed on the machine.
 
 from __future__ import annotations
 
-import re
-
 from topomap.model import Gpu, Snapshot
+from topomap.render.text import visible
 
 LEGEND = """Legend:
 
@@ -20,16 +19,6 @@ LEGEND = """Legend:
   NV#  = Connection traversing a bonded set of # NVLinks"""
 
 
-#: Control characters (C0, DEL, C1): escape sequences, newlines, tabs, bells.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
-
-
-def visible(text: str) -> str:
-    """``text`` for a terminal: control characters written visibly as ``\\xNN`` (the same rule as
-    :func:`topomap.render.mapview.safe`), so a name from a file cannot recolour, move the cursor, or
-    split a line (or, with a tab, shift the matrix columns). Kept here, in a module that imports no
-    library, so `matrix` and `show` stay light; :func:`topomap.render.terminal.esc` builds on it."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def matrix_ids(snap: Snapshot) -> list[str]:

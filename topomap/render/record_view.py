@@ -7,7 +7,6 @@ nominal link rate from the snapshot), psutil (host capacity).
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections import Counter
 from typing import Any
@@ -19,17 +18,11 @@ from rich.text import Text
 from topomap.record.compare import Row, RunDiff
 from topomap.record.model import Run
 from topomap.record.summary import busiest, cards, host_peaks, last, shared_resources
+from topomap.render.text import visible
 from topomap.units import fmt_bytes, fmt_seconds
 
 BLOCKS = "▁▂▃▄▅▆▇█"
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
-
-
-def plain(text: str) -> str:
-    """A string from the record (label, command, host, paths, names) as the terminal may show it:
-    control characters (escape sequences, newlines, carriage returns) written visibly as \\xNN, so
-    no input can move the cursor, recolour or split a line. The rule of render.mapview.safe."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+plain = visible  # a string from the record (label, command, host, paths, names) on the terminal
 
 
 def _lines(lines: list[str], style: str = "") -> Text:

@@ -12,7 +12,7 @@ from rich.tree import Tree
 from topomap.graph import FABRIC, Topology, natural_key, tree_parents
 from topomap.graph.evidence import SETTLE, fabric_ready, gpu_pairs_nvlink_summary, gpu_pcie_link
 from topomap.model import Gpu, Snapshot
-from topomap.render.matrix import visible
+from topomap.render.text import visible
 from topomap.units import fmt_gbps
 
 GIB = 1024**3
@@ -22,7 +22,7 @@ TEXT_MIN = 8
 
 def esc(value: object, style: str = "") -> Text:
     """Any value from a snapshot as terminal text: control characters visible (``\\x1b``, by
-    :func:`topomap.render.matrix.visible`), never rich markup (a Text is not parsed)."""
+    :func:`topomap.render.text.visible`), never rich markup (a Text is not parsed)."""
     return Text(visible(str(value)), style=style)
 
 
