@@ -156,7 +156,9 @@ def _console() -> Any:
 
 
 def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+    """Strict JSON on stdout: a non-finite number (NaN, Infinity) is no JSON, and means a figure
+    escaped every input check; it fails here (an internal error) before anything is printed."""
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, allow_nan=False) + "\n")
 
 
 def _load(path: str) -> Snapshot:
