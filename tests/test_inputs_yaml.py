@@ -142,3 +142,13 @@ def test_absurd_volume_is_not_a_size() -> None:
     text = FLOW.replace("{from: a, to: b}", "{from: a, to: b, volume: 1" + "0" * 400 + " GiB}")
     with pytest.raises(FlowError, match=r"^f.yaml:8: arrow 1: volume '10+ GiB' is not a size"):
         parse_flow(text, "f.yaml")
+
+
+def test_a_run_record_where_a_flow_belongs_is_named_a_run_record() -> None:
+    """A run record holds a snapshot: it is still called what it is, with where it belongs."""
+    from topomap.flow import read_flow
+
+    with pytest.raises(TopomapError) as err:
+        read_flow(Path(__file__).resolve().parents[1] / "samples" / "records" / "one-card.json")
+    assert "this is a topomap run record (JSON, from `topomap record`), not a flow file" in str(err.value)
+    assert err.value.hint is not None and "plan --observed" in err.value.hint

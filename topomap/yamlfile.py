@@ -163,10 +163,12 @@ def _wrong_kind(text: str, origin: str, what: str, exc: type[YamlError]) -> None
 
     found = describe(text)
     if found is not None:
-        raise exc(
-            f"{origin}: this is {found}, not a {what}",
-            hint=f"the {what} comes first; give topologies and snapshots with --probe",
+        where = (
+            "a run record is read by `show`, `diff` and `plan --observed`"
+            if "run record" in found
+            else "give topologies and snapshots with --probe"
         )
+        raise exc(f"{origin}: this is {found}, not a {what}", hint=f"the {what} comes first; {where}")
 
 
 def read_yaml(path: str | Path, what: str, exc: type[YamlError] = YamlError) -> YamlDoc:

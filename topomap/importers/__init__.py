@@ -54,6 +54,7 @@ _DESCRIPTIONS = {
     "nccl-xml": "an NCCL topology XML (a topology)",
     "hwloc-xml": "an hwloc XML (a topology)",
     "snapshot": "a topomap snapshot (JSON)",
+    "run": "a topomap run record (JSON, from `topomap record`)",
 }
 
 
@@ -63,6 +64,8 @@ def describe(text: str) -> str | None:
     For "wrong kind of file" messages: a paste given where a flow or requirements file was expected.
     """
     head = text.lstrip("\ufeff \t\r\n")
+    if head.startswith("{") and '"topomap.run/' in head:  # a record holds a snapshot: ask this first
+        return _DESCRIPTIONS["run"]
     if head.startswith("{") and '"topomap.snapshot/' in head[:65536]:
         return _DESCRIPTIONS["snapshot"]
     found = detect(text)
