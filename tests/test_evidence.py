@@ -425,3 +425,18 @@ def test_all_to_all_nv_is_a_switch_only_when_a_gpu_has_too_few_links_for_a_mesh(
     assert any("within the 18 links any GPU has" in n for n in mesh.notes)
     switched = build(load_any(SAMPLES / "snapshots" / "hgx-a100-8gpu-8nic.json"))
     assert FABRIC in switched.graph and nvlink(switched, "gpu0", "gpu7").via == "nvswitch"
+
+
+def test_matrix_says_when_its_gpu_cells_cannot_show_nvlink() -> None:
+    """A static NCCL file (AWS p4d) and Azure NC A100 v4's self-bridges leave NVLink unknown: the
+    matrix (text and JSON) says its GPU cells are PCIe paths, as map, check and show say unknown."""
+    from topomap.render.matrix import NVLINK_UNKNOWN, render_matrix
+
+    for name in ("aws-p4d-24xlarge.xml", "azure-ncv4.xml"):
+        s = import_file(REAL / "nccl-xml" / name)
+        assert "pairs.nvlink" in s.source.unknown_fields
+        assert render_matrix(s).endswith(NVLINK_UNKNOWN)
+        r = CliRunner().invoke(app, ["matrix", "--json", str(REAL / "nccl-xml" / name)])
+        assert r.exit_code == 0 and json.loads(r.output)["nvlink_recorded"] is False
+    known = load_any(SAMPLES / "snapshots" / "hgx-a100-8gpu-8nic.json")
+    assert NVLINK_UNKNOWN not in render_matrix(known)

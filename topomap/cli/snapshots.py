@@ -165,6 +165,7 @@ def matrix(
     from topomap.model import hosts_of
     from topomap.render.matrix import matrix_ids, pair_lookup, render_matrix, render_p2p_matrix
     from topomap.render.text import visible
+    from topomap.source_facts import source_knows
 
     merged = _load(snapshot)
     hosts = hosts_of(merged)
@@ -194,6 +195,8 @@ def matrix(
                     for g in snap.gpus
                 ],
                 "nic_legend": {f"nic{n.index}": n.name for n in snap.nics if n.rdma},
+                # false: GPU-GPU cells are PCIe paths; NVLink, where it joins a pair, is not in them
+                "nvlink_recorded": source_knows(snap, "nvlink"),
             }
         )
         return

@@ -31,6 +31,7 @@ from topomap.links import (
     pcie_bandwidth_gbps,
 )
 from topomap.model import Finding, Gpu, Nic, Snapshot
+from topomap.source_facts import source_knows as source_knows  # the one test of what a source can know
 from topomap.units import fmt_bandwidth, fmt_gbps
 
 Tri = Literal["yes", "no", "unknown"]
@@ -121,24 +122,6 @@ def with_measurement(snap: Snapshot, src: str, dst: str, kind: str, nominal: Ban
 
 
 # --- what the source can know ----------------------------------------------------------------------
-
-
-def source_knows(snap: Snapshot, fact: str) -> bool:
-    """Whether the snapshot's source carries a fact. ``nvlink``: which GPU pairs NVLink joins."""
-    unknown = set(snap.source.unknown_fields)
-    fields = {
-        "nvlink": ("pairs.nvlink",),
-        "nvlink_links": ("gpus.nvlinks",),
-        "p2p": ("pairs.p2p",),
-        "fabric": ("gpus.fabric",),
-        "mig": ("gpus.mig",),
-        "nic_speed": ("nics.speed_gbit_s",),
-        "nic_kind": ("nics.kind",),
-        "gpu_model": ("gpus.name",),
-        "gpu_memory": ("gpus.memory_total_bytes",),
-        "pcie_link": ("gpus.pcie",),
-    }.get(fact, (fact,))
-    return not any(f in unknown for f in fields)
 
 
 def findings_about(snap: Snapshot, kinds: tuple[str, ...], *subjects: str) -> list[Finding]:

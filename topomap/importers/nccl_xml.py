@@ -271,7 +271,7 @@ def _build(
     if self_bridge:
         notes.append(
             "an <nvlink> targets its own GPU: an NVLink bridge to a partner the file does not name; "
-            "no GPU pair is counted as NVLink from it"
+            "which GPU pairs NVLink joins is unknown (`nvidia-smi topo -m` on the machine settles it)"
         )
     nics: list[Nic] = []
     norder = _order(list(nrecs), [n.dev for n in nrecs], [n.bus for n in nrecs])
@@ -316,6 +316,7 @@ def _build(
         "software",
         "pairs.path (PHB vs NODE)",
         *([] if nvlink_known else ["pairs.nvlink", "gpus.nvlinks"]),
+        *(["pairs.nvlink"] if nvlink_known and self_bridge else []),  # bridged, to partners it does not name
     ]
     return Snapshot(
         source=Source(

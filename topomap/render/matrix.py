@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from topomap.model import Gpu, Snapshot
 from topomap.render.text import visible
+from topomap.source_facts import source_knows
 
 LEGEND = """Legend:
 
@@ -63,7 +64,18 @@ def render_matrix(snap: Snapshot) -> str:
     nics = [n for n in sorted(snap.nics, key=lambda n: n.index) if n.rdma]
     if nics:
         out += "\nNIC Legend:\n\n" + "".join(f"  NIC{n.index}: {visible(n.name)}\n" for n in nics)
+    if len(snap.gpus) > 1 and not source_knows(snap, "nvlink"):
+        out += NVLINK_UNKNOWN
     return out
+
+
+#: Under a matrix whose source does not record NVLink (a static NCCL file): its GPU cells are PCIe
+#: paths, and nvidia-smi would print NV# instead wherever NVLink joins a pair.
+NVLINK_UNKNOWN = (
+    "\nNote: this source does not record which GPU pairs NVLink joins: GPU-GPU cells show the PCIe\n"
+    "path; where NVLink joins a pair, nvidia-smi prints NV# instead (`nvidia-smi topo -m` on the\n"
+    "machine settles it).\n"
+)
 
 
 def render_p2p_matrix(snap: Snapshot, cap: str) -> str | None:
