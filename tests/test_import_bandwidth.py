@@ -177,3 +177,29 @@ def test_figures_the_snapshots_links_cannot_carry_are_refused(real: Path) -> Non
         attach(dgx1, load_measurements(real / P2P))
     hgx = load_snapshot(SAMPLES / "snapshots" / "hgx-a100-8gpu-8nic.json")  # NV12: up to 600 GB/s
     assert len(attach(hgx, load_measurements(real / P2P)).measurements) == 336
+
+
+@pytest.mark.parametrize(
+    ("fixture", "old", "new", "needle"),
+    [
+        (P2P, "   D\\D     0      1", "   D\\D     2.5      1", "'2.5' is not a device number"),
+        (P2P, "   D\\D     0      1", "   D\\D     1e309      1", "'1e309' is not a device number"),
+        ("nvbandwidth-v0.2-2gpu-h800.txt", "Device 0: NVIDIA", "Device " + "7" * 5000 + ": NVIDIA", "not a listed"),
+        ("nvbandwidth-v0.8-2gpu-h100.json", '"testcases": [', '"testcases": 7, "x": [', "`testcases` is not a list"),
+        ("nvbandwidth-v0.2-2gpu-h800.txt", "55.28     55.30", "55.28     1e999", "is not a finite number"),
+    ],
+)
+def test_mutations_the_fuzz_found_are_one_line(
+    real: Path, tmp_path: Path, fixture: str, old: str, new: str, needle: str
+) -> None:
+    """Found by the 10,000-case fuzz of measured figures: unbounded ordinals (int() of 5000 digits),
+    a float where a device number belongs, a non-list `testcases`, an infinite figure."""
+    src = (real / fixture) if fixture == P2P else (FIXTURES / fixture)
+    text = src.read_text()
+    assert old in text, old
+    bad = tmp_path / src.name
+    bad.write_text(text.replace(old, new, 1))
+    hgx = load_snapshot(SAMPLES / "snapshots" / "hgx-a100-8gpu-8nic.json")
+    with pytest.raises(ImportFailure) as err:
+        attach(hgx, load_measurements(bad))
+    assert needle in str(err.value) and "\n" not in str(err.value)

@@ -12,6 +12,7 @@ GPU↔GPU tests run only where peer access could be enabled, so their route is `
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -22,11 +23,11 @@ from topomap.pciaddr import format_bus_id
 
 TOOL = "nvbandwidth"
 _DEVICE = re.compile(
-    r"^(?:Process \d+ \([^)]*\): device|Device) (\d+): (.*?)"
+    r"^(?:Process \d{1,9} \([^)]*\): device|Device) (\d{1,6}): (.*?)"
     r"(?: \((?:PCI:)?([0-9a-fA-F]{1,8}):([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})(?:\.[0-7])?\))?(?:: \(.*\))?\s*$"
 )
 _JSON_DEVICE = re.compile(
-    r"^(\d+): (.*?)(?: \((?:PCI:)?([0-9a-fA-F]{1,8}):([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})(?:\.[0-7])?\))?"
+    r"^(\d{1,6}): (.*?)(?: \((?:PCI:)?([0-9a-fA-F]{1,8}):([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})(?:\.[0-7])?\))?"
     r"(?:: \(.*\))?$"
 )
 _DESC = re.compile(
@@ -95,7 +96,11 @@ def _parse_json(text: str, origin: str) -> ImportedMeasurements:
     if not isinstance(root, dict):
         raise ImportFailure(f"{origin}: JSON without the top-level `nvbandwidth` object", hint="nvbandwidth -j output")
     out = ImportedMeasurements(tool=TOOL, origin=origin)
-    for k, entry in enumerate(root.get("GPU Device list") or []):
+    devices, cases = root.get("GPU Device list") or [], root.get("testcases") or []
+    for key, value in (("GPU Device list", devices), ("testcases", cases)):
+        if not isinstance(value, list):
+            raise ImportFailure(f"{origin}: `{key}` is not a list", hint="nvbandwidth -j output")
+    for k, entry in enumerate(devices):
         m = _JSON_DEVICE.match(str(entry).strip())
         out.devices.append(_device(m) if m else MeasuredDevice(ordinal=k, name=str(entry)))
         host = re.search(r": \(([^()]+)\)$", str(entry).strip())
@@ -103,7 +108,7 @@ def _parse_json(text: str, origin: str) -> ImportedMeasurements:
     extra: dict[str, Any] = {key: root[key] for key in ("bufferSize", "testSamples", "useMean") if key in root}
     if root.get("error"):
         out.skipped.append(f"nvbandwidth reported an error: {root['error']}")
-    for n, case in enumerate(root.get("testcases") or []):
+    for n, case in enumerate(cases):
         where = f"{origin}: testcases[{n}]"
         if not isinstance(case, dict):
             raise ImportFailure(f"{where}: expected an object")
@@ -161,7 +166,9 @@ def _add(
             try:
                 v = float(cell)
             except ValueError as err:
-                raise ImportFailure(f"{where}: row {r}, column {c}: {cell!r} is not a number") from err
+                raise ImportFailure(f"{where}: row {r}, column {c}: {str(cell)[:40]!r} is not a number") from err
+            if not math.isfinite(v):
+                raise ImportFailure(f"{where}: row {r}, column {c}: {str(cell)[:40]!r} is not a finite number")
             if v <= 0:
                 continue
             kind: MeasureKind

@@ -10,6 +10,7 @@ link and is skipped. Buffer size is not printed: the sample's default is 40,000,
 
 from __future__ import annotations
 
+import math
 import re
 
 from topomap.errors import ImportFailure
@@ -19,7 +20,8 @@ from topomap.pciaddr import format_bus_id
 
 TOOL = "p2pBandwidthLatencyTest"
 _DEVICE = re.compile(
-    r"^Device: (\d+), (.*?), pciBusID: ([0-9a-fA-F]+), pciDeviceID: ([0-9a-fA-F]+), pciDomainID:\s*([0-9a-fA-F]+)"
+    r"^Device: (\d{1,6}), (.*?), pciBusID: ([0-9a-fA-F]{1,2}), pciDeviceID: ([0-9a-fA-F]{1,2}), "
+    r"pciDomainID:\s*([0-9a-fA-F]{1,8})\b"
 )
 _BW_TITLE = re.compile(r"^(Unidirectional|Bidirectional) P2P=(Enabled|Disabled) Bandwidth(?: \(P2P (\w+)\))? Matrix")
 _LAT_TITLE = re.compile(r"^P2P=(Enabled|Disabled) Latency(?: \(P2P (\w+)\))? Matrix \(us\)")
@@ -27,9 +29,21 @@ _LAT_TITLE = re.compile(r"^P2P=(Enabled|Disabled) Latency(?: \(P2P (\w+)\))? Mat
 
 def _floats(line: str, where: str) -> list[float]:
     try:
-        return [float(t) for t in line.split()]
+        values = [float(t) for t in line.split()]
     except ValueError as err:
-        raise ImportFailure(f"{where}: expected numbers, got {line.strip()!r}") from err
+        raise ImportFailure(f"{where}: expected numbers, got {line.strip()[:80]!r}") from err
+    if not all(math.isfinite(v) for v in values):
+        raise ImportFailure(f"{where}: a figure that is not a finite number in {line.strip()[:80]!r}")
+    return values
+
+
+def _ordinal(token: str | float, where: str) -> int:
+    """A device number in a matrix header or row: a small non-negative integer."""
+    text = str(token)
+    value = float(text) if text.replace(".", "", 1).isdigit() and len(text) <= 8 else -1.0
+    if value < 0 or not value.is_integer():
+        raise ImportFailure(f"{where}: {text[:20]!r} is not a device number", hint="a p2pBandwidthLatencyTest matrix")
+    return int(value)
 
 
 def parse_p2p_bandwidth(text: str, origin: str) -> ImportedMeasurements:
@@ -73,12 +87,12 @@ def _matrix(
     header = lines[i + 1].split() if i + 1 < len(lines) else []
     if len(header) < 2 or header[0] not in ("D\\D", "GPU"):
         raise ImportFailure(f"{origin}:{i + 2}: expected the `D\\D 0 1 ...` header under {title!r}")
-    cols = [int(c) for c in header[1:]]
+    cols = [_ordinal(c, f"{origin}:{i + 2}") for c in header[1:]]
     j = i + 2
     n = len(out.devices)
     while j < len(lines) and lines[j].split() and lines[j].split()[0].isdigit():
         vals = _floats(lines[j], f"{origin}:{j + 1}")
-        src, cells = int(vals[0]), vals[1:]
+        src, cells = _ordinal(lines[j].split()[0], f"{origin}:{j + 1}"), vals[1:]
         if len(cells) != len(cols):
             raise ImportFailure(f"{origin}:{j + 1}: {len(cells)} values for {len(cols)} columns under {title!r}")
         for dst, v in zip(cols, cells):
