@@ -187,3 +187,20 @@ def test_map_text_of_a_hostile_flow_sends_no_escape_to_the_terminal(
     _no_raw_controls(r.stdout)
     assert "\\x1b[31mRED" in r.stdout  # written visibly
     assert "[link=http://x]click[/link]" in r.stdout  # names are never rich markup
+
+
+def test_diff_and_check_text_of_hostile_names_send_no_escape_to_the_terminal(
+    evil_files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """diff (with --flow) and check print lot, host and step names: escaped like every other view."""
+    snap, flow = evil_files
+    other = tmp_path / "lot\x1b[31m.json"  # a file name is a lot name
+    other.write_bytes(snap.read_bytes().replace(b'"numa_node": 1', b'"numa_node": 0'))
+    r = runner.invoke(app, ["diff", str(snap), str(other), "--flow", str(flow)])
+    assert r.exit_code in (0, 1, 3), r.output
+    _no_raw_controls(r.output)
+    reqs = tmp_path / "reqs.yaml"
+    reqs.write_text(json.dumps({"requirements": [{"gpus": {"min_count": 2, "host": "a"}}]}))
+    r = runner.invoke(app, ["check", str(reqs), "--flow", str(flow)])
+    assert r.exit_code in (0, 1, 3), r.output
+    _no_raw_controls(r.output)

@@ -10,33 +10,40 @@ from rich.text import Text
 from topomap.check import CheckResult
 from topomap.diff import DiffResult
 from topomap.render.terminal import MEDIUM_STYLE
+from topomap.render.text import visible
 from topomap.units import fmt_bandwidth
+
+
+def _text(value: str, style: str = "") -> Text:
+    """Verdict text holds names from files (hosts, steps, lots): plain text, control characters
+    visible, never markup."""
+    return Text(visible(value), style=style)
 
 
 def diff_view(d: DiffResult) -> RenderableType:
     """The verdict and its reasons first, then the collapsed changes, the flow arrows that change,
     and what could not be compared."""
     style = {"equivalent": "bold green", "cannot-confirm": "bold yellow"}.get(d.verdict, "bold red")
-    parts: list[RenderableType] = [Text(d.summary(), style=style)]
+    parts: list[RenderableType] = [_text(d.summary(), style=style)]
     if d.match == "structure" and any(k != v for k, v in d.mapping.items()):
         moved = {k: v for k, v in d.mapping.items() if k != v}
-        parts.append(Text("matched by structure: " + ", ".join(f"{k}→{v}" for k, v in moved.items())))
+        parts.append(_text("matched by structure: " + ", ".join(f"{k}→{v}" for k, v in moved.items())))
     for n in d.notes:
-        parts.append(Text(f"note: {n}", style="dim"))
+        parts.append(_text(f"note: {n}", style="dim"))
     lines = d.grouped()
     if lines:
-        parts.append(Text(f"\nChanges from {d.a_name} to {d.b_name} ({len(d.changes)}, grouped)", style="bold"))
+        parts.append(_text(f"\nChanges from {d.a_name} to {d.b_name} ({len(d.changes)}, grouped)", style="bold"))
         for line in lines[:40]:
-            parts.append(Text(f"  {line}"))
+            parts.append(_text(f"  {line}"))
         if len(lines) > 40:
-            parts.append(Text(f"  … and {len(lines) - 40} more (--json lists all)", style="dim"))
+            parts.append(_text(f"  … and {len(lines) - 40} more (--json lists all)", style="dim"))
     if d.plan_lines:
-        parts.append(Text("\nThe plan (a calculation from the flow's work block)", style="bold"))
+        parts.append(_text("\nThe plan (a calculation from the flow's work block)", style="bold"))
         for line in d.plan_lines:
-            parts.append(Text(f"  {line}"))
+            parts.append(_text(f"  {line}"))
     changed = [r for r in d.arrows if r.direction != "neutral" or r.medium_changed]
     if d.arrows:
-        parts.append(Text("\n" + d.arrow_summary(), style="bold"))
+        parts.append(_text("\n" + d.arrow_summary(), style="bold"))
     if changed:
         groups: dict[tuple[str, str, str, str], list[str]] = {}
         for r in changed:
@@ -47,15 +54,16 @@ def diff_view(d: DiffResult) -> RenderableType:
             )
         t = Table(box=box.SIMPLE_HEAD)
         for col in ("arrows", d.a_name, d.b_name, "change"):
-            t.add_column(col, overflow="fold")
+            t.add_column(_text(col), overflow="fold")
         for (cell_a, cell_b, flag, direction), names in sorted(groups.items(), key=lambda kv: -len(kv[1])):
             who = names[0] if len(names) == 1 else f"{len(names)} arrows ({names[0]} …)"
-            t.add_row(who, cell_a, cell_b, Text(flag, style="bold red" if direction == "worse" else ""))
+            flagged = _text(flag, style="bold red" if direction == "worse" else "")
+            t.add_row(_text(who), _text(cell_a), _text(cell_b), flagged)
         parts.append(t)
     if d.unconfirmed and d.verdict == "cannot-confirm":
-        parts.append(Text("\nCannot confirm: " + "; ".join(d.unconfirmed), style="yellow"))
+        parts.append(_text("\nCannot confirm: " + "; ".join(d.unconfirmed), style="yellow"))
     if d.not_compared:
-        parts.append(Text("\nNot compared (a source could not know): " + "; ".join(d.not_compared), style="dim"))
+        parts.append(_text("\nNot compared (a source could not know): " + "; ".join(d.not_compared), style="dim"))
     return Group(*parts)
 
 
@@ -68,7 +76,7 @@ def _arrow_cell(a: dict[str, object]) -> Text:
         else "bandwidth unknown"
     )
     text = f"{a.get('medium')} {a.get('via')} {a.get('path') or ''} {figure}"
-    return Text(text, style=MEDIUM_STYLE.get(str(a.get("medium")), ""))
+    return _text(text, style=MEDIUM_STYLE.get(str(a.get("medium")), ""))
 
 
 def collapse(lines: list[str]) -> list[str]:
@@ -110,32 +118,32 @@ def check_view(r: CheckResult) -> RenderableType:
     """The verdict first, then every rule with the fact that decides it and its evidence."""
     style = {"pass": "green", "fail": "bold red", "unknown": "yellow"}
     head = {"pass": "bold green", "fail": "bold red", "unknown": "bold yellow"}[r.status]
-    parts: list[RenderableType] = [Text(r.verdict(), style=head)]
+    parts: list[RenderableType] = [_text(r.verdict(), style=head)]
     for x in r.results:
-        line = Text(f"{x.status.upper():8} {x.rule} [{x.lot}]: {x.description}", style=style[x.status])
+        line = _text(f"{x.status.upper():8} {x.rule} [{x.lot}]: {x.description}", style=style[x.status])
         if x.summary and x.status != "pass":
             line.append(f" — {x.summary}")
         parts.append(line)
         lines = collapse([e for e in x.evidence if e != x.summary])
         shown = lines[:EVIDENCE_SHOWN]
         for e in shown:
-            parts.append(Text(f"           {e}", style="dim"))
+            parts.append(_text(f"           {e}", style="dim"))
         rest = len(lines) - len(shown)
         if rest > 0:
-            parts.append(Text(f"           … and {rest} more (--json lists all)", style="dim"))
+            parts.append(_text(f"           … and {rest} more (--json lists all)", style="dim"))
         for cmd in x.settle:
-            parts.append(Text(f"           to answer it: {cmd}", style="yellow"))
+            parts.append(_text(f"           to answer it: {cmd}", style="yellow"))
     return Group(*parts)
 
 
 def cluster_diff_view(d: dict[str, object]) -> RenderableType:
-    parts: list[RenderableType] = [Text(str(d["summary"]), style="bold")]
+    parts: list[RenderableType] = [_text(str(d["summary"]), style="bold")]
     hosts = d.get("hosts")
     if isinstance(hosts, dict):
         for name, h in hosts.items():
             if isinstance(h, dict) and not h.get("same"):
-                parts.append(Text(f"\n{name}: {h.get('summary')}", style="bold"))
+                parts.append(_text(f"\n{name}: {h.get('summary')}", style="bold"))
                 changes = h.get("changes")
                 for line in (changes if isinstance(changes, list) else [])[:20]:
-                    parts.append(Text(f"  {line}"))
+                    parts.append(_text(f"  {line}"))
     return Group(*parts)
