@@ -138,10 +138,8 @@ class _Signals:
 def signal_name(signum: int) -> str:
     """A signal's name: "SIGTERM"; a real-time one (which has no name of its own) "SIGRTMIN+6";
     any other number "signal 99". Never raises: the command can be ended by any signal."""
-    try:
+    if signum in {s.value for s in signal.Signals}:
         return signal.Signals(signum).name
-    except ValueError:
-        pass
     low, high = getattr(signal, "SIGRTMIN", None), getattr(signal, "SIGRTMAX", None)
     if low is not None and high is not None and low <= signum <= high:
         return f"SIGRTMIN+{signum - low}" if signum > low else "SIGRTMIN"
