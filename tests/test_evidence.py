@@ -440,3 +440,15 @@ def test_matrix_says_when_its_gpu_cells_cannot_show_nvlink() -> None:
         assert r.exit_code == 0 and json.loads(r.output)["nvlink_recorded"] is False
     known = load_any(SAMPLES / "snapshots" / "hgx-a100-8gpu-8nic.json")
     assert NVLINK_UNKNOWN not in render_matrix(known)
+
+
+def test_network_arrow_names_roce_apart_from_plain_ethernet() -> None:
+    """IBM gx3d's ConnectX ports have PCI class 0x0200 (Ethernet) and are RDMA devices: RoCE. The
+    arrow says roce, not ethernet (which reads as TCP) nor a bare rdma."""
+    from topomap.flow import read_flow
+    from topomap.mapping import bind_hosts
+
+    flow = read_flow(SAMPLES / "flows" / "two-host-pipeline.yaml")
+    arrows = map_flow(flow, bind_hosts(flow, [])).arrows
+    net = [a for a in arrows if a.medium == "network"]
+    assert len(net) == 1 and net[0].via == "roce" and net[0].bandwidth_gbps == 25.0

@@ -629,12 +629,10 @@ def nic_usable(nic: Nic) -> Answer:
 
 
 def nic_link_layer(nic: Nic) -> str:
-    """`infiniband`, `ethernet` (RoCE or plain), `efa`, or `rdma` when only an RDMA device name is
-    known (mlx5_*: InfiniBand or RoCE), never guessed."""
-    if nic.kind == "infiniband":
-        return "infiniband"
-    if nic.kind in ("roce", "ethernet"):
-        return "ethernet"
+    """`infiniband`, `roce` (RDMA over Ethernet), `ethernet` (plain: TCP), `efa`, or `rdma` when only
+    an RDMA device name is known (mlx5_*: InfiniBand or RoCE), never guessed."""
+    if nic.kind in ("infiniband", "roce", "ethernet"):
+        return nic.kind
     if nic.kind == "efa":
         return "efa"
     return "rdma" if nic.rdma else "network"
