@@ -199,6 +199,9 @@ def test_diff_and_check_text_of_hostile_names_send_no_escape_to_the_terminal(
     r = runner.invoke(app, ["diff", str(snap), str(other), "--flow", str(flow)])
     assert r.exit_code in (0, 1, 3), r.output
     _no_raw_controls(r.output)
+    from topomap.render.verdict_view import _text
+
+    assert _text("\nNot compared: a\x1bb\nc").plain == "\nNot compared: a\\x1bb\\x0ac"  # layout newline kept
     reqs = tmp_path / "reqs.yaml"
     reqs.write_text(json.dumps({"requirements": [{"gpus": {"min_count": 2, "host": "a"}}]}))
     r = runner.invoke(app, ["check", str(reqs), "--flow", str(flow)])

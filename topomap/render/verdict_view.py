@@ -16,8 +16,9 @@ from topomap.units import fmt_bandwidth
 
 def _text(value: str, style: str = "") -> Text:
     """Verdict text holds names from files (hosts, steps, lots): plain text, control characters
-    visible, never markup."""
-    return Text(visible(value), style=style)
+    visible, never markup. Leading newlines are the layout's own (a blank line before a section)."""
+    body = value.lstrip("\n")
+    return Text("\n" * (len(value) - len(body)) + visible(body), style=style)
 
 
 def diff_view(d: DiffResult) -> RenderableType:
