@@ -57,7 +57,6 @@ from topomap.graph.evidence import (
     gpu_memory,
     gpu_model_name,
     gpu_usable,
-    memory_node,
     nearest_nic,
     nvlink,
     pcie_p2p,
@@ -451,35 +450,32 @@ def _gdr_nic(req: Requirement, lot: Lot) -> RuleResult:
 
 
 def _same_numa(req: Requirement, lot: Lot) -> RuleResult:
+    """All the GPUs of the listed steps, together, on one NUMA node (the node the source records
+    for each GPU). One step alone: its GPUs share a node; for steps apart, write one rule each."""
     rule = req.rule
     assert isinstance(rule, SameNumaRule)
-    desc = f"GPUs of step(s) {', '.join(rule.steps)} share a NUMA node"
-    ok, bad, unknown, settle = [], [], [], []
-    for step in rule.steps:
-        ids = lot.step_gpus.get(step, [])
-        if not ids:
-            continue
-        nodes = {gid: _numa_label(lot, gid) for gid in ids}
-        if any(v is None for v in nodes.values()):
-            unknown.append(f"{step}: NUMA node of {', '.join(k for k, v in nodes.items() if v is None)} unknown")
-            settle.append(SETTLE["numa"])
-        elif len(set(nodes.values())) > 1:
-            bad.append(f"{step}: " + ", ".join(f"{k} on {v}" for k, v in nodes.items()))
-        else:
-            ok.append(f"{step}: all on {next(iter(nodes.values()))}")
-    if not ok and not bad and not unknown:
+    desc = f"GPUs of step(s) {', '.join(rule.steps)} share one NUMA node"
+    placed = [(step, gid) for step in rule.steps for gid in lot.step_gpus.get(step, [])]
+    if not placed:
         why = "applies to no GPU: the steps place nothing on this lot's GPUs"
         return RuleResult("same_numa", lot.name, "fail", desc, [why], why)
-    return _result(req, lot.name, desc, ok, bad, unknown, settle, f"{len(ok)} of {len(rule.steps)} step(s) qualify")
+    nodes = {(step, gid): _numa_label(lot, gid) for step, gid in placed}
+    lines = [f"{step}: {gid} on {node or 'an unknown NUMA node'}" for (step, gid), node in nodes.items()]
+    missing = [gid for (_, gid), node in nodes.items() if node is None]
+    known = {node for node in nodes.values() if node is not None}
+    if len(known) > 1:  # two known nodes already differ, whatever the unknown ones are
+        spread = f"on {len(known)} NUMA nodes: {', '.join(sorted(known))}"
+        return _result(req, lot.name, desc, [], lines, [], [], spread)
+    if missing:
+        why = f"NUMA node of {', '.join(dict.fromkeys(missing))} not recorded by this source"
+        return _result(req, lot.name, desc, lines, [], [why], [SETTLE["numa"]], why)
+    return _result(req, lot.name, desc, lines, [], [], [], f"all {len(placed)} GPU(s) on {known.pop()}")
 
 
 def _numa_label(lot: Lot, gid: str) -> str | None:
-    """The NUMA node serving a GPU, in words, from the one function that decides it."""
+    """The NUMA node the source records for a GPU, in words; None when it records none."""
     g = lot.topo.gpu(gid)
-    if g is None or g.numa_node is None:
-        return None
-    node = memory_node(lot.topo, gid)
-    return str(lot.topo.graph.nodes[node].get("label")) if node is not None else f"NUMA {g.numa_node}"
+    return None if g is None or g.numa_node is None else f"NUMA {g.numa_node}"
 
 
 def _fabric(req: Requirement, lot: Lot) -> RuleResult:

@@ -232,8 +232,8 @@ def _memory_node(topo: Topology, p: Placement, near: str | None, notes: list[str
         notes.append(f"{what} taken on {near}'s own NUMA node ({local}); pin buffers there")
     elif local is not None and near is not None:
         notes.append(
-            f"{near}'s NUMA node is not recorded by this source; pin host buffers on the GPU's node "
-            "(`nvidia-smi topo -m` shows it)"
+            f"{near}'s NUMA node is not recorded by this source; pin host buffers on the GPU's node: "
+            f"{SETTLE['numa']} says which"
         )
     else:
         numas = sorted(n for n, dd in topo.graph.nodes(data=True) if dd.get("kind") == "numa")
@@ -278,7 +278,7 @@ def _check_numa_places(flow: Flow, topos: dict[str, Topology | None]) -> None:
             if p.numa is None or topo is None or numa_nodes(topo, p.numa):
                 continue
             line = YamlDoc("", None, flow.lines).line(f"$.steps.{st.name}.on")
-            other = "a NUMA node it has" if _recorded_numa(topo) else f"a snapshot that records them ({SETTLE['numa']})"
+            other = "a NUMA node it has" if _recorded_numa(topo) else f"a snapshot that records them: {SETTLE['numa']}"
             raise FlowError(
                 f"{flow.path}:{line}: step {st.name}: {p.label()}: {_no_numa(topo, p.numa)}",
                 hint=f"place it on {p.host}:memory (the memory nearest each GPU), or use {other}",

@@ -52,7 +52,8 @@ SETTLE: dict[str, str] = {
     "nic_state": "`ibstat` / `ip link` or `topomap probe`",
     "gpu_model": "`nvidia-smi -L` or `topomap probe`",
     "gpu_memory": "`nvidia-smi --query-gpu=memory.total --format=csv` or `topomap probe`",
-    "numa": "`nvidia-smi topo -m` (NUMA Affinity column) or `topomap probe`",
+    "numa": "`topomap probe` on the machine (or `cat /sys/bus/pci/devices/<bus id>/numa_node`; "
+    "a recent driver's `nvidia-smi topo -m` prints a NUMA Affinity column)",
     "driver": "`nvidia-smi` (its header) or `topomap probe`",
     "pcie_link": "`nvidia-smi -q` (section GPU Link Info) or `topomap probe`",
 }

@@ -1,0 +1,46 @@
+"""same_numa: the GPUs of all the listed steps, together, on one NUMA node (a second trial found
+that a rule over steps a and c passed with a on NUMA 0 and c on NUMA 1, each step checked alone)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from tests.conftest import REAL, SAMPLES
+from topomap.cli import app
+
+runner = CliRunner()
+FLOW = """flow: f
+hosts:
+  lot: null
+steps:
+  m: {kind: input, on: lot:memory}
+  a: {kind: compute, on: lot:gpu0}
+  c: {kind: compute, on: lot:GPU}
+arrows:
+  - {from: m, to: a}
+  - {from: a, to: c}
+"""
+
+
+def _check(tmp_path: Path, lot: Path, gpu: str) -> tuple[int, str]:
+    flow, reqs = tmp_path / "f.yaml", tmp_path / "r.yaml"
+    flow.write_text(FLOW.replace("GPU", gpu))
+    reqs.write_text("requirements:\n  - same_numa: {steps: [a, c]}\n")
+    r = runner.invoke(app, ["check", str(reqs), "--flow", str(flow), "--probe", f"lot={lot}"])
+    return r.exit_code, " ".join(r.stdout.split())
+
+
+def test_steps_on_two_sockets_fail_and_on_one_pass(tmp_path: Path) -> None:
+    b200 = REAL / "nvidia-smi" / "gcp-gke-a4-b200-8gpu-8nic.txt"  # GPU0-3 NUMA 0, GPU4-7 NUMA 1
+    code, out = _check(tmp_path, b200, "gpu4")
+    assert code == 1 and "on 2 NUMA nodes: NUMA 0, NUMA 1" in out and "c: gpu4 on NUMA 1" in out
+    code, out = _check(tmp_path, b200, "gpu3")
+    assert code == 0 and "PASS same_numa" in out
+
+
+def test_a_source_without_numa_is_unknown_with_what_settles_it(tmp_path: Path) -> None:
+    code, out = _check(tmp_path, SAMPLES / "snapshots" / "dgx1-v100.json", "gpu4")
+    assert code == 3 and "NUMA node of gpu0, gpu4 not recorded by this source" in out
+    assert "cat /sys/bus/pci/devices/<bus id>/numa_node" in out
