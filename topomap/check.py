@@ -9,7 +9,7 @@ A requirements file (YAML) is a list of rules; they may also sit in a flow file 
       - cuda: {min: "12.2"}
       - gpu_links: {steps: [shards], min: nvlink}     # or min: PXB (P2P at least as good as PXB)
       - gdr_nic: {max_path: PXB, min_gbit_s: 200}    # every GPU has a GPUDirect-capable NIC that near
-      - same_numa: {steps: [convert]}                # the GPUs of each step share a NUMA node
+      - same_numa: {steps: [convert]}                # the GPUs of these steps share one NUMA node
       - arrow_bandwidth: {min_gbps: 20, medium: network}
       - arrow_time: {max_seconds: 2}
       - fabric_ready: {}                             # NVLink fabric registered: state completed, clique set
