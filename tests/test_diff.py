@@ -211,3 +211,23 @@ def test_flow_table_cells_carry_the_bandwidths_provenance() -> None:
     assert r.exit_code == 1
     table = r.output.rsplit("change", 1)[1]  # the arrows table, after its header
     assert table.count("derived") >= 2  # each lot's cell says how its figure was obtained
+
+
+def test_a_gain_beside_a_change_that_cannot_be_told_is_no_winner(real: Path, tmp_path: Path) -> None:
+    """A100 node (topo -m: NV12 through the switch) against AWS p4d's static NCCL file (NVLink not
+    recorded): p4d's NIC is nearer, but whether its GPU pair has NVLink cannot be told, so neither
+    lot is called better (a second trial saw "aws-p4d-24xlarge is better", exit 1)."""
+    flow = tmp_path / "f.yaml"
+    flow.write_text(
+        "flow: f\nhosts:\n  lot: null\nsteps:\n  m: {kind: input, on: lot:memory}\n"
+        "  a: {kind: compute, on: lot:gpu0}\n  b: {kind: compute, on: lot:gpu1}\n"
+        "arrows:\n  - {from: m, to: a}\n  - {from: a, to: b}\n"
+    )
+    a = import_file(real / "nvidia-smi" / "a100-sxm4-80gb-8gpu-8nic-roce-deepep13.txt")
+    b = import_file(real / "nccl-xml" / "aws-p4d-24xlarge.xml")
+    d = diff_snapshots(a, b, names=("a100", "p4d"))
+    diff_flow(d, str(flow), a, b)
+    assert d.verdict == "cannot-confirm" and d.exit_status == 3
+    assert d.summary().startswith("cannot tell which lot is better for this flow: 8 GPUs: nearest NIC PXB → PIX")
+    gpu_pair = next(r for r in d.arrows if r.a["to_step"] == "b")
+    assert gpu_pair.direction == "unknown" and gpu_pair.b["medium"] == "unknown"

@@ -110,6 +110,8 @@ class DiffResult:
         worse, better = "worse" in dirs, "better" in dirs
         if worse and better:
             return "mixed"
+        if (worse or better) and "unknown" in dirs:
+            return "cannot-confirm"  # a change one side cannot tell may outweigh the known ones
         if worse:
             return "a-better"
         if better:
@@ -176,6 +178,9 @@ class DiffResult:
             renumbered = f" (devices renumbered: {moved})"
         if v == "equivalent":
             return f"{b} is equivalent to {a} in everything both sources record{renumbered}."
+        dirs = {c.direction for c in self.changes} | {r.direction for r in self.arrows}
+        if v == "cannot-confirm" and dirs & {"worse", "better"}:
+            return f"cannot tell which lot is better {work}: " + "; ".join(self.reasons(4)) + "."
         if v == "cannot-confirm":
             return (
                 f"cannot confirm that {b} is equivalent to {a}: nothing differs in what both record{renumbered}, "
