@@ -218,3 +218,16 @@ def test_bad_pastes_fail_with_one_line_naming_file_and_line(text: str, needle: s
         import_text(text, "paste.txt")
     msg = str(exc.value)
     assert needle in msg and msg.startswith("paste.txt") and "\n" not in msg
+
+
+def test_matrix_invents_no_legend_and_no_column_the_source_lacked(real: Path) -> None:
+    """A paste without a NIC Legend gets none made up (it printed "NIC0: NIC0"); an older driver's
+    matrix without NUMA columns prints `?` there, not nvidia-smi's "N/A" (not applicable)."""
+    s = import_text((real / "nvidia-smi" / "h100-4gpu-nv6-4nic-nccl1617.txt").read_text(), "h100")
+    assert "nics.name" in s.source.unknown_fields and "NIC Legend" not in render_matrix(s)
+    dgx1 = import_text((real / "nvidia-smi" / "dgx1-v100-pytorch-ddp-bench.txt").read_text(), "dgx1")
+    assert {"gpus.numa_node", "gpus.gpu_numa_node"} <= set(dgx1.source.unknown_fields)
+    row = render_matrix(dgx1).splitlines()[1].split("\t")
+    assert row[0] == "GPU0" and row[-4:] == ["0-19,40-59", "?", "", "?"]
+    named = import_text((real / "nvidia-smi" / "hgx-h200-8gpu-10nic-nchc-nano4.txt").read_text(), "h200")
+    assert "  NIC0: mlx5_0" in render_matrix(named) and "gpus.numa_node" not in named.source.unknown_fields

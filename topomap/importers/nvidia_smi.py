@@ -381,6 +381,12 @@ def _build(
         unknown.append("gpus.nvlinks")
     if topo is None:
         unknown.append("pairs.path")
+    if nic_labels and any(n.name == f"NIC{n.index}" for n in nics):
+        unknown.append("nics.name")  # no NIC Legend: NIC<n> is the matrix's label, not the device
+    for column, fact in (("CPU Affinity", "gpus.cpu_affinity"), ("NUMA Affinity", "gpus.numa_node"),
+                         ("GPU NUMA ID", "gpus.gpu_numa_node")):  # fmt: skip
+        if gpu_labels and (topo is None or column not in topo.columns):
+            unknown.append(fact)  # an older driver prints fewer columns: not "N/A", unknown
     return Snapshot(
         source=Source(
             kind="nvidia-smi",

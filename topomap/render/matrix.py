@@ -37,12 +37,18 @@ def _label(node_id: str) -> str:
     return node_id.upper()
 
 
-def _gpu_cols(g: Gpu) -> list[str]:
-    cpu = "N/A" if g.cpu_affinity is None else visible(g.cpu_affinity)
-    numa = "N/A" if g.numa_node is None else str(g.numa_node)
-    gnuma = "N/A" if g.gpu_numa_node is None else str(g.gpu_numa_node)
+def _gpu_cols(g: Gpu, snap: Snapshot) -> list[str]:
+    """The trailing cells as nvidia-smi prints them: N/A where it would print N/A, `?` where the
+    source did not have the column (an older driver's matrix has no NUMA columns)."""
+
+    def cell(value: object, fact: str) -> str:
+        if value is None:
+            return "N/A" if source_knows(snap, fact) else "?"
+        return visible(str(value))
+
+    cpu, numa = cell(g.cpu_affinity, "gpus.cpu_affinity"), cell(g.numa_node, "gpus.numa_node")
     # nvidia-smi pads the NUMA Affinity cell with an extra tab (seen in go-gpuallocator#17).
-    return [cpu, numa, "", gnuma]
+    return [cpu, numa, "", cell(g.gpu_numa_node, "gpus.gpu_numa_node")]
 
 
 def render_matrix(snap: Snapshot) -> str:
@@ -58,11 +64,11 @@ def render_matrix(snap: Snapshot) -> str:
                 cells.append(" X ")
             else:
                 cells.append(visible(lookup.get(frozenset((row, col))) or "?"))
-        extra = _gpu_cols(gpus[row]) if row in gpus else []
+        extra = _gpu_cols(gpus[row], snap) if row in gpus else []
         lines.append("\t".join([_label(row), *cells, *extra]))
     out = "\n".join(lines) + "\n\n" + LEGEND + "\n"
     nics = [n for n in sorted(snap.nics, key=lambda n: n.index) if n.rdma]
-    if nics:
+    if nics and source_knows(snap, "nics.name"):  # a source without a legend gets none made up
         out += "\nNIC Legend:\n\n" + "".join(f"  NIC{n.index}: {visible(n.name)}\n" for n in nics)
     if len(snap.gpus) > 1 and not source_knows(snap, "nvlink"):
         out += NVLINK_UNKNOWN
