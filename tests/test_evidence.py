@@ -452,3 +452,26 @@ def test_network_arrow_names_roce_apart_from_plain_ethernet() -> None:
     arrows = map_flow(flow, bind_hosts(flow, [])).arrows
     net = [a for a in arrows if a.medium == "network"]
     assert len(net) == 1 and net[0].via == "roce" and net[0].bandwidth_gbps == 25.0
+
+
+def test_grace_hopper_host_memory_is_nvlink_c2c_not_pcie(tmp_path: Path) -> None:
+    """GH200 (topo -m prints GPU NUMA ID 1: the GPU's own memory is NUMA node 1): the CPU's memory
+    reaches the GPU over NVLink-C2C (450 GB/s a direction, spec), routed straight, not through an
+    inferred PCIe host bridge; memory@numa1 is the GPU's own memory, and the error says so."""
+    flow = tmp_path / "f.yaml"
+    body = (
+        "flow: gh\nhosts:\n  lot: null\nsteps:\n  load: {kind: input, on: lot:memory}\n"
+        "  a: {kind: compute, on: lot:gpu0}\n  out: {kind: output, on: OUT}\n"
+        "arrows:\n  - {from: load, to: a, volume: 1 GiB}\n  - {from: a, to: out}\n"
+    )
+    flow.write_text(body.replace("OUT", "lot:memory"))
+    gh200 = REAL / "nvidia-smi" / "gh200-1gpu-4nic-bluefield3-aerial.txt"
+    r = CliRunner().invoke(app, ["map", str(flow), "--probe", f"lot={gh200}", "--json"])
+    arrows = json.loads(r.stdout)["arrows"]
+    assert [(x["medium"], x["via"], x["bandwidth_gbps"], x["bandwidth_source"]) for x in arrows] == [
+        ("host-memory", "c2c", 450.0, "spec")
+    ] * 2
+    assert arrows[0]["route"] == ["lot/numa0", "lot/gpu0"]
+    flow.write_text(body.replace("OUT", "lot:memory@numa1"))
+    r = CliRunner().invoke(app, ["map", str(flow), "--probe", f"lot={gh200}"])
+    assert r.exit_code == 2 and "NUMA node 1 is gpu0's own memory (its GPU NUMA ID), not host memory" in r.output

@@ -60,6 +60,10 @@ NVLINK_GBPS_PER_LINK: Final[dict[int, float]] = {1: 20.0, 2: 25.0, 3: 25.0, 4: 2
 NVLINKS_PER_GPU: Final[dict[int, int]] = {1: 4, 2: 6, 3: 12, 4: 18, 5: 18}
 NVLINKS_PER_GPU_ANY: Final[int] = max(NVLINKS_PER_GPU.values())  # no GPU has more
 
+#: NVLink-C2C between a Grace CPU and its Hopper/Blackwell GPU: 900 GB/s both ways, 450 GB/s per
+#: direction (NVIDIA Grace Hopper Superchip architecture whitepaper).
+NVLINK_C2C_GBPS: Final[float] = 450.0
+
 #: GA102 (RTX 3090 / A6000 / A40) NVLink 3.x bridge: 14.0625 GB/s per link per direction.
 NVLINK_GA102_GBPS_PER_LINK: Final[float] = 14.0625
 

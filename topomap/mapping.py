@@ -18,6 +18,7 @@ from topomap.graph.evidence import (
     SETTLE,
     UNKNOWN_BW,
     Bandwidth,
+    c2c_bandwidth,
     edge_bandwidth,
     fabric_ready,
     gpu_link,
@@ -265,6 +266,12 @@ def _recorded_numa(topo: Topology) -> list[int]:
 def _no_numa(topo: Topology, numa: int) -> str:
     """Why ``memory@numaN`` names nothing: the source records no NUMA node, or not this one."""
     known = _recorded_numa(topo)
+    own = next((g for g in topo.snapshot.gpus if g.gpu_numa_node == numa), None)
+    if own is not None:
+        return (
+            f"NUMA node {numa} is gpu{own.index}'s own memory (its GPU NUMA ID), not host memory: "
+            f"a step there is on gpu{own.index}"
+        )
     if not known:
         return f"this source ({topo.snapshot.source.kind}) does not record NUMA nodes, so NUMA node {numa} is unknown"
     return f"the snapshot has no NUMA node {numa} (it has {', '.join(map(str, known))})"
@@ -310,12 +317,18 @@ def _same_host(a: FlowArrow, topo: Topology) -> Decision:
             other = Placement(host=host, kind="memory")
         mem = _memory_node(topo, other, gid, notes)
         gpu = topo.gpu(gid)
+        if gpu is not None and gpu.gpu_numa_node is not None:  # Grace: the CPU's memory is over C2C, not PCIe
+            rt = _qs(host, [gid, mem] if s.kind == "gpu" else [mem, gid])
+            notes.append(
+                f"Grace-class GPU ({gid}'s own memory is NUMA node {gpu.gpu_numa_node}): host memory over "
+                "NVLink-C2C, not PCIe"
+            )
+            kind, ends = ("d2h", (gid, "host")) if s.kind == "gpu" else ("h2d", ("host", gid))
+            figure, warning = with_measurement(topo.snapshot, *ends, kind, c2c_bandwidth())
+            return Decision("host-memory", "c2c", None, rt, figure, (*notes, *([warning] if warning else [])))
         nodes, bw, _, leg_notes = pcie_leg(topo, gid, mem)
         notes += leg_notes
         rt = _qs(host, nodes if s.kind == "gpu" else nodes[::-1])
-        if gpu is not None and gpu.gpu_numa_node is not None:
-            notes.append("Grace-class GPU: host memory over NVLink-C2C (rate not in the reference tables)")
-            return Decision("host-memory", "c2c", None, rt, reasons=tuple(notes))
         path = host_path_class(topo, gid, mem)
         if path is None:
             notes.append(

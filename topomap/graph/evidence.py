@@ -21,6 +21,7 @@ from typing import Any, Literal
 from topomap.devices import model_from_device_id, model_from_name
 from topomap.graph.topology import FABRIC, BandwidthSource, Topology, natural_key, snapshot_pair
 from topomap.links import (
+    NVLINK_C2C_GBPS,
     NVLINK_GA102_GBPS_PER_LINK,
     NVLINK_GBPS_PER_LINK,
     PCIE_CLASSES,
@@ -242,6 +243,13 @@ def model_nvlink_generation(gpu: Gpu) -> tuple[int | None, str]:
         if gen is not None:
             return gen, f"compute capability {gpu.compute_capability}"
     return None, ""
+
+
+def c2c_bandwidth() -> Bandwidth:
+    """A Grace CPU's memory to its GPU over NVLink-C2C, per direction: the one figure published."""
+    return Bandwidth(
+        NVLINK_C2C_GBPS, "spec", f"NVLink-C2C, {NVLINK_C2C_GBPS:g} GB/s per direction (900 GB/s both ways, nominal)"
+    )
 
 
 def nvlink_bundle_bandwidth(gpu: Gpu, count: int, snap: Snapshot | None = None) -> Bandwidth:
