@@ -456,8 +456,9 @@ def test_network_arrow_names_roce_apart_from_plain_ethernet() -> None:
 
 def test_grace_hopper_host_memory_is_nvlink_c2c_not_pcie(tmp_path: Path) -> None:
     """GH200 (topo -m prints GPU NUMA ID 1: the GPU's own memory is NUMA node 1): the CPU's memory
-    reaches the GPU over NVLink-C2C (450 GB/s a direction, spec), routed straight, not through an
-    inferred PCIe host bridge; memory@numa1 is the GPU's own memory, and the error says so."""
+    reaches the GPU over NVLink-C2C, routed straight, not through an inferred PCIe host bridge; its
+    450 GB/s a direction is Grace Hopper's (spec), unknown where the model is not recorded;
+    memory@numa1 is the GPU's own memory, and the error says so."""
     flow = tmp_path / "f.yaml"
     body = (
         "flow: gh\nhosts:\n  lot: null\nsteps:\n  load: {kind: input, on: lot:memory}\n"
@@ -468,10 +469,14 @@ def test_grace_hopper_host_memory_is_nvlink_c2c_not_pcie(tmp_path: Path) -> None
     gh200 = REAL / "nvidia-smi" / "gh200-1gpu-4nic-bluefield3-aerial.txt"
     r = CliRunner().invoke(app, ["map", str(flow), "--probe", f"lot={gh200}", "--json"])
     arrows = json.loads(r.stdout)["arrows"]
-    assert [(x["medium"], x["via"], x["bandwidth_gbps"], x["bandwidth_source"]) for x in arrows] == [
-        ("host-memory", "c2c", 450.0, "spec")
-    ] * 2
+    # topo -m names no model: GH200's 450 GB/s is not claimed for a part it cannot name
+    assert [(x["medium"], x["via"], x["bandwidth_gbps"]) for x in arrows] == [("host-memory", "c2c", None)] * 2
     assert arrows[0]["route"] == ["lot/numa0", "lot/gpu0"]
+    from topomap.graph.evidence import c2c_bandwidth
+    from topomap.model import Gpu
+
+    assert c2c_bandwidth(Gpu(index=0, name="NVIDIA GH200 480GB")).gbps == 450.0
+    assert c2c_bandwidth(Gpu(index=0, name="NVIDIA GB200")).gbps is None
     flow.write_text(body.replace("OUT", "lot:memory@numa1"))
     r = CliRunner().invoke(app, ["map", str(flow), "--probe", f"lot={gh200}"])
     assert r.exit_code == 2 and "NUMA node 1 is gpu0's own memory (its GPU NUMA ID), not host memory" in r.output

@@ -324,7 +324,7 @@ def _same_host(a: FlowArrow, topo: Topology) -> Decision:
                 "NVLink-C2C, not PCIe"
             )
             kind, ends = ("d2h", (gid, "host")) if s.kind == "gpu" else ("h2d", ("host", gid))
-            figure, warning = with_measurement(topo.snapshot, *ends, kind, c2c_bandwidth())
+            figure, warning = with_measurement(topo.snapshot, *ends, kind, c2c_bandwidth(gpu))
             return Decision("host-memory", "c2c", None, rt, figure, (*notes, *([warning] if warning else [])))
         nodes, bw, _, leg_notes = pcie_leg(topo, gid, mem)
         notes += leg_notes

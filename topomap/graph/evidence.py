@@ -245,11 +245,20 @@ def model_nvlink_generation(gpu: Gpu) -> tuple[int | None, str]:
     return None, ""
 
 
-def c2c_bandwidth() -> Bandwidth:
-    """A Grace CPU's memory to its GPU over NVLink-C2C, per direction: the one figure published."""
-    return Bandwidth(
-        NVLINK_C2C_GBPS, "spec", f"NVLink-C2C, {NVLINK_C2C_GBPS:g} GB/s per direction (900 GB/s both ways, nominal)"
-    )
+def c2c_bandwidth(gpu: Gpu) -> Bandwidth:
+    """A Grace CPU's memory to its GPU over NVLink-C2C, per direction. Published for Grace Hopper
+    (GH200: one GPU on the link); for other parts (GB200 shares a Grace between two GPUs) or an
+    unknown model the figure is unknown."""
+    model = model_from_name(gpu.name) if gpu.name else None
+    if model is None and gpu.pci_device_id:
+        model = model_from_device_id(gpu.pci_device_id)
+    hopper = (model is not None and model.architecture == "hopper") or "GH200" in (gpu.name or "")
+    if hopper:
+        return Bandwidth(
+            NVLINK_C2C_GBPS, "spec", f"NVLink-C2C (Grace Hopper), {NVLINK_C2C_GBPS:g} GB/s per direction (nominal)"
+        )
+    why = "the GPU model is not recorded" if model is None and not gpu.name else f"not published for {gpu.name}"
+    return Bandwidth(None, "unknown", f"NVLink-C2C rate per GPU: {why} (Grace Hopper: {NVLINK_C2C_GBPS:g} GB/s)")
 
 
 def nvlink_bundle_bandwidth(gpu: Gpu, count: int, snap: Snapshot | None = None) -> Bandwidth:
