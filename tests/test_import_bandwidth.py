@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 from tests.conftest import SAMPLES
 from topomap.cli import app
 from topomap.errors import ImportFailure
+from topomap.importers import import_file
 from topomap.importers.bandwidth import attach, load_measurements, parse_measurements
 from topomap.measured import measured_bandwidth
 from topomap.model import load_snapshot
@@ -171,7 +172,10 @@ def test_figures_the_snapshots_links_cannot_carry_are_refused(real: Path) -> Non
     from topomap.importers.bandwidth import peer_ceiling_gbps
 
     dgx1 = load_snapshot(SAMPLES / "snapshots" / "dgx1-v100.json")
-    assert peer_ceiling_gbps(dgx1, "gpu0", "gpu1") == (50.0, "1 NVLinks (at most 50 GB/s each)")
+    assert peer_ceiling_gbps(dgx1, "gpu0", "gpu1") == (50.0, "1 NVLinks at most 50 GB/s each (any NVLink generation)")
+    rtx = import_file(real / "nvidia-smi" / "rtx3090-2gpu-nv4-club3090-rig-report.txt")  # NV4, no model named
+    # the figures name the model: a GA102 bridge link carries 14.06 GB/s, so NV4 at most 56.25 GB/s
+    assert peer_ceiling_gbps(rtx, "gpu0", "gpu1", ("NVIDIA GeForce RTX 3090",))[0] == 56.25
     too_fast = r"gpu0→gpu1 measured 268\.94 GB/s \(one-way\), more than the pair can carry"
     with pytest.raises(ImportFailure, match=too_fast):
         attach(dgx1, load_measurements(real / P2P))

@@ -13,9 +13,17 @@ from pathlib import Path
 
 import msgspec
 
+from topomap.devices import model_from_name
 from topomap.errors import ImportFailure
 from topomap.importers import read_text
-from topomap.links import NVLINK_GBPS_PER_LINK, NVLINKS_PER_GPU_ANY, PCIE_GBPS_PER_LANE, parse_path
+from topomap.links import (
+    NVLINK_GA102_GBPS_PER_LINK,
+    NVLINK_GBPS_PER_LINK,
+    NVLINKS_PER_GPU_ANY,
+    PCIE_GBPS_PER_LANE,
+    is_ga102,
+    parse_path,
+)
 from topomap.model import Gpu, Measurement, Snapshot, hosts_of
 from topomap.pciaddr import same_device
 
@@ -120,20 +128,37 @@ def attach(snapshot: Snapshot, imported: ImportedMeasurements) -> Snapshot:
     return msgspec.structs.replace(snapshot, measurements=[*snapshot.measurements, *added])
 
 
-def peer_ceiling_gbps(snapshot: Snapshot, a: str, b: str) -> tuple[float, str]:
-    """The most a peer copy between GPUs ``a`` and ``b`` could reach one way, whatever the parts:
-    their NVLink count at the fastest NVLink rate of any generation, or without NVLink a PCIe x16
-    link of the fastest generation; and what that bound rests on."""
+def _link_rate(names: list[str]) -> tuple[float, str]:
+    """The fastest one NVLink of these GPUs can be, per direction: their model's generation (a GA102
+    bridge is slower still) where every name is a known model, else the fastest of any generation."""
+    rates: list[tuple[float, str]] = []
+    for name in names:
+        model = model_from_name(name)
+        if model is None or model.nvlink_generation not in NVLINK_GBPS_PER_LINK:
+            return max(NVLINK_GBPS_PER_LINK.values()), "any NVLink generation"
+        gen = model.nvlink_generation
+        rate = NVLINK_GA102_GBPS_PER_LINK if is_ga102(name) else NVLINK_GBPS_PER_LINK[gen]
+        rates.append((rate, f"{model.name}: NVLink {gen}" + (", GA102 bridge" if is_ga102(name) else "")))
+    return max(rates) if rates else (max(NVLINK_GBPS_PER_LINK.values()), "any NVLink generation")
+
+
+def peer_ceiling_gbps(snapshot: Snapshot, a: str, b: str, models: tuple[str, ...] = ()) -> tuple[float, str]:
+    """The most a peer copy between GPUs ``a`` and ``b`` could reach one way: their NVLink count at
+    the fastest rate one link of these GPUs can have (``models``: the names the figures or the
+    snapshot give; any generation's fastest when unnamed), or without NVLink a PCIe x16 link of the
+    fastest generation; and what that bound rests on."""
     pair = next((p for p in snapshot.pairs if {p.a, p.b} == {a, b}), None)
     links = pair.nvlinks if pair is not None else 0
     if pair is not None and not links and pair.path:
         kind, n = parse_path(pair.path)
         links = n if kind == "NV" else 0
-    fastest_link, fastest_lane = max(NVLINK_GBPS_PER_LINK.values()), max(PCIE_GBPS_PER_LANE.values())
+    fastest_lane = max(PCIE_GBPS_PER_LANE.values())
+    named = list(models) or [g.name for g in snapshot.gpus if f"gpu{g.index}" in (a, b) and g.name]
+    rate, basis = _link_rate(named)
     if links:
-        return links * fastest_link, f"{links} NVLinks (at most {fastest_link:g} GB/s each)"
+        return links * rate, f"{links} NVLinks at most {rate:g} GB/s each ({basis})"
     if "pairs.nvlink" in snapshot.source.unknown_fields:
-        return NVLINKS_PER_GPU_ANY * fastest_link, f"NVLink not recorded: at most {NVLINKS_PER_GPU_ANY} links"
+        return NVLINKS_PER_GPU_ANY * rate, f"NVLink not recorded: at most {NVLINKS_PER_GPU_ANY} links ({basis})"
     return 16 * fastest_lane, "no NVLink: PCIe (at most x16 of the fastest generation)"
 
 
@@ -141,7 +166,8 @@ def _within_reach(snapshot: Snapshot, m: Measurement, imported: ImportedMeasurem
     """Refuse a peer figure the pair's links cannot carry: the file is of another machine."""
     if m.kind != "d2d" or m.route != "peer" or m.median_gbps is None or m.src == m.dst:
         return
-    ceiling, basis = peer_ceiling_gbps(snapshot, m.src, m.dst)
+    named = tuple(sorted({d.name for d in imported.devices if d.name}))
+    ceiling, basis = peer_ceiling_gbps(snapshot, m.src, m.dst, named)
     ceiling *= 2 if m.direction == "both-way" else 1
     if m.median_gbps > ceiling * 1.1:
         models = sorted({d.name for d in imported.devices if d.name})
