@@ -231,3 +231,21 @@ def test_matrix_invents_no_legend_and_no_column_the_source_lacked(real: Path) ->
     assert row[0] == "GPU0" and row[-4:] == ["0-19,40-59", "?", "", "?"]
     named = import_text((real / "nvidia-smi" / "hgx-h200-8gpu-10nic-nchc-nano4.txt").read_text(), "h200")
     assert "  NIC0: mlx5_0" in render_matrix(named) and "gpus.numa_node" not in named.source.unknown_fields
+
+
+def test_nvlink_r_of_two_bridged_gpus_gives_their_bus_ids_and_the_pair(real: Path) -> None:
+    """HPE DL380a `nvlink -R`: gpu0's 12 links reach 0000:d5:00.0 and gpu1's reach 0000:c2:00.0, so
+    the two are bridged and each sits at the bus the other reaches (derived); the pair is NV12, as
+    `topo -m` of the same machine prints; the total link count is not in the file."""
+    from topomap.graph import build
+    from topomap.graph.evidence import gpu_pairs_nvlink_summary
+
+    s = import_text((real / "nvidia-smi" / "hpe-dl380a-gen11-2x-h100-pcie-nvlink-R.txt").read_text(), "R")
+    assert [(g.pci_bus_id, g.derived) for g in s.gpus] == [
+        ("0000:c2:00.0", ["pci_bus_id"]),
+        ("0000:d5:00.0", ["pci_bus_id"]),
+    ]
+    assert "gpus.pci_bus_id" not in s.source.unknown_fields
+    assert [(p.a, p.b, p.path, p.nvlinks) for p in s.pairs] == [("gpu0", "gpu1", "NV12", 12)]
+    assert render_matrix(s).splitlines()[1].split("\t")[:3] == ["GPU0", " X ", "NV12"]
+    assert gpu_pairs_nvlink_summary(build(s), "gpu0").startswith("12 active (links down not listed)")

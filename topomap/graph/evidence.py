@@ -741,7 +741,11 @@ def gpu_pairs_nvlink_summary(topo: Topology, gid: str) -> str:
         if not active:
             return f"0 of {len(g.nvlinks)} links active: no NVLink"
         bw = nvlink_bundle_bandwidth(g, len(active), snap)
-        text = f"{len(active)}/{len(g.nvlinks)} active"
+        # `nvidia-smi nvlink -R` alone lists only the links that reach something: no total to show
+        remotes_only = all(x.active and x.remote_pci_bus_id and x.speed_gbps is None for x in g.nvlinks)
+        listed_all = not (snap.source.kind == "nvidia-smi" and remotes_only)
+        total = f"/{len(g.nvlinks)}" if listed_all else ""
+        text = f"{len(active)}{total} active" + ("" if listed_all else " (links down not listed)")
         model = model_from_name(g.name) if g.name else None
         if model is not None and model.nvlink_links and len(active) < model.nvlink_links and model.form == "sxm":
             text += f" — {model.nvlink_links - len(active)} fewer than an {model.name} has"

@@ -11,11 +11,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+import msgspec
+
 from topomap import __version__
 from topomap.errors import ImportFailure
 from topomap.importers.nvidia_smi_q import QReport, apply_query, looks_like_query, parse_query
 from topomap.links import P2P_STATUS_CODES, is_path_code, parse_path
 from topomap.model import P2P, Gpu, Nic, NvLink, Pair, Snapshot, Source
+from topomap.nvlinks import gpu_buses, nvlink_count
 from topomap.pciaddr import normalize_bus_id
 
 TRAILING = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
@@ -343,10 +346,16 @@ def _build(
     for k in sorted(set(links) - {g.index for g in gpus}):
         gl = links[k]
         gpus.append(Gpu(index=k, name=gl.name, uuid=gl.uuid, nvlinks=_nvlinks(gl)))
+    gpus = _buses_from_bridge(gpus, notes)
+    by_label = {f"GPU{g.index}": g for g in gpus}
+    buses = gpu_buses(gpus)
     pairs: list[Pair] = []
     for x, a in enumerate(labels):
         for b in labels[x + 1 :]:
             path = topo.cells.get((a, b)) if topo else None
+            if path is None and a in by_label and b in by_label and buses:  # links with named peers (nvlink -R)
+                n = nvlink_count(by_label[a], by_label[b], buses)
+                path = f"NV{n}" if n else None  # what `topo -m` prints for an NVLink pair
             nv = parse_path(path)[1] if path else 0
             pp = None
             if a in ids and b in ids and a in gpu_labels and b in gpu_labels and p2p:
@@ -359,7 +368,7 @@ def _build(
                 )
             pairs.append(Pair(a=ids[a], b=ids[b], path=path, nvlinks=nv, p2p=pp))
     unknown = [
-        "gpus.pci_bus_id",
+        *([] if all(g.pci_bus_id for g in gpus) else ["gpus.pci_bus_id"]),
         "gpus.memory_total_bytes",
         "gpus.compute_capability",
         "gpus.pcie",
@@ -399,6 +408,27 @@ def _build(
         nics=sorted(nics, key=lambda n: n.index),
         pairs=pairs,
     )
+
+
+def _buses_from_bridge(gpus: list[Gpu], notes: list[str]) -> list[Gpu]:
+    """`nvidia-smi nvlink -R` names each link's remote bus but not the GPU's own. Two GPUs whose
+    active links each reach one bus, the two buses different, are bridged to each other: each GPU's
+    bus is the one the other reaches (derived). Anything else is left unknown."""
+    if len(gpus) != 2 or any(g.pci_bus_id for g in gpus):
+        return gpus
+    reached = [{x.remote_pci_bus_id for x in g.nvlinks if x.active} for g in gpus]
+    if any(len(r) != 1 or None in r for r in reached) or reached[0] == reached[1]:
+        return gpus
+    a, b = gpus
+    bus_a, bus_b = next(iter(reached[1])), next(iter(reached[0]))
+    notes.append(
+        f"GPU bus ids derived from `nvlink -R`: gpu{a.index}'s links reach {bus_b} and gpu{b.index}'s reach "
+        f"{bus_a}, so the two are bridged and each is at the bus the other reaches"
+    )
+    return [
+        msgspec.structs.replace(g, pci_bus_id=bus, derived=[*g.derived, "pci_bus_id"])
+        for g, bus in ((a, bus_a), (b, bus_b))
+    ]
 
 
 def _nvlinks(gl: _GpuLinks) -> list[NvLink]:

@@ -179,6 +179,11 @@ _UNKNOWN_WORDS: dict[str, str] = {
     "pci": "the PCI tree (structure inferred from path classes)",
     "software": "driver and CUDA versions",
     "pairs.path (PHB vs NODE)": "PHB vs NODE (recorded as PHB)",
+    "pairs.path": "PCIe path classes (PIX, PXB, PHB, NODE, SYS)",
+    "gpus.cpu_affinity": "CPU affinity",
+    "gpus.numa_node": "GPU NUMA nodes",
+    "gpus.gpu_numa_node": "GPU memory NUMA nodes (Grace)",
+    "nics.name": "NIC names (no NIC Legend)",
 }
 
 
