@@ -231,3 +231,12 @@ def test_a_gain_beside_a_change_that_cannot_be_told_is_no_winner(real: Path, tmp
     assert d.summary().startswith("cannot tell which lot is better for this flow: 8 GPUs: nearest NIC PXB → PIX")
     gpu_pair = next(r for r in d.arrows if r.a["to_step"] == "b")
     assert gpu_pair.direction == "unknown" and gpu_pair.b["medium"] == "unknown"
+
+
+def test_what_was_not_compared_is_said_in_words_by_side() -> None:
+    """The not-compared list names facts as show does, grouped by the lot that cannot know them
+    (it printed internal field names: `gpus.compute_capability (unknown in both); numa.NUMA node …`)."""
+    from topomap.render.verdict_view import _not_compared
+
+    text = _not_compared(["gpus.uuid (unknown in both)", "numa.NUMA node (unknown in dgx1)", "gpus.mig (unknown in both)"])
+    assert text == "unknown in both: GPU UUIDs, MIG mode; unknown in dgx1: NUMA node"

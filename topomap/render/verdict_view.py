@@ -9,7 +9,7 @@ from rich.text import Text
 
 from topomap.check import CheckResult
 from topomap.diff import DiffResult
-from topomap.render.terminal import MEDIUM_STYLE
+from topomap.render.terminal import MEDIUM_STYLE, unknown_in_words
 from topomap.render.text import visible
 from topomap.units import fmt_bandwidth
 
@@ -64,8 +64,23 @@ def diff_view(d: DiffResult) -> RenderableType:
     if d.unconfirmed and d.verdict == "cannot-confirm":
         parts.append(_text("\nCannot confirm: " + "; ".join(d.unconfirmed), style="yellow"))
     if d.not_compared:
-        parts.append(_text("\nNot compared (a source could not know): " + "; ".join(d.not_compared), style="dim"))
+        parts.append(_text("\nNot compared (a source could not know): " + _not_compared(d.not_compared), style="dim"))
     return Group(*parts)
+
+
+def _not_compared(entries: list[str]) -> str:
+    """``gpus.uuid (unknown in both)`` … in words, grouped by the side that cannot know them."""
+    by_side: dict[str, list[str]] = {}
+    for entry in entries:
+        field, sep, side = entry.partition(" (unknown in ")
+        key = side.rstrip(")") if sep else ""
+        words = unknown_in_words([field])[0] if sep else entry
+        if words == field and "." in field:  # a compared fact with no entry of its own: its name
+            words = field.split(".", 1)[1]
+        by_side.setdefault(key, []).append(words)
+    return "; ".join(
+        (f"unknown in {side}: " if side else "") + ", ".join(words) for side, words in sorted(by_side.items())
+    )
 
 
 def _arrow_cell(a: dict[str, object]) -> Text:
