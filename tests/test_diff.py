@@ -238,5 +238,6 @@ def test_what_was_not_compared_is_said_in_words_by_side() -> None:
     (it printed internal field names: `gpus.compute_capability (unknown in both); numa.NUMA node …`)."""
     from topomap.render.verdict_view import _not_compared
 
-    text = _not_compared(["gpus.uuid (unknown in both)", "numa.NUMA node (unknown in dgx1)", "gpus.mig (unknown in both)"])
+    entries = ["gpus.uuid (unknown in both)", "numa.NUMA node (unknown in dgx1)", "gpus.mig (unknown in both)"]
+    text = _not_compared(entries)
     assert text == "unknown in both: GPU UUIDs, MIG mode; unknown in dgx1: NUMA node"
