@@ -321,3 +321,11 @@ def test_numbers_are_checked_while_decoding_with_the_path_and_the_bound() -> Non
         decode_snapshot(b"[1, 2]", "s.json")
     with pytest.raises(TopomapError, match=r"^s\.json: missing or invalid `schema`"):
         decode_snapshot(msgspec.json.encode({k: v for k, v in sample().items() if k != "schema"}), "s.json")
+
+
+def test_a_snapshot_cut_short_says_so_with_a_hint() -> None:
+    text = (SAMPLES / "snapshots" / "dgx1-v100.json").read_bytes()[:300]
+    with pytest.raises(TopomapError) as err:
+        decode_snapshot(text, "s.json")
+    assert str(err.value) == "s.json: not valid JSON (Input data was truncated)"
+    assert err.value.hint is not None and err.value.hint.startswith("is the file complete?")

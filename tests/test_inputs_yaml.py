@@ -152,3 +152,13 @@ def test_a_run_record_where_a_flow_belongs_is_named_a_run_record() -> None:
         read_flow(Path(__file__).resolve().parents[1] / "samples" / "records" / "one-card.json")
     assert "this is a topomap run record (JSON, from `topomap record`), not a flow file" in str(err.value)
     assert err.value.hint is not None and "plan --observed" in err.value.hint
+
+
+def test_yaml_errors_carry_a_hint_and_tabs_are_named() -> None:
+    with pytest.raises(FlowError) as err:
+        parse_flow("flow: f\nhosts:\n\tlot: null\n", "f.yaml")
+    assert str(err.value).startswith("f.yaml:3: not valid YAML")
+    assert err.value.hint == "YAML does not allow tabs for indentation: indent with spaces"
+    with pytest.raises(FlowError) as err:
+        parse_flow("flow: f\nhosts: [a\n", "f.yaml")
+    assert err.value.hint is not None and "indentation" in err.value.hint

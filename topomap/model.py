@@ -303,6 +303,9 @@ class _Head(msgspec.Struct):
     schema: Any = None
 
 
+_JSON_HINT = "is the file complete? topomap writes snapshots whole; a copy cut short or edited by hand is not"
+
+
 def decode_snapshot(data: bytes, where: str = "<snapshot>") -> Snapshot:
     """Validate JSON bytes into a Snapshot; errors name ``where`` and the JSON path.
 
@@ -320,7 +323,7 @@ def decode_snapshot(data: bytes, where: str = "<snapshot>") -> Snapshot:
         got = str(err).rpartition(", got ")[2] or "something else"
         raise SnapshotError(f"{where}: a snapshot is a JSON object, got {got}") from err
     except msgspec.DecodeError as err:
-        raise SnapshotError(f"{where}: not valid JSON ({err})") from err
+        raise SnapshotError(f"{where}: not valid JSON ({err})", hint=_JSON_HINT) from err
     except RecursionError as err:
         raise _too_deep(where) from err
     check_schema_version(head.schema, where)
@@ -345,7 +348,7 @@ def _decode_error(data: bytes, where: str, err: Exception) -> SnapshotError:
     try:
         raw = msgspec.json.decode(data)
     except msgspec.DecodeError as e:
-        return SnapshotError(f"{where}: not valid JSON ({e})")
+        return SnapshotError(f"{where}: not valid JSON ({e})", hint=_JSON_HINT)
     except RecursionError:
         return _too_deep(where)
     if isinstance(err, RecursionError):

@@ -108,6 +108,15 @@ def _error_line(err: yaml.YAMLError, text: str) -> int:
     return text.count("\n", 0, pos) + 1 if isinstance(pos, int) else 1
 
 
+def _error_hint(text: str, line: int) -> str:
+    """What usually causes a YAML error on this line."""
+    lines = text.splitlines()
+    here = lines[line - 1] if 0 < line <= len(lines) else ""
+    if "\t" in here[: len(here) - len(here.lstrip())] or (line > 1 and "\t" in lines[line - 2][:1]):
+        return "YAML does not allow tabs for indentation: indent with spaces"
+    return "check the indentation and the quoting on that line (a value with ': ' or '#' needs quotes)"
+
+
 def _error_text(err: yaml.YAMLError) -> str:
     if isinstance(err, yaml.reader.ReaderError):
         return f"character #x{err.character:04x} is not allowed in YAML" if isinstance(err.character, int) else str(err)
@@ -147,7 +156,8 @@ def load_yaml(text: str, origin: str, what: str, exc: type[YamlError] = YamlErro
         _precheck(text, origin, exc)
         node = yaml.compose(text, Loader=_Loader)
     except yaml.YAMLError as err:
-        raise exc(f"{origin}:{_error_line(err, text)}: not valid YAML ({_error_text(err)})") from err
+        line = _error_line(err, text)
+        raise exc(f"{origin}:{line}: not valid YAML ({_error_text(err)})", hint=_error_hint(text, line)) from err
     except RecursionError as err:  # the precheck bounds depth; kept as a last guard
         raise exc(f"{origin}: nested too deeply") from err
     if node is None:
