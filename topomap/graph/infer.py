@@ -2,9 +2,12 @@
 that reproduces every known class, and NVLink bundles from NV# cells. Everything built here is
 marked ``inferred`` and nothing is invented that the classes do not imply: devices whose relation
 the matrix does not give (NV# pairs carry no PCIe class) join their NUMA node's group unless a
-SYS cell separates them."""
+SYS cell separates them. Each device stays on the NUMA node the file's column records, and a note
+names any cell that contradicts that column."""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Mapping
 
 from topomap.graph.topology import FABRIC, Topology, gpu_node, natural_key, nic_node
 from topomap.links import NVLINKS_PER_GPU, NVLINKS_PER_GPU_ANY, PCIE_CLASSES, class_rank, parse_path
@@ -49,10 +52,10 @@ def _slug(node: str) -> str:
 
 
 def infer_tree(topo: Topology) -> None:
-    """Least PCIe structure reproducing the pairs' PCIe classes (ultrametric clustering)."""
-    from topomap.graph.build import pcie_edge
-
-    snap, g = topo.snapshot, topo.graph
+    """Least PCIe structure reproducing the pairs' PCIe classes (ultrametric clustering). Each device
+    hangs under the NUMA node the source records for it; where the classes contradict that column
+    (NODE between NUMA nodes, SYS within one) the recorded node is kept and a note names the cell."""
+    snap = topo.snapshot
     topo.inferred = True
     ids = {f"gpu{x.index}": gpu_node(x) for x in snap.gpus} | {f"nic{n.index}": nic_node(n) for n in snap.nics}
     devs = sorted(ids.values(), key=natural_key)
@@ -61,7 +64,7 @@ def infer_tree(topo: Topology) -> None:
         cls = p.pcie_path or (p.path if p.path in PCIE_CLASSES else None)
         if cls is not None and p.a in ids and p.b in ids:
             level[frozenset((ids[p.a], ids[p.b]))] = class_rank(cls)  # PIX 1 … SYS 5
-    numa_of: dict[str, object] = {gpu_node(x): x.numa_node for x in snap.gpus}
+    numa_of: dict[str, int | None] = {gpu_node(x): x.numa_node for x in snap.gpus}
     numa_of |= {nic_node(n): n.numa_node for n in snap.nics}
     clusters: dict[int, list[list[str]]] = {}
     for t in (1, 2, 3, 4):
@@ -73,72 +76,67 @@ def infer_tree(topo: Topology) -> None:
         if t == 4:
             _join_by_numa(u, devs, numa_of, level)
         clusters[t] = u.groups()
-    sides = clusters[4]
-    per_numa: dict[object, list[int]] = {}
-    for k, grp in enumerate(sides):
-        known = sorted({numa_of[d] for d in grp if numa_of.get(d) is not None}, key=str)
-        numa: object = known[0] if len(known) == 1 else (None if not known else "+".join(map(str, known)))
-        if len(known) > 1:
-            joined = ", ".join(map(str, known))
-            topo.notes.append(f"the matrix puts NUMA nodes {joined} on one side (NODE between them)")
-        per_numa.setdefault(numa, []).append(k)
-    side_node: dict[int, str] = {}
-    for numa, ks in per_numa.items():
-        if len(ks) == 1:
-            side_node[ks[0]] = numa_node(topo, numa)
-            continue
-        what = f"NUMA {numa}" if numa is not None else "NUMA node unknown"
-        if numa is not None:
-            # devices of one NUMA node that the matrix separates by SYS (seen on an 8x RTX 4090 box)
-            topo.notes.append(
-                f"the matrix puts devices of NUMA node {numa} on {len(ks)} sides with SYS between them; "
-                "drawn as separate parts of that node"
-            )
-        for part, k in enumerate(ks, 1):
-            node = f"numa{numa}-part{part}" if numa is not None else f"numa-unknown-{part}"
-            label = f"{what}, part {part} of {len(ks)} (SYS to the other parts in the matrix)"
-            side_node[k] = numa_node_named(topo, node, label, numa)
-    for k, grp in enumerate(sides):
-        numa_n = side_node[k]
+    cells = _Cells(level, {node: sid.upper() for sid, node in ids.items()})
+    place = _Placement(topo, clusters, numa_of, cells).numa_nodes()
+    related = {d for pair in level for d in pair}
+    for k, grp in enumerate(clusters[4]):
         for d in grp:
-            topo.locality[d] = k
-        related = {d for pair in level for d in pair}
+            topo.locality[d] = k  # the matrix's side (SYS between sides), not a NUMA node
         for hb_grp in [c for c in clusters[3] if c[0] in grp]:
-            if len(hb_grp) == 1 and hb_grp[0] not in related:
-                # no path class to anything: nothing implies a bridge, the device hangs off its node
-                g.add_edge(numa_n, hb_grp[0], kind="attach")
-                topo.chains[hb_grp[0]] = [numa_n, hb_grp[0]]
-                continue
-            hb = f"pci:inferred-hb-{_slug(hb_grp[0])}"
-            g.add_node(hb, kind="host-bridge", label="host bridge", inferred=True)
-            g.add_edge(numa_n, hb, kind="attach")
-            for pxb in [c for c in clusters[2] if c[0] in hb_grp]:
-                pix_groups = [c for c in clusters[1] if c[0] in pxb]
-                upper: str | None = None
-                if len(pix_groups) > 1:
-                    upper = f"pci:inferred-sw-{_slug(pxb[0])}"
-                    g.add_node(upper, kind="switch", label="PCIe switch", inferred=True)
-                    pcie_edge(topo, hb, upper, None, None)
-                for pix in pix_groups:
-                    base = [hb] + ([upper] if upper else [])
-                    if len(pix) > 1:
-                        sw = f"pci:inferred-sw-{_slug(pix[0])}"
-                        g.add_node(sw, kind="switch", label="PCIe switch", inferred=True)
-                        if upper:
-                            port = f"pci:inferred-port-{_slug(pix[0])}"
-                            g.add_node(port, kind="port", label="", inferred=True)
-                            pcie_edge(topo, upper, port, None, None)
-                            pcie_edge(topo, port, sw, None, None)
-                            base = [*base, port]
-                        else:
-                            pcie_edge(topo, hb, sw, None, None)
-                        base = [*base, sw]
-                    for d in pix:
-                        pcie_edge(topo, base[-1], d, None, None)
-                        topo.chains[d] = [*base, d]
+            _host_bridge(topo, place[hb_grp[0]], hb_grp, clusters, related, level)
     if level:
         topo.notes.append("PCIe structure inferred from path classes (the source has no PCI tree)")
     topo.notes[:] = list(dict.fromkeys(topo.notes))
+
+
+def _host_bridge(
+    topo: Topology,
+    numa_n: str,
+    hb_grp: list[str],
+    clusters: dict[int, list[list[str]]],
+    related: set[str],
+    level: dict[frozenset[str], int],
+) -> None:
+    """One host bridge's subtree: a switch per PIX group, an upper switch over the PIX groups of one
+    PXB group, and a switch of its own for each lone device of a PXB group whose lone devices are
+    PXB to each other (PXB: several bridges, so they cannot both sit on the upper switch)."""
+    from topomap.graph.build import pcie_edge
+
+    g = topo.graph
+    if len(hb_grp) == 1 and hb_grp[0] not in related:
+        # no path class to anything: nothing implies a bridge, the device hangs off its node
+        g.add_edge(numa_n, hb_grp[0], kind="attach")
+        topo.chains[hb_grp[0]] = [numa_n, hb_grp[0]]
+        return
+    hb = f"pci:inferred-hb-{_slug(hb_grp[0])}"
+    g.add_node(hb, kind="host-bridge", label="host bridge", inferred=True)
+    g.add_edge(numa_n, hb, kind="attach")
+    for pxb in [c for c in clusters[2] if c[0] in hb_grp]:
+        pix_groups = [c for c in clusters[1] if c[0] in pxb]
+        upper: str | None = None
+        if len(pix_groups) > 1:
+            upper = f"pci:inferred-sw-upper-{_slug(pxb[0])}"  # not the name of its first group's switch
+            g.add_node(upper, kind="switch", label="PCIe switch", inferred=True)
+            pcie_edge(topo, hb, upper, None, None)
+        lone = [c[0] for c in pix_groups if len(c) == 1]
+        lone_apart = any(frozenset((a, b)) in level for i, a in enumerate(lone) for b in lone[i + 1 :])
+        for pix in pix_groups:
+            base = [hb] + ([upper] if upper else [])
+            if len(pix) > 1 or (upper and lone_apart):
+                sw = f"pci:inferred-sw-{_slug(pix[0])}"
+                g.add_node(sw, kind="switch", label="PCIe switch", inferred=True)
+                if upper:
+                    port = f"pci:inferred-port-{_slug(pix[0])}"
+                    g.add_node(port, kind="port", label="", inferred=True)
+                    pcie_edge(topo, upper, port, None, None)
+                    pcie_edge(topo, port, sw, None, None)
+                    base = [*base, port]
+                else:
+                    pcie_edge(topo, hb, sw, None, None)
+                base = [*base, sw]
+            for d in pix:
+                pcie_edge(topo, base[-1], d, None, None)
+                topo.chains[d] = [*base, d]
 
 
 def numa_node_named(topo: Topology, node: str, label: str, numa: object) -> str:
@@ -149,7 +147,167 @@ def numa_node_named(topo: Topology, node: str, label: str, numa: object) -> str:
     return node
 
 
-def _join_by_numa(u: _Union, devs: list[str], numa_of: dict[str, object], level: dict[frozenset[str], int]) -> None:
+SETTLE_NUMA = "`lscpu`, `numactl -H` or `topomap probe` on the machine settles it"
+
+
+class _Cells:
+    """The matrix's cells by graph node pairs, named as the file names them (``GPU0–NIC6``)."""
+
+    def __init__(self, level: dict[frozenset[str], int], label: dict[str, str]) -> None:
+        self.level, self.label = level, label
+
+    def name(self, a: str, b: str) -> str:
+        x, y = sorted((a, b), key=natural_key)
+        return f"{self.label.get(x, x)}–{self.label.get(y, y)}"
+
+    def known_as(self, d: str) -> str:
+        """The file's name of a device, with the NIC's own name where the legend gives one (``NIC1 (mlx5_1)``)."""
+        label = self.label.get(d, d)
+        own = d.removeprefix("nic:")
+        return f"{label} ({own})" if d.startswith("nic:") and own != label else label
+
+    def cls(self, a: str, b: str) -> str:
+        return str(PCIE_CLASSES[self.level[frozenset((a, b))] - 1])
+
+    def between(self, devs: list[str], test: Callable[[int], bool]) -> list[tuple[str, str]]:
+        """The pairs of ``devs`` whose class passes ``test`` (rank: PIX 1 … SYS 5), in the file's order."""
+        ordered = sorted(set(devs), key=natural_key)
+        return [
+            (a, b)
+            for i, a in enumerate(ordered)
+            for b in ordered[i + 1 :]
+            if frozenset((a, b)) in self.level and test(self.level[frozenset((a, b))])
+        ]
+
+
+class _Placement:
+    """Which NUMA node (graph id) each host bridge hangs under: the node the NUMA column records for
+    its devices, never one the file does not name. A bridge whose devices have no recorded node takes
+    its side's one recorded node (NODE: the same NUMA node), else an unknown node. Where the classes
+    contradict the column, the column wins and a note names the cell."""
+
+    def __init__(
+        self, topo: Topology, clusters: dict[int, list[list[str]]], numa_of: dict[str, int | None], cells: _Cells
+    ) -> None:
+        self.topo, self.clusters, self.numa_of, self.cells = topo, clusters, numa_of, cells
+        self.key: dict[str, int | None] = {}  # host-bridge group (its first device) → NUMA node
+        self.devices: dict[str, list[str]] = {}  # host-bridge group → its devices
+
+    def numa_nodes(self) -> dict[str, str]:
+        """Host-bridge group (its first device) → the graph node of its NUMA node."""
+        sides = self.clusters[4]
+        unknown_sides = [k for k, side in enumerate(sides) if self._side(side)]
+        self._split_numa_notes()
+        out: dict[str, str] = {}
+        for k, side in enumerate(sides):
+            heads = [c[0] for c in self.clusters[3] if c[0] in side]
+            for head in heads:
+                numa = self.key[head]
+                if numa is not None:
+                    out[head] = numa_node(self.topo, numa)
+                elif len(unknown_sides) == 1:
+                    out[head] = numa_node(self.topo, None)
+                else:
+                    part, n = unknown_sides.index(k) + 1, len(unknown_sides)
+                    label = f"NUMA node unknown, part {part} of {n} (SYS to the other parts in the matrix)"
+                    out[head] = numa_node_named(self.topo, f"numa-unknown-{part}", label, None)
+            self._mark_node_links(sorted({out[h] for h in heads}, key=natural_key))
+        return out
+
+    def _side(self, side: list[str]) -> bool:
+        """Key each host bridge of one side; True when one of them has no recorded NUMA node."""
+        groups = [c for c in self.clusters[3] if c[0] in side]
+        own = {c[0]: sorted({n for d in c if (n := self.numa_of.get(d)) is not None}) for c in groups}
+        recorded = sorted({n for ns in own.values() for n in ns})
+        for c in groups:
+            ns = own[c[0]]
+            self.devices[c[0]] = c
+            if len(ns) > 1:
+                self._bridge_conflict(c, ns)
+            self.key[c[0]] = ns[0] if ns else (recorded[0] if len(recorded) == 1 else None)
+        if len(recorded) > 1:
+            self._node_conflict([d for c in groups for d in c], recorded)
+        return any(self.key[c[0]] is None for c in groups)
+
+    def _numa(self, d: str) -> int | None:
+        return next(self.key[h] for h, c in self.devices.items() if d in c)
+
+    def _where(self, d: str) -> str:
+        """Why a device is on its NUMA node: the column, or a device under the same host bridge."""
+        name = self.cells.label.get(d, d)
+        own = self.numa_of.get(d)
+        if own is not None:
+            return f"{name} is on NUMA {own}"
+        head = next(h for h, c in self.devices.items() if d in c)
+        peer = next((x for x in self.devices[head] if self.numa_of.get(x) is not None), None)
+        if peer is None:
+            return f"{name} (NUMA node not recorded) is NODE or closer to devices of NUMA {self.key[head]}"
+        return f"{name} shares a host bridge with {self.cells.label.get(peer, peer)} (NUMA {self.key[head]})"
+
+    def _bridge_conflict(self, group: list[str], ns: list[int]) -> None:
+        """PHB or closer between devices of different recorded NUMA nodes: one bridge, one node."""
+        a = next(x for x in group if self.numa_of.get(x) == ns[0])
+        b = next(y for y in group if self.numa_of.get(y) not in (None, ns[0]))
+        self.topo.notes.append(
+            f"the matrix contradicts the NUMA column: {self.cells.label.get(a, a)} (NUMA {ns[0]}) and "
+            f"{self.cells.label.get(b, b)} (NUMA {self.numa_of[b]}) sit under one host bridge by their classes; "
+            f"that bridge is drawn under NUMA {ns[0]}; {SETTLE_NUMA}"
+        )
+
+    def _node_conflict(self, devs: list[str], recorded: list[int]) -> None:
+        """NODE (or closer) between devices of different recorded NUMA nodes: both nodes kept."""
+        known = [d for d in devs if self._numa(d) is not None]
+        pairs = [(a, b) for a, b in self.cells.between(known, lambda r: r <= 4) if self._numa(a) != self._numa(b)]
+        joined = ", ".join(map(str, recorded))
+        cell = ""
+        if pairs:  # the plainest witness: both ends with a NUMA node of their own in the column
+            a, b = min(pairs, key=lambda p: sum(self.numa_of.get(x) is None for x in p))
+            cell = f"{self.cells.name(a, b)} is {self.cells.cls(a, b)} (one NUMA node), yet {self._where(a)} and "
+            cell += f"{self._where(b)}; "
+        self.topo.notes.append(
+            f"the matrix contradicts the NUMA column: {cell}NUMA nodes {joined} kept as recorded. Devices NODE to "
+            "each other across them may share one socket (sub-NUMA clustering, SNC/NPS), so the link between "
+            f"these nodes need not be the inter-socket one; {SETTLE_NUMA}"
+        )
+        lost = [d for d in sorted(devs, key=natural_key) if self._numa(d) is None]
+        if lost:
+            names = ", ".join(self.cells.known_as(d) for d in lost)
+            self.topo.notes.append(
+                f"{names}: NUMA node not recorded, and the matrix puts them NODE to devices of NUMA nodes {joined}: "
+                "drawn on an unknown NUMA node; `topomap probe` on the machine settles it"
+            )
+
+    def _split_numa_notes(self) -> None:
+        """SYS between devices of one recorded NUMA node: kept on that node (no invented parts)."""
+        by_numa: dict[int, list[str]] = {}
+        for head, c in self.devices.items():
+            numa = self.key[head]
+            if numa is not None:
+                by_numa.setdefault(numa, []).extend(c)
+        for numa, members in sorted(by_numa.items()):
+            pairs = self.cells.between(members, lambda r: r >= 5)
+            if not pairs:
+                continue
+            a, b = pairs[0]
+            more = f"; {len(pairs) - 1} more cells like it" if len(pairs) > 1 else ""
+            where = [self.cells.label.get(d, d) if self.numa_of.get(d) is not None else self._where(d) for d in (a, b)]
+            self.topo.notes.append(
+                f"the matrix contradicts the NUMA column: {self.cells.name(a, b)} is SYS (crosses the interconnect "
+                f"between NUMA nodes{more}), yet the column puts {where[0]} and {where[1]} on NUMA {numa}; kept on "
+                f"NUMA {numa} as recorded. SYS within one NUMA node may mean sub-NUMA clustering (NPS/SNC) that "
+                f"the column folds into one node, or firmware that reports the affinity wrongly; {SETTLE_NUMA}"
+            )
+
+    def _mark_node_links(self, nodes: list[str]) -> None:
+        """The links between NUMA nodes of one side (the matrix puts their devices NODE to each other),
+        marked ``matrix_class``, so a route over one can say the matrix does not call it inter-socket
+        (build makes every link between NUMA nodes an smp link)."""
+        for i, a in enumerate(nodes):
+            for b in nodes[i + 1 :]:
+                self.topo.graph.add_edge(a, b, kind="smp", matrix_class="NODE")
+
+
+def _join_by_numa(u: _Union, devs: list[str], numa_of: Mapping[str, object], level: dict[frozenset[str], int]) -> None:
     """Join groups on one NUMA node (or both of unknown node) whose relation the matrix leaves open
     (no SYS cell between any of their members): an NV# pair, or no cell at all, is no evidence of a
     socket boundary."""
@@ -210,9 +368,7 @@ def nvlinks_from_pairs(topo: Topology, by_id: dict[str, Gpu]) -> None:
         n = counts.pop()
         need, have, model = (len(gpus) - 1) * n, *_links_per_gpu([by_id[x] for x in gpus])
         if need > have:  # more links than a GPU has: only a switch gives every pair n links
-            topo.graph.add_node(
-                FABRIC, kind="nvswitch", label="NVSwitch fabric (inferred)", switches=0, inferred=True
-            )
+            topo.graph.add_node(FABRIC, kind="nvswitch", label="NVSwitch fabric (inferred)", switches=0, inferred=True)
             for x in gpus:
                 nvlink_edge(topo, x, FABRIC, n, by_id[x])
             topo.notes.append(
