@@ -176,3 +176,33 @@ def test_any_tree_matrix_is_reproduced_on_its_recorded_numa_nodes(s: Snapshot) -
     for g in s.gpus:
         if g.numa_node is not None:
             assert numa_of(t, f"gpu{g.index}") == f"numa{g.numa_node}"
+
+
+def test_h200_numa_crossing_the_matrix_calls_node_is_not_called_inter_socket() -> None:
+    """H200 GPU-NIC cells are NODE across the two recorded NUMA nodes: a route from numa1's memory
+    to gpu0 crosses between them, and says the matrix puts them on one socket; the B200 file,
+    whose cells are SYS across, keeps the inter-socket wording."""
+    from topomap.graph import build, pcie_leg
+
+    h200 = build(import_file(REAL / "nvidia-smi" / "hgx-h200-8gpu-10nic-nchc-nano4.txt"))
+    _, _, _, notes = pcie_leg(h200, "numa1", "gpu0")
+    assert "crosses between NUMA nodes the matrix puts on one socket (NODE; bandwidth not recorded)" in notes
+    assert not any("inter-socket" in n for n in notes)
+    b200 = build(import_file(REAL / "nvidia-smi" / "gcp-gke-a4-b200-8gpu-8nic.txt"))
+    assert any("crosses the inter-socket link" in n for n in pcie_leg(b200, "numa1", "gpu0")[3])
+
+
+def test_h200_memory_on_the_other_numa_node_is_node_as_the_matrix_says(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from topomap.cli import app
+
+    flow = tmp_path / "f.yaml"
+    flow.write_text(
+        "flow: h\nhosts:\n  lot: null\nsteps:\n  m: {kind: input, on: lot:memory@numa1}\n"
+        "  a: {kind: compute, on: lot:gpu0}\narrows:\n  - {from: m, to: a}\n"
+    )
+    h200 = REAL / "nvidia-smi" / "hgx-h200-8gpu-10nic-nchc-nano4.txt"
+    r = CliRunner().invoke(app, ["map", str(flow), "--probe", f"lot={h200}", "--json"])
+    arrow = __import__("json").loads(r.stdout)["arrows"][0]
+    assert (arrow["medium"], arrow["via"], arrow["path"]) == ("host-memory", "pcie", "NODE")

@@ -19,7 +19,7 @@ runner = CliRunner()
 DOC = str(SAMPLES / "flows" / "doc-conversion.yaml")  # hosts lot (an 8x RTX 4090 box) and workstation: null
 DGX1 = SAMPLES / "snapshots" / "dgx1-v100.json"  # `nvidia-smi topo -m` with no NUMA affinity column
 AZURE = SAMPLES / "snapshots" / "azure-ndv4.json"
-RTX = SAMPLES / "snapshots" / "rtx4090-8gpu-all-sys.json"  # NUMA 0 split in two parts by the matrix
+RTX = SAMPLES / "snapshots" / "rtx4090-8gpu-all-sys.json"  # SYS between GPUs the column puts on NUMA 0
 NVLINK_S = REAL / "nvidia-smi" / "hpe-dl380a-gen11-2x-h100-pcie-nvlink-s.txt"  # `nvlink -s`: no PCIe path at all
 PAIR = """flow: pair
 hosts:
@@ -116,11 +116,11 @@ def test_host_memory_arrow_on_an_nvlink_s_output_has_no_path_class(tmp_path: Pat
 
 def test_host_memory_classes_where_numa_is_recorded(tmp_path: Path) -> None:
     m, _ = pair(tmp_path, RTX)
-    assert m.path == "PHB" and m.route[0] == "lot/numa0-part1"
+    assert m.path == "PHB" and m.route[0] == "lot/numa0"
     m, _ = pair(tmp_path, RTX, "lot:memory@numa1")
     assert m.path == "SYS"
     m, _ = pair(tmp_path, RTX, "lot:memory@numa0")  # used to say "the snapshot has no NUMA node 0"
-    assert m.path == "PHB" and m.route[0] == "lot/numa0-part1"
+    assert m.path == "PHB" and m.route[0] == "lot/numa0"
 
 
 def test_memory_on_a_numa_node_the_source_does_not_record(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from topomap.flow import Flow, FlowArrow, FlowError, Placement, bind, name_hint
-from topomap.graph import BandwidthSource, Topology, numa_of, pcie_leg
+from topomap.graph import BandwidthSource, Topology, natural_key, numa_of, pcie_leg
 from topomap.graph.evidence import (
     SETTLE,
     UNKNOWN_BW,
@@ -236,8 +236,11 @@ def _memory_node(topo: Topology, p: Placement, near: str | None, notes: list[str
             f"{near}'s NUMA node is not recorded by this source; pin host buffers on the GPU's node: "
             f"{SETTLE['numa']} says which"
         )
-    else:
-        numas = sorted(n for n, dd in topo.graph.nodes(data=True) if dd.get("kind") == "numa")
+    else:  # no GPU to be near: the lowest NUMA node the source records (an unrecorded one last)
+        numas = sorted(
+            (n for n, dd in topo.graph.nodes(data=True) if dd.get("kind") == "numa"),
+            key=lambda n: (numa_unknown(n), natural_key(n)),
+        )
         local = numas[0] if numas else "host"
     if p.kind == "storage":
         notes.append("storage read/write rate not modelled: staged through host memory")
@@ -250,16 +253,13 @@ def numa_unknown(node: str) -> bool:
 
 
 def numa_nodes(topo: Topology, numa: int) -> list[str]:
-    """The graph nodes of NUMA node ``numa``: ``numa0``, or its parts (``numa0-part1``…) where a
-    matrix split it."""
-    nodes = [f"numa{numa}"] if f"numa{numa}" in topo.graph else []
-    prefix = f"numa{numa}-part"
-    return nodes + sorted(n for n, d in topo.graph.nodes(data=True) if d.get("kind") == "numa" and n.startswith(prefix))
+    """The graph node of NUMA node ``numa`` (``numa0``), as a list: empty where the graph has none."""
+    return [f"numa{numa}"] if f"numa{numa}" in topo.graph else []
 
 
 def _recorded_numa(topo: Topology) -> list[int]:
     """The NUMA node numbers the snapshot records (none for a source without NUMA affinity)."""
-    found = (re.fullmatch(r"numa(\d+)(?:-part\d+)?", str(n)) for n in topo.graph)
+    found = (re.fullmatch(r"numa(\d+)", str(n)) for n in topo.graph)
     return sorted({int(m.group(1)) for m in found if m is not None})
 
 
@@ -294,11 +294,15 @@ def _check_numa_places(flow: Flow, topos: dict[str, Topology | None]) -> None:
 
 def host_path_class(topo: Topology, gid: str, mem: str) -> str | None:
     """Path class between a GPU and a host memory node: PHB on the GPU's own NUMA node, SYS across the
-    inter-socket link; None (unknown) when the source records no NUMA node for either end."""
+    inter-socket link (NODE where the matrix puts the two nodes on one socket); None (unknown) when
+    the source records no NUMA node for either end."""
     local = numa_of(topo, gid)
     if local is None or numa_unknown(local) or numa_unknown(mem) or topo.graph.nodes[mem].get("kind") != "numa":
         return None
-    return "PHB" if local == mem else "SYS"
+    if local == mem:
+        return "PHB"
+    g = topo.graph  # the matrix may put two recorded NUMA nodes on one socket (NODE, H200 NCHC)
+    return "NODE" if g.has_edge(local, mem) and g.edges[local, mem].get("matrix_class") == "NODE" else "SYS"
 
 
 def _pcie_bw(bw: float | None) -> Bandwidth:

@@ -114,7 +114,11 @@ def _leg(topo: Topology, a: str, b: str) -> Leg:
         note = g.edges[e].get("note")
         if note:
             notes.append(str(note))
-    if any(g.edges[e].get("kind") == "smp" for e in edges):
+    smp = [e for e in edges if g.edges[e].get("kind") == "smp"]
+    if smp and all(g.edges[e].get("matrix_class") == "NODE" for e in smp):
+        # the matrix calls these NUMA nodes NODE to each other: one socket's nodes (SNC/NPS), as the notes say
+        notes.append("crosses between NUMA nodes the matrix puts on one socket (NODE; bandwidth not recorded)")
+    elif smp:
         notes.append("crosses the inter-socket link (bandwidth not recorded by any source)")
     if bw is None and real:
         notes.append("PCIe link speeds not recorded by this source")
