@@ -106,6 +106,12 @@ def _parse_json(text: str, origin: str) -> ImportedMeasurements:
         host = re.search(r": \(([^()]+)\)$", str(entry).strip())
         out.hostname = out.hostname or (host.group(1) if host else None)
     extra: dict[str, Any] = {key: root[key] for key in ("bufferSize", "testSamples", "useMean") if key in root}
+    for key, most in (("bufferSize", 2**20), ("testSamples", 10**6)):  # MiB (1 TiB), samples
+        value = extra.get(key)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= most
+        ):
+            raise ImportFailure(f"{origin}: `{key}` {str(value)[:40]!r} is not a number from 1 to {most:,}")
     if root.get("error"):
         out.skipped.append(f"nvbandwidth reported an error: {root['error']}")
     for n, case in enumerate(cases):
