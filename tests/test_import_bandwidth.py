@@ -192,6 +192,8 @@ def test_figures_the_snapshots_links_cannot_carry_are_refused(real: Path) -> Non
         ("nvbandwidth-v0.8-2gpu-h100.json", '"testcases": [', '"testcases": 7, "x": [', "`testcases` is not a list"),
         ("nvbandwidth-v0.2-2gpu-h800.txt", "55.28     55.30", "55.28     1e999", "is not a finite number"),
         ("nvbandwidth-v0.8-2gpu-h100.json", '"bufferSize": 512', '"bufferSize": 1e999', "`bufferSize` 'inf' is not"),
+        ("nvbandwidth-v0.8-2gpu-h100.json", '"bufferSize": 512', '"x": ' + "[" * 5000 + "]" * 5000, "nested deeper"),
+        ("nvbandwidth-v0.8-2gpu-h100.json", '"bufferSize": 512', '"bufferSize": ' + "7" * 5000, "a number too long"),
     ],
 )
 def test_mutations_the_fuzz_found_are_one_line(

@@ -149,3 +149,19 @@ def test_xml_with_absurd_device_count_refused_before_pairing() -> None:
     with pytest.raises(TopomapError, match=r"^big.xml: 600 GPUs and 0 RDMA NICs in one host \(at most 512 together\)"):
         import_text(f'<system version="1"><cpu numaid="0" affinity="ff">{gpus}</cpu></system>', "big.xml")
     assert time.monotonic() - t < 2
+
+
+def test_a_query_paste_with_a_huge_line_of_spaces_reads_in_linear_time(real: Path) -> None:
+    """Found by the final fuzz: a 50 KB line of spaces in an `nvidia-smi -q` paste made the
+    key-value pattern backtrack for minutes (a hang). The reader scans for the colon instead."""
+    import time
+
+    from topomap.importers import import_text
+
+    text = (Path(__file__).resolve().parent / "data" / "fixtures" / "nvidia-smi-q-2gpu-h100-pcie.txt").read_text()
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if "Product Name" in line)
+    lines.insert(at, " " * 50_000 + "x" + " " * 50_000)
+    t = time.monotonic()
+    s = import_text("\n".join(lines), "q.txt")
+    assert time.monotonic() - t < 2 and [g.name for g in s.gpus] == ["NVIDIA H100 PCIe"] * 2

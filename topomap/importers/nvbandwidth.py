@@ -92,6 +92,10 @@ def _parse_json(text: str, origin: str) -> ImportedMeasurements:
         doc = json.loads(text)
     except json.JSONDecodeError as err:
         raise ImportFailure(f"{origin}:{err.lineno}: not valid JSON ({err.msg})") from err
+    except RecursionError as err:
+        raise ImportFailure(f"{origin}: JSON nested deeper than any nvbandwidth output") from err
+    except ValueError as err:  # an integer of thousands of digits (Python's int() limit)
+        raise ImportFailure(f"{origin}: a number too long for any nvbandwidth output") from err
     root = doc.get("nvbandwidth") if isinstance(doc, dict) else None
     if not isinstance(root, dict):
         raise ImportFailure(f"{origin}: JSON without the top-level `nvbandwidth` object", hint="nvbandwidth -j output")

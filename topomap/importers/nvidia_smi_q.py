@@ -19,7 +19,16 @@ from topomap.model import Gpu, Mig, PcieLink, Snapshot, Software
 from topomap.pciaddr import normalize_bus_id
 
 _GPU_HEADER = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
-_KEY_VALUE = re.compile(r"^(\s*)([^:]*?)\s*:\s(.*)$")
+MAX_DEPTH = 16  # nvidia-smi -q nests sections about four deep
+
+
+def _key_value(line: str) -> tuple[str, str] | None:
+    """``Key   : value`` → (key, value): the key ends at the first colon, which a space follows (a
+    string scan, not a regular expression: a 50 KB line of spaces took minutes to match)."""
+    colon = line.find(":")
+    if colon < 0 or colon + 1 >= len(line) or not line[colon + 1].isspace():
+        return None
+    return line[:colon].strip(), line[colon + 2 :]
 MAX_GPUS = 4096
 
 
@@ -98,23 +107,25 @@ def parse_query(lines: list[str]) -> QReport:
             stack = []
             continue
         indent = len(line) - len(line.lstrip(" "))
-        kv = _KEY_VALUE.match(line)
+        kv = _key_value(line)
         if indent == 0:
-            cur = None if kv is None or not kv.group(2).startswith(("Driver", "CUDA")) else cur
-            if kv and kv.group(2) == "Driver Version":
-                out.driver_version = kv.group(3).strip() or None
-            elif kv and kv.group(2) == "CUDA Version":
-                out.cuda_version = kv.group(3).strip() or None
+            cur = None if kv is None or not kv[0].startswith(("Driver", "CUDA")) else cur
+            if kv and kv[0] == "Driver Version":
+                out.driver_version = kv[1].strip() or None
+            elif kv and kv[0] == "CUDA Version":
+                out.cuda_version = kv[1].strip() or None
             continue
         if cur is None:
             continue
         while stack and stack[-1][0] >= indent:
             stack.pop()
+        if len(stack) >= MAX_DEPTH:
+            continue  # deeper than any -q output: not a section of it
         if kv is None:
             stack.append((indent, line.strip()))
             continue
-        key = "/".join([s for _, s in stack] + [kv.group(2).strip()])
-        cur.fields.setdefault(key, kv.group(3))
+        key = "/".join([s for _, s in stack] + [kv[0]])
+        cur.fields.setdefault(key, kv[1])
     return out
 
 
