@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import msgspec  # noqa: E402
 import synth  # noqa: E402
 
-from topomap.model import encode_snapshot, load_snapshot  # noqa: E402
+from topomap.model.snapshot import encode_snapshot, load_snapshot  # noqa: E402
 
 ARROWS = 10_000
 SIZES = (16, 128, 512, 1024)
@@ -54,12 +54,12 @@ def timed(fn: Callable[[], T]) -> tuple[float, T]:
 
 def stages(hosts: int, work: Path, arrows: int = ARROWS) -> dict[str, float | None]:
     """Seconds per stage for one cluster size (None: stage skipped)."""
-    from topomap.diff import diff_clusters
-    from topomap.flow import read_flow
+    from topomap.diff.core import diff_clusters
+    from topomap.flow.spec import read_flow
     from topomap.graph import build
-    from topomap.mapping import bind_hosts, map_flow
-    from topomap.merge import merge
-    from topomap.model import hosts_of
+    from topomap.flow.mapping import bind_hosts, map_flow
+    from topomap.model.merge import merge
+    from topomap.model.snapshot import hosts_of
     from topomap.render import dot as dotr
 
     out: dict[str, float | None] = {}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import msgspec
 
-from topomap.model import Snapshot, encode_snapshot, load_snapshot
+from topomap.model.snapshot import Snapshot, encode_snapshot, load_snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = ROOT / "samples" / "snapshots" / "ibm-gx3d-h100-8gpu.json"

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SAMPLES
-from topomap.flow import read_flow
-from topomap.mapping import bind_hosts, map_flow
+from topomap.flow.mapping import bind_hosts, map_flow
+from topomap.flow.spec import read_flow
 from topomap.render.dot import pipe, topology_dot
 from topomap.render.flowdot import flow_on_machine_dot, flow_pipeline_dot
 

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import SAMPLES, run_probe
 from tests.fakes import machines
-from topomap.check import Lot, RequirementsError, check, parse_requirements
+from topomap.check.evaluate import Lot, RequirementsError, check, parse_requirements
 from topomap.cli import app
 from topomap.graph import build
 from topomap.importers import load_any

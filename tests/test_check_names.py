@@ -10,13 +10,13 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import SAMPLES
-from topomap.check import Lot, RequirementsError, check, parse_requirements
-from topomap.check_names import model_matches
+from topomap.check.evaluate import Lot, RequirementsError, check, parse_requirements
+from topomap.check.names import model_matches
 from topomap.cli import app
-from topomap.flow import read_flow
+from topomap.flow.mapping import FlowMap
+from topomap.flow.spec import read_flow
 from topomap.graph import build
 from topomap.importers import load_any
-from topomap.mapping import FlowMap
 
 runner = CliRunner()
 DOC = str(SAMPLES / "flows" / "doc-conversion.yaml")  # steps batch-a/b, convert-a/b, assemble, report
@@ -149,7 +149,7 @@ def test_model_prefix_glob_passes_on_h100_and_a_fail_lists_the_models_seen() -> 
 
 
 def test_the_schema_says_how_a_model_matches() -> None:
-    from topomap.check import requirements_json_schema
+    from topomap.check.evaluate import requirements_json_schema
 
     model = requirements_json_schema()["$defs"]["GpusRule"]["properties"]["model"]
     assert "H100* and *H100* match 'NVIDIA H100 80GB HBM3'" in json.dumps(model)

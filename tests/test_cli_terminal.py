@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from tests.conftest import REAL, SAMPLES
 from topomap.cli import app
 from topomap.importers import load_any
-from topomap.model import hosts_of, save_snapshot
+from topomap.model.snapshot import hosts_of, save_snapshot
 
 runner = CliRunner()
 SNAPS = SAMPLES / "snapshots"

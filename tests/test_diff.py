@@ -10,9 +10,9 @@ from typer.testing import CliRunner
 from tests.conftest import SAMPLES, run_probe
 from tests.fakes import machines
 from topomap.cli import app
-from topomap.diff import diff_flow, diff_snapshots
+from topomap.diff.core import diff_flow, diff_snapshots
 from topomap.importers import import_file, load_any
-from topomap.model import P2P, Snapshot, save_snapshot
+from topomap.model.snapshot import P2P, Snapshot, save_snapshot
 
 runner = CliRunner()
 IBM = SAMPLES / "snapshots" / "ibm-gx3d-h100-8gpu.json"

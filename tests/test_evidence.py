@@ -12,14 +12,14 @@ from typer.testing import CliRunner
 
 from tests.conftest import REAL, SAMPLES, run_probe
 from tests.fakes import machines
-from topomap.check import Lot, check, parse_requirements
+from topomap.check.evaluate import Lot, check, parse_requirements
 from topomap.cli import app
-from topomap.flow import bind, parse_flow
+from topomap.flow.mapping import MappedArrow, gpus_of, map_flow
+from topomap.flow.spec import bind, parse_flow
 from topomap.graph import build, route
 from topomap.graph.evidence import gpu_link, nearest_nic, nvlink, nvlink_bundle_bandwidth
 from topomap.importers import import_file, load_any
-from topomap.mapping import MappedArrow, gpus_of, map_flow
-from topomap.model import P2P, Fabric, Mig, Snapshot
+from topomap.model.snapshot import P2P, Fabric, Mig, Snapshot
 from topomap.render.terminal import show
 
 runner = CliRunner()
@@ -225,7 +225,7 @@ def test_unknown_verdict_has_its_own_exit_status_and_names_the_command(tmp_path:
 
 
 def test_evidence_is_complete_in_json(h100: Snapshot, tmp_path: Path) -> None:
-    from topomap.model import save_snapshot
+    from topomap.model.snapshot import save_snapshot
 
     save_snapshot(h100, tmp_path / "h.json")
     reqs = tmp_path / "r.yaml"
@@ -279,7 +279,7 @@ def test_one_nvlink_figure_with_its_source(h100: Snapshot) -> None:
 
 
 def test_measured_figure_replaces_the_nominal_and_flags_a_slow_link(h100: Snapshot) -> None:
-    from topomap.model import Measurement
+    from topomap.model.snapshot import Measurement
 
     m = [
         Measurement(
@@ -308,7 +308,7 @@ def test_measured_figure_replaces_the_nominal_and_flags_a_slow_link(h100: Snapsh
 
 
 def test_corrupt_peer_copies_and_acs_redirect_make_p2p_unusable(tmp_path: Path) -> None:
-    from topomap.model import Finding
+    from topomap.model.snapshot import Finding
 
     s = run_probe(machines.a100_pcie(), tmp_path).snapshot
     bad = Finding(kind="p2p-corrupt", subject="gpu1-gpu0", severity="error", text="peer copies return wrong data")
@@ -322,7 +322,7 @@ def test_corrupt_peer_copies_and_acs_redirect_make_p2p_unusable(tmp_path: Path) 
 
 
 def test_missing_nvidia_peermem_means_no_gpudirect(h100: Snapshot) -> None:
-    from topomap.model import Finding
+    from topomap.model.snapshot import Finding
 
     missing = Finding(
         kind="gpudirect-missing", subject="host", severity="warning", text="GPUDirect RDMA impossible: nvidia_peermem"
@@ -445,8 +445,8 @@ def test_matrix_says_when_its_gpu_cells_cannot_show_nvlink() -> None:
 def test_network_arrow_names_roce_apart_from_plain_ethernet() -> None:
     """IBM gx3d's ConnectX ports have PCI class 0x0200 (Ethernet) and are RDMA devices: RoCE. The
     arrow says roce, not ethernet (which reads as TCP) nor a bare rdma."""
-    from topomap.flow import read_flow
-    from topomap.mapping import bind_hosts
+    from topomap.flow.mapping import bind_hosts
+    from topomap.flow.spec import read_flow
 
     flow = read_flow(SAMPLES / "flows" / "two-host-pipeline.yaml")
     arrows = map_flow(flow, bind_hosts(flow, [])).arrows
@@ -473,7 +473,7 @@ def test_grace_hopper_host_memory_is_nvlink_c2c_not_pcie(tmp_path: Path) -> None
     assert [(x["medium"], x["via"], x["bandwidth_gbps"]) for x in arrows] == [("host-memory", "c2c", None)] * 2
     assert arrows[0]["route"] == ["lot/numa0", "lot/gpu0"]
     from topomap.graph.evidence import c2c_bandwidth
-    from topomap.model import Gpu
+    from topomap.model.snapshot import Gpu
 
     assert c2c_bandwidth(Gpu(index=0, name="NVIDIA GH200 480GB")).gbps == 450.0
     assert c2c_bandwidth(Gpu(index=0, name="NVIDIA GB200")).gbps is None

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SAMPLES
-from topomap.flow import FlowError, parse_flow, parse_volume, read_flow
-from topomap.mapping import bind_hosts
+from topomap.flow.mapping import bind_hosts
+from topomap.flow.spec import FlowError, parse_flow, parse_volume, read_flow
 
 GOOD = """flow: t
 hosts:

@@ -40,10 +40,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from topomap.check import read_requirements
+from topomap.base.errors import TopomapError
+from topomap.check.evaluate import read_requirements
 from topomap.cli import app
-from topomap.errors import TopomapError
-from topomap.flow import read_flow
+from topomap.flow.spec import read_flow
 from topomap.importers import import_file, load_any
 from topomap.importers.bandwidth import load_measurements
 from topomap.record import load_run

@@ -10,7 +10,7 @@ from tests.conftest import SAMPLES, run_probe
 from tests.fakes import machines
 from topomap.graph import FABRIC, build, route, structural_class
 from topomap.importers import import_file, load_any
-from topomap.model import Snapshot
+from topomap.model.snapshot import Snapshot
 
 SAMPLE_FILES = sorted((SAMPLES / "snapshots").glob("*.json"))
 

@@ -12,12 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import REAL, SAMPLES
-from topomap.flow import parse_flow
+from topomap.base.links import PCIE_CLASSES
+from topomap.flow.mapping import MappedArrow, bind_hosts, map_flow
+from topomap.flow.spec import parse_flow
 from topomap.graph import Topology, build, numa_of, route, structural_class
 from topomap.importers import import_file
-from topomap.links import PCIE_CLASSES
-from topomap.mapping import MappedArrow, bind_hosts, map_flow
-from topomap.model import Gpu, Nic, Pair, Snapshot, Source
+from topomap.model.snapshot import Gpu, Nic, Pair, Snapshot, Source
 
 SMI = REAL / "nvidia-smi"
 H200 = SMI / "hgx-h200-8gpu-10nic-nchc-nano4.txt"  # NUMA 0 for GPU0-3, 1 for GPU4-7, NODE everywhere

@@ -11,7 +11,7 @@ from tests.conftest import run_probe
 from tests.fakes import machines
 from tests.fakes.machine import FakeFabric, FakeMachine
 from tests.fakes.sysfs import SysfsExtras, write_extras
-from topomap.model import Finding, Snapshot
+from topomap.model.snapshot import Finding, Snapshot
 from topomap.probe.health import health_findings
 from topomap.probe.sysfs import SysfsReader
 

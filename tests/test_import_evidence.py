@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from topomap.devices import model_from_device_id, model_from_name, parse_device_id
-from topomap.errors import TopomapError
+from topomap.base.devices import model_from_device_id, model_from_name, parse_device_id
+from topomap.base.errors import TopomapError
 from topomap.importers import import_file, import_text
-from topomap.model import Snapshot
+from topomap.model.snapshot import Snapshot
 
 FIXTURES = Path(__file__).resolve().parent / "data" / "fixtures"
 

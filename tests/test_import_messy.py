@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from topomap.cpus import cpus_from_hex_mask, format_cpulist, parse_cpulist
-from topomap.errors import TopomapError
+from topomap.base.cpus import cpus_from_hex_mask, format_cpulist, parse_cpulist
+from topomap.base.errors import TopomapError
 from topomap.importers import import_text
 
 B200 = "gcp-gke-a4-b200-8gpu-8nic.txt"

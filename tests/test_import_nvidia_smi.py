@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from topomap.importers import ImportFailure, import_file, import_text
-from topomap.model import Snapshot
+from topomap.model.snapshot import Snapshot
 from topomap.render.matrix import render_matrix, render_p2p_matrix
 
 

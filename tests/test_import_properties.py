@@ -6,9 +6,9 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from topomap.errors import TopomapError
+from topomap.base.errors import TopomapError
 from topomap.importers import import_text
-from topomap.model import Gpu, Nic, Pair, Snapshot, Source
+from topomap.model.snapshot import Gpu, Nic, Pair, Snapshot, Source
 from topomap.render.matrix import render_matrix
 
 PCIE = ["PIX", "PXB", "PHB", "NODE", "SYS"]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from topomap.importers import ImportFailure, import_file, import_text
-from topomap.model import Snapshot
+from topomap.model.snapshot import Snapshot
 
 
 def path(s: Snapshot, a: str, b: str) -> str | None:

@@ -1,4 +1,4 @@
-"""Safe reading (topomap.inputs) and snapshot consistency (topomap.validate): issue 14."""
+"""Safe reading (topomap.files.inputs) and snapshot consistency (topomap.model.validate): issue 14."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from topomap.errors import TopomapError
+from topomap.base.errors import TopomapError
+from topomap.files.inputs import decode_text, read_bytes
+from topomap.files.yamlfile import read_yaml
 from topomap.importers import import_file, import_text, load_any
-from topomap.inputs import decode_text, read_bytes
-from topomap.model import decode_snapshot, encode_snapshot, load_snapshot, to_builtins
-from topomap.yamlfile import read_yaml
+from topomap.model.snapshot import decode_snapshot, encode_snapshot, load_snapshot, to_builtins
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 PASTE = "rtx3090-2gpu-nv4-club3090-rig-report.txt"

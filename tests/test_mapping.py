@@ -9,11 +9,11 @@ import pytest
 
 from tests.conftest import SAMPLES, run_probe
 from tests.fakes import machines
-from topomap.flow import parse_flow
+from topomap.flow.mapping import MappedArrow, bind_hosts, map_flow
+from topomap.flow.spec import parse_flow
 from topomap.graph import build
 from topomap.importers import import_file, load_any
-from topomap.mapping import MappedArrow, bind_hosts, map_flow
-from topomap.model import Snapshot, save_snapshot
+from topomap.model.snapshot import Snapshot, save_snapshot
 
 
 def one(snaps: dict[str, Snapshot | None], src: str, dst: str, volume: str | None = None) -> MappedArrow:
@@ -25,8 +25,8 @@ def one(snaps: dict[str, Snapshot | None], src: str, dst: str, volume: str | Non
     )
     f = parse_flow(text, "t.yaml")
     topos = {h: (build(s) if s is not None else None) for h, s in snaps.items()}
-    from topomap.flow import bind
-    from topomap.mapping import gpus_of
+    from topomap.flow.mapping import gpus_of
+    from topomap.flow.spec import bind
 
     bind(f, gpus_of(topos))
     m = map_flow(f, topos)
@@ -147,7 +147,7 @@ def test_exchange_step_is_all_pairs_both_ways(tmp_path: Path) -> None:
 
 
 def test_sample_doc_conversion_media() -> None:
-    from topomap.flow import read_flow
+    from topomap.flow.spec import read_flow
 
     f = read_flow(SAMPLES / "flows" / "doc-conversion.yaml")
     m = map_flow(f, bind_hosts(f, []))
@@ -162,7 +162,7 @@ def test_sample_doc_conversion_media() -> None:
 
 
 def test_sample_tensor_parallel_on_nvswitch_and_on_the_4090_box() -> None:
-    from topomap.flow import read_flow
+    from topomap.flow.spec import read_flow
 
     f = read_flow(SAMPLES / "flows" / "tensor-parallel.yaml")
     m = map_flow(f, bind_hosts(f, []))

@@ -9,10 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import SAMPLES
-from topomap.flow import bind, parse_flow
+from topomap.flow.mapping import gpus_of, map_flow
+from topomap.flow.spec import bind, parse_flow
 from topomap.graph import build
 from topomap.importers import load_any
-from topomap.mapping import gpus_of, map_flow
 
 SNAPS = {f.stem: build(load_any(f)) for f in sorted((SAMPLES / "snapshots").glob("*.json"))}
 MEDIA = {"gpu-link", "host-memory", "network", "local", "unknown"}

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from tests.conftest import REAL, SAMPLES
 from topomap.cli import app
-from topomap.flow import FlowError, parse_flow
-from topomap.mapping import MappedArrow, bind_hosts, map_flow
+from topomap.flow.mapping import MappedArrow, bind_hosts, map_flow
+from topomap.flow.spec import FlowError, parse_flow
 
 runner = CliRunner()
 DOC = str(SAMPLES / "flows" / "doc-conversion.yaml")  # hosts lot (an 8x RTX 4090 box) and workstation: null

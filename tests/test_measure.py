@@ -13,10 +13,10 @@ from tests.conftest import run_probe
 from tests.fakes import machines
 from tests.fakes.cuda import FakeCudaMemory
 from tests.fakes.machine import FakeMachine
-from topomap.errors import TopomapError
-from topomap.measured import degraded_links, measured_bandwidth, unusable_pairs
-from topomap.model import Snapshot
-from topomap.probe.measure import MeasureOptions, MeasureOutcome, NoGpuError, measure, parse_pairs, parse_size, plan
+from topomap.base.errors import TopomapError
+from topomap.measure.run import MeasureOptions, MeasureOutcome, NoGpuError, measure, parse_pairs, parse_size, plan
+from topomap.model.measured import degraded_links, measured_bandwidth, unusable_pairs
+from topomap.model.snapshot import Snapshot
 
 MIB = 2**20
 
@@ -182,8 +182,8 @@ def test_sizes_and_pairs_parse(tmp_path: Path) -> None:
 
 
 def test_remote_numa_gap_is_a_finding() -> None:
-    from topomap.model import Measurement
-    from topomap.probe.measure_findings import remote_gaps
+    from topomap.measure.findings import remote_gaps
+    from topomap.model.snapshot import Measurement
 
     def h2d(gbps: float, node: int, remote: bool) -> Measurement:
         notes = [f"host buffer on remote NUMA node {node}"] if remote else []

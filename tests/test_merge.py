@@ -10,11 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import SAMPLES
+from topomap.base.errors import TopomapError
 from topomap.cli import app
-from topomap.errors import TopomapError
 from topomap.importers import load_any
-from topomap.merge import merge
-from topomap.model import hosts_of
+from topomap.model.merge import merge
+from topomap.model.snapshot import hosts_of
 
 runner = CliRunner()
 IBM = str(SAMPLES / "snapshots" / "ibm-gx3d-h100-8gpu.json")

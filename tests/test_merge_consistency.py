@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 from tests.conftest import run_probe
 from tests.fakes import machines
 from topomap.cli import app
-from topomap.merge import consistency, consistency_notes, merge
-from topomap.model import Fabric, Snapshot, encode_snapshot
+from topomap.model.merge import consistency, consistency_notes, merge
+from topomap.model.snapshot import Fabric, Snapshot, encode_snapshot
 
 Change = Callable[[Snapshot], Snapshot]
 

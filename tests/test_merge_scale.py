@@ -12,9 +12,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 import run as bench  # noqa: E402
 import synth  # noqa: E402
 
-from topomap.flow import parse_flow  # noqa: E402
-from topomap.merge import consistency  # noqa: E402
-from topomap.model import load_snapshot  # noqa: E402
+from topomap.flow.spec import parse_flow  # noqa: E402
+from topomap.model.merge import consistency  # noqa: E402
+from topomap.model.snapshot import load_snapshot  # noqa: E402
 
 
 def test_synthetic_cluster_has_the_planted_differences(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SAMPLES
-from topomap.model import SnapshotError, decode_snapshot, encode_snapshot, json_schema_text, load_snapshot
+from topomap.model.snapshot import SnapshotError, decode_snapshot, encode_snapshot, json_schema_text, load_snapshot
 
 SCHEMA_FILE = Path(__file__).resolve().parents[1] / "topomap" / "schema" / "snapshot.schema.json"
 
@@ -18,7 +18,7 @@ def sample() -> dict:  # type: ignore[type-arg]
 
 
 def test_shipped_schemas_are_generated_from_the_models() -> None:
-    from topomap.schemas import SCHEMAS, schema_text
+    from topomap.render.schemas import SCHEMAS, schema_text
 
     assert SCHEMA_FILE.read_text() == json_schema_text()
     for name in SCHEMAS:

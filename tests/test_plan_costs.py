@@ -13,12 +13,12 @@ from typer.testing import CliRunner
 from tests.conftest import SAMPLES, run_probe
 from tests.fakes.machines import hgx_h100
 from topomap.cli import app
-from topomap.flow import read_flow
-from topomap.mapping import bind_hosts
-from topomap.model import save_snapshot
-from topomap.plan import PlanResult, plan_changes, plan_file, plan_flow
-from topomap.plan_costs import Leg, shared_costs
-from topomap.work import Limits, Unit, Work
+from topomap.flow.mapping import bind_hosts
+from topomap.flow.spec import read_flow
+from topomap.flow.work import Limits, Unit, Work
+from topomap.model.snapshot import save_snapshot
+from topomap.plan.core import PlanResult, plan_changes, plan_file, plan_flow
+from topomap.plan.costs import Leg, shared_costs
 
 GIB = 2**30
 MIN = 60.0

@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 from tests.conftest import SAMPLES
 from tests.test_plan_costs import _flow, _h100
 from topomap.cli import app
-from topomap.flow import FlowError, parse_flow, read_flow
-from topomap.plan import PlanResult, plan_file
-from topomap.plan_sched import Lane, SlotCost, longest_first, shared_queue
-from topomap.work import MAX_UNITS, read_durations_csv
+from topomap.flow.spec import FlowError, parse_flow, read_flow
+from topomap.flow.work import MAX_UNITS, read_durations_csv
+from topomap.plan.core import PlanResult, plan_file
+from topomap.plan.sched import Lane, SlotCost, longest_first, shared_queue
 
 runner = CliRunner()
 NINES = "9" * 300
@@ -140,7 +140,7 @@ def test_the_largest_accepted_numbers_give_strict_json(tmp_path: Path) -> None:
 
 def test_no_plan_figure_can_be_infinite(monkeypatch: pytest.MonkeyPatch) -> None:
     """The last guard, should a bound be missed: an infinite figure is a one-line error, not output."""
-    import topomap.plan_build as build
+    import topomap.plan.build as build
 
     real = build.build_plan
 
@@ -308,9 +308,9 @@ def test_the_shipped_flows_plan_as_before() -> None:
 
 
 def test_an_observed_unit_time_outside_the_bounds_is_refused() -> None:
-    from topomap.errors import TopomapError
-    from topomap.plan_observed import apply_observed
-    from topomap.work import Unit, Work
+    from topomap.base.errors import TopomapError
+    from topomap.flow.work import Unit, Work
+    from topomap.plan.observed import apply_observed
 
     work = Work(units=[Unit("a", 600.0)], source="t")
     for unit_s, why in ((float("inf"), "is longer than a year"), (1e-9, "is shorter than a microsecond")):

@@ -8,15 +8,15 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import SAMPLES
+from topomap.base.errors import TopomapError
 from topomap.cli import app
-from topomap.errors import TopomapError
-from topomap.flow import read_flow
-from topomap.mapping import bind_hosts
-from topomap.plan import plan_file, plan_flow
-from topomap.plan_observed import apply_observed
+from topomap.flow.mapping import bind_hosts
+from topomap.flow.spec import read_flow
+from topomap.flow.work import Unit, Work
+from topomap.plan.core import plan_file, plan_flow
+from topomap.plan.observed import apply_observed
 from topomap.record import observed_for_plan
 from topomap.record.model import load_run
-from topomap.work import Unit, Work
 
 REFERENCE = str(SAMPLES / "flows" / "eight-documents.yaml")
 TWO_CARDS = str(SAMPLES / "records" / "two-cards.json")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tests.conftest import run_probe
 from tests.fakes import machines
-from topomap.model import Snapshot
+from topomap.model.snapshot import Snapshot
 
 
 def pair(s: Snapshot, a: str, b: str):  # type: ignore[no-untyped-def]

@@ -10,7 +10,7 @@ from tests.fakes.cuda import FakeCuda
 from tests.fakes.machine import FakeMachine
 from tests.fakes.nvml import FakeNvml
 from tests.fakes.sysfs import write_sysfs
-from topomap.model import Snapshot, decode_snapshot, encode_snapshot
+from topomap.model.snapshot import Snapshot, decode_snapshot, encode_snapshot
 from topomap.probe import probe
 
 LOST = 3

@@ -207,8 +207,8 @@ def test_show_marks_a_lost_gpu_and_mig_devices_and_draws_them(tmp_path: Path) ->
     from tests.fakes import machines
     from tests.fakes.machine import GIB
     from tests.fakes.record_nvml import ScriptedNvml
-    from topomap.probe.sampler import GpuSampler
     from topomap.record.model import Sampling
+    from topomap.record.sampler import GpuSampler
     from topomap.render.record_view import run_view
     from topomap.render.timeline import timeline_image
 

@@ -39,7 +39,7 @@ HAS_RT = hasattr(signal, "SIGRTMIN") and hasattr(signal, "SIGRTMAX")
 def _host_only() -> RecordOptions:
     from tests.fakes import machines
     from tests.fakes.record_nvml import ScriptedNvml
-    from topomap.model import Snapshot, Source
+    from topomap.model.snapshot import Snapshot, Source
 
     snap = Snapshot(source=Source(kind="probe", origin="test", tool="topomap test"))
     return RecordOptions(interval_s=0.05, nvml_lib=ScriptedNvml(machines.no_driver()), snapshot=lambda: snap)

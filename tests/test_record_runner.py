@@ -16,7 +16,7 @@ from tests.conftest import run_probe
 from tests.fakes import machines
 from tests.fakes.machine import GIB
 from tests.fakes.record_nvml import ScriptedNvml
-from topomap.errors import TopomapError
+from topomap.base.errors import TopomapError
 from topomap.record import decode_run, encode_run, is_run_file, load_run
 from topomap.record.runner import RecordOptions, record
 from topomap.record.summary import cards
@@ -31,7 +31,7 @@ def _no_gpu(**kw: object) -> RecordOptions:
 
 
 def _empty_snapshot():  # type: ignore[no-untyped-def]
-    from topomap.model import Snapshot, Source
+    from topomap.model.snapshot import Snapshot, Source
 
     return Snapshot(source=Source(kind="probe", origin="test", tool="topomap test"))
 

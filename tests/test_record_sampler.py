@@ -7,9 +7,9 @@ from typing import Any
 from tests.fakes import machines
 from tests.fakes.machine import GIB
 from tests.fakes.record_nvml import ScriptedNvml
-from topomap.probe.sampler import GpuSampler
 from topomap.record.environment import mark_visibility
 from topomap.record.model import Run, Sampling
+from topomap.record.sampler import GpuSampler
 from topomap.record.summary import card_summary, observed_for_plan
 
 

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from tests.conftest import REAL, SAMPLES
 from topomap.cli import app
-from topomap.flow import parse_flow, read_flow
-from topomap.mapping import bind_hosts, map_flow
+from topomap.flow.mapping import bind_hosts, map_flow
+from topomap.flow.spec import parse_flow, read_flow
 from topomap.render.bundles import bundles, compress_places
 from topomap.render.dot import pipe, topology_dot
 from topomap.render.flowdot import flow_on_machine_dot, flow_pipeline_dot
@@ -73,7 +73,7 @@ def test_raw_pastes_bound_to_hosts_draw_no_stray_nodes(hardware: str) -> None:
 def test_machine_diagrams_declare_every_node(f: Path) -> None:
     from topomap.graph import build
     from topomap.importers import load_any
-    from topomap.model import hosts_of
+    from topomap.model.snapshot import hosts_of
 
     topos = [build(h) for h in hosts_of(load_any(f))]
     assert undeclared(topology_dot(topos)) == set()
@@ -193,7 +193,7 @@ def test_render_cli_hardware_option(tmp_path: Path) -> None:
 
 
 def test_nics_named_by_device_name() -> None:
-    from topomap.model import Nic
+    from topomap.model.snapshot import Nic
     from topomap.render.dot import nic_name
 
     assert nic_name(Nic(index=0, name="mlx5_0")) == "mlx5_0"
@@ -236,7 +236,7 @@ def test_flow_arrow_names_nics_by_device_name(tmp_path: Path) -> None:
     import msgspec
 
     from topomap.importers import load_any
-    from topomap.model import save_snapshot
+    from topomap.model.snapshot import save_snapshot
 
     s = load_any(SNAP / "ibm-gx3d-h100-8gpu.json")
     nics = [msgspec.structs.replace(n, name=f"0000:{n.index + 16:02x}:00.0", netdevs=[f"ens{n.index}"]) for n in s.nics]

@@ -86,8 +86,8 @@ def test_narrow_terminal_never_splits_a_word() -> None:
 
     from rich.console import Console
 
-    from topomap.flow import read_flow
-    from topomap.mapping import bind_hosts, map_flow
+    from topomap.flow.mapping import bind_hosts, map_flow
+    from topomap.flow.spec import read_flow
     from topomap.render.mapview import arrows_view, summary_view
 
     flow = read_flow(PIPE)
@@ -111,7 +111,7 @@ def test_long_nic_names_reach_a_pipe_whole(tmp_path: Path) -> None:
     import msgspec
 
     from topomap.importers import load_any
-    from topomap.model import save_snapshot
+    from topomap.model.snapshot import save_snapshot
 
     s = load_any(SAMPLES / "snapshots" / "ibm-gx3d-h100-8gpu.json")
     long = "mlx5_gdr_rail{}_with_a_name_much_longer_than_any_terminal_column"

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from tests.conftest import SAMPLES
 from topomap.cli import app
-from topomap.flow import read_flow
-from topomap.mapping import bind_hosts, map_flow
+from topomap.flow.mapping import bind_hosts, map_flow
+from topomap.flow.spec import read_flow
 from topomap.render.report import ReportInputs, duration, esc, report_html
 
 runner = CliRunner()

@@ -13,15 +13,15 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from tests.conftest import SAMPLES
-from topomap.check import Lot, check, parse_requirements
-from topomap.diff import diff_snapshots
-from topomap.flow import bind, parse_flow
+from topomap.base.links import PCIE_CLASSES
+from topomap.check.evaluate import Lot, check, parse_requirements
+from topomap.diff.core import diff_snapshots
+from topomap.flow.mapping import gpus_of, map_flow
+from topomap.flow.spec import bind, parse_flow
 from topomap.graph import build, route
 from topomap.graph.evidence import gpu_pairs_nvlink_summary, nvlink, source_knows
 from topomap.importers import load_any
-from topomap.links import PCIE_CLASSES
-from topomap.mapping import gpus_of, map_flow
-from topomap.model import P2P, Fabric, Gpu, Mig, Pair, Snapshot, Source
+from topomap.model.snapshot import P2P, Fabric, Gpu, Mig, Pair, Snapshot, Source
 from topomap.render.terminal import show
 
 SAMPLE_FILES = sorted((SAMPLES / "snapshots").glob("*.json"))

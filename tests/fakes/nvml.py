@@ -182,7 +182,7 @@ class FakeNvml:
 
     def nvmlDeviceGetCpuAffinity(self, h: _Handle, size: int) -> Any:
         self._check("nvmlDeviceGetCpuAffinity", h)
-        from topomap.cpus import parse_cpulist
+        from topomap.base.cpus import parse_cpulist
 
         arr = (ctypes.c_ulonglong * size)()
         numa = self.m.numa_of(self._gpu(h).bus)

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 import typer
 
 from topomap import __version__
-from topomap.errors import TopomapError
+from topomap.base.errors import TopomapError
 
 if TYPE_CHECKING:
-    from topomap.model import Snapshot
+    from topomap.model.snapshot import Snapshot
 
 app = typer.Typer(
     add_completion=False,
@@ -204,7 +204,7 @@ def _write(path: str, data: bytes) -> None:
             f"{path}: folder {p.parent} does not exist",
             hint=f"create it first (mkdir -p {p.parent}) or write elsewhere with -o",
         )
-    from topomap.model import atomic_write
+    from topomap.model.snapshot import atomic_write
 
     try:
         atomic_write(p, data)

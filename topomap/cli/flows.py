@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from topomap.base.errors import TopomapError
 from topomap.cli import JsonOpt, ProbeOpt, _console, _guard, _load, _print_json, _write, app
-from topomap.errors import TopomapError
 
 if TYPE_CHECKING:
-    from topomap.flow import Flow
+    from topomap.flow.spec import Flow
 
 RENDER_FORMATS = ("svg", "png", "pdf", "dot", "graphml", "json")
 
@@ -33,7 +33,7 @@ def map_(
 
     One line per flow arrow (replicas and pairs bundled), the slowest arrow per medium and each
     distinct note once; --all for every arrow. Piped output is never wrapped or cut."""
-    from topomap.mapping import bind_hosts, map_flow
+    from topomap.flow.mapping import bind_hosts, map_flow
 
     flow = read_flow_file(flow_file, "map")
     fmap = map_flow(flow, bind_hosts(flow, probe or []))
@@ -52,7 +52,7 @@ def map_(
 
 def read_flow_file(path: str, command: str) -> Flow:
     """The flow file ``command`` was given; a run record or a requirements file in its place is named as such."""
-    from topomap.flow import read_flow
+    from topomap.flow.spec import read_flow
     from topomap.record.model import is_run_file
 
     if is_run_file(path):
@@ -75,7 +75,7 @@ def read_flow_file(path: str, command: str) -> Flow:
 
 def _is_requirements(path: str) -> bool:
     """True when ``path`` reads as a requirements file (and not as a flow carrying `requirements:`)."""
-    from topomap.check import read_requirements
+    from topomap.check.evaluate import read_requirements
 
     try:
         _rules, is_flow = read_requirements(path)
@@ -143,7 +143,7 @@ def _render(
             raise TopomapError(
                 "render needs at least one snapshot (or --flow FLOW)", hint="topomap render SNAP.json -o OUT.svg"
             )
-        from topomap.model import hosts_of
+        from topomap.model.snapshot import hosts_of
 
         topos = [build(h) for s in snapshots for h in hosts_of(_load(s))]
         if fmt == "graphml":
@@ -153,7 +153,7 @@ def _render(
         drawn, names = dotr.group_identical(topos)
         text = dotr.topology_dot(drawn, names=names)
     else:
-        from topomap.mapping import bind_hosts, map_flow
+        from topomap.flow.mapping import bind_hosts, map_flow
         from topomap.render.flowdot import flow_on_machine_dot, flow_pipeline_dot
 
         if fmt in ("graphml", "json"):

@@ -51,9 +51,9 @@ def measure(
 
     Exit 0 measured (findings recorded); 2 bad input; 3 no GPU CUDA can use.
     """
-    from topomap.model import encode_snapshot, to_builtins
-    from topomap.probe.measure import MeasureOptions, NoGpuError, parse_pairs, parse_size, plan
-    from topomap.probe.measure import measure as run_measure
+    from topomap.measure.run import MeasureOptions, NoGpuError, parse_pairs, parse_size, plan
+    from topomap.measure.run import measure as run_measure
+    from topomap.model.snapshot import encode_snapshot, to_builtins
     from topomap.render.bandwidth_matrix import measurements_table, render_bandwidth_matrix
     from topomap.render.text import visible
 
@@ -117,7 +117,7 @@ def attach(
     """Attach bandwidth figures measured by nvbandwidth or p2pBandwidthLatencyTest to a snapshot."""
     from topomap.importers.bandwidth import attach as attach_figures
     from topomap.importers.bandwidth import join_notes, load_measurements
-    from topomap.model import encode_snapshot
+    from topomap.model.snapshot import encode_snapshot
 
     snap = _load(snapshot)
     imported = load_measurements(measurements)

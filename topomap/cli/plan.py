@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from topomap.base.errors import TopomapError
 from topomap.cli import JsonOpt, ProbeOpt, _console, _guard, _write, app
-from topomap.errors import TopomapError
 
 if TYPE_CHECKING:
-    from topomap.flow import Flow
+    from topomap.flow.spec import Flow
 
 GANTT_FORMATS = ("svg", "png")
 
@@ -32,9 +32,9 @@ def _card_counts(text: str | None) -> list[int] | None:
 
 def _observed(path: str, units: int | None, flow: Flow) -> dict[str, Any]:
     """The figures of a recorded run, for the flow's units (or ``units`` the run processed)."""
+    from topomap.flow.work import work_of
     from topomap.record import observed_for_plan
     from topomap.record.model import load_run
-    from topomap.work import work_of
 
     if units is not None and units < 1:
         raise TopomapError(f"--observed-units {units}: a run processes 1 unit or more")
@@ -84,9 +84,9 @@ def plan(
 ) -> None:
     """The flow's work on 1…N cards: one card, even split, longest-first, shared queue, coordinated —
     parallel part, transfers, assembly, total, idle, speed-up and memory fit. A calculation."""
-    from topomap.flow import read_flow
-    from topomap.mapping import bind_hosts
-    from topomap.plan import plan_flow
+    from topomap.flow.mapping import bind_hosts
+    from topomap.flow.spec import read_flow
+    from topomap.plan.core import plan_flow
 
     counts = _card_counts(cards)
     if every_unit and not json_out:

@@ -14,9 +14,9 @@ from typing import Annotated
 
 import typer
 
+from topomap.base.errors import TopomapError
+from topomap.base.units import fmt_seconds
 from topomap.cli import _console, _current_context, _guard, _print_json, _refuse_input, _write, app
-from topomap.errors import TopomapError
-from topomap.units import fmt_seconds
 
 _INTERVAL = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s)?\s*$")
 

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from topomap.base.errors import TopomapError
 from topomap.cli import JsonOpt, ProbeOpt, _guard, _print_json, _write, app
-from topomap.errors import TopomapError
 
 if TYPE_CHECKING:
-    from topomap.flow import Flow
+    from topomap.flow.mapping import FlowMap
+    from topomap.flow.spec import Flow
     from topomap.graph import Topology
-    from topomap.mapping import FlowMap
     from topomap.render.report import ReportInputs
 
 
@@ -28,8 +28,8 @@ def report(
 ) -> None:
     """One self-contained HTML page to hand to a colleague: the flow diagram, the arrows, the machines,
     the requirements verdict and the plan when the flow has them, provenance and assumptions."""
-    from topomap.flow import read_flow
-    from topomap.mapping import bind_hosts, map_flow
+    from topomap.flow.mapping import bind_hosts, map_flow
+    from topomap.flow.spec import read_flow
     from topomap.render import dot as dotr
     from topomap.render.flowdot import flow_on_machine_dot
     from topomap.render.report import ReportInputs, report_html
@@ -60,8 +60,8 @@ def report(
 
 def _add_check(inp: ReportInputs, flow_file: str, flow: Flow, topos: dict[str, Topology | None], fmap: FlowMap) -> None:
     """The `check` verdict of the flow's own `requirements:` on its bound lots."""
-    from topomap.check import check as run_check
-    from topomap.check import flow_lots, read_requirements
+    from topomap.check.evaluate import check as run_check
+    from topomap.check.evaluate import flow_lots, read_requirements
 
     rules, _ = read_requirements(flow_file)
     result = run_check(rules, flow_lots(flow, topos), fmap, topos)
@@ -75,7 +75,7 @@ def _add_plan(inp: ReportInputs, flow: Flow, topos: dict[str, Topology | None]) 
         inp.plan_missing = "the flow has no `work:` block (what one unit is, how many, how long)"
         return
     try:
-        from topomap.plan import plan_flow
+        from topomap.plan.core import plan_flow
     except ImportError:
         inp.plan_missing = "this topomap has no planner"
         return

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from topomap.base.errors import TopomapError
 from topomap.cli import JsonOpt, _console, _guard, _load, _print_json, _write, app
-from topomap.errors import TopomapError
 
 if TYPE_CHECKING:
-    from topomap.model import Snapshot
+    from topomap.model.snapshot import Snapshot
 
 
 @app.command()
@@ -37,7 +37,7 @@ def probe(
     Exit 0 with problems recorded; exit 3 when no NVIDIA driver/GPU answered (a host-only
     snapshot is still written). With --measure, the snapshot also carries measured figures.
     """
-    from topomap.model import encode_snapshot
+    from topomap.model.snapshot import encode_snapshot
     from topomap.probe import probe as run_probe
     from topomap.probe.guarded import CALL_TIMEOUT_S, TOTAL_BUDGET_S
 
@@ -79,9 +79,9 @@ def _measured(snap: Snapshot) -> Snapshot:
     """The probe's snapshot with `topomap measure --quick` figures; a GPU CUDA cannot use is a finding."""
     import msgspec
 
-    from topomap.model import Finding
-    from topomap.probe.measure import MeasureOptions, NoGpuError
-    from topomap.probe.measure import measure as run_measure
+    from topomap.measure.run import MeasureOptions, NoGpuError
+    from topomap.measure.run import measure as run_measure
+    from topomap.model.snapshot import Finding
 
     try:
         return run_measure(snap, MeasureOptions.quick()).snapshot
@@ -100,7 +100,7 @@ def import_(
 ) -> None:
     """Turn nvidia-smi text, an NCCL topology XML or an hwloc XML into a snapshot."""
     from topomap.importers import import_file
-    from topomap.model import encode_snapshot
+    from topomap.model.snapshot import encode_snapshot
 
     snap = import_file(file, fmt)
     data = encode_snapshot(snap)
@@ -128,12 +128,12 @@ def show(
         return show_run(snapshot, json_out)
     snap = _load(snapshot)
     if json_out:
-        from topomap.model import to_builtins
+        from topomap.model.snapshot import to_builtins
 
         _print_json(to_builtins(snap))
         return
     from topomap.graph import build
-    from topomap.model import hosts_of
+    from topomap.model.snapshot import hosts_of
     from topomap.render.terminal import cluster_header
     from topomap.render.terminal import show as show_view
 
@@ -162,10 +162,10 @@ def matrix(
         else:
             sys.stdout.write(render_bandwidth_matrix(snap))
         return
-    from topomap.model import hosts_of
+    from topomap.model.snapshot import hosts_of
+    from topomap.model.source_facts import source_knows
     from topomap.render.matrix import matrix_ids, pair_lookup, render_matrix, render_p2p_matrix
     from topomap.render.text import visible
-    from topomap.source_facts import source_knows
 
     merged = _load(snapshot)
     hosts = hosts_of(merged)
@@ -226,9 +226,9 @@ def merge(
     GPUs, GPU↔NIC rails, NIC rates and states, NVLink fabric cliques)."""
     import msgspec
 
-    from topomap.merge import consistency_notes
-    from topomap.merge import merge as run_merge
-    from topomap.model import encode_snapshot
+    from topomap.model.merge import consistency_notes
+    from topomap.model.merge import merge as run_merge
+    from topomap.model.snapshot import encode_snapshot
 
     pairs = []
     for arg in snapshots:
@@ -279,7 +279,7 @@ def schema(
     json_out: JsonOpt = False,
 ) -> None:
     """Print the JSON Schema of a topomap file format (it is JSON: --json changes nothing)."""
-    from topomap.schemas import SCHEMAS, schema_text
+    from topomap.render.schemas import SCHEMAS, schema_text
 
     del json_out  # the schema is JSON already; the flag is accepted like on every command
 

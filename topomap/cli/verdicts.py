@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
+from topomap.base.errors import TopomapError
 from topomap.cli import JsonOpt, ProbeOpt, _console, _guard, _load, _print_json, app
-from topomap.errors import TopomapError
 
 
 @app.command()
@@ -41,7 +41,7 @@ def diff(
             "diff compares two runs or two snapshots, not one of each",
             hint="topomap diff RUN_A.json RUN_B.json, or topomap diff SNAP_A SNAP_B",
         )
-    from topomap.diff import diff_flow, diff_snapshots
+    from topomap.diff.core import diff_flow, diff_snapshots
 
     if match not in ("index", "structure"):
         raise TopomapError(
@@ -55,7 +55,7 @@ def diff(
         )
     sa, sb = _load(a), _load(b)
     if sa.source.kind == "merge" or sb.source.kind == "merge":
-        from topomap.diff import diff_clusters
+        from topomap.diff.core import diff_clusters
 
         cluster = diff_clusters(sa, sb, match)  # type: ignore[arg-type]
         if json_out:
@@ -128,8 +128,8 @@ def check(
     json_out: JsonOpt = False,
 ) -> None:
     """Requirements verdict per rule, with evidence. Exit 0 pass, 1 fail, 3 unknown (cannot be told), 2 error."""
-    from topomap.check import Lot, flow_lots, read_requirements
-    from topomap.check import check as run_check
+    from topomap.check.evaluate import Lot, flow_lots, read_requirements
+    from topomap.check.evaluate import check as run_check
     from topomap.graph import build
     from topomap.record.model import is_run_file
 
@@ -146,7 +146,7 @@ def check(
     topos = None
     if flow_file is not None:
         from topomap.cli.flows import read_flow_file
-        from topomap.mapping import bind_hosts, map_flow
+        from topomap.flow.mapping import bind_hosts, map_flow
 
         flow = read_flow_file(flow_file, "check --flow")
         topos = bind_hosts(flow, probe or [])
@@ -162,7 +162,7 @@ def check(
             name, sep, path = arg.partition("=")
             if not sep:
                 name, path = Path(arg).stem, arg
-            from topomap.model import hosts_of
+            from topomap.model.snapshot import hosts_of
 
             hosts = hosts_of(_load(path))
             for h in hosts:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import networkx as nx
 
-from topomap.errors import TopomapError
+from topomap.base.errors import TopomapError
+from topomap.base.links import pcie_bandwidth_gbps
 from topomap.graph.evidence import gpu_pcie_link, nvlink_bundle_bandwidth
 from topomap.graph.infer import infer_tree, numa_node, nvlinks_from_pairs
 from topomap.graph.topology import FABRIC, Topology, gpu_node, natural_key, nic_node
-from topomap.links import pcie_bandwidth_gbps
-from topomap.model import Gpu, Snapshot
-from topomap.nvlinks import gpu_buses, link_peer
+from topomap.model.nvlinks import gpu_buses, link_peer
+from topomap.model.snapshot import Gpu, Snapshot
 
 
 def build(snap: Snapshot) -> Topology:

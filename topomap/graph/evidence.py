@@ -18,9 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from topomap.devices import model_from_device_id, model_from_name
-from topomap.graph.topology import FABRIC, BandwidthSource, Topology, natural_key, snapshot_pair
-from topomap.links import (
+from topomap.base.devices import model_from_device_id, model_from_name
+from topomap.base.links import (
     NVLINK_C2C_GBPS,
     NVLINK_GA102_GBPS_PER_LINK,
     NVLINK_GBPS_PER_LINK,
@@ -31,9 +30,10 @@ from topomap.links import (
     parse_path,
     pcie_bandwidth_gbps,
 )
-from topomap.model import Finding, Gpu, Nic, Snapshot
-from topomap.source_facts import source_knows as source_knows  # the one test of what a source can know
-from topomap.units import fmt_bandwidth, fmt_gbps
+from topomap.base.units import fmt_bandwidth, fmt_gbps
+from topomap.graph.topology import FABRIC, BandwidthSource, Topology, natural_key, snapshot_pair
+from topomap.model.snapshot import Finding, Gpu, Nic, Snapshot
+from topomap.model.source_facts import source_knows as source_knows  # the one test of what a source can know
 
 Tri = Literal["yes", "no", "unknown"]
 
@@ -106,7 +106,7 @@ def with_measurement(snap: Snapshot, src: str, dst: str, kind: str, nominal: Ban
     """The figure an arrow shows: a verified (or imported) measurement of this copy when there is one,
     labelled measured with the nominal beside it, else the nominal. Second value: a warning when the
     measured figure is under :data:`DEGRADED_FRACTION` of nominal."""
-    from topomap.measured import DEGRADED_FRACTION, measured_bandwidth
+    from topomap.model.measured import DEGRADED_FRACTION, measured_bandwidth
 
     found = measured_bandwidth(snap, src, dst, kind)  # type: ignore[arg-type]
     if found is None:

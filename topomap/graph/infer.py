@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from topomap.base.links import NVLINKS_PER_GPU, NVLINKS_PER_GPU_ANY, PCIE_CLASSES, class_rank, parse_path
 from topomap.graph.topology import FABRIC, Topology, gpu_node, natural_key, nic_node
-from topomap.links import NVLINKS_PER_GPU, NVLINKS_PER_GPU_ANY, PCIE_CLASSES, class_rank, parse_path
-from topomap.model import Gpu
+from topomap.model.snapshot import Gpu
 
 
 class _Union:

@@ -10,8 +10,8 @@ from typing import Any
 
 import networkx as nx
 
+from topomap.base.pathclass import classify_chains
 from topomap.graph.topology import BandwidthSource, Leg, Topology, natural_key, snapshot_path
-from topomap.pathclass import classify_chains
 
 
 @dataclass(frozen=True)

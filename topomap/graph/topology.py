@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import networkx as nx
 
-from topomap.model import Gpu, Nic, Pair, Snapshot
+from topomap.model.snapshot import Gpu, Nic, Pair, Snapshot
 
 if TYPE_CHECKING:
     from topomap.graph.evidence import NicChoice

@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from topomap.errors import ImportFailure
-from topomap.inputs import MAX_SNAPSHOT_BYTES, MAX_TOPOLOGY_BYTES, decode_text, read_bytes
-from topomap.model import Snapshot, decode_snapshot
-from topomap.validate import validate_snapshot
+from topomap.base.errors import ImportFailure
+from topomap.files.inputs import MAX_SNAPSHOT_BYTES, MAX_TOPOLOGY_BYTES, decode_text, read_bytes
+from topomap.model.snapshot import Snapshot, decode_snapshot
+from topomap.model.validate import validate_snapshot
 
 __all__ = ["ImportFailure", "describe", "import_file", "import_text", "load_any"]
 

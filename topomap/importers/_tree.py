@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring
 
-from topomap.errors import ImportFailure
-from topomap.model import Gpu, Nic, Pair
-from topomap.nvlinks import gpu_buses, nvlink_count
-from topomap.pathclass import classify_chains
+from topomap.base.errors import ImportFailure
+from topomap.base.pathclass import classify_chains
+from topomap.model.nvlinks import gpu_buses, nvlink_count
+from topomap.model.snapshot import Gpu, Nic, Pair
 
 MAX_DEVICES = 512  # GPUs + RDMA NICs of one host; every pair of them is listed (real hosts: under 32)
 _DECLARED_ENCODING = re.compile(r"""^(\s*<\?xml[^>]*?)\s+encoding\s*=\s*["'][^"']*["']""")
@@ -21,7 +21,7 @@ _DECLARED_ENCODING = re.compile(r"""^(\s*<\?xml[^>]*?)\s+encoding\s*=\s*["'][^"'
 def parse_xml(text: str, origin: str) -> ET.Element:
     """Parse with defusedxml: entity expansion and external entities are refused.
 
-    ``text`` is already decoded (topomap.inputs), so the declaration's ``encoding`` is dropped:
+    ``text`` is already decoded (topomap.files.inputs), so the declaration's ``encoding`` is dropped:
     a UTF-16 file that says so, or a made-up encoding name, must not be decoded a second time."""
     text = _DECLARED_ENCODING.sub(r"\1", text.lstrip("\ufeff"), count=1)
     try:

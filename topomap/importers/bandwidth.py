@@ -13,10 +13,9 @@ from pathlib import Path
 
 import msgspec
 
-from topomap.devices import model_from_name
-from topomap.errors import ImportFailure
-from topomap.importers import read_text
-from topomap.links import (
+from topomap.base.devices import model_from_name
+from topomap.base.errors import ImportFailure
+from topomap.base.links import (
     NVLINK_GA102_GBPS_PER_LINK,
     NVLINK_GBPS_PER_LINK,
     NVLINKS_PER_GPU_ANY,
@@ -24,8 +23,9 @@ from topomap.links import (
     is_ga102,
     parse_path,
 )
-from topomap.model import Gpu, Measurement, Snapshot, hosts_of
-from topomap.pciaddr import same_device
+from topomap.base.pciaddr import same_device
+from topomap.importers import read_text
+from topomap.model.snapshot import Gpu, Measurement, Snapshot, hosts_of
 
 
 @dataclass

@@ -13,12 +13,12 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
 from topomap import __version__
-from topomap.cpus import cpus_from_hex_mask, format_cpulist
-from topomap.devices import format_device_id, model_from_device_id
-from topomap.errors import ImportFailure
+from topomap.base.cpus import cpus_from_hex_mask, format_cpulist
+from topomap.base.devices import format_device_id, model_from_device_id
+from topomap.base.errors import ImportFailure
+from topomap.base.pciaddr import normalize_bus_id, parse_bus_id
 from topomap.importers._tree import Placed, parse_xml, tree_pairs
-from topomap.model import Gpu, Host, Nic, NicKind, NumaNode, NvLink, NvSwitch, PciDevice, Snapshot, Source
-from topomap.pciaddr import normalize_bus_id, parse_bus_id
+from topomap.model.snapshot import Gpu, Host, Nic, NicKind, NumaNode, NvLink, NvSwitch, PciDevice, Snapshot, Source
 
 _BRIDGE_PCI = re.compile(r"^([0-9a-fA-F]{4}):\[([0-9a-fA-F]{2})")
 _PCI_TYPE_IDS = re.compile(r"^\s*[0-9a-fA-F]{4}\s+\[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\]")  # "0302 [10de:1db8] ..."
@@ -118,7 +118,7 @@ def import_hwloc_xml(text: str, origin: str) -> Snapshot:
     if not gpus and not nics:
         raise ImportFailure(f"{origin}: hwloc XML with no GPU and no NIC (was it made with I/O discovery on?)")
     _nvlink_matrix(root, gpus, by_gp, switches, origin)
-    from topomap.nvlinks import nvswitches_from_links
+    from topomap.model.nvlinks import nvswitches_from_links
 
     nvsw: list[NvSwitch] = nvswitches_from_links(gpus)
     return Snapshot(

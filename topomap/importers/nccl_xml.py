@@ -13,12 +13,14 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
 from topomap import __version__
-from topomap.cpus import cpus_from_hex_mask, format_cpulist
-from topomap.devices import format_device_id, model_from_device_id, parse_device_id
-from topomap.errors import ImportFailure
+from topomap.base.cpus import cpus_from_hex_mask, format_cpulist
+from topomap.base.devices import format_device_id, model_from_device_id, parse_device_id
+from topomap.base.errors import ImportFailure
+from topomap.base.links import nvlink_generation_for_cc, pcie_gen_from_speed_text
+from topomap.base.pciaddr import normalize_bus_id, parse_bus_id
 from topomap.importers._tree import Placed, parse_xml, tree_pairs
-from topomap.links import nvlink_generation_for_cc, pcie_gen_from_speed_text
-from topomap.model import (
+from topomap.model.nvlinks import nvswitches_from_links
+from topomap.model.snapshot import (
     Gpu,
     Host,
     Nic,
@@ -30,8 +32,6 @@ from topomap.model import (
     Snapshot,
     Source,
 )
-from topomap.nvlinks import nvswitches_from_links
-from topomap.pciaddr import normalize_bus_id, parse_bus_id
 
 MAX_LINKS_PER_ELEMENT = 64  # <nvlink count=...>: no GPU has more than 18
 NVLINK_ABSENT_NOTE = (

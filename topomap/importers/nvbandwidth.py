@@ -16,10 +16,10 @@ import math
 import re
 from typing import Any
 
-from topomap.errors import ImportFailure
+from topomap.base.errors import ImportFailure
+from topomap.base.pciaddr import format_bus_id
 from topomap.importers.bandwidth import ImportedMeasurements, MeasuredDevice
-from topomap.model import MeasureDirection, MeasureKind, Measurement
-from topomap.pciaddr import format_bus_id
+from topomap.model.snapshot import MeasureDirection, MeasureKind, Measurement
 
 TOOL = "nvbandwidth"
 _DEVICE = re.compile(

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 import msgspec
 
 from topomap import __version__
-from topomap.errors import ImportFailure
+from topomap.base.errors import ImportFailure
+from topomap.base.links import P2P_STATUS_CODES, is_path_code, parse_path
+from topomap.base.pciaddr import normalize_bus_id
 from topomap.importers.nvidia_smi_q import QReport, apply_query, looks_like_query, parse_query
-from topomap.links import P2P_STATUS_CODES, is_path_code, parse_path
-from topomap.model import P2P, Gpu, Nic, NvLink, Pair, Snapshot, Source
-from topomap.nvlinks import gpu_buses, nvlink_count
-from topomap.pciaddr import normalize_bus_id
+from topomap.model.nvlinks import gpu_buses, nvlink_count
+from topomap.model.snapshot import P2P, Gpu, Nic, NvLink, Pair, Snapshot, Source
 
 TRAILING = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 MAX_DEVICES = 512  # GPUs and NICs in one matrix (real hosts: under 32); 512 already gives 130,816 pairs

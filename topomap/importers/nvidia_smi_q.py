@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from topomap.devices import format_device_id, parse_device_id
-from topomap.model import Gpu, Mig, PcieLink, Snapshot, Software
-from topomap.pciaddr import normalize_bus_id
+from topomap.base.devices import format_device_id, parse_device_id
+from topomap.base.pciaddr import normalize_bus_id
+from topomap.model.snapshot import Gpu, Mig, PcieLink, Snapshot, Software
 
 _GPU_HEADER = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
 MAX_DEPTH = 16  # nvidia-smi -q nests sections about four deep

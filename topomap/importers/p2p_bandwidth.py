@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 import re
 
-from topomap.errors import ImportFailure
+from topomap.base.errors import ImportFailure
+from topomap.base.pciaddr import format_bus_id
 from topomap.importers.bandwidth import ImportedMeasurements, MeasuredDevice
-from topomap.model import MeasureDirection, Measurement, MeasureRoute
-from topomap.pciaddr import format_bus_id
+from topomap.model.snapshot import MeasureDirection, Measurement, MeasureRoute
 
 TOOL = "p2pBandwidthLatencyTest"
 _DEVICE = re.compile(

@@ -15,8 +15,11 @@ from importlib import metadata
 from typing import Any, TypeVar
 
 from topomap import __version__
-from topomap.cpus import format_cpulist, parse_cpulist
-from topomap.model import (
+from topomap.base.cpus import format_cpulist, parse_cpulist
+from topomap.base.pathclass import classify_chains
+from topomap.base.pciaddr import parse_bus_id
+from topomap.model.nvlinks import gpu_buses, nvlink_count, nvswitches_from_links
+from topomap.model.snapshot import (
     P2P,
     CudaPeer,
     Gpu,
@@ -30,9 +33,6 @@ from topomap.model import (
     Software,
     Source,
 )
-from topomap.nvlinks import gpu_buses, nvlink_count, nvswitches_from_links
-from topomap.pathclass import classify_chains
-from topomap.pciaddr import parse_bus_id
 from topomap.probe.cuda import CudaResult, probe_cuda
 from topomap.probe.guarded import CALL_TIMEOUT_S, TOTAL_BUDGET_S, CallRunner, using
 from topomap.probe.nvml import NvmlResult, probe_nvml

@@ -13,8 +13,8 @@ import uuid as uuidlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from topomap.model import Problem
-from topomap.pciaddr import normalize_bus_id
+from topomap.base.pciaddr import normalize_bus_id
+from topomap.model.snapshot import Problem
 
 
 @dataclass

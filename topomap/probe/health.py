@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from topomap.model import Finding, Snapshot
+from topomap.model.snapshot import Finding, Snapshot
 from topomap.probe.sysfs import SysfsReader, SysfsResult, cat
 
 ACS_CAP_ID = 0x000D

@@ -2,7 +2,7 @@
 
 Every call, ``nvmlInit`` and ``nvmlShutdown`` included, goes through the choke point
 :class:`~topomap.probe.nvml_calls.NvmlCalls`, which turns any failure (an NVML error, any other
-exception, a hang cut by the time budget) into a :class:`~topomap.model.Problem` and a ``None``
+exception, a hang cut by the time budget) into a :class:`~topomap.model.snapshot.Problem` and a ``None``
 value, so one bad call never ends the probe.
 Each function names its ``nvidia-smi`` twin. Quirks followed here are listed in
 ``shared/reference/nvml-cuda.md``; the ones that bite are commented where they are handled.
@@ -17,11 +17,11 @@ import uuid as uuidlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from topomap.cpus import cpus_from_words, format_cpulist
-from topomap.errors import TopomapError
-from topomap.links import NVLINK_VERSION_ENUM, NVML_TOPOLOGY_LEVELS, P2P_STATUS_CODES, P2PStatus
-from topomap.model import Fabric, FabricState, Gpu, Mig, MigDevice, NvLink, PcieLink, Problem, RemoteType
-from topomap.pciaddr import normalize_bus_id
+from topomap.base.cpus import cpus_from_words, format_cpulist
+from topomap.base.errors import TopomapError
+from topomap.base.links import NVLINK_VERSION_ENUM, NVML_TOPOLOGY_LEVELS, P2P_STATUS_CODES, P2PStatus
+from topomap.base.pciaddr import normalize_bus_id
+from topomap.model.snapshot import Fabric, FabricState, Gpu, Mig, MigDevice, NvLink, PcieLink, Problem, RemoteType
 from topomap.probe.guarded import INIT_TIMEOUT_S, CallRunner, active_runner
 from topomap.probe.nvml_calls import UNSUPPORTED, NvmlCalls
 
@@ -85,7 +85,7 @@ def _import_pynvml() -> Any:
 def nvml_module() -> Any:
     """The imported ``pynvml`` module (PyPI ``nvidia-ml-py``), for callers that sample NVML.
 
-    Raises :class:`~topomap.errors.TopomapError` with a hint when it is missing, or when the
+    Raises :class:`~topomap.base.errors.TopomapError` with a hint when it is missing, or when the
     old PyPI ``pynvml`` package shadows it (that one has no ``nvmlInitWithFlags``).
     """
     try:

@@ -2,7 +2,7 @@
 
 :meth:`NvmlCalls.attempt` calls ``pynvml.<name>(*args)`` in the time-limited worker of
 :mod:`topomap.probe.guarded` and turns whatever goes wrong into a
-:class:`~topomap.model.Problem` on the device or pair it concerns: an ``NVMLError`` of any code,
+:class:`~topomap.model.snapshot.Problem` on the device or pair it concerns: an ``NVMLError`` of any code,
 ``ctypes.ArgumentError`` (pynvml's tuple-valued ``NVML_P2P_CAPS_INDEX_READ``, nvml-cuda.md
 §3.6), ``UnicodeDecodeError`` from a mangled GPU name, an ``AttributeError`` for a wrapper an
 old nvidia-ml-py lacks, any other exception, a call that hangs (cut after its limit) and calls
@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from topomap.model import Problem
+from topomap.model.snapshot import Problem
 from topomap.probe.guarded import BudgetSpent, CallRunner, CallTimedOut
 
 # Errors that mean "this GPU/driver/binding does not do that": the value is absent, not unknown.

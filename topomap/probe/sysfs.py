@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from topomap.model import NicKind, NumaNode, PciKind
-from topomap.pciaddr import SYSFS_BDF
+from topomap.base.pciaddr import SYSFS_BDF
+from topomap.model.snapshot import NicKind, NumaNode, PciKind
 
 NVIDIA_VENDOR = "0x10de"
 _HOST_BRIDGE = re.compile(r"^pci[0-9a-f]{4,8}:[0-9a-f]{2}$")
@@ -96,7 +96,7 @@ class SysfsResult:
 
 
 def _speed_gen(text: str | None) -> int | None:
-    from topomap.links import pcie_gen_from_speed_text
+    from topomap.base.links import pcie_gen_from_speed_text
 
     return pcie_gen_from_speed_text(text) if text else None
 

@@ -15,11 +15,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from topomap.base.units import fmt_bytes, fmt_seconds
 from topomap.record.environment import is_placement
 from topomap.record.model import Run
 from topomap.record.outputs import OutputsCheck
 from topomap.record.summary import cards, host_peaks, last, shared_resources
-from topomap.units import fmt_bytes, fmt_seconds
 
 NOISE = 0.02  # relative difference in wall time below which two runs tie
 RANKED = ("faster", "tie")  # verdicts where both runs succeeded with the same results: rows may be marked

@@ -12,7 +12,7 @@ import sys
 from importlib import metadata
 
 from topomap import __version__
-from topomap.model import Snapshot
+from topomap.model.snapshot import Snapshot
 from topomap.record.model import GpuSeries
 
 PLACEMENT_KEYS = (

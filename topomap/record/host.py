@@ -13,7 +13,7 @@ from typing import Any
 
 import psutil
 
-from topomap.model import Problem
+from topomap.model.snapshot import Problem
 from topomap.record.model import HostSeries
 
 

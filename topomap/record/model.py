@@ -15,9 +15,9 @@ from typing import Any
 
 import msgspec
 
-from topomap.errors import TopomapError
-from topomap.inputs import MAX_SNAPSHOT_BYTES, read_bytes
-from topomap.model import Problem, Snapshot
+from topomap.base.errors import TopomapError
+from topomap.files.inputs import MAX_SNAPSHOT_BYTES, read_bytes
+from topomap.model.snapshot import Problem, Snapshot
 
 RUN_SCHEMA = "topomap.run/1"
 RUN_SCHEMA_VERSION = 1

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, NoReturn
 
-from topomap.errors import TopomapError
+from topomap.base.errors import TopomapError
 
 _NUMBER = re.compile(rb"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b", re.IGNORECASE)
 _MAX_TEXT_BYTES = 256 * 2**20  # larger files are compared by bytes only

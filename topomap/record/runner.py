@@ -28,12 +28,12 @@ from types import FrameType
 from typing import Any
 
 from topomap import __version__
-from topomap.errors import TopomapError
-from topomap.model import Problem, Snapshot
-from topomap.probe.sampler import GpuSampler
+from topomap.base.errors import TopomapError
+from topomap.model.snapshot import Problem, Snapshot
 from topomap.record.environment import mark_visibility, placement_environment, versions
 from topomap.record.host import HostSampler, name_of
 from topomap.record.model import Run, Sampling
+from topomap.record.sampler import GpuSampler
 from topomap.record.thin import halve
 
 LiveCallback = Callable[[float, list[tuple[str, int | None, int | None]]], None]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from topomap.model import Gpu
+from topomap.model.snapshot import Gpu
 from topomap.record.model import GpuSeries, Run
 
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from topomap.measured import DEGRADED_FRACTION, degraded_links, measured_bandwidth, nominal_gbps, unusable_pairs
-from topomap.model import MeasureKind, Measurement, Snapshot
+from topomap.base.units import fmt_bytes, fmt_gbps
+from topomap.model.measured import DEGRADED_FRACTION, degraded_links, measured_bandwidth, nominal_gbps, unusable_pairs
+from topomap.model.snapshot import MeasureKind, Measurement, Snapshot
 from topomap.render.text import visible
-from topomap.units import fmt_bytes, fmt_gbps
 
 _W = 14
 

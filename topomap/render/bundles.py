@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from topomap.mapping import FlowMap, MappedArrow
-from topomap.units import fmt_bandwidth, fmt_bytes, fmt_gbps, fmt_seconds
+from topomap.base.units import fmt_bandwidth, fmt_bytes, fmt_gbps, fmt_seconds
+from topomap.flow.mapping import FlowMap, MappedArrow
 
 _PLACEMENT = re.compile(r"^(?P<host>.*):(?P<what>gpu(?P<n>\d+)|memory(?:@numa\d+)?|storage)$", re.S)
 

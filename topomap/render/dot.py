@@ -13,12 +13,12 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from topomap.base.units import fmt_bandwidth
 from topomap.graph import FABRIC, Topology, natural_key, tree_parents
 from topomap.graph.evidence import nvlink_edge_usable
 from topomap.graph.query import pcie_edge_bandwidth
-from topomap.model import Nic
+from topomap.model.snapshot import Nic
 from topomap.render.legend import FADED, GPU_LINK, HOST_MEMORY, NETWORK, graph_label, legend_rows
-from topomap.units import fmt_bandwidth
 
 _CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _BUS_ID = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")

@@ -14,8 +14,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable
 
+from topomap.flow.mapping import FlowMap
 from topomap.graph import FABRIC, Topology
-from topomap.mapping import FlowMap
 from topomap.render.bundles import Bundle, bundles, compress_places
 from topomap.render.dot import DotBuilder, gpu_model, nic_name, node_key, origin_line, q, topology_dot
 from topomap.render.legend import FADED, MEDIUM_COLOURS, graph_label, legend_rows

@@ -9,13 +9,13 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING
 
-from topomap.errors import TopomapError
+from topomap.base.errors import TopomapError
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from topomap.plan import Arrangement, PlanResult
-    from topomap.plan_sched import Lane
+    from topomap.plan.core import Arrangement, PlanResult
+    from topomap.plan.sched import Lane
 
 _COLOURS: dict[str, str | tuple[str, str]] = {
     "compute": ("#2e7d32", "#66bb6a"),
@@ -64,7 +64,7 @@ def gantt_image(result: PlanResult, fmt: str, cards: int | None = None) -> bytes
         from matplotlib.patches import Patch
     except ImportError as err:
         raise TopomapError("drawing a Gantt chart needs matplotlib", hint="pip install matplotlib") from err
-    from topomap.plan import fmt_span
+    from topomap.plan.core import fmt_span
 
     k = cards if cards is not None else max((a.k for a in result.arrangements), default=0)
     shown = [a for a in result.arrangements if a.k == k]

@@ -13,11 +13,11 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from topomap.mapping import FlowMap
+from topomap.base.units import fmt_bandwidth, fmt_seconds
+from topomap.flow.mapping import FlowMap
 from topomap.render.bundles import Bundle, bundles, grouped_notes, slowest_line, slowest_per_medium
 from topomap.render.terminal import MEDIUM_STYLE, short_node
 from topomap.render.text import visible
-from topomap.units import fmt_bandwidth, fmt_seconds
 
 
 def safe(text: str, style: str = "") -> Text:

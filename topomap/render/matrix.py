@@ -5,9 +5,9 @@ Pure text so users can diff it against what nvidia-smi printed on the machine.
 
 from __future__ import annotations
 
-from topomap.model import Gpu, Snapshot
+from topomap.model.snapshot import Gpu, Snapshot
+from topomap.model.source_facts import source_knows
 from topomap.render.text import visible
-from topomap.source_facts import source_knows
 
 LEGEND = """Legend:
 

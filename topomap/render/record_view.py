@@ -15,11 +15,11 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from topomap.base.units import fmt_bytes, fmt_seconds
 from topomap.record.compare import Row, RunDiff
 from topomap.record.model import Run
 from topomap.record.summary import busiest, cards, host_peaks, last, shared_resources
 from topomap.render.text import visible
-from topomap.units import fmt_bytes, fmt_seconds
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 plain = visible  # a string from the record (label, command, host, paths, names) on the terminal

@@ -9,11 +9,11 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from topomap.base.units import fmt_gbps
 from topomap.graph import FABRIC, Topology, natural_key, tree_parents
 from topomap.graph.evidence import SETTLE, fabric_ready, gpu_pairs_nvlink_summary, gpu_pcie_link
-from topomap.model import Gpu, Snapshot
+from topomap.model.snapshot import Gpu, Snapshot
 from topomap.render.text import visible
-from topomap.units import fmt_gbps
 
 GIB = 1024**3
 #: A free-text column is never planned narrower than this (or its widest cell, when narrower).
@@ -334,7 +334,7 @@ def show(snap: Snapshot, topo: Topology | None = None, width: int | None = None)
         for note in topo.notes:
             parts.append(esc(f"note: {note}", style="dim"))
     if snap.measurements:
-        from topomap.measured import degraded_links
+        from topomap.model.measured import degraded_links
         from topomap.render.bandwidth_matrix import render_bandwidth_matrix
 
         parts.append(Text("Measured bandwidth (GB/s; topomap matrix --bandwidth)", style="bold"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from topomap.errors import TopomapError
+from topomap.base.errors import TopomapError
 from topomap.record.model import Run
 from topomap.render.record_view import plain
 

@@ -7,11 +7,11 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from topomap.check import CheckResult
-from topomap.diff import DiffResult
+from topomap.base.units import fmt_bandwidth
+from topomap.check.evaluate import CheckResult
+from topomap.diff.core import DiffResult
 from topomap.render.terminal import MEDIUM_STYLE, unknown_in_words
 from topomap.render.text import visible
-from topomap.units import fmt_bandwidth
 
 
 def _text(value: str, style: str = "") -> Text:

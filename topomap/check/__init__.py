@@ -1,0 +1,1 @@
+"""Requirements and their verdicts per rule."""

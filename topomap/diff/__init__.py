@@ -1,0 +1,1 @@
+"""Semantic differences between two lots (and, with a flow, between the flow's arrows)."""

@@ -1,0 +1,415 @@
+"""The work a flow does, in numbers: units and their durations, cards and memory per task, the
+assembly step and shared limits — parsed from the flow's `work:` block with file:line errors.
+
+Everything here is the user's stated assumption (provenance ``assumed``), not a measurement::
+
+    work:
+      count: 8
+      duration: 12 min            # or durations: [21 min, 19 min, …] or durations_csv: batch.csv
+      cards_per_task: 1
+      memory_per_task: 20 GiB
+      duplicated_memory: 14 GiB   # replicated state every card holding the task keeps whole
+      includes_transfers: true    # the 12 min already include loading and writing the unit
+      assembly: {duration: 10 min, on: workstation, waits_for_all: true}
+      limits: {storage_read: 2 GB/s, max_concurrent: 4}
+      split: {steps: 2000, exchange: 64 MiB}   # one task over several cards
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from topomap.files.inputs import MAX_TOPOLOGY_BYTES, read_text
+from topomap.files.yamlfile import YamlDoc
+from topomap.flow.spec import AssemblySpec, FlowError, parse_volume
+
+if TYPE_CHECKING:
+    from topomap.flow.spec import Flow
+
+_SECONDS = {
+    "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
+    "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0, "m": 60.0,
+    "h": 3600.0, "hr": 3600.0, "hrs": 3600.0, "hour": 3600.0, "hours": 3600.0,
+    "ms": 1e-3,
+}  # fmt: skip
+_PART = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]+)\s*")
+_RATE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]i?B|B)\s*/\s*s\s*$", re.I)
+DURATION_HINT = "write a number and a unit: 12 min, 90 s, 1.5 h, 1 h 30 min"
+
+
+#: Units a plan lays out one by one, however they are given (count, durations, a CSV); more are
+#: refused while reading (a huge count ran out of memory, a CSV of a million rows hung).
+MAX_UNITS = 100_000
+#: The longest duration a unit or the assembly may have: one year. Past it a value is a typo or
+#: hostile (300 nines overflowed to infinity and broke every view of the plan).
+MAX_SPAN_S = 365 * 24 * 3600.0
+#: The shortest: one microsecond. A shorter unit is not something a card schedule can resolve.
+MIN_SPAN_S = 1e-6
+#: Shared rates (work.limits) from 1 kB/s to 1 PB/s, in GB/s; outside them a transfer time is absurd.
+MIN_RATE_GBPS = 1e-6
+MAX_RATE_GBPS = 1e6
+#: A task over more cards, or of more exchange rounds, is a typo (a 400-digit count of steps
+#: overflowed the float sum: exit 4).
+MAX_CARDS = 100_000
+MAX_STEPS = 10**9
+_SHOWN = 40  # characters of a bad value quoted in a message
+
+
+def _cut(text: str) -> str:
+    """``text`` cut in the middle when it is too long to quote in a one-line message."""
+    if len(text) <= _SHOWN:
+        return text
+    return f"{text[: _SHOWN // 2]}…{text[-_SHOWN // 4 :]} ({len(text):,} characters)"
+
+
+def quote_value(value: str | float) -> str:
+    """A bad value as quoted in a one-line message: repr of a string, a number as %g; cut when long."""
+    return _cut(repr(value) if isinstance(value, str) else f"{value:g}")
+
+
+def span_problem(sec: float) -> str | None:
+    """Why ``sec`` (a parsed duration, seconds) is refused, or None when it is within bounds."""
+    if math.isnan(sec) or sec <= 0:
+        return "is not longer than zero"
+    if not math.isfinite(sec) or sec > MAX_SPAN_S:
+        return "is longer than a year (the longest duration topomap plans)"
+    if sec < MIN_SPAN_S:
+        return "is shorter than a microsecond (the shortest duration topomap plans)"
+    return None
+
+
+def parse_duration(text: str | float) -> float | None:
+    """ "12 min" → 720.0 seconds; "1 h 30 min" → 5400.0; a bare number or words → None."""
+    if not isinstance(text, str):
+        return None
+    return _parse_duration(text) if len(text) <= 64 else _parse_duration.__wrapped__(text)
+
+
+@functools.lru_cache(maxsize=4096)  # a batch's CSV repeats its durations: "12 min" 100,000 times
+def _parse_duration(text: str) -> float | None:
+    pos, total, seen = 0, 0.0, False
+    while pos < len(text):
+        m = _PART.match(text, pos)
+        if m is None or m.group(2).lower() not in _SECONDS:
+            return None
+        total += float(m.group(1)) * _SECONDS[m.group(2).lower()]
+        pos, seen = m.end(), True
+    return total if seen else None
+
+
+def parse_rate_gbps(text: str) -> float | None:
+    """ "2 GB/s" → 2.0 (GB/s, 10^9 bytes per second); "500 MiB/s" → 0.524288; else None."""
+    m = _RATE.match(text)
+    if not m:
+        return None
+    size = parse_volume(f"{m.group(1)} {m.group(2)}")
+    return None if size is None else size / 1e9
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One unit of work: its name and how long it occupies its card(s), in seconds (assumed)."""
+
+    name: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Assembly:
+    """The final assembly: seconds (assumed), where it runs, whether it waits for every unit."""
+
+    seconds: float
+    on: str | None = None
+    waits_for_all: bool = True
+    rule: str | None = None
+
+
+@dataclass(frozen=True)
+class Limits:
+    storage_read_gbps: float | None = None  # GB/s, assumed by the user
+    storage_write_gbps: float | None = None
+    max_concurrent: int | None = None  # tasks at once (a licence, a quota)
+
+
+@dataclass(frozen=True)
+class Split:
+    steps: int  # exchange rounds per task
+    exchange_bytes: int | None  # each card's data per round; None: take it from the flow
+
+
+@dataclass
+class Work:
+    """The work block in numbers. ``source`` says where the durations came from."""
+
+    units: list[Unit]
+    source: str
+    cards_per_task: int = 1
+    memory_per_task_bytes: int | None = None
+    duplicated_bytes: int = 0
+    includes_transfers: bool = False
+    assembly: Assembly | None = None
+    limits: Limits = field(default_factory=Limits)
+    split: Split | None = None
+    unit_label: str | None = None
+    provenance: str = "assumed"  # of the durations: "assumed" (the flow) or "observed" (a recorded run)
+    notes: list[str] = field(default_factory=list)  # extra assumptions, e.g. what an observed run stands for
+
+
+def _err(flow: Flow, where: str, message: str, hint: str | None = None) -> FlowError:
+    line = YamlDoc("", None, flow.lines).line(where)
+    return FlowError(f"{flow.path}:{line}: work: {message}", hint=hint)
+
+
+def _duration(flow: Flow, value: str | float, where: str, what: str) -> float:
+    sec = parse_duration(value)
+    if sec is None:
+        if isinstance(value, str):
+            raise _err(flow, where, f"{what} {quote_value(value)} is not a duration", DURATION_HINT)
+        raise _err(flow, where, f"{what} {quote_value(value)} has no unit", DURATION_HINT)
+    problem = span_problem(sec)
+    if problem is not None:
+        raise _err(flow, where, f"{what} {quote_value(value)} {problem}", DURATION_HINT)
+    return sec
+
+
+def _size(flow: Flow, value: str | None, where: str, what: str) -> int | None:
+    if value is None:
+        return None
+    size = parse_volume(value)  # None past a zettabyte (or infinite): not a size
+    if size is None:
+        raise _err(
+            flow, where, f"{what} {quote_value(value)} is not a size", "write e.g. 20 GiB, 500 MB (at most 1 ZB)"
+        )
+    return size
+
+
+def _rate(flow: Flow, value: str | None, where: str, what: str) -> float | None:
+    if value is None:
+        return None
+    gbps = parse_rate_gbps(value)
+    if gbps is None or gbps <= 0:
+        raise _err(flow, where, f"{what} {quote_value(value)} is not a rate", "write e.g. 2 GB/s, 800 MB/s")
+    if not MIN_RATE_GBPS <= gbps <= MAX_RATE_GBPS:
+        raise _err(
+            flow, where, f"{what} {quote_value(value)} is outside 1 kB/s to 1 PB/s", "write e.g. 2 GB/s, 800 MB/s"
+        )
+    return gbps
+
+
+_CSV_HINT = "one duration per line, or a `duration` column (e.g. 12 min)"
+_TOO_MANY = "plan a representative batch (the plan scales with the count)"
+
+
+class _CsvDurations:
+    """Reads a durations CSV row by row; the first non-blank row may be a header."""
+
+    def __init__(self, shown: str) -> None:
+        self.shown = shown
+        self.col: int | None = None  # the duration column, once known
+        self.name_col: int | None = None
+        self.pending: tuple[int, list[str]] | None = None  # a first row that is neither header nor duration
+        self.units: list[Unit] = []
+
+    def row(self, line: int, cells: list[str]) -> None:
+        if self.col is None:
+            self._first(line, cells)
+            return
+        if self.pending is not None:
+            first_line, first = self.pending
+            raise FlowError(
+                f"{self.shown}:{first_line}: no `duration` column (header: {_cut(', '.join(first))})",
+                hint="name the column `duration`, or give one duration per line without a header",
+            )
+        if len(self.units) >= MAX_UNITS:
+            raise FlowError(f"{self.shown}:{line}: more than {MAX_UNITS:,} durations (units)", hint=_TOO_MANY)
+        cell = cells[self.col] if self.col < len(cells) else ""
+        sec = parse_duration(cell)
+        problem = "is not a duration" if sec is None else span_problem(sec)
+        if problem is not None:
+            raise FlowError(f"{self.shown}:{line}: {quote_value(cell)} {problem}", hint=DURATION_HINT)
+        assert sec is not None
+        n = len(self.units) + 1
+        name = cells[self.name_col] if self.name_col is not None and self.name_col < len(cells) else ""
+        self.units.append(Unit(name or f"u{n}", sec))
+
+    def _first(self, line: int, cells: list[str]) -> None:
+        header = [c.lower() for c in cells]
+        if "duration" in header:
+            self.col = header.index("duration")
+            self.name_col = header.index("name") if "name" in header else None
+            return
+        self.col = 0
+        if parse_duration(cells[0]) is None:
+            self.pending = (line, cells)  # an error either way: which one depends on what follows
+        else:
+            self.row(line, cells)
+
+    def done(self) -> list[Unit]:
+        if self.pending is not None:
+            line, cells = self.pending
+            raise FlowError(f"{self.shown}:{line}: {quote_value(cells[0])} is not a duration", hint=DURATION_HINT)
+        if self.col is None:
+            raise FlowError(f"{self.shown}:1: no durations", hint=_CSV_HINT)
+        if not self.units:
+            raise FlowError(f"{self.shown}: no durations under the header", hint="one duration per line")
+        return self.units
+
+
+def read_durations_csv(path: Path, shown: str) -> list[Unit]:
+    """Per-unit durations from a CSV: a `duration` column (optionally `name`), or one column
+    without a header. Errors name the CSV's own line; reading stops past :data:`MAX_UNITS` rows."""
+    try:
+        text = read_text(path, "durations CSV", MAX_TOPOLOGY_BYTES, FlowError)
+    except FlowError as err:
+        if err.hint is None:  # cannot read: most often a path written relative to the wrong folder
+            err.hint = "the path is relative to the flow file"
+        raise
+    key = (shown, text)
+    units = _CSV_READ.get(key)
+    if units is None:
+        units = _parse_csv(text, shown)
+        _CSV_READ.clear()
+        _CSV_READ[key] = units
+    return list(units)
+
+
+#: The last CSV parsed, by its name and whole text: a flow is read (and checked) before it is
+#: planned, and 100,000 rows are parsed once, not twice. Same text, same units: never stale.
+_CSV_READ: dict[tuple[str, str], list[Unit]] = {}
+
+
+def _parse_csv(text: str, shown: str) -> list[Unit]:
+    reader = csv.reader(io.StringIO(text))
+    rows = _CsvDurations(shown)
+    try:
+        for r in reader:
+            cells = [c.strip() for c in r]
+            if any(cells):
+                rows.row(reader.line_num, cells)
+    except csv.Error as err:  # a field past csv.field_size_limit() (131,072 characters), a stray NUL
+        what = str(err)
+        if "field limit" in what:
+            what = f"a field longer than {csv.field_size_limit():,} characters"
+        raise FlowError(f"{shown}:{reader.line_num}: not a durations CSV: {what}", hint=_CSV_HINT) from None
+    return rows.done()
+
+
+def _units(flow: Flow) -> tuple[list[Unit], str]:
+    spec = flow.spec.work
+    assert spec is not None
+    given = [k for k in ("duration", "durations", "durations_csv") if getattr(spec, k) is not None]
+    if len(given) > 1:
+        raise _err(flow, f"$.work.{given[1]}", f"{given[0]} and {given[1]} both given", "give one of them")
+    if spec.count is not None and spec.count < 1:
+        raise _err(flow, "$.work.count", f"count {_cut(str(spec.count))} is not a number of units", "count: 8")
+    if spec.count is not None and spec.count > MAX_UNITS:
+        raise _err(
+            flow,
+            "$.work.count",
+            f"count {_cut(str(spec.count))} is more units than topomap plans ({MAX_UNITS:,})",
+            _TOO_MANY,
+        )
+    if spec.duration is not None:
+        sec = _duration(flow, spec.duration, "$.work.duration", "duration")
+        if spec.count is None:
+            raise _err(flow, "$.work.duration", "a duration per unit needs `count`", "count: 8")
+        return [Unit(f"u{i + 1}", sec) for i in range(spec.count)], "work.duration"
+    if spec.durations is not None:
+        if len(spec.durations) > MAX_UNITS:
+            raise _err(
+                flow,
+                "$.work.durations",
+                f"{len(spec.durations):,} durations are more units than topomap plans ({MAX_UNITS:,})",
+                _TOO_MANY,
+            )
+        units = [
+            Unit(f"u{i + 1}", _duration(flow, d, f"$.work.durations[{i}]", f"duration {i + 1}"))
+            for i, d in enumerate(spec.durations)
+        ]
+        source = "work.durations"
+    elif spec.durations_csv is not None:
+        shown = str(Path(flow.path).parent / spec.durations_csv)
+        units, source = read_durations_csv(Path(shown), shown), f"work.durations_csv ({spec.durations_csv})"
+    else:
+        return [], "none"
+    if not units:
+        raise _err(flow, "$.work.durations", "no durations", "durations: [12 min, 9 min]")
+    if spec.count is not None and spec.count != len(units):
+        raise _err(
+            flow, "$.work.count", f"count {spec.count} but {len(units)} durations", "drop count or make them agree"
+        )
+    return units, source
+
+
+def work_of(flow: Flow) -> Work | None:
+    """The flow's work in numbers, or None when the flow has no `work:` block."""
+    spec = flow.spec.work
+    if spec is None:
+        return None
+    units, source = _units(flow)
+    if spec.cards_per_task < 1:
+        raise _err(flow, "$.work.cards_per_task", f"cards_per_task {spec.cards_per_task} is below 1", "1 or more")
+    if spec.cards_per_task > MAX_CARDS:
+        raise _err(
+            flow, "$.work.cards_per_task", f"cards_per_task {_cut(str(spec.cards_per_task))} is more than "
+            f"{MAX_CARDS:,} cards", "the cards one task occupies, e.g. 2",
+        )  # fmt: skip
+    mem = _size(flow, spec.memory_per_task, "$.work.memory_per_task", "memory_per_task")
+    dup = _size(flow, spec.duplicated_memory, "$.work.duplicated_memory", "duplicated_memory")
+    if dup is not None and mem is None:
+        raise _err(flow, "$.work.duplicated_memory", "duplicated_memory without memory_per_task", "give both")
+    if dup is not None and mem is not None and dup > mem:
+        raise _err(
+            flow, "$.work.duplicated_memory", "duplicated_memory is larger than memory_per_task", "it is a part of it"
+        )
+    assembly = None
+    if isinstance(spec.assembly, AssemblySpec):
+        a = spec.assembly
+        if a.duration is None:
+            raise _err(flow, "$.work.assembly", "assembly needs a duration", "assembly: {duration: 10 min}")
+        if a.on is not None and a.on not in flow.spec.hosts and a.on not in flow.spec.steps:
+            raise _err(
+                flow, "$.work.assembly.on", f"assembly on {a.on!r}: no such host or step",
+                f"hosts: {', '.join(flow.spec.hosts)}",
+            )  # fmt: skip
+        sec = _duration(flow, a.duration, "$.work.assembly.duration", "assembly duration")
+        assembly = Assembly(sec, a.on, a.waits_for_all, a.rule)
+    limits = Limits()
+    if spec.limits is not None:
+        lim = spec.limits
+        if lim.max_concurrent is not None and lim.max_concurrent < 1:
+            raise _err(flow, "$.work.limits.max_concurrent", "max_concurrent is below 1", "1 or more tasks at once")
+        limits = Limits(
+            _rate(flow, lim.storage_read, "$.work.limits.storage_read", "storage_read"),
+            _rate(flow, lim.storage_write, "$.work.limits.storage_write", "storage_write"),
+            lim.max_concurrent,
+        )
+    split = None
+    if spec.split is not None:
+        if spec.split.steps < 1:
+            raise _err(flow, "$.work.split.steps", "split steps is below 1", "exchange rounds per task, e.g. 2000")
+        if spec.split.steps > MAX_STEPS:
+            raise _err(
+                flow, "$.work.split.steps", f"split steps {_cut(str(spec.split.steps))} is more than "
+                f"{MAX_STEPS:,} exchange rounds per task", "exchange rounds per task, e.g. 2000",
+            )  # fmt: skip
+        split = Split(spec.split.steps, _size(flow, spec.split.exchange, "$.work.split.exchange", "exchange"))
+    return Work(
+        units=units,
+        source=source,
+        cards_per_task=spec.cards_per_task,
+        memory_per_task_bytes=mem,
+        duplicated_bytes=dup or 0,
+        includes_transfers=spec.includes_transfers,
+        assembly=assembly,
+        limits=limits,
+        split=split,
+        unit_label=spec.unit,
+    )

@@ -1,0 +1,1 @@
+"""Verified copy measurements on a real GPU (worker processes, time limits)."""

@@ -1,0 +1,227 @@
+"""Join per-host snapshots into one cluster snapshot (``source.kind == "merge"``).
+
+A cluster is probed with the scheduler people already have (``srun --ntasks-per-node=1
+topomap probe -o $(hostname).json``, a Kubernetes Job, pdsh), then merged. Host names must be
+unique: they are how flows, diffs and checks name the hosts.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Hashable
+
+from topomap import __version__
+from topomap.base.errors import TopomapError
+from topomap.model.snapshot import Host, Snapshot, Source, hosts_of
+
+# PCIe path classes from nearest to farthest (`nvidia-smi topo -m` legend).
+_NEAR = {"PIX": 0, "PXB": 1, "PHB": 2, "NODE": 3, "SYS": 4}
+NOTE = "consistency: "
+
+
+def host_name(snap: Snapshot) -> str | None:
+    return snap.host.hostname
+
+
+def merge(snaps: list[tuple[str, Snapshot]]) -> Snapshot:
+    """Merged snapshot of (file, snapshot) pairs; nested merges are flattened."""
+    members: list[Snapshot] = []
+    origin_of: dict[str, str] = {}
+    for path, snap in snaps:
+        for m in hosts_of(snap):
+            name = host_name(m)
+            if not name:
+                raise TopomapError(
+                    f"{path}: the snapshot names no host",
+                    hint="set host.hostname (probe snapshots always have one; imports do not)",
+                )
+            if name in origin_of:
+                raise TopomapError(
+                    f"{path}: host {name!r} is also in {origin_of[name]}",
+                    hint="each host once: probe every node and merge the per-node files",
+                )
+            origin_of[name] = path
+            members.append(m)
+    if len(members) < 2:
+        raise TopomapError("merge needs snapshots of at least two hosts")
+    members.sort(key=lambda m: host_name(m) or "")
+    notes = [f"{host_name(m)}: {m.source.kind} {m.source.origin}" for m in members]
+    return Snapshot(
+        source=Source(
+            kind="merge",
+            origin=f"merge of {len(members)} hosts",
+            tool=f"topomap {__version__}",
+            notes=notes + [NOTE + line for line in consistency(members)],
+        ),
+        host=Host(),
+        members=members,
+    )
+
+
+def consistency_notes(merged: Snapshot) -> list[str]:
+    """The consistency findings :func:`merge` recorded in the merged snapshot's notes."""
+    return [n.removeprefix(NOTE) for n in merged.source.notes if n.startswith(NOTE)]
+
+
+def consistency(hosts: list[Snapshot]) -> list[str]:
+    """Where hosts of one cluster differ from the rest, one line each (empty: consistent).
+
+    Compared, each against the value most hosts have: the driver version, the GPU count and
+    model, the GPU↔NIC rail layout (each GPU's nearest RDMA NICs by PCIe path class), each NIC's
+    line rate and state, and the NVLink fabric cliques (keyed by cluster UUID and clique id). A
+    fact a host's source does not carry is listed as unknown there, never as an outlier.
+    """
+    lines: list[str] = []
+    lines += _compare(hosts, "driver version", lambda h: h.software.driver_version)
+    lines += _compare(hosts, "GPU count", lambda h: len(h.gpus) if h.gpus else None)
+    lines += _compare(hosts, "GPU model", lambda h: _one({g.name for g in h.gpus if g.name}))
+    lines += _rail_lines(hosts)
+    lines += _nics(hosts)
+    lines += _fabric(hosts)
+    return lines
+
+
+def _one(values: set[str]) -> str | None:
+    return ", ".join(sorted(values)) if values else None
+
+
+def _compare(
+    hosts: list[Snapshot],
+    what: str,
+    fact: Callable[[Snapshot], Hashable | None],
+    show: Callable[[Hashable], str] = str,
+) -> list[str]:
+    """Hosts whose ``fact`` differs from the most common value; hosts where it is unknown."""
+    values = {host_name(h) or "?": fact(h) for h in hosts}
+    known = {k: v for k, v in values.items() if v is not None}
+    lines: list[str] = []
+    unknown = sorted(k for k, v in values.items() if v is None)
+    if unknown and known:
+        lines.append(f"{what}: unknown on {_names(unknown)} (not in their source)")
+    if len(set(known.values())) <= 1:
+        return lines
+    common, n = Counter(known.values()).most_common(1)[0]
+    for value in sorted({v for v in known.values() if v != common}, key=str):
+        odd = sorted(k for k, v in known.items() if v == value)
+        lines.append(f"{what}: {_names(odd)} {show(value)}; {n} of {len(known)} hosts {show(common)}")
+    return lines
+
+
+def _names(names: list[str], limit: int = 8) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def _rails(h: Snapshot) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
+    """Each GPU's nearest RDMA NICs (by name) and how near: ((gpu0, (PIX, mlx5_0)), ...)."""
+    nic_name = {f"nic{n.index}": n.name for n in h.nics if n.rdma}
+    if not nic_name or not h.gpus:
+        return None
+    best: dict[str, tuple[int, list[str]]] = {}
+    for p in h.pairs:
+        if p.a in nic_name and p.b.startswith("gpu"):
+            gpu, nic = p.b, p.a
+        elif p.b in nic_name and p.a.startswith("gpu"):
+            gpu, nic = p.a, p.b
+        else:
+            continue
+        cls = p.pcie_path or p.path
+        if cls not in _NEAR:
+            continue
+        rank = _NEAR[cls]
+        have = best.get(gpu)
+        if have is None or rank < have[0]:
+            best[gpu] = (rank, [nic_name[nic]])
+        elif rank == have[0]:
+            have[1].append(nic_name[nic])
+    if not best:
+        return None
+    classes = {v: k for k, v in _NEAR.items()}
+    return tuple(
+        (g, (classes[r], *sorted(names))) for g, (r, names) in sorted(best.items(), key=lambda kv: _index(kv[0]))
+    )
+
+
+def _index(dev: str) -> int:
+    digits = "".join(c for c in dev if c.isdigit())
+    return int(digits) if digits else -1
+
+
+def _rail_lines(hosts: list[Snapshot]) -> list[str]:
+    """Hosts whose GPU→nearest-NIC layout differs from the most common one: the GPUs that differ."""
+    layouts = {host_name(h) or "?": _rails(h) for h in hosts}
+    lines = _compare(hosts, "GPU↔NIC rail layout", lambda h: layouts[host_name(h) or "?"], lambda v: "")
+    known = {k: v for k, v in layouts.items() if v is not None}
+    if len(set(known.values())) <= 1:
+        return lines
+    common, n = Counter(known.values()).most_common(1)[0]
+    usual = dict(common)
+    out = [line for line in lines if "unknown on" in line]
+    for name, layout in sorted(known.items()):
+        if layout == common:
+            continue
+        diffs = [
+            f"{g}→{_show(v)} (most hosts: {_show(usual[g]) if g in usual else 'no such GPU'})"
+            for g, v in layout
+            if usual.get(g) != v
+        ]
+        diffs += [f"{g} missing (most hosts: {_show(v)})" for g, v in common if g not in dict(layout)]
+        shown = "; ".join(diffs[:4]) + (f"; and {len(diffs) - 4} more GPUs" if len(diffs) > 4 else "")
+        out.append(f"GPU↔NIC rail layout: {name} differs from {n} of {len(known)} hosts: {shown}")
+    return out
+
+
+def _show(value: tuple[str, ...]) -> str:
+    cls, *names = value
+    return f"{'/'.join(names)} {cls}"
+
+
+def _nics(hosts: list[Snapshot]) -> list[str]:
+    """NIC line rates (per NIC name, against the most common rate) and ports not up."""
+    lines: list[str] = []
+    names = sorted({n.name for h in hosts for n in h.nics if n.rdma})
+    for name in names:
+        have = [h for h in hosts if any(n.name == name and n.rdma for n in h.nics)]
+
+        def rate(h: Snapshot, name: str = name) -> float | None:
+            return next((n.speed_gbit_s for n in h.nics if n.name == name), None)
+
+        lines += _compare(have, f"NIC {name} line rate", rate, lambda v: f"{v:g} Gbit/s (as the host reports it)")
+    down: dict[str, list[str]] = {}
+    for h in hosts:
+        for n in h.nics:
+            if n.rdma and n.state is not None and n.state.lower() not in ("active", "up"):
+                down.setdefault(f"{n.name} {n.state}", []).append(host_name(h) or "?")
+    for what, where in sorted(down.items()):
+        lines.append(f"NIC state: {what} on {_names(sorted(where))}")
+    return lines
+
+
+def _fabric(hosts: list[Snapshot]) -> list[str]:
+    """NVLink fabric cliques keyed by (cluster UUID, clique id): members, and hosts that do not fit."""
+    cliques: dict[tuple[str, int], set[str]] = {}
+    lines: list[str] = []
+    for h in hosts:
+        name = host_name(h) or "?"
+        keys = set()
+        for g in h.gpus:
+            f = g.fabric
+            if f is None or f.state in (None, "not-supported"):
+                continue
+            if f.state != "completed" or (f.status is not None and f.status != "success"):
+                lines.append(
+                    f"NVLink fabric: {name} gpu{g.index} state {f.state}, status {f.status or 'unknown'} "
+                    "(not ready: `nvidia-smi -q -d FABRIC`; is nvidia-fabricmanager running?)"
+                )
+                continue
+            if f.cluster_uuid is None or f.clique_id is None:
+                continue
+            keys.add((f.cluster_uuid, f.clique_id))
+            cliques.setdefault((f.cluster_uuid, f.clique_id), set()).add(name)
+        if len(keys) > 1:
+            shown = ", ".join(f"{c}/{q}" for c, q in sorted(keys))
+            lines.append(f"NVLink fabric: {name} has GPUs in {len(keys)} cliques ({shown})")
+    if len(cliques) > 1:
+        for (cluster, clique), members in sorted(cliques.items()):
+            lines.append(f"NVLink fabric: clique {cluster}/{clique}: {_names(sorted(members))}")
+    return lines

@@ -1,0 +1,442 @@
+"""The snapshot: topomap's versioned JSON contract (``topomap.snapshot/1``).
+
+One msgspec definition both validates input (errors carry the JSON path of the bad field) and
+generates the JSON Schema shipped in ``topomap/schema/snapshot.schema.json``. Unknown is
+``None`` plus a :class:`Problem`, never a guess. Output is deterministic: the same snapshot
+always encodes to the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from topomap.base.errors import TopomapError
+from topomap.base.links import P2PStatus
+
+SCHEMA = "topomap.snapshot/1"
+SCHEMA_NAME = "topomap.snapshot"
+SCHEMA_VERSION = 1
+
+SourceKind = Literal["probe", "nvidia-smi", "nccl-xml", "hwloc-xml", "merge"]
+NicKind = Literal["infiniband", "roce", "ethernet", "efa", "unknown"]
+PciKind = Literal["host-bridge", "bridge", "switch-upstream", "switch-downstream", "gpu", "nic", "nvswitch", "other"]
+RemoteType = Literal["gpu", "switch", "cpu", "unknown"]
+FabricState = Literal["not-supported", "not-started", "in-progress", "completed"]
+
+
+# Numbers as decoding checks them (in C, with the JSON path of a bad value; the JSON Schema
+# carries the same bounds). JSON floats are finite already; integers may be any length in JSON,
+# and a rate is bounded far above any link that exists. Snapshots built in memory (importers)
+# are checked by the same bounds in topomap.model.validate.
+MAX_RATE = 1e6  # GB/s or Gb/s: a thousand times any link that exists
+I64_MIN, I64_MAX = -(2**63), 2**63 - 1  # what every JSON reader holds (msgspec bounds fit int64)
+I64 = Annotated[int, msgspec.Meta(ge=I64_MIN, le=I64_MAX)]
+Rate = Annotated[float, msgspec.Meta(ge=0, le=MAX_RATE)]
+
+
+class _S(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Base: strict decoding, keyword construction."""
+
+
+class Source(_S, kw_only=True):
+    """Where a snapshot came from and what that source could not know."""
+
+    kind: SourceKind
+    origin: str  # host name for a probe, file path (or public URL) for an import
+    captured_at: str | None = None  # ISO-8601 UTC
+    tool: str  # e.g. "topomap 0.1.0"
+    unknown_fields: list[str] = []  # dotted field names this source cannot provide
+    notes: list[str] = []
+
+
+class NumaNode(_S, kw_only=True):
+    id: I64
+    cpus: str | None = None  # cpulist, e.g. "0-31,64-95"; "" for a memory-only (GPU) node
+    memory_total_bytes: I64 | None = None
+    distances: list[I64] | None = None  # SLIT row
+
+
+class Host(_S, kw_only=True):
+    hostname: str | None = None
+    cpu_model: str | None = None
+    sockets: I64 | None = None
+    numa_nodes: list[NumaNode] = []
+    virtualization: str | None = None  # e.g. "kvm", "Amazon EC2", None when bare metal or unknown
+    container: str | None = None  # e.g. "docker", "kubernetes", "lxc", None
+    cgroup_cpus: str | None = None  # effective cpuset of this process, as a cpulist
+    iommu: str | None = None  # "on", "passthrough", "off" or None when unknown
+    environment: dict[str, str] = {}  # CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER
+
+
+class Software(_S, kw_only=True):
+    driver_version: str | None = None
+    cuda_driver_version: str | None = None  # "12.4"
+    nvml_version: str | None = None
+    bindings: dict[str, str] = {}  # python package → version, for a probe
+
+
+class PcieLink(_S, kw_only=True):
+    gen_current: I64 | None = None
+    width_current: I64 | None = None
+    gen_max: I64 | None = None
+    width_max: I64 | None = None
+
+
+class NvLink(_S, kw_only=True):
+    link: I64
+    active: bool
+    generation: I64 | None = None  # decoded from the NVML version enum
+    version_enum: I64 | None = None
+    remote_type: RemoteType | None = None
+    remote_pci_bus_id: str | None = None
+    speed_gbps: Rate | None = None  # GB/s per direction as reported by the source
+
+
+class Fabric(_S, kw_only=True):
+    cluster_uuid: str | None = None
+    clique_id: I64 | None = None
+    state: FabricState | None = None
+    status: str | None = None  # NVML return of the registration, e.g. "success"
+    health_mask: I64 | None = None
+
+
+class MigDevice(_S, kw_only=True):
+    index: I64
+    uuid: str | None = None
+    name: str | None = None
+    memory_total_bytes: I64 | None = None
+
+
+class Mig(_S, kw_only=True):
+    enabled: bool | None = None
+    pending: bool | None = None
+    devices: list[MigDevice] = []
+
+
+class Gpu(_S, kw_only=True):
+    index: I64
+    cuda_ordinal: I64 | None = None
+    uuid: str | None = None
+    name: str | None = None
+    pci_bus_id: str | None = None
+    numa_node: I64 | None = None  # host NUMA node nearest the GPU
+    gpu_numa_node: I64 | None = None  # NUMA node of the GPU memory itself (Grace-class parts)
+    cpu_affinity: str | None = None  # cpulist
+    memory_total_bytes: I64 | None = None
+    compute_capability: str | None = None  # "9.0"
+    architecture: str | None = None  # "hopper"
+    pcie: PcieLink | None = None
+    persistence_mode: bool | None = None
+    nvlinks: list[NvLink] = []
+    fabric: Fabric | None = None
+    mig: Mig | None = None
+    gdr: bool | None = None  # GPUDirect RDMA capable, where the source says
+    pci_device_id: str | None = None  # PCI device id, "0x2330"; the model can be derived from it
+    lost: bool = False  # fell off the bus during the probe (NVML GPU_IS_LOST); facts after that unknown
+    derived: list[str] = []  # fields filled from other facts (e.g. "name" from the PCI device id), not read
+
+
+class Nic(_S, kw_only=True):
+    index: I64
+    name: str  # RDMA device (mlx5_0) or netdev (eth0)
+    kind: NicKind = "unknown"
+    rdma: bool = True  # shown in the `topo -m` matrix (nvidia-smi lists RDMA devices only)
+    pci_bus_id: str | None = None
+    numa_node: I64 | None = None
+    speed_gbit_s: Rate | None = None  # line rate, gigabits per second
+    state: str | None = None  # "active", "down", ...
+    netdevs: list[str] = []
+    gdr: bool | None = None
+
+
+class P2P(_S, kw_only=True):
+    """NVML P2P status per capability (`nvidia-smi topo -p2p r|w|n|a`)."""
+
+    read: P2PStatus | None = None
+    write: P2PStatus | None = None
+    nvlink: P2PStatus | None = None
+    atomics: P2PStatus | None = None
+
+
+class CudaPeer(_S, kw_only=True):
+    """CUDA driver view of a GPU pair, a→b and b→a."""
+
+    can_access_peer: bool | None = None  # both directions
+    performance_rank: I64 | None = None  # lower is better
+    access_supported: bool | None = None
+    native_atomics: bool | None = None
+
+
+class Pair(_S, kw_only=True):
+    a: str  # "gpu0", "nic3"
+    b: str
+    path: str | None  # NV<n>, PIX, PXB, PHB, NODE, SYS; None when unknown
+    nvlinks: I64 = 0
+    pcie_path: str | None = None  # the PCIe class under an NV# path, where known
+    p2p: P2P | None = None
+    cuda: CudaPeer | None = None
+
+
+class PciDevice(_S, kw_only=True):
+    """One PCI function or bridge in the tree above GPUs and NICs."""
+
+    id: str  # bus id "0000:17:00.0", or "pci0000:17" for a host bridge
+    kind: PciKind
+    parent: str | None = None
+    numa_node: I64 | None = None
+    link_gen: I64 | None = None
+    link_width: I64 | None = None
+    inferred: bool = False  # built to fit a path class, not read from the machine
+
+
+class NvSwitch(_S, kw_only=True):
+    id: str  # bus id, or "nvswitch<k>" when the switch is not PCI-visible
+    pci_bus_id: str | None = None
+    links: dict[str, I64] = {}  # gpu id → link count
+
+
+class Problem(_S, kw_only=True):
+    source: str  # "nvml", "cuda", "sysfs", "import"
+    call: str  # e.g. "nvmlDeviceGetCpuAffinity"
+    target: str | None = None  # e.g. "gpu3"
+    error: str
+
+
+MeasureKind = Literal["h2d", "d2h", "d2d", "latency"]
+MeasureDirection = Literal["one-way", "both-way"]
+MeasureRoute = Literal["peer", "staged", "host"]
+Severity = Literal["info", "warning", "error"]
+
+
+class Measurement(_S, kw_only=True):
+    """One measured figure: copy bandwidth (GB/s, 1e9 bytes/s) or small-copy latency (µs).
+
+    ``src``/``dst`` are ids (``gpu0``) or ``host``; a both-way figure is the sum of the two
+    directions copying at once. ``verified`` is True when the data that arrived was checked
+    against what was sent, False when it came back wrong (the pair is then unusable), None
+    when the source did not check (an imported figure).
+    """
+
+    kind: MeasureKind
+    direction: MeasureDirection = "one-way"
+    src: str
+    dst: str
+    route: MeasureRoute | None = None  # d2d: "peer" (P2P enabled) or "staged" (through host memory)
+    method: str  # e.g. "copy engine, cuMemcpyAsync timed with CUDA events"
+    origin: str  # "topomap measure", "nvbandwidth", "p2pBandwidthLatencyTest"
+    size_bytes: I64 | None = None  # bytes per copy
+    repetitions: I64 | None = None  # copies per sample
+    samples: I64 | None = None  # timed samples the median is over
+    median_gbps: Rate | None = None
+    min_gbps: Rate | None = None
+    max_gbps: Rate | None = None
+    median_us: float | None = None  # latency: one small copy, microseconds
+    verified: bool | None = None
+    host_numa_node: I64 | None = None  # NUMA node of the pinned host buffer (h2d/d2h)
+    notes: list[str] = []
+
+
+class Finding(_S, kw_only=True):
+    """A health or truth check's result: what is wrong (or worth knowing) and the evidence."""
+
+    kind: str  # e.g. "pcie-downtrained", "acs-redirect", "p2p-corrupt", "virtual-topology"
+    subject: str  # "gpu3", "gpu0-gpu1", "nic2", "host"
+    severity: Severity
+    text: str
+    evidence: list[str] = []
+    source: str = "probe"  # "sysfs", "nvml", "measure", ...
+
+
+class Snapshot(_S, kw_only=True):
+    schema: str = SCHEMA
+    source: Source
+    host: Host = msgspec.field(default_factory=Host)
+    software: Software = msgspec.field(default_factory=Software)
+    gpus: list[Gpu] = []
+    nics: list[Nic] = []
+    pairs: list[Pair] = []
+    pci: list[PciDevice] = []
+    nvswitches: list[NvSwitch] = []
+    problems: list[Problem] = []
+    members: list[Snapshot] = []  # a merged cluster: one snapshot per host (source.kind "merge")
+    measurements: list[Measurement] = []  # measured or imported figures (bandwidth, latency)
+    findings: list[Finding] = []  # health and truth checks
+
+
+def hosts_of(snap: Snapshot) -> list[Snapshot]:
+    """The host snapshots a snapshot holds: its members when merged, else itself."""
+    return list(snap.members) if snap.source.kind == "merge" else [snap]
+
+
+class SnapshotError(TopomapError):
+    """A snapshot file that cannot be read; the message is one line naming file and field."""
+
+
+_SCHEMA_RE = re.compile(r"^topomap\.snapshot/(\d{1,9})$")  # bounded: int() refuses 4300+ digits
+
+
+def check_schema_version(value: object, where: str) -> None:
+    """Refuse a snapshot of another schema, naming the version and what to do."""
+    if not isinstance(value, str):
+        raise SnapshotError(f"{where}: missing or invalid `schema` (expected {SCHEMA!r})")
+    m = _SCHEMA_RE.match(value)
+    if not m:
+        raise SnapshotError(f"{where}: not a topomap snapshot (schema {value!r}, expected {SCHEMA!r})")
+    version = int(m.group(1))
+    if version > SCHEMA_VERSION:
+        raise SnapshotError(
+            f"{where}: snapshot schema {value} is newer than this topomap reads ({SCHEMA}); "
+            "upgrade topomap (pip install -U topomap)"
+        )
+    if version < SCHEMA_VERSION:
+        raise SnapshotError(f"{where}: snapshot schema {value} is older than {SCHEMA} and cannot be migrated")
+
+
+class _Head(msgspec.Struct):
+    schema: Any = None
+
+
+_JSON_HINT = "is the file complete? topomap writes snapshots whole; a copy cut short or edited by hand is not"
+
+
+def decode_snapshot(data: bytes, where: str = "<snapshot>") -> Snapshot:
+    """Validate JSON bytes into a Snapshot; errors name ``where`` and the JSON path.
+
+    The schema version is read first (a newer snapshot is told apart from a broken one), then the
+    whole file is decoded straight into the model, which checks every type and number bound in one
+    pass. Beyond the schema, :func:`topomap.model.validate.validate_snapshot` refuses what no view can use
+    (PCI parent cycles, pairs naming no device, absurd counts)."""
+    from topomap.files.inputs import MAX_SNAPSHOT_BYTES
+
+    if len(data) > MAX_SNAPSHOT_BYTES:
+        raise SnapshotError(f"{where}: {len(data)} bytes is larger than any snapshot ({MAX_SNAPSHOT_BYTES} max)")
+    try:
+        head = msgspec.json.decode(data, type=_Head)
+    except msgspec.ValidationError as err:  # (a subclass of DecodeError)
+        got = str(err).rpartition(", got ")[2] or "something else"
+        raise SnapshotError(f"{where}: a snapshot is a JSON object, got {got}") from err
+    except msgspec.DecodeError as err:
+        raise SnapshotError(f"{where}: not valid JSON ({err})", hint=_JSON_HINT) from err
+    except RecursionError as err:
+        raise _too_deep(where) from err
+    check_schema_version(head.schema, where)
+    try:
+        snap = msgspec.json.decode(data, type=Snapshot)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as err:
+        raise _decode_error(data, where, err) from err
+    from topomap.model.validate import validate_snapshot
+
+    validate_snapshot(snap, where, numbers_checked=True)
+    return snap
+
+
+def _too_deep(where: str) -> SnapshotError:
+    return SnapshotError(f"{where}: JSON nested deeper than any snapshot", hint="is this a topomap snapshot?")
+
+
+def _decode_error(data: bytes, where: str, err: Exception) -> SnapshotError:
+    """The one-line message for a snapshot that did not decode (the slow path, taken only then):
+    invalid JSON or nesting beyond any snapshot; else msgspec's message with its JSON path, and for
+    a number outside the model's bounds, the number and the bound."""
+    try:
+        raw = msgspec.json.decode(data)
+    except msgspec.DecodeError as e:
+        return SnapshotError(f"{where}: not valid JSON ({e})", hint=_JSON_HINT)
+    except RecursionError:
+        return _too_deep(where)
+    if isinstance(err, RecursionError):
+        return SnapshotError(f"{where}: `members` nested deeper than any cluster snapshot")
+    text = str(err)
+    message, sep, at = text.rpartition(" - at `$")
+    if not sep:
+        return SnapshotError(f"{where}: {text}")
+    path = at.rstrip("`").lstrip(".")
+    value = _value_at(raw, path)
+    if type(value) is int and not I64_MIN <= value <= I64_MAX:
+        return SnapshotError(f"{where}: {path}: {value} does not fit in 64 bits")
+    if type(value) in (int, float) and message.startswith("Expected `float`"):
+        return SnapshotError(f"{where}: {path}: {float(value):g} is outside 0 to {MAX_RATE:g}")  # type: ignore[arg-type]
+    return SnapshotError(f"{where}: {text}")
+
+
+_STEP = re.compile(r"\.?([^.\[]+)|\[(\d+)\]")
+
+
+def _value_at(raw: object, path: str) -> object:
+    """The value at a msgspec error path (``gpus[1].index``) in decoded JSON, or None."""
+    cur = raw
+    for m in _STEP.finditer(path):
+        key, index = m.group(1), m.group(2)
+        if key is not None and isinstance(cur, dict):
+            cur = cur.get(key)
+        elif index is not None and isinstance(cur, list) and int(index) < len(cur):
+            cur = cur[int(index)]
+        else:
+            return None
+    return cur
+
+
+def load_snapshot(path: str | Path) -> Snapshot:
+    """Read and validate a snapshot file (a regular file under the size cap; BOM/UTF-16 decoded)."""
+    from topomap.files.inputs import MAX_SNAPSHOT_BYTES, read_bytes, recode_utf8
+
+    data = read_bytes(path, "snapshot", MAX_SNAPSHOT_BYTES, SnapshotError)
+    return decode_snapshot(recode_utf8(data, str(path), SnapshotError), str(path))
+
+
+def to_builtins(snap: Snapshot) -> Any:
+    """Snapshot as plain JSON-compatible Python values."""
+    return msgspec.to_builtins(snap, order="deterministic")
+
+
+def encode_snapshot(snap: Snapshot) -> bytes:
+    """Deterministic, indented JSON with a trailing newline."""
+    compact = msgspec.json.encode(snap, order="deterministic")
+    return msgspec.json.format(compact, indent=2) + b"\n"
+
+
+def atomic_write(path: str | Path, data: bytes) -> None:
+    """Write a file all at once: a temporary file beside it, then rename. Never half-written."""
+    p = Path(path)
+    folder = str(p.parent or Path("."))
+    try:
+        name_max = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = 255
+    # `.NAME.` + mkstemp's 8 random characters stays within NAME_MAX: a long NAME is shortened (whole
+    # UTF-8 characters), so a name near the limit can be written; the temporary file stays hidden and unique.
+    stem = os.fsencode(p.name)[: max(1, name_max - 10)].decode("utf-8", "ignore") or "out"
+    fd, tmp = tempfile.mkstemp(prefix=f".{stem}.", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_snapshot(snap: Snapshot, path: str | Path) -> None:
+    atomic_write(path, encode_snapshot(snap))
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of the snapshot, as shipped in the package."""
+    schema: dict[str, Any] = msgspec.json.schema(Snapshot)
+    schema["$id"] = f"https://topomap.dev/schema/{SCHEMA.replace('/', '-')}.json"
+    schema["title"] = SCHEMA
+    return schema
+
+
+def json_schema_text() -> str:
+    return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"

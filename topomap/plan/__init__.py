@@ -1,0 +1,1 @@
+"""The flow's work under each arrangement of cards."""

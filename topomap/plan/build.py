@@ -1,0 +1,243 @@
+"""Building a plan: per card count, the arrangements, their lanes and their sums (see plan.py)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from topomap.flow.work import Work
+from topomap.plan.core import Arrangement, MemoryFit, PlanResult, fmt_span, memory_fit
+from topomap.plan.costs import card_memory, exchange_seconds, exchange_volume, map_pairs, shared_costs, unit_legs
+from topomap.plan.sched import SCHEDULERS, Lane, SlotCost, one_slot
+
+if TYPE_CHECKING:
+    from topomap.flow.mapping import MappedArrow
+    from topomap.flow.spec import Flow
+    from topomap.graph import Topology
+    from topomap.plan.costs import Leg
+
+
+class _Ctx:
+    """What every arrangement of one plan shares."""
+
+    def __init__(self, flow: Flow, topos: dict[str, Topology | None], lot: str, have: list[str], work: Work) -> None:
+        self.flow, self.topos, self.lot, self.have, self.work = flow, topos, lot, have, work
+        self.seconds = [u.seconds for u in work.units]
+        topo = topos[lot]
+        assert topo is not None
+        self.memory = {c: card_memory(topo, c) for c in have}
+        self.legs: list[Leg] = unit_legs(flow, topos, lot, have, work)
+        self.warnings: list[str] = []
+        self.unknown_legs: dict[tuple[str, str, int | None, str, str], list[str]] = {}
+        self.assembly_s = work.assembly.seconds if work.assembly else None
+        self.pairs: dict[frozenset[str], MappedArrow] | None = None  # card pairs, mapped once when needed
+
+    def warn(self, text: str) -> None:
+        if text not in self.warnings:
+            self.warnings.append(text)
+
+    def costs(self, used: list[str]) -> dict[str, tuple[float | None, float | None]]:
+        """Per-unit (input, output) seconds of each used card when all of them move data at once."""
+        if self.work.includes_transfers:
+            return {c: (0.0, 0.0) for c in used}
+        out: dict[str, tuple[float | None, float | None]] = {}
+        for cc in shared_costs(self.legs, used, self.work):
+            out[cc.card] = (cc.input_s, cc.output_s)
+            if cc.input_s is None or cc.output_s is None:
+                for lg in self.legs:
+                    if lg.card == cc.card and lg.seconds() is None:
+                        key = (lg.direction, lg.other, lg.volume_bytes, lg.medium, lg.via)
+                        cards = self.unknown_legs.setdefault(key, [])
+                        cards += [] if lg.card in cards else [lg.card]
+        return out
+
+    def finish(
+        self, k: int, kind: str, slots: list[list[str]], lanes: list[Lane], fit: MemoryFit, unknown: bool,
+        exchange_s: float | None = None, notes: list[str] | None = None,
+    ) -> Arrangement:  # fmt: skip
+        parallel = max(ln.end for ln in lanes)
+        last = max(lanes, key=lambda ln: (ln.end, -ln.slot))
+        moved = len(last.units) * (last.cost.input_s + last.cost.output_s)
+        total, assembly_s = self._assembly(lanes, parallel)
+        n_cards = k if kind != "one card" else len(slots[0])
+        busy = {i: ln.end for i, ln in enumerate(lanes)}
+        idle = sum((parallel - busy.get(i, 0.0)) * len(s) for i, s in enumerate(slots))
+        return Arrangement(
+            k=k, kind=kind, slots=slots, lanes=lanes, parallel_s=parallel, transfers_s=moved,
+            transfers_complete=not unknown,
+            exchange_s=exchange_s, assembly_s=assembly_s, total_s=total, idle_card_s=idle,
+            idle_assembly_card_s=(total - parallel) * n_cards, fit=fit, notes=notes or [],
+        )  # fmt: skip
+
+    def _assembly(self, lanes: list[Lane], parallel: float) -> tuple[float, float | None]:
+        a = self.work.assembly
+        if a is None:
+            return parallel, None
+        if a.waits_for_all:
+            return parallel + a.seconds, a.seconds
+        # streaming: one assembler takes each result as it arrives, an equal share of the time each
+        done = sorted(end for ln in lanes for _, _, end in ln.spans())
+        t, share = 0.0, a.seconds / len(done)
+        for d in done:
+            t = max(t, d) + share
+        return t, a.seconds
+
+
+def slot_cost(costs: dict[str, tuple[float | None, float | None]], cards: list[str]) -> tuple[SlotCost, bool]:
+    """A slot's per-unit transfer seconds: the slowest of its cards; unknown parts count 0 (flagged)."""
+    ins = [costs[c][0] for c in cards]
+    outs = [costs[c][1] for c in cards]
+    unknown = any(x is None for x in ins + outs)
+    known_in = max((x for x in ins if x is not None), default=0.0)
+    known_out = max((x for x in outs if x is not None), default=0.0)
+    return SlotCost(known_in, known_out), unknown
+
+
+def build_plan(
+    flow: Flow, topos: dict[str, Topology | None], lot: str, have: list[str], counts: list[int], work: Work
+) -> PlanResult:
+    ctx = _Ctx(flow, topos, lot, have, work)
+    c = work.cards_per_task
+    arrangements: list[Arrangement] = []
+    skipped: list[str] = []
+    exchange_how: str | None = None
+    for k in counts:
+        if k < c:
+            skipped.append(f"{k} card(s): a task needs {c} cards (work.cards_per_task)")
+            continue
+        if k == c:
+            arrangements.append(_one_card(ctx))
+        n_slots = k // c
+        cap = work.limits.max_concurrent
+        if cap is not None and n_slots > cap:
+            n_slots = cap
+        if n_slots > 1:
+            arrangements += _independent(ctx, k, n_slots)
+        elif k > c:
+            skipped.append(f"{k} cards independent: only one task at a time (max_concurrent or cards_per_task)")
+        if k > c:
+            coord, how = _coordinated(ctx, k)
+            if coord is None:
+                line = f"coordinated: {how}" if work.split is None else f"{k} cards coordinated: {how}"
+                skipped += [] if line in skipped else [line]
+            else:
+                arrangements.append(coord)
+                exchange_how = how
+    _unknown_transfer_warnings(ctx)
+    base = next((a for a in arrangements if a.kind == "one card"), None)
+    if base is None and len(have) >= c:
+        base = _one_card(ctx)  # the speed-up is always over one card (one slot), shown or not
+    for a in arrangements:
+        a.speedup = None if base is None or a.total_s <= 0 else base.total_s / a.total_s
+    return PlanResult(
+        flow=flow.name, lot=lot, cards_available=have, units=work.units, unit_source=work.source,
+        cards_per_task=c, arrangements=arrangements, legs=ctx.legs, memory=list(ctx.memory.values()),
+        includes_transfers=work.includes_transfers, assumptions=_assumptions(ctx, exchange_how),
+        warnings=ctx.warnings, skipped=skipped, exchange_how=exchange_how,
+        assembly_on=work.assembly.on if work.assembly else None,
+        unit_provenance=work.provenance,
+        assembly_streamed=work.assembly is not None and not work.assembly.waits_for_all,
+    )  # fmt: skip
+
+
+def _one_card(ctx: _Ctx) -> Arrangement:
+    c = ctx.work.cards_per_task
+    slot = ctx.have[:c]
+    cost, unknown = slot_cost(ctx.costs(slot), slot)
+    fit = memory_fit(ctx.work, ctx.memory, slot, c, len(ctx.have))
+    return ctx.finish(c, "one card", [slot], one_slot(ctx.seconds, cost), fit, unknown)
+
+
+def _unknown_transfer_warnings(ctx: _Ctx) -> None:
+    """One warning per unknown transfer path, naming the cards it concerns."""
+    from topomap.base.units import fmt_bytes
+
+    for (direction, other, vol, medium, via), cards in ctx.unknown_legs.items():
+        who = cards[0] if len(cards) == 1 else f"{len(cards)} cards ({cards[0]}…{cards[-1]})"
+        ends = f"{other} → {who}" if direction == "input" else f"{who} → {other}"
+        what = "volume not declared" if vol is None else f"{fmt_bytes(vol)} per unit"
+        ctx.warn(f"transfer time unknown, excluded from totals: {ends}, {what} over {medium}/{via}")
+
+
+def _independent(ctx: _Ctx, k: int, n_slots: int) -> list[Arrangement]:
+    c = ctx.work.cards_per_task
+    slots = [ctx.have[i * c : (i + 1) * c] for i in range(k // c)]
+    if k % c:
+        slots.append(ctx.have[k - k % c : k])  # too few cards left for a task: idle throughout
+    used = [card for s in slots[:n_slots] for card in s]
+    costs = ctx.costs(used)
+    per_slot = [slot_cost(costs, s) for s in slots[:n_slots]]
+    unknown = any(u for _, u in per_slot)
+    fit = memory_fit(ctx.work, ctx.memory, used, c, len(ctx.have))
+    notes = []
+    if n_slots < k // c:
+        notes.append(f"at most {n_slots} tasks at once (work.limits.max_concurrent): {k - n_slots * c} card(s) wait")
+    out = []
+    for kind, fn in SCHEDULERS.items():
+        lanes = fn(ctx.seconds, [sc for sc, _ in per_slot])
+        out.append(ctx.finish(k, kind, slots, lanes, fit, unknown, notes=notes))
+    return out
+
+
+def _coordinated(ctx: _Ctx, k: int) -> tuple[Arrangement | None, str]:
+    """One task at a time over all k cards: compute ÷ (k / cards_per_task), plus an exchange per step."""
+    work = ctx.work
+    if work.split is None:
+        return None, "how a task splits is not declared (work.split: {steps: N, exchange: SIZE})"
+    cards = ctx.have[:k]
+    vol = exchange_volume(ctx.flow, work)
+    if ctx.pairs is None:
+        ctx.pairs = map_pairs(ctx.flow, ctx.topos, ctx.lot, ctx.have)
+    per_step, _, how = exchange_seconds(ctx.pairs, cards, vol)
+    c = work.cards_per_task
+    base_step, _, _ = exchange_seconds(ctx.pairs, cards[:c], vol) if c > 1 else (0.0, None, "")
+    if per_step is None:
+        ctx.warn(f"exchange time unknown over {k} cards, excluded from totals: {how}")
+    exch = None if per_step is None else work.split.steps * max(per_step - (base_step or 0.0), 0.0)
+    cost, unknown = slot_cost(ctx.costs(cards), cards)
+    compute = [s * c / k for s in ctx.seconds]
+    lanes = one_slot(compute, SlotCost(cost.input_s, cost.output_s, exch or 0.0))
+    fit = memory_fit(work, ctx.memory, cards, k, len(ctx.have))
+    note = f"{work.split.steps} exchange steps per task of {fmt_span(per_step)} each ({how})"
+    return ctx.finish(k, "coordinated", [cards], lanes, fit, unknown, exch, [note]), how
+
+
+def _assumptions(ctx: _Ctx, exchange_how: str | None) -> list[str]:
+    w = ctx.work
+    out = [
+        f"a calculation from the flow's stated work ({len(w.units)} units, durations {w.provenance} from "
+        f"{w.source}), not a measurement",
+        "a card runs one task at a time, units do not wait for each other, and a unit takes as long on every card",
+    ]
+    if w.includes_transfers and w.provenance == "observed":
+        pass  # the observed run's own note says what its timing includes
+    elif w.includes_transfers:
+        out.append(
+            "durations include each unit's loading and output, timed with one card working: "
+            "cards do not slow each other's loading"
+        )
+    else:
+        out.append(
+            "transfers: per-unit volume = the flow's arrows into (out of) its compute steps ÷ units; all cards of "
+            "an arrangement move data at once (worst case) and share the nodes their routes have in common (model)"
+        )
+        out.append("host memory's own bandwidth is not a limit (a snapshot does not record it)")
+        if w.limits.storage_read_gbps is None and any(lg.other.endswith(":storage") for lg in ctx.legs):
+            out.append("storage read rate not given (work.limits.storage_read): storage is not a shared limit")
+    if w.assembly is not None:
+        where = f" on {w.assembly.on}" if w.assembly.on else ""
+        if w.assembly.waits_for_all:
+            out.append(f"the assembly{where} starts when every unit is done and takes {fmt_span(w.assembly.seconds)}")
+        else:
+            out.append(f"the assembly{where} takes each result as it arrives, an equal share of its time per unit")
+    else:
+        out.append("no assembly step declared (work.assembly: {duration: …})")
+    if w.cards_per_task > 1:
+        out.append(f"a task occupies {w.cards_per_task} cards; each loads the unit's whole input, the slowest decides")
+    if exchange_how is not None:
+        out.append(
+            "coordinated: one task over k cards divides its compute evenly and pays each exchange step as a "
+            "ring all-reduce, 2(k−1)/k × the exchange volume at the slowest link between the k cards (model)"
+        )
+    if w.memory_per_task_bytes is not None:
+        out.append("memory per card = duplicated state + the rest of a task's memory ÷ the cards holding it")
+    return out + w.notes
