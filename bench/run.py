@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import msgspec  # noqa: E402
 import synth  # noqa: E402
 
-from topomap.model.snapshot import encode_snapshot, load_snapshot  # noqa: E402
+from topomap.model.codec import encode_snapshot, load_snapshot
 
 ARROWS = 10_000
 SIZES = (16, 128, 512, 1024)

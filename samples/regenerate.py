@@ -11,7 +11,8 @@ from pathlib import Path
 import msgspec
 
 from topomap.importers import import_file
-from topomap.model.snapshot import Source, save_snapshot
+from topomap.model.snapshot import Source
+from topomap.model.codec import save_snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT / "tests" / "data" / "real-topologies"

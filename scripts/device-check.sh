@@ -76,7 +76,7 @@ python - "$OUT_DIR" <<'PY' >"$OUT_DIR/comparison.txt" 2>&1
 import json, pathlib, sys
 d = pathlib.Path(sys.argv[1])
 try:
-    from topomap.model.snapshot import load_snapshot
+    from topomap.model.codec import load_snapshot
     from topomap.model.measured import measured_bandwidth, nominal_gbps
     snap = load_snapshot(d / "measured.json")
 except Exception as err:  # noqa: BLE001 - report, do not hide

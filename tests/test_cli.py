@@ -166,7 +166,7 @@ def test_show_on_a_probed_snapshot_with_problems(tmp_path: Path) -> None:
 
     from tests.conftest import run_probe
     from tests.fakes import machines
-    from topomap.model.snapshot import save_snapshot
+    from topomap.model.codec import save_snapshot
 
     m = dataclasses.replace(machines.a100_pcie(), cuda_order=[1, 0, 2, 3, 4, 5, 6, 7], lost_after={7: 4})
     snap = run_probe(m, tmp_path / "root").snapshot

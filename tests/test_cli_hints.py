@@ -60,12 +60,12 @@ def test_error_has_a_hint(
 
 def test_permission_denied_on_write_has_a_hint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Root ignores file modes, so the refusal the OS gives is simulated at the one write function."""
-    import topomap.model.snapshot
+    import topomap.files.atomic
 
     def denied(path: object, data: bytes) -> None:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(topomap.model.snapshot, "atomic_write", denied)
+    monkeypatch.setattr(topomap.files.atomic, "atomic_write", denied)
     out = tmp_path / "x.dot"
     r = runner.invoke(app, ["render", SNAP, "-o", str(out)])
     assert r.exit_code == 2

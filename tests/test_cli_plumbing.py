@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import REAL, SAMPLES
 from topomap.cli import app
-from topomap.model.snapshot import atomic_write
+from topomap.files.atomic import atomic_write
 
 runner = CliRunner()
 SNAPS = SAMPLES / "snapshots"

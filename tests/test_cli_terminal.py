@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from tests.conftest import REAL, SAMPLES
 from topomap.cli import app
 from topomap.importers import load_any
-from topomap.model.snapshot import hosts_of, save_snapshot
+from topomap.model.codec import save_snapshot
+from topomap.model.snapshot import hosts_of
 
 runner = CliRunner()
 SNAPS = SAMPLES / "snapshots"

@@ -12,7 +12,8 @@ from tests.fakes import machines
 from topomap.cli import app
 from topomap.diff.core import diff_flow, diff_snapshots
 from topomap.importers import import_file, load_any
-from topomap.model.snapshot import P2P, Snapshot, save_snapshot
+from topomap.model.codec import save_snapshot
+from topomap.model.snapshot import P2P, Snapshot
 
 runner = CliRunner()
 IBM = SAMPLES / "snapshots" / "ibm-gx3d-h100-8gpu.json"

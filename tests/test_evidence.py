@@ -16,9 +16,11 @@ from topomap.check.evaluate import Lot, check, parse_requirements
 from topomap.cli import app
 from topomap.flow.mapping import MappedArrow, gpus_of, map_flow
 from topomap.flow.spec import bind, parse_flow
-from topomap.graph import build, route
-from topomap.graph.evidence import gpu_link, nearest_nic, nvlink, nvlink_bundle_bandwidth
+from topomap.graph import build
+from topomap.graph.evidence import gpu_link, nearest_nic, nvlink
+from topomap.graph.routes import route
 from topomap.importers import import_file, load_any
+from topomap.model.facts import nvlink_bundle_bandwidth
 from topomap.model.snapshot import P2P, Fabric, Mig, Snapshot
 from topomap.render.terminal import show
 
@@ -225,7 +227,7 @@ def test_unknown_verdict_has_its_own_exit_status_and_names_the_command(tmp_path:
 
 
 def test_evidence_is_complete_in_json(h100: Snapshot, tmp_path: Path) -> None:
-    from topomap.model.snapshot import save_snapshot
+    from topomap.model.codec import save_snapshot
 
     save_snapshot(h100, tmp_path / "h.json")
     reqs = tmp_path / "r.yaml"
@@ -472,7 +474,7 @@ def test_grace_hopper_host_memory_is_nvlink_c2c_not_pcie(tmp_path: Path) -> None
     # topo -m names no model: GH200's 450 GB/s is not claimed for a part it cannot name
     assert [(x["medium"], x["via"], x["bandwidth_gbps"]) for x in arrows] == [("host-memory", "c2c", None)] * 2
     assert arrows[0]["route"] == ["lot/numa0", "lot/gpu0"]
-    from topomap.graph.evidence import c2c_bandwidth
+    from topomap.model.facts import c2c_bandwidth
     from topomap.model.snapshot import Gpu
 
     assert c2c_bandwidth(Gpu(index=0, name="NVIDIA GH200 480GB")).gbps == 450.0

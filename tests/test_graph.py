@@ -8,7 +8,9 @@ import pytest
 
 from tests.conftest import SAMPLES, run_probe
 from tests.fakes import machines
-from topomap.graph import FABRIC, build, route, structural_class
+from topomap.graph import FABRIC, build
+from topomap.graph.query import structural_class
+from topomap.graph.routes import route
 from topomap.importers import import_file, load_any
 from topomap.model.snapshot import Snapshot
 

@@ -15,7 +15,9 @@ from tests.conftest import REAL, SAMPLES
 from topomap.base.links import PCIE_CLASSES
 from topomap.flow.mapping import MappedArrow, bind_hosts, map_flow
 from topomap.flow.spec import parse_flow
-from topomap.graph import Topology, build, numa_of, route, structural_class
+from topomap.graph import Topology, build
+from topomap.graph.query import numa_of, structural_class
+from topomap.graph.routes import route
 from topomap.importers import import_file
 from topomap.model.snapshot import Gpu, Nic, Pair, Snapshot, Source
 
@@ -182,7 +184,8 @@ def test_h200_numa_crossing_the_matrix_calls_node_is_not_called_inter_socket() -
     """H200 GPU-NIC cells are NODE across the two recorded NUMA nodes: a route from numa1's memory
     to gpu0 crosses between them, and says the matrix puts them on one socket; the B200 file,
     whose cells are SYS across, keeps the inter-socket wording."""
-    from topomap.graph import build, pcie_leg
+    from topomap.graph import build
+    from topomap.graph.query import pcie_leg
 
     h200 = build(import_file(REAL / "nvidia-smi" / "hgx-h200-8gpu-10nic-nchc-nano4.txt"))
     _, _, _, notes = pcie_leg(h200, "numa1", "gpu0")

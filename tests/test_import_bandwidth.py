@@ -12,8 +12,8 @@ from topomap.base.errors import ImportFailure
 from topomap.cli import app
 from topomap.importers import import_file
 from topomap.importers.bandwidth import attach, load_measurements, parse_measurements
+from topomap.model.codec import load_snapshot
 from topomap.model.measured import measured_bandwidth
-from topomap.model.snapshot import load_snapshot
 
 FIXTURES = Path(__file__).resolve().parent / "data" / "fixtures"
 P2P = "bandwidth/a100-sxm4-80gb-8gpu-p2pBandwidthLatencyTest-distserve3.txt"

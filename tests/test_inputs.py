@@ -15,7 +15,7 @@ from topomap.base.errors import TopomapError
 from topomap.files.inputs import decode_text, read_bytes
 from topomap.files.yamlfile import read_yaml
 from topomap.importers import import_file, import_text, load_any
-from topomap.model.snapshot import decode_snapshot, encode_snapshot, load_snapshot, to_builtins
+from topomap.model.codec import decode_snapshot, encode_snapshot, load_snapshot, to_builtins
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 PASTE = "rtx3090-2gpu-nv4-club3090-rig-report.txt"

@@ -13,7 +13,8 @@ from topomap.flow.mapping import MappedArrow, bind_hosts, map_flow
 from topomap.flow.spec import parse_flow
 from topomap.graph import build
 from topomap.importers import import_file, load_any
-from topomap.model.snapshot import Snapshot, save_snapshot
+from topomap.model.codec import save_snapshot
+from topomap.model.snapshot import Snapshot
 
 
 def one(snaps: dict[str, Snapshot | None], src: str, dst: str, volume: str | None = None) -> MappedArrow:

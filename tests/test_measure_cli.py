@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from tests.conftest import REAL, SAMPLES, run_probe
 from tests.fakes import machines
 from topomap.cli import app
-from topomap.model.snapshot import save_snapshot
+from topomap.model.codec import save_snapshot
 
 runner = CliRunner()
 P2P = REAL / "bandwidth" / "a100-sxm4-80gb-8gpu-p2pBandwidthLatencyTest-distserve3.txt"
@@ -74,7 +74,7 @@ if CAPTURES:
     def test_real_probe_matrix_equals_the_captured_nvidia_smi(capture: Path) -> None:
         """A real probe and `nvidia-smi topo -m` captured beside it (scripts/device-check.sh) agree cell by cell."""
         from topomap.importers import import_file
-        from topomap.model.snapshot import load_snapshot
+        from topomap.model.codec import load_snapshot
 
         probe = load_snapshot(capture / "probe.json")
         smi = import_file(capture / "nvidia-smi-topo_m.txt")
@@ -134,7 +134,7 @@ def test_measure_command_on_the_fake(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
     import topomap.measure.run as measure_mod
     from tests.fakes.cuda import FakeCudaMemory
-    from topomap.model.snapshot import load_snapshot
+    from topomap.model.codec import load_snapshot
 
     m = machines.a100_pcie()
     save_snapshot(run_probe(m, tmp_path / "root").snapshot, tmp_path / "probe.json")

@@ -13,8 +13,9 @@ from typer.testing import CliRunner
 from tests.conftest import run_probe
 from tests.fakes import machines
 from topomap.cli import app
+from topomap.model.codec import encode_snapshot
 from topomap.model.merge import consistency, consistency_notes, merge
-from topomap.model.snapshot import Fabric, Snapshot, encode_snapshot
+from topomap.model.snapshot import Fabric, Snapshot
 
 Change = Callable[[Snapshot], Snapshot]
 

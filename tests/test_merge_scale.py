@@ -13,8 +13,8 @@ import run as bench  # noqa: E402
 import synth  # noqa: E402
 
 from topomap.flow.spec import parse_flow  # noqa: E402
+from topomap.model.codec import load_snapshot  # noqa: E402
 from topomap.model.merge import consistency  # noqa: E402
-from topomap.model.snapshot import load_snapshot  # noqa: E402
 
 
 def test_synthetic_cluster_has_the_planted_differences(tmp_path: Path) -> None:

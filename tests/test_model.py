@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SAMPLES
-from topomap.model.snapshot import SnapshotError, decode_snapshot, encode_snapshot, json_schema_text, load_snapshot
+from topomap.model.codec import decode_snapshot, encode_snapshot, json_schema_text, load_snapshot
+from topomap.model.snapshot import SnapshotError
 
 SCHEMA_FILE = Path(__file__).resolve().parents[1] / "topomap" / "schema" / "snapshot.schema.json"
 

@@ -16,7 +16,7 @@ from topomap.cli import app
 from topomap.flow.mapping import bind_hosts
 from topomap.flow.spec import read_flow
 from topomap.flow.work import Limits, Unit, Work
-from topomap.model.snapshot import save_snapshot
+from topomap.model.codec import save_snapshot
 from topomap.plan.core import PlanResult, plan_changes, plan_file, plan_flow
 from topomap.plan.costs import Leg, shared_costs
 

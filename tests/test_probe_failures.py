@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.conftest import run_probe
 from tests.fakes import machines
-from topomap.model.snapshot import decode_snapshot, encode_snapshot
+from topomap.model.codec import decode_snapshot, encode_snapshot
 
 
 def roundtrips(out) -> None:  # type: ignore[no-untyped-def]

@@ -36,7 +36,8 @@ from tests.fakes.faults import (
 from tests.fakes.machine import FakeMachine
 from tests.fakes.nvml import FakeNvml
 from tests.fakes.sysfs import write_sysfs
-from topomap.model.snapshot import Problem, Snapshot, decode_snapshot, encode_snapshot
+from topomap.model.codec import decode_snapshot, encode_snapshot
+from topomap.model.snapshot import Problem, Snapshot
 from topomap.probe import probe
 
 FULL = os.environ.get("TOPOMAP_FULL_FAULTS") == "1"

@@ -10,7 +10,8 @@ from tests.fakes.cuda import FakeCuda
 from tests.fakes.machine import FakeMachine
 from tests.fakes.nvml import FakeNvml
 from tests.fakes.sysfs import write_sysfs
-from topomap.model.snapshot import Snapshot, decode_snapshot, encode_snapshot
+from topomap.model.codec import decode_snapshot, encode_snapshot
+from topomap.model.snapshot import Snapshot
 from topomap.probe import probe
 
 LOST = 3

@@ -236,7 +236,7 @@ def test_flow_arrow_names_nics_by_device_name(tmp_path: Path) -> None:
     import msgspec
 
     from topomap.importers import load_any
-    from topomap.model.snapshot import save_snapshot
+    from topomap.model.codec import save_snapshot
 
     s = load_any(SNAP / "ibm-gx3d-h100-8gpu.json")
     nics = [msgspec.structs.replace(n, name=f"0000:{n.index + 16:02x}:00.0", netdevs=[f"ens{n.index}"]) for n in s.nics]

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from tests.conftest import SAMPLES
 from topomap.cli import app
 from topomap.importers import load_any
-from topomap.model.snapshot import save_snapshot
+from topomap.model.codec import save_snapshot
 
 EVIL = 'x"]; evil [label="pwned"]; <script>alert(1)</script> & \\" \\l\n}\x1b[31mRED\x07\x00'
 # RDMA device names are at most 64 characters (IB_DEVICE_NAME_MAX), and import refuses longer ones

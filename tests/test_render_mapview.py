@@ -111,7 +111,7 @@ def test_long_nic_names_reach_a_pipe_whole(tmp_path: Path) -> None:
     import msgspec
 
     from topomap.importers import load_any
-    from topomap.model.snapshot import save_snapshot
+    from topomap.model.codec import save_snapshot
 
     s = load_any(SAMPLES / "snapshots" / "ibm-gx3d-h100-8gpu.json")
     long = "mlx5_gdr_rail{}_with_a_name_much_longer_than_any_terminal_column"

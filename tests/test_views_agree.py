@@ -18,10 +18,12 @@ from topomap.check.evaluate import Lot, check, parse_requirements
 from topomap.diff.core import diff_snapshots
 from topomap.flow.mapping import gpus_of, map_flow
 from topomap.flow.spec import bind, parse_flow
-from topomap.graph import build, route
-from topomap.graph.evidence import gpu_pairs_nvlink_summary, nvlink, source_knows
+from topomap.graph import build
+from topomap.graph.evidence import gpu_pairs_nvlink_summary, nvlink
+from topomap.graph.routes import route
 from topomap.importers import load_any
 from topomap.model.snapshot import P2P, Fabric, Gpu, Mig, Pair, Snapshot, Source
+from topomap.model.source_facts import source_knows
 from topomap.render.terminal import show
 
 SAMPLE_FILES = sorted((SAMPLES / "snapshots").glob("*.json"))

@@ -30,7 +30,7 @@ from tests.conftest import run_probe  # noqa: E402
 from tests.fakes import machines  # noqa: E402
 from tests.fakes.nvml import _Handle  # noqa: E402
 from tests.fakes.record_nvml import ScriptedNvml  # noqa: E402
-from topomap.model.snapshot import atomic_write  # noqa: E402
+from topomap.files.atomic import atomic_write
 from topomap.record import encode_run  # noqa: E402
 from topomap.record.runner import RecordOptions, record  # noqa: E402
 

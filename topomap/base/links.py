@@ -145,3 +145,8 @@ def class_rank(code: str) -> int:
     if kind == "NV":
         return 0
     return 1 + [str(c) for c in PCIE_CLASSES].index(code)
+
+
+#: NCCL's default for PCIe peer-to-peer and GPUDirect RDMA (NCCL_P2P_LEVEL, NCCL_NET_GDR_LEVEL):
+#: only within PXB (the device pair shares a PCIe switch, possibly several).
+NCCL_P2P_LEVELS: Final[tuple[PathClass, ...]] = ("PIX", "PXB")

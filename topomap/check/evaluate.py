@@ -54,17 +54,8 @@ from topomap.check.rules import (
 from topomap.flow.mapping import FlowMap, MappedArrow
 from topomap.flow.spec import Flow
 from topomap.graph import Topology, natural_key
-from topomap.graph.evidence import (
-    SETTLE,
-    fabric_ready,
-    gpu_memory,
-    gpu_model_name,
-    gpu_usable,
-    nearest_nic,
-    nvlink,
-    pcie_p2p,
-    pcie_path_class,
-)
+from topomap.graph.evidence import gpu_usable, nearest_nic, nvlink, pcie_p2p, pcie_path_class
+from topomap.model.facts import SETTLE, fabric_ready, gpu_memory, gpu_model_name
 from topomap.model.snapshot import Gpu
 
 __all__ = [  # the rules and their reading live in check_rules; these names stay importable from here
@@ -486,7 +477,7 @@ def _fabric(req: Requirement, lot: Lot) -> RuleResult:
         return RuleResult("fabric_ready", lot.name, "fail", desc, ["applies to no GPU"], "applies to no GPU")
     for g in gpus:
         gid = f"gpu{g.index}"
-        ans = fabric_ready(lot.topo, gid)
+        ans = fabric_ready(lot.topo.snapshot, g)
         if ans.yes:
             ok.append(f"{gid}: {ans.why()}")
         elif ans.no:

@@ -204,7 +204,7 @@ def _write(path: str, data: bytes) -> None:
             f"{path}: folder {p.parent} does not exist",
             hint=f"create it first (mkdir -p {p.parent}) or write elsewhere with -o",
         )
-    from topomap.model.snapshot import atomic_write
+    from topomap.files.atomic import atomic_write
 
     try:
         atomic_write(p, data)

@@ -53,7 +53,7 @@ def measure(
     """
     from topomap.measure.run import MeasureOptions, NoGpuError, parse_pairs, parse_size, plan
     from topomap.measure.run import measure as run_measure
-    from topomap.model.snapshot import encode_snapshot, to_builtins
+    from topomap.model.codec import encode_snapshot, to_builtins
     from topomap.render.bandwidth_matrix import measurements_table, render_bandwidth_matrix
     from topomap.render.text import visible
 
@@ -117,7 +117,7 @@ def attach(
     """Attach bandwidth figures measured by nvbandwidth or p2pBandwidthLatencyTest to a snapshot."""
     from topomap.importers.bandwidth import attach as attach_figures
     from topomap.importers.bandwidth import join_notes, load_measurements
-    from topomap.model.snapshot import encode_snapshot
+    from topomap.model.codec import encode_snapshot
 
     snap = _load(snapshot)
     imported = load_measurements(measurements)

@@ -37,7 +37,7 @@ def probe(
     Exit 0 with problems recorded; exit 3 when no NVIDIA driver/GPU answered (a host-only
     snapshot is still written). With --measure, the snapshot also carries measured figures.
     """
-    from topomap.model.snapshot import encode_snapshot
+    from topomap.model.codec import encode_snapshot
     from topomap.probe import probe as run_probe
     from topomap.probe.guarded import CALL_TIMEOUT_S, TOTAL_BUDGET_S
 
@@ -100,7 +100,7 @@ def import_(
 ) -> None:
     """Turn nvidia-smi text, an NCCL topology XML or an hwloc XML into a snapshot."""
     from topomap.importers import import_file
-    from topomap.model.snapshot import encode_snapshot
+    from topomap.model.codec import encode_snapshot
 
     snap = import_file(file, fmt)
     data = encode_snapshot(snap)
@@ -128,7 +128,7 @@ def show(
         return show_run(snapshot, json_out)
     snap = _load(snapshot)
     if json_out:
-        from topomap.model.snapshot import to_builtins
+        from topomap.model.codec import to_builtins
 
         _print_json(to_builtins(snap))
         return
@@ -226,9 +226,9 @@ def merge(
     GPUs, GPU↔NIC rails, NIC rates and states, NVLink fabric cliques)."""
     import msgspec
 
+    from topomap.model.codec import encode_snapshot
     from topomap.model.merge import consistency_notes
     from topomap.model.merge import merge as run_merge
-    from topomap.model.snapshot import encode_snapshot
 
     pairs = []
     for arg in snapshots:

@@ -24,16 +24,10 @@ from networkx.algorithms import isomorphism
 from topomap.base.links import class_rank
 from topomap.base.units import fmt_gbps
 from topomap.graph import Topology, build, natural_key
-from topomap.graph.evidence import (
-    gpu_pcie_link,
-    gpu_usable,
-    nearest_nic,
-    nvlink,
-    pcie_p2p,
-    pcie_path_class,
-    source_knows,
-)
+from topomap.graph.evidence import gpu_usable, nearest_nic, nvlink, pcie_p2p, pcie_path_class
+from topomap.model.facts import gpu_pcie_link
 from topomap.model.snapshot import Snapshot
+from topomap.model.source_facts import source_knows
 
 Match = Literal["index", "structure"]
 Direction = Literal["worse", "better", "neutral", "unknown"]

@@ -15,21 +15,19 @@ from typing import Literal
 from topomap.base.links import nic_bandwidth_gbps
 from topomap.files.yamlfile import YamlDoc
 from topomap.flow.spec import Flow, FlowArrow, FlowError, Placement, bind, name_hint
-from topomap.graph import BandwidthSource, Topology, natural_key, numa_of, pcie_leg
-from topomap.graph.evidence import (
+from topomap.graph import FABRIC, Topology, natural_key
+from topomap.graph.evidence import edge_bandwidth, gpu_link, gpu_usable, nearest_nic, pcie_path_class
+from topomap.graph.query import numa_of, pcie_leg
+from topomap.model.facts import (
     SETTLE,
     UNKNOWN_BW,
     Bandwidth,
+    BandwidthSource,
     c2c_bandwidth,
-    edge_bandwidth,
     fabric_ready,
-    gpu_link,
-    gpu_usable,
-    nearest_nic,
     nic_link_layer,
-    pcie_path_class,
-    with_measurement,
 )
+from topomap.model.measured import with_measurement
 from topomap.model.snapshot import Snapshot
 
 Medium = Literal["gpu-link", "host-memory", "network", "local", "unknown"]
@@ -407,16 +405,14 @@ def _fabric_peers(ta: Topology, ga: str, tb: Topology, gb: str) -> bool:
     whose fabrics are separate."""
     if {g.uuid for g in ta.snapshot.gpus if g.uuid} & {g.uuid for g in tb.snapshot.gpus if g.uuid}:
         return False
-    if not (fabric_ready(ta, ga).yes and fabric_ready(tb, gb).yes):
-        return False
     xa, xb = ta.gpu(ga), tb.gpu(gb)
-    fa, fb = (xa.fabric if xa else None), (xb.fabric if xb else None)
+    if xa is None or xb is None or not (fabric_ready(ta.snapshot, xa).yes and fabric_ready(tb.snapshot, xb).yes):
+        return False
+    fa, fb = xa.fabric, xb.fabric
     return bool(fa and fb and fa.cluster_uuid and fa.cluster_uuid == fb.cluster_uuid and fa.clique_id == fb.clique_id)
 
 
 def _fabric_bw(topo: Topology, gid: str) -> Bandwidth:
-    from topomap.graph import FABRIC
-
     g = topo.graph
     if g.has_edge(gid, FABRIC):
         return edge_bandwidth(g.edges[gid, FABRIC])

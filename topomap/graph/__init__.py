@@ -1,49 +1,14 @@
-"""The machine as a graph (build, infer, query) and the evidence functions every view asks.
+"""The machine as a graph: build it from a snapshot, query its structure, ask the path evidence.
 
-``topomap.graph.build(snapshot)`` gives a :class:`Topology`; ``topomap.graph.evidence`` answers
-each fact once (NVLink usable, P2P usable, fabric ready, nearest NIC, bundle bandwidth, memory node).
+``build(snapshot)`` gives a :class:`Topology`; :mod:`topomap.graph.evidence` answers each path
+fact once (NVLink usable, P2P usable, nearest NIC, memory node); :mod:`topomap.graph.routes` gives
+the route between two endpoints. Facts about one device take only a snapshot:
+:mod:`topomap.model.facts`.
 """
 
 from __future__ import annotations
 
 from topomap.graph.build import build
-from topomap.graph.query import (
-    Route,
-    bottleneck_note,
-    numa_of,
-    pcie_leg,
-    route,
-    structural_class,
-    tree_parents,
-)
-from topomap.graph.topology import (
-    FABRIC,
-    BandwidthSource,
-    Topology,
-    gpu_node,
-    natural_key,
-    nic_node,
-    snapshot_id,
-    snapshot_pair,
-    snapshot_path,
-)
+from topomap.graph.topology import FABRIC, Topology, gpu_node, natural_key, nic_node, snapshot_id, snapshot_pair
 
-__all__ = [
-    "FABRIC",
-    "BandwidthSource",
-    "Route",
-    "Topology",
-    "bottleneck_note",
-    "build",
-    "gpu_node",
-    "natural_key",
-    "nic_node",
-    "numa_of",
-    "pcie_leg",
-    "route",
-    "snapshot_id",
-    "snapshot_pair",
-    "snapshot_path",
-    "structural_class",
-    "tree_parents",
-]
+__all__ = ["FABRIC", "Topology", "build", "gpu_node", "natural_key", "nic_node", "snapshot_id", "snapshot_pair"]

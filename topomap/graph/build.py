@@ -11,10 +11,10 @@ from __future__ import annotations
 import networkx as nx
 
 from topomap.base.errors import TopomapError
-from topomap.base.links import pcie_bandwidth_gbps
-from topomap.graph.evidence import gpu_pcie_link, nvlink_bundle_bandwidth
+from topomap.graph.edges import nvlink_edge, pcie_edge
 from topomap.graph.infer import infer_tree, numa_node, nvlinks_from_pairs
 from topomap.graph.topology import FABRIC, Topology, gpu_node, natural_key, nic_node
+from topomap.model.facts import gpu_pcie_link
 from topomap.model.nvlinks import gpu_buses, link_peer
 from topomap.model.snapshot import Gpu, Snapshot
 
@@ -40,20 +40,6 @@ def build(snap: Snapshot) -> Topology:
     _numa_links(topo)
     _nvlinks(topo)
     return topo
-
-
-def pcie_edge(topo: Topology, parent: str, child: str, gen: int | None, width: int | None) -> None:
-    """A PCIe link with its nominal bandwidth (spec) at this generation and width."""
-    bw = pcie_bandwidth_gbps(gen, width)
-    topo.graph.add_edge(
-        parent,
-        child,
-        kind="pcie",
-        gen=gen,
-        width=width,
-        bandwidth_gbps=bw,
-        bandwidth_source="spec" if bw is not None else "unknown",
-    )
 
 
 def _tree_from_pci(topo: Topology) -> None:
@@ -205,20 +191,3 @@ def _blind_links(topo: Topology, listed: list[Gpu]) -> None:
             "active NVLinks whose peers the source does not name: which GPU pairs they join is unknown "
             "(`nvidia-smi topo -m` settles it)"
         )
-
-
-def nvlink_edge(topo: Topology, a: str, b: str, count: int, ga: Gpu) -> None:
-    """An NVLink bundle of ``count`` links, its bandwidth from the one function that decides it."""
-    bw = nvlink_bundle_bandwidth(ga, count, topo.snapshot)
-    topo.graph.add_edge(
-        a,
-        b,
-        kind="nvlink",
-        count=count,
-        generation=bw.generation,
-        bandwidth_gbps=bw.gbps,
-        bandwidth_source=bw.source,
-        bandwidth_basis=bw.basis,
-        bandwidth_tag=bw.tag,
-        lower_bound=bw.lower_bound,
-    )

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from topomap.base.links import NVLINKS_PER_GPU, NVLINKS_PER_GPU_ANY, PCIE_CLASSES, class_rank, parse_path
+from topomap.graph.edges import nvlink_edge, pcie_edge
 from topomap.graph.topology import FABRIC, Topology, gpu_node, natural_key, nic_node
+from topomap.model.facts import model_nvlink_generation
 from topomap.model.snapshot import Gpu
 
 
@@ -100,8 +102,6 @@ def _host_bridge(
     """One host bridge's subtree: a switch per PIX group, an upper switch over the PIX groups of one
     PXB group, and a switch of its own for each lone device of a PXB group whose lone devices are
     PXB to each other (PXB: several bridges, so they cannot both sit on the upper switch)."""
-    from topomap.graph.build import pcie_edge
-
     g = topo.graph
     if len(hb_grp) == 1 and hb_grp[0] not in related:
         # no path class to anything: nothing implies a bridge, the device hangs off its node
@@ -341,8 +341,6 @@ def _groups(u: _Union, devs: list[str]) -> list[list[str]]:
 def _links_per_gpu(gpus: list[Gpu]) -> tuple[int, str]:
     """The most NVLinks these GPUs can have, and why: the generation's count where the model or
     compute capability implies one (the smallest over the GPUs), else the most any GPU has."""
-    from topomap.graph.evidence import model_nvlink_generation
-
     known = [(NVLINKS_PER_GPU[gen], why) for gen, why in map(model_nvlink_generation, gpus) if gen in NVLINKS_PER_GPU]
     if len(known) == len(gpus) and known:
         most, why = min(known)
@@ -354,8 +352,6 @@ def nvlinks_from_pairs(topo: Topology, by_id: dict[str, Gpu]) -> None:
     """NV# pairs from a source that lists no links (an imported matrix). Three or more GPUs joined
     all-to-all by the same NV# sit on an NVSwitch fabric: one inferred hub, not n(n-1)/2 edges.
     Other NV# pairs (a two-GPU bridge, the DGX-1 cube mesh) are direct links."""
-    from topomap.graph.build import nvlink_edge
-
     nv: dict[frozenset[str], int] = {}
     for p in topo.snapshot.pairs:
         kind, n = parse_path(p.path or "")

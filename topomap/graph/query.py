@@ -1,32 +1,18 @@
-"""Path queries over a Topology: tree parents, the NUMA node above a device, the PCIe leg between
-two nodes with its narrowest link, the structural PCIe class, and ``route`` (which asks the
-evidence functions whether NVLink is usable, so it never disagrees with map or check)."""
+"""Structural path queries over a Topology: tree parents, the NUMA node above a device, the PCIe leg
+between two nodes with its narrowest link, the structural PCIe class. What the hardware lets data
+use (NVLink usable, P2P) is evidence (:mod:`topomap.graph.evidence`); routes that ask it are in
+:mod:`topomap.graph.routes`."""
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
 
 from topomap.base.pathclass import classify_chains
-from topomap.graph.topology import BandwidthSource, Leg, Topology, natural_key, snapshot_path
-
-
-@dataclass(frozen=True)
-class Route:
-    """How data gets from one endpoint to another on one host."""
-
-    a: str
-    b: str
-    nodes: tuple[str, ...]
-    path: str | None  # NV<n>, PIX … SYS, or None when unknown
-    via: str  # "nvlink", "nvswitch", "pcie", "local"
-    bandwidth_gbps: float | None
-    bandwidth_source: BandwidthSource
-    bottleneck: tuple[str, str] | None = None
-    notes: tuple[str, ...] = ()
+from topomap.graph.topology import Leg, Topology, natural_key
+from topomap.model.facts import BandwidthSource
 
 
 def tree_parents(topo: Topology) -> dict[str, str]:
@@ -169,25 +155,3 @@ def _words(node: str) -> str:
     if node.startswith("pci:inferred-port-"):
         return "switch port (inferred)"
     return node[4:] if node.startswith("pci:") else node
-
-
-def route(topo: Topology, a_ref: str, b_ref: str) -> Route:
-    """Route, class and narrowest link between two endpoints of one host. Between two GPUs the
-    NVLink route is taken only where the evidence says NVLink is usable; otherwise PCIe."""
-    from topomap.graph.evidence import nvlink, pcie_path_class
-
-    a, b = topo.endpoint(a_ref), topo.endpoint(b_ref)
-    if a == b:
-        return Route(a, b, (a,), None, "local", None, "unknown")
-    if a.startswith("gpu") and b.startswith("gpu"):
-        nv = nvlink(topo, a, b)
-        if nv.usable.yes:
-            bw = nv.bandwidth
-            return Route(a, b, nv.nodes, nv.path, nv.via, bw.gbps, bw.source, None, (bw.basis,) if bw.basis else ())
-    leg, bw_pcie, neck, notes = pcie_leg(topo, a, b)
-    pcie_class = pcie_path_class(topo, a, b)
-    if pcie_class is None:
-        own = snapshot_path(topo, a, b)
-        pcie_class = own if own is not None and not own.startswith("NV") else None
-    source: BandwidthSource = "spec" if bw_pcie is not None else "unknown"
-    return Route(a, b, tuple(leg), pcie_class, "pcie", bw_pcie, source, neck, tuple(notes))

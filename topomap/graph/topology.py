@@ -4,7 +4,7 @@ built once on first use (pairs by ids, NIC ids, tree parents, PCIe legs, nearest
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING
 
 import networkx as nx
 
@@ -13,7 +13,6 @@ from topomap.model.snapshot import Gpu, Nic, Pair, Snapshot
 if TYPE_CHECKING:
     from topomap.graph.evidence import NicChoice
 
-BandwidthSource = Literal["spec", "derived", "model", "measured", "unknown"]
 FABRIC = "nvswitch:fabric"
 
 #: A PCIe leg: the nodes, the narrowest known bandwidth (GB/s), the narrowest edge, notes.
@@ -62,11 +61,6 @@ class Topology:
             self.index.gpus = {gpu_node(g): g for g in self.snapshot.gpus}
         return self.index.gpus.get(gid)
 
-    def _repr_svg_(self) -> str:  # pragma: no cover - notebooks only; lazy so graph never needs render
-        from topomap.render.dot import render_svg
-
-        return render_svg([self])
-
 
 def nic_node(n: Nic) -> str:
     return f"nic:{n.name}"
@@ -103,8 +97,3 @@ def snapshot_path(topo: Topology, a: str, b: str) -> str | None:
     """The snapshot's own path class for two endpoints."""
     p = snapshot_pair(topo, a, b)
     return p.path if p is not None else None
-
-
-def edge_kind(g: Any, u: str, v: str) -> str | None:
-    kind = g.edges[u, v].get("kind")
-    return None if kind is None else str(kind)

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from topomap.base.errors import ImportFailure
 from topomap.files.inputs import MAX_SNAPSHOT_BYTES, MAX_TOPOLOGY_BYTES, decode_text, read_bytes
-from topomap.model.snapshot import Snapshot, decode_snapshot
+from topomap.model.codec import decode_snapshot
+from topomap.model.snapshot import Snapshot
 from topomap.model.validate import validate_snapshot
 
 __all__ = ["ImportFailure", "describe", "import_file", "import_text", "load_any"]

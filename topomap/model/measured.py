@@ -10,6 +10,8 @@ bundle's rate, or the GPU's PCIe link at its trained width and best generation);
 
 from __future__ import annotations
 
+from topomap.base.units import fmt_gbps
+from topomap.model.facts import Bandwidth, gpu_pcie_link, nvlink_bundle_bandwidth
 from topomap.model.snapshot import Gpu, MeasureKind, Measurement, Snapshot
 
 # A link delivering under this fraction of its nominal rate is flagged. Copy-engine copies
@@ -57,7 +59,6 @@ def nominal_gbps(snapshot: Snapshot, a: str, b: str) -> tuple[float, str] | None
     """Theoretical one-way GB/s between two ends (``gpuN`` or ``host``) and what it is, or None. The
     figures come from the evidence functions every view uses: the GPU's PCIe link at its trained width
     and best generation, the NVLink bundle's rate (a lower bound is no nominal: None)."""
-    from topomap.graph.evidence import gpu_pcie_link, nvlink_bundle_bandwidth
 
     if a == "host" or b == "host":
         g = _gpu(snapshot, b if a == "host" else a)
@@ -112,3 +113,22 @@ def unusable_pairs(snapshot: Snapshot) -> dict[frozenset[str], str]:
             a, b = f.subject.split("-")
             out.setdefault(frozenset({a, b}), f.text)
     return out
+
+
+def with_measurement(snap: Snapshot, src: str, dst: str, kind: str, nominal: Bandwidth) -> tuple[Bandwidth, str | None]:
+    """The figure an arrow shows: a verified (or imported) measurement of this copy when there is one,
+    labelled measured with the nominal beside it, else the nominal. Second value: a warning when the
+    measured figure is under :data:`DEGRADED_FRACTION` of nominal."""
+    found = measured_bandwidth(snap, src, dst, kind)  # type: ignore[arg-type]
+    if found is None:
+        return nominal, None
+    gbps, m = found
+    size = f", {m.size_bytes / 2**20:g} MiB copies" if m.size_bytes else ""
+    basis = f"measured by {m.origin} (median{size}); nominal {nominal.text()}"
+    warning = None
+    if nominal.gbps and not nominal.lower_bound and gbps < DEGRADED_FRACTION * nominal.gbps:
+        warning = (
+            f"{src} → {dst} delivers {fmt_gbps(gbps)} GB/s measured, {gbps / nominal.gbps:.0%} of "
+            f"{fmt_gbps(nominal.gbps)} GB/s nominal: a downtrained link, ACS/IOMMU redirection or contention"
+        )
+    return Bandwidth(gbps, "measured", basis, tag=f"measured by {m.origin}"), warning

@@ -252,7 +252,7 @@ def exchange_seconds(
 
 
 def card_memory(topo: Topology, card: str) -> CardMemory:
-    from topomap.graph.evidence import gpu_memory
+    from topomap.model.facts import gpu_memory
 
     gpu = next(g for g in topo.snapshot.gpus if f"gpu{g.index}" == card)
     mem = gpu_memory(gpu)

@@ -134,7 +134,7 @@ def last(values: list[int | None]) -> int | None:
 
 def shared_resources(run: Run) -> list[ResourceUse]:
     """Every shared resource with its observed peak, busiest (largest fraction of capacity) first."""
-    from topomap.graph.evidence import gpu_pcie_link, nvlink_bundle_bandwidth  # the graph layer: only when asked
+    from topomap.model.facts import gpu_pcie_link, nvlink_bundle_bandwidth
 
     h = run.host
     peaks = host_peaks(run)

@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from topomap.base.units import fmt_bandwidth
-from topomap.graph import FABRIC, Topology, natural_key, tree_parents
+from topomap.graph import FABRIC, Topology, natural_key
 from topomap.graph.evidence import nvlink_edge_usable
-from topomap.graph.query import pcie_edge_bandwidth
+from topomap.graph.query import pcie_edge_bandwidth, tree_parents
 from topomap.model.snapshot import Nic
 from topomap.render.legend import FADED, GPU_LINK, HOST_MEMORY, NETWORK, graph_label, legend_rows
 

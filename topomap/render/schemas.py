@@ -8,7 +8,7 @@ from typing import Any
 
 
 def _snapshot() -> dict[str, Any]:
-    from topomap.model.snapshot import json_schema
+    from topomap.model.codec import json_schema
 
     return json_schema()
 

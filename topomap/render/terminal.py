@@ -10,8 +10,10 @@ from rich.text import Text
 from rich.tree import Tree
 
 from topomap.base.units import fmt_gbps
-from topomap.graph import FABRIC, Topology, natural_key, tree_parents
-from topomap.graph.evidence import SETTLE, fabric_ready, gpu_pairs_nvlink_summary, gpu_pcie_link
+from topomap.graph import FABRIC, Topology, natural_key
+from topomap.graph.evidence import gpu_pairs_nvlink_summary
+from topomap.graph.query import tree_parents
+from topomap.model.facts import SETTLE, fabric_ready, gpu_pcie_link
 from topomap.model.snapshot import Gpu, Snapshot
 from topomap.render.text import visible
 
@@ -116,7 +118,7 @@ def _fabric(topo: Topology | None, g: Gpu) -> str:
         return "—" if f is None else str(f.state)
     if f.state in (None, "not-supported"):
         return "no fabric (not-supported)"
-    ready = fabric_ready(topo, f"gpu{g.index}")
+    ready = fabric_ready(topo.snapshot, g)
     text = f"{f.state}" + (f", clique {f.clique_id}" if f.clique_id is not None else "")
     return text if ready.yes else f"NOT READY: {ready.why()}"
 

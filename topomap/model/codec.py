@@ -1,0 +1,148 @@
+"""Snapshot JSON: read (schema version first, then one typed decode and validation), write
+(deterministic, indented, atomically), and the shipped JSON Schema."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from topomap.files.atomic import atomic_write
+from topomap.files.inputs import MAX_SNAPSHOT_BYTES, read_bytes, recode_utf8
+from topomap.model.snapshot import I64_MAX, I64_MIN, MAX_RATE, SCHEMA, SCHEMA_VERSION, Snapshot, SnapshotError
+from topomap.model.validate import validate_snapshot
+
+_SCHEMA_RE = re.compile(r"^topomap\.snapshot/(\d{1,9})$")  # bounded: int() refuses 4300+ digits
+
+
+def check_schema_version(value: object, where: str) -> None:
+    """Refuse a snapshot of another schema, naming the version and what to do."""
+    if not isinstance(value, str):
+        raise SnapshotError(f"{where}: missing or invalid `schema` (expected {SCHEMA!r})")
+    m = _SCHEMA_RE.match(value)
+    if not m:
+        raise SnapshotError(f"{where}: not a topomap snapshot (schema {value!r}, expected {SCHEMA!r})")
+    version = int(m.group(1))
+    if version > SCHEMA_VERSION:
+        raise SnapshotError(
+            f"{where}: snapshot schema {value} is newer than this topomap reads ({SCHEMA}); "
+            "upgrade topomap (pip install -U topomap)"
+        )
+    if version < SCHEMA_VERSION:
+        raise SnapshotError(f"{where}: snapshot schema {value} is older than {SCHEMA} and cannot be migrated")
+
+
+class _Head(msgspec.Struct):
+    schema: Any = None
+
+
+_JSON_HINT = "is the file complete? topomap writes snapshots whole; a copy cut short or edited by hand is not"
+
+
+def decode_snapshot(data: bytes, where: str = "<snapshot>") -> Snapshot:
+    """Validate JSON bytes into a Snapshot; errors name ``where`` and the JSON path.
+
+    The schema version is read first (a newer snapshot is told apart from a broken one), then the
+    whole file is decoded straight into the model, which checks every type and number bound in one
+    pass. Beyond the schema, :func:`topomap.model.validate.validate_snapshot` refuses what no view can use
+    (PCI parent cycles, pairs naming no device, absurd counts)."""
+    if len(data) > MAX_SNAPSHOT_BYTES:
+        raise SnapshotError(f"{where}: {len(data)} bytes is larger than any snapshot ({MAX_SNAPSHOT_BYTES} max)")
+    try:
+        head = msgspec.json.decode(data, type=_Head)
+    except msgspec.ValidationError as err:  # (a subclass of DecodeError)
+        got = str(err).rpartition(", got ")[2] or "something else"
+        raise SnapshotError(f"{where}: a snapshot is a JSON object, got {got}") from err
+    except msgspec.DecodeError as err:
+        raise SnapshotError(f"{where}: not valid JSON ({err})", hint=_JSON_HINT) from err
+    except RecursionError as err:
+        raise _too_deep(where) from err
+    check_schema_version(head.schema, where)
+    try:
+        snap = msgspec.json.decode(data, type=Snapshot)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as err:
+        raise _decode_error(data, where, err) from err
+    validate_snapshot(snap, where, numbers_checked=True)
+    return snap
+
+
+def _too_deep(where: str) -> SnapshotError:
+    return SnapshotError(f"{where}: JSON nested deeper than any snapshot", hint="is this a topomap snapshot?")
+
+
+def _decode_error(data: bytes, where: str, err: Exception) -> SnapshotError:
+    """The one-line message for a snapshot that did not decode (the slow path, taken only then):
+    invalid JSON or nesting beyond any snapshot; else msgspec's message with its JSON path, and for
+    a number outside the model's bounds, the number and the bound."""
+    try:
+        raw = msgspec.json.decode(data)
+    except msgspec.DecodeError as e:
+        return SnapshotError(f"{where}: not valid JSON ({e})", hint=_JSON_HINT)
+    except RecursionError:
+        return _too_deep(where)
+    if isinstance(err, RecursionError):
+        return SnapshotError(f"{where}: `members` nested deeper than any cluster snapshot")
+    text = str(err)
+    message, sep, at = text.rpartition(" - at `$")
+    if not sep:
+        return SnapshotError(f"{where}: {text}")
+    path = at.rstrip("`").lstrip(".")
+    value = _value_at(raw, path)
+    if type(value) is int and not I64_MIN <= value <= I64_MAX:
+        return SnapshotError(f"{where}: {path}: {value} does not fit in 64 bits")
+    if type(value) in (int, float) and message.startswith("Expected `float`"):
+        return SnapshotError(f"{where}: {path}: {float(value):g} is outside 0 to {MAX_RATE:g}")  # type: ignore[arg-type]
+    return SnapshotError(f"{where}: {text}")
+
+
+_STEP = re.compile(r"\.?([^.\[]+)|\[(\d+)\]")
+
+
+def _value_at(raw: object, path: str) -> object:
+    """The value at a msgspec error path (``gpus[1].index``) in decoded JSON, or None."""
+    cur = raw
+    for m in _STEP.finditer(path):
+        key, index = m.group(1), m.group(2)
+        if key is not None and isinstance(cur, dict):
+            cur = cur.get(key)
+        elif index is not None and isinstance(cur, list) and int(index) < len(cur):
+            cur = cur[int(index)]
+        else:
+            return None
+    return cur
+
+
+def load_snapshot(path: str | Path) -> Snapshot:
+    """Read and validate a snapshot file (a regular file under the size cap; BOM/UTF-16 decoded)."""
+    data = read_bytes(path, "snapshot", MAX_SNAPSHOT_BYTES, SnapshotError)
+    return decode_snapshot(recode_utf8(data, str(path), SnapshotError), str(path))
+
+
+def to_builtins(snap: Snapshot) -> Any:
+    """Snapshot as plain JSON-compatible Python values."""
+    return msgspec.to_builtins(snap, order="deterministic")
+
+
+def encode_snapshot(snap: Snapshot) -> bytes:
+    """Deterministic, indented JSON with a trailing newline."""
+    compact = msgspec.json.encode(snap, order="deterministic")
+    return msgspec.json.format(compact, indent=2) + b"\n"
+
+
+def save_snapshot(snap: Snapshot, path: str | Path) -> None:
+    atomic_write(path, encode_snapshot(snap))
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of the snapshot, as shipped in the package."""
+    schema: dict[str, Any] = msgspec.json.schema(Snapshot)
+    schema["$id"] = f"https://topomap.dev/schema/{SCHEMA.replace('/', '-')}.json"
+    schema["title"] = SCHEMA
+    return schema
+
+
+def json_schema_text() -> str:
+    return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"

@@ -1,0 +1,319 @@
+"""Per-device facts: what one GPU or NIC of a snapshot is, can do and carries, each decided once.
+
+These need only the snapshot (no graph), so the model's neighbours (merge, the measured-figure
+readers, run summaries) ask them as the views do. Path facts (NVLink between two GPUs, P2P, the
+nearest NIC) live in :mod:`topomap.graph.evidence`. A fact the source does not carry is
+``unknown`` with the command whose output would settle it (:data:`SETTLE`); a fact the input
+implies (NVLink generation from the GPU model) is ``derived`` and says so.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from topomap.base.devices import model_from_device_id, model_from_name
+from topomap.base.links import (
+    NVLINK_C2C_GBPS,
+    NVLINK_GA102_GBPS_PER_LINK,
+    NVLINK_GBPS_PER_LINK,
+    is_ga102,
+    nvlink_generation_for_cc,
+    pcie_bandwidth_gbps,
+)
+from topomap.base.units import fmt_bandwidth, fmt_gbps
+from topomap.model.snapshot import Finding, Gpu, Nic, Snapshot
+from topomap.model.source_facts import source_knows
+
+#: Where a bandwidth figure comes from.
+BandwidthSource = Literal["spec", "derived", "model", "measured", "unknown"]
+
+Tri = Literal["yes", "no", "unknown"]
+
+
+#: The command whose output settles each fact a source may not carry.
+SETTLE: dict[str, str] = {
+    "nvlink": "`nvidia-smi topo -m` run inside the container (or `topomap probe`)",
+    "nvlink_links": "`nvidia-smi nvlink -s` (or `topomap probe`)",
+    "p2p": "`nvidia-smi topo -p2p rw` (or `topomap probe`)",
+    "path": "`nvidia-smi topo -m` run inside the container",
+    "fabric": "`nvidia-smi -q` (section Fabric) or `topomap probe`",
+    "mig": "`nvidia-smi -q` (section MIG Mode) or `topomap probe`",
+    "nic": "`nvidia-smi topo -m` (its NIC legend) or `topomap probe`",
+    "nic_speed": "`ibstat` / `ethtool <netdev>` or `topomap probe`",
+    "nic_state": "`ibstat` / `ip link` or `topomap probe`",
+    "gpu_model": "`nvidia-smi -L` or `topomap probe`",
+    "gpu_memory": "`nvidia-smi --query-gpu=memory.total --format=csv` or `topomap probe`",
+    "numa": "`topomap probe` on the machine (or `cat /sys/bus/pci/devices/<bus id>/numa_node`; "
+    "a recent driver's `nvidia-smi topo -m` prints a NUMA Affinity column)",
+    "driver": "`nvidia-smi` (its header) or `topomap probe`",
+    "pcie_link": "`nvidia-smi -q` (section GPU Link Info) or `topomap probe`",
+}
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A yes / no / unknown with the reasons that decide it."""
+
+    value: Tri
+    reasons: tuple[str, ...] = ()
+    settle: str | None = None  # for unknown: the command whose output would decide it
+    assumed: bool = False  # decided by a stated rule, not by what the source recorded
+
+    @property
+    def yes(self) -> bool:
+        return self.value == "yes"
+
+    @property
+    def no(self) -> bool:
+        return self.value == "no"
+
+    def why(self) -> str:
+        text = "; ".join(self.reasons)
+        if self.value == "unknown" and self.settle:
+            text += f" (settle it with {self.settle})"
+        return text
+
+
+@dataclass(frozen=True)
+class Bandwidth:
+    """GB/s per direction with where it comes from. ``lower_bound``: at least this much."""
+
+    gbps: float | None
+    source: BandwidthSource
+    basis: str = ""
+    lower_bound: bool = False
+    generation: int | None = None
+    tag: str = ""  # the basis in two or three words: "driver-reported", "NVLink 4 nominal", "lower bound"
+
+    def text(self) -> str:
+        return fmt_bandwidth(self.gbps, self.source, self.lower_bound)
+
+
+UNKNOWN_BW = Bandwidth(None, "unknown", "not recorded by this source")
+
+
+def findings_about(snap: Snapshot, kinds: tuple[str, ...], *subjects: str) -> list[Finding]:
+    """The probe's / measurement's findings of these kinds about a GPU (``gpu3``), a pair (``gpu0``,
+    ``gpu1``, matched either way round as ``gpu0-gpu1``) or the host."""
+    want = set(subjects)
+    if len(subjects) == 2:
+        want = {f"{subjects[0]}-{subjects[1]}", f"{subjects[1]}-{subjects[0]}"}
+    return [f for f in snap.findings if f.kind in kinds and f.subject in want]
+
+
+#: Findings that make peer-to-peer between two GPUs unusable, with what the measurement saw.
+P2P_BLOCKERS = ("p2p-corrupt", "measure-hang", "acs-redirect")
+
+
+@dataclass(frozen=True)
+class PcieLinkFact:
+    """A GPU's own PCIe link: generation at its best (idle GPUs lower their speed), width as trained."""
+
+    gen: int | None
+    width: int | None
+    gen_max: int | None
+    width_max: int | None
+    downtrained: bool
+    note: str | None
+
+    @property
+    def gbps(self) -> float | None:
+        return pcie_bandwidth_gbps(self.gen, self.width)
+
+
+def gpu_pcie_link(gpu: Gpu) -> PcieLinkFact:
+    """The link the GPU really has: max generation (the current one drops at idle), trained width
+    (the current width does not change with load; x8 in an x16 slot stays x8)."""
+    p = gpu.pcie
+    if p is None:
+        return PcieLinkFact(None, None, None, None, False, None)
+    gen = p.gen_max if p.gen_max is not None else p.gen_current
+    width = p.width_current if p.width_current is not None else p.width_max
+    down = p.width_current is not None and p.width_max is not None and p.width_current < p.width_max
+    note = None
+    if down:
+        note = (
+            f"gpu{gpu.index} trained at x{p.width_current} of x{p.width_max}: "
+            f"{fmt_gbps(pcie_bandwidth_gbps(gen, width))} GB/s instead of "
+            f"{fmt_gbps(pcie_bandwidth_gbps(gen, p.width_max))} (reseat the card or check the slot/riser)"
+        )
+    return PcieLinkFact(gen, width, p.gen_max, p.width_max, down, note)
+
+
+@dataclass(frozen=True)
+class GpuMemory:
+    """A card's memory: bytes (as the driver reports them, or the model's sold size in GiB) and where it
+    comes from ("snapshot", "derived …" or "unknown")."""
+
+    total_bytes: int | None
+    source: str
+
+    @property
+    def derived(self) -> bool:
+        return self.source.startswith("derived")
+
+
+_NAME_GB = re.compile(r"(\d+)\s*GB\b", re.IGNORECASE)
+
+
+def gpu_memory(gpu: Gpu) -> GpuMemory:
+    """The memory of one card: the snapshot's figure; else the model's (device table, from the name or the
+    PCI device id), else a size written in the name ("Tesla V100-SXM3-32GB-H"), labelled derived."""
+    if gpu.memory_total_bytes is not None:
+        return GpuMemory(gpu.memory_total_bytes, "snapshot")
+    model = (model_from_name(gpu.name) if gpu.name else None) or (
+        model_from_device_id(gpu.pci_device_id) if gpu.pci_device_id else None
+    )
+    if model is not None and model.memory_gb:
+        return GpuMemory(int(model.memory_gb * 2**30), f"derived from the model ({model.name}), nominal")
+    m = _NAME_GB.search(gpu.name or "")
+    if m:
+        return GpuMemory(int(m.group(1)) * 2**30, f"derived from the name {gpu.name!r}, nominal")
+    return GpuMemory(None, "unknown")
+
+
+def gpu_model_name(gpu: Gpu) -> tuple[str | None, bool]:
+    """The GPU's model and whether it was derived (from the PCI device id) rather than read."""
+    return gpu.name, "name" in gpu.derived
+
+
+def model_nvlink_generation(gpu: Gpu) -> tuple[int | None, str]:
+    """NVLink generation implied by the GPU model (device table) or compute capability: derived."""
+    m = model_from_name(gpu.name) if gpu.name else None
+    if m is None and gpu.pci_device_id:
+        m = model_from_device_id(gpu.pci_device_id)
+    if m is not None and m.nvlink_generation is not None:
+        return m.nvlink_generation, f"the model ({m.name})"
+    if gpu.compute_capability:
+        try:
+            major = int(gpu.compute_capability.split(".")[0])
+        except ValueError:
+            return None, ""
+        gen = nvlink_generation_for_cc(major)
+        if gen is not None:
+            return gen, f"compute capability {gpu.compute_capability}"
+    return None, ""
+
+
+def c2c_bandwidth(gpu: Gpu) -> Bandwidth:
+    """A Grace CPU's memory to its GPU over NVLink-C2C, per direction. Published for Grace Hopper
+    (GH200: one GPU on the link); for other parts (GB200 shares a Grace between two GPUs) or an
+    unknown model the figure is unknown."""
+    model = model_from_name(gpu.name) if gpu.name else None
+    if model is None and gpu.pci_device_id:
+        model = model_from_device_id(gpu.pci_device_id)
+    hopper = (model is not None and model.architecture == "hopper") or "GH200" in (gpu.name or "")
+    if hopper:
+        return Bandwidth(
+            NVLINK_C2C_GBPS, "spec", f"NVLink-C2C (Grace Hopper), {NVLINK_C2C_GBPS:g} GB/s per direction (nominal)"
+        )
+    why = "the GPU model is not recorded" if model is None and not gpu.name else f"not published for {gpu.name}"
+    return Bandwidth(None, "unknown", f"NVLink-C2C rate per GPU: {why} (Grace Hopper: {NVLINK_C2C_GBPS:g} GB/s)")
+
+
+def nvlink_bundle_bandwidth(gpu: Gpu, count: int, snap: Snapshot | None = None) -> Bandwidth:
+    """Bandwidth of ``count`` NVLinks of a GPU, per direction, from the best evidence there is:
+    the per-link rate the driver (or file) reports; else the generation's nominal rate, the
+    generation read from the links (spec) or derived from the model; else a lower bound (no NVLink
+    generation has slower links than NVLink 1, or a GA102 bridge when the model is unknown)."""
+    if count <= 0:
+        return Bandwidth(None, "unknown", "no NVLink")
+    active = [x for x in gpu.nvlinks if x.active]
+    speeds = {x.speed_gbps for x in active if x.speed_gbps}
+    gens = {x.generation for x in active if x.generation is not None}
+    gen = gens.pop() if len(gens) == 1 else None
+    reporter = "hwloc" if snap is not None and snap.source.kind == "hwloc-xml" else "driver"
+    if len(speeds) == 1:
+        rate = speeds.pop()
+        return Bandwidth(
+            rate * count,
+            "spec",
+            f"{count} links × {rate:g} GB/s per link ({reporter}-reported rate)",
+            generation=gen,
+            tag=f"{reporter}-reported rate",
+        )
+    if gpu.name and is_ga102(gpu.name):
+        return Bandwidth(
+            NVLINK_GA102_GBPS_PER_LINK * count,
+            "spec",
+            f"{count} links × {NVLINK_GA102_GBPS_PER_LINK:g} GB/s per link (GA102 NVLink bridge, nominal)",
+            generation=3,
+            tag="GA102 bridge nominal",
+        )
+    if gen is not None and gen in NVLINK_GBPS_PER_LINK:
+        rate = NVLINK_GBPS_PER_LINK[gen]
+        return Bandwidth(
+            rate * count,
+            "spec",
+            f"{count} links × {rate:g} GB/s per link (NVLink {gen}, nominal)",
+            generation=gen,
+            tag=f"NVLink {gen} nominal",
+        )
+    dgen, from_what = model_nvlink_generation(gpu)
+    if dgen is not None and dgen in NVLINK_GBPS_PER_LINK:
+        if gpu.compute_capability == "8.6" and not gpu.name:
+            rate = NVLINK_GA102_GBPS_PER_LINK  # GA10x parts with NVLink are bridge boards
+        else:
+            rate = NVLINK_GBPS_PER_LINK[dgen]
+        return Bandwidth(
+            rate * count,
+            "derived",
+            f"{count} links × {rate:g} GB/s per link (NVLink {dgen} from {from_what}, nominal)",
+            generation=dgen,
+            tag=f"NVLink {dgen} from the model",
+        )
+    floor = min(NVLINK_GBPS_PER_LINK.values()) if gpu.name else NVLINK_GA102_GBPS_PER_LINK
+    return Bandwidth(
+        floor * count,
+        "derived",
+        f"{count} links, generation unknown: at least {floor:g} GB/s per link (the slowest NVLink)",
+        lower_bound=True,
+        tag="lower bound, generation unknown",
+    )
+
+
+def nic_usable(nic: Nic) -> Answer:
+    """A NIC can carry traffic unless its port is down; RDMA is what GPU traffic wants."""
+    state = (nic.state or "").lower()
+    if state in ("down", "disabled", "polling", "init", "armed"):
+        return Answer("no", (f"NIC {nic.name} port is {nic.state}",))
+    if nic.state is None:
+        return Answer("unknown", (f"port state of NIC {nic.name} not recorded",), SETTLE["nic_state"])
+    return Answer("yes", (f"NIC {nic.name} port {nic.state}",))
+
+
+def nic_link_layer(nic: Nic) -> str:
+    """`infiniband`, `roce` (RDMA over Ethernet), `ethernet` (plain: TCP), `efa`, or `rdma` when only
+    an RDMA device name is known (mlx5_*: InfiniBand or RoCE), never guessed."""
+    if nic.kind in ("infiniband", "roce", "ethernet"):
+        return nic.kind
+    if nic.kind == "efa":
+        return "efa"
+    return "rdma" if nic.rdma else "network"
+
+
+def fabric_ready(snap: Snapshot, g: Gpu) -> Answer:
+    """Is this GPU's NVLink fabric (NVSwitch / multi-node NVLink) registered and usable."""
+    if g.lost:
+        return Answer(
+            "no",
+            (f"gpu{g.index} was lost during the probe (fell off the bus): reset or reseat it; `dmesg` shows Xid 79",),
+        )
+    f = g.fabric
+    if f is None:
+        if not source_knows(snap, "fabric"):
+            return Answer("unknown", ("fabric state not recorded by this source",), SETTLE["fabric"])
+        return Answer("unknown", ("the driver did not report a fabric state",), SETTLE["fabric"])
+    if f.state in (None, "not-supported"):
+        return Answer("no", ("the GPU reports no NVLink fabric (not-supported: not an NVSwitch-fabric part)",))
+    if f.state != "completed":
+        return Answer("no", (f"fabric state {f.state}: Fabric Manager / NVLink training has not finished",))
+    if f.status not in (None, "success"):
+        return Answer("no", (f"fabric registration status {f.status}",))
+    if not f.clique_id:
+        return Answer("no", ("fabric completed but clique id 0 (never registered in a clique)",))
+    if f.cluster_uuid is not None and set(f.cluster_uuid.replace("-", "")) <= {"0"}:
+        return Answer("no", ("fabric cluster UUID is all zeros (not registered)",))
+    return Answer("yes", (f"fabric completed, clique {f.clique_id}",))
