@@ -17,7 +17,8 @@ from tests.fakes import machines
 from tests.fakes.machine import GIB
 from tests.fakes.record_nvml import ScriptedNvml
 from topomap.base.errors import TopomapError
-from topomap.record import decode_run, encode_run, is_run_file, load_run
+from topomap.files.kind import is_run_file
+from topomap.record import decode_run, encode_run, load_run
 from topomap.record.runner import RecordOptions, record
 from topomap.record.summary import cards
 

@@ -52,8 +52,8 @@ def map_(
 
 def read_flow_file(path: str, command: str) -> Flow:
     """The flow file ``command`` was given; a run record or a requirements file in its place is named as such."""
+    from topomap.files.kind import file_kind, is_run_file
     from topomap.flow.spec import read_flow
-    from topomap.record.model import is_run_file
 
     if is_run_file(path):
         raise TopomapError(
@@ -64,24 +64,13 @@ def read_flow_file(path: str, command: str) -> Flow:
     try:
         return read_flow(path)
     except TopomapError as err:
-        if _is_requirements(path):
+        if file_kind(path) == "requirements":
             raise TopomapError(
                 f"{path}: this is a requirements file; {command} takes a flow file",
                 hint=f"give the flow file (flow, hosts, steps, arrows) to {command}; "
                 f"check it with `topomap check {path} --probe SNAP`",
             ) from err
         raise
-
-
-def _is_requirements(path: str) -> bool:
-    """True when ``path`` reads as a requirements file (and not as a flow carrying `requirements:`)."""
-    from topomap.check.evaluate import read_requirements
-
-    try:
-        _rules, is_flow = read_requirements(path)
-    except TopomapError:
-        return False
-    return not is_flow
 
 
 def _print_wide(renderable: object) -> None:
@@ -128,8 +117,8 @@ def _render(
     hardware: str,
 ) -> None:
     """Draw (and write) what `render` was asked for."""
+    from topomap.files.kind import is_run_file
     from topomap.graph import build
-    from topomap.record.model import is_run_file
     from topomap.render import dot as dotr
     from topomap.render.export import graphml, node_link_json
 

@@ -223,7 +223,8 @@ def diff_run_files(a: str, b: str, outputs: tuple[str, str] | None, tolerance: f
 
     Exit 0 when both runs succeeded (and produced the same outputs, when checked), else 1.
     """
-    from topomap.record import is_run_file, load_run
+    from topomap.files.kind import is_run_file
+    from topomap.record import load_run
     from topomap.record.compare import diff_runs
     from topomap.record.outputs import check_outputs
 

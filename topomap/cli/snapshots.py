@@ -120,7 +120,7 @@ def show(
     json_out: JsonOpt = False,
 ) -> None:
     """Devices, NICs, the NVML ↔ CUDA ↔ UUID ↔ bus id table, NUMA nodes, the machine tree, problems."""
-    from topomap.record.model import is_run_file
+    from topomap.files.kind import is_run_file
 
     if is_run_file(snapshot):  # a run record (topomap record): per-card peaks, timeline, busiest resource
         from topomap.cli.record import show_run

@@ -27,7 +27,7 @@ def diff(
     """Semantic differences between two lots, or the fair comparison of two recorded runs.
     Exit 0 equivalent (runs: both succeeded, same outputs), 1 different, 3 cannot confirm (a side
     does not record what equivalence needs), 2 error."""
-    from topomap.record.model import is_run_file
+    from topomap.files.kind import is_run_file
 
     runs = (is_run_file(a), is_run_file(b))
     if all(runs):
@@ -130,8 +130,8 @@ def check(
     """Requirements verdict per rule, with evidence. Exit 0 pass, 1 fail, 3 unknown (cannot be told), 2 error."""
     from topomap.check.evaluate import Lot, flow_lots, read_requirements
     from topomap.check.evaluate import check as run_check
+    from topomap.files.kind import is_run_file
     from topomap.graph import build
-    from topomap.record.model import is_run_file
 
     if is_run_file(reqs):
         raise TopomapError(

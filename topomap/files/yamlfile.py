@@ -15,6 +15,7 @@ import msgspec.inspect
 import yaml
 
 from topomap.base.errors import TopomapError
+from topomap.files.kind import describe
 
 
 class YamlError(TopomapError):
@@ -169,8 +170,6 @@ def load_yaml(text: str, origin: str, what: str, exc: type[YamlError] = YamlErro
 
 def _wrong_kind(text: str, origin: str, what: str, exc: type[YamlError]) -> None:
     """A topology paste or a snapshot where a YAML file was expected: say so, not a YAML error."""
-    from topomap.importers import describe
-
     found = describe(text)
     if found is not None:
         where = (

@@ -25,6 +25,7 @@ from topomap.model.facts import (
     UNKNOWN_BW,
     Answer,
     Bandwidth,
+    NicChoice,
     Tri,
     findings_about,
     nic_usable,
@@ -324,16 +325,6 @@ def gpu_link(topo: Topology, a: str, b: str) -> GpuLink:
 
 
 # --- NICs --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class NicChoice:
-    """The NIC nearest an endpoint among the usable ones, its path class, and GPUDirect RDMA."""
-
-    nic: Nic | None
-    path: str | None
-    gdr: Answer
-    reasons: tuple[str, ...] = ()
 
 
 def nearest_nic(topo: Topology, node: str) -> NicChoice:

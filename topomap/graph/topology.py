@@ -4,14 +4,11 @@ built once on first use (pairs by ids, NIC ids, tree parents, PCIe legs, nearest
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import networkx as nx
 
+from topomap.model.facts import NicChoice
 from topomap.model.snapshot import Gpu, Nic, Pair, Snapshot
-
-if TYPE_CHECKING:
-    from topomap.graph.evidence import NicChoice
 
 FABRIC = "nvswitch:fabric"
 

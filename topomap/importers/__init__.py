@@ -6,16 +6,16 @@ goes through :func:`load_any`, so a raw nvidia-smi paste works wherever a snapsh
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from topomap.base.errors import ImportFailure
 from topomap.files.inputs import MAX_SNAPSHOT_BYTES, MAX_TOPOLOGY_BYTES, decode_text, read_bytes
+from topomap.files.kind import topology_format, yaml_kind
 from topomap.model.codec import decode_snapshot
 from topomap.model.snapshot import Snapshot
 from topomap.model.validate import validate_snapshot
 
-__all__ = ["ImportFailure", "describe", "import_file", "import_text", "load_any"]
+__all__ = ["ImportFailure", "import_file", "import_text", "load_any"]
 
 FORMATS = ("nvidia-smi", "nccl-xml", "hwloc-xml")
 MAX_INPUT_BYTES = MAX_TOPOLOGY_BYTES
@@ -34,67 +34,18 @@ def read_text(path: str | Path) -> str:
     return text
 
 
-def detect(text: str) -> str | None:
-    """Which importer reads this text: by its content."""
-    head = text.lstrip("\ufeff \t\r\n")[:4096]
-    if head.startswith("<") or head.startswith("<?xml"):
-        if "<topology" in head:
-            return "hwloc-xml"
-        if "<system" in head:
-            return "nccl-xml"
-        return None
-    from topomap.importers.nvidia_smi import looks_like_nvidia_smi
-
-    if looks_like_nvidia_smi(text):
-        return "nvidia-smi"
-    return None
-
-
-_DESCRIPTIONS = {
-    "nvidia-smi": "an `nvidia-smi` output (a topology)",
-    "nccl-xml": "an NCCL topology XML (a topology)",
-    "hwloc-xml": "an hwloc XML (a topology)",
-    "snapshot": "a topomap snapshot (JSON)",
-    "run": "a topomap run record (JSON, from `topomap record`)",
-}
-
-
-def describe(text: str) -> str | None:
-    """What a file is, in words, when it is a topology or snapshot; None otherwise.
-
-    For "wrong kind of file" messages: a paste given where a flow or requirements file was expected.
-    """
-    head = text.lstrip("\ufeff \t\r\n")
-    if head.startswith("{") and '"topomap.run/' in head:  # a record holds a snapshot: ask this first
-        return _DESCRIPTIONS["run"]
-    if head.startswith("{") and '"topomap.snapshot/' in head[:65536]:
-        return _DESCRIPTIONS["snapshot"]
-    found = detect(text)
-    return _DESCRIPTIONS[found] if found else None
-
-
-_YAML_TOP = re.compile(r"^(flow|requirements)\s*:", re.MULTILINE)
-
-
-def _yaml_kind(text: str) -> str | None:
-    """A flow or requirements file given where a topology was expected (arguments swapped)."""
-    m = _YAML_TOP.search(text[:65536])
-    if m is None:
-        return None
-    return "flow file" if m.group(1) == "flow" else "requirements file"
-
-
 def import_text(text: str, origin: str, fmt: str = "auto") -> Snapshot:
     """Import text of the given (or detected) format; the result passes validate_snapshot."""
     if fmt == "auto":
         if text.lstrip("\ufeff \t\r\n").startswith("{"):
             return decode_snapshot(text.lstrip("\ufeff").encode(), origin)  # already a snapshot: validate it
-        found = detect(text)
-        yaml_kind = _yaml_kind(text) if found is None else None
-        if yaml_kind is not None:
+        found = topology_format(text)
+        kind = yaml_kind(text) if found is None else None
+        if kind is not None:
+            yaml_kind_words = f"{kind} file"
             raise ImportFailure(
-                f"{origin}: this is a {yaml_kind} (YAML), not a topology or snapshot",
-                hint=f"the {yaml_kind} comes first: topomap {'map' if yaml_kind == 'flow file' else 'check'} "
+                f"{origin}: this is a {yaml_kind_words} (YAML), not a topology or snapshot",
+                hint=f"the {yaml_kind_words} comes first: topomap {'map' if kind == 'flow' else 'check'} "
                 f"{origin} --probe [NAME=]SNAPSHOT",
             )
         if found is None:

@@ -24,6 +24,7 @@ from topomap.base.links import (
     parse_path,
 )
 from topomap.base.pciaddr import same_device
+from topomap.files.kind import measurement_tool
 from topomap.importers import read_text
 from topomap.model.snapshot import Gpu, Measurement, Snapshot, hosts_of
 
@@ -45,21 +46,9 @@ class ImportedMeasurements:
     hostname: str | None = None  # where the tool says it ran (nvbandwidth prints it)
 
 
-def detect_measurements(text: str) -> str | None:
-    """``nvbandwidth``, ``p2pBandwidthLatencyTest`` or None, from the content."""
-    head = text.lstrip("\ufeff \t\r\n")[:8192]
-    if head.startswith("{"):  # JSON: nvbandwidth -j, or something else (a snapshot is not a measurement)
-        return "nvbandwidth" if '"nvbandwidth"' in head else None
-    if "nvbandwidth Version" in head or "Running host_to_device" in text or "Running device_to_device" in text:
-        return "nvbandwidth"
-    if "P2P (Peer-to-Peer) GPU Bandwidth Latency Test" in head or "Bandwidth Matrix (GB/s)" in text:
-        return "p2pBandwidthLatencyTest"
-    return None
-
-
 def parse_measurements(text: str, origin: str) -> ImportedMeasurements:
     """Read nvbandwidth (text or JSON) or p2pBandwidthLatencyTest output."""
-    tool = detect_measurements(text)
+    tool = measurement_tool(text)
     if tool == "nvbandwidth":
         from topomap.importers.nvbandwidth import parse_nvbandwidth
 

@@ -17,7 +17,8 @@ from topomap import __version__
 from topomap.base.errors import ImportFailure
 from topomap.base.links import P2P_STATUS_CODES, is_path_code, parse_path
 from topomap.base.pciaddr import normalize_bus_id
-from topomap.importers.nvidia_smi_q import QReport, apply_query, looks_like_query, parse_query
+from topomap.files.kind import looks_like_query
+from topomap.importers.nvidia_smi_q import QReport, apply_query, parse_query
 from topomap.model.nvlinks import gpu_buses, nvlink_count
 from topomap.model.snapshot import P2P, Gpu, Nic, NvLink, Pair, Snapshot, Source
 
@@ -54,20 +55,6 @@ class _GpuLinks:
     uuid: str | None = None
     speeds: dict[int, float | None] = field(default_factory=dict)
     remotes: dict[int, str] = field(default_factory=dict)
-
-
-def looks_like_nvidia_smi(text: str) -> bool:
-    if looks_like_query(text):
-        return True
-    for line in text.splitlines()[:400]:
-        toks = line.split()
-        if len(toks) >= 2 and toks[0] == "GPU0" and (toks[1] in ("X", "GPU1") or "CPU" in toks):
-            return True
-        if toks[:1] == ["GPU0"] and len(toks) == 1:
-            return True
-        if "UUID" in line and _gpu_line(line):
-            return True
-    return False
 
 
 def _gpu_line(line: str) -> tuple[int, str, str | None] | None:

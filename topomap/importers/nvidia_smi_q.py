@@ -84,11 +84,6 @@ class QReport:
     cuda_version: str | None = None
 
 
-def looks_like_query(text: str) -> bool:
-    head = text[:20000]
-    return "==NVSMI LOG==" in head or ("Attached GPUs" in head and "Product Name" in head)
-
-
 def parse_query(lines: list[str]) -> QReport:
     """Every ``nvidia-smi -q`` block in ``lines`` (other text is skipped)."""
     out = QReport()

@@ -274,6 +274,16 @@ def nvlink_bundle_bandwidth(gpu: Gpu, count: int, snap: Snapshot | None = None) 
     )
 
 
+@dataclass(frozen=True)
+class NicChoice:
+    """The NIC nearest an endpoint among the usable ones, its path class, and GPUDirect RDMA."""
+
+    nic: Nic | None
+    path: str | None
+    gdr: Answer
+    reasons: tuple[str, ...] = ()
+
+
 def nic_usable(nic: Nic) -> Answer:
     """A NIC can carry traffic unless its port is down; RDMA is what GPU traffic wants."""
     state = (nic.state or "").lower()

@@ -7,7 +7,7 @@ the probe), so reading records stays light.
 
 from __future__ import annotations
 
-from topomap.record.model import RUN_SCHEMA, Run, RunError, decode_run, encode_run, is_run_file, load_run
+from topomap.record.model import RUN_SCHEMA, Run, RunError, decode_run, encode_run, load_run
 from topomap.record.summary import observed_for_plan
 
 __all__ = [
@@ -16,7 +16,6 @@ __all__ = [
     "RunError",
     "decode_run",
     "encode_run",
-    "is_run_file",
     "load_run",
     "observed_for_plan",
 ]

@@ -182,25 +182,3 @@ def encode_run(run: Run) -> bytes:
 
 def run_to_builtins(run: Run) -> Any:
     return msgspec.to_builtins(run, order="deterministic")
-
-
-class _Head(msgspec.Struct):
-    schema: Any = None
-
-
-def is_run_file(path: str | Path) -> bool:
-    """True when ``path`` is a JSON object whose ``schema`` is ``topomap.run/…`` (any version).
-
-    Other fields are skipped unvalidated, so a snapshot or a raw nvidia-smi file answers False fast.
-    """
-    try:
-        data = read_bytes(path, "run record", MAX_SNAPSHOT_BYTES)
-    except TopomapError:
-        return False  # not readable as a file at all: the caller's own loader says why
-    if data.lstrip()[:1] != b"{" or b"topomap.run/" not in data:
-        return False
-    try:
-        head = msgspec.json.decode(data, type=_Head)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        return False  # the loader of the other kinds gives the error
-    return isinstance(head.schema, str) and head.schema.startswith("topomap.run/")

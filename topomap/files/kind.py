@@ -1,0 +1,126 @@
+"""What kind of file this is, from its content (never its name): the one place every command asks.
+
+Kinds: ``snapshot`` and ``run`` (topomap's own JSON), ``nvidia-smi`` (topo -m / -p2p / nvlink / -q
+text), ``nccl-xml``, ``hwloc-xml``, ``measurements`` (nvbandwidth, p2pBandwidthLatencyTest),
+``flow`` and ``requirements`` (YAML). ``None``: none of these.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+from topomap.base.errors import TopomapError
+from topomap.files.inputs import MAX_SNAPSHOT_BYTES, decode_text, read_bytes
+
+Kind = Literal["snapshot", "run", "nvidia-smi", "nccl-xml", "hwloc-xml", "measurements", "flow", "requirements"]
+
+DESCRIPTIONS: dict[Kind, str] = {
+    "nvidia-smi": "an `nvidia-smi` output (a topology)",
+    "nccl-xml": "an NCCL topology XML (a topology)",
+    "hwloc-xml": "an hwloc XML (a topology)",
+    "snapshot": "a topomap snapshot (JSON)",
+    "run": "a topomap run record (JSON, from `topomap record`)",
+    "measurements": "measured bandwidth (nvbandwidth or p2pBandwidthLatencyTest output)",
+    "flow": "a flow file (YAML)",
+    "requirements": "a requirements file (YAML)",
+}
+
+_GPU_LINE = re.compile(r"^GPU (\d+): (.*)$")
+_YAML_TOP = re.compile(r"^(flow|requirements)\s*:", re.MULTILINE)
+
+
+def topology_format(text: str) -> Literal["nvidia-smi", "nccl-xml", "hwloc-xml"] | None:
+    """Which topology importer reads this text, by its content."""
+    head = text.lstrip("\ufeff \t\r\n")[:4096]
+    if head.startswith("<"):
+        if "<topology" in head:
+            return "hwloc-xml"
+        if "<system" in head:
+            return "nccl-xml"
+        return None
+    return "nvidia-smi" if looks_like_nvidia_smi(text) else None
+
+
+def looks_like_query(text: str) -> bool:
+    """`nvidia-smi -q` output."""
+    head = text[:20000]
+    return "==NVSMI LOG==" in head or ("Attached GPUs" in head and "Product Name" in head)
+
+
+def looks_like_nvidia_smi(text: str) -> bool:
+    """`nvidia-smi topo -m` / `-p2p` matrices, `nvidia-smi -L`-style GPU lines with UUIDs, or `-q`."""
+    if looks_like_query(text):
+        return True
+    for line in text.splitlines()[:400]:
+        toks = line.split()
+        if len(toks) >= 2 and toks[0] == "GPU0" and (toks[1] in ("X", "GPU1") or "CPU" in toks):
+            return True
+        if toks[:1] == ["GPU0"] and len(toks) == 1:
+            return True
+        if "UUID" in line and _GPU_LINE.match(line.strip()):
+            return True
+    return False
+
+
+def measurement_tool(text: str) -> Literal["nvbandwidth", "p2pBandwidthLatencyTest"] | None:
+    """``nvbandwidth``, ``p2pBandwidthLatencyTest`` or None, from the content."""
+    head = text.lstrip("\ufeff \t\r\n")[:8192]
+    if head.startswith("{"):  # JSON: nvbandwidth -j, or something else (a snapshot is not a measurement)
+        return "nvbandwidth" if '"nvbandwidth"' in head else None
+    if "nvbandwidth Version" in head or "Running host_to_device" in text or "Running device_to_device" in text:
+        return "nvbandwidth"
+    if "P2P (Peer-to-Peer) GPU Bandwidth Latency Test" in head or "Bandwidth Matrix (GB/s)" in text:
+        return "p2pBandwidthLatencyTest"
+    return None
+
+
+def yaml_kind(text: str) -> Literal["flow", "requirements"] | None:
+    """A flow or requirements file, by its top-level key."""
+    m = _YAML_TOP.search(text[:65536])
+    if m is None:
+        return None
+    return "flow" if m.group(1) == "flow" else "requirements"
+
+
+def json_kind(head: str) -> Literal["snapshot", "run"] | None:
+    """topomap's own JSON: a run record (asked first: a record holds a snapshot) or a snapshot."""
+    if not head.startswith("{"):
+        return None
+    if '"topomap.run/' in head:
+        return "run"
+    if '"topomap.snapshot/' in head[:65536]:
+        return "snapshot"
+    return None
+
+
+def sniff(text: str) -> Kind | None:
+    """The kind of a file's text; topomap's JSON and topologies are asked before YAML."""
+    head = text.lstrip("\ufeff \t\r\n")
+    return json_kind(head) or topology_format(text) or (measurement_tool(text) and "measurements") or yaml_kind(text)
+
+
+def describe(text: str) -> str | None:
+    """What a file is, in words, when it is a topology, snapshot or run record; None otherwise.
+
+    For "wrong kind of file" messages: a paste given where a flow or requirements file was expected.
+    """
+    head = text.lstrip("\ufeff \t\r\n")
+    found = json_kind(head) or topology_format(text)
+    return DESCRIPTIONS[found] if found else None
+
+
+def file_kind(path: str | Path) -> Kind | None:
+    """The kind of a file on disk; None when it is none of the kinds or cannot be read (the loader
+    the caller then uses says why)."""
+    try:
+        data = read_bytes(path, "input file", MAX_SNAPSHOT_BYTES)
+        return sniff(decode_text(data, str(path)))
+    except TopomapError:
+        return None
+
+
+def is_run_file(path: str | Path) -> bool:
+    """A topomap run record (``topomap record``), of any version."""
+    return file_kind(path) == "run"
