@@ -180,3 +180,19 @@ def test_merge_output_is_byte_identical_across_hash_seeds(hgx: Snapshot, tmp_pat
         assert r.returncode == 0, r.stderr
         outs.append((out.read_bytes(), r.stderr.replace(str(out).encode(), b"OUT")))
     assert outs[0] == outs[1] == outs[2]
+
+def test_fabric_readiness_is_the_one_check_asks(hgx: Snapshot) -> None:
+    """merge used its own readiness test and grouped hosts whose GPUs registered clique id 0 as one
+    clique, while `check`'s fabric_ready fails them (never registered in a clique). One function now."""
+    from topomap.model.facts import fabric_ready
+
+    def zero(s: Snapshot) -> Snapshot:
+        f = Fabric(cluster_uuid="00000000-0000-0000-0000-0000000000c1", clique_id=0, state="completed", status="success")
+        return msgspec.structs.replace(s, gpus=[msgspec.structs.replace(g, fabric=f) for g in s.gpus])
+
+    hosts = cluster(hgx, {"node02": zero})
+    lines = consistency(hosts)
+    node02 = next(h for h in hosts if h.host.hostname == "node02")
+    assert fabric_ready(node02, node02.gpus[0]).no
+    assert f"NVLink fabric: node02 gpu0 state completed, status success (not ready: {fabric_ready(node02, node02.gpus[0]).why()}" in "\n".join(lines)
+    assert not any("clique" in ln and "/0:" in ln for ln in lines)

@@ -327,3 +327,13 @@ def fabric_ready(snap: Snapshot, g: Gpu) -> Answer:
     if f.cluster_uuid is not None and set(f.cluster_uuid.replace("-", "")) <= {"0"}:
         return Answer("no", ("fabric cluster UUID is all zeros (not registered)",))
     return Answer("yes", (f"fabric completed, clique {f.clique_id}",))
+
+
+def fabric_clique(snap: Snapshot, g: Gpu) -> tuple[str, int] | None:
+    """The NVLink domain a GPU belongs to (cluster UUID, clique id) when its fabric is ready; GPUs of
+    two hosts with the same key reach each other over multi-node NVLink (NCCL's rule). None when the
+    fabric is not ready, absent or not recorded."""
+    f = g.fabric
+    if f is None or f.cluster_uuid is None or f.clique_id is None or not fabric_ready(snap, g).yes:
+        return None
+    return f.cluster_uuid, f.clique_id

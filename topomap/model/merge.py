@@ -12,6 +12,7 @@ from collections.abc import Callable, Hashable
 
 from topomap import __version__
 from topomap.base.errors import TopomapError
+from topomap.model.facts import fabric_clique, fabric_ready
 from topomap.model.snapshot import Host, Snapshot, Source, hosts_of
 
 # PCIe path classes from nearest to farthest (`nvidia-smi topo -m` legend).
@@ -208,16 +209,18 @@ def _fabric(hosts: list[Snapshot]) -> list[str]:
             f = g.fabric
             if f is None or f.state in (None, "not-supported"):
                 continue
-            if f.state != "completed" or (f.status is not None and f.status != "success"):
+            ready = fabric_ready(h, g)
+            if not ready.yes:
                 lines.append(
                     f"NVLink fabric: {name} gpu{g.index} state {f.state}, status {f.status or 'unknown'} "
-                    "(not ready: `nvidia-smi -q -d FABRIC`; is nvidia-fabricmanager running?)"
+                    f"(not ready: {ready.why()}; `nvidia-smi -q -d FABRIC`; is nvidia-fabricmanager running?)"
                 )
                 continue
-            if f.cluster_uuid is None or f.clique_id is None:
+            key = fabric_clique(h, g)
+            if key is None:
                 continue
-            keys.add((f.cluster_uuid, f.clique_id))
-            cliques.setdefault((f.cluster_uuid, f.clique_id), set()).add(name)
+            keys.add(key)
+            cliques.setdefault(key, set()).add(name)
         if len(keys) > 1:
             shown = ", ".join(f"{c}/{q}" for c, q in sorted(keys))
             lines.append(f"NVLink fabric: {name} has GPUs in {len(keys)} cliques ({shown})")
