@@ -187,12 +187,14 @@ def test_fabric_readiness_is_the_one_check_asks(hgx: Snapshot) -> None:
     from topomap.model.facts import fabric_ready
 
     def zero(s: Snapshot) -> Snapshot:
-        f = Fabric(cluster_uuid="00000000-0000-0000-0000-0000000000c1", clique_id=0, state="completed", status="success")
+        uuid = "00000000-0000-0000-0000-0000000000c1"
+        f = Fabric(cluster_uuid=uuid, clique_id=0, state="completed", status="success")
         return msgspec.structs.replace(s, gpus=[msgspec.structs.replace(g, fabric=f) for g in s.gpus])
 
     hosts = cluster(hgx, {"node02": zero})
     lines = consistency(hosts)
     node02 = next(h for h in hosts if h.host.hostname == "node02")
-    assert fabric_ready(node02, node02.gpus[0]).no
-    assert f"NVLink fabric: node02 gpu0 state completed, status success (not ready: {fabric_ready(node02, node02.gpus[0]).why()}" in "\n".join(lines)
+    ready = fabric_ready(node02, node02.gpus[0])
+    assert ready.no
+    assert f"NVLink fabric: node02 gpu0 state completed, status success (not ready: {ready.why()}" in "\n".join(lines)
     assert not any("clique" in ln and "/0:" in ln for ln in lines)
