@@ -15,6 +15,8 @@ import msgspec.inspect
 import yaml
 
 from topomap.base.errors import TopomapError
+from topomap.files.inputs import MAX_YAML_BYTES
+from topomap.files.inputs import read_text as read_input
 from topomap.files.kind import describe
 
 
@@ -147,8 +149,6 @@ def _precheck(text: str, origin: str, exc: type[YamlError]) -> None:
 
 def load_yaml(text: str, origin: str, what: str, exc: type[YamlError] = YamlError) -> YamlDoc:
     """Parse YAML (safe loader) keeping each key's line; ``what`` names the file kind in errors."""
-    from topomap.files.inputs import MAX_YAML_BYTES
-
     if len(text) > MAX_YAML_BYTES:
         raise exc(f"{origin}: {len(text)} characters is larger than any {what} ({MAX_YAML_BYTES} max)")
     _wrong_kind(text, origin, what, exc)
@@ -181,9 +181,6 @@ def _wrong_kind(text: str, origin: str, what: str, exc: type[YamlError]) -> None
 
 
 def read_yaml(path: str | Path, what: str, exc: type[YamlError] = YamlError) -> YamlDoc:
-    from topomap.files.inputs import MAX_YAML_BYTES
-    from topomap.files.inputs import read_text as read_input
-
     p = Path(path)
     return load_yaml(read_input(p, what, MAX_YAML_BYTES, exc), str(p), what, exc)
 

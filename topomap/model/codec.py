@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -142,7 +141,3 @@ def json_schema() -> dict[str, Any]:
     schema["$id"] = f"https://topomap.dev/schema/{SCHEMA.replace('/', '-')}.json"
     schema["title"] = SCHEMA
     return schema
-
-
-def json_schema_text() -> str:
-    return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
