@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SAMPLES
+from topomap.base.units import fmt_span
 from topomap.flow.mapping import bind_hosts
 from topomap.flow.spec import read_flow
-from topomap.plan.core import Arrangement, PlanResult, best_total_seconds, fmt_span, plan_flow
+from topomap.plan import Arrangement, PlanResult, best_total_seconds, plan_flow
 from topomap.plan.sched import SlotCost, even_static, longest_first, one_slot, shared_queue
 
 REFERENCE = SAMPLES / "flows" / "eight-documents.yaml"

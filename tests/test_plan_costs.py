@@ -12,13 +12,14 @@ from typer.testing import CliRunner
 
 from tests.conftest import SAMPLES, run_probe
 from tests.fakes.machines import hgx_h100
+from topomap.base.units import fmt_bandwidth
 from topomap.cli import app
 from topomap.flow.mapping import bind_hosts
 from topomap.flow.spec import read_flow
 from topomap.flow.work import Limits, Unit, Work
 from topomap.model.codec import save_snapshot
-from topomap.plan.core import PlanResult, plan_changes, plan_file, plan_flow
-from topomap.plan.costs import Leg, shared_costs
+from topomap.plan import Arrangement, Leg, PlanResult, plan_changes, plan_flow
+from topomap.plan.costs import shared_costs
 
 GIB = 2**30
 MIN = 60.0
@@ -60,12 +61,13 @@ arrows:
     return p
 
 
-def _plan(path: Path, cards: list[int] | None = None, probes: list[str] | None = None) -> PlanResult:
+def _plan(path: Path | str, cards: list[int] | None = None, probes: list[str] | None = None) -> PlanResult:
+    """Read the flow afresh (binding resolves placements in place: one Flow is bound to one lot) and plan it."""
     f = read_flow(path)
     return plan_flow(f, bind_hosts(f, probes or []), cards)
 
 
-def _arr(r: PlanResult, k: int, kind: str) -> object:
+def _arr(r: PlanResult, k: int, kind: str) -> Arrangement:
     return next(a for a in r.arrangements if a.k == k and a.kind == kind)
 
 
@@ -77,12 +79,12 @@ def test_two_cards_behind_one_pcie_switch_share_it(tmp_path: Path) -> None:
     leg = next(lg for lg in r.legs if lg.card == "gpu0" and lg.direction == "input")
     assert (leg.bandwidth_gbps, leg.bandwidth_source) == (PCIE5_X16, "spec") and leg.seconds() == pytest.approx(alone)
     one = _arr(r, 1, "one card")
-    assert one.transfers_s == pytest.approx(8 * alone)  # type: ignore[attr-defined]
+    assert one.transfers_s == pytest.approx(8 * alone)
     two = _arr(r, 2, "even-static")
     # both cards load at once through the shared switch: each at half the rate, twice as long
-    assert two.transfers_s == pytest.approx(4 * 2 * alone)  # type: ignore[attr-defined]
-    assert not two.transfers_complete  # type: ignore[attr-defined]  # the output leg is unknown
-    assert two.parallel_s == pytest.approx(4 * (12 * MIN + 2 * alone))  # type: ignore[attr-defined]
+    assert two.transfers_s == pytest.approx(4 * 2 * alone)
+    assert not two.transfers_complete  # the output leg is unknown
+    assert two.parallel_s == pytest.approx(4 * (12 * MIN + 2 * alone))
     # the output goes to a host with no snapshot: unknown, excluded and said so
     unknown = "transfer time unknown, excluded from totals: 2 cards (gpu0…gpu1) → ws, volume not declared over network/"
     assert [w for w in r.warnings if w.startswith(unknown)]
@@ -103,8 +105,8 @@ def test_storage_read_rate_is_shared_by_the_cards(tmp_path: Path) -> None:
     # 96 GB from storage → 12 GB per unit; storage reads 2 GB/s (assumed): 6 s alone, 12 s with two cards
     work = "  count: 8\n  duration: 12 min\n  limits: {storage_read: 2 GB/s}\n"
     r = _plan(_flow(tmp_path, _h100(tmp_path), work, source="lot:storage", volume="96 GB"), [1, 2])
-    assert _arr(r, 1, "one card").parallel_s == pytest.approx(8 * (12 * MIN + 6))  # type: ignore[attr-defined]
-    assert _arr(r, 2, "even-static").parallel_s == pytest.approx(4 * (12 * MIN + 12))  # type: ignore[attr-defined]
+    assert _arr(r, 1, "one card").parallel_s == pytest.approx(8 * (12 * MIN + 6))
+    assert _arr(r, 2, "even-static").parallel_s == pytest.approx(4 * (12 * MIN + 12))
 
 
 def test_shared_costs_by_hand() -> None:
@@ -115,8 +117,8 @@ def test_shared_costs_by_hand() -> None:
     legs.append(leg("gpu2", ("numa0", "rp", "gpu2"), None))
     costs = shared_costs(legs, ["gpu0", "gpu1", "gpu2"], Work(units=[], source="t"))
     # 10 GB at 20 GB/s alone is 0.5 s; sharing "sw" two ways: 1 s; gpu2's bandwidth is unknown
-    assert [(c.alone_input_s, c.input_s) for c in costs] == [(0.5, 1.0), (0.5, 1.0), (None, None)]
-    assert costs[0].shared == ["sw shared by 2 cards"]
+    assert [c.input_s for c in costs] == [1.0, 1.0, None]
+    assert [lg.seconds() for lg in legs] == [0.5, 0.5, None]
     only = shared_costs(legs, ["gpu0"], Work(units=[Unit("u", 1.0)], source="t", limits=Limits()))
     assert only[0].input_s == 0.5
 
@@ -127,8 +129,8 @@ def test_memory_fit_verdicts(tmp_path: Path) -> None:
     assert {a.fit.verdict for a in fits.arrangements} == {"fits"}
     big = _plan(_flow(tmp_path, snap, "  count: 8\n  duration: 12 min\n  memory_per_task: 100 GiB\n"), [1, 2])
     one = _arr(big, 1, "one card")
-    assert one.fit.verdict == "does not fit"  # type: ignore[attr-defined]
-    assert one.fit.reason == (  # type: ignore[attr-defined]
+    assert one.fit.verdict == "does not fit"
+    assert one.fit.reason == (
         "does not fit: needs 100 GiB per card, gpu0 has 80 GiB; "
         "the lot's 8 cards hold 640 GiB together, but cards do not pool memory"
     )
@@ -142,17 +144,17 @@ def test_replicas_duplicate_state_and_a_split_task_can_fit(tmp_path: Path) -> No
         "  split: {steps: 1000, exchange: 1 GiB}\n"
     )
     r = _plan(_flow(tmp_path, _h100(tmp_path), work), [1, 2, 4])
-    assert _arr(r, 2, "even-static").fit.verdict == "does not fit"  # type: ignore[attr-defined]
+    assert _arr(r, 2, "even-static").fit.verdict == "does not fit"
     c2, c4 = _arr(r, 2, "coordinated"), _arr(r, 4, "coordinated")
-    assert (c2.fit.verdict, c2.fit.needed_bytes) == ("fits", 80 * GIB)  # type: ignore[attr-defined]
-    assert (c4.fit.verdict, c4.fit.needed_bytes) == ("fits", 60 * GIB)  # type: ignore[attr-defined]
-    assert "each card keeps its own copy of the duplicated 40 GiB" in c4.fit.reason  # type: ignore[attr-defined]
+    assert (c2.fit.verdict, c2.fit.needed_bytes) == ("fits", 80 * GIB)
+    assert (c4.fit.verdict, c4.fit.needed_bytes) == ("fits", 60 * GIB)
+    assert "each card keeps its own copy of the duplicated 40 GiB" in c4.fit.reason
     assert r.best() is c4
 
 
 def test_memory_unknown_says_what_settles_it(tmp_path: Path) -> None:
     r = _plan(_flow(tmp_path, _h100(tmp_path, None), "  count: 2\n  duration: 1 min\n  memory_per_task: 1 GiB\n"))
-    fit = _arr(r, 1, "one card").fit  # type: ignore[attr-defined]
+    fit = _arr(r, 1, "one card").fit
     assert fit.verdict == "unknown" and "nvidia-smi --query-gpu=memory.total --format=csv" in fit.reason
 
 
@@ -164,7 +166,7 @@ def test_memory_derived_from_the_gpu_name(tmp_path: Path) -> None:
     p.write_text(
         flow.replace("../snapshots/rtx4090-8gpu-all-sys.json", str(SAMPLES / "snapshots" / "dgx2h-16gpu.json"))
     )
-    fit = _arr(_plan(p, [1]), 1, "one card").fit  # type: ignore[attr-defined]
+    fit = _arr(_plan(p, [1]), 1, "one card").fit
     assert fit.verdict == "does not fit" and fit.card_bytes == 32 * GIB
     # the device table knows the card (evidence.gpu_memory, the function check asks too)
     assert fit.source == "derived from the model (Tesla V100-SXM3-32GB), nominal"
@@ -177,13 +179,28 @@ def test_coordinated_pays_the_exchange_independent_does_not(tmp_path: Path) -> N
     r = _plan(_flow(tmp_path, _h100(tmp_path), work), [1, 2])
     ring = 2 * (2 - 1) / 2 * GIB / (NV18_H100 * 1e9)  # one step's ring all-reduce over NVSwitch
     coord = _arr(r, 2, "coordinated")
-    assert coord.exchange_s == pytest.approx(1000 * ring)  # type: ignore[attr-defined]  # per task
+    assert coord.exchange_s == pytest.approx(1000 * ring)  # per task
     # each of 4 tasks: 15 min of compute + 1000 × ring
-    assert coord.parallel_s == pytest.approx(4 * (15 * MIN + 1000 * ring))  # type: ignore[attr-defined]
+    assert coord.parallel_s == pytest.approx(4 * (15 * MIN + 1000 * ring))
     independent = _arr(r, 2, "even-static")
-    assert independent.parallel_s == 60 * MIN  # type: ignore[attr-defined]
-    assert coord.parallel_s > independent.parallel_s  # type: ignore[attr-defined]
-    assert r.exchange_how is not None and "478.116 GB/s spec" in r.exchange_how
+    assert independent.parallel_s == 60 * MIN
+    assert coord.parallel_s > independent.parallel_s
+    # the slowest link as `map` writes it (was "478.116 GB/s spec" here, "478 GB/s spec" in `map`)
+    assert r.exchange_how == "ring all-reduce (model), slowest link lot:gpu0 ↔ lot:gpu1: 478 GB/s spec"
+
+
+def test_a_leg_reads_as_map_writes_its_arrow() -> None:
+    """A per-unit transfer's bandwidth in `plan` and `diff --flow` is the text `map` prints for the
+    arrow: the same precision and the "≥" of a lower bound (was "28.125 GB/s derived" beside
+    `map`'s "≥ 28.1 GB/s derived")."""
+    x = Leg("input", "lot:memory", "gpu0", 8 * GIB, 63.015, "spec", "host-memory", "pcie")
+    y = Leg("input", "lot:memory", "gpu0", 8 * GIB, 28.125, "derived", "host-memory", "pcie", lower_bound=True)
+    assert x.describe() == "lot:memory → gpu0: 8 GiB over host-memory/pcie, 63.0 GB/s spec"
+    assert y.describe() == "lot:memory → gpu0: 8 GiB over host-memory/pcie, ≥ 28.1 GB/s derived"
+    assert y.describe().endswith(fmt_bandwidth(y.bandwidth_gbps, y.bandwidth_source, y.lower_bound))
+    a = PlanResult("f", "A", ["gpu0"], [], "t", 1, [], [x], [], False)
+    b = PlanResult("f", "B", ["gpu0"], [], "t", 1, [], [y], [], False)
+    assert plan_changes(a, b) == [f"input path slower: 63.0 → ≥ 28.1 GB/s derived ({y.describe()})"]
 
 
 def test_an_unknown_exchange_is_left_out_and_said(tmp_path: Path) -> None:
@@ -191,7 +208,7 @@ def test_an_unknown_exchange_is_left_out_and_said(tmp_path: Path) -> None:
     work = "  count: 4\n  duration: 30 min\n  includes_transfers: true\n  split: {steps: 1000, exchange: 1 GiB}\n"
     r = _plan(_flow(tmp_path, SAMPLES / "snapshots" / "rtx4090-8gpu-all-sys.json", work), [1, 2])
     coord = _arr(r, 2, "coordinated")
-    assert coord.exchange_s is None and coord.parallel_s == 4 * 15 * MIN  # type: ignore[attr-defined]
+    assert coord.exchange_s is None and coord.parallel_s == 4 * 15 * MIN
     assert any(w.startswith("exchange time unknown over 2 cards, excluded from totals") for w in r.warnings)
 
 
@@ -206,24 +223,24 @@ def test_cards_left_over_from_two_card_tasks_are_idle(tmp_path: Path) -> None:
     r = _plan(_flow(tmp_path, _h100(tmp_path), work), [2, 5])
     a = _arr(r, 5, "even-static")
     # two tasks at once on gpu0+gpu1 and gpu2+gpu3, two each: 20 min; gpu4 has no partner
-    assert a.slots == [["gpu0", "gpu1"], ["gpu2", "gpu3"], ["gpu4"]]  # type: ignore[attr-defined]
-    assert a.parallel_s == 20 * MIN and a.idle_card_s == 20 * MIN and a.idle_cards == ["gpu4"]  # type: ignore[attr-defined]
-    assert _arr(r, 2, "one card").total_s == 40 * MIN  # type: ignore[attr-defined]
+    assert a.slots == [["gpu0", "gpu1"], ["gpu2", "gpu3"], ["gpu4"]]
+    assert a.parallel_s == 20 * MIN and a.idle_card_s == 20 * MIN and len(a.lanes) == 2  # gpu4 has no lane
+    assert _arr(r, 2, "one card").total_s == 40 * MIN
 
 
 def test_a_licence_cap_leaves_cards_waiting(tmp_path: Path) -> None:
     work = "  count: 8\n  duration: 12 min\n  includes_transfers: true\n  limits: {max_concurrent: 2}\n"
     r = _plan(_flow(tmp_path, _h100(tmp_path), work), [4])
     a = _arr(r, 4, "shared-queue")
-    assert a.parallel_s == 48 * MIN and a.idle_card_s == 2 * 48 * MIN  # type: ignore[attr-defined]
-    assert a.idle_cards == ["gpu2", "gpu3"]  # type: ignore[attr-defined]
+    assert a.parallel_s == 48 * MIN and a.idle_card_s == 2 * 48 * MIN
+    assert len(a.lanes) == 2 and a.slots[2:] == [["gpu2"], ["gpu3"]]  # two slots without a lane: idle
 
 
 def test_plan_changes_between_lots(tmp_path: Path) -> None:
     work = "  count: 8\n  duration: 12 min\n  includes_transfers: true\n  memory_per_task: 60 GiB\n"
     a_path = _flow(tmp_path, _h100(tmp_path, 80, 8), work)
     a = _plan(a_path)
-    b = plan_file(str(a_path), [f"lot={_h100(tmp_path, 48, 4)}"])
+    b = _plan(a_path, probes=[f"lot={_h100(tmp_path, 48, 4)}"])
     lines = plan_changes(a, b)
     assert lines == [
         "B has 4 cards where A has 8: best total 12 min → no arrangement fits",

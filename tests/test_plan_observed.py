@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -11,9 +12,9 @@ from tests.conftest import SAMPLES
 from topomap.base.errors import TopomapError
 from topomap.cli import app
 from topomap.flow.mapping import bind_hosts
-from topomap.flow.spec import read_flow
+from topomap.flow.spec import Flow, read_flow
 from topomap.flow.work import Unit, Work
-from topomap.plan.core import plan_file, plan_flow
+from topomap.plan import plan_flow
 from topomap.plan.observed import apply_observed
 from topomap.record import observed_for_plan
 from topomap.record.model import load_run
@@ -52,8 +53,9 @@ def test_a_failed_or_unfinished_run_is_refused() -> None:
 
 def test_plan_with_a_shipped_record() -> None:
     seen = observed_for_plan(load_run(TWO_CARDS), 8)
-    r = plan_file(REFERENCE, [], [1, 2])
     flow = read_flow(REFERENCE)
+    r = plan_flow(flow, bind_hosts(flow, []), [1, 2])
+    flow = read_flow(REFERENCE)  # afresh: binding resolves placements in place
     o = plan_flow(flow, bind_hosts(flow, []), [1, 2], (seen, TWO_CARDS))
     assert r.unit_provenance == "assumed" and o.unit_provenance == "observed"
     assert {u.seconds for u in o.units} == {seen["unit_duration_s"]}
@@ -68,3 +70,32 @@ def test_cli_observed() -> None:
     assert doc["units"]["source"] == "observed" and doc["units"]["count"] == 8
     res = CliRunner().invoke(app, ["plan", REFERENCE, "--observed", TWO_CARDS, "--observed-units", "0"])
     assert res.exit_code == 2 and "--observed-units 0" in res.stderr
+
+
+def test_one_plan_command_reads_the_work_block_once_after_the_flow(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 18: `plan --observed` parsed the work block three times and read its durations CSV
+    each time (reading the flow, the observed run's unit count, the plan). Now reading the flow
+    checks it once and the command parses it once more for both the run and the plan.
+    When `read_flow` keeps the Work it parses on the Flow, the read after it goes too."""
+    import topomap.flow.spec as spec
+    import topomap.flow.work as work
+
+    reads: list[str] = []
+    real_csv, real_read_flow = work.read_durations_csv, spec.read_flow
+
+    def counted_csv(*args: Any) -> list[Unit]:
+        reads.append("csv")
+        return real_csv(*args)
+
+    def counted_read_flow(*args: Any) -> Flow:
+        flow = real_read_flow(*args)
+        reads.append("flow read")
+        return flow
+
+    monkeypatch.setattr(work, "read_durations_csv", counted_csv)
+    monkeypatch.setattr(spec, "read_flow", counted_read_flow)
+    flow = str(SAMPLES / "flows" / "uneven-documents.yaml")
+    res = CliRunner().invoke(app, ["plan", flow, "--cards", "1", "--observed", TWO_CARDS, "--json"])
+    assert res.exit_code == 0, res.stderr
+    assert json.loads(res.stdout)["units"]["source"] == "observed"
+    assert reads == ["csv", "flow read", "csv"]

@@ -14,6 +14,18 @@ def fmt_seconds(sec: float | None) -> str:
     return f"{sec:.2f} s"
 
 
+def fmt_span(sec: float | None) -> str:
+    """A stretch of work time: 720 → "12 min", 3490 → "58.2 min", 0.021 → "21.0 ms", 0 → "0 s";
+    None → "unknown". Under a minute it is :func:`fmt_seconds`."""
+    if sec is None:
+        return "unknown"
+    if sec == 0:
+        return "0 s"
+    if sec >= 60:
+        return f"{sec / 60:.1f}".removesuffix(".0") + " min"
+    return fmt_seconds(sec)
+
+
 def fmt_bytes(n: int | None) -> str:
     """2**30 → "1 GiB"; None → ""."""
     if n is None:

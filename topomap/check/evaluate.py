@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from topomap.base.errors import TopomapError
 from topomap.base.links import class_rank
-from topomap.base.units import fmt_gbps
+from topomap.base.units import fmt_gbps, fmt_span
 from topomap.check.names import check_names, model_matches
 from topomap.check.rules import (
     FLOW_RULES,
@@ -549,7 +549,7 @@ def _bw(a: MappedArrow) -> str:
 
 def _plan_total(req: Requirement, fmap: FlowMap, topos: dict[str, Topology | None]) -> RuleResult:
     """The plan's total (a calculation from the flow's work block and the mapped arrows) against a limit."""
-    from topomap.plan.core import fmt_span, plan_flow
+    from topomap.plan import plan_flow
 
     rule = req.rule
     assert isinstance(rule, PlanTotalRule)

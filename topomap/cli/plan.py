@@ -13,7 +13,7 @@ from topomap.base.errors import TopomapError
 from topomap.cli import JsonOpt, ProbeOpt, _console, _guard, _write, app
 
 if TYPE_CHECKING:
-    from topomap.flow.spec import Flow
+    from topomap.flow.work import Work
 
 GANTT_FORMATS = ("svg", "png")
 
@@ -30,15 +30,13 @@ def _card_counts(text: str | None) -> list[int] | None:
     return counts
 
 
-def _observed(path: str, units: int | None, flow: Flow) -> dict[str, Any]:
-    """The figures of a recorded run, for the flow's units (or ``units`` the run processed)."""
-    from topomap.flow.work import work_of
-    from topomap.record import observed_for_plan
+def _observed(path: str, units: int | None, work: Work | None) -> dict[str, Any]:
+    """The figures of a recorded run, for the work's units (or ``units`` the run processed)."""
+    from topomap.record import observed_for_plan  # here, not at the top: `topomap --help` stays fast
     from topomap.record.model import load_run
 
     if units is not None and units < 1:
         raise TopomapError(f"--observed-units {units}: a run processes 1 unit or more")
-    work = work_of(flow)
     n = units if units is not None else (len(work.units) if work is not None and work.units else 1)
     return observed_for_plan(load_run(path), n)
 
@@ -84,9 +82,11 @@ def plan(
 ) -> None:
     """The flow's work on 1…N cards: one card, even split, longest-first, shared queue, coordinated —
     parallel part, transfers, assembly, total, idle, speed-up and memory fit. A calculation."""
+    # imported here, not at the top: every command module loads with the CLI, and the graph is slow
     from topomap.flow.mapping import bind_hosts
     from topomap.flow.spec import read_flow
-    from topomap.plan.core import plan_flow
+    from topomap.flow.work import work_of
+    from topomap.plan import plan_flow
 
     counts = _card_counts(cards)
     if every_unit and not json_out:
@@ -96,13 +96,14 @@ def plan(
         if fmt not in GANTT_FORMATS:
             raise TopomapError(f"-o {output}: a Gantt chart is drawn as .svg or .png")
     flow = read_flow(flow_file)
-    seen = None if observed is None else (_observed(observed, observed_units, flow), observed)
-    result = plan_flow(flow, bind_hosts(flow, probe or []), counts, seen)
+    work = work_of(flow)  # once for the command: the observed run's units and the plan both use it
+    seen = None if observed is None else (_observed(observed, observed_units, work), observed)
+    result = plan_flow(flow, bind_hosts(flow, probe or []), counts, seen, work=work)
     if gantt is not None and gantt not in {a.k for a in result.arrangements}:
         have = ", ".join(str(k) for k in sorted({a.k for a in result.arrangements}))
         raise TopomapError(f"--gantt {gantt}: no arrangement of {gantt} cards in this plan", hint=f"planned: {have}")
     if output is not None:
-        from topomap.render.gantt import gantt_image
+        from topomap.render.gantt import gantt_image  # matplotlib, only when drawing
 
         _write(output, gantt_image(result, Path(output).suffix.lower().lstrip("."), gantt))
         print(f"wrote {output}", file=sys.stderr)

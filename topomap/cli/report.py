@@ -75,7 +75,7 @@ def _add_plan(inp: ReportInputs, flow: Flow, topos: dict[str, Topology | None]) 
         inp.plan_missing = "the flow has no `work:` block (what one unit is, how many, how long)"
         return
     try:
-        from topomap.plan.core import plan_flow
+        from topomap.plan import plan_flow
     except ImportError:
         inp.plan_missing = "this topomap has no planner"
         return

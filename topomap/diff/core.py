@@ -22,7 +22,7 @@ import networkx as nx
 from networkx.algorithms import isomorphism
 
 from topomap.base.links import class_rank
-from topomap.base.units import fmt_gbps
+from topomap.base.units import fmt_gbps, fmt_span
 from topomap.graph import Topology, build, natural_key
 from topomap.graph.evidence import gpu_usable, nearest_nic, nvlink, pcie_p2p, pcie_path_class
 from topomap.model.facts import gpu_pcie_link
@@ -495,7 +495,7 @@ def diff_flow(result: DiffResult, flow_path: str, a: Snapshot, b: Snapshot) -> N
         maps.append(map_flow(flow, topos))
         work = work_of(flow)
         if work is not None and work.units:
-            from topomap.plan.core import plan_flow
+            from topomap.plan import plan_flow
 
             plans.append(plan_flow(flow, topos))
     if len(plans) == 2:
@@ -518,7 +518,7 @@ def diff_flow(result: DiffResult, flow_path: str, a: Snapshot, b: Snapshot) -> N
 
 def _plan_change(result: DiffResult, pa: Any, pb: Any) -> None:
     """How the flow's plan (topomap plan) changes from A to B: the best total, and why."""
-    from topomap.plan.core import best_total_seconds, fmt_span, plan_changes
+    from topomap.plan import best_total_seconds, plan_changes
 
     ta, tb = best_total_seconds(pa), best_total_seconds(pb)
     result.plan_lines = plan_changes(pa, pb)

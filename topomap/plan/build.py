@@ -1,19 +1,28 @@
-"""Building a plan: per card count, the arrangements, their lanes and their sums (see plan.py)."""
+"""Building a plan: per card count, the arrangements, their lanes and their sums, the
+assumptions they rest on and the warnings for what is unknown (result types in result.py)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from topomap.base.units import fmt_bytes, fmt_span
 from topomap.flow.work import Work
-from topomap.plan.core import Arrangement, MemoryFit, PlanResult, fmt_span, memory_fit
-from topomap.plan.costs import card_memory, exchange_seconds, exchange_volume, map_pairs, shared_costs, unit_legs
+from topomap.plan.costs import (
+    card_memory,
+    exchange_seconds,
+    exchange_volume,
+    map_pairs,
+    memory_fit,
+    shared_costs,
+    unit_legs,
+)
+from topomap.plan.result import Arrangement, Leg, MemoryFit, PlanResult
 from topomap.plan.sched import SCHEDULERS, Lane, SlotCost, one_slot
 
 if TYPE_CHECKING:
     from topomap.flow.mapping import MappedArrow
     from topomap.flow.spec import Flow
     from topomap.graph import Topology
-    from topomap.plan.costs import Leg
 
 
 class _Ctx:
@@ -28,7 +37,6 @@ class _Ctx:
         self.legs: list[Leg] = unit_legs(flow, topos, lot, have, work)
         self.warnings: list[str] = []
         self.unknown_legs: dict[tuple[str, str, int | None, str, str], list[str]] = {}
-        self.assembly_s = work.assembly.seconds if work.assembly else None
         self.pairs: dict[frozenset[str], MappedArrow] | None = None  # card pairs, mapped once when needed
 
     def warn(self, text: str) -> None:
@@ -149,8 +157,6 @@ def _one_card(ctx: _Ctx) -> Arrangement:
 
 def _unknown_transfer_warnings(ctx: _Ctx) -> None:
     """One warning per unknown transfer path, naming the cards it concerns."""
-    from topomap.base.units import fmt_bytes
-
     for (direction, other, vol, medium, via), cards in ctx.unknown_legs.items():
         who = cards[0] if len(cards) == 1 else f"{len(cards)} cards ({cards[0]}…{cards[-1]})"
         ends = f"{other} → {who}" if direction == "input" else f"{who} → {other}"

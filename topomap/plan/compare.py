@@ -3,18 +3,12 @@ a task that no longer fits, an exchange that got slower. Human lines for `diff -
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from topomap.base.units import fmt_bytes
-
-if TYPE_CHECKING:
-    from topomap.plan.core import Arrangement, PlanResult
-    from topomap.plan.costs import Leg
+from topomap.base.units import fmt_bandwidth, fmt_bytes, fmt_gbps, fmt_span
+from topomap.plan.result import Arrangement, Leg, PlanResult, best_total_seconds
 
 
-def changes(a: PlanResult, b: PlanResult) -> list[str]:
-    from topomap.plan.core import best_total_seconds
-
+def plan_changes(a: PlanResult, b: PlanResult) -> list[str]:
+    """How the plan changes from lot A to lot B, and why: one human line per change."""
     out: list[str] = []
     ta, tb = best_total_seconds(a), best_total_seconds(b)
     na, nb = len(a.cards_available), len(b.cards_available)
@@ -33,8 +27,6 @@ def changes(a: PlanResult, b: PlanResult) -> list[str]:
 
 
 def _total(sec: float | None) -> str:
-    from topomap.plan.core import fmt_span
-
     return "no arrangement fits" if sec is None else fmt_span(sec)
 
 
@@ -55,7 +47,7 @@ def _fit(a: PlanResult, b: PlanResult) -> list[str]:
 
 
 def _legs(la: list[Leg], lb: list[Leg]) -> list[str]:
-    """Compare the first card's per-unit input and output paths."""
+    """Compare the first card's per-unit input and output paths (bandwidths as `map` writes them)."""
     out: list[str] = []
     for direction in ("input", "output"):
         xa = [x for x in la if x.direction == direction]
@@ -65,22 +57,21 @@ def _legs(la: list[Leg], lb: list[Leg]) -> list[str]:
         first_a = [x for x in xa if x.card == xa[0].card]
         first_b = [x for x in xb if x.card == xb[0].card]
         for x, y in zip(first_a, first_b):
-            word = "input" if direction == "input" else "output"
-            if x.bandwidth_gbps is not None and y.bandwidth_gbps is None:
-                out.append(f"{word} path now of unknown bandwidth: {y.describe()}")
-            elif x.bandwidth_gbps is not None and y.bandwidth_gbps is not None and y.bandwidth_gbps < x.bandwidth_gbps:
-                out.append(
-                    f"{word} path slower: {x.bandwidth_gbps:g} → {y.bandwidth_gbps:g} GB/s {y.bandwidth_source} "
-                    f"({y.describe()})"
-                )
-            elif x.bandwidth_gbps is not None and y.bandwidth_gbps is not None and y.bandwidth_gbps > x.bandwidth_gbps:
-                out.append(f"{word} path faster: {x.bandwidth_gbps:g} → {y.bandwidth_gbps:g} GB/s {y.bandwidth_source}")
+            if x.bandwidth_gbps is None:
+                continue
+            if y.bandwidth_gbps is None:
+                out.append(f"{direction} path now of unknown bandwidth: {y.describe()}")
+                continue
+            now = fmt_bandwidth(y.bandwidth_gbps, y.bandwidth_source, y.lower_bound)
+            change = f"{fmt_gbps(x.bandwidth_gbps)} → {now}"
+            if y.bandwidth_gbps < x.bandwidth_gbps:
+                out.append(f"{direction} path slower: {change} ({y.describe()})")
+            elif y.bandwidth_gbps > x.bandwidth_gbps:
+                out.append(f"{direction} path faster: {change}")
     return out
 
 
 def _exchange(a: PlanResult, b: PlanResult) -> list[str]:
-    from topomap.plan.core import fmt_span
-
     ca = {x.k: x for x in a.arrangements if x.kind == "coordinated"}
     cb = {x.k: x for x in b.arrangements if x.kind == "coordinated"}
     out: list[str] = []

@@ -15,73 +15,35 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from topomap.base.units import fmt_bytes
-from topomap.flow.spec import Flow, FlowArrow, Placement
+from topomap.base.units import fmt_bandwidth, fmt_bytes
+from topomap.flow.mapping import map_flow
+from topomap.flow.spec import Flow, FlowArrow, FlowError, Placement
 from topomap.flow.work import Work
+from topomap.model.facts import gpu_memory
+from topomap.plan.result import CardMemory, Leg, MemoryFit
 
 if TYPE_CHECKING:
     from topomap.flow.mapping import MappedArrow
     from topomap.graph import Topology
 
 SETTLE_MEMORY = "nvidia-smi --query-gpu=memory.total --format=csv"
+NOMINAL_MARGIN = 0.03  # a need within 3 % of a size read from a GPU's name is too close to call
 
 
 @dataclass(frozen=True)
-class Leg:
-    """One per-unit transfer to or from one card: bytes, mapped bandwidth (GB/s) and its source."""
-
-    direction: str  # "input" or "output"
-    other: str  # the placement at the other end, e.g. "lot:memory", "workstation"
-    card: str  # "gpu3"
-    volume_bytes: int | None
-    bandwidth_gbps: float | None
-    bandwidth_source: str
-    medium: str
-    via: str
-    route: tuple[str, ...] = ()
-
-    def seconds(self, rate_gbps: float | None = None) -> float | None:
-        """Seconds at the mapped bandwidth, or at ``rate_gbps`` when shared."""
-        bw = rate_gbps if rate_gbps is not None else self.bandwidth_gbps
-        if self.volume_bytes is None or not bw:
-            return None
-        return self.volume_bytes / (bw * 1e9)
-
-    def describe(self) -> str:
-        bw = "unknown bandwidth"
-        if self.bandwidth_gbps is not None:
-            bw = f"{self.bandwidth_gbps:g} GB/s {self.bandwidth_source}"
-        vol = "volume not declared" if self.volume_bytes is None else fmt_bytes(self.volume_bytes)
-        ends = f"{self.other} → {self.card}" if self.direction == "input" else f"{self.card} → {self.other}"
-        return f"{ends}: {vol} over {self.medium}/{self.via}, {bw}"
-
-
-@dataclass
 class CardCosts:
     """Per-unit transfer seconds of one card when k cards move data at once (None: unknown)."""
 
     card: str
     input_s: float | None
     output_s: float | None
-    alone_input_s: float | None
-    alone_output_s: float | None
-    shared: list[str] = field(default_factory=list)  # what it shares, for the notes
-
-
-@dataclass
-class CardMemory:
-    card: str
-    total_bytes: int | None
-    source: str  # "snapshot", "derived from the name 'Tesla V100-SXM3-32GB-H'", "unknown"
 
 
 def lot_of(flow: Flow) -> str:
     """The host whose GPUs run the work: the first compute step placed on a GPU."""
-    from topomap.flow.spec import FlowError
-
     for st in flow.steps.values():
         if st.kind == "compute":
             for p in st.placements:
@@ -122,8 +84,6 @@ def _per_unit(arrows: list[FlowArrow], side: str, n_units: int) -> dict[Placemen
 
 def unit_legs(flow: Flow, topos: dict[str, Topology | None], lot: str, cards: list[str], work: Work) -> list[Leg]:
     """Every card's per-unit input and output legs, mapped on the machine."""
-    from topomap.flow.mapping import map_flow
-
     ins, outs = _io_arrows(flow)
     synthetic: list[FlowArrow] = []
     meta: list[tuple[str, Placement, str]] = []
@@ -142,57 +102,46 @@ def unit_legs(flow: Flow, topos: dict[str, Topology | None], lot: str, cards: li
 
 def _leg(side: str, far: Placement, card: str, m: MappedArrow) -> Leg:
     return Leg(
-        side, far.label(), card, m.volume_bytes, m.bandwidth_gbps, m.bandwidth_source, m.medium, m.via, tuple(m.route)
-    )
+        side, far.label(), card, m.volume_bytes, m.bandwidth_gbps, m.bandwidth_source, m.medium, m.via,
+        tuple(m.route), m.lower_bound,
+    )  # fmt: skip
 
 
 def shared_costs(legs: list[Leg], cards: list[str], work: Work) -> list[CardCosts]:
     """Per-unit transfer seconds for each of ``cards`` when all of them move data at once (model)."""
     active = [lg for lg in legs if lg.card in cards]
     rates: dict[int, float | None] = {}
-    notes: dict[int, list[str]] = {}
     for direction in ("input", "output"):
         group = [lg for lg in active if lg.direction == direction]
         users: dict[str, list[Leg]] = {}
         for lg in group:
             for node in lg.route[1:-1]:
                 users.setdefault(node, []).append(lg)
+        declared = work.limits.storage_read_gbps if direction == "input" else work.limits.storage_write_gbps
         for lg in group:
-            rate = lg.bandwidth_gbps
-            why: list[str] = []
-            for node in lg.route[1:-1]:
-                sharing = users[node]
-                known = [s.bandwidth_gbps for s in sharing if s.bandwidth_gbps is not None]
-                if len(sharing) > 1 and known and rate is not None:
-                    share = max(known) / len(sharing)
-                    if share < rate:
-                        rate = share
-                        why = [f"{node} shared by {len(sharing)} cards"]
-            declared = work.limits.storage_read_gbps if direction == "input" else work.limits.storage_write_gbps
-            if lg.other.endswith(":storage") and declared is not None and rate is not None:
-                n = sum(1 for s in group if s.other == lg.other)
-                if declared / n < rate:
-                    rate = declared / n
-                    why = [f"{lg.other} {declared:g} GB/s (assumed) shared by {n} cards"]
-            rates[id(lg)] = rate
-            notes[id(lg)] = why
+            rates[id(lg)] = _shared_rate(lg, users, group, declared)
     out: list[CardCosts] = []
     for card in cards:
         mine = [lg for lg in active if lg.card == card]
-        shared: list[str] = []
-        for lg in mine:
-            shared += notes[id(lg)]
-        out.append(
-            CardCosts(
-                card,
-                _sum([lg.seconds(rates[id(lg)]) for lg in mine if lg.direction == "input"]),
-                _sum([lg.seconds(rates[id(lg)]) for lg in mine if lg.direction == "output"]),
-                _sum([lg.seconds() for lg in mine if lg.direction == "input"]),
-                _sum([lg.seconds() for lg in mine if lg.direction == "output"]),
-                shared,
-            )
-        )
+        ins = [lg.seconds(rates[id(lg)]) for lg in mine if lg.direction == "input"]
+        outs = [lg.seconds(rates[id(lg)]) for lg in mine if lg.direction == "output"]
+        out.append(CardCosts(card, _sum(ins), _sum(outs)))
     return out
+
+
+def _shared_rate(lg: Leg, users: dict[str, list[Leg]], group: list[Leg], declared: float | None) -> float | None:
+    """A leg's rate when its group moves data at once: its own bandwidth, an even share of the
+    fastest bandwidth through each node its route shares, and an even share of the declared
+    storage rate; the lowest of them."""
+    rate = lg.bandwidth_gbps
+    for node in lg.route[1:-1]:
+        sharing = users[node]
+        known = [s.bandwidth_gbps for s in sharing if s.bandwidth_gbps is not None]
+        if len(sharing) > 1 and known and rate is not None:
+            rate = min(rate, max(known) / len(sharing))
+    if lg.other.endswith(":storage") and declared is not None and rate is not None:
+        rate = min(rate, declared / sum(1 for s in group if s.other == lg.other))
+    return rate
 
 
 def _sum(xs: list[float | None]) -> float | None:
@@ -217,8 +166,6 @@ def map_pairs(
     flow: Flow, topos: dict[str, Topology | None], lot: str, cards: list[str]
 ) -> dict[frozenset[str], MappedArrow]:
     """Every pair of ``cards`` mapped once (the medium and bandwidth between two cards)."""
-    from topomap.flow.mapping import map_flow
-
     arrows = [
         FlowArrow("exchange", "exchange", Placement(lot, "gpu", a), Placement(lot, "gpu", b), None, "exchange")
         for i, a in enumerate(cards)
@@ -245,15 +192,55 @@ def exchange_seconds(
         return None, None, f"{unknown.src} ↔ {unknown.dst} over {unknown.medium}/{unknown.via}: bandwidth unknown"
     worst = min(mapped, key=lambda m: m.bandwidth_gbps or 0.0)
     low = worst.bandwidth_gbps or 0.0
-    how = f"ring all-reduce (model), slowest link {worst.src} ↔ {worst.dst}: {low:g} GB/s {worst.bandwidth_source}"
+    rate = fmt_bandwidth(low, worst.bandwidth_source, worst.lower_bound)
+    how = f"ring all-reduce (model), slowest link {worst.src} ↔ {worst.dst}: {rate}"
     if volume is None:
         return None, low, how + "; exchange volume not declared"
     return 2 * (k - 1) / k * volume / (low * 1e9), low, how
 
 
 def card_memory(topo: Topology, card: str) -> CardMemory:
-    from topomap.model.facts import gpu_memory
-
+    """A card's memory: the snapshot's figure, else the size in the GPU's name (derived), else unknown."""
     gpu = next(g for g in topo.snapshot.gpus if f"gpu{g.index}" == card)
     mem = gpu_memory(gpu)
     return CardMemory(card, mem.total_bytes, mem.source)
+
+
+def memory_fit(work: Work, memory: dict[str, CardMemory], used: list[str], holders: int, lot_cards: int) -> MemoryFit:
+    """Fit of one task's share on each used card: duplicated state + the rest ÷ ``holders`` cards."""
+    if work.memory_per_task_bytes is None:
+        return MemoryFit("unknown", None, None, None, "unknown", "memory_per_task not given in the work block")
+    dup = work.duplicated_bytes
+    need = dup + (work.memory_per_task_bytes - dup) // holders
+    mems = [memory[c] for c in used]
+    unknown = [m for m in mems if m.total_bytes is None]
+    if unknown:
+        return MemoryFit(
+            "unknown", need, None, unknown[0].card, "unknown",
+            f"{unknown[0].card}'s memory is not in the snapshot; `{SETTLE_MEMORY}` settles it",
+        )  # fmt: skip
+    small = min(mems, key=lambda m: m.total_bytes or 0)
+    have = small.total_bytes or 0
+    told = f"{small.card} has {fmt_bytes(have)}" + ("" if small.source == "snapshot" else f" ({small.source})")
+    shared = f"; each card keeps its own copy of the duplicated {fmt_bytes(dup)}" if dup and holders > 1 else ""
+    if small.source != "snapshot" and abs(need - have) <= NOMINAL_MARGIN * have:
+        return MemoryFit(
+            "unknown", need, have, small.card, small.source,
+            f"needs {fmt_bytes(need)} per card, within 3 % of {small.card}'s nominal {fmt_bytes(have)}; "
+            f"`{SETTLE_MEMORY}` settles it",
+        )  # fmt: skip
+    if need > have:
+        total = sum(m.total_bytes or 0 for m in memory.values())
+        alone = (
+            f"; the lot's {lot_cards} cards hold {fmt_bytes(total)} together, but cards do not pool memory"
+            if holders == 1 and total >= need
+            else ""
+        )
+        return MemoryFit(
+            "does not fit", need, have, small.card, small.source,
+            f"does not fit: needs {fmt_bytes(need)} per card, {told}{alone}{shared}",
+        )  # fmt: skip
+    return MemoryFit(
+        "fits", need, have, small.card, small.source,
+        f"fits: {fmt_bytes(need)} per card; {told}{shared}",
+    )  # fmt: skip

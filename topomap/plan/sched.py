@@ -67,13 +67,6 @@ class Lane:
     end: float = 0.0
     last_start: float = 0.0  # when the last unit starts (its input, if any)
 
-    def add(self, unit: int) -> None:
-        """Run ``unit`` next. The sum is the bars' own, part by part (adding a 0 s part changes nothing)."""
-        c = self.cost
-        self.last_start = self.end
-        self.end = self.end + c.input_s + self.seconds[unit] + c.exchange_s + c.output_s
-        self.units.append(unit)
-
     def spans(self) -> Iterator[tuple[int, float, float]]:
         """(unit, start, end) of each unit, transfers included, in the order the lane runs them."""
         c, t = self.cost, 0.0
@@ -117,7 +110,8 @@ def _lanes(seconds: Sequence[float], costs: list[SlotCost]) -> list[Lane]:
 
 
 def _run(lane: Lane, units: Sequence[int]) -> None:
-    """Append ``units`` to ``lane`` in order (the sum of :meth:`Lane.add`, without a call per unit)."""
+    """Append ``units`` to ``lane`` in order. The end is the bars' own sum, part by part (adding a
+    0 s part changes nothing), so a lane's end is the end of its last bar."""
     c, secs, t, before = lane.cost, lane.seconds, lane.end, lane.last_start
     ci, ce, co = c.input_s, c.exchange_s, c.output_s
     for u in units:

@@ -10,12 +10,12 @@ import io
 from typing import TYPE_CHECKING
 
 from topomap.base.errors import TopomapError
+from topomap.base.units import fmt_span
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from topomap.plan.core import Arrangement, PlanResult
-    from topomap.plan.sched import Lane
+    from topomap.plan import Arrangement, Lane, PlanResult
 
 _COLOURS: dict[str, str | tuple[str, str]] = {
     "compute": ("#2e7d32", "#66bb6a"),
@@ -64,7 +64,6 @@ def gantt_image(result: PlanResult, fmt: str, cards: int | None = None) -> bytes
         from matplotlib.patches import Patch
     except ImportError as err:
         raise TopomapError("drawing a Gantt chart needs matplotlib", hint="pip install matplotlib") from err
-    from topomap.plan.core import fmt_span
 
     k = cards if cards is not None else max((a.k for a in result.arrangements), default=0)
     shown = [a for a in result.arrangements if a.k == k]

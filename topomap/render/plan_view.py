@@ -8,8 +8,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from topomap.plan.core import Arrangement, PlanResult, fmt_span
-from topomap.plan.sched import Bar
+from topomap.base.units import fmt_span
+from topomap.plan import Arrangement, Bar, PlanResult
 
 WIDTH = 50  # characters for the longest total of the arrangements drawn together
 MERGE_ABOVE = 2 * WIDTH  # a lane of more bars is drawn as runs of units, WIDTH // 2 of them

@@ -1,13 +1,11 @@
-"""`topomap plan`: the flow's work under each arrangement of 1…N cards of the lot — a calculation
-from the user's stated assumptions and the arrows mapped on the real machine, never a measurement.
+"""What a plan says, as values: the arrangements of the flow's work on 1…N cards, their lanes,
+per-unit transfers, card memory and memory fit, and :class:`PlanResult`, whose ``to_json()`` is the
+`plan --json` document. Pure data; nothing here reads a file or the graph.
 
 For each card count k: everything on one card (k = cards per task), an even static split in the
 given order, longest-first, a shared queue, and a coordinated split (one task over all k cards,
 paying an exchange per step). Each says its parallel part, transfers, assembly, total, idle
 card-minutes, speed-up over one card and whether a task fits in each card's memory.
-
-Public API for `check` and `diff`: :func:`plan_flow`, :func:`best_total_seconds`,
-:func:`plan_changes`.
 """
 
 from __future__ import annotations
@@ -15,35 +13,58 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Literal
 
-from topomap.base.errors import TopomapError
-from topomap.base.units import fmt_bytes, fmt_seconds
-from topomap.flow.work import Unit, Work, work_of
-from topomap.plan.costs import SETTLE_MEMORY, CardMemory, Leg, cards_of, lot_of
+from topomap.base.units import fmt_bandwidth, fmt_bytes
+from topomap.flow.work import Unit
 from topomap.plan.sched import Lane
-
-if TYPE_CHECKING:
-    from topomap.flow.spec import Flow
-    from topomap.graph import Topology
 
 PLAN_SCHEMA = (
     "topomap.plan/2"  # /2: units and lanes summarised (counts, totals, first/last, longest); --units lists them
 )
 LONGEST = 3  # the longest units named in the units summary
 Verdict = Literal["fits", "does not fit", "unknown"]
-NOMINAL_MARGIN = 0.03  # a need within 3 % of a size read from a GPU's name is too close to call
 
 
-def fmt_span(sec: float | None) -> str:
-    """720 → "12 min", 3490 → "58.2 min", 0.021 → "21.0 ms", 0 → "0 s"; None → "unknown"."""
-    if sec is None:
-        return "unknown"
-    if sec == 0:
-        return "0 s"
-    if sec >= 60:
-        return f"{sec / 60:.1f}".removesuffix(".0") + " min"
-    return fmt_seconds(sec)
+@dataclass(frozen=True)
+class Leg:
+    """One per-unit transfer to or from one card: bytes, mapped bandwidth (GB/s) and its source."""
+
+    direction: str  # "input" or "output"
+    other: str  # the placement at the other end, e.g. "lot:memory", "workstation"
+    card: str  # "gpu3"
+    volume_bytes: int | None
+    bandwidth_gbps: float | None
+    bandwidth_source: str
+    medium: str
+    via: str
+    route: tuple[str, ...] = ()
+    lower_bound: bool = False  # the mapped bandwidth is at least this much (as `map` says: "≥")
+
+    def seconds(self, rate_gbps: float | None = None) -> float | None:
+        """Seconds at the mapped bandwidth, or at ``rate_gbps`` when shared."""
+        bw = rate_gbps if rate_gbps is not None else self.bandwidth_gbps
+        if self.volume_bytes is None or not bw:
+            return None
+        return self.volume_bytes / (bw * 1e9)
+
+    def describe(self) -> str:
+        """ "lot:memory → gpu0: 8 GiB over host-memory/pcie, 63.0 GB/s spec" — the bandwidth as `map` writes it."""
+        bw = "unknown bandwidth"
+        if self.bandwidth_gbps is not None:
+            bw = fmt_bandwidth(self.bandwidth_gbps, self.bandwidth_source, self.lower_bound)
+        vol = "volume not declared" if self.volume_bytes is None else fmt_bytes(self.volume_bytes)
+        ends = f"{self.other} → {self.card}" if self.direction == "input" else f"{self.card} → {self.other}"
+        return f"{ends}: {vol} over {self.medium}/{self.via}, {bw}"
+
+
+@dataclass(frozen=True)
+class CardMemory:
+    """One card's memory as a plan counts it, with where the figure comes from."""
+
+    card: str
+    total_bytes: int | None
+    source: str  # "snapshot", "derived from the name 'Tesla V100-SXM3-32GB-H'", "unknown"
 
 
 @dataclass
@@ -87,11 +108,6 @@ class Arrangement:
     fit: MemoryFit
     speedup: float | None = None
     notes: list[str] = field(default_factory=list)
-
-    @property
-    def idle_cards(self) -> list[str]:
-        """Cards of the lot the arrangement leaves without work."""
-        return [] if self.kind == "one card" else [c for s in self.slots[len(self.lanes) :] for c in s]
 
     def to_json(self, units: list[Unit], every_unit: bool = False) -> dict[str, object]:
         """The arrangement; each lane summarised, with every bar too when ``every_unit``."""
@@ -231,119 +247,3 @@ def best_total_seconds(result: PlanResult) -> float | None:
     """The shortest total of an arrangement whose tasks do not fail to fit (fit unknown counts), or None."""
     best = result.best()
     return None if best is None else best.total_s
-
-
-def plan_changes(a: PlanResult, b: PlanResult) -> list[str]:
-    """How the plan changes from lot A to lot B, and why: one human line per change."""
-    from topomap.plan.compare import changes
-
-    return changes(a, b)
-
-
-def plan_flow(
-    flow: Flow,
-    topos: dict[str, Topology | None],
-    cards: list[int] | None = None,
-    observed: tuple[dict[str, Any], str] | None = None,
-) -> PlanResult:
-    """Plan a bound flow (``topos`` from :func:`topomap.flow.mapping.bind_hosts`) for ``cards`` card
-    counts (default 1…N, N the GPUs of the lot). ``observed``: (figures, origin) from
-    :func:`topomap.record.observed_for_plan`, used in place of the assumed duration and memory."""
-    from topomap.plan.build import build_plan
-
-    work = work_of(flow)
-    if work is not None and work.units and observed is not None:
-        from topomap.plan.observed import apply_observed
-
-        work = apply_observed(work, *observed)
-    if work is None or not work.units:
-        raise TopomapError(
-            f"{flow.path}: the flow's work has no units to plan",
-            hint="add under work: count: 8 and duration: 12 min (or durations: […] or durations_csv: FILE)",
-        )
-    lot = lot_of(flow)
-    topo = topos.get(lot)
-    if topo is None:
-        raise TopomapError(f"{flow.path}: host {lot} has no snapshot", hint=f"--probe {lot}=SNAPSHOT")
-    have = cards_of(flow, topo, lot)
-    if not have:
-        raise TopomapError(f"{flow.path}: {lot}'s snapshot has no usable GPU to plan on")
-    counts = sorted(set(cards)) if cards else list(range(1, len(have) + 1))
-    too_many = [k for k in counts if k > len(have) or k < 1]
-    if too_many:
-        raise TopomapError(
-            f"--cards {too_many[0]}: {lot} has {len(have)} usable card(s)",
-            hint=f"choose from 1 to {len(have)}, e.g. --cards 1,{len(have)}",
-        )
-    return _finite(build_plan(flow, topos, lot, have, counts, work), flow.path)
-
-
-def _finite(result: PlanResult, origin: str) -> PlanResult:
-    """The plan, once every figure it reports is a finite number. The work's numbers are bounded
-    where they are read (work.py), so this is the last guard: an infinite total once reached every
-    view (NaN in the terminal Gantt, matplotlib's limits, `Infinity` in the JSON)."""
-    for a in result.arrangements:
-        figures = {
-            "parallel part": a.parallel_s, "transfers": a.transfers_s, "exchange": a.exchange_s,
-            "assembly": a.assembly_s, "total": a.total_s, "idle card time": a.idle_card_s,
-            "idle card time during the assembly": a.idle_assembly_card_s, "speed-up": a.speedup,
-        }  # fmt: skip
-        figures.update({f"lane {ln.slot + 1}'s end": ln.end for ln in a.lanes})
-        bad = next((k for k, v in figures.items() if v is not None and not math.isfinite(v)), None)
-        if bad is not None:
-            raise TopomapError(
-                f"{origin}: the {bad} of {a.k} card(s) {a.kind} is not a finite number",
-                hint="check the work block's durations, sizes and rates, and the flow's volumes",
-            )
-    return result
-
-
-def plan_file(flow_file: str, probes: list[str] | None = None, cards: list[int] | None = None) -> PlanResult:
-    """Read a flow file, bind its hosts (``NAME=FILE`` probes first, as `--probe`), and plan it.
-    Each call reads the file afresh: binding resolves placements in place, so one Flow object
-    must not be bound to two lots."""
-    from topomap.flow.mapping import bind_hosts
-    from topomap.flow.spec import read_flow
-
-    flow = read_flow(flow_file)
-    return plan_flow(flow, bind_hosts(flow, probes or []), cards)
-
-
-def memory_fit(work: Work, memory: dict[str, CardMemory], used: list[str], holders: int, lot_cards: int) -> MemoryFit:
-    """Fit of one task's share on each used card: duplicated state + the rest ÷ ``holders`` cards."""
-    if work.memory_per_task_bytes is None:
-        return MemoryFit("unknown", None, None, None, "unknown", "memory_per_task not given in the work block")
-    dup = work.duplicated_bytes
-    need = dup + (work.memory_per_task_bytes - dup) // holders
-    mems = [memory[c] for c in used]
-    unknown = [m for m in mems if m.total_bytes is None]
-    if unknown:
-        return MemoryFit(
-            "unknown", need, None, unknown[0].card, "unknown",
-            f"{unknown[0].card}'s memory is not in the snapshot; `{SETTLE_MEMORY}` settles it",
-        )  # fmt: skip
-    small = min(mems, key=lambda m: m.total_bytes or 0)
-    have = small.total_bytes or 0
-    told = f"{small.card} has {fmt_bytes(have)}" + ("" if small.source == "snapshot" else f" ({small.source})")
-    shared = f"; each card keeps its own copy of the duplicated {fmt_bytes(dup)}" if dup and holders > 1 else ""
-    if small.source != "snapshot" and abs(need - have) <= NOMINAL_MARGIN * have:
-        return MemoryFit(
-            "unknown", need, have, small.card, small.source,
-            f"needs {fmt_bytes(need)} per card, within 3 % of {small.card}'s nominal {fmt_bytes(have)}; "
-            f"`{SETTLE_MEMORY}` settles it",
-        )  # fmt: skip
-    if need > have:
-        total = sum(m.total_bytes or 0 for m in memory.values())
-        alone = (
-            f"; the lot's {lot_cards} cards hold {fmt_bytes(total)} together, but cards do not pool memory"
-            if holders == 1 and total >= need
-            else ""
-        )
-        return MemoryFit(
-            "does not fit", need, have, small.card, small.source,
-            f"does not fit: needs {fmt_bytes(need)} per card, {told}{alone}{shared}",
-        )  # fmt: skip
-    return MemoryFit(
-        "fits", need, have, small.card, small.source,
-        f"fits: {fmt_bytes(need)} per card; {told}{shared}",
-    )  # fmt: skip
