@@ -8,7 +8,6 @@ whose devices are not the snapshot's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
@@ -18,6 +17,9 @@ from topomap.base.links import NVLINK_GBPS_PER_LINK, NVLINKS_PER_GPU_ANY, PCIE_G
 from topomap.base.pciaddr import same_device
 from topomap.files.kind import measurement_tool
 from topomap.importers import read_text
+from topomap.importers.measurements import ImportedMeasurements, MeasuredDevice
+from topomap.importers.nvbandwidth import parse_nvbandwidth
+from topomap.importers.p2p_bandwidth import parse_p2p_bandwidth
 from topomap.model.facts import nvlink_bundle_bandwidth
 from topomap.model.snapshot import Gpu, Measurement, Snapshot, hosts_of
 
@@ -25,33 +27,12 @@ from topomap.model.snapshot import Gpu, Measurement, Snapshot, hosts_of
 _ANY_GENERATION = (max(NVLINK_GBPS_PER_LINK.values()), "any NVLink generation")
 
 
-@dataclass
-class MeasuredDevice:
-    ordinal: int  # CUDA ordinal in the measuring process
-    name: str | None = None
-    pci_bus_id: str | None = None  # as the tool printed it
-
-
-@dataclass
-class ImportedMeasurements:
-    tool: str  # "nvbandwidth", "p2pBandwidthLatencyTest"
-    origin: str  # the file
-    devices: list[MeasuredDevice] = field(default_factory=list)
-    measurements: list[Measurement] = field(default_factory=list)  # src/dst are "cuda<k>" or "host"
-    skipped: list[str] = field(default_factory=list)  # what the file held that was not imported, and why
-    hostname: str | None = None  # where the tool says it ran (nvbandwidth prints it)
-
-
 def parse_measurements(text: str, origin: str) -> ImportedMeasurements:
     """Read nvbandwidth (text or JSON) or p2pBandwidthLatencyTest output."""
     tool = measurement_tool(text)
     if tool == "nvbandwidth":
-        from topomap.importers.nvbandwidth import parse_nvbandwidth
-
         result = parse_nvbandwidth(text, origin)
     elif tool == "p2pBandwidthLatencyTest":
-        from topomap.importers.p2p_bandwidth import parse_p2p_bandwidth
-
         result = parse_p2p_bandwidth(text, origin)
     else:
         raise ImportFailure(
