@@ -78,6 +78,7 @@ def _ok(value: Any) -> bool:
 
 
 def _import_pynvml() -> Any:
+    # lazy: the binding is optional and loads libnvidia-ml's wrapper; only a real probe or record needs it
     import pynvml
 
     return pynvml
