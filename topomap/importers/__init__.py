@@ -18,7 +18,6 @@ from topomap.model.validate import validate_snapshot
 __all__ = ["ImportFailure", "import_file", "import_text", "load_any"]
 
 FORMATS = ("nvidia-smi", "nccl-xml", "hwloc-xml")
-MAX_INPUT_BYTES = MAX_TOPOLOGY_BYTES
 
 
 def read_text(path: str | Path) -> str:
