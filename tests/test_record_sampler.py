@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import ctypes
+from collections.abc import Callable
 from typing import Any
+
+import pynvml
+import pytest
 
 from tests.fakes import machines
 from tests.fakes.machine import GIB
 from tests.fakes.record_nvml import ScriptedNvml
+from topomap.model.snapshot import Problem
+from topomap.probe.guarded import CallRunner
+from topomap.probe.nvml_calls import NvmlCalls
+from topomap.probe.nvml_errors import UNSUPPORTED, nvml_fault
 from topomap.record.environment import mark_visibility
 from topomap.record.model import Run, Sampling
 from topomap.record.sampler import GpuSampler
@@ -171,8 +180,6 @@ def test_observed_for_plan_labels_its_figures() -> None:
 
 
 def test_old_driver_process_list_falls_back_to_v2() -> None:
-    import pynvml
-
     class OldDriver(ScriptedNvml):
         def nvmlDeviceGetComputeRunningProcesses(self, h: Any) -> list[Any]:
             raise pynvml.NVMLLibraryMismatchError("Unversioned function called ...")  # driver without _v3
@@ -206,3 +213,35 @@ def test_pcie_reads_take_turns_between_cards() -> None:
         [False, False, True, False, False, True],
     ]
     assert fake.log.count("nvmlDeviceGetPcieThroughput") == 12  # 6 samples × (RX + TX) for one card each
+
+
+@pytest.mark.parametrize(
+    ("error", "text"),
+    [
+        (lambda: pynvml.NVMLError(pynvml.NVML_ERROR_NO_PERMISSION), "NoPermission (4)"),
+        (
+            lambda: ctypes.ArgumentError("argument 2: TypeError: wrong type"),
+            "ArgumentError: argument 2: TypeError: wrong type",
+        ),
+        (lambda: pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED), "NotSupported (3)"),
+    ],
+)
+def test_probe_and_sampler_say_the_same_of_the_same_nvml_error(error: Callable[[], BaseException], text: str) -> None:
+    class Failing(ScriptedNvml):
+        def nvmlDeviceGetUtilizationRates(self, h: Any) -> Any:
+            raise error()
+
+    m = machines.hgx_h100()
+    m.gpus = m.gpus[:1]
+    sampler = GpuSampler(Failing(m, memory={0: [GIB]}))
+    assert sampler.open()
+    sampler.sample(0.0, set())
+    problems: list[Problem] = []
+    probe = NvmlCalls(Failing(m), problems, CallRunner(total_s=None))
+    gone = probe.call("nvmlDeviceGetUtilizationRates", "gpu0", None)
+    said = [p.error for p in sampler.problems if p.call == "nvmlDeviceGetUtilizationRates"]
+    assert said == [p.error for p in problems] == [text]
+    assert sampler.cards[0].series.util_gpu_pct == [None]
+    # one sentinel: "not supported here" is UNSUPPORTED in both, a failure is None
+    assert (gone is UNSUPPORTED) == (text == "NotSupported (3)")
+    assert nvml_fault(error(), pynvml.NVMLError).text == text

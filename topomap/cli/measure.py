@@ -1,4 +1,8 @@
-"""Commands that put measured figures in a snapshot: measure (on the GPU machine) and attach (imported)."""
+"""Commands that put measured figures in a snapshot: measure (on the GPU machine) and attach (imported).
+
+Every command module is imported when the CLI starts (to register its commands), so each command
+imports the stages it drives inside its body: start-up stays fast for the commands that do not run.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""`topomap record -- COMMAND…`, and the run-file branches of show, render and diff."""
+"""`topomap record -- COMMAND…`, and the run-file branches of show, render and diff.
+
+Every command module is imported when the CLI starts (to register its commands), so each command
+imports the stages it drives inside its body: start-up stays fast for the commands that do not run.
+"""
 
 from __future__ import annotations
 

@@ -18,7 +18,6 @@ from topomap.model.validate import validate_snapshot
 __all__ = ["ImportFailure", "import_file", "import_text", "load_any"]
 
 FORMATS = ("nvidia-smi", "nccl-xml", "hwloc-xml")
-MAX_INPUT_BYTES = MAX_TOPOLOGY_BYTES
 
 
 def read_text(path: str | Path) -> str:
@@ -67,20 +66,25 @@ def import_text(text: str, origin: str, fmt: str = "auto") -> Snapshot:
     return snap
 
 
+# The three parsers are imported when a file of their format is read, to keep start-up fast: every
+# command that takes a snapshot comes through here, a snapshot JSON needs none of them, and together
+# they cost about 50 ms to import (the XML stack, the device table, the nvidia-smi -q reader).
+
+
 def _nvidia_smi(text: str, origin: str) -> Snapshot:
-    from topomap.importers.nvidia_smi import import_nvidia_smi
+    from topomap.importers.nvidia_smi import import_nvidia_smi  # lazy: start-up (see above)
 
     return import_nvidia_smi(text, origin)
 
 
 def _nccl(text: str, origin: str) -> Snapshot:
-    from topomap.importers.nccl_xml import import_nccl_xml
+    from topomap.importers.nccl_xml import import_nccl_xml  # lazy: start-up (see above)
 
     return import_nccl_xml(text, origin)
 
 
 def _hwloc(text: str, origin: str) -> Snapshot:
-    from topomap.importers.hwloc_xml import import_hwloc_xml
+    from topomap.importers.hwloc_xml import import_hwloc_xml  # lazy: start-up (see above)
 
     return import_hwloc_xml(text, origin)
 

@@ -8,54 +8,31 @@ whose devices are not the snapshot's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
 
-from topomap.base.devices import model_from_name
 from topomap.base.errors import ImportFailure
-from topomap.base.links import (
-    NVLINK_GA102_GBPS_PER_LINK,
-    NVLINK_GBPS_PER_LINK,
-    NVLINKS_PER_GPU_ANY,
-    PCIE_GBPS_PER_LANE,
-    is_ga102,
-    parse_path,
-)
+from topomap.base.links import NVLINK_GBPS_PER_LINK, NVLINKS_PER_GPU_ANY, PCIE_GBPS_PER_LANE, parse_path
 from topomap.base.pciaddr import same_device
 from topomap.files.kind import measurement_tool
 from topomap.importers import read_text
+from topomap.importers.measurements import ImportedMeasurements, MeasuredDevice
+from topomap.importers.nvbandwidth import parse_nvbandwidth
+from topomap.importers.p2p_bandwidth import parse_p2p_bandwidth
+from topomap.model.facts import nvlink_bundle_bandwidth
 from topomap.model.snapshot import Gpu, Measurement, Snapshot, hosts_of
 
-
-@dataclass
-class MeasuredDevice:
-    ordinal: int  # CUDA ordinal in the measuring process
-    name: str | None = None
-    pci_bus_id: str | None = None  # as the tool printed it
-
-
-@dataclass
-class ImportedMeasurements:
-    tool: str  # "nvbandwidth", "p2pBandwidthLatencyTest"
-    origin: str  # the file
-    devices: list[MeasuredDevice] = field(default_factory=list)
-    measurements: list[Measurement] = field(default_factory=list)  # src/dst are "cuda<k>" or "host"
-    skipped: list[str] = field(default_factory=list)  # what the file held that was not imported, and why
-    hostname: str | None = None  # where the tool says it ran (nvbandwidth prints it)
+# Where the GPUs' NVLink generation is unknown, one link may be as fast as any generation's.
+_ANY_GENERATION = (max(NVLINK_GBPS_PER_LINK.values()), "any NVLink generation")
 
 
 def parse_measurements(text: str, origin: str) -> ImportedMeasurements:
     """Read nvbandwidth (text or JSON) or p2pBandwidthLatencyTest output."""
     tool = measurement_tool(text)
     if tool == "nvbandwidth":
-        from topomap.importers.nvbandwidth import parse_nvbandwidth
-
         result = parse_nvbandwidth(text, origin)
     elif tool == "p2pBandwidthLatencyTest":
-        from topomap.importers.p2p_bandwidth import parse_p2p_bandwidth
-
         result = parse_p2p_bandwidth(text, origin)
     else:
         raise ImportFailure(
@@ -117,32 +94,34 @@ def attach(snapshot: Snapshot, imported: ImportedMeasurements) -> Snapshot:
     return msgspec.structs.replace(snapshot, measurements=[*snapshot.measurements, *added])
 
 
-def _link_rate(names: list[str]) -> tuple[float, str]:
-    """The fastest one NVLink of these GPUs can be, per direction: their model's generation (a GA102
-    bridge is slower still) where every name is a known model, else the fastest of any generation."""
+def _link_rate(gpus: list[Gpu]) -> tuple[float, str]:
+    """The fastest one NVLink of these GPUs can be, per direction: the per-link rate
+    :func:`~topomap.model.facts.nvlink_bundle_bandwidth` gives each (reported, or its model's
+    generation; a GA102 bridge is slower still), else, where a GPU's generation is unknown or no
+    GPU is named, the fastest of any generation."""
     rates: list[tuple[float, str]] = []
-    for name in names:
-        model = model_from_name(name)
-        if model is None or model.nvlink_generation not in NVLINK_GBPS_PER_LINK:
-            return max(NVLINK_GBPS_PER_LINK.values()), "any NVLink generation"
-        gen = model.nvlink_generation
-        rate = NVLINK_GA102_GBPS_PER_LINK if is_ga102(name) else NVLINK_GBPS_PER_LINK[gen]
-        rates.append((rate, f"{model.name}: NVLink {gen}" + (", GA102 bridge" if is_ga102(name) else "")))
-    return max(rates) if rates else (max(NVLINK_GBPS_PER_LINK.values()), "any NVLink generation")
+    for gpu in gpus:
+        one = nvlink_bundle_bandwidth(gpu, 1)
+        if one.gbps is None or one.lower_bound:
+            return _ANY_GENERATION
+        rates.append((one.gbps, f"{gpu.name or f'gpu{gpu.index}'}: {one.tag}"))
+    return max(rates) if rates else _ANY_GENERATION
 
 
 def peer_ceiling_gbps(snapshot: Snapshot, a: str, b: str, models: tuple[str, ...] = ()) -> tuple[float, str]:
     """The most a peer copy between GPUs ``a`` and ``b`` could reach one way: their NVLink count at
-    the fastest rate one link of these GPUs can have (``models``: the names the figures or the
-    snapshot give; any generation's fastest when unnamed), or without NVLink a PCIe x16 link of the
-    fastest generation; and what that bound rests on."""
+    the fastest rate one link of these GPUs can have (``models``: the names the figures give, else
+    the snapshot's named GPUs; any generation's fastest when unnamed), or without NVLink a PCIe x16
+    link of the fastest generation; and what that bound rests on."""
     pair = next((p for p in snapshot.pairs if {p.a, p.b} == {a, b}), None)
     links = pair.nvlinks if pair is not None else 0
     if pair is not None and not links and pair.path:
         kind, n = parse_path(pair.path)
         links = n if kind == "NV" else 0
     fastest_lane = max(PCIE_GBPS_PER_LANE.values())
-    named = list(models) or [g.name for g in snapshot.gpus if f"gpu{g.index}" in (a, b) and g.name]
+    named = [Gpu(index=k, name=name) for k, name in enumerate(models)] or [
+        g for g in snapshot.gpus if f"gpu{g.index}" in (a, b) and g.name
+    ]
     rate, basis = _link_rate(named)
     if links:
         return links * rate, f"{links} NVLinks at most {rate:g} GB/s each ({basis})"

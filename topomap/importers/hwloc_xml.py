@@ -18,6 +18,7 @@ from topomap.base.devices import format_device_id, model_from_device_id
 from topomap.base.errors import ImportFailure
 from topomap.base.pciaddr import normalize_bus_id, parse_bus_id
 from topomap.importers._tree import Placed, parse_xml, tree_pairs
+from topomap.model.nvlinks import nvswitches_from_links
 from topomap.model.snapshot import Gpu, Host, Nic, NicKind, NumaNode, NvLink, NvSwitch, PciDevice, Snapshot, Source
 
 _BRIDGE_PCI = re.compile(r"^([0-9a-fA-F]{4}):\[([0-9a-fA-F]{2})")
@@ -54,72 +55,12 @@ def import_hwloc_xml(text: str, origin: str) -> Snapshot:
     root = parse_xml(text, origin)
     if root.tag != "topology":
         raise ImportFailure(f"{origin}: hwloc XML has a <topology> root, found <{root.tag}>")
-    numa_nodes: list[NumaNode] = []
-    devs: list[_Dev] = []
-    switches: dict[str, str] = {}  # gp_index → bus id
-    pci: dict[str, PciDevice] = {}
-    by_gp: dict[str, tuple[str, ET.Element]] = {}
-    cpu_model: str | None = None
-    packages = 0
-
-    def walk(el: ET.Element, chain: list[str], numa: int | None, cpus: str | None, parent: str | None) -> None:
-        nonlocal cpu_model, packages
-        for obj in el.findall("object"):
-            t = obj.get("type")
-            gp = obj.get("gp_index") or ""
-            if t == "Package":
-                packages += 1
-                cpu_model = cpu_model or _info(obj, "CPUModel")
-            if t == "NUMANode":
-                mem = obj.get("local_memory")
-                numa_nodes.append(
-                    NumaNode(
-                        id=int(obj.get("os_index", "0")),
-                        cpus=format_cpulist(cpus_from_hex_mask(obj.get("cpuset") or "")) or "",
-                        memory_total_bytes=int(mem) if mem and mem.isdigit() else None,
-                    )
-                )
-                continue
-            here_numa = _numa_of(obj.get("nodeset")) if obj.get("nodeset") else numa
-            here_cpus = format_cpulist(cpus_from_hex_mask(obj.get("cpuset") or "")) if obj.get("cpuset") else cpus
-            if t == "Bridge" and (obj.get("bridge_type") or "").startswith("0-"):
-                m = _BRIDGE_PCI.match(obj.get("bridge_pci") or "")
-                hb = f"pci{m.group(1).lower()}:{m.group(2).lower()}" if m else f"hostbridge{gp}"
-                pci[hb] = PciDevice(id=hb, kind="host-bridge", numa_node=here_numa)
-                walk(obj, [hb], here_numa, here_cpus, hb)
-                continue
-            if t in ("Bridge", "PCIDev"):
-                bus = normalize_bus_id(obj.get("pci_busid") or "")
-                if bus is None:
-                    raise ImportFailure(f"{origin}: {t} object gp_index={gp} without a valid pci_busid")
-                ptype = obj.get("pci_type") or ""
-                cls = ptype[:4].lower()
-                here = [*chain, bus]
-                if t == "Bridge":
-                    pci[bus] = PciDevice(id=bus, kind="bridge", parent=parent, numa_node=here_numa)
-                    walk(obj, here, here_numa, here_cpus, bus)
-                    continue
-                if obj.get("subtype") == "NVSwitch" or cls == "0680":
-                    switches[gp] = bus
-                    by_gp[f"PCIDev:{gp}"] = ("switch", obj)
-                    pci[bus] = PciDevice(id=bus, kind="nvswitch", parent=parent, numa_node=here_numa)
-                    continue
-                kind = "gpu" if cls.startswith("03") else "nic" if cls.startswith("02") else "other"
-                pci[bus] = PciDevice(id=bus, kind=kind, parent=parent, numa_node=here_numa)  # type: ignore[arg-type]
-                if kind != "other":
-                    d = _Dev(obj=obj, bus=bus, chain=here, numa=here_numa, cpus=here_cpus)
-                    d.osdevs = obj.findall("object[@type='OSDev']")
-                    devs.append(d)
-                continue
-            walk(obj, chain, here_numa, here_cpus, parent)
-
-    walk(root, [], None, None, None)
-    gpus, nics, placed = _devices(devs, pci, by_gp, root.get("version") or "2.0")
+    tree = _Tree(origin)
+    tree.walk(root, [], None, None, None)
+    gpus, nics, placed = _devices(tree.devs, tree.pci, tree.by_gp, root.get("version") or "2.0")
     if not gpus and not nics:
         raise ImportFailure(f"{origin}: hwloc XML with no GPU and no NIC (was it made with I/O discovery on?)")
-    _nvlink_matrix(root, gpus, by_gp, switches, origin)
-    from topomap.model.nvlinks import nvswitches_from_links
-
+    _nvlink_matrix(root, gpus, tree.by_gp, tree.switches, origin)
     nvsw: list[NvSwitch] = nvswitches_from_links(gpus)
     return Snapshot(
         source=Source(
@@ -138,16 +79,83 @@ def import_hwloc_xml(text: str, origin: str) -> Snapshot:
         ),
         host=Host(
             hostname=_info(root, "HostName"),
-            cpu_model=cpu_model,
-            sockets=packages or None,
-            numa_nodes=sorted(numa_nodes, key=lambda n: n.id),
+            cpu_model=tree.cpu_model,
+            sockets=tree.packages or None,
+            numa_nodes=sorted(tree.numa_nodes, key=lambda n: n.id),
         ),
         gpus=gpus,
         nics=nics,
         pairs=tree_pairs(gpus, nics, placed, origin),
-        pci=[pci[k] for k in sorted(pci)],
+        pci=[tree.pci[k] for k in sorted(tree.pci)],
         nvswitches=nvsw,
     )
+
+
+@dataclass
+class _Tree:
+    """What a walk down the object tree found: packages, NUMA nodes, the PCI devices, the GPUs and
+    NICs with their chain of buses, and the NVSwitches (by gp_index, for the NVLink matrix)."""
+
+    origin: str
+    numa_nodes: list[NumaNode] = field(default_factory=list)
+    devs: list[_Dev] = field(default_factory=list)
+    switches: dict[str, str] = field(default_factory=dict)  # gp_index → bus id
+    pci: dict[str, PciDevice] = field(default_factory=dict)
+    by_gp: dict[str, tuple[str, ET.Element]] = field(default_factory=dict)
+    cpu_model: str | None = None
+    packages: int = 0
+
+    def walk(self, el: ET.Element, chain: list[str], numa: int | None, cpus: str | None, parent: str | None) -> None:
+        for obj in el.findall("object"):
+            t = obj.get("type")
+            if t == "Package":
+                self.packages += 1
+                self.cpu_model = self.cpu_model or _info(obj, "CPUModel")
+            if t == "NUMANode":
+                mem = obj.get("local_memory")
+                self.numa_nodes.append(
+                    NumaNode(
+                        id=int(obj.get("os_index", "0")),
+                        cpus=format_cpulist(cpus_from_hex_mask(obj.get("cpuset") or "")) or "",
+                        memory_total_bytes=int(mem) if mem and mem.isdigit() else None,
+                    )
+                )
+                continue
+            here_numa = _numa_of(obj.get("nodeset")) if obj.get("nodeset") else numa
+            here_cpus = format_cpulist(cpus_from_hex_mask(obj.get("cpuset") or "")) if obj.get("cpuset") else cpus
+            if t == "Bridge" and (obj.get("bridge_type") or "").startswith("0-"):
+                m = _BRIDGE_PCI.match(obj.get("bridge_pci") or "")
+                hb = f"pci{m.group(1).lower()}:{m.group(2).lower()}" if m else f"hostbridge{obj.get('gp_index') or ''}"
+                self.pci[hb] = PciDevice(id=hb, kind="host-bridge", numa_node=here_numa)
+                self.walk(obj, [hb], here_numa, here_cpus, hb)
+            elif t in ("Bridge", "PCIDev"):
+                self._pci(obj, chain, here_numa, here_cpus, parent)
+            else:
+                self.walk(obj, chain, here_numa, here_cpus, parent)
+
+    def _pci(self, obj: ET.Element, chain: list[str], numa: int | None, cpus: str | None, parent: str | None) -> None:
+        """One PCI bridge (walked into) or device: an NVSwitch, a GPU or NIC (kept with its OS devices), another."""
+        t, gp = obj.get("type"), obj.get("gp_index") or ""
+        bus = normalize_bus_id(obj.get("pci_busid") or "")
+        if bus is None:
+            raise ImportFailure(f"{self.origin}: {t} object gp_index={gp} without a valid pci_busid")
+        cls = (obj.get("pci_type") or "")[:4].lower()
+        here = [*chain, bus]
+        if t == "Bridge":
+            self.pci[bus] = PciDevice(id=bus, kind="bridge", parent=parent, numa_node=numa)
+            self.walk(obj, here, numa, cpus, bus)
+            return
+        if obj.get("subtype") == "NVSwitch" or cls == "0680":
+            self.switches[gp] = bus
+            self.by_gp[f"PCIDev:{gp}"] = ("switch", obj)
+            self.pci[bus] = PciDevice(id=bus, kind="nvswitch", parent=parent, numa_node=numa)
+            return
+        kind = "gpu" if cls.startswith("03") else "nic" if cls.startswith("02") else "other"
+        self.pci[bus] = PciDevice(id=bus, kind=kind, parent=parent, numa_node=numa)  # type: ignore[arg-type]
+        if kind != "other":
+            d = _Dev(obj=obj, bus=bus, chain=here, numa=numa, cpus=cpus)
+            d.osdevs = obj.findall("object[@type='OSDev']")
+            self.devs.append(d)
 
 
 def _osdev_is(o: ET.Element, version: str, what: str) -> bool:

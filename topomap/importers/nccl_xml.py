@@ -93,92 +93,104 @@ def import_nccl_xml(text: str, origin: str) -> Snapshot:
     root = parse_xml(text, origin)
     if root.tag != "system":
         raise ImportFailure(f"{origin}: NCCL topology XML has a <system> root, found <{root.tag}>")
-    gpus: list[_GpuRec] = []
-    nics: list[_NicRec] = []
-    numa_nodes: list[NumaNode] = []
-    placed: dict[str, Placed] = {}
-    pci: dict[str, PciDevice] = {}
+    tree = _Tree(origin)
     cpu_model: str | None = None
     for cpu in root.findall("cpu"):
         numa = _int(cpu.get("numaid"))
         aff = cpu.get("affinity")
         cpus = format_cpulist(cpus_from_hex_mask(aff)) if aff else None
         if numa is not None:
-            numa_nodes.append(NumaNode(id=numa, cpus=cpus))
+            tree.numa_nodes.append(NumaNode(id=numa, cpus=cpus))
         cpu_model = cpu_model or " ".join(
             x for x in (cpu.get("vendor"), f"family {cpu.get('familyid')}", f"model {cpu.get('modelid')}") if x
         )
-        top = f"cpu{numa if numa is not None else len(numa_nodes)}"
-        pci[top] = PciDevice(id=top, kind="host-bridge", numa_node=numa, inferred=True)
-
-        def walk(
-            el: ET.Element, chain: list[str], parent: str, numa: int | None = numa, cpus: str | None = cpus
-        ) -> None:
-            for child in el:
-                if child.tag == "pci":
-                    bus = _bus(child, origin)
-                    cls = _int(child.get("class"), 16)
-                    gen = pcie_gen_from_speed_text(child.get("link_speed") or "")
-                    width = _int(child.get("link_width")) or None
-                    here = [*chain, bus]
-                    if cls is not None and (cls >> 8) == 0x0604:
-                        pci[bus] = PciDevice(
-                            id=bus, kind="bridge", parent=parent, numa_node=numa, link_gen=gen, link_width=width
-                        )
-                        walk(child, here, bus)
-                        continue
-                    if cls is not None and (cls >> 16) == 0x03:
-                        g = child.find("gpu")
-                        vendor = (child.get("vendor") or "").lower()
-                        dev_id = parse_device_id(child.get("device") or "") if vendor in ("", "0x10de") else None
-                        rec = _GpuRec(
-                            bus=bus,
-                            dev=_int(g.get("dev")) if g is not None else None,
-                            numa=numa,
-                            cpus=cpus,
-                            sm=_int(g.get("sm")) if g is not None else None,
-                            gdr=(g.get("gdr") == "1") if g is not None and g.get("gdr") else None,
-                            gen=gen,
-                            width=width,
-                            device_id=format_device_id(dev_id) if dev_id else None,
-                        )
-                        for nl in g.findall("nvlink") if g is not None else []:
-                            target = normalize_bus_id(nl.get("target") or "") or ""
-                            count = _int(nl.get("count")) or 0
-                            if not 0 <= count <= MAX_LINKS_PER_ELEMENT:
-                                raise ImportFailure(
-                                    f"{origin}: <nvlink target={nl.get('target')!r} count={count}> under GPU {bus}: "
-                                    f"at most {MAX_LINKS_PER_ELEMENT} links"
-                                )
-                            rec.links.append((target, count, nl.get("tclass") or ""))
-                        gpus.append(rec)
-                        pci[bus] = PciDevice(
-                            id=bus, kind="gpu", parent=parent, numa_node=numa, link_gen=gen, link_width=width
-                        )
-                        placed[bus] = Placed(chain=here, numa=numa)
-                    elif cls is not None and (cls >> 16) == 0x02:
-                        nets = child.findall("nic/net")
-                        for k, net in enumerate(nets or [None]):
-                            nics.append(_nic(net, bus, numa, cls, k))
-                        pci[bus] = PciDevice(
-                            id=bus, kind="nic", parent=parent, numa_node=numa, link_gen=gen, link_width=width
-                        )
-                        placed[bus] = Placed(chain=here, numa=numa)
-                    else:
-                        pci[bus] = PciDevice(
-                            id=bus, kind="nvswitch" if cls == 0x068000 else "other", parent=parent, numa_node=numa
-                        )
-                elif child.tag == "nic":  # a NIC under the CPU with no PCI element (VMs)
-                    for k, net in enumerate(child.findall("net")):
-                        nics.append(_nic(net, None, numa, None, k))
-
-        walk(cpu, [top], top)
-    if not gpus and not nics:
+        top = f"cpu{numa if numa is not None else len(tree.numa_nodes)}"
+        tree.pci[top] = PciDevice(id=top, kind="host-bridge", numa_node=numa, inferred=True)
+        tree.walk(cpu, [top], top, numa, cpus)
+    if not tree.gpus and not tree.nics:
         raise ImportFailure(f"{origin}: NCCL topology XML with no GPU and no NIC")
     # NVLink is recorded in NCCL_TOPO_DUMP_FILE dumps (their <cpu> carry host_hash) and in any file
     # with an <nvlink>; vendors' static files (AWS p5: <gpu> without <nvlink> on NVSwitch H100s) do not.
     nvlink_known = root.find(".//nvlink") is not None or any(c.get("host_hash") for c in root.findall("cpu"))
-    return _build(origin, gpus, nics, numa_nodes, placed, pci, cpu_model, nvlink_known)
+    return _build(origin, tree, cpu_model, nvlink_known)
+
+
+@dataclass
+class _Tree:
+    """What a walk down one file's ``<cpu>`` elements found: GPUs, NICs, the PCI devices and where
+    each GPU and NIC sits (its chain of buses from the CPU)."""
+
+    origin: str
+    gpus: list[_GpuRec] = field(default_factory=list)
+    nics: list[_NicRec] = field(default_factory=list)
+    numa_nodes: list[NumaNode] = field(default_factory=list)
+    placed: dict[str, Placed] = field(default_factory=dict)  # by bus id
+    pci: dict[str, PciDevice] = field(default_factory=dict)
+
+    def walk(self, el: ET.Element, chain: list[str], parent: str, numa: int | None, cpus: str | None) -> None:
+        for child in el:
+            if child.tag == "pci":
+                self._pci(child, chain, parent, numa, cpus)
+            elif child.tag == "nic":  # a NIC under the CPU with no PCI element (VMs)
+                for k, net in enumerate(child.findall("net")):
+                    self.nics.append(_nic(net, None, numa, None, k))
+
+    def _pci(self, el: ET.Element, chain: list[str], parent: str, numa: int | None, cpus: str | None) -> None:
+        """One ``<pci>``: a bridge (walked into), a GPU, a NIC, or another device."""
+        bus = _bus(el, self.origin)
+        cls = _int(el.get("class"), 16)
+        gen = pcie_gen_from_speed_text(el.get("link_speed") or "")
+        width = _int(el.get("link_width")) or None
+        here = [*chain, bus]
+        if cls is not None and (cls >> 8) == 0x0604:
+            self.pci[bus] = PciDevice(
+                id=bus, kind="bridge", parent=parent, numa_node=numa, link_gen=gen, link_width=width
+            )
+            self.walk(el, here, bus, numa, cpus)
+            return
+        if cls is not None and (cls >> 16) == 0x03:
+            self.gpus.append(self._gpu(el, bus, numa, cpus, gen, width))
+            self.pci[bus] = PciDevice(id=bus, kind="gpu", parent=parent, numa_node=numa, link_gen=gen, link_width=width)
+            self.placed[bus] = Placed(chain=here, numa=numa)
+            return
+        if cls is not None and (cls >> 16) == 0x02:
+            for k, net in enumerate(el.findall("nic/net") or [None]):
+                self.nics.append(_nic(net, bus, numa, cls, k))
+            self.pci[bus] = PciDevice(id=bus, kind="nic", parent=parent, numa_node=numa, link_gen=gen, link_width=width)
+            self.placed[bus] = Placed(chain=here, numa=numa)
+            return
+        self.pci[bus] = PciDevice(
+            id=bus, kind="nvswitch" if cls == 0x068000 else "other", parent=parent, numa_node=numa
+        )
+
+    def _gpu(
+        self, el: ET.Element, bus: str, numa: int | None, cpus: str | None, gen: int | None, width: int | None
+    ) -> _GpuRec:
+        """A display-class ``<pci>`` and its ``<gpu>``, with every ``<nvlink>`` under it."""
+        g = el.find("gpu")
+        vendor = (el.get("vendor") or "").lower()
+        dev_id = parse_device_id(el.get("device") or "") if vendor in ("", "0x10de") else None
+        rec = _GpuRec(
+            bus=bus,
+            dev=_int(g.get("dev")) if g is not None else None,
+            numa=numa,
+            cpus=cpus,
+            sm=_int(g.get("sm")) if g is not None else None,
+            gdr=(g.get("gdr") == "1") if g is not None and g.get("gdr") else None,
+            gen=gen,
+            width=width,
+            device_id=format_device_id(dev_id) if dev_id else None,
+        )
+        for nl in g.findall("nvlink") if g is not None else []:
+            target = normalize_bus_id(nl.get("target") or "") or ""
+            count = _int(nl.get("count")) or 0
+            if not 0 <= count <= MAX_LINKS_PER_ELEMENT:
+                raise ImportFailure(
+                    f"{self.origin}: <nvlink target={nl.get('target')!r} count={count}> under GPU {bus}: "
+                    f"at most {MAX_LINKS_PER_ELEMENT} links"
+                )
+            rec.links.append((target, count, nl.get("tclass") or ""))
+        return rec
 
 
 def _nic(net: ET.Element | None, bus: str | None, numa: int | None, cls: int | None, k: int) -> _NicRec:
@@ -220,20 +232,59 @@ def _order(recs: list[object], dev_of: list[int | None], bus_of: list[str | None
     return sorted(range(len(recs)), key=lambda i: (parse_bus_id(bus_of[i] or "") or (0xFFFF, 0, 0, 0), i))
 
 
-def _build(
-    origin: str,
-    grecs: list[_GpuRec],
-    nrecs: list[_NicRec],
-    numa_nodes: list[NumaNode],
-    placed_by_bus: dict[str, Placed],
-    pci: dict[str, PciDevice],
-    cpu_model: str | None,
-    nvlink_known: bool = True,
-) -> Snapshot:
+def _build(origin: str, tree: _Tree, cpu_model: str | None, nvlink_known: bool = True) -> Snapshot:
     notes = [PHB_NOTE] + ([] if nvlink_known else [NVLINK_ABSENT_NOTE])
+    placed: dict[str, Placed] = {}
+    gpus, self_bridge = _gpus(tree.gpus, tree.placed, placed)
+    if self_bridge:
+        notes.append(
+            "an <nvlink> targets its own GPU: an NVLink bridge to a partner the file does not name; "
+            "which GPU pairs NVLink joins is unknown (`nvidia-smi topo -m` on the machine settles it)"
+        )
+    nics = _nics(tree.nics, tree.placed, placed)
+    # A self-targeted bridge link cannot join a pair: drop it from the pair count.
+    counted = [
+        Gpu(
+            **{
+                **{f: getattr(g, f) for f in g.__struct_fields__},
+                "nvlinks": [x for x in g.nvlinks if x.remote_pci_bus_id != g.pci_bus_id],
+            }
+        )
+        for g in gpus
+    ]
+    pairs = tree_pairs(counted, nics, placed, origin)
+    unknown = [
+        "gpus.uuid",
+        *([] if all(g.name for g in gpus) else ["gpus.name"]),
+        "gpus.memory_total_bytes",
+        "gpus.fabric",
+        "gpus.mig",
+        "gpus.cuda_ordinal",
+        "pairs.p2p",
+        "pairs.cuda",
+        "software",
+        "pairs.path (PHB vs NODE)",
+        *([] if nvlink_known else ["pairs.nvlink", "gpus.nvlinks"]),
+        *(["pairs.nvlink"] if nvlink_known and self_bridge else []),  # bridged, to partners it does not name
+    ]
+    return Snapshot(
+        source=Source(
+            kind="nccl-xml", origin=origin, tool=f"topomap {__version__}", unknown_fields=unknown, notes=notes
+        ),
+        host=Host(cpu_model=cpu_model, sockets=None, numa_nodes=tree.numa_nodes),
+        gpus=gpus,
+        nics=nics,
+        pairs=pairs,
+        pci=[tree.pci[k] for k in sorted(tree.pci)],
+        nvswitches=nvswitches_from_links(counted),
+    )
+
+
+def _gpus(grecs: list[_GpuRec], placed_by_bus: dict[str, Placed], placed: dict[str, Placed]) -> tuple[list[Gpu], bool]:
+    """The GPUs in index order (``placed`` gets each one's place by id), and whether an
+    ``<nvlink>`` targets its own GPU (a bridge to a partner the file does not name)."""
     gpus: list[Gpu] = []
     gorder = _order(list(grecs), [g.dev for g in grecs], [g.bus for g in grecs])
-    placed: dict[str, Placed] = {}
     self_bridge = False
     for idx, k in enumerate(gorder):
         r = grecs[k]
@@ -268,11 +319,11 @@ def _build(
         )
         if r.bus in placed_by_bus:
             placed[f"gpu{idx}"] = placed_by_bus[r.bus]
-    if self_bridge:
-        notes.append(
-            "an <nvlink> targets its own GPU: an NVLink bridge to a partner the file does not name; "
-            "which GPU pairs NVLink joins is unknown (`nvidia-smi topo -m` on the machine settles it)"
-        )
+    return gpus, self_bridge
+
+
+def _nics(nrecs: list[_NicRec], placed_by_bus: dict[str, Placed], placed: dict[str, Placed]) -> list[Nic]:
+    """The NICs in index order; ``placed`` gets each one's place by id (under its CPU when it has no bus)."""
     nics: list[Nic] = []
     norder = _order(list(nrecs), [n.dev for n in nrecs], [n.bus for n in nrecs])
     for idx, k in enumerate(norder):
@@ -293,39 +344,4 @@ def _build(
             placed[f"nic{idx}"] = placed_by_bus[n.bus]
         elif n.numa is not None:
             placed[f"nic{idx}"] = Placed(chain=[f"cpu{n.numa}", f"net:{n.name}"], numa=n.numa)
-    # A self-targeted bridge link cannot join a pair: drop it from the pair count.
-    counted = [
-        Gpu(
-            **{
-                **{f: getattr(g, f) for f in g.__struct_fields__},
-                "nvlinks": [x for x in g.nvlinks if x.remote_pci_bus_id != g.pci_bus_id],
-            }
-        )
-        for g in gpus
-    ]
-    pairs = tree_pairs(counted, nics, placed, origin)
-    unknown = [
-        "gpus.uuid",
-        *([] if all(g.name for g in gpus) else ["gpus.name"]),
-        "gpus.memory_total_bytes",
-        "gpus.fabric",
-        "gpus.mig",
-        "gpus.cuda_ordinal",
-        "pairs.p2p",
-        "pairs.cuda",
-        "software",
-        "pairs.path (PHB vs NODE)",
-        *([] if nvlink_known else ["pairs.nvlink", "gpus.nvlinks"]),
-        *(["pairs.nvlink"] if nvlink_known and self_bridge else []),  # bridged, to partners it does not name
-    ]
-    return Snapshot(
-        source=Source(
-            kind="nccl-xml", origin=origin, tool=f"topomap {__version__}", unknown_fields=unknown, notes=notes
-        ),
-        host=Host(cpu_model=cpu_model, sockets=None, numa_nodes=numa_nodes),
-        gpus=gpus,
-        nics=nics,
-        pairs=pairs,
-        pci=[pci[k] for k in sorted(pci)],
-        nvswitches=nvswitches_from_links(counted),
-    )
+    return nics

@@ -18,7 +18,7 @@ from typing import Any
 
 from topomap.base.errors import ImportFailure
 from topomap.base.pciaddr import format_bus_id
-from topomap.importers.bandwidth import ImportedMeasurements, MeasuredDevice
+from topomap.importers.measurements import ImportedMeasurements, MeasuredDevice
 from topomap.model.snapshot import MeasureDirection, MeasureKind, Measurement
 
 TOOL = "nvbandwidth"

@@ -299,9 +299,32 @@ def _build(
 ) -> Snapshot:
     base = topo or next(iter(p2p.values()), None)
     labels = base.labels if base else [f"GPU{k}" for k in sorted(links)]
-    gpu_labels = [x for x in labels if x.startswith("GPU") and x[3:].isdigit()]
+    gpu_labels = [x for x in labels if _is_gpu_label(x)]
     nic_labels = [x for x in labels if x not in gpu_labels]
     ids: dict[str, str] = {x: f"gpu{int(x[3:])}" for x in gpu_labels}
+    nics = _nics(nic_labels, nic_legend, ids)
+    unnamed_nics = bool(nic_labels) and any(n.name == f"NIC{n.index}" for n in nics)
+    if unnamed_nics:
+        notes.append("NIC names not shown (no NIC Legend)")
+    gpus = _buses_from_bridge(_gpus(gpu_labels, topo, links), notes)
+    pairs = _pairs(labels, ids, gpus, topo, p2p)
+    unknown = _unknown_fields(gpus, topo, p2p, links, has_gpus=bool(gpu_labels), unnamed_nics=unnamed_nics)
+    return Snapshot(
+        source=Source(
+            kind="nvidia-smi",
+            origin=origin,
+            tool=f"topomap {__version__}",
+            unknown_fields=unknown,
+            notes=notes,
+        ),
+        gpus=sorted(gpus, key=lambda g: g.index),
+        nics=sorted(nics, key=lambda n: n.index),
+        pairs=pairs,
+    )
+
+
+def _nics(nic_labels: list[str], nic_legend: dict[int, str], ids: dict[str, str]) -> list[Nic]:
+    """The matrix's NIC columns, named by the NIC Legend where there is one; ``ids`` gets each label's id."""
     nics: list[Nic] = []
     for k, lab in enumerate(nic_labels):
         if lab.startswith("NIC") and lab[3:].isdigit():
@@ -311,8 +334,11 @@ def _build(
             idx, name = k, lab
         ids[lab] = f"nic{idx}"
         nics.append(Nic(index=idx, name=name, rdma=True))
-    if nic_labels and any(n.name == f"NIC{n.index}" for n in nics):
-        notes.append("NIC names not shown (no NIC Legend)")
+    return nics
+
+
+def _gpus(gpu_labels: list[str], topo: _Matrix | None, links: dict[int, _GpuLinks]) -> list[Gpu]:
+    """The matrix's GPUs with their affinity columns and links, then GPUs only `nvlink -s/-R` names."""
     gpus: list[Gpu] = []
     for lab in gpu_labels:
         idx = int(lab[3:])
@@ -333,7 +359,14 @@ def _build(
     for k in sorted(set(links) - {g.index for g in gpus}):
         gl = links[k]
         gpus.append(Gpu(index=k, name=gl.name, uuid=gl.uuid, nvlinks=_nvlinks(gl)))
-    gpus = _buses_from_bridge(gpus, notes)
+    return gpus
+
+
+def _pairs(
+    labels: list[str], ids: dict[str, str], gpus: list[Gpu], topo: _Matrix | None, p2p: dict[str, _Matrix]
+) -> list[Pair]:
+    """Every pair of labels: the `topo -m` cell (else NV<n> from links with named peers) and the
+    `topo -p2p` statuses of GPU pairs."""
     by_label = {f"GPU{g.index}": g for g in gpus}
     buses = gpu_buses(gpus)
     pairs: list[Pair] = []
@@ -345,7 +378,7 @@ def _build(
                 path = f"NV{n}" if n else None  # what `topo -m` prints for an NVLink pair
             nv = parse_path(path)[1] if path else 0
             pp = None
-            if a in ids and b in ids and a in gpu_labels and b in gpu_labels and p2p:
+            if a in ids and b in ids and _is_gpu_label(a) and _is_gpu_label(b) and p2p:
                 vals = {c: p2p[c].cells.get((a, b)) for c in p2p}
                 pp = P2P(
                     read=vals.get("r"),  # type: ignore[arg-type]
@@ -354,6 +387,22 @@ def _build(
                     atomics=vals.get("a"),  # type: ignore[arg-type]
                 )
             pairs.append(Pair(a=ids[a], b=ids[b], path=path, nvlinks=nv, p2p=pp))
+    return pairs
+
+
+def _is_gpu_label(label: str) -> bool:
+    return label.startswith("GPU") and label[3:].isdigit()
+
+
+def _unknown_fields(
+    gpus: list[Gpu],
+    topo: _Matrix | None,
+    p2p: dict[str, _Matrix],
+    links: dict[int, _GpuLinks],
+    has_gpus: bool,
+    unnamed_nics: bool,
+) -> list[str]:
+    """What these outputs do not say (``Source.unknown_fields``)."""
     unknown = [
         *([] if all(g.pci_bus_id for g in gpus) else ["gpus.pci_bus_id"]),
         "gpus.memory_total_bytes",
@@ -377,24 +426,13 @@ def _build(
         unknown.append("gpus.nvlinks")
     if topo is None:
         unknown.append("pairs.path")
-    if nic_labels and any(n.name == f"NIC{n.index}" for n in nics):
+    if unnamed_nics:
         unknown.append("nics.name")  # no NIC Legend: NIC<n> is the matrix's label, not the device
     for column, fact in (("CPU Affinity", "gpus.cpu_affinity"), ("NUMA Affinity", "gpus.numa_node"),
                          ("GPU NUMA ID", "gpus.gpu_numa_node")):  # fmt: skip
-        if gpu_labels and (topo is None or column not in topo.columns):
+        if has_gpus and (topo is None or column not in topo.columns):
             unknown.append(fact)  # an older driver prints fewer columns: not "N/A", unknown
-    return Snapshot(
-        source=Source(
-            kind="nvidia-smi",
-            origin=origin,
-            tool=f"topomap {__version__}",
-            unknown_fields=unknown,
-            notes=notes,
-        ),
-        gpus=sorted(gpus, key=lambda g: g.index),
-        nics=sorted(nics, key=lambda n: n.index),
-        pairs=pairs,
-    )
+    return unknown
 
 
 def _buses_from_bridge(gpus: list[Gpu], notes: list[str]) -> list[Gpu]:

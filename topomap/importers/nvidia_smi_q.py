@@ -29,6 +29,8 @@ def _key_value(line: str) -> tuple[str, str] | None:
     if colon < 0 or colon + 1 >= len(line) or not line[colon + 1].isspace():
         return None
     return line[:colon].strip(), line[colon + 2 :]
+
+
 MAX_GPUS = 4096
 
 

@@ -15,7 +15,7 @@ import re
 
 from topomap.base.errors import ImportFailure
 from topomap.base.pciaddr import format_bus_id
-from topomap.importers.bandwidth import ImportedMeasurements, MeasuredDevice
+from topomap.importers.measurements import ImportedMeasurements, MeasuredDevice
 from topomap.model.snapshot import MeasureDirection, Measurement, MeasureRoute
 
 TOOL = "p2pBandwidthLatencyTest"

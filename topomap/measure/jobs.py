@@ -76,88 +76,118 @@ def _gbps(nbytes: int, ms: float) -> float:
     return nbytes / (ms / 1e3) / 1e9 if ms > 0 else float("inf")
 
 
-def run_host(cu: Any, s: Session, spec: HostSpec, st: Settings) -> list[Figure]:
-    """h2d, d2h (and both at once) between pinned host memory on ``spec.node`` and one GPU; latency."""
-    note = bind_cpus(spec.cpus) if spec.node is not None else "host NUMA node unknown: placement left to the kernel"
-    k, n = spec.ordinal, st.size_bytes
-    bufs = Buffers(s)
-    try:
+@dataclass
+class _HostRig:
+    """What one host job copies between: two device buffers on GPU ``k``, three pinned host
+    buffers (source, second, check) and two streams, each ``n`` bytes."""
+
+    s: Session
+    bufs: Buffers
+    k: int
+    n: int
+    d1: Any
+    d2: Any
+    h1: Any
+    h2: Any
+    hc: Any
+    st1: Any
+    st2: Any
+
+    @classmethod
+    def allocate(cls, s: Session, bufs: Buffers, k: int, n: int) -> _HostRig:
         s.context(k)
         d1, d2 = bufs.dev(k, n), bufs.dev(k, n)
         h1, h2, hc = bufs.pinned(n, k), bufs.pinned(n, k), bufs.pinned(n, k)
-        st1, st2 = bufs.stream(k), bufs.stream(k)
+        return cls(s, bufs, k, n, d1, d2, h1, h2, hc, bufs.stream(k), bufs.stream(k))
+
+    def h2d(self, nbytes: int | None = None) -> None:
+        self.s.call("cuMemcpyHtoDAsync", self.k, self.d1, self.h1, self.n if nbytes is None else nbytes, self.st1)
+
+    def timed(self, copy: Copy, reps: int) -> float:
+        return _timed(self.s, self.bufs, self.k, self.st1, copy, reps)
+
+
+def run_host(cu: Any, s: Session, spec: HostSpec, st: Settings) -> list[Figure]:
+    """h2d, d2h (and both at once) between pinned host memory on ``spec.node`` and one GPU; latency."""
+    note = bind_cpus(spec.cpus) if spec.node is not None else "host NUMA node unknown: placement left to the kernel"
+    bufs = Buffers(s)
+    try:
+        rig = _HostRig.allocate(s, bufs, spec.ordinal, st.size_bytes)
         notes = [note] if note else []
         if spec.remote:
             notes.append(f"host buffer on remote NUMA node {spec.node}")
-        out: list[Figure] = []
-        h2d = Figure("h2d", "one-way", None, k, "host", host_numa_node=spec.node, notes=list(notes))
-        d2h = Figure("d2h", "one-way", k, None, "host", host_numa_node=spec.node, notes=list(notes))
-        for sample in range(st.samples):
-            want = pattern(n, sample)
-            fill_host(h1, want)
-            s.call("cuMemsetD8", k, d1, 0, n)
-            if sample == 0:
-                for _ in range(st.warmup):
-                    s.call("cuMemcpyHtoDAsync", k, d1, h1, n, st1)
-            ms = _timed(s, bufs, k, st1, lambda: s.call("cuMemcpyHtoDAsync", k, d1, h1, n, st1), st.repetitions)
-            h2d.gbps.append(_gbps(n * st.repetitions, ms))
-            s.call("cuMemcpyDtoH", k, hc, d1, n)
-            _check(h2d, read_host(hc, n), want)
-            clear_host(hc, n)
-            ms = _timed(s, bufs, k, st1, lambda: s.call("cuMemcpyDtoHAsync", k, hc, d1, n, st1), st.repetitions)
-            d2h.gbps.append(_gbps(n * st.repetitions, ms))
-            _check(d2h, read_host(hc, n), want)
-        out += [h2d, d2h]
+        out = _host_one_way(rig, spec, st, notes)
         if st.both_way:
-            both = Figure(
-                "h2d",
-                "both-way",
-                None,
-                k,
-                "host",
-                host_numa_node=spec.node,
-                notes=[*notes, "h2d and d2h at once, sum of both"],
-            )
-            for sample in range(st.samples):
-                want, back = pattern(n, 100 + sample), pattern(n, 200 + sample)
-                fill_host(h1, back)
-                s.call("cuMemcpyHtoD", k, d2, h1, n)  # d2 holds what goes back to the host
-                fill_host(h1, want)
-                s.call("cuMemsetD8", k, d1, 0, n)
-                clear_host(h2, n)
-                ms = _both(
-                    s,
-                    bufs,
-                    k,
-                    st1,
-                    st2,
-                    lambda: s.call("cuMemcpyHtoDAsync", k, d1, h1, n, st1),
-                    lambda: s.call("cuMemcpyDtoHAsync", k, h2, d2, n, st2),
-                    st.repetitions,
-                )
-                both.gbps.append(_gbps(2 * n * st.repetitions, ms))
-                _check(both, read_host(h2, n), back)
-                s.call("cuMemcpyDtoH", k, hc, d1, n)
-                _check(both, read_host(hc, n), want)
-            out.append(both)
+            out.append(_host_both_way(rig, spec, st, notes))
         if not spec.remote:
-            lat = Figure(
-                "latency", "one-way", None, k, "host", host_numa_node=spec.node, notes=[f"{LATENCY_BYTES}-byte copies"]
-            )
-            for _ in range(st.samples):
-                ms = _timed(
-                    s,
-                    bufs,
-                    k,
-                    st1,
-                    lambda: s.call("cuMemcpyHtoDAsync", k, d1, h1, LATENCY_BYTES, st1),
-                    st.latency_copies,
-                )
-                lat.us.append(ms * 1e3 / st.latency_copies)
-            out.append(lat)
+            out.append(_host_latency(rig, spec, st))
         return out
     finally:
         bufs.free()
+
+
+def _host_one_way(rig: _HostRig, spec: HostSpec, st: Settings, notes: list[str]) -> list[Figure]:
+    """h2d then d2h, each sample with its own pattern, each copy checked."""
+    s, k, n = rig.s, rig.k, rig.n
+    h2d = Figure("h2d", "one-way", None, k, "host", host_numa_node=spec.node, notes=list(notes))
+    d2h = Figure("d2h", "one-way", k, None, "host", host_numa_node=spec.node, notes=list(notes))
+    for sample in range(st.samples):
+        want = pattern(n, sample)
+        fill_host(rig.h1, want)
+        s.call("cuMemsetD8", k, rig.d1, 0, n)
+        if sample == 0:
+            for _ in range(st.warmup):
+                rig.h2d()
+        ms = rig.timed(rig.h2d, st.repetitions)
+        h2d.gbps.append(_gbps(n * st.repetitions, ms))
+        s.call("cuMemcpyDtoH", k, rig.hc, rig.d1, n)
+        _check(h2d, read_host(rig.hc, n), want)
+        clear_host(rig.hc, n)
+        ms = rig.timed(lambda: s.call("cuMemcpyDtoHAsync", k, rig.hc, rig.d1, n, rig.st1), st.repetitions)
+        d2h.gbps.append(_gbps(n * st.repetitions, ms))
+        _check(d2h, read_host(rig.hc, n), want)
+    return [h2d, d2h]
+
+
+def _host_both_way(rig: _HostRig, spec: HostSpec, st: Settings, notes: list[str]) -> Figure:
+    """h2d and d2h at once on two streams: the sum of both, each direction checked."""
+    s, k, n = rig.s, rig.k, rig.n
+    both = Figure(
+        "h2d", "both-way", None, k, "host", host_numa_node=spec.node, notes=[*notes, "h2d and d2h at once, sum of both"]
+    )
+    for sample in range(st.samples):
+        want, back = pattern(n, 100 + sample), pattern(n, 200 + sample)
+        fill_host(rig.h1, back)
+        s.call("cuMemcpyHtoD", k, rig.d2, rig.h1, n)  # d2 holds what goes back to the host
+        fill_host(rig.h1, want)
+        s.call("cuMemsetD8", k, rig.d1, 0, n)
+        clear_host(rig.h2, n)
+        ms = _both(
+            s,
+            rig.bufs,
+            k,
+            rig.st1,
+            rig.st2,
+            rig.h2d,
+            lambda: s.call("cuMemcpyDtoHAsync", k, rig.h2, rig.d2, n, rig.st2),
+            st.repetitions,
+        )
+        both.gbps.append(_gbps(2 * n * st.repetitions, ms))
+        _check(both, read_host(rig.h2, n), back)
+        s.call("cuMemcpyDtoH", k, rig.hc, rig.d1, n)
+        _check(both, read_host(rig.hc, n), want)
+    return both
+
+
+def _host_latency(rig: _HostRig, spec: HostSpec, st: Settings) -> Figure:
+    """Microseconds per small h2d copy (only from the GPU's own NUMA node)."""
+    lat = Figure(
+        "latency", "one-way", None, rig.k, "host", host_numa_node=spec.node, notes=[f"{LATENCY_BYTES}-byte copies"]
+    )
+    for _ in range(st.samples):
+        ms = rig.timed(lambda: rig.h2d(LATENCY_BYTES), st.latency_copies)
+        lat.us.append(ms * 1e3 / st.latency_copies)
+    return lat
 
 
 def _both(s: Session, bufs: Buffers, k: int, st1: Any, st2: Any, c1: Copy, c2: Copy, reps: int) -> float:

@@ -35,6 +35,7 @@ from topomap.model.snapshot import (
 )
 from topomap.probe.cuda import CudaResult, probe_cuda
 from topomap.probe.guarded import CALL_TIMEOUT_S, TOTAL_BUDGET_S, CallRunner, using
+from topomap.probe.health import health_findings
 from topomap.probe.nvml import NvmlResult, probe_nvml
 from topomap.probe.sysfs import PciFunction, SysfsReader, SysfsResult, chain_kind
 
@@ -75,7 +76,37 @@ def probe(
     gpus = _gpus(nv, sysr, problems)
     _container_view(gpus, sysr, nv, problems)
     _join_cuda(gpus, cu, problems, environ.get("CUDA_VISIBLE_DEVICES"))
-    nics = [
+    nics = _nics(sysr)
+    host = _host(sysr, environ, hostname)
+    when = (now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0)
+    snap = Snapshot(
+        source=Source(
+            kind="probe",
+            origin=host.hostname or "unknown host",
+            captured_at=when.isoformat().replace("+00:00", "Z"),
+            tool=f"topomap {__version__}",
+        ),
+        host=host,
+        software=Software(
+            driver_version=nv.driver_version,
+            cuda_driver_version=nv.cuda_driver_version or cu.driver_version,
+            nvml_version=nv.nvml_version,
+            bindings=_binding_versions(),
+        ),
+        gpus=gpus,
+        nics=nics,
+        pairs=_pairs(gpus, nics, nv, cu, sysr, problems),
+        pci=_pci_tree(gpus, nics, sysr),
+        nvswitches=nvswitches_from_links(gpus),
+        problems=problems,
+    )
+    snap.findings = health_findings(reader, sysr, snap)  # issue 11: health and truth checks, one call
+    return ProbeOutcome(snapshot=snap, found_driver=nv.available or cu.available, gpu_count=len(gpus))
+
+
+def _nics(sysr: SysfsResult) -> list[Nic]:
+    """The network devices sysfs lists, each with its PCI function's NUMA node."""
+    return [
         Nic(
             index=i,
             name=n.name,
@@ -89,10 +120,11 @@ def probe(
         )
         for i, n in enumerate(sysr.nics)
     ]
-    pairs = _pairs(gpus, nics, nv, cu, sysr, problems)
-    pci = _pci_tree(gpus, nics, sysr)
-    switches = nvswitches_from_links(gpus)
-    host = Host(
+
+
+def _host(sysr: SysfsResult, environ: dict[str, str], hostname: str | None) -> Host:
+    """The host as sysfs and /proc see it, with the environment variables that decide GPU visibility."""
+    return Host(
         hostname=hostname or sysr.hostname or socket.gethostname(),
         cpu_model=sysr.cpu_model,
         sockets=sysr.sockets,
@@ -103,33 +135,6 @@ def probe(
         iommu=sysr.iommu,
         environment={k: environ[k] for k in ENV_KEYS if k in environ},
     )
-    software = Software(
-        driver_version=nv.driver_version,
-        cuda_driver_version=nv.cuda_driver_version or cu.driver_version,
-        nvml_version=nv.nvml_version,
-        bindings=_binding_versions(),
-    )
-    when = (now or dt.datetime.now(dt.timezone.utc)).replace(microsecond=0)
-    snap = Snapshot(
-        source=Source(
-            kind="probe",
-            origin=host.hostname or "unknown host",
-            captured_at=when.isoformat().replace("+00:00", "Z"),
-            tool=f"topomap {__version__}",
-        ),
-        host=host,
-        software=software,
-        gpus=gpus,
-        nics=nics,
-        pairs=pairs,
-        pci=pci,
-        nvswitches=switches,
-        problems=problems,
-    )
-    from topomap.probe.health import health_findings  # issue 11: health and truth checks, one call
-
-    snap.findings = health_findings(reader, sysr, snap)
-    return ProbeOutcome(snapshot=snap, found_driver=nv.available or cu.available, gpu_count=len(gpus))
 
 
 R = TypeVar("R", NvmlResult, CudaResult)

@@ -9,12 +9,14 @@ recorded here, never fatal. CUDA ordinals are joined to NVML by UUID or bus id, 
 
 from __future__ import annotations
 
+import re
 import uuid as uuidlib
 from dataclasses import dataclass, field
 from typing import Any
 
 from topomap.base.pciaddr import normalize_bus_id
 from topomap.model.snapshot import Problem
+from topomap.probe.guarded import BudgetSpent, CallTimedOut, active_runner
 
 
 @dataclass
@@ -45,6 +47,7 @@ class CudaResult:
 
 
 def _import_driver() -> Any:
+    # lazy: the bindings are optional and heavy; only a real probe or measurement needs them
     try:
         from cuda.bindings import driver  # cuda-bindings >= 12.6.1
 
@@ -79,10 +82,6 @@ class _Cuda:
         ``limit_s`` seconds, default the probe's per-call limit; the probe's overall budget
         also applies) all become problems against ``target``.
         """
-        import re
-
-        from topomap.probe.guarded import BudgetSpent, CallTimedOut, active_runner
-
         runner = active_runner()
         hung: set[str] = self.__dict__.setdefault("_hung", set())  # targets whose call timed out
         if target is not None and (target in hung or any(d in hung for d in re.findall(r"cuda\d+", target))):

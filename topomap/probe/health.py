@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from topomap.base.links import NCCL_P2P_LEVELS
 from topomap.model.snapshot import Finding, Snapshot
 from topomap.probe.sysfs import SysfsReader, SysfsResult, cat
 
@@ -183,7 +184,7 @@ def _p2p_guard(reader: SysfsReader, sysr: SysfsResult, snap: Snapshot) -> list[F
     unreadable: set[str] = set()
     for pair in snap.pairs:
         ga, gb = by_id.get(pair.a), by_id.get(pair.b)
-        if ga is None or gb is None or pair.nvlinks or pair.pcie_path not in ("PIX", "PXB"):
+        if ga is None or gb is None or pair.nvlinks or pair.pcie_path not in NCCL_P2P_LEVELS:
             continue  # NVLink pairs do not use PCIe P2P; through the root complex ACS does not redirect more
         fa, fb = sysr.functions.get(ga.pci_bus_id or ""), sysr.functions.get(gb.pci_bus_id or "")
         if fa is None or fb is None:
@@ -231,7 +232,7 @@ def _kernel_at_least(release: str | None, major: int, minor: int) -> bool | None
 
 
 def _gpudirect(reader: SysfsReader, snap: Snapshot) -> list[Finding]:
-    near = [p for p in snap.pairs if p.a.startswith("gpu") and p.b.startswith("nic") and p.path in ("PIX", "PXB")]
+    near = [p for p in snap.pairs if p.a.startswith("gpu") and p.b.startswith("nic") and p.path in NCCL_P2P_LEVELS]
     if not near:
         return []
     peermem = (reader.sys / "module" / "nvidia_peermem").is_dir()

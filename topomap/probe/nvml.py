@@ -23,7 +23,8 @@ from topomap.base.links import NVLINK_VERSION_ENUM, NVML_TOPOLOGY_LEVELS, P2P_ST
 from topomap.base.pciaddr import normalize_bus_id
 from topomap.model.snapshot import Fabric, FabricState, Gpu, Mig, MigDevice, NvLink, PcieLink, Problem, RemoteType
 from topomap.probe.guarded import INIT_TIMEOUT_S, CallRunner, active_runner
-from topomap.probe.nvml_calls import UNSUPPORTED, NvmlCalls
+from topomap.probe.nvml_calls import NvmlCalls
+from topomap.probe.nvml_errors import UNSUPPORTED, not_nvidia_ml_py
 
 # Literal capability indices. pynvml's NVML_P2P_CAPS_INDEX_READ is the tuple (0,) because of a
 # trailing comma in every nvidia-ml-py up to 13.615.71; passing it makes ctypes raise
@@ -77,6 +78,7 @@ def _ok(value: Any) -> bool:
 
 
 def _import_pynvml() -> Any:
+    # lazy: the binding is optional and loads libnvidia-ml's wrapper; only a real probe or record needs it
     import pynvml
 
     return pynvml
@@ -92,11 +94,9 @@ def nvml_module() -> Any:
         lib = _import_pynvml()
     except ImportError as err:
         raise TopomapError(f"nvidia-ml-py is not installed ({err})", hint="pip install nvidia-ml-py") from err
-    if not callable(getattr(lib, "nvmlInitWithFlags", None)):
-        raise TopomapError(
-            "the pynvml module is not nvidia-ml-py (the old PyPI pynvml shadows it)",
-            hint="pip install --force-reinstall nvidia-ml-py",
-        )
+    shadowed = not_nvidia_ml_py(lib)
+    if shadowed is not None:
+        raise shadowed
     return lib
 
 
@@ -106,17 +106,14 @@ def probe_nvml(lib: Any | None = None, cpu_count: int | None = None, runner: Cal
     ``runner`` sets the per-call time limit and the overall budget (default: the probe's).
     """
     result = NvmlResult()
-    if lib is None:
-        try:
-            lib = nvml_module()
-        except TopomapError as err:
-            error = f"{err} ({err.hint})" if err.hint else str(err)
-            result.problems.append(Problem(source="nvml", call="import pynvml", error=error))
-            return result
-    if not callable(getattr(lib, "nvmlInitWithFlags", None)):
-        error = "the pynvml module is not nvidia-ml-py (the old PyPI pynvml shadows it)"
-        hint = "pip install --force-reinstall nvidia-ml-py"
-        result.problems.append(Problem(source="nvml", call="import pynvml", error=f"{error} ({hint})"))
+    try:
+        lib = nvml_module() if lib is None else lib
+        shadowed = not_nvidia_ml_py(lib)
+        if shadowed is not None:
+            raise shadowed
+    except TopomapError as err:
+        error = f"{err} ({err.hint})" if err.hint else str(err)
+        result.problems.append(Problem(source="nvml", call="import pynvml", error=error))
         return result
     nv = NvmlCalls(lib, result.problems, runner or active_runner())
     ok, _ = nv.attempt("nvmlInit", None, limit_s=INIT_TIMEOUT_S)

@@ -6,7 +6,9 @@
 ``ctypes.ArgumentError`` (pynvml's tuple-valued ``NVML_P2P_CAPS_INDEX_READ``, nvml-cuda.md
 §3.6), ``UnicodeDecodeError`` from a mangled GPU name, an ``AttributeError`` for a wrapper an
 old nvidia-ml-py lacks, any other exception, a call that hangs (cut after its limit) and calls
-left when the overall budget is spent. Nothing raised by the library ends the probe.
+left when the overall budget is spent. Nothing raised by the library ends the probe. What an
+exception means is :func:`topomap.probe.nvml_errors.nvml_fault`'s to say (the sampler of
+``topomap record`` asks it too).
 
 A GPU that answers ``GPU_IS_LOST`` (15) is recorded once and never called again, for itself,
 its MIG devices or any pair it is in.
@@ -19,20 +21,9 @@ from typing import Any
 
 from topomap.model.snapshot import Problem
 from topomap.probe.guarded import BudgetSpent, CallRunner, CallTimedOut
+from topomap.probe.nvml_errors import MISSING_WRAPPER, UNSUPPORTED, nvml_error_class, nvml_fault
 
-# Errors that mean "this GPU/driver/binding does not do that": the value is absent, not unknown.
-UNSUPPORTED_ERRORS = ("NVMLError_NotSupported", "NVMLError_FunctionNotFound", "NVMLError_Deprecated")
 _GPU_IN = re.compile(r"\bgpu\d+")
-
-
-class _Unsupported:
-    """Sentinel: the call is not supported here (distinct from a failure)."""
-
-    def __repr__(self) -> str:
-        return "UNSUPPORTED"
-
-
-UNSUPPORTED = _Unsupported()
 
 
 def gpus_in(target: str | None) -> list[str]:
@@ -52,22 +43,7 @@ class NvmlCalls:
         self.missing: set[str] = set()  # wrappers this nvidia-ml-py lacks, recorded once
         self.lost_in_pair: list[str] = []  # calls on a pair that answered GPU_IS_LOST, not yet resolved
         self._budget_noted = False
-        err_cls = getattr(lib, "NVMLError", None)
-        self._nvml_error: type[BaseException] | None = (
-            err_cls if isinstance(err_cls, type) and issubclass(err_cls, BaseException) else None
-        )
-
-    def error_name(self, err: BaseException) -> str:
-        """ "NoPermission (4)" for an NVML error; "TimeoutError: …" for anything else."""
-        name = type(err).__name__
-        value = getattr(err, "value", None) if self._is_nvml(err) else None
-        if value is not None:
-            return f"{name.removeprefix('NVMLError_')} ({value})"
-        text = str(err)
-        return f"{name}: {text}" if text else name
-
-    def _is_nvml(self, err: BaseException) -> bool:
-        return self._nvml_error is not None and isinstance(err, self._nvml_error)
+        self._nvml_error = nvml_error_class(lib)
 
     def skipped(self, target: str | None) -> bool:
         """True when the target's GPU is lost or hung: calls for it are not made."""
@@ -124,30 +100,29 @@ class NvmlCalls:
     def _failed(
         self, fn_name: str, target: str | None, err: Exception, record_unsupported: bool, quiet: tuple[str, ...]
     ) -> tuple[bool, Any]:
-        cls = type(err).__name__
-        if self._is_nvml(err):
-            if cls in quiet:
-                return False, UNSUPPORTED
-            if cls in UNSUPPORTED_ERRORS:
-                if record_unsupported:
-                    self.record(fn_name, target, self.error_name(err))
-                return False, UNSUPPORTED
-            if cls == "NVMLError_GpuIsLost":
-                gpus = gpus_in(target)
-                if len(gpus) == 1:
-                    self.mark_lost(gpus[0], fn_name)
-                    return False, None
-                if len(gpus) == 2:
-                    self.lost_in_pair.append(fn_name)
-                    return False, None
-        self.record(fn_name, target, self.error_name(err))
+        fault = nvml_fault(err, self._nvml_error)
+        if fault.error_class in quiet:
+            return False, UNSUPPORTED
+        if fault.kind == "unsupported":
+            if record_unsupported:
+                self.record(fn_name, target, fault.text)
+            return False, UNSUPPORTED
+        if fault.kind == "lost":
+            gpus = gpus_in(target)
+            if len(gpus) == 1:
+                self.mark_lost(gpus[0], fn_name)
+                return False, None
+            if len(gpus) == 2:
+                self.lost_in_pair.append(fn_name)
+                return False, None
+        self.record(fn_name, target, fault.text)
         return False, None
 
     def note_missing(self, fn_name: str) -> None:
         """A wrapper this nvidia-ml-py lacks: about the binding, so recorded once, on no device."""
         if fn_name not in self.missing:
             self.missing.add(fn_name)
-            self.record(fn_name, None, "FunctionNotFound (not in this nvidia-ml-py)")
+            self.record(fn_name, None, MISSING_WRAPPER)
 
     def mark_lost(self, gpu: str, fn_name: str) -> None:
         """Record once that ``gpu`` fell off the bus; later calls for it are skipped."""

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from topomap.base.links import pcie_gen_from_speed_text
 from topomap.base.pciaddr import SYSFS_BDF
 from topomap.model.snapshot import NicKind, NumaNode, PciKind
 
@@ -96,8 +97,6 @@ class SysfsResult:
 
 
 def _speed_gen(text: str | None) -> int | None:
-    from topomap.base.links import pcie_gen_from_speed_text
-
     return pcie_gen_from_speed_text(text) if text else None
 
 

@@ -30,6 +30,8 @@ from typing import Any
 from topomap import __version__
 from topomap.base.errors import TopomapError
 from topomap.model.snapshot import Problem, Snapshot
+from topomap.probe import probe
+from topomap.probe.nvml import nvml_module
 from topomap.record.environment import mark_visibility, placement_environment, versions
 from topomap.record.host import HostSampler, name_of
 from topomap.record.model import Run, Sampling
@@ -74,16 +76,12 @@ def _utc(ts: float) -> str:
 
 
 def _default_snapshot() -> Snapshot:
-    from topomap.probe import probe
-
     return probe().snapshot
 
 
 def _open_gpus(opts: RecordOptions) -> tuple[GpuSampler | None, str | None]:
     lib = opts.nvml_lib
     if lib is None:
-        from topomap.probe.nvml import nvml_module
-
         try:
             lib = nvml_module()
         except TopomapError as err:
@@ -174,6 +172,147 @@ def _wait_exit(pid: int, pidfd: int | None, timeout: float) -> tuple[int, Any] |
             time.sleep(min(left, 0.02))
 
 
+@dataclass
+class _Stats:
+    """Running figures of the samples taken (not lists: a run may be long)."""
+
+    n: int = 0
+    cost_sum: float = 0.0
+    cost_max: float = 0.0
+    first_t: float = 0.0
+    last_t: float = 0.0
+
+    def add(self, t: float, cost: float) -> None:
+        if self.n == 0:
+            self.first_t = t
+        self.n += 1
+        self.last_t = t
+        self.cost_sum += cost
+        self.cost_max = max(self.cost_max, cost)
+
+
+@dataclass
+class _Sampling:
+    """The samplers of one run, sampled together; a sampler that raises is stopped (a problem on
+    the record), the command runs on regardless."""
+
+    host: HostSampler
+    gpus: GpuSampler | None  # None: no GPU sampled
+    start: float  # time.monotonic() when the command started
+    on_sample: LiveCallback | None
+    interval_s: float
+    thinned: int = 1
+    stats: _Stats = field(default_factory=_Stats)
+    broken: list[Problem] = field(default_factory=list)
+
+    def guarded(self, what: str, fn: Callable[[], Any]) -> Any:
+        if any(p.call == what for p in self.broken):
+            return None
+        try:
+            return fn()
+        except Exception as err:  # a sampling bug must never cost the run or its record
+            self.broken.append(
+                Problem(source="record", call=what, error=f"stopped sampling: {type(err).__name__}: {err}")
+            )
+            return None
+
+    def take(self, final: bool = False) -> None:
+        t0 = time.monotonic()
+        t = t0 - self.start
+        pids = self.guarded("host sample", lambda: self.host.sample(t)) or set()
+        gpus = self.gpus
+        if gpus is not None:
+            self.guarded("gpu sample", lambda: gpus.sample(t, pids))
+        self.stats.add(t, time.monotonic() - t0)
+        on_sample = self.on_sample
+        if on_sample is not None and not final:
+            self.guarded("live line", lambda: on_sample(t, gpus.latest_memory() if gpus is not None else []))
+
+    def thin_when_full(self, max_samples: int) -> None:
+        """A long run: half the points (every peak kept), and sample half as often from now on."""
+        if len(self.host.series.t_s) >= max_samples:
+            self.guarded("thin", lambda: _halve_all(self.host, self.gpus))
+            self.interval_s, self.thinned = self.interval_s * 2, self.thinned * 2
+
+    def settings(
+        self, requested_s: float, recorder_cpu: float, duration: float, probe_s: float, gpu_note: str | None
+    ) -> Sampling:
+        """How sampling went: ``recorder_cpu`` and ``duration`` of the run and ``probe_s`` of the
+        snapshot before it, in seconds; ``gpu_note``: why no GPU was sampled."""
+        st = self.stats
+        n = st.n
+        return Sampling(
+            interval_s=requested_s,
+            samples=n,
+            thinned=self.thinned,
+            mean_interval_s=round((st.last_t - st.first_t) / (n - 1), 4) if n > 1 else None,
+            sample_cost_mean_s=round(st.cost_sum / n, 6) if n else None,
+            sample_cost_max_s=round(st.cost_max, 6) if n else None,
+            recorder_cpu_s=round(recorder_cpu, 4),
+            overhead_pct=round(recorder_cpu / duration * 100, 2) if duration > 0 else None,
+            probe_s=round(probe_s, 3),
+            gpu_sampled=self.gpus is not None,
+            gpu_note=gpu_note,
+        )
+
+
+@dataclass(frozen=True)
+class _Exit:
+    """How and when the command ended."""
+
+    status: int  # as os.wait4 gives it
+    usage: Any  # resource.struct_rusage of the command's tree
+    end: float  # time.monotonic()
+    end_wall: float  # time.time()
+
+
+def _start(
+    command: list[str], env: dict[str, str], signals: _Signals, gpus: GpuSampler | None
+) -> subprocess.Popen[bytes]:
+    """The command, started with the signal handlers in place (no signal in between is lost)."""
+    signals.install()
+    try:
+        child = subprocess.Popen(command, env=env)
+    except OSError as err:  # not found, not executable, not a program (ENOEXEC), …
+        signals.restore()
+        if gpus is not None:
+            gpus.close()
+        raise TopomapError(f"cannot run {command[0]!r}: {err.strerror or err}", hint="check the command") from err
+    signals.started(child.pid)
+    return child
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor that becomes readable when the process exits (Linux ≥ 5.3); None elsewhere."""
+    if not hasattr(os, "pidfd_open"):
+        return None
+    try:
+        return os.pidfd_open(pid)
+    except OSError:
+        return None
+
+
+def _sample_until_exit(child: subprocess.Popen[bytes], sampling: _Sampling, max_samples: int) -> _Exit:
+    """Sample every interval until the command exits, then once more; the command is reaped here."""
+    pidfd = _pidfd(child.pid)
+    try:
+        next_tick = sampling.start
+        while True:
+            next_tick += sampling.interval_s
+            sampling.take()
+            sampling.thin_when_full(max_samples)
+            waited = _wait_exit(child.pid, pidfd, next_tick - time.monotonic())
+            if waited is not None:
+                break
+        end = _Exit(waited[0], waited[1], time.monotonic(), time.time())
+        sampling.take(final=True)
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+    child.returncode = os.waitstatus_to_exitcode(end.status)  # wait4 reaped it; tell Popen
+    return end
+
+
 def record(command: list[str], opts: RecordOptions | None = None) -> Run:
     """Run ``command`` to its end, sampling every ``opts.interval_s`` seconds; the complete record."""
     opts = opts or RecordOptions()
@@ -187,90 +326,25 @@ def record(command: list[str], opts: RecordOptions | None = None) -> Run:
     sampled = gpus if gpus is not None and gpu_note is None else None
     if sampled is not None:
         mark_visibility([c.series for c in sampled.cards], env, snapshot)
-
     signals = _Signals()
-    signals.install()  # before the start, so that no signal in between is lost
-    try:
-        child = subprocess.Popen(command, env=env)
-    except OSError as err:  # not found, not executable, not a program (ENOEXEC), …
-        signals.restore()
-        if gpus is not None:
-            gpus.close()
-        raise TopomapError(f"cannot run {command[0]!r}: {err.strerror or err}", hint="check the command") from err
+    child = _start(command, env, signals, gpus)
     start_wall, start = time.time(), time.monotonic()
     cpu0 = time.process_time()
-    signals.started(child.pid)
-    pidfd: int | None = None
-    if hasattr(os, "pidfd_open"):
-        try:
-            pidfd = os.pidfd_open(child.pid)
-        except OSError:
-            pidfd = None
-    host = HostSampler(child.pid)
-    stats = {"n": 0, "cost_sum": 0.0, "cost_max": 0.0, "first_t": 0.0, "last_t": 0.0}  # running, not lists
-
-    broken: list[Problem] = []  # a sampler that raised is stopped; the command runs on regardless
-
-    def guarded(what: str, fn: Callable[[], Any]) -> Any:
-        if any(p.call == what for p in broken):
-            return None
-        try:
-            return fn()
-        except Exception as err:  # a sampling bug must never cost the run or its record
-            broken.append(Problem(source="record", call=what, error=f"stopped sampling: {type(err).__name__}: {err}"))
-            return None
-
-    def take(final: bool = False) -> None:
-        t0 = time.monotonic()
-        t = t0 - start
-        pids = guarded("host sample", lambda: host.sample(t)) or set()
-        if sampled is not None:
-            guarded("gpu sample", lambda: sampled.sample(t, pids))
-        cost = time.monotonic() - t0
-        if stats["n"] == 0:
-            stats["first_t"] = t
-        stats["n"] += 1
-        stats["last_t"] = t
-        stats["cost_sum"] += cost
-        stats["cost_max"] = max(stats["cost_max"], cost)
-        if opts.on_sample is not None and not final:
-            on_sample = opts.on_sample
-            guarded("live line", lambda: on_sample(t, sampled.latest_memory() if sampled is not None else []))
-
-    interval, thinned = opts.interval_s, 1
+    sampling = _Sampling(HostSampler(child.pid), sampled, start, opts.on_sample, opts.interval_s)
     try:
-        next_tick = start
-        while True:
-            next_tick += interval
-            take()
-            if len(host.series.t_s) >= opts.max_samples:  # a long run: half the points, every peak kept
-                guarded("thin", lambda: _halve_all(host, sampled))
-                interval, thinned = interval * 2, thinned * 2
-            waited = _wait_exit(child.pid, pidfd, next_tick - time.monotonic())
-            if waited is not None:
-                done = waited
-                break
-        end, end_wall = time.monotonic(), time.time()
-        take(final=True)
+        end = _sample_until_exit(child, sampling, opts.max_samples)
     finally:
         signals.restore()
-        if pidfd is not None:
-            os.close(pidfd)
     recorder_cpu = time.process_time() - cpu0
-    status, usage = done
-    child.returncode = os.waitstatus_to_exitcode(status)  # wait4 reaped it; tell Popen
     if gpus is not None:
         gpus.close()
-
-    duration = end - start
-    code = os.waitstatus_to_exitcode(status)
-    sig_name = signal_name(-code) if code < 0 else None
-    host.series.cpu_user_s = round(usage.ru_utime, 3)
-    host.series.cpu_system_s = round(usage.ru_stime, 3)
-    host.series.max_rss_bytes = usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
-    n = int(stats["n"])
-    problems: list[Problem] = [*host.problems, *(gpus.problems if gpus is not None else []), *broken]
-    pad_columns(host.series)
+    duration = end.end - start
+    code = os.waitstatus_to_exitcode(end.status)
+    host = sampling.host.series
+    host.cpu_user_s = round(end.usage.ru_utime, 3)
+    host.cpu_system_s = round(end.usage.ru_stime, 3)
+    host.max_rss_bytes = end.usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+    pad_columns(host)
     for card in sampled.cards if sampled is not None else []:
         pad_columns(card.series)
     return Run(
@@ -282,27 +356,15 @@ def record(command: list[str], opts: RecordOptions | None = None) -> Run:
         environment=placement_environment(env),
         versions=versions(snapshot),
         started_at=_utc(start_wall),
-        ended_at=_utc(end_wall),
+        ended_at=_utc(end.end_wall),
         duration_s=round(duration, 4),
         exit_status=128 - code if code < 0 else code,
-        signal=sig_name,
+        signal=signal_name(-code) if code < 0 else None,
         interrupted_by=signals.first,
-        sampling=Sampling(
-            interval_s=opts.interval_s,
-            samples=n,
-            thinned=thinned,
-            mean_interval_s=round((stats["last_t"] - stats["first_t"]) / (n - 1), 4) if n > 1 else None,
-            sample_cost_mean_s=round(stats["cost_sum"] / n, 6) if n else None,
-            sample_cost_max_s=round(stats["cost_max"], 6) if n else None,
-            recorder_cpu_s=round(recorder_cpu, 4),
-            overhead_pct=round(recorder_cpu / duration * 100, 2) if duration > 0 else None,
-            probe_s=round(probe_s, 3),
-            gpu_sampled=sampled is not None,
-            gpu_note=gpu_note,
-        ),
+        sampling=sampling.settings(opts.interval_s, recorder_cpu, duration, probe_s, gpu_note),
         gpus=[c.series for c in sampled.cards] if sampled is not None else [],
-        host=host.series,
+        host=host,
         snapshot=snapshot,
-        problems=problems,
+        problems=[*sampling.host.problems, *(gpus.problems if gpus is not None else []), *sampling.broken],
         notes=list(opts.notes),
     )

@@ -1,20 +1,22 @@
 """Per-card NVML sampling while a command runs (the `nvidia-smi dmon` / `pmon` of topomap record).
 
 Takes the NVML module as a parameter (the real ``pynvml`` from :func:`topomap.probe.nvml.nvml_module`,
-or a fake in tests), so this module never imports pynvml itself. Each failure becomes a
-:class:`~topomap.model.snapshot.Problem` once per (call, card, error), and the value ``None``: a call a card
-does not support (NotSupported, e.g. utilisation on a MIG parent) is not asked again; a card that
-falls off the bus (GPU_IS_LOST) is marked lost at that time and not asked again.
+or a fake in tests), so this module never imports pynvml itself. What an NVML exception means is
+:func:`topomap.probe.nvml_errors.nvml_fault`'s to say, as for the probe. Each failure becomes a
+:class:`~topomap.model.snapshot.Problem` once per (call, card, error), and the value ``None``; a call a card
+does not support (NotSupported, e.g. utilisation on a MIG parent) answers
+:data:`~topomap.probe.nvml_errors.UNSUPPORTED` and is not asked again; a card that falls off the bus
+(GPU_IS_LOST) is marked lost at that time and not asked again.
 """
 
 from __future__ import annotations
 
-import ctypes
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from topomap.model.snapshot import Problem
+from topomap.probe.nvml_errors import MISSING_WRAPPER, UNSUPPORTED, not_nvidia_ml_py, nvml_error_class, nvml_fault
 from topomap.record.model import GpuProcess, GpuSeries
 
 # NVML field ids (nvml.h): NVLink data throughput counters in KiB, cumulative; scope UINT_MAX sums all links.
@@ -22,14 +24,6 @@ FI_NVLINK_THROUGHPUT_DATA_TX = 138
 FI_NVLINK_THROUGHPUT_DATA_RX = 139
 _ALL_LINKS = 0xFFFFFFFF
 PCIE_TX, PCIE_RX = 0, 1  # nvmlPcieUtilCounter_t
-_UNSUPPORTED = ("NVMLError_NotSupported", "NVMLError_FunctionNotFound", "NVMLError_Deprecated")
-
-
-class _Skip:
-    """Sentinel: the value is absent for this card from now on (unsupported or lost)."""
-
-
-SKIP = _Skip()
 
 
 @dataclass
@@ -67,6 +61,7 @@ class GpuSampler:
         self.problems: list[Problem] = []
         self.note: str | None = None  # why nothing was sampled
         self._seen: set[tuple[str, str | None, str]] = set()
+        self._nvml_error = nvml_error_class(lib)
         self._open = False
 
     # --- plumbing --------------------------------------------------------------------------
@@ -77,47 +72,40 @@ class GpuSampler:
             self.problems.append(Problem(source="nvml", call=call, target=target, error=error))
 
     def _call(self, card: _Card | None, fn_name: str, t: float | None, *args: Any, quiet: bool = False) -> Any:
-        """``lib.<fn_name>(*args)``; a failure is recorded once and answers None (or SKIP).
+        """``lib.<fn_name>(*args)``; a failure is recorded once and answers None.
 
-        ``quiet``: NotSupported is an answer here (MIG mode on a card without MIG), not a problem.
+        :data:`UNSUPPORTED` when the card does not do it (asked once, never again) and None from a
+        card that is lost; an exception that is not NVML's is raised. ``quiet``: NotSupported is an
+        answer here (MIG mode on a card without MIG), not a problem.
         """
         target = card.series.id if card is not None else None
-        if card is not None and (card.series.lost_at_s is not None or fn_name in card.unsupported):
-            return SKIP
+        if card is not None and card.series.lost_at_s is not None:
+            return None
+        if card is not None and fn_name in card.unsupported:
+            return UNSUPPORTED
         fn = getattr(self.lib, fn_name, None)
         if fn is None:
             if card is not None:
                 card.unsupported.add(fn_name)
-            self._record(fn_name, target, "FunctionNotFound (not in this nvidia-ml-py)")
-            return SKIP
+            self._record(fn_name, target, MISSING_WRAPPER)
+            return UNSUPPORTED
         try:
             return fn(*args)
-        except self.lib.NVMLError as err:
-            cls = type(err).__name__
-            value = getattr(err, "value", None)
-            text = f"{cls.removeprefix('NVMLError_')} ({value})" if value is not None else f"{cls}: {err}"
-            if card is not None and cls in _UNSUPPORTED:
+        except Exception as err:
+            fault = nvml_fault(err, self._nvml_error)
+            if fault.kind == "foreign":
+                raise
+            if card is not None and fault.kind == "unsupported":
                 card.unsupported.add(fn_name)
                 if not quiet:
-                    self._record(fn_name, target, text)
-                return SKIP
-            if card is not None and cls == "NVMLError_GpuIsLost":
+                    self._record(fn_name, target, fault.text)
+                return UNSUPPORTED
+            if card is not None and fault.kind == "lost":
                 self._mark_lost(card, t)
-                self._record(fn_name, target, f"GpuIsLost ({value}): the card fell off the bus during the run")
-                return SKIP
-            self._record(fn_name, target, text)
+                self._record(fn_name, target, f"{fault.text}: the card fell off the bus during the run")
+                return None
+            self._record(fn_name, target, fault.text)
             return None
-        except ctypes.ArgumentError as err:
-            self._record(fn_name, target, f"ctypes.ArgumentError: {err}")
-            return None
-        except Exception as err:
-            # nvidia-ml-py's unversioned process calls raise NVMLLibraryMismatchError (not an NVMLError)
-            # when the driver lacks the _v3 symbol (nvml-cuda.md §2.1): fall back to the older call
-            if type(err).__name__ != "NVMLLibraryMismatchError" or card is None:
-                raise
-            card.unsupported.add(fn_name)
-            self._record(fn_name, target, "NVMLLibraryMismatchError: the driver lacks this version of the call")
-            return SKIP
 
     def _mark_lost(self, card: _Card, t: float | None) -> None:
         lost_at = t if t is not None else 0.0
@@ -128,13 +116,14 @@ class GpuSampler:
     # --- open / close ----------------------------------------------------------------------
     def open(self) -> bool:
         """Start NVML and list the cards. False (with :attr:`note` saying why) when none can be sampled."""
-        if not callable(getattr(self.lib, "nvmlInitWithFlags", None)):
-            self.note = "the pynvml module is not nvidia-ml-py (pip install --force-reinstall nvidia-ml-py)"
+        shadowed = not_nvidia_ml_py(self.lib)
+        if shadowed is not None:
+            self.note = f"{shadowed} ({shadowed.hint})"
             return False
         try:
             self.lib.nvmlInit()
         except self.lib.NVMLError as err:
-            self.note = f"NVML did not start ({type(err).__name__.removeprefix('NVMLError_')}): no NVIDIA driver here"
+            self.note = f"NVML did not start ({nvml_fault(err, self._nvml_error).name}): no NVIDIA driver here"
             return False
         self._open = True
         count = self._call(None, "nvmlDeviceGetCount", None)
@@ -149,7 +138,7 @@ class GpuSampler:
 
     def _add_gpu(self, i: int) -> None:
         handle = self._call(None, "nvmlDeviceGetHandleByIndex", None, i)
-        if handle is None or handle is SKIP:
+        if handle is None or handle is UNSUPPORTED:
             return
         card = _Card(GpuSeries(id=f"gpu{i}", index=i), handle)
         self.cards.append(card)
@@ -186,7 +175,7 @@ class GpuSampler:
             try:
                 self.lib.nvmlShutdown()
             except self.lib.NVMLError as err:
-                self._record("nvmlShutdown", None, type(err).__name__)
+                self._record("nvmlShutdown", None, nvml_fault(err, self._nvml_error).text)
 
     # --- sampling --------------------------------------------------------------------------
     def sample(self, t: float, tree_pids: set[int]) -> None:
@@ -228,7 +217,7 @@ class GpuSampler:
             return None, None
         ids = [(FI_NVLINK_THROUGHPUT_DATA_TX, _ALL_LINKS), (FI_NVLINK_THROUGHPUT_DATA_RX, _ALL_LINKS)]
         values = self._call(card, "nvmlDeviceGetFieldValues", t, card.handle, ids)
-        if values is None or values is SKIP:
+        if values is None or values is UNSUPPORTED:
             return None, None
         try:
             ok = [int(v.nvmlReturn) == 0 for v in values]
@@ -245,10 +234,10 @@ class GpuSampler:
         return round(max(0, rx_kib - prev[2]) * 1024 / dt, 1), round(max(0, tx_kib - prev[1]) * 1024 / dt, 1)
 
     def _processes(self, card: _Card, t: float, tree_pids: set[int]) -> None:
-        procs: Any = SKIP
+        procs: Any = UNSUPPORTED
         for fn_name in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetComputeRunningProcesses_v2"):
             procs = self._call(card, fn_name, t, card.handle)
-            if procs is not SKIP:
+            if procs is not UNSUPPORTED:  # the _v3 call is missing from this driver: try _v2
                 break
         if not isinstance(procs, (list, tuple)):
             return
@@ -286,7 +275,7 @@ def _text(value: Any) -> str | None:
 
 
 def _int_attr(obj: Any, name: str) -> int | None:
-    if obj is None or obj is SKIP:
+    if obj is None or obj is UNSUPPORTED:
         return None
     v = getattr(obj, name, None)
     return int(v) if isinstance(v, int) else None

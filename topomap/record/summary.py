@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from topomap.model.facts import gpu_pcie_link, nvlink_bundle_bandwidth
 from topomap.model.snapshot import Gpu
 from topomap.record.model import GpuSeries, Run
 
@@ -134,8 +135,6 @@ def last(values: list[int | None]) -> int | None:
 
 def shared_resources(run: Run) -> list[ResourceUse]:
     """Every shared resource with its observed peak, busiest (largest fraction of capacity) first."""
-    from topomap.model.facts import gpu_pcie_link, nvlink_bundle_bandwidth
-
     h = run.host
     peaks = host_peaks(run)
     cpu_peak = peaks["tree_cpu_pct"][0]
