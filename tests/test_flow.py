@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SAMPLES
-from topomap.flow.mapping import bind_hosts
-from topomap.flow.spec import FlowError, parse_flow, parse_volume, read_flow
+from topomap.cli.bind import bind_probes
+from topomap.flow import parse_flow, read_flow
+from topomap.flow.spec import FlowError, parse_volume
 
 GOOD = """flow: t
 hosts:
@@ -28,14 +29,14 @@ SNAP = str(SAMPLES / "snapshots" / "rtx5090-pair-p2p-gns.json")
 def err(text: str) -> FlowError:
     with pytest.raises(FlowError) as exc:
         f = parse_flow(text, "f.yaml")
-        bind_hosts(f, [])
+        bind_probes(f, [])
     assert "\n" not in str(exc.value)
     return exc.value
 
 
 def test_good_flow_parses_and_binds() -> None:
     f = parse_flow(GOOD.format(snap=SNAP), "f.yaml")
-    bind_hosts(f, [])
+    bind_probes(f, [])
     assert [(a.src.label(), a.dst.label(), a.volume_bytes) for a in f.arrows] == [
         ("lot:memory", "lot:gpu1", 2**30),
         ("lot:gpu1", "ws", None),
@@ -88,10 +89,10 @@ def test_probe_binding_on_the_command_line(tmp_path: Path) -> None:
     p = tmp_path / "f.yaml"
     p.write_text(GOOD.format(snap="null"))
     f = read_flow(p)
-    topos = bind_hosts(f, [f"lot={SNAP}"])
+    topos = bind_probes(f, [f"lot={SNAP}"])
     assert topos["lot"] is not None and topos["ws"] is None
     with pytest.raises(FlowError, match="has no host 'nope'"):
-        bind_hosts(read_flow(p), [f"nope={SNAP}"])
+        bind_probes(read_flow(p), [f"nope={SNAP}"])
 
 
 def test_volumes() -> None:
@@ -102,5 +103,5 @@ def test_volumes() -> None:
 def test_sample_flows_parse() -> None:
     for f in sorted((SAMPLES / "flows").glob("*.yaml")):
         flow = read_flow(f)
-        bind_hosts(flow, [])
+        bind_probes(flow, [])
         assert flow.arrows

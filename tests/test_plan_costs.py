@@ -13,11 +13,11 @@ from typer.testing import CliRunner
 from tests.conftest import SAMPLES, run_probe
 from tests.fakes.machines import hgx_h100
 from topomap.cli import app
-from topomap.flow.mapping import bind_hosts
-from topomap.flow.spec import read_flow
-from topomap.flow.work import Limits, Unit, Work
+from topomap.cli.bind import bind_probes
+from topomap.flow import read_flow
+from topomap.flow.spec import Limits, Unit, Work
 from topomap.model.codec import save_snapshot
-from topomap.plan.core import PlanResult, plan_changes, plan_file, plan_flow
+from topomap.plan.core import PlanResult, plan_changes, plan_flow
 from topomap.plan.costs import Leg, shared_costs
 
 GIB = 2**30
@@ -62,7 +62,7 @@ arrows:
 
 def _plan(path: Path, cards: list[int] | None = None, probes: list[str] | None = None) -> PlanResult:
     f = read_flow(path)
-    return plan_flow(f, bind_hosts(f, probes or []), cards)
+    return plan_flow(f, bind_probes(f, probes or []), cards)
 
 
 def _arr(r: PlanResult, k: int, kind: str) -> object:
@@ -93,7 +93,7 @@ def test_cards_on_separate_switches_do_not_share(tmp_path: Path) -> None:
     work = "  count: 8\n  duration: 12 min\n"
     path = _flow(tmp_path, _h100(tmp_path), work)
     f = read_flow(path)
-    r = plan_flow(f, bind_hosts(f, []), [1])
+    r = plan_flow(f, bind_probes(f, []), [1])
     legs = [lg for lg in r.legs if lg.direction == "input" and lg.card in ("gpu0", "gpu2")]
     costs = shared_costs(legs, ["gpu0", "gpu2"], Work(units=[], source="test"))
     assert [c.input_s for c in costs] == [pytest.approx(lg.seconds()) for lg in legs]
@@ -223,7 +223,7 @@ def test_plan_changes_between_lots(tmp_path: Path) -> None:
     work = "  count: 8\n  duration: 12 min\n  includes_transfers: true\n  memory_per_task: 60 GiB\n"
     a_path = _flow(tmp_path, _h100(tmp_path, 80, 8), work)
     a = _plan(a_path)
-    b = plan_file(str(a_path), [f"lot={_h100(tmp_path, 48, 4)}"])
+    b = _plan(a_path, probes=[f"lot={_h100(tmp_path, 48, 4)}"])
     lines = plan_changes(a, b)
     assert lines == [
         "B has 4 cards where A has 8: best total 12 min → no arrangement fits",

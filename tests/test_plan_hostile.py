@@ -13,11 +13,12 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import SAMPLES
-from tests.test_plan_costs import _flow, _h100
+from tests.test_plan_costs import _flow, _h100, _plan
 from topomap.cli import app
-from topomap.flow.spec import FlowError, parse_flow, read_flow
+from topomap.flow import parse_flow, read_flow
+from topomap.flow.spec import FlowError
 from topomap.flow.work import MAX_UNITS, read_durations_csv
-from topomap.plan.core import PlanResult, plan_file
+from topomap.plan.core import PlanResult
 from topomap.plan.sched import Lane, SlotCost, longest_first, shared_queue
 
 runner = CliRunner()
@@ -220,7 +221,7 @@ def test_a_plan_of_100000_units_is_summarised_and_quick(tmp_path: Path) -> None:
     """Was: text 9 s, --json and -o g.png over 20 s, `--json --cards 8` 72 MB."""
     p = _reference(tmp_path, "count: 8", f"count: {MAX_UNITS}")
     t = time.perf_counter()
-    r = plan_file(str(p))
+    r = _plan(p)
     doc = r.to_json()
     text = json.dumps(doc)
     took = time.perf_counter() - t
@@ -301,7 +302,7 @@ def test_a_lane_end_is_the_end_of_its_last_bar() -> None:
 
 def test_the_shipped_flows_plan_as_before() -> None:
     """The reference numbers survive the rewrite of the schedulers."""
-    r = plan_file(str(SAMPLES / "flows" / "uneven-documents.yaml"), cards=[1, 2])
+    r = _plan(SAMPLES / "flows" / "uneven-documents.yaml", cards=[1, 2])
     totals = {(a.k, a.kind): round(a.total_s / 60, 6) for a in r.arrangements}
     assert totals == {(1, "one card"): 106, (2, "even-static"): 84, (2, "longest-first"): 58, (2, "shared-queue"): 58}
     assert read_flow(SAMPLES / "flows" / "big-task-dgx2.yaml").spec.work is not None
@@ -309,7 +310,7 @@ def test_the_shipped_flows_plan_as_before() -> None:
 
 def test_an_observed_unit_time_outside_the_bounds_is_refused() -> None:
     from topomap.base.errors import TopomapError
-    from topomap.flow.work import Unit, Work
+    from topomap.flow.spec import Unit, Work
     from topomap.plan.observed import apply_observed
 
     work = Work(units=[Unit("a", 600.0)], source="t")

@@ -10,10 +10,10 @@ from typer.testing import CliRunner
 from tests.conftest import SAMPLES
 from topomap.base.errors import TopomapError
 from topomap.cli import app
-from topomap.flow.mapping import bind_hosts
-from topomap.flow.spec import read_flow
-from topomap.flow.work import Unit, Work
-from topomap.plan.core import plan_file, plan_flow
+from topomap.cli.bind import bind_probes
+from topomap.flow import read_flow
+from topomap.flow.spec import Unit, Work
+from topomap.plan.core import plan_flow
 from topomap.plan.observed import apply_observed
 from topomap.record import observed_for_plan
 from topomap.record.model import load_run
@@ -52,9 +52,10 @@ def test_a_failed_or_unfinished_run_is_refused() -> None:
 
 def test_plan_with_a_shipped_record() -> None:
     seen = observed_for_plan(load_run(TWO_CARDS), 8)
-    r = plan_file(REFERENCE, [], [1, 2])
+    assumed = read_flow(REFERENCE)
+    r = plan_flow(assumed, bind_probes(assumed, []), [1, 2])
     flow = read_flow(REFERENCE)
-    o = plan_flow(flow, bind_hosts(flow, []), [1, 2], (seen, TWO_CARDS))
+    o = plan_flow(flow, bind_probes(flow, []), [1, 2], (seen, TWO_CARDS))
     assert r.unit_provenance == "assumed" and o.unit_provenance == "observed"
     assert {u.seconds for u in o.units} == {seen["unit_duration_s"]}
     one = next(a for a in o.arrangements if a.kind == "one card")

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SAMPLES
-from topomap.flow.spec import FlowError, parse_flow, read_flow
+from topomap.flow import parse_flow, read_flow
+from topomap.flow.spec import FlowError
 from topomap.flow.work import parse_duration, parse_rate_gbps, read_durations_csv, work_of
 
 FLOW = """flow: t

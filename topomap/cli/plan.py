@@ -84,8 +84,8 @@ def plan(
 ) -> None:
     """The flow's work on 1…N cards: one card, even split, longest-first, shared queue, coordinated —
     parallel part, transfers, assembly, total, idle, speed-up and memory fit. A calculation."""
-    from topomap.flow.mapping import bind_hosts
-    from topomap.flow.spec import read_flow
+    from topomap.cli.bind import bind_probes
+    from topomap.flow import read_flow
     from topomap.plan.core import plan_flow
 
     counts = _card_counts(cards)
@@ -97,7 +97,7 @@ def plan(
             raise TopomapError(f"-o {output}: a Gantt chart is drawn as .svg or .png")
     flow = read_flow(flow_file)
     seen = None if observed is None else (_observed(observed, observed_units, flow), observed)
-    result = plan_flow(flow, bind_hosts(flow, probe or []), counts, seen)
+    result = plan_flow(flow, bind_probes(flow, probe or []), counts, seen)
     if gantt is not None and gantt not in {a.k for a in result.arrangements}:
         have = ", ".join(str(k) for k in sorted({a.k for a in result.arrangements}))
         raise TopomapError(f"--gantt {gantt}: no arrangement of {gantt} cards in this plan", hint=f"planned: {have}")

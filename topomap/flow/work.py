@@ -22,16 +22,10 @@ import functools
 import io
 import math
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from topomap.files.inputs import MAX_TOPOLOGY_BYTES, read_text
-from topomap.files.yamlfile import YamlDoc
-from topomap.flow.spec import AssemblySpec, FlowError, parse_volume
-
-if TYPE_CHECKING:
-    from topomap.flow.spec import Flow
+from topomap.flow.spec import Assembly, AssemblySpec, Flow, FlowError, Limits, Split, Unit, Work, parse_volume
 
 _SECONDS = {
     "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
@@ -113,58 +107,8 @@ def parse_rate_gbps(text: str) -> float | None:
     return None if size is None else size / 1e9
 
 
-@dataclass(frozen=True)
-class Unit:
-    """One unit of work: its name and how long it occupies its card(s), in seconds (assumed)."""
-
-    name: str
-    seconds: float
-
-
-@dataclass(frozen=True)
-class Assembly:
-    """The final assembly: seconds (assumed), where it runs, whether it waits for every unit."""
-
-    seconds: float
-    on: str | None = None
-    waits_for_all: bool = True
-    rule: str | None = None
-
-
-@dataclass(frozen=True)
-class Limits:
-    storage_read_gbps: float | None = None  # GB/s, assumed by the user
-    storage_write_gbps: float | None = None
-    max_concurrent: int | None = None  # tasks at once (a licence, a quota)
-
-
-@dataclass(frozen=True)
-class Split:
-    steps: int  # exchange rounds per task
-    exchange_bytes: int | None  # each card's data per round; None: take it from the flow
-
-
-@dataclass
-class Work:
-    """The work block in numbers. ``source`` says where the durations came from."""
-
-    units: list[Unit]
-    source: str
-    cards_per_task: int = 1
-    memory_per_task_bytes: int | None = None
-    duplicated_bytes: int = 0
-    includes_transfers: bool = False
-    assembly: Assembly | None = None
-    limits: Limits = field(default_factory=Limits)
-    split: Split | None = None
-    unit_label: str | None = None
-    provenance: str = "assumed"  # of the durations: "assumed" (the flow) or "observed" (a recorded run)
-    notes: list[str] = field(default_factory=list)  # extra assumptions, e.g. what an observed run stands for
-
-
 def _err(flow: Flow, where: str, message: str, hint: str | None = None) -> FlowError:
-    line = YamlDoc("", None, flow.lines).line(where)
-    return FlowError(f"{flow.path}:{line}: work: {message}", hint=hint)
+    return FlowError(f"{flow.path}:{flow.line(where)}: work: {message}", hint=hint)
 
 
 def _duration(flow: Flow, value: str | float, where: str, what: str) -> float:

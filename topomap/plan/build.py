@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from topomap.flow.work import Work
+from topomap.flow.spec import Work
 from topomap.plan.core import Arrangement, MemoryFit, PlanResult, fmt_span, memory_fit
 from topomap.plan.costs import card_memory, exchange_seconds, exchange_volume, map_pairs, shared_costs, unit_legs
 from topomap.plan.sched import SCHEDULERS, Lane, SlotCost, one_slot

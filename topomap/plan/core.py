@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from topomap.base.errors import TopomapError
 from topomap.base.units import fmt_bytes, fmt_seconds
-from topomap.flow.work import Unit, Work, work_of
+from topomap.flow.spec import Unit, Work
+from topomap.flow.work import work_of
 from topomap.plan.costs import SETTLE_MEMORY, CardMemory, Leg, cards_of, lot_of
 from topomap.plan.sched import Lane
 
@@ -296,17 +297,6 @@ def _finite(result: PlanResult, origin: str) -> PlanResult:
                 hint="check the work block's durations, sizes and rates, and the flow's volumes",
             )
     return result
-
-
-def plan_file(flow_file: str, probes: list[str] | None = None, cards: list[int] | None = None) -> PlanResult:
-    """Read a flow file, bind its hosts (``NAME=FILE`` probes first, as `--probe`), and plan it.
-    Each call reads the file afresh: binding resolves placements in place, so one Flow object
-    must not be bound to two lots."""
-    from topomap.flow.mapping import bind_hosts
-    from topomap.flow.spec import read_flow
-
-    flow = read_flow(flow_file)
-    return plan_flow(flow, bind_hosts(flow, probes or []), cards)
 
 
 def memory_fit(work: Work, memory: dict[str, CardMemory], used: list[str], holders: int, lot_cards: int) -> MemoryFit:

@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from topomap.base.units import fmt_bytes
-from topomap.flow.spec import Flow, FlowArrow, Placement
-from topomap.flow.work import Work
+from topomap.flow.spec import Flow, FlowArrow, Placement, Work
 
 if TYPE_CHECKING:
     from topomap.flow.mapping import MappedArrow

@@ -23,13 +23,6 @@ def host_of(label: str) -> str:
     return m.group("host") if m else label
 
 
-def fmt_bw(gbps: float | None, source: str, lower_bound: bool = False) -> str:
-    """Bandwidth with its unit and provenance; unknown says so."""
-    if gbps is None:
-        return "bandwidth unknown"
-    return fmt_bandwidth(gbps, source, lower_bound)
-
-
 def compress_places(labels: list[str]) -> str:
     """`lot:gpu0, lot:gpu1, … lot:gpu7` → `lot:gpu0–7`; other places listed once each, in order."""
     gpus: dict[str, list[int]] = {}
@@ -205,7 +198,7 @@ def slowest_line(a: MappedArrow, count: int, unknown: int) -> str:
         return f"{count} arrow(s) stay on their device (no transfer)"
     if unknown == count:
         return f"{count} arrow(s), bandwidth unknown for all (not recorded by the source)"
-    text = f"{count} arrow(s), slowest {fmt_bw(a.bandwidth_gbps, a.bandwidth_source)}"
+    text = f"{count} arrow(s), slowest {fmt_bandwidth(a.bandwidth_gbps, a.bandwidth_source)}"  # known: see above
     text += f": {a.src_step} → {a.dst_step} ({a.src} → {a.dst})"
     return text + (f"; {unknown} with unknown bandwidth" if unknown else "")
 
