@@ -13,8 +13,8 @@ from pathlib import Path
 
 import msgspec
 
-from topomap.model.codec import encode_snapshot, load_snapshot
 from topomap.model.snapshot import Snapshot
+from topomap.model.codec import encode_snapshot, load_snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = ROOT / "samples" / "snapshots" / "ibm-gx3d-h100-8gpu.json"

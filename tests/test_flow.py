@@ -8,8 +8,9 @@ import pytest
 
 from tests.conftest import SAMPLES
 from topomap.cli.bind import bind_probes
-from topomap.flow import parse_flow, read_flow
+from topomap.flow import GivenSnapshot, SnapshotFile, bind_hosts, claim_hosts, parse_flow, read_flow
 from topomap.flow.spec import FlowError, parse_volume
+from topomap.importers import load_any
 
 GOOD = """flow: t
 hosts:
@@ -105,3 +106,20 @@ def test_sample_flows_parse() -> None:
         flow = read_flow(f)
         bind_probes(flow, [])
         assert flow.arrows
+
+
+def test_binding_takes_loaded_snapshots_and_reads_no_file() -> None:
+    """flow/ binds hosts to snapshots the CLI loaded: a named one binds its host, a bare one the
+    only host of a one-host flow; a host bound twice names both arguments; nothing is read here."""
+    f = parse_flow(GOOD.format(snap="missing-and-never-read.json"), "f.yaml")
+    lot = SnapshotFile(load_any(SNAP), "pair.json")
+    named = GivenSnapshot("lot", lot, "--probe lot=pair.json")
+    assert claim_hosts(f, [named]) == {"lot": named}
+    with pytest.raises(FlowError) as exc:
+        claim_hosts(f, [named, GivenSnapshot("lot", lot, "--probe lot=other.json")])
+    assert str(exc.value) == "--probe lot=other.json: lot is bound twice (also by --probe lot=pair.json)"
+    with pytest.raises(FlowError, match=r"^--probe pair.json: the flow has hosts lot, ws; say which$"):
+        claim_hosts(f, [GivenSnapshot(None, lot, "--probe pair.json")])
+    topos = bind_hosts(f, {"lot": lot, "ws": None})
+    assert topos["ws"] is None and topos["lot"] is not None and topos["lot"].snapshot is lot.snapshot
+    assert [(a.src.label(), a.dst.label()) for a in f.arrows] == [("lot:memory", "lot:gpu1"), ("lot:gpu1", "ws")]

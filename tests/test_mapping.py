@@ -174,3 +174,22 @@ def test_sample_tensor_parallel_on_nvswitch_and_on_the_4090_box() -> None:
     ex = [a for a in m.arrows if a.src_step == a.dst_step == "allreduce"]
     assert {a.medium for a in ex} == {"host-memory"}
     assert all(any("assumed NCCL's rule" in n for n in a.notes) for a in ex)
+
+
+def test_map_asks_the_graph_for_the_memory_node_and_the_pcie_route() -> None:
+    """One home per fact: host memory near a GPU is graph.evidence.memory_node's answer, and a GPU
+    pair without NVLink travels graph.routes.route's PCIe route with its class and narrowest link."""
+    from topomap.graph.evidence import memory_node
+    from topomap.graph.routes import route
+
+    snap = load_any(SAMPLES / "snapshots" / "rtx5090-pair-p2p-gns.json")
+    topo = build(snap)
+    a = one({"lot": snap}, "lot:gpu1", "lot:memory")
+    assert a.route[-1] == f"lot/{memory_node(topo, 'gpu1')}"
+    p2p = one({"lot": snap}, "lot:gpu0", "lot:gpu1")
+    r = route(topo, "gpu0", "gpu1")
+    assert p2p.path == r.path and p2p.medium == "host-memory"  # P2P GNS: staged, on the pair's class
+    p4d = load_any(SAMPLES / "snapshots" / "aws-p4d-24xlarge.json")  # NVLink unknown: the PCIe route shown
+    pair = one({"lot": p4d}, "lot:gpu0", "lot:gpu1")
+    r = route(build(p4d), "gpu0", "gpu1")
+    assert (pair.medium, pair.path) == ("unknown", r.path) and pair.route == [f"lot/{n}" for n in r.nodes]

@@ -15,7 +15,7 @@ from topomap.flow.crosshost import cross_host
 from topomap.flow.decision import MEDIA, Decision, Medium, on_host
 from topomap.flow.memory import check_numa_places, placement_node
 from topomap.flow.onehost import same_host
-from topomap.flow.spec import Flow, FlowArrow, FlowError
+from topomap.flow.spec import Flow, FlowArrow, FlowError, Placement
 from topomap.graph import Topology
 from topomap.graph.evidence import gpu_usable
 from topomap.model.facts import BandwidthSource
@@ -23,6 +23,10 @@ from topomap.model.facts import BandwidthSource
 
 @dataclass
 class MappedArrow:
+    """One concrete arrow mapped onto the machines. ``src``/``dst`` are the placements' labels
+    (``lot:gpu3``, as the JSON and the views print them); ``src_place``/``dst_place`` the placements
+    themselves, for views that group by host or GPU (never parse the labels back)."""
+
     src_step: str
     dst_step: str
     src: str
@@ -33,6 +37,8 @@ class MappedArrow:
     route: list[str]
     bandwidth_gbps: float | None
     bandwidth_source: BandwidthSource
+    src_place: Placement
+    dst_place: Placement
     volume_bytes: int | None = None
     seconds: float | None = None
     notes: list[str] = field(default_factory=list)
@@ -119,6 +125,8 @@ def _arrow(a: FlowArrow, d: Decision) -> MappedArrow:
         list(d.route),
         bw.gbps,
         bw.source if bw.gbps is not None else "unknown",
+        a.src,
+        a.dst,
         notes=list(dict.fromkeys([*d.reasons, *d.assumptions])),
         both_ways=a.both_ways,
         label=a.label,

@@ -224,8 +224,8 @@ def read_durations_csv(path: Path, shown: str) -> list[Unit]:
     return list(units)
 
 
-#: The last CSV parsed, by its name and whole text: a flow is read (and checked) before it is
-#: planned, and 100,000 rows are parsed once, not twice. Same text, same units: never stale.
+#: The last CSV parsed, by its name and whole text, for callers that still parse the work block
+#: again instead of reading ``flow.work``: 100,000 rows are parsed once. Same text, same units.
 _CSV_READ: dict[tuple[str, str], list[Unit]] = {}
 
 
@@ -293,7 +293,8 @@ def _units(flow: Flow) -> tuple[list[Unit], str]:
 
 
 def work_of(flow: Flow) -> Work | None:
-    """The flow's work in numbers, or None when the flow has no `work:` block."""
+    """The flow's work in numbers, or None when the flow has no `work:` block. The reader calls it
+    once and keeps the answer in ``flow.work``: later stages read that, not the block again."""
     spec = flow.spec.work
     if spec is None:
         return None

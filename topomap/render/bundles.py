@@ -17,12 +17,6 @@ from topomap.flow.mapping import FlowMap, MappedArrow
 _PLACEMENT = re.compile(r"^(?P<host>.*):(?P<what>gpu(?P<n>\d+)|memory(?:@numa\d+)?|storage)$", re.S)
 
 
-def host_of(label: str) -> str:
-    """The flow host of a placement label (`node-a:gpu7` → `node-a`; a snapshot-less host is its own label)."""
-    m = _PLACEMENT.match(label)
-    return m.group("host") if m else label
-
-
 def compress_places(labels: list[str]) -> str:
     """`lot:gpu0, lot:gpu1, … lot:gpu7` → `lot:gpu0–7`; other places listed once each, in order."""
     gpus: dict[str, list[int]] = {}
@@ -156,7 +150,7 @@ def bundles(fmap: FlowMap) -> list[Bundle]:
     """Bundles in the order their first arrow appears in the flow."""
     out: dict[tuple[str, str, str, str, str], Bundle] = {}
     for a in fmap.arrows:
-        key = (a.src_step, a.dst_step, host_of(a.src), host_of(a.dst), a.medium)
+        key = (a.src_step, a.dst_step, a.src_place.host, a.dst_place.host, a.medium)
         if key not in out:
             out[key] = Bundle(*key)
         out[key].arrows.append(a)
