@@ -314,38 +314,6 @@ def work_of(flow: Flow) -> Work | None:
         raise _err(
             flow, "$.work.duplicated_memory", "duplicated_memory is larger than memory_per_task", "it is a part of it"
         )
-    assembly = None
-    if isinstance(spec.assembly, AssemblySpec):
-        a = spec.assembly
-        if a.duration is None:
-            raise _err(flow, "$.work.assembly", "assembly needs a duration", "assembly: {duration: 10 min}")
-        if a.on is not None and a.on not in flow.spec.hosts and a.on not in flow.spec.steps:
-            raise _err(
-                flow, "$.work.assembly.on", f"assembly on {a.on!r}: no such host or step",
-                f"hosts: {', '.join(flow.spec.hosts)}",
-            )  # fmt: skip
-        sec = _duration(flow, a.duration, "$.work.assembly.duration", "assembly duration")
-        assembly = Assembly(sec, a.on, a.waits_for_all, a.rule)
-    limits = Limits()
-    if spec.limits is not None:
-        lim = spec.limits
-        if lim.max_concurrent is not None and lim.max_concurrent < 1:
-            raise _err(flow, "$.work.limits.max_concurrent", "max_concurrent is below 1", "1 or more tasks at once")
-        limits = Limits(
-            _rate(flow, lim.storage_read, "$.work.limits.storage_read", "storage_read"),
-            _rate(flow, lim.storage_write, "$.work.limits.storage_write", "storage_write"),
-            lim.max_concurrent,
-        )
-    split = None
-    if spec.split is not None:
-        if spec.split.steps < 1:
-            raise _err(flow, "$.work.split.steps", "split steps is below 1", "exchange rounds per task, e.g. 2000")
-        if spec.split.steps > MAX_STEPS:
-            raise _err(
-                flow, "$.work.split.steps", f"split steps {_cut(str(spec.split.steps))} is more than "
-                f"{MAX_STEPS:,} exchange rounds per task", "exchange rounds per task, e.g. 2000",
-            )  # fmt: skip
-        split = Split(spec.split.steps, _size(flow, spec.split.exchange, "$.work.split.exchange", "exchange"))
     return Work(
         units=units,
         source=source,
@@ -353,8 +321,53 @@ def work_of(flow: Flow) -> Work | None:
         memory_per_task_bytes=mem,
         duplicated_bytes=dup or 0,
         includes_transfers=spec.includes_transfers,
-        assembly=assembly,
-        limits=limits,
-        split=split,
+        assembly=_assembly(flow),
+        limits=_limits(flow),
+        split=_split(flow),
         unit_label=spec.unit,
     )
+
+
+def _assembly(flow: Flow) -> Assembly | None:
+    """The assembly step, when the work block gives one (not just a rule in words)."""
+    a = flow.spec.work.assembly if flow.spec.work is not None else None
+    if not isinstance(a, AssemblySpec):
+        return None
+    if a.duration is None:
+        raise _err(flow, "$.work.assembly", "assembly needs a duration", "assembly: {duration: 10 min}")
+    if a.on is not None and a.on not in flow.spec.hosts and a.on not in flow.spec.steps:
+        raise _err(
+            flow, "$.work.assembly.on", f"assembly on {a.on!r}: no such host or step",
+            f"hosts: {', '.join(flow.spec.hosts)}",
+        )  # fmt: skip
+    sec = _duration(flow, a.duration, "$.work.assembly.duration", "assembly duration")
+    return Assembly(sec, a.on, a.waits_for_all, a.rule)
+
+
+def _limits(flow: Flow) -> Limits:
+    """Shared limits: storage rates and the cap on concurrent tasks (none given: no limit)."""
+    lim = flow.spec.work.limits if flow.spec.work is not None else None
+    if lim is None:
+        return Limits()
+    if lim.max_concurrent is not None and lim.max_concurrent < 1:
+        raise _err(flow, "$.work.limits.max_concurrent", "max_concurrent is below 1", "1 or more tasks at once")
+    return Limits(
+        _rate(flow, lim.storage_read, "$.work.limits.storage_read", "storage_read"),
+        _rate(flow, lim.storage_write, "$.work.limits.storage_write", "storage_write"),
+        lim.max_concurrent,
+    )
+
+
+def _split(flow: Flow) -> Split | None:
+    """How one task splits over cards: exchange rounds and each card's data per round."""
+    split = flow.spec.work.split if flow.spec.work is not None else None
+    if split is None:
+        return None
+    if split.steps < 1:
+        raise _err(flow, "$.work.split.steps", "split steps is below 1", "exchange rounds per task, e.g. 2000")
+    if split.steps > MAX_STEPS:
+        raise _err(
+            flow, "$.work.split.steps", f"split steps {_cut(str(split.steps))} is more than "
+            f"{MAX_STEPS:,} exchange rounds per task", "exchange rounds per task, e.g. 2000",
+        )  # fmt: skip
+    return Split(split.steps, _size(flow, split.exchange, "$.work.split.exchange", "exchange"))
