@@ -13,8 +13,8 @@ from tests.conftest import SAMPLES
 from topomap.check.evaluate import Lot, RequirementsError, check, parse_requirements
 from topomap.check.names import model_matches
 from topomap.cli import app
+from topomap.flow import read_flow
 from topomap.flow.mapping import FlowMap
-from topomap.flow.spec import read_flow
 from topomap.graph import build
 from topomap.importers import load_any
 

@@ -14,8 +14,8 @@ from tests.conftest import REAL, SAMPLES, run_probe
 from tests.fakes import machines
 from topomap.check.evaluate import Lot, check, parse_requirements
 from topomap.cli import app
-from topomap.flow.mapping import MappedArrow, gpus_of, map_flow
-from topomap.flow.spec import bind, parse_flow
+from topomap.flow import bind, gpus_of, parse_flow
+from topomap.flow.mapping import MappedArrow, map_flow
 from topomap.graph import build
 from topomap.graph.evidence import gpu_link, nearest_nic, nvlink
 from topomap.graph.routes import route
@@ -447,11 +447,11 @@ def test_matrix_says_when_its_gpu_cells_cannot_show_nvlink() -> None:
 def test_network_arrow_names_roce_apart_from_plain_ethernet() -> None:
     """IBM gx3d's ConnectX ports have PCI class 0x0200 (Ethernet) and are RDMA devices: RoCE. The
     arrow says roce, not ethernet (which reads as TCP) nor a bare rdma."""
-    from topomap.flow.mapping import bind_hosts
-    from topomap.flow.spec import read_flow
+    from topomap.cli.bind import bind_probes
+    from topomap.flow import read_flow
 
     flow = read_flow(SAMPLES / "flows" / "two-host-pipeline.yaml")
-    arrows = map_flow(flow, bind_hosts(flow, [])).arrows
+    arrows = map_flow(flow, bind_probes(flow, [])).arrows
     net = [a for a in arrows if a.medium == "network"]
     assert len(net) == 1 and net[0].via == "roce" and net[0].bandwidth_gbps == 25.0
 

@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SAMPLES
-from topomap.flow.mapping import bind_hosts
-from topomap.flow.spec import FlowError, parse_flow, parse_volume, read_flow
+from topomap.cli.bind import bind_probes
+from topomap.flow import GivenSnapshot, SnapshotFile, bind_hosts, claim_hosts, parse_flow, read_flow
+from topomap.flow.spec import FlowError, parse_volume
+from topomap.importers import load_any
 
 GOOD = """flow: t
 hosts:
@@ -28,14 +30,14 @@ SNAP = str(SAMPLES / "snapshots" / "rtx5090-pair-p2p-gns.json")
 def err(text: str) -> FlowError:
     with pytest.raises(FlowError) as exc:
         f = parse_flow(text, "f.yaml")
-        bind_hosts(f, [])
+        bind_probes(f, [])
     assert "\n" not in str(exc.value)
     return exc.value
 
 
 def test_good_flow_parses_and_binds() -> None:
     f = parse_flow(GOOD.format(snap=SNAP), "f.yaml")
-    bind_hosts(f, [])
+    bind_probes(f, [])
     assert [(a.src.label(), a.dst.label(), a.volume_bytes) for a in f.arrows] == [
         ("lot:memory", "lot:gpu1", 2**30),
         ("lot:gpu1", "ws", None),
@@ -88,10 +90,10 @@ def test_probe_binding_on_the_command_line(tmp_path: Path) -> None:
     p = tmp_path / "f.yaml"
     p.write_text(GOOD.format(snap="null"))
     f = read_flow(p)
-    topos = bind_hosts(f, [f"lot={SNAP}"])
+    topos = bind_probes(f, [f"lot={SNAP}"])
     assert topos["lot"] is not None and topos["ws"] is None
     with pytest.raises(FlowError, match="has no host 'nope'"):
-        bind_hosts(read_flow(p), [f"nope={SNAP}"])
+        bind_probes(read_flow(p), [f"nope={SNAP}"])
 
 
 def test_volumes() -> None:
@@ -102,5 +104,22 @@ def test_volumes() -> None:
 def test_sample_flows_parse() -> None:
     for f in sorted((SAMPLES / "flows").glob("*.yaml")):
         flow = read_flow(f)
-        bind_hosts(flow, [])
+        bind_probes(flow, [])
         assert flow.arrows
+
+
+def test_binding_takes_loaded_snapshots_and_reads_no_file() -> None:
+    """flow/ binds hosts to snapshots the CLI loaded: a named one binds its host, a bare one the
+    only host of a one-host flow; a host bound twice names both arguments; nothing is read here."""
+    f = parse_flow(GOOD.format(snap="missing-and-never-read.json"), "f.yaml")
+    lot = SnapshotFile(load_any(SNAP), "pair.json")
+    named = GivenSnapshot("lot", lot, "--probe lot=pair.json")
+    assert claim_hosts(f, [named]) == {"lot": named}
+    with pytest.raises(FlowError) as exc:
+        claim_hosts(f, [named, GivenSnapshot("lot", lot, "--probe lot=other.json")])
+    assert str(exc.value) == "--probe lot=other.json: lot is bound twice (also by --probe lot=pair.json)"
+    with pytest.raises(FlowError, match=r"^--probe pair.json: the flow has hosts lot, ws; say which$"):
+        claim_hosts(f, [GivenSnapshot(None, lot, "--probe pair.json")])
+    topos = bind_hosts(f, {"lot": lot, "ws": None})
+    assert topos["ws"] is None and topos["lot"] is not None and topos["lot"].snapshot is lot.snapshot
+    assert [(a.src.label(), a.dst.label()) for a in f.arrows] == [("lot:memory", "lot:gpu1"), ("lot:gpu1", "ws")]

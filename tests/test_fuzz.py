@@ -43,7 +43,7 @@ from typer.testing import CliRunner
 from topomap.base.errors import TopomapError
 from topomap.check.evaluate import read_requirements
 from topomap.cli import app
-from topomap.flow.spec import read_flow
+from topomap.flow import read_flow
 from topomap.importers import import_file, load_any
 from topomap.importers.bandwidth import load_measurements
 from topomap.record import load_run

@@ -10,7 +10,8 @@ import pytest
 from topomap.base.errors import TopomapError
 from topomap.check.evaluate import RequirementsError, parse_requirements
 from topomap.files.yamlfile import MAX_ALIASES, MAX_DEPTH, load_yaml
-from topomap.flow.spec import FlowError, parse_flow
+from topomap.flow import parse_flow
+from topomap.flow.spec import FlowError
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 FLOW = """flow: t
@@ -150,7 +151,7 @@ def test_absurd_volume_is_not_a_size() -> None:
 
 def test_a_run_record_where_a_flow_belongs_is_named_a_run_record() -> None:
     """A run record holds a snapshot: it is still called what it is, with where it belongs."""
-    from topomap.flow.spec import read_flow
+    from topomap.flow import read_flow
 
     with pytest.raises(TopomapError) as err:
         read_flow(Path(__file__).resolve().parents[1] / "samples" / "records" / "one-card.json")

@@ -9,8 +9,9 @@ import pytest
 
 from tests.conftest import SAMPLES, run_probe
 from tests.fakes import machines
-from topomap.flow.mapping import MappedArrow, bind_hosts, map_flow
-from topomap.flow.spec import parse_flow
+from topomap.cli.bind import bind_probes
+from topomap.flow import parse_flow
+from topomap.flow.mapping import MappedArrow, map_flow
 from topomap.graph import build
 from topomap.importers import import_file, load_any
 from topomap.model.codec import save_snapshot
@@ -26,8 +27,7 @@ def one(snaps: dict[str, Snapshot | None], src: str, dst: str, volume: str | Non
     )
     f = parse_flow(text, "t.yaml")
     topos = {h: (build(s) if s is not None else None) for h, s in snaps.items()}
-    from topomap.flow.mapping import gpus_of
-    from topomap.flow.spec import bind
+    from topomap.flow import bind, gpus_of
 
     bind(f, gpus_of(topos))
     m = map_flow(f, topos)
@@ -134,7 +134,7 @@ def test_exchange_step_is_all_pairs_both_ways(tmp_path: Path) -> None:
     snap = tmp_path / "s.json"
     save_snapshot(load_any(SAMPLES / "snapshots" / "ibm-gx3d-h100-8gpu.json"), snap)
     f = parse_flow(f"flow: x\nhosts: {{lot: {snap}}}\nsteps:\n  ar: {{kind: exchange, on: lot:gpus}}\n", "x.yaml")
-    m = map_flow(f, bind_hosts(f, []))
+    m = map_flow(f, bind_probes(f, []))
     assert len(m.arrows) == 28 and all(a.both_ways and a.medium == "gpu-link" for a in m.arrows)
     assert {a.bandwidth_gbps for a in m.arrows} == {450.0}
     assert m.summary() == [
@@ -148,10 +148,10 @@ def test_exchange_step_is_all_pairs_both_ways(tmp_path: Path) -> None:
 
 
 def test_sample_doc_conversion_media() -> None:
-    from topomap.flow.spec import read_flow
+    from topomap.flow import read_flow
 
     f = read_flow(SAMPLES / "flows" / "doc-conversion.yaml")
-    m = map_flow(f, bind_hosts(f, []))
+    m = map_flow(f, bind_probes(f, []))
     media = [(a.src_step, a.dst_step, a.medium) for a in m.arrows]
     assert media == [
         ("batch-a", "convert-a", "host-memory"),
@@ -163,14 +163,33 @@ def test_sample_doc_conversion_media() -> None:
 
 
 def test_sample_tensor_parallel_on_nvswitch_and_on_the_4090_box() -> None:
-    from topomap.flow.spec import read_flow
+    from topomap.flow import read_flow
 
     f = read_flow(SAMPLES / "flows" / "tensor-parallel.yaml")
-    m = map_flow(f, bind_hosts(f, []))
+    m = map_flow(f, bind_probes(f, []))
     ex = [a for a in m.arrows if a.src_step == a.dst_step == "allreduce"]
     assert len(ex) == 28 and {(a.medium, a.via) for a in ex} == {("gpu-link", "nvswitch")}
     f = read_flow(SAMPLES / "flows" / "tensor-parallel.yaml")
-    m = map_flow(f, bind_hosts(f, [f"lot={SAMPLES / 'snapshots' / 'rtx4090-8gpu-all-sys.json'}"]))
+    m = map_flow(f, bind_probes(f, [f"lot={SAMPLES / 'snapshots' / 'rtx4090-8gpu-all-sys.json'}"]))
     ex = [a for a in m.arrows if a.src_step == a.dst_step == "allreduce"]
     assert {a.medium for a in ex} == {"host-memory"}
     assert all(any("assumed NCCL's rule" in n for n in a.notes) for a in ex)
+
+
+def test_map_asks_the_graph_for_the_memory_node_and_the_pcie_route() -> None:
+    """One home per fact: host memory near a GPU is graph.evidence.memory_node's answer, and a GPU
+    pair without NVLink travels graph.routes.route's PCIe route with its class and narrowest link."""
+    from topomap.graph.evidence import memory_node
+    from topomap.graph.routes import route
+
+    snap = load_any(SAMPLES / "snapshots" / "rtx5090-pair-p2p-gns.json")
+    topo = build(snap)
+    a = one({"lot": snap}, "lot:gpu1", "lot:memory")
+    assert a.route[-1] == f"lot/{memory_node(topo, 'gpu1')}"
+    p2p = one({"lot": snap}, "lot:gpu0", "lot:gpu1")
+    r = route(topo, "gpu0", "gpu1")
+    assert p2p.path == r.path and p2p.medium == "host-memory"  # P2P GNS: staged, on the pair's class
+    p4d = load_any(SAMPLES / "snapshots" / "aws-p4d-24xlarge.json")  # NVLink unknown: the PCIe route shown
+    pair = one({"lot": p4d}, "lot:gpu0", "lot:gpu1")
+    r = route(build(p4d), "gpu0", "gpu1")
+    assert (pair.medium, pair.path) == ("unknown", r.path) and pair.route == [f"lot/{n}" for n in r.nodes]

@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import SAMPLES
-from topomap.flow.mapping import gpus_of, map_flow
-from topomap.flow.spec import bind, parse_flow
+from topomap.flow import bind, gpus_of, parse_flow
+from topomap.flow.mapping import map_flow
 from topomap.graph import build
 from topomap.importers import load_any
 

@@ -12,8 +12,10 @@ from typer.testing import CliRunner
 
 from tests.conftest import REAL, SAMPLES
 from topomap.cli import app
-from topomap.flow.mapping import MappedArrow, bind_hosts, map_flow
-from topomap.flow.spec import FlowError, parse_flow
+from topomap.cli.bind import bind_probes
+from topomap.flow import parse_flow
+from topomap.flow.mapping import MappedArrow, map_flow
+from topomap.flow.spec import FlowError
 
 runner = CliRunner()
 DOC = str(SAMPLES / "flows" / "doc-conversion.yaml")  # hosts lot (an 8x RTX 4090 box) and workstation: null
@@ -38,7 +40,7 @@ def pair(tmp_path: Path, snap: Path, memory: str = "lot:memory") -> list[MappedA
     f = tmp_path / "pair.yaml"
     f.write_text(PAIR.replace("MEMORY", memory))
     flow = parse_flow(f.read_text(), str(f))
-    return map_flow(flow, bind_hosts(flow, [f"lot={snap}"])).arrows
+    return map_flow(flow, bind_probes(flow, [f"lot={snap}"])).arrows
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +71,7 @@ def test_a_cluster_binds_the_hosts_named_like_its_own(tmp_path: Path, cluster: P
     f = tmp_path / "f.yaml"
     f.write_text(Path(DOC).read_text().replace("lot", "node-b").replace("../snapshots/", f"{SAMPLES}/snapshots/"))
     flow = parse_flow(f.read_text(), str(f))
-    topos = bind_hosts(flow, [str(cluster)])
+    topos = bind_probes(flow, [str(cluster)])
     assert topos["node-b"] is not None and topos["node-b"].snapshot.host.hostname == "node-b"
 
 
@@ -87,7 +89,7 @@ def test_a_cluster_binds_the_hosts_named_like_its_own(tmp_path: Path, cluster: P
 def test_bindings_that_would_be_silently_wrong(probes: list[str], message: str) -> None:
     flow = parse_flow(Path(DOC).read_text(), DOC)
     with pytest.raises(FlowError) as e:
-        bind_hosts(flow, probes)
+        bind_probes(flow, probes)
     assert str(e.value) == message
 
 

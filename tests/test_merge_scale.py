@@ -12,7 +12,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import run as bench  # noqa: E402
 import synth  # noqa: E402
 
-from topomap.flow.spec import parse_flow  # noqa: E402
+from topomap.flow import parse_flow  # noqa: E402
 from topomap.model.codec import load_snapshot  # noqa: E402
 from topomap.model.merge import consistency  # noqa: E402
 

@@ -10,8 +10,8 @@ import pytest
 
 from tests.conftest import SAMPLES
 from topomap.base.units import fmt_span
-from topomap.flow.mapping import bind_hosts
-from topomap.flow.spec import read_flow
+from topomap.cli.bind import bind_probes
+from topomap.flow import read_flow
 from topomap.plan import Arrangement, PlanResult, best_total_seconds, plan_flow
 from topomap.plan.sched import SlotCost, even_static, longest_first, one_slot, shared_queue
 
@@ -22,7 +22,7 @@ MIN = 60.0
 
 def plan_of(path: Path, cards: list[int] | None = None, probes: list[str] | None = None) -> PlanResult:
     flow = read_flow(path)
-    return plan_flow(flow, bind_hosts(flow, probes or []), cards)
+    return plan_flow(flow, bind_probes(flow, probes or []), cards)
 
 
 def arr(r: PlanResult, k: int, kind: str) -> Arrangement:

@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 from tests.conftest import SAMPLES
 from tests.test_plan_costs import _flow, _h100, _plan
 from topomap.cli import app
-from topomap.flow.spec import FlowError, parse_flow, read_flow
+from topomap.flow import parse_flow, read_flow
+from topomap.flow.spec import FlowError
 from topomap.flow.work import MAX_UNITS, read_durations_csv
 from topomap.plan import PlanResult
 from topomap.plan.sched import Lane, SlotCost, longest_first, shared_queue
@@ -309,7 +310,7 @@ def test_the_shipped_flows_plan_as_before() -> None:
 
 def test_an_observed_unit_time_outside_the_bounds_is_refused() -> None:
     from topomap.base.errors import TopomapError
-    from topomap.flow.work import Unit, Work
+    from topomap.flow.spec import Unit, Work
     from topomap.plan.observed import apply_observed
 
     work = Work(units=[Unit("a", 600.0)], source="t")

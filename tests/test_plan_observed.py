@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 from tests.conftest import SAMPLES
 from topomap.base.errors import TopomapError
 from topomap.cli import app
-from topomap.flow.mapping import bind_hosts
-from topomap.flow.spec import Flow, read_flow
-from topomap.flow.work import Unit, Work
+from topomap.cli.bind import bind_probes
+from topomap.flow import read_flow
+from topomap.flow.spec import Flow, Unit, Work
 from topomap.plan import plan_flow
 from topomap.plan.observed import apply_observed
 from topomap.record import observed_for_plan
@@ -54,9 +54,9 @@ def test_a_failed_or_unfinished_run_is_refused() -> None:
 def test_plan_with_a_shipped_record() -> None:
     seen = observed_for_plan(load_run(TWO_CARDS), 8)
     flow = read_flow(REFERENCE)
-    r = plan_flow(flow, bind_hosts(flow, []), [1, 2])
+    r = plan_flow(flow, bind_probes(flow, []), [1, 2])
     flow = read_flow(REFERENCE)  # afresh: binding resolves placements in place
-    o = plan_flow(flow, bind_hosts(flow, []), [1, 2], (seen, TWO_CARDS))
+    o = plan_flow(flow, bind_probes(flow, []), [1, 2], (seen, TWO_CARDS))
     assert r.unit_provenance == "assumed" and o.unit_provenance == "observed"
     assert {u.seconds for u in o.units} == {seen["unit_duration_s"]}
     one = next(a for a in o.arrangements if a.kind == "one card")
@@ -75,13 +75,12 @@ def test_cli_observed() -> None:
 def test_one_plan_command_reads_the_work_block_once_after_the_flow(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 18: `plan --observed` parsed the work block three times and read its durations CSV
     each time (reading the flow, the observed run's unit count, the plan). Now reading the flow
-    checks it once and the command parses it once more for both the run and the plan.
-    When `read_flow` keeps the Work it parses on the Flow, the read after it goes too."""
-    import topomap.flow.spec as spec
+    parses it once, keeps it on the Flow, and the run and the plan both use that."""
+    import topomap.flow as flow_package
     import topomap.flow.work as work
 
     reads: list[str] = []
-    real_csv, real_read_flow = work.read_durations_csv, spec.read_flow
+    real_csv, real_read_flow = work.read_durations_csv, flow_package.read_flow
 
     def counted_csv(*args: Any) -> list[Unit]:
         reads.append("csv")
@@ -93,9 +92,9 @@ def test_one_plan_command_reads_the_work_block_once_after_the_flow(monkeypatch: 
         return flow
 
     monkeypatch.setattr(work, "read_durations_csv", counted_csv)
-    monkeypatch.setattr(spec, "read_flow", counted_read_flow)
+    monkeypatch.setattr(flow_package, "read_flow", counted_read_flow)
     flow = str(SAMPLES / "flows" / "uneven-documents.yaml")
     res = CliRunner().invoke(app, ["plan", flow, "--cards", "1", "--observed", TWO_CARDS, "--json"])
     assert res.exit_code == 0, res.stderr
     assert json.loads(res.stdout)["units"]["source"] == "observed"
-    assert reads == ["csv", "flow read", "csv"]
+    assert reads == ["csv", "flow read"]

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SAMPLES
-from topomap.flow.spec import FlowError, parse_flow, read_flow
-from topomap.flow.work import parse_duration, parse_rate_gbps, read_durations_csv, work_of
+from topomap.flow import parse_flow, read_flow
+from topomap.flow.spec import FlowError
+from topomap.flow.work import parse_duration, parse_rate_gbps, read_durations_csv
 
 FLOW = """flow: t
 hosts:
@@ -50,7 +51,7 @@ def test_durations_parse_with_units() -> None:
 
 
 def test_a_good_work_block() -> None:
-    w = work_of(parse_flow(flow(), "f.yaml"))
+    w = parse_flow(flow(), "f.yaml").work
     assert w is not None
     assert [u.seconds for u in w.units] == [720.0] * 3 and w.source == "work.duration"
     assert w.memory_per_task_bytes == 20 * 2**30 and w.assembly is not None and w.assembly.seconds == 600.0
@@ -116,9 +117,21 @@ def test_durations_from_a_csv(tmp_path: Path) -> None:
     (tmp_path / "batch.csv").write_text("name,pages,duration\nreport-a,120,21 min\nreport-b,30,90 s\n")
     text = flow().replace("  count: 3\n  duration: 12 min\n", "  durations_csv: batch.csv\n")
     (tmp_path / "f.yaml").write_text(text)
-    w = work_of(read_flow(tmp_path / "f.yaml"))
+    w = read_flow(tmp_path / "f.yaml").work
     assert w is not None and [(u.name, u.seconds) for u in w.units] == [("report-a", 1260.0), ("report-b", 90.0)]
     assert w.source == "work.durations_csv (batch.csv)"
+
+
+def test_the_flow_carries_its_work_read_once(tmp_path: Path) -> None:
+    """Reading the flow parses the work block and its CSV once; later stages read ``flow.work``
+    (the CSV may be gone by then) and a flow without a work block carries None."""
+    (tmp_path / "batch.csv").write_text("duration\n21 min\n90 s\n")
+    (tmp_path / "f.yaml").write_text(flow().replace("  count: 3\n  duration: 12 min\n", "  durations_csv: batch.csv\n"))
+    f = read_flow(tmp_path / "f.yaml")
+    (tmp_path / "batch.csv").unlink()
+    assert f.work is not None and [u.seconds for u in f.work.units] == [1260.0, 90.0]
+    bare = parse_flow("flow: x\nhosts: {ws: null}\nsteps:\n  a: {kind: input, on: ws}\n", "x.yaml")
+    assert bare.work is None
 
 
 def test_a_bad_csv_line_names_the_csv_and_its_line(tmp_path: Path) -> None:

@@ -13,8 +13,9 @@ from typer.testing import CliRunner
 
 from tests.conftest import REAL, SAMPLES
 from topomap.cli import app
-from topomap.flow.mapping import bind_hosts, map_flow
-from topomap.flow.spec import parse_flow, read_flow
+from topomap.cli.bind import bind_probes
+from topomap.flow import parse_flow, read_flow
+from topomap.flow.mapping import map_flow
 from topomap.render.bundles import bundles, compress_places
 from topomap.render.dot import pipe, topology_dot
 from topomap.render.flowdot import flow_on_machine_dot, flow_pipeline_dot
@@ -40,7 +41,7 @@ def undeclared(dot_text: str) -> set[str]:
 
 def _fmap(flow: Path, probes: list[str] | None = None):  # type: ignore[no-untyped-def]
     f = read_flow(flow)
-    topos = bind_hosts(f, probes or [])
+    topos = bind_probes(f, probes or [])
     return map_flow(f, topos), topos
 
 
@@ -158,10 +159,10 @@ def _chain(n: int, hosts: int = 1) -> str:
 def test_pipeline_view_wraps_into_a_grid() -> None:
     """Issue 13: the pipeline view was one 5637 × 107 px row."""
     flow = parse_flow(_chain(12), "chain.yaml")
-    fmap = map_flow(flow, bind_hosts(flow, []))
+    fmap = map_flow(flow, bind_probes(flow, []))
     w, h = svg_size(pipe(flow_pipeline_dot(fmap), "svg"))
     assert 0.5 <= w / h <= 2.5, (w, h)
-    w, h = svg_size(pipe(flow_on_machine_dot(fmap, bind_hosts(flow, [])), "svg"))  # one busy host: wraps too
+    w, h = svg_size(pipe(flow_on_machine_dot(fmap, bind_probes(flow, [])), "svg"))  # one busy host: wraps too
     assert 0.5 <= w / h <= 2.5, (w, h)
 
 
@@ -169,8 +170,8 @@ def test_pipeline_view_wraps_into_a_grid() -> None:
 def test_hosts_stack_past_two() -> None:
     """Four hosts: two columns, the third host below the first — not one row of four."""
     flow = parse_flow(_chain(8, hosts=4), "chain.yaml")
-    fmap = map_flow(flow, bind_hosts(flow, []))
-    root = ET.fromstring(pipe(flow_on_machine_dot(fmap, bind_hosts(flow, [])), "svg"))
+    fmap = map_flow(flow, bind_probes(flow, []))
+    root = ET.fromstring(pipe(flow_on_machine_dot(fmap, bind_probes(flow, [])), "svg"))
     boxes: dict[str, tuple[float, float]] = {}
     for g in root.iter(SVG + "g"):
         if g.get("class") != "cluster":
@@ -223,7 +224,7 @@ PASTES = sorted((REAL / "nvidia-smi").glob("*.txt"))
 def test_tensor_parallel_on_every_machine_declares_every_node(lot: Path) -> None:
     """The all-GPU flow bound to every sample and every raw paste: each view's DOT declares what it mentions."""
     flow = read_flow(SAMPLES / "flows" / "tensor-parallel.yaml")
-    topos = bind_hosts(flow, [f"lot={lot}"])
+    topos = bind_probes(flow, [f"lot={lot}"])
     fmap = map_flow(flow, topos)
     for hardware in ("used", "all"):
         assert undeclared(flow_on_machine_dot(fmap, topos, hardware)) == set(), hardware

@@ -13,8 +13,9 @@ from typer.testing import CliRunner
 
 from tests.conftest import SAMPLES
 from topomap.cli import app
-from topomap.flow.mapping import bind_hosts, map_flow
-from topomap.flow.spec import read_flow
+from topomap.cli.bind import bind_probes
+from topomap.flow import read_flow
+from topomap.flow.mapping import map_flow
 from topomap.render.report import ReportInputs, duration, esc, report_html
 
 runner = CliRunner()
@@ -60,7 +61,7 @@ def test_report_is_self_contained_and_complete(flow: Path, tmp_path: Path) -> No
     assert page.external == []  # opens offline
     assert not re.search(r"(src|href)=\"https?:", text) and "@import" not in text
     visible = "".join(page.text)
-    fmap = map_flow(read_flow(flow), bind_hosts(read_flow(flow), []))
+    fmap = map_flow(read_flow(flow), bind_probes(read_flow(flow), []))
     for st in fmap.flow.steps:
         assert st in visible
     for a in fmap.arrows:
@@ -105,7 +106,7 @@ def test_report_refuses_bad_output_and_leaves_nothing(tmp_path: Path) -> None:
 
 def test_report_without_graphviz_says_so() -> None:
     flow = read_flow(SAMPLES / "flows" / "two-host-pipeline.yaml")
-    topos = bind_hosts(flow, [])
+    topos = bind_probes(flow, [])
     inp = ReportInputs(fmap=map_flow(flow, topos), topos=topos, svg=None, svg_missing="Graphviz `dot` is not installed")
     text = report_html(inp)
     assert "diagram not drawn: Graphviz `dot` is not installed" in text

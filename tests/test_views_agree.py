@@ -16,8 +16,8 @@ from tests.conftest import SAMPLES
 from topomap.base.links import PCIE_CLASSES
 from topomap.check.evaluate import Lot, check, parse_requirements
 from topomap.diff.core import diff_snapshots
-from topomap.flow.mapping import gpus_of, map_flow
-from topomap.flow.spec import bind, parse_flow
+from topomap.flow import bind, gpus_of, parse_flow
+from topomap.flow.mapping import map_flow
 from topomap.graph import build
 from topomap.graph.evidence import gpu_pairs_nvlink_summary, nvlink
 from topomap.graph.routes import route

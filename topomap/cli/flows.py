@@ -1,4 +1,9 @@
-"""Commands on a flow: map and render."""
+"""Commands on a flow: map and render.
+
+The analysis modules (flow, graph, render) are imported inside the commands: every command module
+is imported when topomap starts, and the graph (networkx) alone costs ~90 ms that `--version`,
+`show` and `matrix` do not need.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +17,11 @@ import typer
 
 from topomap.base.errors import TopomapError
 from topomap.cli import JsonOpt, ProbeOpt, _console, _guard, _load, _print_json, _write, app
+from topomap.cli.record import render_run
+from topomap.files.kind import file_kind, is_run_file
 
 if TYPE_CHECKING:
-    from topomap.flow.spec import Flow
+    from topomap.flow import Flow
 
 RENDER_FORMATS = ("svg", "png", "pdf", "dot", "graphml", "json")
 
@@ -33,14 +40,15 @@ def map_(
 
     One line per flow arrow (replicas and pairs bundled), the slowest arrow per medium and each
     distinct note once; --all for every arrow. Piped output is never wrapped or cut."""
-    from topomap.flow.mapping import bind_hosts, map_flow
+    from topomap.cli.bind import bind_probes  # lazy: start-up (module docstring)
+    from topomap.flow import map_flow
 
     flow = read_flow_file(flow_file, "map")
-    fmap = map_flow(flow, bind_hosts(flow, probe or []))
+    fmap = map_flow(flow, bind_probes(flow, probe or []))
     if json_out:
         _print_json({"flow": flow.name, "arrows": [a.to_json() for a in fmap.arrows], "summary": fmap.summary()})
         return
-    from topomap.render.mapview import arrows_view, summary_view
+    from topomap.render.mapview import arrows_view, summary_view  # lazy: start-up
 
     view = arrows_view if all_ else summary_view
     if sys.stdout.isatty():  # a table when it fits the terminal, else one block per line (no word split)
@@ -52,8 +60,7 @@ def map_(
 
 def read_flow_file(path: str, command: str) -> Flow:
     """The flow file ``command`` was given; a run record or a requirements file in its place is named as such."""
-    from topomap.files.kind import file_kind, is_run_file
-    from topomap.flow.spec import read_flow
+    from topomap.flow import read_flow  # lazy: start-up (module docstring)
 
     if is_run_file(path):
         raise TopomapError(
@@ -117,15 +124,12 @@ def _render(
     hardware: str,
 ) -> None:
     """Draw (and write) what `render` was asked for."""
-    from topomap.files.kind import is_run_file
-    from topomap.graph import build
+    from topomap.graph import build  # lazy: start-up (module docstring)
     from topomap.render import dot as dotr
     from topomap.render.export import graphml, node_link_json
 
     if snapshots and len(snapshots) == 1 and flow_file is None and is_run_file(snapshots[0]):
-        from topomap.cli.record import render_run  # a run record: memory and utilisation over time
-
-        return render_run(snapshots[0], output)
+        return render_run(snapshots[0], output)  # a run record: memory and utilisation over time
     fmt = _check_render_options(output, flow_file, view, hardware)
     if flow_file is None:
         if not snapshots:
@@ -142,7 +146,8 @@ def _render(
         drawn, names = dotr.group_identical(topos)
         text = dotr.topology_dot(drawn, names=names)
     else:
-        from topomap.flow.mapping import bind_hosts, map_flow
+        from topomap.cli.bind import bind_probes
+        from topomap.flow import map_flow
         from topomap.render.flowdot import flow_on_machine_dot, flow_pipeline_dot
 
         if fmt in ("graphml", "json"):
@@ -151,7 +156,7 @@ def _render(
                 hint="-o OUT.svg; or leave out --flow for the machine as .graphml or .json",
             )
         flow = read_flow_file(flow_file, "render --flow")
-        bound = bind_hosts(flow, [*(snapshots or []), *(probe or [])])
+        bound = bind_probes(flow, [*(snapshots or []), *(probe or [])])
         fmap = map_flow(flow, bound)
         text = flow_pipeline_dot(fmap) if view == "pipeline" else flow_on_machine_dot(fmap, bound, hardware)
     if fmt == "dot":

@@ -13,7 +13,7 @@ from topomap.base.errors import TopomapError
 from topomap.cli import JsonOpt, ProbeOpt, _console, _guard, _write, app
 
 if TYPE_CHECKING:
-    from topomap.flow.work import Work
+    from topomap.flow.spec import Work
 
 GANTT_FORMATS = ("svg", "png")
 
@@ -83,9 +83,8 @@ def plan(
     """The flow's work on 1…N cards: one card, even split, longest-first, shared queue, coordinated —
     parallel part, transfers, assembly, total, idle, speed-up and memory fit. A calculation."""
     # imported here, not at the top: every command module loads with the CLI, and the graph is slow
-    from topomap.flow.mapping import bind_hosts
-    from topomap.flow.spec import read_flow
-    from topomap.flow.work import work_of
+    from topomap.cli.bind import bind_probes
+    from topomap.flow import read_flow
     from topomap.plan import plan_flow
 
     counts = _card_counts(cards)
@@ -96,9 +95,8 @@ def plan(
         if fmt not in GANTT_FORMATS:
             raise TopomapError(f"-o {output}: a Gantt chart is drawn as .svg or .png")
     flow = read_flow(flow_file)
-    work = work_of(flow)  # once for the command: the observed run's units and the plan both use it
-    seen = None if observed is None else (_observed(observed, observed_units, work), observed)
-    result = plan_flow(flow, bind_hosts(flow, probe or []), counts, seen, work=work)
+    seen = None if observed is None else (_observed(observed, observed_units, flow.work), observed)
+    result = plan_flow(flow, bind_probes(flow, probe or []), counts, seen)
     if gantt is not None and gantt not in {a.k for a in result.arrangements}:
         have = ", ".join(str(k) for k in sorted({a.k for a in result.arrangements}))
         raise TopomapError(f"--gantt {gantt}: no arrangement of {gantt} cards in this plan", hint=f"planned: {have}")

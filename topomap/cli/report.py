@@ -28,8 +28,8 @@ def report(
 ) -> None:
     """One self-contained HTML page to hand to a colleague: the flow diagram, the arrows, the machines,
     the requirements verdict and the plan when the flow has them, provenance and assumptions."""
-    from topomap.flow.mapping import bind_hosts, map_flow
-    from topomap.flow.spec import read_flow
+    from topomap.cli.bind import bind_probes
+    from topomap.flow import map_flow, read_flow
     from topomap.render import dot as dotr
     from topomap.render.flowdot import flow_on_machine_dot
     from topomap.render.report import ReportInputs, report_html
@@ -41,7 +41,7 @@ def report(
     if hardware not in ("used", "all"):
         raise TopomapError(f"--hardware {hardware!r}: expected used or all")
     flow = read_flow(flow_file)
-    topos = bind_hosts(flow, probe or [])
+    topos = bind_probes(flow, probe or [])
     fmap = map_flow(flow, topos)
     inp = ReportInputs(fmap=fmap, topos=topos, svg=None, sources=[f"flow: {flow_file}", *(probe or [])])
     try:

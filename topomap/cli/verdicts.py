@@ -145,11 +145,12 @@ def check(
     lots: list[Lot] = []
     topos = None
     if flow_file is not None:
+        from topomap.cli.bind import bind_probes
         from topomap.cli.flows import read_flow_file
-        from topomap.flow.mapping import bind_hosts, map_flow
+        from topomap.flow import map_flow
 
         flow = read_flow_file(flow_file, "check --flow")
-        topos = bind_hosts(flow, probe or [])
+        topos = bind_probes(flow, probe or [])
         fmap = map_flow(flow, topos)
         lots = flow_lots(flow, topos)
     else:

@@ -481,9 +481,7 @@ _MEDIUM_RANK = {"local": 0, "gpu-link": 1, "host-memory": 2, "network": 3}
 
 def diff_flow(result: DiffResult, flow_path: str, a: Snapshot, b: Snapshot) -> None:
     """Map the flow on A and on B (every host with a snapshot bound to that lot) and compare."""
-    from topomap.flow.mapping import gpus_of, map_flow
-    from topomap.flow.spec import bind, read_flow
-    from topomap.flow.work import work_of
+    from topomap.flow import bind, gpus_of, map_flow, read_flow, work_of
 
     maps = []
     plans = []

@@ -1,4 +1,4 @@
-"""Flow files: the user's declared data flow, validated strictly, with line numbers in errors.
+"""The flow file's shape and the Flow it becomes: the user's declared data flow, its work in numbers.
 
 A flow file (YAML) names hosts (bound to snapshots in the file or on the command line), the
 vocabulary of the work, steps placed on hardware, and arrows between steps::
@@ -19,6 +19,10 @@ vocabulary of the work, steps placed on hardware, and arrows between steps::
 Placements (``on``): ``HOST:gpuN``, ``HOST:GPU-<uuid>``, ``HOST:<pci bus id>``, ``HOST:gpus`` (one
 replica per GPU of the host), ``HOST:memory`` (optionally ``HOST:memory@numaN``),
 ``HOST:storage``, or a bare ``HOST`` (a host with no snapshot), or a list of these.
+
+This module holds the types (the file's msgspec Structs, the Flow with its steps, placements and
+arrows, the work block in numbers) and the small helpers both readers share (sizes, the hint for an unknown name).
+Reading a file is :mod:`topomap.flow.reader`; the work block is :mod:`topomap.flow.work`.
 """
 
 from __future__ import annotations
@@ -26,12 +30,11 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 
-from topomap.files.yamlfile import YamlDoc, YamlError, convert, load_yaml, read_yaml
+from topomap.files.yamlfile import YamlDoc, YamlError
 
 StepKind = Literal["input", "compute", "exchange", "aggregate", "output"]
 Pattern = Literal["auto", "pairwise", "all-to-all"]
@@ -148,6 +151,61 @@ class FlowArrow:
     both_ways: bool = False
 
 
+# --- the work block in numbers (parsed by topomap.flow.work) ---------------------------------------
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One unit of work: its name and how long it occupies its card(s), in seconds (assumed)."""
+
+    name: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Assembly:
+    """The final assembly: seconds (assumed), where it runs, whether it waits for every unit."""
+
+    seconds: float
+    on: str | None = None
+    waits_for_all: bool = True
+    rule: str | None = None
+
+
+@dataclass(frozen=True)
+class Limits:
+    storage_read_gbps: float | None = None  # GB/s, assumed by the user
+    storage_write_gbps: float | None = None
+    max_concurrent: int | None = None  # tasks at once (a licence, a quota)
+
+
+@dataclass(frozen=True)
+class Split:
+    steps: int  # exchange rounds per task
+    exchange_bytes: int | None  # each card's data per round; None: take it from the flow
+
+
+@dataclass
+class Work:
+    """The work block in numbers. ``source`` says where the durations came from."""
+
+    units: list[Unit]
+    source: str
+    cards_per_task: int = 1
+    memory_per_task_bytes: int | None = None
+    duplicated_bytes: int = 0
+    includes_transfers: bool = False
+    assembly: Assembly | None = None
+    limits: Limits = field(default_factory=Limits)
+    split: Split | None = None
+    unit_label: str | None = None
+    provenance: str = "assumed"  # of the durations: "assumed" (the flow) or "observed" (a recorded run)
+    notes: list[str] = field(default_factory=list)  # extra assumptions, e.g. what an observed run stands for
+
+
+# --- the flow -----------------------------------------------------------------------------------
+
+
 @dataclass
 class Flow:
     name: str
@@ -158,64 +216,14 @@ class Flow:
     host_files: dict[str, str | None] = field(default_factory=dict)
     lines: dict[str, int] = field(default_factory=dict)
     volumes: list[int | None] = field(default_factory=list)  # per arrow spec
+    work: Work | None = None  # the `work:` block in numbers, parsed once when the file is read
+
+    def line(self, where: str) -> int:
+        """The flow file's line of a YAML path (``$.steps.convert.on``), for messages."""
+        return YamlDoc("", None, self.lines).line(where)
 
 
-# --- reading ---------------------------------------------------------------------------------
-
-_FIELDS = {
-    "$": list(FlowSpec.__struct_fields__),
-    "step": ["kind", "on", "label", "note"],
-    "arrow": ["from", "to", "volume", "pattern", "label"],
-    "work": list(WorkSpec.__struct_fields__),
-    "work.assembly": list(AssemblySpec.__struct_fields__),
-    "work.limits": list(LimitsSpec.__struct_fields__),
-    "work.split": list(SplitSpec.__struct_fields__),
-}
-
-
-def _known(where: str) -> list[str]:
-    if ".work." in where and where.split(".work.")[1].split(".")[0] in ("assembly", "limits", "split"):
-        return _FIELDS["work." + where.split(".work.")[1].split(".")[0]]
-    kind = "step" if ".steps." in where else "arrow" if ".arrows[" in where else "work" if ".work" in where else "$"
-    return _FIELDS[kind]
-
-
-def read_flow(path: str | Path) -> Flow:
-    """Parse and validate a flow file (steps, arrows, placements syntax). Hosts are bound later."""
-    return flow_from_doc(read_yaml(path, "flow file", FlowError))
-
-
-def parse_flow(text: str, origin: str) -> Flow:
-    return flow_from_doc(load_yaml(text, origin, "flow file", FlowError))
-
-
-def flow_from_doc(doc: YamlDoc) -> Flow:
-    raw, origin = doc.data, doc.origin
-    if not isinstance(raw, dict):
-        raise FlowError(
-            f"{origin}:1: a flow file is a mapping with `flow`, `hosts`, `steps` and `arrows`",
-            hint="write `flow: NAME`, then `hosts:`, `steps:` and `arrows:` (README: writing a flow)",
-        )
-    steps = raw.get("steps")
-    if isinstance(steps, dict):
-        for name, value in steps.items():  # msgspec paths do not name dict keys: check each step
-            convert(doc, value, StepSpec, f"$.steps.{name}", _known, exc=FlowError)
-    spec = convert(doc, raw, FlowSpec, "$", _known, {"src": "from", "dst": "to"}, FlowError)
-    flow = Flow(name=spec.flow, path=origin, spec=spec, lines=doc.lines)
-    flow.host_files = dict(spec.hosts)
-    _validate(flow)
-    if spec.work is not None:
-        from topomap.flow.work import work_of  # durations, sizes, rates and the CSV, with lines
-
-        work_of(flow)
-    return flow
-
-
-def _line_for(path: str, lines: dict[str, int]) -> int:
-    return YamlDoc("", None, lines).line(path)
-
-
-# --- placements and arrows ----------------------------------------------------------------------
+# --- sizes and names ---------------------------------------------------------------
 
 _SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGTP]i?B|B)\s*$", re.I)
 _UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "PB": 10**15}
@@ -230,14 +238,9 @@ def parse_volume(text: str) -> int | None:
     return int(value) if value < 1e21 else None  # past a zettabyte (or inf): not a transfer
 
 
-_PLACE = re.compile(r"^(?P<host>[A-Za-z0-9_.-]+)(?::(?P<what>.+))?$")
-
-
-def parse_placement(text: str) -> tuple[str, str | None]:
-    m = _PLACE.match(text.strip())
-    if not m:
-        raise ValueError(text)
-    return m.group("host"), m.group("what")
+def names(x: str | list[str]) -> list[str]:
+    """The step names of one end of an arrow (one name or a list)."""
+    return x if isinstance(x, list) else [x]
 
 
 def name_hint(name: str, known: list[str], what: str) -> str:
@@ -246,170 +249,6 @@ def name_hint(name: str, known: list[str], what: str) -> str:
     listed = ", ".join(known[:12]) + (f", … ({len(known)} in all)" if len(known) > 12 else "")
     listing = f"{what}: {listed}" if known else f"there are no {what}"
     return f"did you mean {close[0]!r}? {listing}" if close else listing
-
-
-def _validate(flow: Flow) -> None:
-    """Placements' syntax and hosts, arrows' step names and volumes, and no cycles."""
-    spec, origin, lines = flow.spec, flow.path, flow.lines
-    for name, st in spec.steps.items():
-        ons = st.on if isinstance(st.on, list) else [st.on]
-        where = f"$.steps.{name}.on"
-        places: list[Placement] = []
-        for on in ons:
-            try:
-                host, what = parse_placement(on)
-            except ValueError:
-                raise FlowError(
-                    f"{origin}:{_line_for(where, lines)}: step {name}: placement {on!r} is not HOST[:WHAT]",
-                    hint="e.g. lotA:gpu3, lotA:gpus, lotA:memory, lotA:storage, workstation",
-                ) from None
-            if host not in spec.hosts:
-                raise FlowError(
-                    f"{origin}:{_line_for(where, lines)}: step {name}: unknown host {host!r}",
-                    hint=name_hint(host, list(spec.hosts), "hosts") + " (declare new ones under `hosts:`)",
-                )
-            places.append(_placement(host, what, name, origin, _line_for(where, lines)))
-        flow.steps[name] = Step(name=name, kind=st.kind, placements=places, label=st.label)
-    for i, a in enumerate(spec.arrows):
-        where = f"$.arrows[{i}]"
-        for s in _names(a.src) + _names(a.dst):
-            if s not in flow.steps:
-                raise FlowError(
-                    f"{origin}:{_line_for(where, lines)}: arrow {i + 1}: unknown step {s!r}",
-                    hint=name_hint(s, list(flow.steps), "steps"),
-                )
-            if s in _names(a.src) and s in _names(a.dst):
-                raise FlowError(f"{origin}:{_line_for(where, lines)}: arrow {i + 1}: {s} → {s} points at itself")
-        vol = None
-        if a.volume is not None:
-            vol = parse_volume(a.volume)
-            if vol is None:
-                raise FlowError(
-                    f"{origin}:{_line_for(where + '.volume', lines)}: arrow {i + 1}: volume {a.volume!r} is not a size",
-                    hint="write e.g. 2 GiB, 500 MB, 1.5 TB (under a zettabyte)",
-                )
-        flow.volumes.append(vol)
-    _check_cycles(flow)
-
-
-def _names(x: str | list[str]) -> list[str]:
-    return x if isinstance(x, list) else [x]
-
-
-def bind(flow: Flow, gpus_of: dict[str, list[tuple[str, str | None, str | None]] | None]) -> None:
-    """Resolve placements against the hosts' GPUs and expand arrows into concrete replicas.
-
-    ``gpus_of`` maps each host to its GPUs as (id, uuid, bus id), or None for a host with no
-    snapshot. A GPU the snapshot does not have is an error naming the flow line.
-    """
-    origin, lines = flow.path, flow.lines
-    for name, st in flow.steps.items():
-        resolved: list[Placement] = []
-        line = _line_for(f"$.steps.{name}.on", lines)
-        for p in st.placements:
-            gpus = gpus_of.get(p.host)
-            if p.kind != "gpu":
-                resolved.append(p)
-                continue
-            if gpus is None:
-                raise FlowError(
-                    f"{origin}:{line}: step {name}: {p.host} has no snapshot, so its GPUs are unknown",
-                    hint=f"bind it: --probe {p.host}=SNAPSHOT, or place the step on {p.host} itself",
-                )
-            if p.gpu == "*":
-                resolved += [Placement(host=p.host, kind="gpu", gpu=g[0]) for g in gpus]
-                continue
-            match = _match_gpu(p.gpu or "", gpus)
-            if match is None:
-                have = ", ".join(g[0] for g in gpus) or "none"
-                raise FlowError(
-                    f"{origin}:{line}: step {name}: {p.host} has no GPU {p.gpu!r}",
-                    hint=f"its snapshot has: {have}",
-                )
-            resolved.append(Placement(host=p.host, kind="gpu", gpu=match))
-        if not resolved:
-            raise FlowError(f"{origin}:{line}: step {name}: {st.placements[0].label()} has no GPU")
-        st.placements = resolved
-    flow.arrows = []
-    for i, a in enumerate(flow.spec.arrows):
-        for s in _names(a.src):
-            for d in _names(a.dst):
-                _connect(flow, flow.steps[s], flow.steps[d], a.pattern, flow.volumes[i], a.label)
-    for st in flow.steps.values():
-        if st.kind == "exchange" and len(st.placements) > 1:
-            ps = st.placements
-            for x, pa in enumerate(ps):
-                for pb in ps[x + 1 :]:
-                    flow.arrows.append(FlowArrow(st.name, st.name, pa, pb, None, "exchange", both_ways=True))
-
-
-def _match_gpu(ref: str, gpus: list[tuple[str, str | None, str | None]]) -> str | None:
-    from topomap.base.pciaddr import parse_bus_id
-
-    for gid, uuid, bus in gpus:
-        if ref == gid or (uuid and uuid.lower().startswith(ref.lower()) and ref.upper().startswith(("GPU-", "MIG-"))):
-            return gid
-        pb = parse_bus_id(ref)
-        if pb is not None and bus and parse_bus_id(bus) == pb:
-            return gid
-    return None
-
-
-def _placement(host: str, what: str | None, step: str, origin: str, line: int) -> Placement:
-    if what is None:
-        return Placement(host=host, kind="host")
-    w = what.strip()
-    if w in ("gpus", "gpu*", "all-gpus"):
-        return Placement(host=host, kind="gpu", gpu="*")
-    if w == "storage":
-        return Placement(host=host, kind="storage")
-    m = re.fullmatch(r"memory(?:@numa(\d+))?", w)
-    if m:
-        return Placement(host=host, kind="memory", numa=int(m.group(1)) if m.group(1) else None)
-    if re.fullmatch(r"gpu\d+", w) or w.startswith(("GPU-", "MIG-")) or re.fullmatch(r"[0-9a-fA-F:.]{7,}", w):
-        return Placement(host=host, kind="gpu", gpu=w)
-    close = difflib.get_close_matches(w, ["gpus", "memory", "storage", "gpu0"], n=1, cutoff=0.6)
-    raise FlowError(
-        f"{origin}:{line}: step {step}: {host}:{what} names no GPU, memory or storage",
-        hint=(f"did you mean {host}:{close[0]}? " if close else "")
-        + "use gpuN, a GPU UUID, a PCI bus id, gpus, memory[@numaN] or storage",
-    )
-
-
-def _connect(flow: Flow, s: Step, d: Step, pattern: Pattern, vol: int | None, label: str | None) -> None:
-    """Expand an arrow between two steps' replicas: fan-out, fan-in, pairwise or all-to-all."""
-    ks, kd = len(s.placements), len(d.placements)
-    if pattern == "auto":
-        pattern = "pairwise" if ks == kd and ks > 1 else "all-to-all"
-    if pattern == "pairwise":
-        if ks != kd:
-            raise FlowError(f"{flow.path}: arrow {s.name} → {d.name}: pairwise needs as many replicas on both sides")
-        pairs = list(zip(s.placements, d.placements))
-    else:
-        pairs = [(a, b) for a in s.placements for b in d.placements]
-    for a, b in pairs:
-        flow.arrows.append(FlowArrow(s.name, d.name, a, b, vol, label))
-
-
-def _check_cycles(flow: Flow) -> None:
-    import networkx as nx
-
-    lines = flow.lines
-    g = nx.DiGraph()
-    g.add_nodes_from(flow.steps)
-    for a in flow.spec.arrows:
-        for s in _names(a.src):
-            for d in _names(a.dst):
-                g.add_edge(s, d)
-    try:
-        cycle = nx.find_cycle(g)
-    except nx.NetworkXNoCycle:
-        return
-    names = " → ".join([u for u, _ in cycle] + [cycle[0][0]])
-    raise FlowError(
-        f"{flow.path}:{_line_for('$.arrows', lines)}: the arrows form a cycle ({names})",
-        hint="a flow runs from inputs to outputs; model repeated exchanges as an `exchange` step",
-    )
 
 
 def flow_json_schema() -> dict[str, Any]:

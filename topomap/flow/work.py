@@ -22,16 +22,10 @@ import functools
 import io
 import math
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from topomap.files.inputs import MAX_TOPOLOGY_BYTES, read_text
-from topomap.files.yamlfile import YamlDoc
-from topomap.flow.spec import AssemblySpec, FlowError, parse_volume
-
-if TYPE_CHECKING:
-    from topomap.flow.spec import Flow
+from topomap.flow.spec import Assembly, AssemblySpec, Flow, FlowError, Limits, Split, Unit, Work, parse_volume
 
 _SECONDS = {
     "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
@@ -113,58 +107,8 @@ def parse_rate_gbps(text: str) -> float | None:
     return None if size is None else size / 1e9
 
 
-@dataclass(frozen=True)
-class Unit:
-    """One unit of work: its name and how long it occupies its card(s), in seconds (assumed)."""
-
-    name: str
-    seconds: float
-
-
-@dataclass(frozen=True)
-class Assembly:
-    """The final assembly: seconds (assumed), where it runs, whether it waits for every unit."""
-
-    seconds: float
-    on: str | None = None
-    waits_for_all: bool = True
-    rule: str | None = None
-
-
-@dataclass(frozen=True)
-class Limits:
-    storage_read_gbps: float | None = None  # GB/s, assumed by the user
-    storage_write_gbps: float | None = None
-    max_concurrent: int | None = None  # tasks at once (a licence, a quota)
-
-
-@dataclass(frozen=True)
-class Split:
-    steps: int  # exchange rounds per task
-    exchange_bytes: int | None  # each card's data per round; None: take it from the flow
-
-
-@dataclass
-class Work:
-    """The work block in numbers. ``source`` says where the durations came from."""
-
-    units: list[Unit]
-    source: str
-    cards_per_task: int = 1
-    memory_per_task_bytes: int | None = None
-    duplicated_bytes: int = 0
-    includes_transfers: bool = False
-    assembly: Assembly | None = None
-    limits: Limits = field(default_factory=Limits)
-    split: Split | None = None
-    unit_label: str | None = None
-    provenance: str = "assumed"  # of the durations: "assumed" (the flow) or "observed" (a recorded run)
-    notes: list[str] = field(default_factory=list)  # extra assumptions, e.g. what an observed run stands for
-
-
 def _err(flow: Flow, where: str, message: str, hint: str | None = None) -> FlowError:
-    line = YamlDoc("", None, flow.lines).line(where)
-    return FlowError(f"{flow.path}:{line}: work: {message}", hint=hint)
+    return FlowError(f"{flow.path}:{flow.line(where)}: work: {message}", hint=hint)
 
 
 def _duration(flow: Flow, value: str | float, where: str, what: str) -> float:
@@ -271,18 +215,7 @@ def read_durations_csv(path: Path, shown: str) -> list[Unit]:
         if err.hint is None:  # cannot read: most often a path written relative to the wrong folder
             err.hint = "the path is relative to the flow file"
         raise
-    key = (shown, text)
-    units = _CSV_READ.get(key)
-    if units is None:
-        units = _parse_csv(text, shown)
-        _CSV_READ.clear()
-        _CSV_READ[key] = units
-    return list(units)
-
-
-#: The last CSV parsed, by its name and whole text: a flow is read (and checked) before it is
-#: planned, and 100,000 rows are parsed once, not twice. Same text, same units: never stale.
-_CSV_READ: dict[tuple[str, str], list[Unit]] = {}
+    return _parse_csv(text, shown)
 
 
 def _parse_csv(text: str, shown: str) -> list[Unit]:
@@ -349,7 +282,8 @@ def _units(flow: Flow) -> tuple[list[Unit], str]:
 
 
 def work_of(flow: Flow) -> Work | None:
-    """The flow's work in numbers, or None when the flow has no `work:` block."""
+    """The flow's work in numbers, or None when the flow has no `work:` block. The reader calls it
+    once and keeps the answer in ``flow.work``: later stages read that, not the block again."""
     spec = flow.spec.work
     if spec is None:
         return None
@@ -369,38 +303,6 @@ def work_of(flow: Flow) -> Work | None:
         raise _err(
             flow, "$.work.duplicated_memory", "duplicated_memory is larger than memory_per_task", "it is a part of it"
         )
-    assembly = None
-    if isinstance(spec.assembly, AssemblySpec):
-        a = spec.assembly
-        if a.duration is None:
-            raise _err(flow, "$.work.assembly", "assembly needs a duration", "assembly: {duration: 10 min}")
-        if a.on is not None and a.on not in flow.spec.hosts and a.on not in flow.spec.steps:
-            raise _err(
-                flow, "$.work.assembly.on", f"assembly on {a.on!r}: no such host or step",
-                f"hosts: {', '.join(flow.spec.hosts)}",
-            )  # fmt: skip
-        sec = _duration(flow, a.duration, "$.work.assembly.duration", "assembly duration")
-        assembly = Assembly(sec, a.on, a.waits_for_all, a.rule)
-    limits = Limits()
-    if spec.limits is not None:
-        lim = spec.limits
-        if lim.max_concurrent is not None and lim.max_concurrent < 1:
-            raise _err(flow, "$.work.limits.max_concurrent", "max_concurrent is below 1", "1 or more tasks at once")
-        limits = Limits(
-            _rate(flow, lim.storage_read, "$.work.limits.storage_read", "storage_read"),
-            _rate(flow, lim.storage_write, "$.work.limits.storage_write", "storage_write"),
-            lim.max_concurrent,
-        )
-    split = None
-    if spec.split is not None:
-        if spec.split.steps < 1:
-            raise _err(flow, "$.work.split.steps", "split steps is below 1", "exchange rounds per task, e.g. 2000")
-        if spec.split.steps > MAX_STEPS:
-            raise _err(
-                flow, "$.work.split.steps", f"split steps {_cut(str(spec.split.steps))} is more than "
-                f"{MAX_STEPS:,} exchange rounds per task", "exchange rounds per task, e.g. 2000",
-            )  # fmt: skip
-        split = Split(spec.split.steps, _size(flow, spec.split.exchange, "$.work.split.exchange", "exchange"))
     return Work(
         units=units,
         source=source,
@@ -408,8 +310,53 @@ def work_of(flow: Flow) -> Work | None:
         memory_per_task_bytes=mem,
         duplicated_bytes=dup or 0,
         includes_transfers=spec.includes_transfers,
-        assembly=assembly,
-        limits=limits,
-        split=split,
+        assembly=_assembly(flow),
+        limits=_limits(flow),
+        split=_split(flow),
         unit_label=spec.unit,
     )
+
+
+def _assembly(flow: Flow) -> Assembly | None:
+    """The assembly step, when the work block gives one (not just a rule in words)."""
+    a = flow.spec.work.assembly if flow.spec.work is not None else None
+    if not isinstance(a, AssemblySpec):
+        return None
+    if a.duration is None:
+        raise _err(flow, "$.work.assembly", "assembly needs a duration", "assembly: {duration: 10 min}")
+    if a.on is not None and a.on not in flow.spec.hosts and a.on not in flow.spec.steps:
+        raise _err(
+            flow, "$.work.assembly.on", f"assembly on {a.on!r}: no such host or step",
+            f"hosts: {', '.join(flow.spec.hosts)}",
+        )  # fmt: skip
+    sec = _duration(flow, a.duration, "$.work.assembly.duration", "assembly duration")
+    return Assembly(sec, a.on, a.waits_for_all, a.rule)
+
+
+def _limits(flow: Flow) -> Limits:
+    """Shared limits: storage rates and the cap on concurrent tasks (none given: no limit)."""
+    lim = flow.spec.work.limits if flow.spec.work is not None else None
+    if lim is None:
+        return Limits()
+    if lim.max_concurrent is not None and lim.max_concurrent < 1:
+        raise _err(flow, "$.work.limits.max_concurrent", "max_concurrent is below 1", "1 or more tasks at once")
+    return Limits(
+        _rate(flow, lim.storage_read, "$.work.limits.storage_read", "storage_read"),
+        _rate(flow, lim.storage_write, "$.work.limits.storage_write", "storage_write"),
+        lim.max_concurrent,
+    )
+
+
+def _split(flow: Flow) -> Split | None:
+    """How one task splits over cards: exchange rounds and each card's data per round."""
+    split = flow.spec.work.split if flow.spec.work is not None else None
+    if split is None:
+        return None
+    if split.steps < 1:
+        raise _err(flow, "$.work.split.steps", "split steps is below 1", "exchange rounds per task, e.g. 2000")
+    if split.steps > MAX_STEPS:
+        raise _err(
+            flow, "$.work.split.steps", f"split steps {_cut(str(split.steps))} is more than "
+            f"{MAX_STEPS:,} exchange rounds per task", "exchange rounds per task, e.g. 2000",
+        )  # fmt: skip
+    return Split(split.steps, _size(flow, split.exchange, "$.work.split.exchange", "exchange"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from topomap.base.units import fmt_bytes, fmt_span
-from topomap.flow.work import Work
+from topomap.flow.spec import Work
 from topomap.plan.costs import (
     card_memory,
     exchange_seconds,

@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING
 
 from topomap.base.units import fmt_bandwidth, fmt_bytes
 from topomap.flow.mapping import map_flow
-from topomap.flow.spec import Flow, FlowArrow, FlowError, Placement
-from topomap.flow.work import Work
+from topomap.flow.spec import Flow, FlowArrow, FlowError, Placement, Work
 from topomap.model.facts import gpu_memory
 from topomap.plan.result import CardMemory, Leg, MemoryFit
 

@@ -13,7 +13,8 @@ from typing import Any
 
 from topomap.base.errors import TopomapError
 from topomap.base.units import fmt_bytes
-from topomap.flow.work import Unit, Work, span_problem
+from topomap.flow.spec import Unit, Work
+from topomap.flow.work import span_problem
 
 
 def apply_observed(work: Work, observed: dict[str, Any], origin: str) -> Work:

@@ -7,7 +7,6 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from topomap.base.errors import TopomapError
-from topomap.flow.work import Work, work_of
 from topomap.plan.build import build_plan
 from topomap.plan.costs import cards_of, lot_of
 from topomap.plan.observed import apply_observed
@@ -23,15 +22,12 @@ def plan_flow(
     topos: dict[str, Topology | None],
     cards: list[int] | None = None,
     observed: tuple[dict[str, Any], str] | None = None,
-    *,
-    work: Work | None = None,
 ) -> PlanResult:
-    """Plan a bound flow (``topos`` from :func:`topomap.flow.mapping.bind_hosts`) for ``cards`` card
-    counts (default 1…N, N the GPUs of the lot). ``observed``: (figures, origin) from
-    :func:`topomap.record.observed_for_plan`, used in place of the assumed duration and memory.
-    ``work``: the flow's work when the caller has it already (a command parses it once); else
-    parsed here."""
-    work = work if work is not None else work_of(flow)
+    """Plan a bound flow (``topos`` from :func:`topomap.flow.bind_hosts`) for ``cards`` card counts
+    (default 1…N, N the GPUs of the lot) from the work the flow carries (``flow.work``, parsed once
+    when the file was read). ``observed``: (figures, origin) from
+    :func:`topomap.record.observed_for_plan`, used in place of the assumed duration and memory."""
+    work = flow.work
     if work is not None and work.units and observed is not None:
         work = apply_observed(work, *observed)
     if work is None or not work.units:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from topomap.base.units import fmt_bandwidth, fmt_bytes
-from topomap.flow.work import Unit
+from topomap.flow.spec import Unit
 from topomap.plan.sched import Lane
 
 PLAN_SCHEMA = (

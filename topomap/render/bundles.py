@@ -17,19 +17,6 @@ from topomap.flow.mapping import FlowMap, MappedArrow
 _PLACEMENT = re.compile(r"^(?P<host>.*):(?P<what>gpu(?P<n>\d+)|memory(?:@numa\d+)?|storage)$", re.S)
 
 
-def host_of(label: str) -> str:
-    """The flow host of a placement label (`node-a:gpu7` → `node-a`; a snapshot-less host is its own label)."""
-    m = _PLACEMENT.match(label)
-    return m.group("host") if m else label
-
-
-def fmt_bw(gbps: float | None, source: str, lower_bound: bool = False) -> str:
-    """Bandwidth with its unit and provenance; unknown says so."""
-    if gbps is None:
-        return "bandwidth unknown"
-    return fmt_bandwidth(gbps, source, lower_bound)
-
-
 def compress_places(labels: list[str]) -> str:
     """`lot:gpu0, lot:gpu1, … lot:gpu7` → `lot:gpu0–7`; other places listed once each, in order."""
     gpus: dict[str, list[int]] = {}
@@ -163,7 +150,7 @@ def bundles(fmap: FlowMap) -> list[Bundle]:
     """Bundles in the order their first arrow appears in the flow."""
     out: dict[tuple[str, str, str, str, str], Bundle] = {}
     for a in fmap.arrows:
-        key = (a.src_step, a.dst_step, host_of(a.src), host_of(a.dst), a.medium)
+        key = (a.src_step, a.dst_step, a.src_place.host, a.dst_place.host, a.medium)
         if key not in out:
             out[key] = Bundle(*key)
         out[key].arrows.append(a)
@@ -205,7 +192,7 @@ def slowest_line(a: MappedArrow, count: int, unknown: int) -> str:
         return f"{count} arrow(s) stay on their device (no transfer)"
     if unknown == count:
         return f"{count} arrow(s), bandwidth unknown for all (not recorded by the source)"
-    text = f"{count} arrow(s), slowest {fmt_bw(a.bandwidth_gbps, a.bandwidth_source)}"
+    text = f"{count} arrow(s), slowest {fmt_bandwidth(a.bandwidth_gbps, a.bandwidth_source)}"  # known: see above
     text += f": {a.src_step} → {a.dst_step} ({a.src} → {a.dst})"
     return text + (f"; {unknown} with unknown bandwidth" if unknown else "")
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from topomap import __version__
-from topomap.base.units import fmt_seconds
+from topomap.base.units import fmt_bandwidth, fmt_seconds
 from topomap.flow.mapping import FlowMap
 from topomap.graph import FABRIC, Topology
-from topomap.render.bundles import bundles, fmt_bw, grouped_notes, slowest_line, slowest_per_medium
+from topomap.render.bundles import bundles, grouped_notes, slowest_line, slowest_per_medium
 from topomap.render.dot import nic_name, origin_line
 from topomap.render.legend import MEDIUM_COLOURS
 
@@ -118,7 +118,11 @@ def _arrows(inp: ReportInputs) -> str:
             esc(f"{a.src} → {a.dst}"),
             _medium(a.medium),
             esc(a.path or "—"),
-            esc(fmt_bw(a.bandwidth_gbps, a.bandwidth_source)),
+            esc(
+                fmt_bandwidth(a.bandwidth_gbps, a.bandwidth_source)
+                if a.bandwidth_gbps is not None
+                else "bandwidth unknown"
+            ),
             esc(fmt_seconds(a.seconds)),
             "<code>" + esc(" → ".join(a.route)) + "</code>",
         ]

@@ -1,0 +1,43 @@
+"""What a mapping rule decides for one arrow (a :class:`Decision`), before
+:func:`topomap.flow.mapping.map_flow` turns it into a mapped arrow; and the names the rules share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from topomap.model.facts import UNKNOWN_BW, Bandwidth
+
+Medium = Literal["gpu-link", "host-memory", "network", "local", "unknown"]
+MEDIA: tuple[Medium, ...] = ("gpu-link", "host-memory", "network", "local", "unknown")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a rule decided for one arrow, before it becomes a MappedArrow."""
+
+    medium: Medium
+    via: str
+    path: str | None
+    route: tuple[str, ...]
+    bandwidth: Bandwidth = UNKNOWN_BW
+    reasons: tuple[str, ...] = ()
+    assumptions: tuple[str, ...] = ()
+    candidates: tuple[str, ...] = ()
+    settle: str | None = None
+
+
+def on_host(host: str, node: str) -> str:
+    """A route hop: the graph node ``node`` of flow host ``host`` (``lot/gpu3``)."""
+    return f"{host}/{node}"
+
+
+def on_host_all(host: str, nodes: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(on_host(host, n) for n in nodes)
+
+
+def pcie_bandwidth(gbps: float | None) -> Bandwidth:
+    """A PCIe route's nominal figure (its narrowest link), or unknown."""
+    if not gbps:
+        return UNKNOWN_BW
+    return Bandwidth(gbps, "spec", "PCIe lanes × per-lane rate at the narrowest link (nominal)")
