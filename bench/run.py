@@ -54,7 +54,7 @@ def timed(fn: Callable[[], T]) -> tuple[float, T]:
 
 def stages(hosts: int, work: Path, arrows: int = ARROWS) -> dict[str, float | None]:
     """Seconds per stage for one cluster size (None: stage skipped)."""
-    from topomap.diff.core import diff_clusters
+    from topomap.diff import diff_clusters
     from topomap.flow.spec import read_flow
     from topomap.graph import build
     from topomap.flow.mapping import bind_hosts, map_flow

@@ -8,8 +8,9 @@ from rich.table import Table
 from rich.text import Text
 
 from topomap.base.units import fmt_bandwidth
-from topomap.check.evaluate import CheckResult
-from topomap.diff.core import DiffResult
+from topomap.check import CheckResult
+from topomap.diff import ClusterDiff, DiffResult, NotCompared
+from topomap.flow.mapping import MappedArrow
 from topomap.render.terminal import MEDIUM_STYLE, unknown_in_words
 from topomap.render.text import visible
 
@@ -68,31 +69,25 @@ def diff_view(d: DiffResult) -> RenderableType:
     return Group(*parts)
 
 
-def _not_compared(entries: list[str]) -> str:
-    """``gpus.uuid (unknown in both)`` … in words, grouped by the side that cannot know them."""
+def _not_compared(entries: list[NotCompared]) -> str:
+    """What could not be compared, in words as show names it, grouped by the side that cannot know it."""
     by_side: dict[str, list[str]] = {}
-    for entry in entries:
-        field, sep, side = entry.partition(" (unknown in ")
-        key = side.rstrip(")") if sep else ""
-        words = unknown_in_words([field])[0] if sep else entry
-        if words == field and "." in field:  # a compared fact with no entry of its own: its name
-            words = field.split(".", 1)[1]
-        by_side.setdefault(key, []).append(words)
-    return "; ".join(
-        (f"unknown in {side}: " if side else "") + ", ".join(words) for side, words in sorted(by_side.items())
-    )
+    for x in entries:
+        words = x.field
+        if x.kind is None:  # a snapshot field the source declares unknown: its words, else its name
+            words = unknown_in_words([x.field])[0]
+            if words == x.field and "." in x.field:
+                words = x.field.split(".", 1)[1]
+        by_side.setdefault(x.side, []).append(words)
+    return "; ".join(f"unknown in {side}: " + ", ".join(words) for side, words in sorted(by_side.items()))
 
 
-def _arrow_cell(a: dict[str, object]) -> Text:
+def _arrow_cell(a: MappedArrow) -> Text:
     """An arrow as map prints it: medium, route, links, bandwidth with its provenance."""
-    bw, source = a.get("bandwidth_gbps"), a.get("bandwidth_source")
-    figure = (
-        fmt_bandwidth(float(bw), str(source) if source else None, bool(a.get("lower_bound")))
-        if isinstance(bw, (int, float))
-        else "bandwidth unknown"
-    )
-    text = f"{a.get('medium')} {a.get('via')} {a.get('path') or ''} {figure}"
-    return _text(text, style=MEDIUM_STYLE.get(str(a.get("medium")), ""))
+    bw = a.bandwidth_gbps
+    figure = fmt_bandwidth(bw, a.bandwidth_source or None, a.lower_bound) if bw is not None else "bandwidth unknown"
+    text = f"{a.medium} {a.via} {a.path or ''} {figure}"
+    return _text(text, style=MEDIUM_STYLE.get(a.medium, ""))
 
 
 def collapse(lines: list[str]) -> list[str]:
@@ -152,14 +147,12 @@ def check_view(r: CheckResult) -> RenderableType:
     return Group(*parts)
 
 
-def cluster_diff_view(d: dict[str, object]) -> RenderableType:
-    parts: list[RenderableType] = [_text(str(d["summary"]), style="bold")]
-    hosts = d.get("hosts")
-    if isinstance(hosts, dict):
-        for name, h in hosts.items():
-            if isinstance(h, dict) and not h.get("same"):
-                parts.append(_text(f"\n{name}: {h.get('summary')}", style="bold"))
-                changes = h.get("changes")
-                for line in (changes if isinstance(changes, list) else [])[:20]:
-                    parts.append(_text(f"  {line}"))
+def cluster_diff_view(d: ClusterDiff) -> RenderableType:
+    """The cluster verdict, then each host that differs with its grouped changes."""
+    parts: list[RenderableType] = [_text(d.summary, style="bold")]
+    for name, h in d.hosts.items():
+        if not h.same:
+            parts.append(_text(f"\n{name}: {h.summary}", style="bold"))
+            for line in h.changes[:20]:
+                parts.append(_text(f"  {line}"))
     return Group(*parts)
