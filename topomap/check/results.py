@@ -79,10 +79,6 @@ class CheckResult:
     results: list[RuleResult]
 
     @property
-    def passed(self) -> bool:
-        return all(r.status == "pass" for r in self.results)
-
-    @property
     def status(self) -> Verdict:
         """FAIL when any rule fails, else UNKNOWN when any cannot be told, else PASS."""
         if any(r.status == "fail" for r in self.results):

@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from topomap.base.units import fmt_bandwidth
-from topomap.check import CheckResult
+from topomap.check import CheckResult, RuleResult
 from topomap.diff import ClusterDiff, DiffResult, NotCompared
 from topomap.flow.mapping import MappedArrow
 from topomap.render.terminal import MEDIUM_STYLE, unknown_in_words
@@ -90,25 +90,22 @@ def _arrow_cell(a: MappedArrow) -> Text:
     return _text(text, style=MEDIUM_STYLE.get(a.medium, ""))
 
 
-def collapse(lines: list[str]) -> list[str]:
-    """Evidence lines that say the same of several subjects become one:
-    ``gpu0–gpu1: NV18`` … ``gpu6–gpu7: NV18`` → ``28 pairs/items (gpu0–gpu1 … gpu6–gpu7): NV18``."""
+def collapse(entries: list[tuple[str | None, str]]) -> list[str]:
+    """Evidence that says the same of several subjects becomes one line (``subject`` None: a line
+    of its own): ``gpu0–gpu1: NV18`` … ``gpu6–gpu7: NV18`` → ``28 of them (gpu0–gpu1, … gpu6–gpu7): NV18``."""
     groups: dict[str, list[str]] = {}
-    order: list[str] = []
-    plain: dict[str, str] = {}
-    for line in lines:
-        subject, sep, rest = line.partition(": ")
-        if not sep or " " in subject:
-            plain[line] = line
-            order.append(line)
+    order: list[tuple[bool, str]] = []  # (a plain line, the line or the shared text)
+    for subject, text in entries:
+        if subject is None:
+            order.append((True, text))
             continue
-        if rest not in groups:
-            groups[rest] = []
-            order.append(rest)
-        groups[rest].append(subject)
+        if text not in groups:
+            groups[text] = []
+            order.append((False, text))
+        groups[text].append(subject)
     out: list[str] = []
-    for key in order:
-        if key in plain:
+    for plain, key in order:
+        if plain:
             out.append(key)
             continue
         subjects = groups[key]
@@ -118,6 +115,18 @@ def collapse(lines: list[str]) -> list[str]:
             out.append(f"{', '.join(subjects)}: {key}")
         else:
             out.append(f"{len(subjects)} of them ({subjects[0]}, {subjects[1]} … {subjects[-1]}): {key}")
+    return out
+
+
+def _evidence(r: RuleResult) -> list[tuple[str | None, str]]:
+    """A rule's evidence apart from its summary, each line with the subject its finding names."""
+    by_line = {f.line: f for f in r.findings}
+    out: list[tuple[str | None, str]] = []
+    for line in r.evidence:
+        if line == r.summary:
+            continue
+        f = by_line.get(line)
+        out.append((f.subject, f.text) if f is not None else (None, line))
     return out
 
 
@@ -135,7 +144,7 @@ def check_view(r: CheckResult) -> RenderableType:
         if x.summary and x.status != "pass":
             line.append(f" — {x.summary}")
         parts.append(line)
-        lines = collapse([e for e in x.evidence if e != x.summary])
+        lines = collapse(_evidence(x))
         shown = lines[:EVIDENCE_SHOWN]
         for e in shown:
             parts.append(_text(f"           {e}", style="dim"))
