@@ -54,10 +54,9 @@ def timed(fn: Callable[[], T]) -> tuple[float, T]:
 
 def stages(hosts: int, work: Path, arrows: int = ARROWS) -> dict[str, float | None]:
     """Seconds per stage for one cluster size (None: stage skipped)."""
+    from topomap.diff import diff_clusters
     from topomap.cli.bind import bind_probes
-    from topomap.diff.core import diff_clusters
-    from topomap.flow import read_flow
-    from topomap.flow.mapping import map_flow
+    from topomap.flow import map_flow, read_flow
     from topomap.graph import build
     from topomap.model.merge import merge
     from topomap.model.snapshot import hosts_of

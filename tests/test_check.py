@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import SAMPLES, run_probe
 from tests.fakes import machines
-from topomap.check.evaluate import Lot, RequirementsError, check, parse_requirements
+from topomap.check import Lot, RequirementsError, check, parse_requirements
 from topomap.cli import app
 from topomap.graph import build
 from topomap.importers import load_any
@@ -34,7 +34,7 @@ def h100(tmp_path_factory: pytest.TempPathFactory) -> Lot:
 def test_gpus_rule(h100: Lot) -> None:
     assert run("  - gpus: {min_count: 8, model: '*H100*', min_memory_gib: 80}\n", h100)[0][1] == "pass"
     ((_, status, ev),) = run("  - gpus: {min_count: 8, min_memory_gib: 96}\n", h100)
-    assert status == "fail" and ev[0] == "0 GPUs qualify < 8 needed" and ev[1] == "gpu0: 81920 MiB = 85.9 GB < 96 GB"
+    assert status == "fail" and ev[0] == "0 GPUs qualify < 8 needed" and ev[1] == "gpu0: 80 GiB = 85.9 GB < 96 GB"
     # memory is compared the way vendors sell it: an 80 GB card (81559 MiB = 79.6 GiB) passes 80
     assert run("  - gpus: {min_count: 8, min_memory_gb: 80}\n", h100)[0][1] == "pass"
     # the NCCL dump names no model; its PCI device id (0x2330) does, labelled as derived

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import SAMPLES
-from topomap.check.evaluate import Lot, RequirementsError, check, parse_requirements
+from topomap.check import Lot, RequirementsError, check, parse_requirements
 from topomap.check.names import model_matches
 from topomap.cli import app
 from topomap.flow import read_flow
@@ -149,7 +149,7 @@ def test_model_prefix_glob_passes_on_h100_and_a_fail_lists_the_models_seen() -> 
 
 
 def test_the_schema_says_how_a_model_matches() -> None:
-    from topomap.check.evaluate import requirements_json_schema
+    from topomap.check import requirements_json_schema
 
     model = requirements_json_schema()["$defs"]["GpusRule"]["properties"]["model"]
     assert "H100* and *H100* match 'NVIDIA H100 80GB HBM3'" in json.dumps(model)

@@ -10,7 +10,10 @@ from typer.testing import CliRunner
 from tests.conftest import SAMPLES, run_probe
 from tests.fakes import machines
 from topomap.cli import app
-from topomap.diff.core import diff_flow, diff_snapshots
+from topomap.diff import NotCompared, diff_snapshots
+from topomap.flow import read_flow
+from topomap.flow.mapping import MappedArrow
+from topomap.flow.spec import Placement
 from topomap.importers import import_file, load_any
 from topomap.model.codec import save_snapshot
 from topomap.model.snapshot import P2P, Snapshot
@@ -79,15 +82,14 @@ def _fewer_links_and_no_gdr(s: Snapshot, links: int) -> Snapshot:
 def test_fewer_nvlinks_and_lost_gpudirect_decide_the_verdict(tmp_path: Path) -> None:
     a = run_probe(machines.hgx_h100(), tmp_path).snapshot
     b = _fewer_links_and_no_gdr(a, 12)
-    d = diff_snapshots(a, b, names=("offer-a", "offer-b"))
-    diff_flow(d, str(SAMPLES / "flows" / "tensor-parallel.yaml"), a, b)
+    d = diff_snapshots(a, b, names=("offer-a", "offer-b"), flow=read_flow(SAMPLES / "flows" / "tensor-parallel.yaml"))
     assert d.verdict == "a-better" and d.exit_status == 1
     lines = d.grouped()
     assert lines[0] == "28 GPU pairs: NV18 → NV12"  # identical changes collapse
     assert "8 GPUs: GPUDirect RDMA → no GPUDirect" in lines
     summary = d.summary()
     assert summary.startswith("offer-a is better than offer-b for this flow: 28 GPU pairs: NV18 → NV12")
-    ex = [r for r in d.arrows if r.a["from_step"] == r.a["to_step"] == "allreduce"]
+    ex = [r for r in d.arrows if r.a.src_step == r.a.dst_step == "allreduce"]
     assert ex and all(r.direction == "worse" and r.slower is True for r in ex)  # 478 → 319 GB/s, driver rate
     assert "0 get worse" not in summary
 
@@ -137,7 +139,7 @@ def test_gpu_memory_pcie_and_driver_changes(tmp_path: Path) -> None:
     d = diff_snapshots(s, msgspec.structs.replace(s, gpus=gpus, software=sw))
     texts = {c.text for c in d.changes}
     assert texts == {
-        "gpu3: memory 81920 MiB → 40960 MiB",
+        "gpu3: memory 80 GiB → 40 GiB",  # sizes as every view writes them (units.fmt_bytes)
         "gpu3: PCIe link Gen5 x16 → Gen4 x16",
         "software: driver 550.54.15 → 535.104.05",
     }
@@ -148,8 +150,8 @@ def test_across_sources_compares_only_what_both_know(tmp_path: Path, real: Path)
     paste = import_file(real / "nvidia-smi" / "gcp-gke-a4-b200-8gpu-8nic.txt")
     d = diff_snapshots(paste, probe, names=("vendor", "probe"))
     assert not any(c.kind == "gpu" and c.field == "memory" for c in d.changes)
-    assert "gpus.memory_total_bytes (unknown in vendor)" in d.not_compared
-    assert "pairs.p2p (unknown in vendor)" in d.not_compared
+    assert NotCompared("gpus.memory_total_bytes", "vendor") in d.not_compared
+    assert NotCompared("pairs.p2p", "vendor") in d.not_compared
     # the fake HGX H100 has exactly the B200 page's matrix, but the page names no model: a B200 paste
     # against an H100 probe is not "equivalent"
     assert d.changes == [] and d.verdict == "cannot-confirm" and d.exit_status == 3
@@ -158,11 +160,10 @@ def test_across_sources_compares_only_what_both_know(tmp_path: Path, real: Path)
 
 def test_flow_arrows_side_by_side() -> None:
     a, b = load_any(IBM), load_any(SAMPLES / "snapshots" / "rtx4090-8gpu-all-sys.json")
-    d = diff_snapshots(a, b)
-    diff_flow(d, str(SAMPLES / "flows" / "tensor-parallel.yaml"), a, b)
-    ex = [r for r in d.arrows if r.a["from_step"] == r.a["to_step"] == "allreduce"]
+    d = diff_snapshots(a, b, flow=read_flow(SAMPLES / "flows" / "tensor-parallel.yaml"))
+    ex = [r for r in d.arrows if r.a.src_step == r.a.dst_step == "allreduce"]
     assert len(ex) == 28 and all(r.medium_changed for r in ex)
-    assert ex[0].a["medium"] == "gpu-link" and ex[0].b["medium"] == "host-memory"
+    assert ex[0].a.medium == "gpu-link" and ex[0].b.medium == "host-memory"
     assert "28 of 52 arrows change medium" in d.summary()
 
 
@@ -190,8 +191,7 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
 def test_diff_under_a_flow_with_work_shows_how_the_plan_changes() -> None:
     a = load_any(SAMPLES / "snapshots" / "rtx4090-8gpu-all-sys.json")
     b = load_any(SAMPLES / "snapshots" / "rtx5090-pair-p2p-gns.json")
-    d = diff_snapshots(a, b)
-    diff_flow(d, str(SAMPLES / "flows" / "eight-documents.yaml"), a, b)
+    d = diff_snapshots(a, b, flow=read_flow(SAMPLES / "flows" / "eight-documents.yaml"))
     plan = [c for c in d.changes if c.kind == "plan"]
     assert plan and plan[0].direction == "worse" and plan[0].text.startswith("plan: best total 22 min → 58 min")
     assert any("B has 2 cards where A has 8" in line for line in d.plan_lines)
@@ -202,10 +202,17 @@ def test_flow_table_cells_carry_the_bandwidths_provenance() -> None:
     """`diff --flow` prints each arrow as map does: a figure always says spec / derived / measured."""
     from topomap.render.verdict_view import _arrow_cell
 
-    cell = _arrow_cell({"medium": "gpu-link", "via": "nvswitch", "path": "NV18", "bandwidth_gbps": 253.125,
-                        "bandwidth_source": "derived", "lower_bound": True})  # fmt: skip
+    def arrow(**kw: object) -> MappedArrow:
+        ends = {"src_place": Placement("lot", "gpu", "gpu0"), "dst_place": Placement("lot", "gpu", "gpu1")}
+        base: dict[str, object] = {"src_step": "a", "dst_step": "b", "src": "lot:gpu0", "dst": "lot:gpu1", "route": []}
+        base |= ends
+        return MappedArrow(**{**base, **kw})  # type: ignore[arg-type]
+
+    cell = _arrow_cell(arrow(medium="gpu-link", via="nvswitch", path="NV18", bandwidth_gbps=253.125,
+                             bandwidth_source="derived", lower_bound=True))  # fmt: skip
     assert cell.plain == "gpu-link nvswitch NV18 ≥ 253 GB/s derived"
-    assert _arrow_cell({"medium": "unknown", "via": "unknown", "path": None}).plain.endswith("bandwidth unknown")
+    unknown = arrow(medium="unknown", via="unknown", path=None, bandwidth_gbps=None, bandwidth_source="unknown")
+    assert _arrow_cell(unknown).plain.endswith("bandwidth unknown")
     snaps, flow = SAMPLES / "snapshots", SAMPLES / "flows" / "tensor-parallel.yaml"
     a, b = snaps / "hgx-h200-8gpu-10nic.json", snaps / "hgx-a100-8gpu-8nic.json"
     r = CliRunner().invoke(app, ["diff", str(a), str(b), "--flow", str(flow)])
@@ -226,12 +233,11 @@ def test_a_gain_beside_a_change_that_cannot_be_told_is_no_winner(real: Path, tmp
     )
     a = import_file(real / "nvidia-smi" / "a100-sxm4-80gb-8gpu-8nic-roce-deepep13.txt")
     b = import_file(real / "nccl-xml" / "aws-p4d-24xlarge.xml")
-    d = diff_snapshots(a, b, names=("a100", "p4d"))
-    diff_flow(d, str(flow), a, b)
+    d = diff_snapshots(a, b, names=("a100", "p4d"), flow=read_flow(flow))
     assert d.verdict == "cannot-confirm" and d.exit_status == 3
     assert d.summary().startswith("cannot tell which lot is better for this flow: 8 GPUs: nearest NIC PXB → PIX")
-    gpu_pair = next(r for r in d.arrows if r.a["to_step"] == "b")
-    assert gpu_pair.direction == "unknown" and gpu_pair.b["medium"] == "unknown"
+    gpu_pair = next(r for r in d.arrows if r.a.dst_step == "b")
+    assert gpu_pair.direction == "unknown" and gpu_pair.b.medium == "unknown"
 
 
 def test_what_was_not_compared_is_said_in_words_by_side() -> None:
@@ -239,6 +245,15 @@ def test_what_was_not_compared_is_said_in_words_by_side() -> None:
     (it printed internal field names: `gpus.compute_capability (unknown in both); numa.NUMA node …`)."""
     from topomap.render.verdict_view import _not_compared
 
-    entries = ["gpus.uuid (unknown in both)", "numa.NUMA node (unknown in dgx1)", "gpus.mig (unknown in both)"]
+    entries = [
+        NotCompared("gpus.uuid", "both"),
+        NotCompared("NUMA node", "dgx1", "numa"),
+        NotCompared("gpus.mig", "both"),
+    ]
+    assert [x.entry for x in entries] == [  # as --json lists them
+        "gpus.uuid (unknown in both)",
+        "numa.NUMA node (unknown in dgx1)",
+        "gpus.mig (unknown in both)",
+    ]
     text = _not_compared(entries)
     assert text == "unknown in both: GPU UUIDs, MIG mode; unknown in dgx1: NUMA node"

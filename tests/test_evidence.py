@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import REAL, SAMPLES, run_probe
 from tests.fakes import machines
-from topomap.check.evaluate import Lot, check, parse_requirements
+from topomap.check import Lot, check, parse_requirements
 from topomap.cli import app
 from topomap.flow import bind, gpus_of, parse_flow
 from topomap.flow.mapping import MappedArrow, map_flow

@@ -41,7 +41,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from topomap.base.errors import TopomapError
-from topomap.check.evaluate import read_requirements
+from topomap.check import read_requirements
 from topomap.cli import app
 from topomap.flow import read_flow
 from topomap.importers import import_file, load_any

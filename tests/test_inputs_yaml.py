@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from topomap.base.errors import TopomapError
-from topomap.check.evaluate import RequirementsError, parse_requirements
+from topomap.check import RequirementsError, parse_requirements
 from topomap.files.yamlfile import MAX_ALIASES, MAX_DEPTH, load_yaml
 from topomap.flow import parse_flow
 from topomap.flow.spec import FlowError

@@ -7,15 +7,18 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, run_probe
+from tests.fakes import machines
 from topomap.base.links import PCIE_CLASSES
-from topomap.check.evaluate import Lot, check, parse_requirements
-from topomap.diff.core import diff_snapshots
+from topomap.base.units import fmt_bytes
+from topomap.check import Lot, check, parse_requirements
+from topomap.diff import diff_snapshots
 from topomap.flow import bind, gpus_of, parse_flow
 from topomap.flow.mapping import map_flow
 from topomap.graph import build
@@ -42,34 +45,25 @@ def assert_views_agree(s: Snapshot) -> None:
     topos = {"lot": t}
     bind(flow, gpus_of(topos))  # type: ignore[arg-type]
     mapped = {(a.src.split(":")[1], a.dst.split(":")[1]): a for a in map_flow(flow, topos).arrows}  # type: ignore[arg-type]
-    # check: one verdict per pair
+    # check: one verdict per pair, read from its typed findings (never from its prose)
     result = check(NVLINK_RULE, [Lot("lot", t)], None).results[0]
-    verdict: dict[tuple[str, str], str] = {}
-    for line in result.evidence[1:]:
-        pair = line.split(":")[0]
-        a, _, b = pair.partition("–")
-        status = "pass" if line.endswith(f"NV{line.rsplit('NV', 1)[-1]}") and "no usable" not in line else None
-        if "no usable NVLink" in line:
-            status = "fail"
-        elif "NVLink unknown" in line:
-            status = "unknown"
-        elif "lost" in line:
-            status = "fail"
-        verdict[(a, b)] = status or "pass"
+    verdict = {f.subject: f.status for f in result.findings}
+    assert len(verdict) == len(gpus) * (len(gpus) - 1) // 2
     # show: the NVLink cell of each GPU
     cells = {g: gpu_pairs_nvlink_summary(t, g) for g in gpus}
     for a, b in itertools.combinations(gpus, 2):
         m = mapped[(a, b)]
         nv = nvlink(t, a, b)
         over_nvlink = m.medium == "gpu-link" and m.via in ("nvlink", "nvswitch")
-        assert over_nvlink == nv.usable.yes == (verdict[(a, b)] == "pass"), (a, b, m.via, nv.usable, verdict[(a, b)])
+        said = verdict[f"{a}–{b}"]
+        assert over_nvlink == nv.usable.yes == (said == "pass"), (a, b, m.via, nv.usable, said)
         if over_nvlink:
             assert m.path == f"NV{nv.links}" and route(t, a, b).path == m.path
             own = next((p.path for p in s.pairs if {p.a, p.b} == {a, b}), None)
             assert own is None or own == m.path, (a, b, own, m.path)  # an NV# pair, never a relay
             assert not any(x.split("/")[1].startswith("gpu") for x in m.route[1:-1])  # no relay
             assert cells[a] != "none" and not cells[a].startswith("unknown")
-        if verdict[(a, b)] == "unknown":
+        if said == "unknown":
             assert m.medium == "unknown" or m.via == "pcie-p2p"
         if nv.usable.value == "unknown" and not source_knows(s, "nvlink"):
             assert cells[a].startswith("unknown"), cells[a]
@@ -127,3 +121,16 @@ def snapshots(draw: st.DrawFn) -> Snapshot:
 @given(snapshots())
 def test_views_agree_on_random_topologies(s: Snapshot) -> None:
     assert_views_agree(s)
+
+
+def test_check_and_diff_write_a_memory_size_alike(tmp_path: Path) -> None:
+    """One text for a memory size (units.fmt_bytes): diff wrote MiB from a function named `_gib`,
+    check wrote its own MiB figure."""
+    s = run_probe(machines.hgx_h100(), tmp_path).snapshot
+    small = [msgspec.structs.replace(g, memory_total_bytes=40 * 2**30) for g in s.gpus]
+    d = diff_snapshots(s, msgspec.structs.replace(s, gpus=small))
+    reqs, _ = parse_requirements("requirements:\n  - gpus: {min_count: 8, min_memory_gb: 96}\n", "r.yaml")
+    r = check(reqs, [Lot("h100", build(s))], None).results[0]
+    have = fmt_bytes(s.gpus[0].memory_total_bytes)
+    assert f"gpu0: memory {have} → {fmt_bytes(40 * 2**30)}" in [c.text for c in d.changes]
+    assert r.evidence[1].startswith(f"gpu0: {have} = ") and have == "80 GiB"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import fnmatch
 import re
 
-from topomap.check.rules import Requirement, RequirementsError
+from topomap.check.requirements import Requirement, RequirementsError
 from topomap.flow.spec import Flow, name_hint
 
 #: Words a GPU's full name may start with that people leave out when they name the model.

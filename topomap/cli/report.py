@@ -60,8 +60,8 @@ def report(
 
 def _add_check(inp: ReportInputs, flow_file: str, flow: Flow, topos: dict[str, Topology | None], fmap: FlowMap) -> None:
     """The `check` verdict of the flow's own `requirements:` on its bound lots."""
-    from topomap.check.evaluate import check as run_check
-    from topomap.check.evaluate import flow_lots, read_requirements
+    from topomap.check import check as run_check
+    from topomap.check import flow_lots, read_requirements
 
     rules, _ = read_requirements(flow_file)
     result = run_check(rules, flow_lots(flow, topos), fmap, topos)

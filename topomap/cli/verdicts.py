@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
 from topomap.base.errors import TopomapError
 from topomap.cli import JsonOpt, ProbeOpt, _console, _guard, _load, _print_json, app
+from topomap.cli.flows import read_flow_file
+from topomap.cli.record import diff_run_files
 
 
 @app.command()
@@ -27,12 +29,12 @@ def diff(
     """Semantic differences between two lots, or the fair comparison of two recorded runs.
     Exit 0 equivalent (runs: both succeeded, same outputs), 1 different, 3 cannot confirm (a side
     does not record what equivalence needs), 2 error."""
+    # imports inside the commands keep start-up fast: every command module loads at start-up, and
+    # `topomap --help` and the light commands must not load what diff and check need (networkx)
     from topomap.files.kind import is_run_file
 
     runs = (is_run_file(a), is_run_file(b))
     if all(runs):
-        from topomap.cli.record import diff_run_files
-
         return diff_run_files(a, b, outputs, tolerance, json_out)
     if any(runs):
         run, other, which = (a, b, "A") if runs[0] else (b, a, "B")
@@ -41,82 +43,44 @@ def diff(
             "diff compares two runs or two snapshots, not one of each",
             hint="topomap diff RUN_A.json RUN_B.json, or topomap diff SNAP_A SNAP_B",
         )
-    from topomap.diff.core import diff_flow, diff_snapshots
-
-    if match not in ("index", "structure"):
-        raise TopomapError(
-            f"--match {match!r}: expected index or structure",
-            hint="--match index (the default: GPU i with GPU i) or structure (renumber so the topologies line up)",
-        )
+    how = _match(match)
     if outputs is not None or tolerance is not None:
         raise TopomapError(
             "--outputs and --tolerance compare two recorded runs, not two snapshots",
             hint="topomap diff RUN_A.json RUN_B.json --outputs DIR_A DIR_B",
         )
+    from topomap.diff import diff_clusters, diff_snapshots
+    from topomap.render.verdict_view import cluster_diff_view, diff_view
+
     sa, sb = _load(a), _load(b)
     if sa.source.kind == "merge" or sb.source.kind == "merge":
-        from topomap.diff.core import diff_clusters
-
-        cluster = diff_clusters(sa, sb, match)  # type: ignore[arg-type]
+        cluster = diff_clusters(sa, sb, how)
         if json_out:
-            _print_json(cluster)
+            _print_json(cluster.to_json())
         else:
-            from topomap.render.verdict_view import cluster_diff_view
-
             _console().print(cluster_diff_view(cluster))
-        raise typer.Exit(int(cluster["exit_status"]))
+        raise typer.Exit(cluster.exit_status)
     names = (Path(a).stem, Path(b).stem)
     if names[0] == names[1]:
         names = (f"A ({names[0]})", f"B ({names[1]})")
-    result = diff_snapshots(sa, sb, match, names)  # type: ignore[arg-type]
-    if flow_file:
-        diff_flow(result, flow_file, sa, sb)
+    flow = read_flow_file(flow_file, "diff --flow") if flow_file else None
+    result = diff_snapshots(sa, sb, how, names, flow)
     if json_out:
-        _print_json(
-            {
-                "same": result.same,
-                "verdict": result.verdict,
-                "summary": result.summary(),
-                "reasons": result.reasons(),
-                "unconfirmed": result.unconfirmed,
-                "match": result.match,
-                "mapping": result.mapping,
-                "grouped": result.grouped(),
-                "plan": result.plan_lines,
-                "changes": [
-                    {
-                        "kind": c.kind,
-                        "subject": c.subject,
-                        "field": c.field,
-                        "a": c.a,
-                        "b": c.b,
-                        "direction": c.direction,
-                        "text": c.text,
-                    }
-                    for c in result.changes
-                ],
-                "not_compared": result.not_compared,
-                "notes": result.notes,
-                "arrows": [
-                    {
-                        "from": r.src,
-                        "to": r.dst,
-                        "a": r.a,
-                        "b": r.b,
-                        "medium_changed": r.medium_changed,
-                        "slower": r.slower,
-                        "direction": r.direction,
-                        "reason": r.reason,
-                    }
-                    for r in result.arrows
-                ],
-            }
-        )
+        _print_json(result.to_json())
     else:
-        from topomap.render.verdict_view import diff_view
-
         _console().print(diff_view(result))
     raise typer.Exit(result.exit_status)
+
+
+def _match(match: str) -> Literal["index", "structure"]:
+    if match == "index":
+        return "index"
+    if match == "structure":
+        return "structure"
+    raise TopomapError(
+        f"--match {match!r}: expected index or structure",
+        hint="--match index (the default: GPU i with GPU i) or structure (renumber so the topologies line up)",
+    )
 
 
 @app.command()
@@ -128,10 +92,13 @@ def check(
     json_out: JsonOpt = False,
 ) -> None:
     """Requirements verdict per rule, with evidence. Exit 0 pass, 1 fail, 3 unknown (cannot be told), 2 error."""
-    from topomap.check.evaluate import Lot, flow_lots, read_requirements
-    from topomap.check.evaluate import check as run_check
+    # imports inside the command keep start-up fast (see diff)
+    from topomap.check import check as run_check
+    from topomap.check import flow_lots, read_requirements, snapshot_lots
+    from topomap.cli.bind import bind_probes
     from topomap.files.kind import is_run_file
-    from topomap.graph import build
+    from topomap.flow import map_flow
+    from topomap.render.verdict_view import check_view
 
     if is_run_file(reqs):
         raise TopomapError(
@@ -142,43 +109,28 @@ def check(
     if flow_file is None and is_flow:
         flow_file = reqs
     fmap = None
-    lots: list[Lot] = []
     topos = None
     if flow_file is not None:
-        from topomap.cli.bind import bind_probes
-        from topomap.cli.flows import read_flow_file
-        from topomap.flow import map_flow
-
         flow = read_flow_file(flow_file, "check --flow")
         topos = bind_probes(flow, probe or [])
         fmap = map_flow(flow, topos)
         lots = flow_lots(flow, topos)
-    else:
-        if not probe:
-            raise TopomapError(
-                "check needs --probe SNAP (or --flow FLOW)",
-                hint=f"topomap check {reqs} --probe SNAP.json (NAME=SNAP for a named lot; repeat for more)",
-            )
-        for arg in probe:
-            name, sep, path = arg.partition("=")
-            if not sep:
-                name, path = Path(arg).stem, arg
-            from topomap.model.snapshot import hosts_of
-
-            hosts = hosts_of(_load(path))
-            for h in hosts:
-                lots.append(Lot(name=(h.host.hostname or name) if len(hosts) > 1 else name, topo=build(h)))
-    result = run_check(rules, lots, fmap, topos)
-    if json_out:
-        _print_json(
-            {
-                "verdict": result.status,
-                "summary": result.verdict(),
-                "rules": [r.to_json() for r in result.results],
-            }
+    elif not probe:
+        raise TopomapError(
+            "check needs --probe SNAP (or --flow FLOW)",
+            hint=f"topomap check {reqs} --probe SNAP.json (NAME=SNAP for a named lot; repeat for more)",
         )
     else:
-        from topomap.render.verdict_view import check_view
-
+        lots = snapshot_lots([(name, _load(path)) for name, path in map(_named, probe)])
+    result = run_check(rules, lots, fmap, topos)
+    if json_out:
+        _print_json(result.to_json())
+    else:
         _console().print(check_view(result))
     raise typer.Exit(result.exit_status)
+
+
+def _named(arg: str) -> tuple[str, str]:
+    """``--probe NAME=FILE`` → (NAME, FILE); a bare FILE is named by its stem."""
+    name, sep, path = arg.partition("=")
+    return (name, path) if sep else (Path(arg).stem, arg)

@@ -20,7 +20,7 @@ def _flow() -> dict[str, Any]:
 
 
 def _requirements() -> dict[str, Any]:
-    from topomap.check.evaluate import requirements_json_schema
+    from topomap.check import requirements_json_schema
 
     return requirements_json_schema()
 

@@ -8,8 +8,9 @@ from rich.table import Table
 from rich.text import Text
 
 from topomap.base.units import fmt_bandwidth
-from topomap.check.evaluate import CheckResult
-from topomap.diff.core import DiffResult
+from topomap.check import CheckResult, RuleResult
+from topomap.diff import ClusterDiff, DiffResult, NotCompared
+from topomap.flow.mapping import MappedArrow
 from topomap.render.terminal import MEDIUM_STYLE, unknown_in_words
 from topomap.render.text import visible
 
@@ -68,52 +69,43 @@ def diff_view(d: DiffResult) -> RenderableType:
     return Group(*parts)
 
 
-def _not_compared(entries: list[str]) -> str:
-    """``gpus.uuid (unknown in both)`` … in words, grouped by the side that cannot know them."""
+def _not_compared(entries: list[NotCompared]) -> str:
+    """What could not be compared, in words as show names it, grouped by the side that cannot know it."""
     by_side: dict[str, list[str]] = {}
-    for entry in entries:
-        field, sep, side = entry.partition(" (unknown in ")
-        key = side.rstrip(")") if sep else ""
-        words = unknown_in_words([field])[0] if sep else entry
-        if words == field and "." in field:  # a compared fact with no entry of its own: its name
-            words = field.split(".", 1)[1]
-        by_side.setdefault(key, []).append(words)
-    return "; ".join(
-        (f"unknown in {side}: " if side else "") + ", ".join(words) for side, words in sorted(by_side.items())
-    )
+    for x in entries:
+        words = x.field
+        if x.kind is None:  # a snapshot field the source declares unknown: its words, else its name
+            words = unknown_in_words([x.field])[0]
+            if words == x.field and "." in x.field:
+                words = x.field.split(".", 1)[1]
+        by_side.setdefault(x.side, []).append(words)
+    return "; ".join(f"unknown in {side}: " + ", ".join(words) for side, words in sorted(by_side.items()))
 
 
-def _arrow_cell(a: dict[str, object]) -> Text:
+def _arrow_cell(a: MappedArrow) -> Text:
     """An arrow as map prints it: medium, route, links, bandwidth with its provenance."""
-    bw, source = a.get("bandwidth_gbps"), a.get("bandwidth_source")
-    figure = (
-        fmt_bandwidth(float(bw), str(source) if source else None, bool(a.get("lower_bound")))
-        if isinstance(bw, (int, float))
-        else "bandwidth unknown"
-    )
-    text = f"{a.get('medium')} {a.get('via')} {a.get('path') or ''} {figure}"
-    return _text(text, style=MEDIUM_STYLE.get(str(a.get("medium")), ""))
+    bw = a.bandwidth_gbps
+    figure = fmt_bandwidth(bw, a.bandwidth_source or None, a.lower_bound) if bw is not None else "bandwidth unknown"
+    text = f"{a.medium} {a.via} {a.path or ''} {figure}"
+    return _text(text, style=MEDIUM_STYLE.get(a.medium, ""))
 
 
-def collapse(lines: list[str]) -> list[str]:
-    """Evidence lines that say the same of several subjects become one:
-    ``gpu0–gpu1: NV18`` … ``gpu6–gpu7: NV18`` → ``28 pairs/items (gpu0–gpu1 … gpu6–gpu7): NV18``."""
+def collapse(entries: list[tuple[str | None, str]]) -> list[str]:
+    """Evidence that says the same of several subjects becomes one line (``subject`` None: a line
+    of its own): ``gpu0–gpu1: NV18`` … ``gpu6–gpu7: NV18`` → ``28 of them (gpu0–gpu1, … gpu6–gpu7): NV18``."""
     groups: dict[str, list[str]] = {}
-    order: list[str] = []
-    plain: dict[str, str] = {}
-    for line in lines:
-        subject, sep, rest = line.partition(": ")
-        if not sep or " " in subject:
-            plain[line] = line
-            order.append(line)
+    order: list[tuple[bool, str]] = []  # (a plain line, the line or the shared text)
+    for subject, text in entries:
+        if subject is None:
+            order.append((True, text))
             continue
-        if rest not in groups:
-            groups[rest] = []
-            order.append(rest)
-        groups[rest].append(subject)
+        if text not in groups:
+            groups[text] = []
+            order.append((False, text))
+        groups[text].append(subject)
     out: list[str] = []
-    for key in order:
-        if key in plain:
+    for plain, key in order:
+        if plain:
             out.append(key)
             continue
         subjects = groups[key]
@@ -123,6 +115,18 @@ def collapse(lines: list[str]) -> list[str]:
             out.append(f"{', '.join(subjects)}: {key}")
         else:
             out.append(f"{len(subjects)} of them ({subjects[0]}, {subjects[1]} … {subjects[-1]}): {key}")
+    return out
+
+
+def _evidence(r: RuleResult) -> list[tuple[str | None, str]]:
+    """A rule's evidence apart from its summary, each line with the subject its finding names."""
+    by_line = {f.line: f for f in r.findings}
+    out: list[tuple[str | None, str]] = []
+    for line in r.evidence:
+        if line == r.summary:
+            continue
+        f = by_line.get(line)
+        out.append((f.subject, f.text) if f is not None else (None, line))
     return out
 
 
@@ -140,7 +144,7 @@ def check_view(r: CheckResult) -> RenderableType:
         if x.summary and x.status != "pass":
             line.append(f" — {x.summary}")
         parts.append(line)
-        lines = collapse([e for e in x.evidence if e != x.summary])
+        lines = collapse(_evidence(x))
         shown = lines[:EVIDENCE_SHOWN]
         for e in shown:
             parts.append(_text(f"           {e}", style="dim"))
@@ -152,14 +156,12 @@ def check_view(r: CheckResult) -> RenderableType:
     return Group(*parts)
 
 
-def cluster_diff_view(d: dict[str, object]) -> RenderableType:
-    parts: list[RenderableType] = [_text(str(d["summary"]), style="bold")]
-    hosts = d.get("hosts")
-    if isinstance(hosts, dict):
-        for name, h in hosts.items():
-            if isinstance(h, dict) and not h.get("same"):
-                parts.append(_text(f"\n{name}: {h.get('summary')}", style="bold"))
-                changes = h.get("changes")
-                for line in (changes if isinstance(changes, list) else [])[:20]:
-                    parts.append(_text(f"  {line}"))
+def cluster_diff_view(d: ClusterDiff) -> RenderableType:
+    """The cluster verdict, then each host that differs with its grouped changes."""
+    parts: list[RenderableType] = [_text(d.summary, style="bold")]
+    for name, h in d.hosts.items():
+        if not h.same:
+            parts.append(_text(f"\n{name}: {h.summary}", style="bold"))
+            for line in h.changes[:20]:
+                parts.append(_text(f"  {line}"))
     return Group(*parts)

@@ -5,6 +5,7 @@ checked by ``topomap.check.names``.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -163,8 +164,6 @@ def requirements_from_doc(doc: YamlDoc) -> tuple[list[Requirement], bool]:
             )
         ((name, opts),) = item.items()
         if name not in RULES:
-            import difflib
-
             close = difflib.get_close_matches(str(name), list(RULES), n=1)
             raise RequirementsError(
                 f"{doc.origin}:{line}: unknown rule `{name}`",

@@ -1,0 +1,309 @@
+"""The rules about one lot's machine: versions, GPUs (count, model, memory), GPU links, GPUDirect
+NICs, GPUs of steps on one NUMA node, NVLink fabric ready. Each asks ``topomap.graph.evidence``
+(path facts) and ``topomap.model.facts`` (device facts), the functions map, show and diff ask too.
+
+Memory sizes are compared the way vendors sell them (decimal GB): an 80 GB card, which reports
+81559 MiB, passes 80.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from topomap.base.links import class_rank
+from topomap.base.units import fmt_bytes
+from topomap.check.names import model_matches
+from topomap.check.requirements import (
+    MODEL_RULE,
+    GdrNicRule,
+    GpuLinksRule,
+    GpusRule,
+    Requirement,
+    SameNumaRule,
+    VersionRule,
+)
+from topomap.check.results import Finding, Lot, RuleResult, Status, tally
+from topomap.graph import Topology, natural_key
+from topomap.graph.evidence import gpu_usable, memory_node, nearest_nic, nvlink, pcie_p2p, pcie_path_class
+from topomap.model.facts import SETTLE, fabric_ready, gpu_memory, gpu_model_name
+from topomap.model.snapshot import Gpu
+
+
+def _version(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", v))
+
+
+def _versions(req: Requirement, lot: Lot) -> RuleResult:
+    rule = req.rule
+    assert isinstance(rule, VersionRule)
+    sw = lot.topo.snapshot.software
+    have = sw.driver_version if req.name == "driver" else sw.cuda_driver_version
+    desc = f"{req.name} ≥ {rule.min}"
+    if have is None:
+        why = f"{req.name} version not recorded by this source"
+        return RuleResult(req.name, lot.name, "unknown", desc, [why], why, [SETTLE["driver"]])
+    ok = _version(have) >= _version(rule.min)
+    summary = f"{req.name} {have} {'≥' if ok else '<'} {rule.min}"
+    return RuleResult(req.name, lot.name, "pass" if ok else "fail", desc, [f"{req.name} {have}"], summary)
+
+
+def _sold_gb(memory_bytes: int) -> float:
+    """Memory as vendors sell it, in decimal GB: 81559 MiB → 85.5 GB, which an "80 GB" card is."""
+    return memory_bytes / 1e9
+
+
+def _model_text(g: Gpu) -> str:
+    """The GPU's model as the evidence names it, saying when it was derived."""
+    name, derived = gpu_model_name(g)
+    return (name or "model not recorded") + (" (derived from the PCI device id)" if derived and name else "")
+
+
+def _gpus(req: Requirement, lot: Lot) -> RuleResult:
+    rule = req.rule
+    assert isinstance(rule, GpusRule)
+    need_gb = rule.min_memory_gb if rule.min_memory_gb is not None else rule.min_memory_gib
+    bits = [f"≥ {rule.min_count} GPUs"]
+    if rule.model:
+        bits.append(f"model {rule.model}")
+    if need_gb:
+        bits.append(f"≥ {need_gb:g} GB each (as sold)")
+    desc = ", ".join(bits)
+    topo = lot.topo
+    findings: list[Finding] = []
+    settle: list[str] = []
+    wrong_model = False
+    for g in topo.snapshot.gpus:
+        gid = f"gpu{g.index}"
+        alive = gpu_usable(topo, gid)
+        if not alive.yes:
+            findings.append(Finding(gid, "fail", f"not counted: {alive.why()}"))
+            continue
+        status, text, why = _one_gpu(g, rule.model, need_gb)
+        findings.append(Finding(gid, status, text))
+        settle += why
+        wrong_model = wrong_model or (status == "fail" and text.startswith("model "))
+    n_good = sum(f.status == "pass" for f in findings)
+    n_unknown = sum(f.status == "unknown" for f in findings)
+    verdict: Status
+    if n_good >= rule.min_count:
+        verdict, summary = "pass", f"{n_good} GPUs qualify ≥ {rule.min_count}"
+    elif n_good + n_unknown >= rule.min_count:
+        verdict, summary = "unknown", f"{n_good} GPUs qualify, {n_unknown} cannot be told; {rule.min_count} needed"
+    else:
+        verdict, summary = "fail", f"{n_good} GPUs qualify < {rule.min_count} needed"
+    seen = _models_seen(topo, rule.model) if verdict == "fail" and wrong_model else []
+    if seen:
+        summary += f"; {seen[0]}"
+    lines = [f.line for status in ("fail", "unknown", "pass") for f in findings if f.status == status]
+    keep = sorted(set(settle)) if verdict == "unknown" else []
+    return RuleResult("gpus", lot.name, verdict, desc, [summary, *seen, *lines], summary, keep, findings)
+
+
+def _one_gpu(g: Gpu, model: str | None, need_gb: float | None) -> tuple[Status, str, list[str]]:
+    """One GPU against the gpus rule: its status, the line saying why, and what would settle it."""
+    why: list[str] = []
+    unsure: list[str] = []
+    settle: list[str] = []
+    name = gpu_model_name(g)[0]
+    named = _model_text(g)
+    if model:
+        if name is None:
+            unsure.append("model not recorded")
+            settle.append(SETTLE["gpu_model"])
+        elif not model_matches(model, name):
+            why.append(f"model {named}")
+    mem = gpu_memory(g)
+    have = mem.total_bytes
+    size = fmt_bytes(have) + (f" ({mem.source})" if mem.derived else "")
+    if need_gb:
+        if have is None:
+            unsure.append("memory not recorded")
+            settle.append(SETTLE["gpu_memory"])
+        elif mem.derived and abs(_sold_gb(have) - need_gb) <= need_gb * 0.03:
+            unsure.append(f"memory {mem.source}: too close to {need_gb:g} GB to tell")
+            settle.append(SETTLE["gpu_memory"])
+        elif _sold_gb(have) < need_gb * 0.99:
+            why.append(f"{size} = {_sold_gb(have):.1f} GB < {need_gb:g} GB")
+    if why:
+        return "fail", ", ".join(why), []
+    if unsure:
+        return "unknown", ", ".join(unsure), settle
+    if need_gb and have is not None:
+        named += f", {size}"
+    return "pass", named, []
+
+
+def _models_seen(topo: Topology, pattern: str | None) -> list[str]:
+    """For a failed model rule: the models the lot has, counted, and how the pattern was matched."""
+    if pattern is None:
+        return []
+    counts: dict[str, int] = {}
+    for g in topo.snapshot.gpus:
+        key = _model_text(g)
+        counts[key] = counts.get(key, 0) + 1
+    seen = ", ".join(f"{k} ×{n}" for k, n in counts.items()) or "no GPU"
+    return [f"models seen: {seen}", f"model {pattern!r}: {MODEL_RULE}"]
+
+
+def _gpu_set(lot: Lot, steps: list[str] | None) -> list[str]:
+    if steps:  # check_names: every step is one of the flow's
+        return sorted({g for s in steps for g in lot.step_gpus.get(s, [])}, key=natural_key)
+    if lot.step_gpus:
+        return sorted({g for gs in lot.step_gpus.values() for g in gs}, key=natural_key)
+    return [f"gpu{g.index}" for g in lot.topo.snapshot.gpus]
+
+
+def _gpu_links(req: Requirement, lot: Lot) -> RuleResult:
+    rule = req.rule
+    assert isinstance(rule, GpuLinksRule)
+    gpus = _gpu_set(lot, rule.steps)
+    desc = "GPUs pairwise on NVLink" if rule.min == "nvlink" else f"GPUs pairwise NVLink or P2P within {rule.min}"
+    if rule.steps:
+        desc += f" (steps {', '.join(rule.steps)})"
+    if len(gpus) < 2:
+        why = f"applies to no GPU pair: {len(gpus)} GPU(s) in scope"
+        return RuleResult("gpu_links", lot.name, "fail", desc, [why], why)
+    findings: list[Finding] = []
+    settle: list[str] = []
+    for i, a in enumerate(gpus):
+        for b in gpus[i + 1 :]:
+            status, text, how = _gpu_pair(lot.topo, a, b, rule.min)
+            findings.append(Finding(f"{a}–{b}", status, text))
+            if how:
+                settle.append(how)
+    pairs = len(gpus) * (len(gpus) - 1) // 2
+    ok = sum(f.status == "pass" for f in findings)
+    return tally(req.name, lot.name, desc, findings, settle, f"{ok} of {pairs} pairs qualify")
+
+
+def _gpu_pair(topo: Topology, a: str, b: str, least: str) -> tuple[Status, str, str | None]:
+    """One GPU pair against gpu_links: NVLink usable, else (below ``nvlink``) P2P over a PCIe path
+    no worse than ``least``. The status, the evidence, and what would settle an unknown."""
+    nv = nvlink(topo, a, b)
+    if nv.usable.yes:
+        return "pass", f"NV{nv.links}", None
+    if least == "nvlink":
+        if nv.usable.value == "unknown":
+            return "unknown", f"NVLink unknown: {'; '.join(nv.usable.reasons)}", nv.usable.settle or SETTLE["nvlink"]
+        return "fail", f"no usable NVLink: {nv.usable.why()}", None
+    cls = pcie_path_class(topo, a, b)
+    if cls is None:
+        return "unknown", "PCIe path unknown", SETTLE["path"]
+    if class_rank(cls) > class_rank(least):
+        return "fail", f"{cls} (beyond {least})", None
+    p2p = pcie_p2p(topo, a, b)
+    if p2p.no and not p2p.assumed:
+        nv_unknown = f" (NVLink unknown: {SETTLE['nvlink']})" if nv.usable.value == "unknown" else ""
+        return "fail", f"{cls} but {p2p.why()}{nv_unknown}", None
+    if p2p.assumed or p2p.value == "unknown":
+        return "unknown", f"{cls}, P2P status not recorded", SETTLE["p2p"]
+    return "pass", f"{cls}, {p2p.why()}", None
+
+
+def _gdr_nic(req: Requirement, lot: Lot) -> RuleResult:
+    rule = req.rule
+    assert isinstance(rule, GdrNicRule)
+    desc = f"every GPU has a GPUDirect-capable NIC within {rule.max_path}"
+    if rule.min_gbit_s:
+        desc += f" at ≥ {rule.min_gbit_s:g} Gb/s"
+    gpus = _gpu_set(lot, rule.steps)
+    if not gpus:
+        return RuleResult("gdr_nic", lot.name, "fail", desc, ["applies to no GPU"], "applies to no GPU")
+    findings: list[Finding] = []
+    settle: list[str] = []
+    for gid in gpus:
+        status, text, how = _gdr_gpu(lot.topo, gid, rule)
+        findings.append(Finding(gid, status, text))
+        if how:
+            settle.append(how)
+    ok = sum(f.status == "pass" for f in findings)
+    return tally(req.name, lot.name, desc, findings, settle, f"{ok} of {len(gpus)} GPUs qualify")
+
+
+def _gdr_gpu(topo: Topology, gid: str, rule: GdrNicRule) -> tuple[Status, str, str | None]:
+    """One GPU against gdr_nic: its nearest usable NIC, how near, GPUDirect, line rate."""
+    alive = gpu_usable(topo, gid)
+    if not alive.yes:
+        return "fail", alive.why(), None
+    choice = nearest_nic(topo, gid)
+    nic = choice.nic
+    if nic is None:
+        return "fail", choice.gdr.why(), None
+    if choice.path is None:
+        return "unknown", choice.gdr.why(), choice.gdr.settle or SETTLE["nic"]
+    if class_rank(choice.path) > class_rank(rule.max_path):
+        return "fail", f"nearest usable NIC {nic.name} is {choice.path}", None
+    if choice.gdr.no:
+        return "fail", choice.gdr.why(), None
+    if rule.min_gbit_s:
+        if nic.speed_gbit_s is None:
+            return "unknown", f"NIC {nic.name} ({choice.path}) speed not recorded", SETTLE["nic_speed"]
+        if nic.speed_gbit_s < rule.min_gbit_s:
+            return "fail", f"NIC {nic.name} ({choice.path}) runs at {nic.speed_gbit_s:g} Gb/s", None
+    return "pass", f"{nic.name} {choice.path}", None
+
+
+def _same_numa(req: Requirement, lot: Lot) -> RuleResult:
+    """All the GPUs of the listed steps, together, on one NUMA node (the node whose memory serves
+    each GPU, ``evidence.memory_node``). One step alone: its GPUs share a node; for steps apart,
+    write one rule each."""
+    rule = req.rule
+    assert isinstance(rule, SameNumaRule)
+    desc = f"GPUs of step(s) {', '.join(rule.steps)} share one NUMA node"
+    placed = [(step, gid) for step in rule.steps for gid in lot.step_gpus.get(step, [])]
+    if not placed:
+        why = "applies to no GPU: the steps place nothing on this lot's GPUs"
+        return RuleResult("same_numa", lot.name, "fail", desc, [why], why)
+    nodes = {(step, gid): _numa_label(lot.topo, gid) for step, gid in placed}
+    missing = [gid for (_, gid), node in nodes.items() if node is None]
+    known = {node for node in nodes.values() if node is not None}
+
+    def lines(status: Status) -> list[Finding]:
+        return [
+            Finding(step, status, f"{gid} on {node or 'an unknown NUMA node'}") for (step, gid), node in nodes.items()
+        ]
+
+    if len(known) > 1:  # two known nodes already differ, whatever the unknown ones are
+        spread = f"on {len(known)} NUMA nodes: {', '.join(sorted(known))}"
+        return tally(req.name, lot.name, desc, lines("fail"), [], spread)
+    if missing:
+        why = f"NUMA node of {', '.join(dict.fromkeys(missing))} not recorded by this source"
+        return tally(req.name, lot.name, desc, [*lines("pass"), Finding(None, "unknown", why)], [SETTLE["numa"]], why)
+    return tally(req.name, lot.name, desc, lines("pass"), [], f"all {len(placed)} GPU(s) on {known.pop()}")
+
+
+def _numa_label(topo: Topology, gid: str) -> str | None:
+    """The NUMA node whose memory serves a GPU, in words (``NUMA 0``); None when the source records none."""
+    node = memory_node(topo, gid) if topo.gpu(gid) is not None else None
+    known = re.fullmatch(r"numa(\d+)", node or "")  # numa-unknown…: a node the source did not record
+    return f"NUMA {known.group(1)}" if known else None
+
+
+def _fabric(req: Requirement, lot: Lot) -> RuleResult:
+    desc = "NVLink fabric ready (state completed, clique set)"
+    gpus = lot.topo.snapshot.gpus
+    if not gpus:
+        return RuleResult("fabric_ready", lot.name, "fail", desc, ["applies to no GPU"], "applies to no GPU")
+    findings: list[Finding] = []
+    settle: list[str] = []
+    for g in gpus:
+        ans = fabric_ready(lot.topo.snapshot, g)
+        status: Status = "pass" if ans.yes else "fail" if ans.no else "unknown"
+        findings.append(Finding(f"gpu{g.index}", status, ans.why()))
+        if status == "unknown":
+            settle.append(ans.settle or SETTLE["fabric"])
+    ok = sum(f.status == "pass" for f in findings)
+    return tally(req.name, lot.name, desc, findings, settle, f"{ok} of {len(gpus)} GPU(s) ready")
+
+
+#: The evaluator of each rule asked once per lot.
+LOT_RULES: dict[str, Callable[[Requirement, Lot], RuleResult]] = {
+    "gpus": _gpus,
+    "driver": _versions,
+    "cuda": _versions,
+    "gpu_links": _gpu_links,
+    "gdr_nic": _gdr_nic,
+    "same_numa": _same_numa,
+    "fabric_ready": _fabric,
+}
