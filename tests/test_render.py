@@ -16,7 +16,8 @@ from tests.conftest import SAMPLES
 from topomap.cli import app
 from topomap.graph import build
 from topomap.importers import load_any
-from topomap.render.dot import pipe, q, topology_dot
+from topomap.render.dot import pipe, topology_dot
+from topomap.render.dotbuilder import DotBuilder, dot_string
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `dot` not installed")
 runner = CliRunner()
@@ -76,8 +77,24 @@ def test_hostile_names_cannot_inject(tmp_path: Path) -> None:
     assert any("<script>" in t for t in svg_texts(svg))  # shown as text, not markup
 
 
-def test_quote_escapes_everything() -> None:
-    assert q('a"b\\c\nd\x00') == '"a\\"b\\\\c\\nd?"'
+def test_labels_are_quoted_by_graphviz_and_shown_as_written() -> None:
+    """The graphviz package quotes; dot_string keeps backslashes literal, makes control characters
+    visible, keeps newlines as line breaks and never lets ``<…>`` become an HTML-like label."""
+    assert dot_string("a\\l\x1b") == "a\\\\l\\\\x1b"
+    b = DotBuilder()
+    b.start("t", {}, {}, {})
+    b.node("k", 'a"b\\c\nd\x00')
+    b.node("j", "<b>x</b>")
+    assert 'n0 [label="a\\"b\\\\c\\nd\\\\x00"]' in b.source()
+    assert 'n1 [label="<b>x</b>"]' in b.source()
+
+
+@needs_dot
+def test_a_label_reads_in_the_picture_exactly_as_written() -> None:
+    b = DotBuilder()
+    b.start("t", {}, {}, {})
+    b.node("k", 'a"b\\c\nd\x00<i>')
+    assert svg_texts(pipe(b.source(), "svg")) == ['a"b\\c', "d\\x00<i>"]
 
 
 def test_missing_dot_writes_dot_file_and_says_how_to_install(tmp_path: Path) -> None:

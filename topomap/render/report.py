@@ -18,7 +18,8 @@ from topomap.base.units import fmt_seconds
 from topomap.flow.mapping import FlowMap
 from topomap.graph import FABRIC, Topology
 from topomap.render.bundles import bundles, fmt_bw, grouped_notes, slowest_line, slowest_per_medium
-from topomap.render.dot import nic_name, origin_line
+from topomap.render.dot import origin_line
+from topomap.render.hostdot import nic_name
 from topomap.render.legend import MEDIUM_COLOURS
 
 _CONTROL = re.compile("[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\ud800-\\udfff\\ufffe\\uffff]")
