@@ -16,11 +16,11 @@ from topomap.base.units import fmt_bandwidth
 from topomap.graph import FABRIC, Topology, natural_key
 from topomap.graph.evidence import edge_bandwidth, nvlink_edge_usable
 from topomap.graph.query import pcie_edge_bandwidth, tree_parents
-from topomap.model.facts import Answer, Bandwidth
+from topomap.model.facts import Answer, Bandwidth, gpu_memory
 from topomap.model.snapshot import Nic
 from topomap.render.dotbuilder import DotBuilder, NodeSpec, node_key
 from topomap.render.legend import FADED, GPU_LINK, HOST_MEMORY
-from topomap.render.text import bandwidth_text
+from topomap.render.text import bandwidth_text, memory_text
 
 GRID_COLUMNS = 4  # PCIe boxes side by side under one parent before the next row starts
 BOX_KINDS = ("numa", "host-bridge", "switch", "switch-upstream", "bridge")  # drawn as a box around children
@@ -150,7 +150,8 @@ def node_label(topo: Topology, n: str) -> str:
     if kind == "gpu":
         gpu = next(x for x in snap.gpus if f"gpu{x.index}" == n)
         extra = f"\n{gpu_model(gpu.name)}" if gpu.name else ""
-        mem = f"\n{gpu.memory_total_bytes / 2**30:.0f} GiB" if gpu.memory_total_bytes else ""
+        memory = gpu_memory(gpu)
+        mem = f"\n{memory_text(memory, digits=0)}" if memory.total_bytes else ""
         return f"GPU{gpu.index}{extra}{mem}"
     if kind == "nic":
         nic = next(x for x in snap.nics if f"nic:{x.name}" == n)

@@ -18,7 +18,7 @@ from topomap import __version__
 from topomap.base.units import fmt_seconds
 from topomap.flow.mapping import FlowMap
 from topomap.graph import FABRIC, Topology
-from topomap.model.facts import Bandwidth
+from topomap.model.facts import Bandwidth, gpu_memory
 from topomap.render.bundles import bundles, grouped_notes, slowest_line, slowest_per_medium
 from topomap.render.dot import origin_line
 from topomap.render.hostdot import nic_name
@@ -128,9 +128,11 @@ def _machine(host: str, topo: Topology | None) -> dict[str, Any]:
     for g in s.gpus:
         models[g.name or "GPU (model not recorded)"] = models.get(g.name or "GPU (model not recorded)", 0) + 1
     gpus = [f"{n}× {m}" for m, n in models.items()] or ["none"]
-    mem = {g.memory_total_bytes for g in s.gpus if g.memory_total_bytes}
-    if mem:
-        gpus.append(", ".join(f"{m / 2**30:.0f} GiB" for m in sorted(mem)) + " each (spec/probe)")
+    memory = {(m.total_bytes, m.source) for m in map(gpu_memory, s.gpus) if m.total_bytes}
+    if memory:  # as gpu_memory decides it: read from the snapshot, or derived from the model or the name
+        sizes = ", ".join(f"{b / 2**30:.0f} GiB" for b in sorted({b for b, _ in memory}))
+        derived = sorted({src for _, src in memory if src != "snapshot"})
+        gpus.append(sizes + " each (" + ("; ".join(derived) if derived else "spec/probe") + ")")
     nics = ", ".join(
         nic_name(n) + (f" {n.speed_gbit_s:g} Gb/s spec" if n.speed_gbit_s else " (speed not recorded)") for n in s.nics
     )
