@@ -9,6 +9,7 @@ host memory blue, network orange. The `graphviz` package writes and quotes the D
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 
 import graphviz
@@ -40,16 +41,13 @@ def topology_dot(
     extra: Callable[[DotBuilder], None] | None = None,
     title: str | None = None,
     names: Sequence[str] | None = None,
-    annotations: dict[tuple[int, str], list[str]] | None = None,
     builder: DotBuilder | None = None,
     inside: dict[int, list[NodeSpec]] | None = None,
-    columns: int = 1,
 ) -> str:
     """DOT text for one or more hosts (None: a host with no snapshot). ``used`` (host index,
-    node) fades everything else; ``annotations`` add step names to nodes; ``inside`` nodes (reserved
-    in ``builder``) go into host h's box; ``extra`` (flow arrows) is called with the builder once every
-    node is drawn. Hosts are laid out in ``columns`` columns, each below the one ``columns`` places
-    before it (a machine is wider than tall, so one column fits a screen best), never in one long row."""
+    node) fades everything else; ``inside`` nodes (reserved in ``builder``) go into host h's box;
+    ``extra`` (flow arrows) is called with the builder once every node is drawn. Each host is drawn
+    below the one before it (a machine is wider than tall, so one column fits a screen best)."""
     b = builder or DotBuilder()
     b.start("topomap", GRAPH, NODE, EDGE)
     footer: list[str] = []
@@ -57,16 +55,14 @@ def topology_dot(
     for h, topo in enumerate(topos):
         first = len(b.declared)
         name = names[h] if names else None
-        notes = {n: v for (hh, n), v in (annotations or {}).items() if hh == h}
         if topo is None:
-            _unknown_host(b, h, name, notes.get("host", []), (inside or {}).get(h, []))
+            _unknown_host(b, h, name, (inside or {}).get(h, []))
             footer.append(f"{name or 'host'}: no snapshot (its inside is unknown; a probe there would settle it)")
         else:
-            HostDrawing(b, h, topo, used, notes).draw(name, (inside or {}).get(h, []))
+            HostDrawing(b, h, topo, used).draw(name, (inside or {}).get(h, []))
             footer.append((f"{name}: " if name else "") + origin_line(topo))
         spans.append((first, len(b.declared)))
-    for k in range(columns, len(spans)):  # stack: host k below host k - columns
-        above, below = spans[k - columns], spans[k]
+    for above, below in itertools.pairwise(spans):  # stack: each host below the one before
         if above[1] > above[0] and below[1] > below[0]:
             b.invisible(b.declared[above[1] - 1], b.declared[below[0]], weight="0")
     real = [(h, t) for h, t in enumerate(topos) if t is not None]
@@ -79,9 +75,9 @@ def topology_dot(
     return b.source()
 
 
-def _unknown_host(b: DotBuilder, h: int, name: str | None, notes: list[str], inside: Sequence[NodeSpec]) -> None:
+def _unknown_host(b: DotBuilder, h: int, name: str | None, inside: Sequence[NodeSpec]) -> None:
     """A host with no snapshot: a dashed box with one node (and the steps placed on it)."""
-    label = f"{name or 'host'} (no snapshot)" + "".join(f"\n▸ {x}" for x in notes)
+    label = f"{name or 'host'} (no snapshot)"
     with b.box(f"host{h}", name or "host", style="rounded,dashed", color="#9e9e9e", fontsize="13"):
         b.node(node_key(h, "host"), label, **node_style("host", True, False))
         for spec in inside:

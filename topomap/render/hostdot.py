@@ -199,14 +199,12 @@ def _pcie_tip(link: tuple[int, int, float | None] | None) -> str:
 
 @dataclass
 class HostDrawing:
-    """Draws host ``h`` into ``b``: ``used`` (host index, node) fades everything else, ``notes`` are step
-    names per node."""
+    """Draws host ``h`` into ``b``: ``used`` (host index, node) fades everything else."""
 
     b: DotBuilder
     h: int
     topo: Topology
     used: set[tuple[int, str]] | None
-    notes: dict[str, list[str]]
 
     def __post_init__(self) -> None:
         self.tree = DrawnTree.of(self.topo)
@@ -226,7 +224,7 @@ class HostDrawing:
                     self._emit(top)
                     spans.append((first, len(self.b.declared)))
             if FABRIC in self.topo.graph:
-                hub = self._label(FABRIC)
+                hub = node_label(self.topo, FABRIC)
                 if hub_only:  # the same bundle from every GPU: said once here, no spokes (the picture stays narrow)
                     hub += f"\nevery GPU{'' if len(bundles) == 1 else f' ({len(bundles)})'}: {labels.pop()} to it"
                 with self.b.box(f"{self.h}:fabric", "NVLink fabric", style="rounded", color="#a5d6a7"):
@@ -246,23 +244,18 @@ class HostDrawing:
     def _faded(self, n: str) -> bool:
         return self.used is not None and (self.h, n) not in self.used
 
-    def _label(self, n: str) -> str:
-        return node_label(self.topo, n) + "".join(f"\n▸ {x}" for x in self.notes.get(n, []))
-
     def _emit(self, n: str) -> None:
         """A device node, or a box node with its children inside its box (in rows of GRID_COLUMNS boxes)."""
         kind = self.tree.kind(n)
         kids = self.tree.kids(n)
         inferred = bool(self.topo.graph.nodes[n].get("inferred"))
         if kind not in BOX_KINDS or not kids:
-            self.b.node(self._key(n), self._label(n), **node_style(str(kind), inferred, self._faded(n)))
+            self.b.node(self._key(n), node_label(self.topo, n), **node_style(str(kind), inferred, self._faded(n)))
             return
         title = node_label(self.topo, n).replace("\n", " · ") if kind == "numa" else ""
         style = "rounded,dashed" if inferred else "rounded"
-        if kind == "numa":  # the box says which node; its own node stands for the CPUs and memory
-            own = "CPU + host memory" + "".join(f"\n▸ {x}" for x in self.notes.get(n, []))
-        else:
-            own = self._label(n)
+        # a NUMA box says which node; its own node stands for the CPUs and memory
+        own = "CPU + host memory" if kind == "numa" else node_label(self.topo, n)
         with self.b.box(f"{self.h}:{n}", title, style=style, color="#90a4ae"):
             self.b.node(self._key(n), own, **node_style(kind, inferred, self._faded(n)))
             boxes: list[tuple[int, int]] = []
