@@ -16,7 +16,8 @@ from tests.conftest import SAMPLES
 from topomap.cli import app
 from topomap.graph import build
 from topomap.importers import load_any
-from topomap.render.dot import pipe, q, topology_dot
+from topomap.render.dot import pipe, topology_dot
+from topomap.render.dotbuilder import DotBuilder, dot_string
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `dot` not installed")
 runner = CliRunner()
@@ -76,8 +77,24 @@ def test_hostile_names_cannot_inject(tmp_path: Path) -> None:
     assert any("<script>" in t for t in svg_texts(svg))  # shown as text, not markup
 
 
-def test_quote_escapes_everything() -> None:
-    assert q('a"b\\c\nd\x00') == '"a\\"b\\\\c\\nd?"'
+def test_labels_are_quoted_by_graphviz_and_shown_as_written() -> None:
+    """The graphviz package quotes; dot_string keeps backslashes literal, makes control characters
+    visible, keeps newlines as line breaks and never lets ``<…>`` become an HTML-like label."""
+    assert dot_string("a\\l\x1b") == "a\\\\l\\\\x1b"
+    b = DotBuilder()
+    b.start("t", {}, {}, {})
+    b.node("k", 'a"b\\c\nd\x00')
+    b.node("j", "<b>x</b>")
+    assert 'n0 [label="a\\"b\\\\c\\nd\\\\x00"]' in b.source()
+    assert 'n1 [label="<b>x</b>"]' in b.source()
+
+
+@needs_dot
+def test_a_label_reads_in_the_picture_exactly_as_written() -> None:
+    b = DotBuilder()
+    b.start("t", {}, {}, {})
+    b.node("k", 'a"b\\c\nd\x00<i>')
+    assert svg_texts(pipe(b.source(), "svg")) == ['a"b\\c', "d\\x00<i>"]
 
 
 def test_missing_dot_writes_dot_file_and_says_how_to_install(tmp_path: Path) -> None:
@@ -130,3 +147,48 @@ def test_eight_gpu_machine_fits_a_screen() -> None:
     root = ET.fromstring(svg)
     w, h = float(root.get("width", "0").rstrip("pt")), float(root.get("height", "0").rstrip("pt"))
     assert w <= 800 and h <= 1100 and 0.5 <= w / h <= 1.5, (w, h)
+
+
+def test_gpu_memory_is_the_same_fact_in_show_render_report_and_check(tmp_path: Path) -> None:
+    """Issue 18: an imported H100 (no memory in the source) was "80 GB derived" in `check` and blank in
+    `show`, `render` and `report`; every view now asks topomap.model.facts.gpu_memory."""
+    from rich.console import Console
+
+    from topomap.model.facts import gpu_memory
+    from topomap.render.terminal import show
+
+    f = SAMPLES / "snapshots" / "ibm-gx3d-h100-8gpu.json"
+    s = load_any(f)
+    assert all(g.memory_total_bytes is None for g in s.gpus)
+    mem = gpu_memory(s.gpus[0])
+    assert mem.derived and mem.total_bytes == 80 * 2**30
+    console = Console(width=200, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+    console.print(show(s, build(s)))
+    assert console.export_text().count("80.0 GiB (derived)") == len(s.gpus)
+    assert topology_dot([build(s)]).count("\\n80 GiB (derived)") == len(s.gpus)
+    out = tmp_path / "r.html"
+    flow = tmp_path / "f.yaml"
+    flow.write_text(f"flow: f\nhosts:\n  lot: {f}\nsteps:\n  a: {{kind: compute, on: 'lot:gpu0'}}\n")
+    assert runner.invoke(app, ["report", str(flow), "-o", str(out)]).exit_code == 0
+    assert f"80 GiB each ({mem.source})" in out.read_text()
+    reqs = tmp_path / "q.yaml"
+    reqs.write_text("requirements:\n  - gpus: {min_count: 1, min_memory_gb: 80}\n")
+    r = runner.invoke(app, ["check", str(reqs), "--probe", f"lot={f}"])
+    assert "derived from the model" in r.stdout
+
+
+def test_one_rule_for_control_characters_in_every_view() -> None:
+    """render/text.py decides how a control character is shown: terminal, diagram labels (a newline
+    stays a line break), GraphML (XML keeps tab, newline, return) and the report all write ESC as \\x1b."""
+    from topomap.render.export import xml_safe
+    from topomap.render.legend import html
+    from topomap.render.report import shown
+    from topomap.render.text import label_text, visible
+
+    name = "a\x1b[31m\nb\t\x9b\ud800"
+    assert visible(name) == "a\\x1b[31m\\x0ab\\x09\\x9b\\ud800"
+    assert label_text(name) == "a\\x1b[31m\nb\\x09\\x9b\\ud800"
+    assert dot_string(name) == "a\\\\x1b[31m\\nb\\\\x09\\\\x9b\\\\ud800"
+    assert html(name) == "a\\x1b[31m<br/>b\\x09\\x9b\\ud800"
+    assert xml_safe(name) == "a\\x1b[31m\nb\t\\x9b\\ud800"
+    assert shown(name) == "a\\x1b[31m\nb\t\\x9b\\ud800"

@@ -120,8 +120,9 @@ def test_unused_hardware_folded_unless_all() -> None:
 def test_tensor_parallel_exchange_is_one_bundle_edge() -> None:
     fmap, topos = _fmap(SAMPLES / "flows" / "tensor-parallel.yaml")
     text = flow_on_machine_dot(fmap, topos)
-    edges = [line for line in text.splitlines() if "dir=forward" in line]
+    edges = [line for line in text.splitlines() if re.search(r"dir=(forward|both)\b", line)]
     assert len(edges) == 4
+    assert sum("dir=both" in e for e in edges) == 1  # the exchange runs both ways
     assert sum("28× gpu-link · nvswitch NV18" in e for e in edges) == 1
 
 
@@ -195,7 +196,7 @@ def test_render_cli_hardware_option(tmp_path: Path) -> None:
 
 def test_nics_named_by_device_name() -> None:
     from topomap.model.snapshot import Nic
-    from topomap.render.dot import nic_name
+    from topomap.render.hostdot import nic_name
 
     assert nic_name(Nic(index=0, name="mlx5_0")) == "mlx5_0"
     assert nic_name(Nic(index=1, name="0000:10:1b.0", netdevs=["ens5"])) == "ens5 (0000:10:1b.0)"

@@ -14,9 +14,8 @@ from typer.testing import CliRunner
 from tests.conftest import SAMPLES
 from topomap.cli import app
 from topomap.cli.bind import bind_probes
-from topomap.flow import read_flow
-from topomap.flow.mapping import map_flow
-from topomap.render.report import ReportInputs, duration, esc, report_html
+from topomap.flow import map_flow, read_flow
+from topomap.render.report import ReportInputs, duration, report_html, shown
 
 runner = CliRunner()
 FLOWS = sorted((SAMPLES / "flows").glob("*.yaml"))
@@ -114,9 +113,21 @@ def test_report_without_graphviz_says_so() -> None:
     assert "plan: not available — " in text
 
 
-def test_esc_and_duration() -> None:
-    assert esc('<b a="1">&\x1b[31m\x00') == "&lt;b a=&quot;1&quot;&gt;&amp;\\x1b[31m\\x00"
-    assert esc(None) == "—"
+def test_every_value_is_text_on_the_page() -> None:
+    """Autoescaping is on: markup characters become entities, control characters are written visibly,
+    None is —; only the template writes markup."""
+    flow = read_flow(SAMPLES / "flows" / "two-host-pipeline.yaml")
+    topos = bind_probes(flow, [])
+    evil = '<b a="1">&\x1b[31m\x00\ud800'
+    inp = ReportInputs(fmap=map_flow(flow, topos), topos=topos, svg=None, sources=[evil])
+    text = report_html(inp)
+    assert "<li>&lt;b a=&#34;1&#34;&gt;&amp;\\x1b[31m\\x00\\ud800</li>" in text
+    assert "<b a=" not in text and "\x1b" not in text
+    text.encode()  # a lone surrogate would not encode as UTF-8
+    assert shown(None) == "—" and shown("a\tb\nc\x07") == "a\tb\nc\\x07"  # HTML whitespace kept
+
+
+def test_duration() -> None:
     assert duration(0.0215) == "21.5 ms" and duration(9600) == "160 min" and duration(19200) == "5.3 h"
     assert duration(None) == "—"
 

@@ -1,4 +1,8 @@
-"""Command on a flow: report (one self-contained HTML page)."""
+"""Command on a flow: report (one self-contained HTML page).
+
+The CLI imports every command module at start-up, so what only `report` needs (networkx, graphviz,
+Jinja2, the planner) is imported when it runs: inside the functions below, to keep start-up fast.
+"""
 
 from __future__ import annotations
 
@@ -28,7 +32,7 @@ def report(
 ) -> None:
     """One self-contained HTML page to hand to a colleague: the flow diagram, the arrows, the machines,
     the requirements verdict and the plan when the flow has them, provenance and assumptions."""
-    from topomap.cli.bind import bind_probes
+    from topomap.cli.bind import bind_probes  # start-up: see the module docstring
     from topomap.flow import map_flow, read_flow
     from topomap.render import dot as dotr
     from topomap.render.flowdot import flow_on_machine_dot
@@ -60,13 +64,11 @@ def report(
 
 def _add_check(inp: ReportInputs, flow_file: str, flow: Flow, topos: dict[str, Topology | None], fmap: FlowMap) -> None:
     """The `check` verdict of the flow's own `requirements:` on its bound lots."""
-    from topomap.check import check as run_check
+    from topomap.check import check as run_check  # start-up: see the module docstring
     from topomap.check import flow_lots, read_requirements
 
     rules, _ = read_requirements(flow_file)
-    result = run_check(rules, flow_lots(flow, topos), fmap, topos)
-    inp.check_verdict = result.verdict()
-    inp.check_results = [r.to_json() for r in result.results]
+    inp.check = run_check(rules, flow_lots(flow, topos), fmap, topos)
 
 
 def _add_plan(inp: ReportInputs, flow: Flow, topos: dict[str, Topology | None]) -> None:
@@ -74,11 +76,8 @@ def _add_plan(inp: ReportInputs, flow: Flow, topos: dict[str, Topology | None]) 
     if flow.spec.work is None:
         inp.plan_missing = "the flow has no `work:` block (what one unit is, how many, how long)"
         return
-    try:
-        from topomap.plan import plan_flow
-    except ImportError:
-        inp.plan_missing = "this topomap has no planner"
-        return
+    from topomap.plan import plan_flow  # start-up: see the module docstring
+
     try:
         inp.plan = plan_flow(flow, topos).to_json()
     except TopomapError as err:

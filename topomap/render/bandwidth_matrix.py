@@ -152,7 +152,7 @@ def _figure(snap: Snapshot, a: str, b: str, kind: MeasureKind, unusable: str | N
 
 def measurements_table(snap: Snapshot) -> Any:
     """A rich table of every measurement: what, route, median and spread, verified, origin."""
-    from rich.table import Table
+    from rich.table import Table  # start-up: `matrix --bandwidth` prints plain text and never needs rich
     from rich.text import Text
 
     t = Table(title="Measured (GB/s = 1e9 bytes/s; nominal is spec)", show_lines=False)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import io
 import json
-import re
 from typing import Any
 
 import networkx as nx
 
 from topomap.graph import Topology
+from topomap.render.text import visible
 
 
 def combined_graph(topos: list[Topology]) -> nx.Graph:
@@ -23,16 +23,11 @@ def combined_graph(topos: list[Topology]) -> nx.Graph:
     return out
 
 
-# Characters XML 1.0 cannot hold at all (not even as &#…;): C0 controls but tab, newline, return;
-# lone surrogates; U+FFFE/U+FFFF. A name from a paste can carry them (issue 14: GraphML was invalid XML).
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-
-
 def xml_safe(text: str) -> str:
-    """Text XML can hold: each forbidden character written visibly as \\xNN (or \\uNNNN)."""
-    return _NOT_XML.sub(
-        lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}", text
-    )
+    """Text GraphML can hold: control characters written visibly as \\xNN by the one rule
+    (:func:`topomap.render.text.visible`), tab, newline and return kept as data. A name from a paste can
+    carry them (issue 14: GraphML was invalid XML)."""
+    return visible(text, keep="\t\n\r")
 
 
 def _value(v: object) -> object:

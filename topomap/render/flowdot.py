@@ -12,17 +12,23 @@ columns (a grid, not a strip).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from topomap.flow.mapping import FlowMap
 from topomap.graph import FABRIC, Topology
 from topomap.render.bundles import Bundle, bundles, compress_places
-from topomap.render.dot import DotBuilder, gpu_model, nic_name, node_key, origin_line, q, topology_dot
+from topomap.render.dot import GRAPH, origin_line, topology_dot
+from topomap.render.dotbuilder import DotBuilder, NodeSpec, node_key
+from topomap.render.hostdot import gpu_model, nic_name
 from topomap.render.legend import FADED, MEDIUM_COLOURS, graph_label, legend_rows
 
 SHAPES = {"input": "folder", "output": "note", "exchange": "doubleoctagon", "aggregate": "invhouse"}
 FILLS = {"input": "#fffde7", "output": "#fffde7", "compute": "#ffffff", "exchange": "#f1f8e9", "aggregate": "#ede7f6"}
 PIPELINE_ROWS = 4  # levels per column of the pipeline view before it wraps into the next column
+_NODE = {"fontname": "Helvetica", "fontsize": "11", "margin": "0.12,0.06"}
+_EDGE = {"fontname": "Helvetica", "fontsize": "10"}
+_PIPELINE = {"rankdir": "TB", "newrank": "true", "fontname": "Helvetica", "fontsize": "11", "nodesep": "0.6"}
+_PIPELINE |= {"ranksep": "0.8", "labelloc": "b", "labeljust": "l", "pad": "0.2"}
 
 
 def bundle_label(b: Bundle, nic_names: dict[str, str] | None = None) -> str:
@@ -41,17 +47,23 @@ def bundle_label(b: Bundle, nic_names: dict[str, str] | None = None) -> str:
     return "\n".join(lines)
 
 
-def _edge(bld: DotBuilder, src: str, dst: str, b: Bundle, nic_names: dict[str, str] | None = None) -> str:
+def _edge(bld: DotBuilder, src: str, dst: str, b: Bundle, nic_names: dict[str, str] | None = None) -> None:
+    """One bundle as an edge between two step nodes, coloured by medium; its arrows' routes as the tooltip."""
     colour = MEDIUM_COLOURS.get(b.medium, FADED)
-    style = "dashed" if b.medium == "local" else "solid"
     width = 1.4 if b.medium == "local" else (3.2 if b.count > 1 else 2.2)
-    both = ", dir=both" if b.both_ways else ""
     tip = "\n".join(f"{a.src} → {a.dst}: {' → '.join(a.route)}" for a in b.arrows[:8])
     if b.count > 8:
         tip += f"\n… and {b.count - 8} more"
-    return (
-        f"{bld.nid(src)} -> {bld.nid(dst)} [dir=forward{both}, color={q(colour)}, style={style}, penwidth={width}, "
-        f"label={q(bundle_label(b, nic_names))}, fontcolor={q(colour)}, tooltip={q(tip)}];"
+    bld.edge(
+        src,
+        dst,
+        bundle_label(b, nic_names),
+        dir="both" if b.both_ways else "forward",
+        color=colour,
+        style="dashed" if b.medium == "local" else "solid",
+        penwidth=f"{width}",
+        fontcolor=colour,
+        tooltip=tip,
     )
 
 
@@ -94,7 +106,8 @@ def _numa_ends(fmap: FlowMap, step: str, host: str) -> list[str]:
     return found
 
 
-def _step_node(fmap: FlowMap, step: str, host: str, topo: Topology | None) -> str:
+def _step_node(fmap: FlowMap, step: str, host: str, topo: Topology | None) -> NodeSpec:
+    """A step inside its host's box: name, kind, label and what it sits on there."""
     st = fmap.flow.steps[step]
     lines = [st.name, f"[{st.kind}]"]
     if st.label:
@@ -102,10 +115,12 @@ def _step_node(fmap: FlowMap, step: str, host: str, topo: Topology | None) -> st
     where = _where(fmap, step, host, topo)
     if where:
         lines.append("on " + where)
-    return (
-        f"label={q(chr(10).join(lines))}, shape={SHAPES.get(st.kind, 'box')}, style={q('rounded,filled')}, "
-        f"fillcolor={q(FILLS.get(st.kind, '#ffffff'))}, color={q('#424242')}, fontsize=11"
-    )
+    attrs = _step_style(st.kind) | {"color": "#424242", "fontsize": "11"}
+    return NodeSpec(_step_key(step, host), "\n".join(lines), attrs)
+
+
+def _step_style(kind: str) -> dict[str, str]:
+    return {"shape": SHAPES.get(kind, "box"), "style": "rounded,filled", "fillcolor": FILLS.get(kind, "#ffffff")}
 
 
 def steps_first(fmap: FlowMap, host: str) -> list[str]:
@@ -165,24 +180,21 @@ def flow_on_machine_dot(fmap: FlowMap, topos: dict[str, Topology | None], hardwa
         for p in st.placements:
             if p.gpu:
                 touched.add((index[p.host], p.gpu))
-    inside: dict[int, list[str]] = {}
+    inside: dict[int, list[NodeSpec]] = {}
     for h in hosts:
-        k = index[h]
-        inside[k] = [f"{bld.nid(_step_key(s, h))} [{_step_node(fmap, s, h, topos.get(h))}];" for s in steps_on[h]]
-        for s in steps_on[h]:
-            bld.declared.append(_step_key(s, h))
+        inside[index[h]] = [_step_node(fmap, s, h, topos.get(h)) for s in steps_on[h]]
+        for spec in inside[index[h]]:
+            bld.reserve(spec.key)
 
     names = {n.name: nic_name(n) for t in topos.values() if t is not None for n in t.snapshot.nics}
 
-    def edges(b: DotBuilder) -> Iterable[str]:
-        out: list[str] = []
+    def edges(b: DotBuilder) -> None:
         if hardware == "all":
-            out.extend(_ties(fmap, topos, index, b))
+            _ties(fmap, topos, index, b)
         for g in groups:
             src, dst = _step_key(g.src_step, g.src_host), _step_key(g.dst_step, g.dst_host)
             if src in b.ids and dst in b.ids:
-                out.append(_edge(b, src, dst, g, names))
-        return out
+                _edge(b, src, dst, g, names)
 
     if hardware == "all":
         return topology_dot(
@@ -197,9 +209,8 @@ def flow_on_machine_dot(fmap: FlowMap, topos: dict[str, Topology | None], hardwa
     return _flow_only(fmap, topos, hosts, inside, touched, bld, edges)
 
 
-def _ties(fmap: FlowMap, topos: dict[str, Topology | None], index: dict[str, int], b: DotBuilder) -> list[str]:
+def _ties(fmap: FlowMap, topos: dict[str, Topology | None], index: dict[str, int], b: DotBuilder) -> None:
     """Dotted grey lines from each step to the devices it runs on (full-hardware view)."""
-    out: list[str] = []
     declared = set(b.declared)
     for st in fmap.flow.steps.values():
         for p in st.placements:
@@ -216,50 +227,36 @@ def _ties(fmap: FlowMap, topos: dict[str, Topology | None], index: dict[str, int
                 node = numas[0] if numas else "host"
             key = node_key(k, node)
             if key in declared:
-                out.append(
-                    f"{b.nid(_step_key(st.name, p.host))} -> {b.nid(key)} [style=dotted, color={q(FADED)}, "
-                    "arrowhead=none, weight=0];"
-                )
-    return out
+                b.edge(_step_key(st.name, p.host), key, style="dotted", color=FADED, arrowhead="none", weight="0")
 
 
 def _flow_only(
     fmap: FlowMap,
     topos: dict[str, Topology | None],
     hosts: list[str],
-    inside: dict[int, list[str]],
+    inside: dict[int, list[NodeSpec]],
     touched: set[tuple[int, str]],
     b: DotBuilder,
-    edges: Callable[[DotBuilder], Iterable[str]],
+    edges: Callable[[DotBuilder], None],
 ) -> str:
     """Host boxes holding only their steps (and a line on their hardware), two columns at most."""
-    b.lines.append("digraph flow {")
-    b.add(
-        'graph [fontname="Helvetica", fontsize=11, compound=true, rankdir=TB, newrank=true, nodesep=0.5, '
-        "ranksep=0.7, labelloc=b, labeljust=l, pad=0.2];"
-    )
-    b.add('node [fontname="Helvetica", fontsize=10, margin="0.12,0.06"];')
-    b.add('edge [fontname="Helvetica", fontsize=10];')
+    b.start("flow", {**GRAPH, "nodesep": "0.5", "ranksep": "0.7", "pad": "0.2"}, {**_NODE, "fontsize": "10"}, _EDGE)
     footer: list[str] = []
     spans: list[tuple[str, str]] = []
     for k, h in enumerate(hosts):
         topo = topos.get(h)
         gpus = {n for (hh, n) in touched if hh == k and n.startswith("gpu")}
         nics = {n[4:] for (hh, n) in touched if hh == k and n.startswith("nic:")}
-        b.open(f"host{k}", h, 'style="rounded"; color="#9e9e9e"; fontsize=13; labeljust=l; labelloc=t;')
-        # the host's hardware as a text node at the top of its box: arrows route around a node, not a label
-        header = b.node(
-            f"header:{k}",
-            f"label={q(_host_summary(topo, gpus, nics))}, shape=plain, fontsize=10, fontcolor={q('#616161')}",
-        )
-        for st in steps_first(fmap, h):
-            b.add(f"{header} -> {b.nid(_step_key(st, h))} [style=invis];")
-        if not inside[k]:
-            b.add(f"{b.nid(f'host-empty:{k}')} [label={q('no step runs here')}, shape=plaintext];")
-            b.declared.append(f"host-empty:{k}")
-        for line in inside[k]:
-            b.add(line)
-        b.close()
+        with b.box(f"host{k}", h, style="rounded", color="#9e9e9e", fontsize="13", labeljust="l", labelloc="t"):
+            # the host's hardware as a text node at the top of its box: arrows route around a node, not a label
+            summary = _host_summary(topo, gpus, nics)
+            b.node(f"header:{k}", summary, shape="plain", fontsize="10", fontcolor="#616161")
+            for st in steps_first(fmap, h):
+                b.invisible(f"header:{k}", _step_key(st, h))
+            if not inside[k]:
+                b.node(f"host-empty:{k}", "no step runs here", shape="plaintext")
+            for spec in inside[k]:
+                b.place(spec)
         keys = [x for x in b.declared if x.startswith(f"step:{h}:") or x == f"host-empty:{k}"]
         spans.append((keys[0], keys[-1]))
         if topo is None:
@@ -273,25 +270,17 @@ def _flow_only(
         if order and max(levels[st] for st in order) >= 2 * PIPELINE_ROWS:
             _snake(b, order, levels, lambda st: _step_key(st, busy[0]))
     for k in range(2, len(spans)):  # past two hosts: host k below host k-2
-        b.add(f"{b.nid(spans[k - 2][1])} -> {b.nid(spans[k][0])} [style=invis, weight=0];")
-    for line in edges(b):
-        b.add(line)
-    b.add(f"label={graph_label(f'flow {fmap.flow.name}', footer, [*legend_rows(False)[:3], legend_rows(True)[3]])};")
-    b.lines.append("}")
-    return "\n".join(b.lines) + "\n"
+        b.invisible(spans[k - 2][1], spans[k][0], weight="0")
+    edges(b)
+    b.graph_label(graph_label(f"flow {fmap.flow.name}", footer, [*legend_rows(False)[:3], legend_rows(True)[3]]))
+    return b.source()
 
 
 def flow_pipeline_dot(fmap: FlowMap) -> str:
     """The steps alone, top to bottom by depth (parallel steps side by side), wrapped into columns of
     PIPELINE_ROWS levels when deeper; one edge per step pair and medium."""
     b = DotBuilder()
-    b.lines.append("digraph flow {")
-    b.add(
-        'graph [rankdir=TB, newrank=true, fontname="Helvetica", fontsize=11, nodesep=0.6, ranksep=0.8, '
-        "labelloc=b, labeljust=l, pad=0.2];"
-    )
-    b.add('node [fontname="Helvetica", fontsize=11, margin="0.12,0.06"];')
-    b.add('edge [fontname="Helvetica", fontsize=10];')
+    b.start("flow", _PIPELINE, _NODE, _EDGE)
     order = _topological(fmap)
     for st in order:
         step = fmap.flow.steps[st]
@@ -299,11 +288,7 @@ def flow_pipeline_dot(fmap: FlowMap) -> str:
         if len(step.placements) > 1:
             where = compress_places([p.label() for p in step.placements])
         lines = [st, f"[{step.kind}]"] + ([step.label] if step.label else []) + [f"on {where}"]
-        b.node(
-            "step:" + st,
-            f"label={q(chr(10).join(lines))}, shape={SHAPES.get(step.kind, 'box')}, style={q('rounded,filled')}, "
-            f"fillcolor={q(FILLS.get(step.kind, '#ffffff'))}",
-        )
+        b.node("step:" + st, "\n".join(lines), **_step_style(step.kind))
     levels = _levels(fmap)
     if max(levels.values(), default=0) >= PIPELINE_ROWS:  # deep: a snake of columns, PIPELINE_ROWS levels each
         _snake(b, order, levels, lambda st: "step:" + st)
@@ -315,10 +300,9 @@ def flow_pipeline_dot(fmap: FlowMap) -> str:
         else:
             merged[key] = Bundle(g.src_step, g.dst_step, g.src_host, g.dst_host, g.medium, list(g.arrows))
     for g in merged.values():
-        b.add(_edge(b, "step:" + g.src_step, "step:" + g.dst_step, g))
-    b.add(f"label={graph_label(f'flow {fmap.flow.name} (pipeline)', [], legend_rows(True)[:4])};")
-    b.lines.append("}")
-    return "\n".join(b.lines) + "\n"
+        _edge(b, "step:" + g.src_step, "step:" + g.dst_step, g)
+    b.graph_label(graph_label(f"flow {fmap.flow.name} (pipeline)", [], legend_rows(True)[:4]))
+    return b.source()
 
 
 def _snake(b: DotBuilder, order: list[str], levels: dict[str, int], key: Callable[[str], str]) -> None:
@@ -329,14 +313,14 @@ def _snake(b: DotBuilder, order: list[str], levels: dict[str, int], key: Callabl
         row = [s for s in order if levels[s] % PIPELINE_ROWS == r]
         if not row:
             continue
-        b.add("{ rank=same; " + " ".join(b.nid(key(s)) for s in row) + " }")
+        b.same_rank([key(s) for s in row])
         heads = [
             next(s for s in order if levels[s] == c * PIPELINE_ROWS + r)
             for c in range(deepest // PIPELINE_ROWS + 1)
             if any(levels[s] == c * PIPELINE_ROWS + r for s in order)
         ]
         for x, y in itertools.pairwise(heads):  # column c left of column c+1
-            b.add(f"{b.nid(key(x))} -> {b.nid(key(y))} [style=invis];")
+            b.invisible(key(x), key(y))
 
 
 def _levels(fmap: FlowMap) -> dict[str, int]:

@@ -5,9 +5,8 @@ Written as a Graphviz HTML-like label, so every input string goes through :func:
 
 from __future__ import annotations
 
-import re
-
 from topomap import __version__
+from topomap.render.text import label_text
 
 GPU_LINK = "#2e7d32"
 HOST_MEMORY = "#1565c0"
@@ -21,8 +20,6 @@ MEDIUM_COLOURS = {
     "local": "#616161",
     "unknown": UNKNOWN,
 }
-
-_CTRL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def legend_rows(with_flow: bool) -> list[tuple[str, str]]:
@@ -40,9 +37,9 @@ def legend_rows(with_flow: bool) -> list[tuple[str, str]]:
 
 
 def html(text: str) -> str:
-    """Text for a Graphviz HTML-like label: markup characters as entities, control characters dropped."""
-    text = _CTRL.sub("", text.replace("\r", ""))
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+    """Text for a Graphviz HTML-like label: markup characters as entities, control characters visible
+    (:func:`topomap.render.text.label_text`), newlines as line breaks."""
+    text = label_text(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
     return text.replace("\n", "<br/>")
 
 

@@ -20,8 +20,6 @@ LEGEND = """Legend:
   NV#  = Connection traversing a bonded set of # NVLinks"""
 
 
-
-
 def matrix_ids(snap: Snapshot) -> list[str]:
     """Row/column ids in nvidia-smi order: GPUs by index, then RDMA NICs by index."""
     return [f"gpu{g.index}" for g in sorted(snap.gpus, key=lambda g: g.index)] + [

@@ -22,18 +22,17 @@ from topomap.record.summary import busiest, cards, host_peaks, last, shared_reso
 from topomap.render.text import visible
 
 BLOCKS = "▁▂▃▄▅▆▇█"
-plain = visible  # a string from the record (label, command, host, paths, names) on the terminal
 
 
 def _lines(lines: list[str], style: str = "") -> Text:
-    """Lines as one Text: each line made plain (our own text has no control characters, so this
+    """Lines as one Text: each line made visible (our own text has no control characters, so this
     escapes exactly the strings from the record), never parsed as rich markup."""
-    return Text("\n".join(plain(line) for line in lines), style=style)
+    return Text("\n".join(visible(line) for line in lines), style=style)
 
 
 def _cell(text: str) -> Text:
-    """A table cell or title: plain, and never rich markup ("[bold]" in a GPU name stays text)."""
-    return Text(plain(text))
+    """A table cell or title: visible, and never rich markup ("[bold]" in a GPU name stays text)."""
+    return Text(visible(text))
 
 
 def fmt_rate(bps: float | None) -> str:

@@ -1,4 +1,8 @@
-"""The JSON Schemas topomap ships (topomap/schema/*.schema.json), generated from the models."""
+"""The JSON Schemas topomap ships (topomap/schema/*.schema.json), generated from the models.
+
+Each schema's model is imported inside its function, to keep start-up fast: `topomap schema snapshot`
+should not import the requirements checker (and with it networkx) to print one schema.
+"""
 
 from __future__ import annotations
 

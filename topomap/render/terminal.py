@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich import box
 from rich.cells import cell_len
 from rich.console import Group, RenderableType
@@ -9,13 +11,13 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from topomap.base.units import fmt_gbps
+from topomap.base.units import fmt_bandwidth
 from topomap.graph import FABRIC, Topology, natural_key
-from topomap.graph.evidence import gpu_pairs_nvlink_summary
+from topomap.graph.evidence import edge_bandwidth, gpu_pairs_nvlink_summary
 from topomap.graph.query import tree_parents
-from topomap.model.facts import SETTLE, fabric_ready, gpu_pcie_link
+from topomap.model.facts import SETTLE, fabric_ready, gpu_memory, gpu_pcie_link
 from topomap.model.snapshot import Gpu, Snapshot
-from topomap.render.text import visible
+from topomap.render.text import bandwidth_text, memory_text, visible
 
 GIB = 1024**3
 #: A free-text column is never planned narrower than this (or its widest cell, when narrower).
@@ -96,7 +98,7 @@ def _pcie(g: Gpu) -> str:
         return "—"
     text = f"Gen{_dash(link.gen)} " + (f"x{link.width}" if link.width else "width unknown")
     if link.gbps is not None:
-        text += f" ({fmt_gbps(link.gbps)} GB/s spec)"
+        text += f" ({fmt_bandwidth(link.gbps, 'spec')})"
     p = g.pcie
     if link.downtrained:
         text += f" — trained below its x{link.width_max}"
@@ -208,7 +210,7 @@ def gpu_tables(snap: Snapshot, topo: Topology | None = None, width: int | None =
         ident.append([esc(v) for v in (g.index, _dash(g.cuda_ordinal), _dash(g.uuid), _dash(g.pci_bus_id), name)])
         cpus = _dash(g.cpu_affinity) if g.cpu_affinity != "" else "(none in this cpuset)"
         numa = _dash(g.numa_node) + (f" (mem {g.gpu_numa_node})" if g.gpu_numa_node is not None else "")
-        values = (g.index, _gib(g.memory_total_bytes), _dash(g.compute_capability), numa, cpus)
+        values = (g.index, memory_text(gpu_memory(g)), _dash(g.compute_capability), numa, cpus)
         texts = (_pcie(g), _nvlink(topo, g), _mig(g), _fabric(topo, g))
         caps.append([esc(v) for v in (*values, *texts)])
     return [
@@ -311,13 +313,9 @@ def machine_tree(topo: Topology) -> Tree:
     return root
 
 
-def _edge_bw(d: dict[str, object]) -> str:
+def _edge_bw(d: dict[str, Any]) -> str:
     """An NVLink edge's bandwidth as the evidence function labelled it."""
-    bw = d.get("bandwidth_gbps")
-    if not isinstance(bw, (int, float)):
-        return "bandwidth unknown"
-    pre = "≥ " if d.get("lower_bound") else ""
-    return f"{pre}{fmt_gbps(float(bw))} GB/s {d.get('bandwidth_source')}"
+    return bandwidth_text(edge_bandwidth(d))
 
 
 def show(snap: Snapshot, topo: Topology | None = None, width: int | None = None) -> RenderableType:
@@ -336,6 +334,8 @@ def show(snap: Snapshot, topo: Topology | None = None, width: int | None = None)
         for note in topo.notes:
             parts.append(esc(f"note: {note}", style="dim"))
     if snap.measurements:
+        # start-up: only a snapshot with measurements needs these (about 5 ms of every other `show`,
+        # python -X importtime, and `show` is over its start-up budget)
         from topomap.model.measured import degraded_links
         from topomap.render.bandwidth_matrix import render_bandwidth_matrix
 
