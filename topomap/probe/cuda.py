@@ -47,7 +47,7 @@ class CudaResult:
 
 
 def _import_driver() -> Any:
-    # lazy: the bindings are optional and heavy; only a real probe or measurement needs them
+    # lazy: the bindings are optional and heavy (start-up); only a real probe or measurement needs them
     try:
         from cuda.bindings import driver  # cuda-bindings >= 12.6.1
 

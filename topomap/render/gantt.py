@@ -56,7 +56,7 @@ def _lane_bars(ax: Axes, y: int, lane: Lane, result: PlanResult, scale: float) -
 
 def gantt_image(result: PlanResult, fmt: str, cards: int | None = None) -> bytes:
     """The Gantt charts of every arrangement of ``cards`` cards (default: the largest planned), as bytes."""
-    try:
+    try:  # start-up: matplotlib is heavy and optional; only drawing needs it
         import matplotlib
 
         matplotlib.use("Agg")

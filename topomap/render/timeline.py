@@ -23,7 +23,7 @@ def timeline_image(run: Run, fmt: str) -> bytes:
     command's process tree CPU (% of one CPU) and resident memory (GiB). Returns the file bytes."""
     if fmt not in FORMATS:
         raise TopomapError(f"cannot draw a run as {fmt!r}; expected one of {', '.join(FORMATS)}")
-    import matplotlib
+    import matplotlib  # start-up: matplotlib is heavy and optional; only drawing needs it
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
