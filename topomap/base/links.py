@@ -38,17 +38,6 @@ P2P_STATUS_CODES: Final[dict[int, P2PStatus]] = {
     6: "U",
 }
 
-#: Legend wording of `nvidia-smi topo -p2p`.
-P2P_LEGEND: Final[dict[P2PStatus, str]] = {
-    "OK": "Status Ok",
-    "CNS": "Chipset not supported",
-    "GNS": "GPU not supported",
-    "TNS": "Topology not supported",
-    "NS": "Not supported",
-    "DR": "Disabled by regkey",
-    "U": "Unknown",
-}
-
 #: `nvmlNvlinkVersion_t` enum → NVLink generation. The enum is not the generation:
 #: A100 and GA102 return 5 ("3.1"); hwloc#658.
 NVLINK_VERSION_ENUM: Final[dict[int, int]] = {1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 6: 4, 7: 5, 8: 6}
@@ -80,9 +69,6 @@ PCIE_GBPS_PER_LANE: Final[dict[int, float]] = {
 
 #: Transfer rate per lane in GT/s by generation (sysfs and NCCL speak in GT/s).
 PCIE_GTS: Final[dict[int, float]] = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
-
-#: `nvmlDeviceGetPcieLinkMaxSpeed` returns a code, not MB/s (nvml-cuda.md §3.5).
-NVML_PCIE_MAX_SPEED_CODE_TO_GEN: Final[dict[int, int]] = {1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 6}
 
 _NV_RE: Final = re.compile(r"^NV(\d+)$")
 

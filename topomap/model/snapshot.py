@@ -16,7 +16,6 @@ from topomap.base.errors import TopomapError
 from topomap.base.links import P2PStatus
 
 SCHEMA = "topomap.snapshot/1"
-SCHEMA_NAME = "topomap.snapshot"
 SCHEMA_VERSION = 1
 
 SourceKind = Literal["probe", "nvidia-smi", "nccl-xml", "hwloc-xml", "merge"]
