@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from topomap.base.errors import TopomapError
-from topomap.cli import JsonOpt, _console, _guard, _load, _print_json, _write, app
+from topomap.cli.wiring import JsonOpt, _console, _guard, _load, _print_json, _write, app
 
 if TYPE_CHECKING:
     from topomap.model.snapshot import Snapshot

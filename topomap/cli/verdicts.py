@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from topomap.base.errors import TopomapError
-from topomap.cli import JsonOpt, ProbeOpt, _console, _guard, _load, _print_json, app
+from topomap.cli.wiring import JsonOpt, ProbeOpt, _console, _guard, _load, _print_json, app
 
 
 @app.command()
