@@ -1,18 +1,50 @@
-"""Commands on one snapshot: probe, import, show, matrix, merge, schema."""
+"""Commands on one snapshot: probe, import, show, matrix, merge, schema.
+
+A command imports inside its function only what no other command here needs and costs start-up:
+the NVML and CUDA bindings (probe), the copy measurement (probe --measure), networkx and rich
+(the terminal view of show), the measured-bandwidth views (matrix --bandwidth).
+"""
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Annotated
+from dataclasses import dataclass
+from typing import Annotated
 
+import msgspec
 import typer
 
 from topomap.base.errors import TopomapError
 from topomap.cli.wiring import JsonOpt, _console, _guard, _load, _print_json, _write, app
+from topomap.files.kind import is_run_file
+from topomap.importers import import_file
+from topomap.model.codec import encode_snapshot
+from topomap.model.merge import consistency_notes
+from topomap.model.merge import merge as run_merge
+from topomap.model.snapshot import Finding, Snapshot, hosts_of
+from topomap.render.matrix import render_matrix, render_p2p_matrix
+from topomap.render.matrix_json import matrix_json
+from topomap.render.schemas import SCHEMAS, schema_text
+from topomap.render.text import visible
 
-if TYPE_CHECKING:
-    from topomap.model.snapshot import Snapshot
+
+@dataclass(frozen=True)
+class Imported:
+    """`import -o FILE --json`: what was written."""
+
+    output: str
+    gpus: int
+    nics: int
+
+
+@dataclass(frozen=True)
+class Merged:
+    """`merge -o FILE --json`: what was written, and where the hosts differ."""
+
+    output: str
+    hosts: int
+    consistency: list[str]
 
 
 @app.command()
@@ -37,8 +69,7 @@ def probe(
     Exit 0 with problems recorded; exit 3 when no NVIDIA driver/GPU answered (a host-only
     snapshot is still written). With --measure, the snapshot also carries measured figures.
     """
-    from topomap.model.codec import encode_snapshot
-    from topomap.probe import probe as run_probe
+    from topomap.probe import probe as run_probe  # the NVML and CUDA bindings: see the module docstring
     from topomap.probe.guarded import CALL_TIMEOUT_S, TOTAL_BUDGET_S
 
     limits = {"--call-timeout": call_timeout, "--budget": budget}
@@ -77,11 +108,8 @@ def probe(
 
 def _measured(snap: Snapshot) -> Snapshot:
     """The probe's snapshot with `topomap measure --quick` figures; a GPU CUDA cannot use is a finding."""
-    import msgspec
-
-    from topomap.measure.run import MeasureOptions, NoGpuError
+    from topomap.measure.run import MeasureOptions, NoGpuError  # the copy measurement: see the module docstring
     from topomap.measure.run import measure as run_measure
-    from topomap.model.snapshot import Finding
 
     try:
         return run_measure(snap, MeasureOptions.quick()).snapshot
@@ -99,16 +127,13 @@ def import_(
     json_out: JsonOpt = False,
 ) -> None:
     """Turn nvidia-smi text, an NCCL topology XML or an hwloc XML into a snapshot."""
-    from topomap.importers import import_file
-    from topomap.model.codec import encode_snapshot
-
     snap = import_file(file, fmt)
     data = encode_snapshot(snap)
     if output and output != "-":
         _write(output, data)
         print(f"wrote {output}: {len(snap.gpus)} GPU(s), {len(snap.nics)} NIC(s)", file=sys.stderr)
         if json_out:
-            _print_json({"output": output, "gpus": len(snap.gpus), "nics": len(snap.nics)})
+            _print_json(Imported(output, len(snap.gpus), len(snap.nics)))
     else:
         _write("-", data)  # the snapshot JSON is the output
 
@@ -120,20 +145,15 @@ def show(
     json_out: JsonOpt = False,
 ) -> None:
     """Devices, NICs, the NVML ↔ CUDA ↔ UUID ↔ bus id table, NUMA nodes, the machine tree, problems."""
-    from topomap.files.kind import is_run_file
-
     if is_run_file(snapshot):  # a run record (topomap record): per-card peaks, timeline, busiest resource
-        from topomap.cli.record import show_run
+        from topomap.cli.record import show_run  # the run-record commands: loaded for a run record only
 
         return show_run(snapshot, json_out)
     snap = _load(snapshot)
     if json_out:
-        from topomap.model.codec import to_builtins
-
-        _print_json(to_builtins(snap))
+        _write("-", encode_snapshot(snap))  # the snapshot as topomap writes it
         return
-    from topomap.graph import build
-    from topomap.model.snapshot import hosts_of
+    from topomap.graph import build  # networkx and rich: see the module docstring
     from topomap.render.terminal import cluster_header
     from topomap.render.terminal import show as show_view
 
@@ -154,7 +174,7 @@ def matrix(
 ) -> None:
     """The GPU/NIC matrix exactly as `nvidia-smi topo -m` prints it, legends included."""
     if bandwidth:
-        from topomap.render.bandwidth_matrix import bandwidth_json, render_bandwidth_matrix
+        from topomap.render.bandwidth_matrix import bandwidth_json, render_bandwidth_matrix  # see the docstring
 
         snap = _load(snapshot)
         if json_out:
@@ -162,11 +182,6 @@ def matrix(
         else:
             sys.stdout.write(render_bandwidth_matrix(snap))
         return
-    from topomap.model.snapshot import hosts_of
-    from topomap.model.source_facts import source_knows
-    from topomap.render.matrix import matrix_ids, pair_lookup, render_matrix, render_p2p_matrix
-    from topomap.render.text import visible
-
     merged = _load(snapshot)
     hosts = hosts_of(merged)
     if len(hosts) > 1 and (json_out or p2p is not None):
@@ -179,26 +194,7 @@ def matrix(
         return
     snap = hosts[0]
     if json_out:
-        ids = matrix_ids(snap)
-        look = pair_lookup(snap)
-        _print_json(
-            {
-                "ids": ids,
-                "cells": [[None if r == c else look.get(frozenset((r, c))) for c in ids] for r in ids],
-                "gpus": [
-                    {
-                        "id": f"gpu{g.index}",
-                        "cpu_affinity": g.cpu_affinity,
-                        "numa_affinity": g.numa_node,
-                        "gpu_numa_id": g.gpu_numa_node,
-                    }
-                    for g in snap.gpus
-                ],
-                "nic_legend": {f"nic{n.index}": n.name for n in snap.nics if n.rdma},
-                # false: GPU-GPU cells are PCIe paths; NVLink, where it joins a pair, is not in them
-                "nvlink_recorded": source_knows(snap, "nvlink"),
-            }
-        )
+        _print_json(matrix_json(snap))
         return
     if p2p is not None:
         if p2p not in ("r", "w", "n", "a"):
@@ -224,12 +220,6 @@ def merge(
 ) -> None:
     """Join per-host snapshots into one cluster snapshot, and report where hosts differ (driver,
     GPUs, GPU↔NIC rails, NIC rates and states, NVLink fabric cliques)."""
-    import msgspec
-
-    from topomap.model.codec import encode_snapshot
-    from topomap.model.merge import consistency_notes
-    from topomap.model.merge import merge as run_merge
-
     pairs = []
     for arg in snapshots:
         name, path = _name_and_file(arg)
@@ -240,14 +230,12 @@ def merge(
     merged = run_merge(pairs)
     _write(output, encode_snapshot(merged))
     notes = consistency_notes(merged)
-    from topomap.render.text import visible
-
     for line in notes:
         print(f"topomap: merge: {visible(line)}", file=sys.stderr)  # host names are data: no raw ESC
     where = "stdout" if output == "-" else output
     print(f"wrote {where}: {len(merged.members)} hosts, {len(notes)} consistency note(s)", file=sys.stderr)
     if json_out and output != "-":
-        _print_json({"output": output, "hosts": len(merged.members), "consistency": notes})
+        _print_json(Merged(output, len(merged.members), notes))
 
 
 def _name_and_file(arg: str) -> tuple[str, str]:
@@ -279,8 +267,6 @@ def schema(
     json_out: JsonOpt = False,
 ) -> None:
     """Print the JSON Schema of a topomap file format (it is JSON: --json changes nothing)."""
-    from topomap.render.schemas import SCHEMAS, schema_text
-
     del json_out  # the schema is JSON already; the flag is accepted like on every command
 
     if which not in SCHEMAS:
