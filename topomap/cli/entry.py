@@ -3,17 +3,14 @@ command line library raises into topomap's one-line errors and exit codes."""
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import importlib
-import json
-import sys
 from typing import Any, NoReturn
 
 import typer
 
 from topomap.cli.output import finish, output_failed
-from topomap.cli.wiring import _state, app
+from topomap.cli.wiring import _state, app, report_error
 
 # Which module registers each command, in the order `topomap --help` lists them. A run imports
 # only the module of the command it names, so typer builds one group of commands, not all of
@@ -99,9 +96,5 @@ def _usage_error(err: Any) -> NoReturn:
     under --json); exit 2."""
     ctx = getattr(err, "ctx", None)
     cmd = ctx.command_path if ctx is not None else "topomap"
-    message = err.format_message()
-    if _state["json"]:
-        with contextlib.suppress(OSError):
-            print(json.dumps({"error": message, "hint": f"{cmd} --help", "exit": 2}))
-    print(f"topomap: error: {message} (hint: {cmd} --help)", file=sys.stderr)
+    report_error(err.format_message(), 2, f"{cmd} --help", _state["json"])
     finish(2)

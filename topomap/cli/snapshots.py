@@ -82,7 +82,8 @@ def probe(
         call_timeout_s=call_timeout or CALL_TIMEOUT_S,
         budget_s=budget or TOTAL_BUDGET_S,
     )
-    if measure and out.found_driver and out.gpu_count:
+    found_gpus = out.found_driver and out.gpu_count > 0  # else exit 3, after the host-only snapshot
+    if measure and found_gpus:
         out.snapshot = _measured(out.snapshot)
     data = encode_snapshot(out.snapshot)
     if output:
@@ -96,7 +97,7 @@ def probe(
             f"{len(s.problems)} problem(s)",
             file=sys.stderr,
         )
-    if not out.found_driver or out.gpu_count == 0:
+    if not found_gpus:
         print(
             "topomap: no NVIDIA driver/GPU found: NVML and CUDA did not answer "
             "(check `nvidia-smi`, and in a container `--gpus all` / NVIDIA_VISIBLE_DEVICES); "

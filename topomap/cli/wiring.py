@@ -76,16 +76,22 @@ def _json_mode() -> bool:
 
 
 def _err(message: str, code: int = 2, hint: str | None = None) -> NoReturn:
-    """One line on stderr (and, under ``--json``, ``{"error", "hint", "exit"}`` on stdout); exit ``code``."""
+    """Report an error (see :func:`report_error`), under ``--json`` in JSON too; exit ``code``."""
+    report_error(message, code, hint, _json_mode())
+    raise typer.Exit(code)
+
+
+def report_error(message: str, code: int, hint: str | None, as_json: bool) -> None:
+    """One line on stderr, ``topomap: error: MESSAGE (hint: HINT)``; with ``as_json`` also
+    ``{"error", "hint", "exit"}`` on stdout, for a caller that reads only JSON."""
     line = f"topomap: error: {message}"
     if hint:
         line += f" (hint: {hint})"
-    if _json_mode():
+    if as_json:
         with contextlib.suppress(OSError):
             sys.stdout.write(json.dumps({"error": message, "hint": hint, "exit": code}) + "\n")
             sys.stdout.flush()
     print(line, file=sys.stderr)
-    raise typer.Exit(code)
 
 
 _CTX = "topomap_typer_context"  # the keyword the guard asks typer to pass the context as
