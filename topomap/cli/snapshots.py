@@ -1,8 +1,8 @@
 """Commands on one snapshot: probe, import, show, matrix, merge, schema.
 
-A command imports inside its function only what no other command here needs and costs start-up:
-the NVML and CUDA bindings (probe), the copy measurement (probe --measure), networkx and rich
-(the terminal view of show), the measured-bandwidth views (matrix --bandwidth).
+Each command imports what it uses inside its function, for start-up: `topomap --help` loads every
+command module, and a command should not pay for its neighbours' libraries — msgspec and the
+snapshot model, the NVML and CUDA bindings (probe), networkx and rich (the terminal view of show).
 """
 
 from __future__ import annotations
@@ -10,23 +10,15 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import msgspec
 import typer
 
 from topomap.base.errors import TopomapError
 from topomap.cli.wiring import JsonOpt, _console, _guard, _load, _print_json, _write, app
-from topomap.files.kind import is_run_file
-from topomap.importers import import_file
-from topomap.model.codec import encode_snapshot
-from topomap.model.merge import consistency_notes
-from topomap.model.merge import merge as run_merge
-from topomap.model.snapshot import Finding, Snapshot, hosts_of
-from topomap.render.matrix import render_matrix, render_p2p_matrix
-from topomap.render.matrix_json import matrix_json
-from topomap.render.schemas import SCHEMAS, schema_text
-from topomap.render.text import visible
+
+if TYPE_CHECKING:
+    from topomap.model.snapshot import Snapshot
 
 
 @dataclass(frozen=True)
@@ -69,7 +61,8 @@ def probe(
     Exit 0 with problems recorded; exit 3 when no NVIDIA driver/GPU answered (a host-only
     snapshot is still written). With --measure, the snapshot also carries measured figures.
     """
-    from topomap.probe import probe as run_probe  # the NVML and CUDA bindings: see the module docstring
+    from topomap.model.codec import encode_snapshot  # start-up: see the module docstring
+    from topomap.probe import probe as run_probe
     from topomap.probe.guarded import CALL_TIMEOUT_S, TOTAL_BUDGET_S
 
     limits = {"--call-timeout": call_timeout, "--budget": budget}
@@ -109,8 +102,11 @@ def probe(
 
 def _measured(snap: Snapshot) -> Snapshot:
     """The probe's snapshot with `topomap measure --quick` figures; a GPU CUDA cannot use is a finding."""
-    from topomap.measure.run import MeasureOptions, NoGpuError  # the copy measurement: see the module docstring
+    import msgspec  # start-up: see the module docstring
+
+    from topomap.measure.run import MeasureOptions, NoGpuError
     from topomap.measure.run import measure as run_measure
+    from topomap.model.snapshot import Finding
 
     try:
         return run_measure(snap, MeasureOptions.quick()).snapshot
@@ -128,6 +124,9 @@ def import_(
     json_out: JsonOpt = False,
 ) -> None:
     """Turn nvidia-smi text, an NCCL topology XML or an hwloc XML into a snapshot."""
+    from topomap.importers import import_file  # start-up: see the module docstring
+    from topomap.model.codec import encode_snapshot
+
     snap = import_file(file, fmt)
     data = encode_snapshot(snap)
     if output and output != "-":
@@ -146,15 +145,20 @@ def show(
     json_out: JsonOpt = False,
 ) -> None:
     """Devices, NICs, the NVML ↔ CUDA ↔ UUID ↔ bus id table, NUMA nodes, the machine tree, problems."""
+    from topomap.files.kind import is_run_file  # start-up: see the module docstring
+
     if is_run_file(snapshot):  # a run record (topomap record): per-card peaks, timeline, busiest resource
-        from topomap.cli.record import show_run  # the run-record commands: loaded for a run record only
+        from topomap.cli.record import show_run
 
         return show_run(snapshot, json_out)
     snap = _load(snapshot)
     if json_out:
+        from topomap.model.codec import encode_snapshot
+
         _write("-", encode_snapshot(snap))  # the snapshot as topomap writes it
         return
-    from topomap.graph import build  # networkx and rich: see the module docstring
+    from topomap.graph import build
+    from topomap.model.snapshot import hosts_of
     from topomap.render.terminal import cluster_header
     from topomap.render.terminal import show as show_view
 
@@ -175,7 +179,7 @@ def matrix(
 ) -> None:
     """The GPU/NIC matrix exactly as `nvidia-smi topo -m` prints it, legends included."""
     if bandwidth:
-        from topomap.render.bandwidth_matrix import bandwidth_json, render_bandwidth_matrix  # see the docstring
+        from topomap.render.bandwidth_matrix import bandwidth_json, render_bandwidth_matrix  # start-up: see above
 
         snap = _load(snapshot)
         if json_out:
@@ -183,6 +187,11 @@ def matrix(
         else:
             sys.stdout.write(render_bandwidth_matrix(snap))
         return
+    from topomap.model.snapshot import hosts_of
+    from topomap.render.matrix import render_matrix, render_p2p_matrix
+    from topomap.render.matrix_json import matrix_json
+    from topomap.render.text import visible
+
     merged = _load(snapshot)
     hosts = hosts_of(merged)
     if len(hosts) > 1 and (json_out or p2p is not None):
@@ -221,6 +230,13 @@ def merge(
 ) -> None:
     """Join per-host snapshots into one cluster snapshot, and report where hosts differ (driver,
     GPUs, GPU↔NIC rails, NIC rates and states, NVLink fabric cliques)."""
+    import msgspec  # start-up: see the module docstring
+
+    from topomap.model.codec import encode_snapshot
+    from topomap.model.merge import consistency_notes
+    from topomap.model.merge import merge as run_merge
+    from topomap.render.text import visible
+
     pairs = []
     for arg in snapshots:
         name, path = _name_and_file(arg)
@@ -268,6 +284,8 @@ def schema(
     json_out: JsonOpt = False,
 ) -> None:
     """Print the JSON Schema of a topomap file format (it is JSON: --json changes nothing)."""
+    from topomap.render.schemas import SCHEMAS, schema_text  # start-up: see the module docstring
+
     del json_out  # the schema is JSON already; the flag is accepted like on every command
 
     if which not in SCHEMAS:
