@@ -29,12 +29,38 @@ def test_version_is_fast_and_imports_nothing_heavy() -> None:
         "import sys, time; t=time.perf_counter(); sys.argv=['topomap','--version'];\n"
         "from topomap.cli import main\n"
         "try: main()\nexcept SystemExit: pass\n"
-        "heavy=[m for m in ('pynvml','cuda.bindings','networkx','rich.console','msgspec') if m in sys.modules]\n"
+        "heavy=[m for m in ('typer','pynvml','cuda.bindings','networkx','rich','msgspec') if m in sys.modules]\n"
         "print(heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.splitlines()[0].startswith("topomap ")
     assert out.splitlines()[1] == "[]"
+
+
+def test_the_command_table_is_what_the_modules_register() -> None:
+    """`topomap CMD` loads only COMMANDS[CMD]: the table names every command, its module, and the
+    order `--help` lists them in."""
+    from topomap.cli.entry import COMMANDS
+
+    registered = [
+        (info.name or info.callback.__name__.replace("_", "-"), info.callback.__module__.rpartition(".")[2])
+        for info in app.registered_commands
+        if info.callback is not None
+    ]
+    assert registered == list(COMMANDS.items())
+
+
+def test_a_command_runs_with_only_its_own_module_loaded() -> None:
+    code = (
+        "import sys; sys.argv=['topomap','schema'];\n"
+        "from topomap.cli import main\n"
+        "try: main()\nexcept SystemExit: pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('topomap.cli.')), file=sys.stderr)"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(r.stdout)["title"] == "topomap.snapshot/1"
+    loaded = r.stderr.strip()
+    assert loaded == str(["topomap.cli.entry", "topomap.cli.output", "topomap.cli.snapshots", "topomap.cli.wiring"])
 
 
 def test_show_and_matrix_on_every_sample() -> None:
@@ -46,8 +72,14 @@ def test_show_and_matrix_on_every_sample() -> None:
 
 
 def test_show_json_is_the_snapshot() -> None:
+    """`show --json` prints the snapshot as topomap writes it: the same bytes as `import` and the file."""
+    from topomap.importers import load_any
+    from topomap.model.codec import encode_snapshot
+
     code, out, _ = run("show", SNAP, "--json")
     assert code == 0 and json.loads(out)["schema"] == "topomap.snapshot/1"
+    assert out.encode() == encode_snapshot(load_any(SNAP)) == Path(SNAP).read_bytes()
+    assert run("import", SNAP)[1] == out
 
 
 def test_matrix_json_cells() -> None:

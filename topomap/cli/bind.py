@@ -1,4 +1,5 @@
-"""`--probe [NAME=]FILE` for commands on a flow: the arguments parsed, the files loaded (each once),
+"""The files named on a flow command's line: the flow file itself (a run record or requirements file in
+its place named as such) and `--probe [NAME=]FILE`: the arguments parsed, the files loaded (each once),
 the flow's own snapshot paths (relative to the flow file) loaded for the hosts no argument binds,
 then :func:`topomap.flow.bind_hosts` binds the flow to them."""
 
@@ -6,7 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from topomap.flow import Flow, FlowError, GivenSnapshot, SnapshotFile, bind_hosts, claim_hosts
+from topomap.base.errors import TopomapError
+from topomap.files.kind import file_kind, is_run_file
+from topomap.flow import Flow, FlowError, GivenSnapshot, SnapshotFile, bind_hosts, claim_hosts, read_flow
 from topomap.flow.spec import name_hint
 from topomap.graph import Topology
 from topomap.importers import load_any
@@ -54,3 +57,23 @@ def _given(flow: Flow, arg: str, load: _Files) -> GivenSnapshot:
             f"--probe {arg}: the flow {flow.path} has no host {name!r}", hint=name_hint(name, hosts, "its hosts")
         )
     return GivenSnapshot(name if sep else None, load(path if sep else arg), f"--probe {arg}")
+
+
+def read_flow_file(path: str, command: str) -> Flow:
+    """The flow file ``command`` was given; a run record or a requirements file in its place is named as such."""
+    if is_run_file(path):
+        raise TopomapError(
+            f"{path}: this is a run record (topomap record), not a flow file",
+            hint=f"{command} takes a flow file (YAML: flow, hosts, steps, arrows); "
+            "show, diff and render take run records",
+        )
+    try:
+        return read_flow(path)
+    except TopomapError as err:
+        if file_kind(path) == "requirements":
+            raise TopomapError(
+                f"{path}: this is a requirements file; {command} takes a flow file",
+                hint=f"give the flow file (flow, hosts, steps, arrows) to {command}; "
+                f"check it with `topomap check {path} --probe SNAP`",
+            ) from err
+        raise

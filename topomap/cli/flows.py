@@ -16,12 +16,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from topomap.base.errors import TopomapError
-from topomap.cli import JsonOpt, ProbeOpt, _console, _guard, _load, _print_json, _write, app
-from topomap.cli.record import render_run
-from topomap.files.kind import file_kind, is_run_file
+from topomap.cli.wiring import JsonOpt, ProbeOpt, _console, _guard, _load, _print_json, _write, app
+from topomap.files.kind import is_run_file
 
 if TYPE_CHECKING:
-    from topomap.flow import Flow
+    pass
 
 RENDER_FORMATS = ("svg", "png", "pdf", "dot", "graphml", "json")
 
@@ -40,7 +39,7 @@ def map_(
 
     One line per flow arrow (replicas and pairs bundled), the slowest arrow per medium and each
     distinct note once; --all for every arrow. Piped output is never wrapped or cut."""
-    from topomap.cli.bind import bind_probes  # lazy: start-up (module docstring)
+    from topomap.cli.bind import bind_probes, read_flow_file  # lazy: start-up (module docstring)
     from topomap.flow import map_flow
 
     flow = read_flow_file(flow_file, "map")
@@ -56,28 +55,6 @@ def map_(
         console.print(view(fmap, console.width))
         return
     _print_wide(view(fmap))
-
-
-def read_flow_file(path: str, command: str) -> Flow:
-    """The flow file ``command`` was given; a run record or a requirements file in its place is named as such."""
-    from topomap.flow import read_flow  # lazy: start-up (module docstring)
-
-    if is_run_file(path):
-        raise TopomapError(
-            f"{path}: this is a run record (topomap record), not a flow file",
-            hint=f"{command} takes a flow file (YAML: flow, hosts, steps, arrows); "
-            "show, diff and render take run records",
-        )
-    try:
-        return read_flow(path)
-    except TopomapError as err:
-        if file_kind(path) == "requirements":
-            raise TopomapError(
-                f"{path}: this is a requirements file; {command} takes a flow file",
-                hint=f"give the flow file (flow, hosts, steps, arrows) to {command}; "
-                f"check it with `topomap check {path} --probe SNAP`",
-            ) from err
-        raise
 
 
 def _print_wide(renderable: object) -> None:
@@ -129,6 +106,8 @@ def _render(
     from topomap.render.export import graphml, node_link_json
 
     if snapshots and len(snapshots) == 1 and flow_file is None and is_run_file(snapshots[0]):
+        from topomap.cli.record import render_run  # start-up: the run views load only for a run record
+
         return render_run(snapshots[0], output)  # a run record: memory and utilisation over time
     fmt = _check_render_options(output, flow_file, view, hardware)
     if flow_file is None:
@@ -146,7 +125,10 @@ def _render(
         drawn, names = dotr.group_identical(topos)
         text = dotr.topology_dot(drawn, names=names)
     else:
-        from topomap.cli.bind import bind_probes
+        from topomap.cli.bind import (
+            bind_probes,
+            read_flow_file,  # start-up: only a flow needs the flow stage
+        )
         from topomap.flow import map_flow
         from topomap.render.flowdot import flow_on_machine_dot, flow_pipeline_dot
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from topomap.cli import JsonOpt, _console, _err, _guard, _load, _print_json, _write, app
+from topomap.cli.wiring import JsonOpt, _console, _err, _guard, _load, _print_json, _write, app
 
 
 def _progress_bar() -> tuple[Any, Any]:

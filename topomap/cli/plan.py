@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from topomap.base.errors import TopomapError
-from topomap.cli import JsonOpt, ProbeOpt, _console, _guard, _write, app
+from topomap.cli.wiring import JsonOpt, ProbeOpt, _console, _guard, _write, app
 
 if TYPE_CHECKING:
     from topomap.flow.spec import Work

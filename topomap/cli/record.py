@@ -20,7 +20,7 @@ import typer
 
 from topomap.base.errors import TopomapError
 from topomap.base.units import fmt_seconds
-from topomap.cli import _console, _current_context, _guard, _print_json, _refuse_input, _write, app
+from topomap.cli.wiring import _console, _current_context, _guard, _print_json, _refuse_input, _write, app
 
 _INTERVAL = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s)?\s*$")
 

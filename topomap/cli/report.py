@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from topomap.base.errors import TopomapError
-from topomap.cli import JsonOpt, ProbeOpt, _guard, _print_json, _write, app
+from topomap.cli.wiring import JsonOpt, ProbeOpt, _guard, _print_json, _write, app
 
 if TYPE_CHECKING:
     from topomap.flow.mapping import FlowMap

@@ -1,18 +1,42 @@
-"""Commands on one snapshot: probe, import, show, matrix, merge, schema."""
+"""Commands on one snapshot: probe, import, show, matrix, merge, schema.
+
+Each command imports what it uses inside its function, for start-up: `topomap --help` loads every
+command module, and a command should not pay for its neighbours' libraries — msgspec and the
+snapshot model, the NVML and CUDA bindings (probe), networkx and rich (the terminal view of show).
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from topomap.base.errors import TopomapError
-from topomap.cli import JsonOpt, _console, _guard, _load, _print_json, _write, app
+from topomap.cli.wiring import JsonOpt, _console, _guard, _load, _print_json, _write, app
 
 if TYPE_CHECKING:
     from topomap.model.snapshot import Snapshot
+
+
+@dataclass(frozen=True)
+class Imported:
+    """`import -o FILE --json`: what was written."""
+
+    output: str
+    gpus: int
+    nics: int
+
+
+@dataclass(frozen=True)
+class Merged:
+    """`merge -o FILE --json`: what was written, and where the hosts differ."""
+
+    output: str
+    hosts: int
+    consistency: list[str]
 
 
 @app.command()
@@ -37,7 +61,7 @@ def probe(
     Exit 0 with problems recorded; exit 3 when no NVIDIA driver/GPU answered (a host-only
     snapshot is still written). With --measure, the snapshot also carries measured figures.
     """
-    from topomap.model.codec import encode_snapshot
+    from topomap.model.codec import encode_snapshot  # start-up: see the module docstring
     from topomap.probe import probe as run_probe
     from topomap.probe.guarded import CALL_TIMEOUT_S, TOTAL_BUDGET_S
 
@@ -51,7 +75,8 @@ def probe(
         call_timeout_s=call_timeout or CALL_TIMEOUT_S,
         budget_s=budget or TOTAL_BUDGET_S,
     )
-    if measure and out.found_driver and out.gpu_count:
+    found_gpus = out.found_driver and out.gpu_count > 0  # else exit 3, after the host-only snapshot
+    if measure and found_gpus:
         out.snapshot = _measured(out.snapshot)
     data = encode_snapshot(out.snapshot)
     if output:
@@ -65,7 +90,7 @@ def probe(
             f"{len(s.problems)} problem(s)",
             file=sys.stderr,
         )
-    if not out.found_driver or out.gpu_count == 0:
+    if not found_gpus:
         print(
             "topomap: no NVIDIA driver/GPU found: NVML and CUDA did not answer "
             "(check `nvidia-smi`, and in a container `--gpus all` / NVIDIA_VISIBLE_DEVICES); "
@@ -77,7 +102,7 @@ def probe(
 
 def _measured(snap: Snapshot) -> Snapshot:
     """The probe's snapshot with `topomap measure --quick` figures; a GPU CUDA cannot use is a finding."""
-    import msgspec
+    import msgspec  # start-up: see the module docstring
 
     from topomap.measure.run import MeasureOptions, NoGpuError
     from topomap.measure.run import measure as run_measure
@@ -99,7 +124,7 @@ def import_(
     json_out: JsonOpt = False,
 ) -> None:
     """Turn nvidia-smi text, an NCCL topology XML or an hwloc XML into a snapshot."""
-    from topomap.importers import import_file
+    from topomap.importers import import_file  # start-up: see the module docstring
     from topomap.model.codec import encode_snapshot
 
     snap = import_file(file, fmt)
@@ -108,7 +133,7 @@ def import_(
         _write(output, data)
         print(f"wrote {output}: {len(snap.gpus)} GPU(s), {len(snap.nics)} NIC(s)", file=sys.stderr)
         if json_out:
-            _print_json({"output": output, "gpus": len(snap.gpus), "nics": len(snap.nics)})
+            _print_json(Imported(output, len(snap.gpus), len(snap.nics)))
     else:
         _write("-", data)  # the snapshot JSON is the output
 
@@ -120,7 +145,7 @@ def show(
     json_out: JsonOpt = False,
 ) -> None:
     """Devices, NICs, the NVML ↔ CUDA ↔ UUID ↔ bus id table, NUMA nodes, the machine tree, problems."""
-    from topomap.files.kind import is_run_file
+    from topomap.files.kind import is_run_file  # start-up: see the module docstring
 
     if is_run_file(snapshot):  # a run record (topomap record): per-card peaks, timeline, busiest resource
         from topomap.cli.record import show_run
@@ -128,9 +153,9 @@ def show(
         return show_run(snapshot, json_out)
     snap = _load(snapshot)
     if json_out:
-        from topomap.model.codec import to_builtins
+        from topomap.model.codec import encode_snapshot
 
-        _print_json(to_builtins(snap))
+        _write("-", encode_snapshot(snap))  # the snapshot as topomap writes it
         return
     from topomap.graph import build
     from topomap.model.snapshot import hosts_of
@@ -154,7 +179,7 @@ def matrix(
 ) -> None:
     """The GPU/NIC matrix exactly as `nvidia-smi topo -m` prints it, legends included."""
     if bandwidth:
-        from topomap.render.bandwidth_matrix import bandwidth_json, render_bandwidth_matrix
+        from topomap.render.bandwidth_matrix import bandwidth_json, render_bandwidth_matrix  # start-up: see above
 
         snap = _load(snapshot)
         if json_out:
@@ -163,8 +188,8 @@ def matrix(
             sys.stdout.write(render_bandwidth_matrix(snap))
         return
     from topomap.model.snapshot import hosts_of
-    from topomap.model.source_facts import source_knows
-    from topomap.render.matrix import matrix_ids, pair_lookup, render_matrix, render_p2p_matrix
+    from topomap.render.matrix import render_matrix, render_p2p_matrix
+    from topomap.render.matrix_json import matrix_json
     from topomap.render.text import visible
 
     merged = _load(snapshot)
@@ -179,26 +204,7 @@ def matrix(
         return
     snap = hosts[0]
     if json_out:
-        ids = matrix_ids(snap)
-        look = pair_lookup(snap)
-        _print_json(
-            {
-                "ids": ids,
-                "cells": [[None if r == c else look.get(frozenset((r, c))) for c in ids] for r in ids],
-                "gpus": [
-                    {
-                        "id": f"gpu{g.index}",
-                        "cpu_affinity": g.cpu_affinity,
-                        "numa_affinity": g.numa_node,
-                        "gpu_numa_id": g.gpu_numa_node,
-                    }
-                    for g in snap.gpus
-                ],
-                "nic_legend": {f"nic{n.index}": n.name for n in snap.nics if n.rdma},
-                # false: GPU-GPU cells are PCIe paths; NVLink, where it joins a pair, is not in them
-                "nvlink_recorded": source_knows(snap, "nvlink"),
-            }
-        )
+        _print_json(matrix_json(snap))
         return
     if p2p is not None:
         if p2p not in ("r", "w", "n", "a"):
@@ -224,11 +230,12 @@ def merge(
 ) -> None:
     """Join per-host snapshots into one cluster snapshot, and report where hosts differ (driver,
     GPUs, GPU↔NIC rails, NIC rates and states, NVLink fabric cliques)."""
-    import msgspec
+    import msgspec  # start-up: see the module docstring
 
     from topomap.model.codec import encode_snapshot
     from topomap.model.merge import consistency_notes
     from topomap.model.merge import merge as run_merge
+    from topomap.render.text import visible
 
     pairs = []
     for arg in snapshots:
@@ -240,14 +247,12 @@ def merge(
     merged = run_merge(pairs)
     _write(output, encode_snapshot(merged))
     notes = consistency_notes(merged)
-    from topomap.render.text import visible
-
     for line in notes:
         print(f"topomap: merge: {visible(line)}", file=sys.stderr)  # host names are data: no raw ESC
     where = "stdout" if output == "-" else output
     print(f"wrote {where}: {len(merged.members)} hosts, {len(notes)} consistency note(s)", file=sys.stderr)
     if json_out and output != "-":
-        _print_json({"output": output, "hosts": len(merged.members), "consistency": notes})
+        _print_json(Merged(output, len(merged.members), notes))
 
 
 def _name_and_file(arg: str) -> tuple[str, str]:
@@ -279,7 +284,7 @@ def schema(
     json_out: JsonOpt = False,
 ) -> None:
     """Print the JSON Schema of a topomap file format (it is JSON: --json changes nothing)."""
-    from topomap.render.schemas import SCHEMAS, schema_text
+    from topomap.render.schemas import SCHEMAS, schema_text  # start-up: see the module docstring
 
     del json_out  # the schema is JSON already; the flag is accepted like on every command
 

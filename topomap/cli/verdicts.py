@@ -8,9 +8,7 @@ from typing import Annotated, Literal
 import typer
 
 from topomap.base.errors import TopomapError
-from topomap.cli import JsonOpt, ProbeOpt, _console, _guard, _load, _print_json, app
-from topomap.cli.flows import read_flow_file
-from topomap.cli.record import diff_run_files
+from topomap.cli.wiring import JsonOpt, ProbeOpt, _console, _guard, _load, _print_json, app
 
 
 @app.command()
@@ -35,6 +33,8 @@ def diff(
 
     runs = (is_run_file(a), is_run_file(b))
     if all(runs):
+        from topomap.cli.record import diff_run_files  # start-up: the run views load only for run records
+
         return diff_run_files(a, b, outputs, tolerance, json_out)
     if any(runs):
         run, other, which = (a, b, "A") if runs[0] else (b, a, "B")
@@ -49,6 +49,7 @@ def diff(
             "--outputs and --tolerance compare two recorded runs, not two snapshots",
             hint="topomap diff RUN_A.json RUN_B.json --outputs DIR_A DIR_B",
         )
+    from topomap.cli.bind import read_flow_file
     from topomap.diff import diff_clusters, diff_snapshots
     from topomap.render.verdict_view import cluster_diff_view, diff_view
 
@@ -95,7 +96,7 @@ def check(
     # imports inside the command keep start-up fast (see diff)
     from topomap.check import check as run_check
     from topomap.check import flow_lots, read_requirements, snapshot_lots
-    from topomap.cli.bind import bind_probes
+    from topomap.cli.bind import bind_probes, read_flow_file
     from topomap.files.kind import is_run_file
     from topomap.flow import map_flow
     from topomap.render.verdict_view import check_view

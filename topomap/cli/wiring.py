@@ -1,0 +1,204 @@
+"""What every command module uses: the typer app, the shared options, the error guard (one line on
+stderr, an exit code, JSON under ``--json``), and printing and writing outputs.
+
+Exit codes: 0 ok; 1 a verdict of "different"/"fail"; 2 bad input (one line on stderr);
+3 nothing could be probed; 4 an internal error (traceback with --debug).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
+
+import typer
+
+from topomap.base.errors import TopomapError
+from topomap.cli.output import WRITE_ERRNOS, os_hint, print_version, refuse_input, write_output
+
+if TYPE_CHECKING:
+    from topomap.model.snapshot import Snapshot
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Show what your data travels over on a GPU server: host memory, GPU link or network.",
+)
+
+# debug: --debug was given; json: --json was among topomap's own arguments (for a usage error,
+# which comes before any command runs); ctx: the context of the command running now, or None.
+_state: dict[str, Any] = {"debug": False, "json": False, "ctx": None}
+F = TypeVar("F", bound=Callable[..., Any])
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
+ProbeOpt = Annotated[
+    list[str] | None,
+    typer.Option("--probe", help="Bind a flow host to a snapshot: NAME=FILE (repeatable; FILE alone for one host)."),
+]
+
+
+def _version(value: bool) -> None:
+    if value:
+        print_version()  # a full disk or closed pipe is handled by the entry point, as for --help
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    _state["debug"] = debug
+
+
+def _current_context() -> typer.Context | None:
+    """The typer context of the command running now (its arguments, and where each came from)."""
+    ctx: typer.Context | None = _state["ctx"]  # a click context typer passed to the guard
+    return ctx
+
+
+def _json_mode() -> bool:
+    """True when the running command was given ``--json`` (its errors are then JSON too)."""
+    ctx = _current_context()
+    if ctx is not None:
+        for param in ctx.command.params:
+            if "--json" in getattr(param, "opts", ()) and ctx.params.get(param.name or ""):
+                return True
+    return _state["json"] is True
+
+
+def _err(message: str, code: int = 2, hint: str | None = None) -> NoReturn:
+    """Report an error (see :func:`report_error`), under ``--json`` in JSON too; exit ``code``."""
+    report_error(message, code, hint, _json_mode())
+    raise typer.Exit(code)
+
+
+def report_error(message: str, code: int, hint: str | None, as_json: bool) -> None:
+    """One line on stderr, ``topomap: error: MESSAGE (hint: HINT)``; with ``as_json`` also
+    ``{"error", "hint", "exit"}`` on stdout, for a caller that reads only JSON."""
+    line = f"topomap: error: {message}"
+    if hint:
+        line += f" (hint: {hint})"
+    if as_json:
+        with contextlib.suppress(OSError):
+            sys.stdout.write(json.dumps({"error": message, "hint": hint, "exit": code}) + "\n")
+            sys.stdout.flush()
+    print(line, file=sys.stderr)
+
+
+_CTX = "topomap_typer_context"  # the keyword the guard asks typer to pass the context as
+
+
+def _guard(fn: F) -> F:
+    """TopomapError → one line, exit 2; a full disk or closed pipe → one line, exit 2;
+    anything else → one line, exit 4. Under ``--json`` the line is also JSON on stdout.
+    With ``--debug`` the traceback comes first; the exit status stays the same.
+
+    The command also gets its context, which it keeps in ``_state`` while it runs: typer passes
+    a `typer.Context` to a parameter annotated so, here one added to the signature typer reads."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with _running(kwargs.pop(_CTX, None)):
+            try:
+                return fn(*args, **kwargs)
+            except (typer.Exit, typer.Abort, SystemExit):
+                raise
+            except TopomapError as err:
+                _traceback()
+                _err(str(err), 2, err.hint or os_hint(err.__cause__))
+            except KeyboardInterrupt:
+                _err("interrupted", 130)
+            except OSError as err:
+                _traceback()
+                if err.errno not in WRITE_ERRNOS:
+                    _err(f"internal error: {type(err).__name__}: {err}", 4, "rerun with --debug for the traceback")
+                _err(f"cannot write output ({err.strerror or err})", 2, "check the free space of the disk written to")
+            except Exception as err:
+                _traceback()
+                _err(f"internal error: {type(err).__name__}: {err}", 4, "rerun with --debug for the traceback")
+
+    sig = inspect.signature(fn, eval_str=True)
+    ctx_param = inspect.Parameter(_CTX, inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)
+    sig = sig.replace(parameters=[*sig.parameters.values(), ctx_param])
+    wrapper.__signature__ = sig  # type: ignore[attr-defined]
+    # The annotations evaluated once, here (typer would evaluate the strings again), in a new dict:
+    # functools.wraps shares the command's own.
+    wrapper.__annotations__ = {name: p.annotation for name, p in sig.parameters.items()}
+    return wrapper  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def _running(ctx: object) -> Iterator[None]:
+    _state["ctx"] = ctx
+    try:
+        yield
+    finally:
+        _state["ctx"] = None
+
+
+def _traceback() -> None:
+    """Under ``--debug``: the traceback of the exception being handled, on stderr."""
+    if _state["debug"]:
+        import traceback  # only under --debug: traceback costs start-up
+
+        traceback.print_exc(file=sys.stderr)
+
+
+def _console() -> Any:
+    # Imported here for start-up: rich is for terminal views, not for --json or file outputs.
+    from rich.console import Console
+
+    return Console(soft_wrap=False, highlight=False)
+
+
+def _print_json(value: object) -> None:
+    """The JSON printer of command results: a typed result (msgspec Struct, dataclass) or plain
+    values, made JSON values by msgspec and laid out as every --json output is (indent 2,
+    non-ASCII escaped). Strict: a non-finite number (NaN, Infinity) is no JSON, and means a figure
+    escaped every input check; it fails here (an internal error) before anything is printed, where
+    msgspec's own encoder would write null. A snapshot is printed by its own encoder instead
+    (`topomap.model.codec.encode_snapshot`, through `_write`)."""
+    # Imported here for start-up: --help and usage errors print no JSON result.
+    import msgspec
+
+    sys.stdout.write(json.dumps(msgspec.to_builtins(value), indent=2, allow_nan=False) + "\n")
+
+
+def _load(path: str) -> Snapshot:
+    # Imported here for start-up: the importers are for commands that read a snapshot.
+    from topomap.importers import load_any
+
+    return load_any(path)
+
+
+def _inputs() -> list[str]:
+    """The running command's arguments other than its output: every string that may name a file."""
+    ctx = _current_context()
+    if ctx is None:
+        return []
+    found: list[str] = []
+    for name, value in ctx.params.items():
+        if name == "output":
+            continue
+        found += [arg for arg in (value if isinstance(value, (list, tuple)) else [value]) if isinstance(arg, str)]
+    return found
+
+
+def _write(path: str, data: bytes) -> None:
+    """Write an output (``-`` is stdout) that is none of the running command's inputs; see
+    :func:`topomap.cli.output.write_output`."""
+    write_output(path, data, _inputs())
+
+
+def _refuse_input(path: str, st: os.stat_result) -> None:
+    """An output path that is also an input of the running command (same file) is refused."""
+    refuse_input(path, st, _inputs())
