@@ -151,7 +151,7 @@ def node_label(topo: Topology, n: str) -> str:
         gpu = next(x for x in snap.gpus if f"gpu{x.index}" == n)
         extra = f"\n{gpu_model(gpu.name)}" if gpu.name else ""
         memory = gpu_memory(gpu)
-        mem = f"\n{memory_text(memory, digits=0)}" if memory.total_bytes else ""
+        mem = f"\n{memory_text(memory)}" if memory.total_bytes else ""
         return f"GPU{gpu.index}{extra}{mem}"
     if kind == "nic":
         nic = next(x for x in snap.nics if f"nic:{x.name}" == n)

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from topomap.base.units import fmt_bandwidth
+from topomap.base.units import fmt_bandwidth, fmt_bytes
 from topomap.graph import FABRIC, Topology, natural_key
 from topomap.graph.evidence import edge_bandwidth, gpu_pairs_nvlink_summary
 from topomap.graph.query import tree_parents
@@ -19,7 +19,6 @@ from topomap.model.facts import SETTLE, fabric_ready, gpu_memory, gpu_pcie_link
 from topomap.model.snapshot import Gpu, Snapshot
 from topomap.render.text import bandwidth_text, memory_text, visible
 
-GIB = 1024**3
 #: A free-text column is never planned narrower than this (or its widest cell, when narrower).
 TEXT_MIN = 8
 
@@ -88,7 +87,7 @@ def _dash(v: object) -> str:
 
 
 def _gib(n: int | None) -> str:
-    return "—" if n is None else f"{n / GIB:.1f} GiB"
+    return "—" if n is None else fmt_bytes(n)
 
 
 def _pcie(g: Gpu) -> str:

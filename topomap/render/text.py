@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from topomap.base.units import fmt_bytes
+
 if TYPE_CHECKING:
     from topomap.model.facts import Bandwidth, GpuMemory
 
@@ -41,12 +43,13 @@ def label_text(text: str) -> str:
     return visible(text, keep="\n")
 
 
-def memory_text(mem: GpuMemory, digits: int = 1) -> str:
-    """A card's memory as :func:`topomap.model.facts.gpu_memory` decides it: ``80.0 GiB``, ``80.0 GiB
-    (derived)`` when taken from the model or the name rather than read, ``—`` when unknown."""
+def memory_text(mem: GpuMemory) -> str:
+    """A card's memory as :func:`topomap.model.facts.gpu_memory` decides it, written as every view
+    writes a size (:func:`topomap.base.units.fmt_bytes`): ``79.65 GiB``, ``80 GiB (derived)`` when
+    taken from the model or the name rather than read, ``—`` when unknown."""
     if mem.total_bytes is None:
         return "—"
-    return f"{mem.total_bytes / 2**30:.{digits}f} GiB" + (" (derived)" if mem.derived else "")
+    return fmt_bytes(mem.total_bytes) + (" (derived)" if mem.derived else "")
 
 
 def bandwidth_text(bw: Bandwidth) -> str:
