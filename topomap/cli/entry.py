@@ -32,6 +32,7 @@ COMMANDS = {
     "attach": "measure",
     "record": "record",
     "report": "report",
+    "nccl": "nccl",
 }
 COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 

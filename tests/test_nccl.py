@@ -1,0 +1,133 @@
+"""`topomap nccl` on real NCCL logs (tests/data/real-nccl-logs, origins in its README) and samples."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from topomap.base.errors import TopomapError
+from topomap.importers import load_any
+from topomap.nccl.decide import PairFacts, decide
+from topomap.nccl.logread import read_log, transport_of
+from topomap.nccl.predict import compare_log, predict_snapshot
+from topomap.nccl.rules import NcclEnv, parse_env
+
+LOGS = Path(__file__).parent / "data" / "real-nccl-logs"
+SAMPLES = Path(__file__).parent.parent / "samples" / "snapshots"
+
+
+def _log(name: str):  # type: ignore[no-untyped-def]
+    p = LOGS / name
+    return read_log(p.read_text(), str(p))
+
+
+def test_channel_line_families() -> None:
+    assert transport_of("P2P/CUMEM/read") == "P2P"
+    assert transport_of("P2P/direct pointer") == "P2P"
+    assert transport_of("SHM/direct/direct") == "SHM"
+    assert transport_of("NET/IB/3/GDRDMA") == "NET+GDR"
+    assert transport_of("NET/IBext/0") == "NET"
+    assert transport_of("NET/IB/1/Shared") == "NET"
+
+
+def test_rtx4090_dump_predicts_shm_where_nccl_used_it() -> None:
+    """nccl-tests#307: 8x RTX 4090, PHB inside a socket, SYS across: NCCL's default level PXB → SHM."""
+    report = compare_log(_log("rtx4090-8gpu-shm-nccltests307.log"), None, NcclEnv())
+    by_pair = {(e.src_rank, e.dst_rank): e for e in report.entries}
+    assert by_pair[(0, 1)].decision.transport == "SHM" and by_pair[(0, 1)].observed == "SHM"
+    assert "PHB" in by_pair[(0, 1)].decision.reasons[0]
+    assert "SYS" in by_pair[(3, 4)].decision.reasons[0]
+    assert by_pair[(2, 3)].decision.transport == "unknown"  # both rows were cut from the pasted dump
+    assert report.agreement == (7, 8)
+
+
+def test_env_p2p_level_sys_turns_the_rtx_pairs_into_p2p() -> None:
+    report = compare_log(_log("rtx4090-8gpu-shm-nccltests307.log"), None, parse_env(["NCCL_P2P_LEVEL=SYS"]))
+    e = next(e for e in report.entries if (e.src_rank, e.dst_rank) == (0, 1))
+    assert e.decision.transport == "P2P" and e.decision.detail.startswith("direct pointer")
+    assert e.why_different is not None and "refused P2P" in e.why_different
+
+
+def test_log_reads_version_env_hosts_and_gdr() -> None:
+    log = _log("l20-1proc-direct-nccl1817.log")
+    assert log.version == "2.20.5+cuda12.4"
+    assert all(r.pid == 3884994 for r in log.ranks.values())
+    ault = _log("ault43-p2p-off-shm-nccl1516.log")
+    assert ault.env.get("NCCL_ALGO") == "Tree" and ("81000", "41000") in ault.p2p_refused
+    h20 = _log("h20-2node-cumem-gdrdma-nccl1189.log")
+    assert h20.ranks[2].host == "H20-GPU-06" and h20.ranks[0].bus == "18000"
+    report = compare_log(h20, None, NcclEnv())
+    cross = next(e for e in report.entries if (e.src_rank, e.dst_rank) == (1, 3))
+    assert cross.observed == "NET+GDR" and cross.decision.transport == "NET" and cross.decision.rule == "other-host"
+
+
+def test_multinode_without_gdrdma_is_net() -> None:
+    report = compare_log(_log("deepspeed4715-ipc-read-ibext-nogdr.log"), None, NcclEnv())
+    e = next(e for e in report.entries if (e.src_rank, e.dst_rank) == (1, 4))
+    assert e.observed == "NET" and e.decision.transport == "NET"
+
+
+def test_p4d_log_against_snapshot_explains_read_as_nvlink() -> None:
+    """nccl#527 (EC2 p4d, NCCL 2.9-era lines with bus ids) against the p4d sample (no NVLink recorded)."""
+    snap = load_any(str(SAMPLES / "aws-p4d-24xlarge.json"))
+    report = compare_log(_log("a100-p4d-ipc-read-nccl527.log"), snap, NcclEnv())
+    e = next(e for e in report.entries if (e.src_rank, e.dst_rank) == (26, 25))
+    assert (e.src_gpu, e.dst_gpu) == ("gpu2", "gpu1")
+    assert e.decision.transport == "unknown" and e.why_different and "NVLink" in e.why_different
+
+
+def test_snapshot_prediction_nvswitch_and_pcie() -> None:
+    h200 = predict_snapshot(load_any(str(SAMPLES / "hgx-h200-8gpu-10nic.json")), NcclEnv())
+    assert all(e.decision.transport == "P2P" and e.decision.rule == "p2p-nvlink" for e in h200.entries)
+    assert h200.nics[0].nic == "mlx5_0" and h200.nics[0].gdr == "yes"
+    off = predict_snapshot(load_any(str(SAMPLES / "hgx-h200-8gpu-10nic.json")), parse_env(["NCCL_P2P_DISABLE=1"]))
+    assert {e.decision.transport for e in off.entries} == {"SHM"}
+    rtx = predict_snapshot(load_any(str(SAMPLES / "rtx4090-8gpu-all-sys.json")), NcclEnv(), "one-process")
+    assert {e.decision.transport for e in rtx.entries} <= {"SHM", "unknown"}
+
+
+def test_decide_rules() -> None:
+    pcie = PairFacts(same_host=True, same_process=False, path="PXB", nvlink=False, nvml_p2p=True)
+    assert decide(pcie, NcclEnv(), "2.18.1").detail == "IPC/write over PCIe"
+    assert decide(pcie, NcclEnv(), "2.21.5").detail == "CUMEM/write over PCIe"
+    amd = PairFacts(same_host=True, same_process=False, path="SYS", nvlink=False, nvml_p2p=True, amd_pair=True)
+    assert decide(amd, NcclEnv()).rule == "p2p-amd-pair"
+    gns = PairFacts(same_host=True, same_process=False, path="PIX", nvlink=False, nvml_p2p=False)
+    assert decide(gns, NcclEnv()).transport == "SHM" and decide(gns, NcclEnv()).rule == "p2p-nvml"
+    assert decide(gns, parse_env(["NCCL_SHM_DISABLE=1"])).transport == "NET"
+    a100 = PairFacts(same_host=True, same_process=True, path="NVL", nvlink=True, nvml_p2p=True, cc=("8.0", "8.0"))
+    assert decide(a100, NcclEnv()).detail == "direct pointer/read over NVLink"
+
+
+def test_bad_logs() -> None:
+    with pytest.raises(TopomapError, match="no channel lines"):
+        _log("torchtitan1570-launcher-prefix-nvls.log")
+    with pytest.raises(TopomapError, match="no NCCL INFO lines"):
+        read_log("hello\nworld\n", "x.log")
+    cut = read_log(
+        "h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\nh:1:2 [0] NCCL INFO Channel 01/0 : 1[1", "c"
+    )
+    assert len(cut.hops) == 1 and cut.skipped and "line 2" in cut.skipped[0]
+    prefixed = read_log("[1,0]<stdout>:h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct", "p")
+    assert prefixed.hops[0].transport == "SHM" and prefixed.hops[0].host == "h"
+    with pytest.raises(TopomapError):
+        parse_env(["NCCL_P2P_LEVEL=FAST"])
+
+
+def test_cli_json_and_errors() -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from topomap.cli import app
+
+    r = CliRunner().invoke(app, ["nccl", "--log", str(LOGS / "rtx4090-8gpu-shm-nccltests307.log"), "--json"])
+    assert r.exit_code == 0
+    data = json.loads(r.stdout)
+    assert {"src_rank", "dst_rank", "src_gpu", "dst_gpu", "predicted", "rule", "env", "observed"} <= set(
+        data["pairs"][0]
+    )
+    assert data["agreement"] == {"same": 7, "total": 8}
+    bad = CliRunner().invoke(app, ["nccl", "--log", str(LOGS / "torchtitan1570-launcher-prefix-nvls.log")])
+    assert bad.exit_code == 2

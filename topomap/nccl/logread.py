@@ -1,0 +1,235 @@
+"""Read an NCCL INFO log (NCCL 2.9 and later, and older channel lines): channel lines, version,
+"set by environment" lines, communicator init lines, NCCL's topology dump — through launcher
+prefixes (``[1,0]<stdout>:``, ``[rank0]:``), host names and pids. A truncated line is skipped and
+counted; a log with nothing usable is an error.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from topomap.base.errors import TopomapError
+from topomap.nccl.rules import NcclEnv, Transport
+
+# host:pid:tid [dev] NCCL INFO ...  (the host may carry a launcher prefix before it)
+_HEAD = re.compile(r"(?P<host>[A-Za-z0-9_.<>\-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL INFO (?P<msg>.*)$")
+_PREFIX = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\[rank\d+\]:|\S+?\s*\|\s*|\d+:\s)")
+_CHANNEL = re.compile(
+    r"^(?:Channel|Ring) (?P<ch>\d+)(?:/\d+)? : (?P<src>\d+)(?:\[(?P<sdev>[0-9a-fA-F]+)\])? -> "
+    r"(?P<dst>\d+)(?:\[(?P<ddev>[0-9a-fA-F]+)\])?(?: \[(?P<dir>send|receive)\])? "
+    r"via (?P<via>\S+(?: pointer)?(?:/\S+)*)\s*$"
+)
+_VERSION = re.compile(r"NCCL version (?P<v>\d+\.\d+\.\d+\S*)")
+_ENV = re.compile(r"^(?P<k>NCCL_[A-Z0-9_]+) set by environment to (?P<v>.*?)\.?\s*$")
+_INIT = re.compile(
+    r"comm 0x[0-9a-f]+ rank (?P<rank>\d+) nranks (?P<n>\d+) cudaDev (?P<cuda>\d+)(?: nvmlDev (?P<nvml>\d+))? "
+    r"busId (?P<bus>[0-9a-fA-F]+)(?: commId (?P<comm>0x[0-9a-f]+))?"
+)
+_DUMP_ROW = re.compile(r"^GPU/(?P<bus>[0-9A-Fa-f-]+) :(?P<rest>.*)$")
+_DUMP_CELL = re.compile(
+    r"(?P<kind>GPU|NET|CPU)/(?P<id>[0-9A-Fa-f-]+) \((?P<n>\d+)/(?P<bw>[0-9.]+)/(?P<type>[A-Z0-9]+)\)"
+)
+_DUMP_GPU = re.compile(r"- GPU/(?P<bus>[0-9A-Fa-f-]+) \((?P<rank>\d+)\)")
+
+
+@dataclass(frozen=True)
+class Hop:
+    """One channel line: rank to rank, the transport family, and what the line said."""
+
+    src: int
+    dst: int
+    src_dev: str | None  # nvmlDev (2.12+) or bus id (older), as printed
+    dst_dev: str | None
+    transport: Transport
+    via: str
+    host: str
+    pid: int
+    line: int
+
+
+@dataclass
+class RankInfo:
+    host: str | None = None
+    pid: int | None = None
+    cuda_dev: int | None = None
+    nvml_dev: int | None = None
+    bus: str | None = None  # NCCL's short bus id, e.g. "38000" → 0000:38:00.0
+
+
+@dataclass
+class NcclLog:
+    """What a log says; ``skipped`` lists what could not be read (line number and why)."""
+
+    path: str
+    version: str | None = None
+    env: NcclEnv = field(default_factory=NcclEnv)
+    hops: list[Hop] = field(default_factory=list)
+    ranks: dict[int, RankInfo] = field(default_factory=dict)
+    comms: set[str] = field(default_factory=set)
+    gpu_paths: dict[tuple[str, str], str] = field(default_factory=dict)  # (bus, bus) → NCCL path type
+    path_bw: dict[tuple[str, str], float] = field(default_factory=dict)
+    dump_ranks: dict[str, int] = field(default_factory=dict)  # bus → rank from the "=== System" tree
+    skipped: list[str] = field(default_factory=list)
+    lines: int = 0
+    nccl_lines: int = 0
+    p2p_refused: set[tuple[str, str]] = field(default_factory=set)
+    inferred: list[str] = field(default_factory=list)  # "Could not enable P2P between dev a and b"
+
+
+def short_bus(text: str) -> str:
+    """NCCL's bus id (``0-4e000``, ``4E000``, ``101c0``) in one spelling: lower case, no system prefix."""
+    return text.split("-")[-1].lower().lstrip("0") or "0"
+
+
+def transport_of(via: str) -> Transport:
+    """The family a channel line's ``via`` names: P2P/..., SHM/..., NET/.../GDRDMA, COLLNET."""
+    head = via.split("/")[0].upper()
+    if head == "P2P":
+        return "P2P"
+    if head == "SHM":
+        return "SHM"
+    if head == "NET":
+        return "NET+GDR" if "GDRDMA" in via.upper().split("/") else "NET"
+    if head.startswith("COLLNET"):
+        return "COLLNET"
+    return "unknown"
+
+
+_ENV_WANTED = re.compile(r"^NCCL_(P2P|SHM|NET|IB|CROSS|CUMEM|PXN|ALGO|PROTO|SOCKET|TOPO|NVLS|MNNVL|COLLNET)")
+_REFUSED = re.compile(r"Could not enable P2P between dev \d+\(=(?P<a>[0-9a-f]+)\) and dev \d+\(=(?P<b>[0-9a-f]+)\)")
+
+
+def read_log(text: str, path: str) -> NcclLog:
+    """Parse a log's text. Raises TopomapError (one line) only when nothing usable is in it."""
+    log = NcclLog(path)
+    env: dict[str, str] = {}
+    for no, raw in enumerate(text.splitlines(), 1):
+        log.lines += 1
+        line = _PREFIX.sub("", raw.strip(), count=1)
+        v = _VERSION.search(line)
+        if v and log.version is None:
+            log.version = v.group("v")
+        m = _HEAD.search(line)
+        if m is None:
+            continue
+        log.nccl_lines += 1
+        _read_message(log, env, m, no)
+    log.env = NcclEnv(tuple(sorted(env.items())))
+    _fill_ranks(log)
+    if not log.hops and not log.gpu_paths:
+        what = "no NCCL INFO lines" if log.nccl_lines == 0 else "no channel lines and no topology dump"
+        raise TopomapError(
+            f"{path}: {what} in {log.lines} line(s); nothing to compare",
+            hint="run with NCCL_DEBUG=INFO (and NCCL_DEBUG_SUBSYS=INIT,GRAPH for the topology) and keep the "
+            "'Channel .. via ..' lines",
+        )
+    return log
+
+
+def _read_message(log: NcclLog, env: dict[str, str], m: re.Match[str], no: int) -> None:
+    msg, host, pid = m.group("msg").strip(), m.group("host"), int(m.group("pid"))
+    if msg.startswith(("Channel ", "Ring ")) and ("->" in msg or "[" in msg or " via " in msg):
+        c = _CHANNEL.match(msg)
+        if c is None:
+            log.skipped.append(f"line {no}: channel line cut or not understood: {msg[:60]!r}")
+            return
+        log.hops.append(
+            Hop(
+                int(c.group("src")),
+                int(c.group("dst")),
+                c.group("sdev"),
+                c.group("ddev"),
+                transport_of(c.group("via")),
+                c.group("via"),
+                host,
+                pid,
+                no,
+            )
+        )
+        _note_rank(log, host, pid, c)
+        return
+    e = _ENV.match(msg)
+    if e and _ENV_WANTED.match(e.group("k")):
+        env[e.group("k")] = e.group("v").strip()
+        return
+    i = _INIT.search(msg)
+    if i:
+        r = log.ranks.setdefault(int(i.group("rank")), RankInfo())
+        r.host, r.pid, r.cuda_dev, r.bus = host, pid, int(i.group("cuda")), short_bus(i.group("bus"))
+        r.nvml_dev = int(i.group("nvml")) if i.group("nvml") else None
+        if i.group("comm"):
+            log.comms.add(i.group("comm"))
+        return
+    refused = _REFUSED.search(msg)
+    if refused:
+        log.p2p_refused.add((short_bus(refused.group("a")), short_bus(refused.group("b"))))
+        return
+    d = _DUMP_GPU.search(msg)
+    if d:
+        log.dump_ranks[short_bus(d.group("bus"))] = int(d.group("rank"))
+    row = _DUMP_ROW.match(msg)
+    if row:
+        _read_dump_row(log, short_bus(row.group("bus")), row.group("rest"), no)
+
+
+def _note_rank(log: NcclLog, host: str, pid: int, c: re.Match[str]) -> None:
+    """A channel line is printed by its sender (by the receiver for ``[receive]``): that rank runs on
+    the line's host and pid. Older NCCL prints bus ids in the brackets (``25[101d0]``), newer the
+    NVML index (``25[1]``)."""
+    for key, dev in (("src", "sdev"), ("dst", "ddev")):
+        bus = c.group(dev)
+        if bus and len(bus) >= 3:
+            log.ranks.setdefault(int(c.group(key)), RankInfo()).bus = short_bus(bus)
+    local = "dst" if c.group("dir") == "receive" else "src"
+    r = log.ranks.setdefault(int(c.group(local)), RankInfo())
+    if r.host is None:
+        r.host, r.pid = host, pid
+    if r.nvml_dev is None and c.group(local[0] + "dev") and len(c.group(local[0] + "dev")) < 3:
+        r.nvml_dev = int(c.group(local[0] + "dev"))
+
+
+def _read_dump_row(log: NcclLog, bus: str, rest: str, no: int) -> None:
+    cells = list(_DUMP_CELL.finditer(rest))
+    if not cells:
+        log.skipped.append(f"line {no}: topology path row without cells")
+        return
+    for c in cells:
+        if c.group("kind") != "GPU":
+            continue
+        other = short_bus(c.group("id"))
+        if other == bus:
+            continue
+        log.gpu_paths[(bus, other)] = c.group("type")
+        log.path_bw[(bus, other)] = float(c.group("bw"))
+
+
+def transports_seen(log: NcclLog) -> Counter[str]:
+    return Counter(h.transport for h in log.hops)
+
+
+def _fill_ranks(log: NcclLog) -> None:
+    """What the log implies about ranks it does not name: one host and one pid in every NCCL line →
+    every rank runs there; ranks of NCCL's topology dump take their bus id from it, and when only the
+    dump's rank-less GPUs remain they go to the remaining ranks in bus order (single-process ranks
+    follow CUDA order, which is bus order by default) — noted in ``inferred``."""
+    hosts = {(h.host, h.pid) for h in log.hops} | {(r.host, r.pid) for r in log.ranks.values() if r.host}
+    all_ranks = {h.src for h in log.hops} | {h.dst for h in log.hops} | set(log.ranks)
+    if len(hosts) == 1:
+        host, pid = next(iter(hosts))
+        for rank in all_ranks:
+            r = log.ranks.setdefault(rank, RankInfo())
+            r.host, r.pid = r.host or host, r.pid or pid
+        log.inferred.append(f"every NCCL line comes from {host} pid {pid}: all ranks are one process there")
+    for bus, rank in log.dump_ranks.items():
+        log.ranks.setdefault(rank, RankInfo()).bus = bus
+    buses = sorted({a for a, _ in log.gpu_paths} | {b for _, b in log.gpu_paths}, key=lambda b: int(b, 16))
+    free = [b for b in buses if b not in log.dump_ranks]
+    named = {r.bus for r in log.ranks.values() if r.bus}
+    free = [b for b in free if b not in named]
+    rankless = sorted(r for r in all_ranks if not log.ranks.get(r, RankInfo()).bus)
+    if free and len(free) == len(rankless):
+        for rank, bus in zip(rankless, free):
+            log.ranks.setdefault(rank, RankInfo()).bus = bus
+        log.inferred.append(f"ranks {rankless} matched to the dump's GPUs {free} in bus order")

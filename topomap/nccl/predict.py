@@ -1,0 +1,258 @@
+"""Per ordered rank pair: the transport NCCL will choose (from a snapshot or a log's own topology
+dump), what the log says it chose, and the reason for every difference."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from topomap.base.errors import TopomapError
+from topomap.graph import Topology, build, gpu_node
+from topomap.model.snapshot import Gpu, Snapshot
+from topomap.nccl.decide import Decision, decide, gdr_answer
+from topomap.nccl.facts import dump_facts, env_of, nic_fact, remote_facts, snapshot_facts
+from topomap.nccl.logread import NcclLog, short_bus
+from topomap.nccl.rules import NCCL_SOURCE, NcclEnv, Transport
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One (rank pair, transport) entry: predicted against observed (None without a log)."""
+
+    src_rank: int
+    dst_rank: int
+    src_gpu: str | None
+    dst_gpu: str | None
+    decision: Decision
+    observed: Transport | None = None
+    via: str | None = None
+    why_different: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "src_rank": self.src_rank,
+            "dst_rank": self.dst_rank,
+            "src_gpu": self.src_gpu,
+            "dst_gpu": self.dst_gpu,
+            "predicted": self.decision.transport,
+            "detail": self.decision.detail,
+            "rule": self.decision.rule,
+            "env": list(self.decision.env),
+            "reasons": list(self.decision.reasons),
+            "observed": self.observed,
+            "via": self.via,
+            "why_different": self.why_different,
+        }
+
+
+@dataclass(frozen=True)
+class GpuNic:
+    gpu: str
+    nic: str | None
+    path: str | None
+    gdr: str  # yes / no / unknown
+    why: str
+
+
+@dataclass
+class NcclReport:
+    entries: list[Entry]
+    nics: list[GpuNic] = field(default_factory=list)
+    env: NcclEnv = field(default_factory=NcclEnv)
+    version: str | None = None
+    source: str = ""
+    notes: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def compared(self) -> list[Entry]:
+        return [e for e in self.entries if e.observed is not None]
+
+    @property
+    def agreement(self) -> tuple[int, int]:
+        c = self.compared
+        return sum(1 for e in c if e.observed == e.decision.transport), len(c)
+
+    def to_json(self) -> dict[str, Any]:
+        same, total = self.agreement
+        return {
+            "rules": NCCL_SOURCE,
+            "source": self.source,
+            "nccl_version": self.version,
+            "env": self.env.set_vars(),
+            "pairs": [e.to_json() for e in self.entries],
+            "nics": [{"gpu": n.gpu, "nic": n.nic, "path": n.path, "gdr": n.gdr, "why": n.why} for n in self.nics],
+            "agreement": {"same": same, "total": total} if total else None,
+            "notes": self.notes,
+            "skipped": self.skipped,
+        }
+
+
+def parse_ranks(spec: str | None, snap: Snapshot) -> tuple[list[Gpu], bool]:
+    """``--ranks``: ``per-gpu`` (default: one process per GPU, rank i on the i-th GPU), ``one-process``,
+    or a GPU index list ``2,3,0`` (rank i on that GPU, one process each); ``…:one-process`` for both."""
+    gpus = sorted(snap.gpus, key=lambda g: g.index)
+    if not spec:
+        return gpus, False
+    head, _, tail = spec.partition(":")
+    one = "one-process" in (head, tail)
+    if head in ("per-gpu", "one-process"):
+        return gpus, one
+    by_index = {g.index: g for g in gpus}
+    try:
+        chosen = [by_index[int(x)] for x in head.split(",")]
+    except (KeyError, ValueError) as err:
+        raise TopomapError(
+            f"--ranks {spec!r}: not GPU indexes of this snapshot ({sorted(by_index)})",
+            hint="--ranks 0,1,2,3 or --ranks one-process",
+        ) from err
+    return chosen, one
+
+
+def predict_snapshot(snap: Snapshot, env: NcclEnv, ranks: str | None = None) -> NcclReport:
+    """Every ordered pair of ranks on the snapshot's host."""
+    topo = build(snap)
+    gpus, one = parse_ranks(ranks, snap)
+    entries = [
+        Entry(i, j, gpu_node(a), gpu_node(b), decide(snapshot_facts(topo, a, b, one), env))
+        for i, a in enumerate(gpus)
+        for j, b in enumerate(gpus)
+        if i != j
+    ]
+    report = NcclReport(entries, _nics(topo, gpus, env), env, None, snap.source.origin or snap.source.kind)
+    report.notes.append("ranks: " + ("one process for all GPUs" if one else "one process per GPU"))
+    return report
+
+
+def _nics(topo: Topology, gpus: list[Gpu], env: NcclEnv) -> list[GpuNic]:
+    out = []
+    for g in gpus:
+        nic = nic_fact(topo, gpu_node(g))
+        ans = gdr_answer(nic, env, g.compute_capability)
+        gdr = "unknown" if ans is None else ("yes" if ans[0] else "no")
+        out.append(GpuNic(gpu_node(g), nic.name, nic.path, gdr, ans[1] if ans else "NIC path or GDR support unknown"))
+    return out
+
+
+def _snapshot_gpu(snap: Snapshot, log: NcclLog, rank: int) -> Gpu | None:
+    """The snapshot GPU a log rank ran on: by bus id, else by NVML index, else by CUDA ordinal."""
+    info = log.ranks.get(rank)
+    if info is None:
+        return None
+    for g in snap.gpus:
+        if info.bus and g.pci_bus_id and short_bus(g.pci_bus_id.replace(":", "").replace(".", "")) == info.bus:
+            return g
+    idx = info.nvml_dev if info.nvml_dev is not None else info.cuda_dev
+    return next((g for g in snap.gpus if g.index == idx), None)
+
+
+def compare_log(log: NcclLog, snap: Snapshot | None, extra: NcclEnv) -> NcclReport:
+    """Each (rank pair, observed transport) of the log against the prediction."""
+    env = env_of(log, extra)
+    topo = build(snap) if snap is not None else None
+    seen: dict[tuple[int, int, Transport], str] = {}
+    for h in log.hops:
+        seen.setdefault((h.src, h.dst, h.transport), h.via)
+    entries = []
+    for (src, dst, observed), via in seen.items():
+        entries.append(_entry(log, snap, topo, env, src, dst, observed, via))
+    entries.sort(key=lambda e: (e.src_rank, e.dst_rank, str(e.observed)))
+    report = NcclReport(entries, [], env, log.version, log.path, notes=list(log.inferred), skipped=list(log.skipped))
+    if snap is None and not log.gpu_paths:
+        report.notes.append(
+            "no snapshot and no topology dump in the log (NCCL_DEBUG_SUBSYS=GRAPH): only the host "
+            "split is known; give a snapshot of the machine to predict the rest"
+        )
+    if len(log.comms) > 1:
+        report.notes.append(f"{len(log.comms)} communicators in the log; pairs are keyed by rank")
+    return report
+
+
+def _entry(
+    log: NcclLog,
+    snap: Snapshot | None,
+    topo: Topology | None,
+    env: NcclEnv,
+    src: int,
+    dst: int,
+    observed: Transport,
+    via: str,
+) -> Entry:
+    ra, rb = log.ranks.get(src), log.ranks.get(dst)
+    ga = _snapshot_gpu(snap, log, src) if snap is not None else None
+    gb = _snapshot_gpu(snap, log, dst) if snap is not None else None
+    hosts_known = ra is not None and rb is not None and ra.host is not None and rb.host is not None
+    if hosts_known and ra is not None and rb is not None and ra.host != rb.host:
+        facts = remote_facts(topo, ga)
+    elif not hosts_known:
+        return Entry(
+            src,
+            dst,
+            _name(ga, ra),
+            _name(gb, rb),
+            _unknown(f"the log does not say which host runs rank {src if ra is None or ra.host is None else dst}"),
+            observed,
+            via,
+            "prediction unknown: the log's lines for this rank were cut",
+        )
+    else:
+        same_pid = ra.pid == rb.pid if ra is not None and rb is not None and ra.pid and rb.pid else None
+        if topo is not None and ga is not None and gb is not None:
+            facts = snapshot_facts(topo, ga, gb, same_pid)
+        else:
+            facts = dump_facts(log, ra.bus if ra else None, rb.bus if rb else None, same_pid)
+    d = decide(facts, env, log.version)
+    return Entry(src, dst, _name(ga, ra), _name(gb, rb), d, observed, via, explain(d, observed, via, env))
+
+
+def _name(g: Gpu | None, info: Any) -> str | None:
+    if g is not None:
+        return gpu_node(g)
+    if info is not None and info.bus:
+        return f"bus {info.bus}"
+    return None
+
+
+def _unknown(why: str) -> Decision:
+    return Decision("unknown", "unknown", (), "", (why,))
+
+
+def explain(d: Decision, observed: Transport, via: str, env: NcclEnv) -> str | None:
+    """Why NCCL did something else than predicted; None when it did the predicted thing."""
+    p = d.transport
+    if p == observed:
+        return None
+    if p == "unknown":
+        extra = ""
+        if observed == "P2P" and via.endswith("/read"):
+            extra = (
+                "; '/read' shows NCCL saw NVLink between two compute-capability-8.0 GPUs (P2P read is used only there)"
+            )
+        return f"prediction unknown ({'; '.join(d.reasons)}){extra}"
+    if observed == "P2P" and p in ("SHM", "NET", "NET+GDR"):
+        return (
+            "NCCL used P2P beyond what the facts allow: NVLink the snapshot does not record, "
+            "NCCL_P2P_LEVEL raised, or an AMD CPU with two GPUs (P2P level SYS)"
+        )
+    if observed == "SHM" and p == "P2P":
+        return (
+            "NCCL refused P2P: NVML/CUDA reports P2P unsupported for this pair (consumer cards, VMs, "
+            "ACS), NCCL_P2P_DISABLE/NCCL_P2P_LEVEL in an environment the log does not show, or the "
+            "ranks are in separate containers"
+        )
+    if observed == "NET" and p == "NET+GDR":
+        return (
+            "GPUDirect RDMA not used: nvidia-peermem / dma-buf missing, NCCL_NET_GDR_LEVEL or "
+            "NCCL_NET_GDR_READ=0, or the NIC chosen is farther than the nearest one"
+        )
+    if observed == "NET+GDR" and p == "NET":
+        return (
+            "GPUDirect RDMA used although not predicted: the NIC is closer than recorded, or NCCL_NET_GDR_LEVEL raised"
+        )
+    if observed.startswith("NET") and p in ("P2P", "SHM"):
+        return (
+            "NCCL used the network inside the host: NCCL_SHM_DISABLE/NCCL_P2P_DISABLE, a NIC within PXB "
+            "of both GPUs faster than their path (ncclTopoCheckNet), or the ranks see different hosts "
+            "(containers)"
+        )
+    return f"NCCL chose {observed} where {p} was predicted"

@@ -1,0 +1,64 @@
+"""`topomap nccl` as text: per pair the predicted transport, the rule, what the log shows, why not."""
+
+from __future__ import annotations
+
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from topomap.nccl.predict import NcclReport
+from topomap.nccl.rules import NCCL_SOURCE
+
+_STYLE = {"SHM": "yellow", "NET": "red", "unknown": "magenta"}
+
+
+def nccl_view(report: NcclReport) -> list[Table | Text]:
+    """The pairs table, the NIC table (snapshot only), then agreement, notes and skipped lines."""
+    out: list[Table | Text] = [Text(f"NCCL transports ({report.source}); rules of {NCCL_SOURCE}")]
+    if report.version:
+        out.append(Text(f"log: NCCL {report.version}"))
+    if report.env.values:
+        out.append(Text("environment: " + " ".join(report.env.set_vars())))
+    has_log = any(e.observed is not None for e in report.entries)
+    t = Table(show_lines=False)
+    for col in (
+        "ranks",
+        "GPUs",
+        "predicted",
+        "how",
+        "rule",
+        "changed by",
+        *(("observed", "why different") if has_log else ()),
+    ):
+        t.add_column(col)
+    for e in report.entries:
+        p = e.decision.transport
+        row: list[RenderableType] = [
+            f"{e.src_rank}->{e.dst_rank}",
+            f"{e.src_gpu or '?'}->{e.dst_gpu or '?'}",
+            Text(p, style=_STYLE.get(p, "")),
+            e.decision.detail,
+            e.decision.rule,
+            ", ".join(e.decision.env[:3]),
+        ]
+        if has_log:
+            row += [e.via or "", e.why_different or "same"]
+        t.add_row(*row)
+    out.append(t)
+    if report.nics:
+        n = Table(title="NIC per GPU")
+        for col in ("GPU", "NIC", "path", "GPUDirect RDMA", "why"):
+            n.add_column(col)
+        for g in report.nics:
+            n.add_row(
+                g.gpu, g.nic or "none", g.path or "?", Text(g.gdr, style="" if g.gdr == "yes" else "yellow"), g.why
+            )
+        out.append(n)
+    same, total = report.agreement
+    if total:
+        out.append(Text(f"agreement: {same}/{total} (rank pair, transport) entries as predicted"))
+    for note in report.notes:
+        out.append(Text(f"note: {note}"))
+    for skip in report.skipped:
+        out.append(Text(f"skipped: {skip}"))
+    return out
