@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from topomap.base.errors import TopomapError
-from topomap.cli.wiring import JsonOpt, ProbeOpt, _console, _guard, _load, _print_json, _write, app
+from topomap.cli.wiring import JsonOpt, ProbeOpt, _console, _guard, _load, _print_json, _print_wide, _write, app
 from topomap.files.kind import is_run_file
 
 if TYPE_CHECKING:
@@ -55,16 +55,6 @@ def map_(
         console.print(view(fmap, console.width))
         return
     _print_wide(view(fmap))
-
-
-def _print_wide(renderable: object) -> None:
-    """Piped or redirected: no wrapping, no truncation, no trailing blanks, so `grep` finds every full name."""
-    from rich.console import Console
-
-    console = Console(width=100_000, soft_wrap=True, highlight=False, color_system=None)
-    with console.capture() as cap:
-        console.print(renderable)
-    sys.stdout.write("".join(line.rstrip() + "\n" for line in cap.get().splitlines()))
 
 
 @app.command()

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
 
 from topomap.base.errors import TopomapError
-from topomap.cli.wiring import JsonOpt, _console, _guard, _load, _print_json, app
+from topomap.cli.wiring import JsonOpt, _console, _guard, _load, _print_json, _print_wide, app
 
 
 @app.command()
@@ -47,6 +48,9 @@ def nccl(
         )
     if json_out:
         _print_json(report.to_json())
+        return
+    if not sys.stdout.isatty():  # piped: every name and number whole, never wrapped or cut
+        _print_wide(*nccl_view(report))
         return
     console = _console()
     for part in nccl_view(report):

@@ -202,3 +202,14 @@ def _write(path: str, data: bytes) -> None:
 def _refuse_input(path: str, st: os.stat_result) -> None:
     """An output path that is also an input of the running command (same file) is refused."""
     refuse_input(path, st, _inputs())
+
+
+def _print_wide(*renderables: object) -> None:
+    """Piped or redirected: no wrapping, no truncation, no trailing blanks, so `grep` finds every full name."""
+    from rich.console import Console  # start-up: rich is for terminal views only
+
+    console = Console(width=100_000, soft_wrap=True, highlight=False, color_system=None)
+    with console.capture() as cap:
+        for r in renderables:
+            console.print(r)
+    sys.stdout.write("".join(line.rstrip() + "\n" for line in cap.get().splitlines()))
