@@ -1,11 +1,11 @@
-"""deploy/: the Kubernetes manifest is checked field by field; the Slurm recipe and the ssh loop
-run for real against stub `srun` / `ssh` commands that run each "node" locally."""
+"""deploy/: the Kubernetes manifest is validated against the API schemas and checked field by field;
+collect.sh and the ssh loop run for real against stub `kubectl` / `ssh` commands that answer
+locally. The Slurm recipe runs on a real Slurm: tests/test_deploy_slurm.py."""
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,32 +20,6 @@ from tests.fakes.sysfs import write_sysfs
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
 TOPOMAP = f"{sys.executable} -m topomap"
-
-STUB_SRUN = r"""#!/bin/bash
-# stub srun: runs the step once per node of $STUB_NODES, here; %N in --output/--error is the node
-echo "$*" >>"$STUB_LOG"
-out="" err="" ntasks=""
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --output=*) out=${1#--output=} ;;
-        --error=*) err=${1#--error=} ;;
-        --ntasks-per-node=*) ntasks=${1#--ntasks-per-node=} ;;
-        --*) ;;
-        *) break ;;
-    esac
-    shift
-done
-[ "$ntasks" = 1 ] || { echo "stub srun: one task per node expected" >&2; exit 99; }
-rc=0
-for node in $STUB_NODES; do
-    o=${out//%N/$node} e=${err//%N/$node}
-    if [ "$node" = "${STUB_DOWN:-}" ]; then
-        echo "srun: error: $node: task 0: Exited with exit code 1" >"$e"; : >"$o"; rc=1; continue
-    fi
-    SLURMD_NODENAME=$node "$@" >"$o" 2>"$e" || rc=$?
-done
-exit $rc
-"""
 
 STUB_SSH = r"""#!/bin/bash
 # stub ssh: drops -o options, runs the remote command here
@@ -63,7 +37,7 @@ echo "$*" >>"$STUB_LOG"
 [ "$1" = "-n" ] && shift 2
 case "$1" in
     rollout) exit "${STUB_ROLLOUT_RC:-0}" ;;
-    get) cat "$STUB_DIR/pods.txt" ;;
+    get) cat "$STUB_DIR/$2.txt" ;;
     exec) pod=$2; shift 3; [ "$1" = cat ] || exit 1; f="$STUB_DIR/$pod/$(basename "$2")"
           [ -e "$f" ] || { echo "cat: $2: No such file or directory" >&2; exit 1; }; cat "$f" ;;
     delete) echo "daemonset.apps \"$3\" deleted" ;;
@@ -109,7 +83,7 @@ def test_kubernetes_collect_script_matches_the_manifest() -> None:
     text = (DEPLOY / "kubernetes" / "collect.sh").read_text()
     assert f"NS={ds['metadata']['namespace']}" in text
     label = next(iter(ds["spec"]["selector"]["matchLabels"].items()))
-    assert f"-l {label[0]}={label[1]}" in text
+    assert f"LABEL={label[0]}={label[1]}" in text and '-l "$LABEL"' in text
     assert f"daemonset/{ds['metadata']['name']}" in text and "cat /out/snapshot.json" in text
     assert subprocess.run(["bash", "-n", str(DEPLOY / "kubernetes" / "collect.sh")], check=False).returncode == 0
 
@@ -141,24 +115,6 @@ def _env(tmp_path: Path, sysfs: Path, **extra: str) -> dict[str, str]:
     }
 
 
-def test_slurm_recipe_probes_each_node_once_and_merges(tmp_path: Path, sysfs: Path) -> None:
-    _stub(tmp_path / "bin", "srun", STUB_SRUN)
-    env = _env(tmp_path, sysfs, SLURM_JOB_ID="4242", STUB_NODES="gpu-a gpu-b gpu-c", STUB_DOWN="gpu-c")
-    script = DEPLOY / "slurm" / "probe-cluster.sbatch"
-    r = subprocess.run(["bash", str(script)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180)
-    assert r.returncode == 0, r.stderr
-    calls = (tmp_path / "stub.log").read_text().splitlines()
-    assert len(calls) == 1 and "--ntasks-per-node=1" in calls[0] and re.search(r"probe -o - --root ", calls[0])
-    out = tmp_path / "out"
-    assert sorted(p.name for p in (out / "hosts").iterdir()) == ["gpu-a.json", "gpu-b.json", "gpu-c.json"]
-    assert "no snapshot from: gpu-c" in r.stderr
-    cluster = json.loads((out / "cluster.json").read_text())
-    assert cluster["source"]["kind"] == "merge"
-    assert [m["host"]["hostname"] for m in cluster["members"]] == ["gpu-a", "gpu-b"]  # Slurm's node names
-    assert all(len(m["gpus"]) == 8 for m in cluster["members"])
-    assert "wrote " in r.stderr and "2 hosts" in r.stderr
-
-
 def test_ssh_loop_probes_each_host_and_merges(tmp_path: Path, sysfs: Path) -> None:
     _stub(tmp_path / "bin", "ssh", STUB_SSH)
     hosts = tmp_path / "hosts.txt"
@@ -168,9 +124,11 @@ def test_ssh_loop_probes_each_host_and_merges(tmp_path: Path, sysfs: Path) -> No
     r = subprocess.run(
         ["bash", str(script), "-f", str(hosts)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180
     )
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 1, r.stderr  # a host sent nothing; the others are merged all the same
     assert sorted((tmp_path / "stub.log").read_text().split()) == ["node01", "node02", "node03"]
-    assert "topomap-probe: node02: exit status 255" in r.stderr and "no snapshot from node02" in r.stderr
+    assert "topomap-probe: node02: exit status 255" in r.stderr
+    assert "no snapshot from node02: ssh: connect to host node02 port 22: No route to host" in r.stderr
+    assert "1 of 3 host(s) sent nothing: node02" in r.stderr
     cluster = json.loads((tmp_path / "out" / "cluster.json").read_text())
     assert [m["host"]["hostname"] for m in cluster["members"]] == ["node01", "node03"]
 
@@ -182,18 +140,18 @@ def test_ssh_loop_needs_two_hosts(tmp_path: Path) -> None:
     assert r.returncode == 2 and r.stderr.startswith("usage: ")
 
 
-def test_kubernetes_collect_merges_the_ready_pods(tmp_path: Path) -> None:
-    """Three GPU nodes: two pods probed, one still Pending (asks for more GPUs than its node has)."""
+def _collect(
+    tmp_path: Path, nodes: str, pods: str, files: dict[str, dict[str, bytes]]
+) -> tuple[subprocess.CompletedProcess[str], Path]:
     _stub(tmp_path / "bin", "kubectl", STUB_KUBECTL)
     stub = tmp_path / "cluster"
-    sample = (ROOT / "samples" / "snapshots" / "ibm-gx3d-h100-8gpu.json").read_bytes()
-    for pod in ("topomap-probe-x1", "topomap-probe-x2"):
-        (stub / pod).mkdir(parents=True)
-        (stub / pod / "snapshot.json").write_bytes(sample)
-    (stub / "topomap-probe-x2" / "probe.err").write_text("wrote /out/snapshot.json: 8 GPU(s)\n")
-    (stub / "pods.txt").write_text(
-        "topomap-probe-x1 gpu-node-1 true\ntopomap-probe-x2 gpu-node-2 true\ntopomap-probe-x3  \n"
-    )
+    stub.mkdir()
+    for pod, named in files.items():
+        (stub / pod).mkdir()
+        for name, data in named.items():
+            (stub / pod / name).write_bytes(data)
+    (stub / "nodes.txt").write_text(nodes)
+    (stub / "pods.txt").write_text(pods)
     env = {
         **os.environ,
         "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
@@ -210,11 +168,103 @@ def test_kubernetes_collect_merges_the_ready_pods(tmp_path: Path) -> None:
         text=True,
         timeout=120,
     )
-    assert r.returncode == 0, r.stderr
+    return r, out
+
+
+SAMPLE = ROOT / "samples" / "snapshots" / "ibm-gx3d-h100-8gpu.json"
+
+
+def test_kubernetes_collect_names_every_gpu_node_that_sent_nothing(tmp_path: Path) -> None:
+    """Five GPU nodes: two pods probed; one Pending (more GPUs asked than the node has), named by the
+    node its DaemonSet affinity meant; one whose probe failed; one node with no pod at all."""
+    sample = SAMPLE.read_bytes()
+    files = {
+        "topomap-probe-x1": {"snapshot.json": sample, "exit-status": b"0\n"},
+        "topomap-probe-x2": {
+            "snapshot.json": sample,
+            "exit-status": b"0\n",
+            "probe.err": b"wrote /out/snapshot.json: 8 GPU(s)\n",
+        },
+        "topomap-probe-x4": {
+            "exit-status": b"1\n",
+            "probe.err": b"topomap: /out/snapshot.json: cannot write (No space left on device)\n",
+        },
+    }
+    r, out = _collect(
+        tmp_path,
+        "gpu-node-1\ngpu-node-2\ngpu-node-3\ngpu-node-4\ngpu-node-5\n",
+        "topomap-probe-x1|gpu-node-1|gpu-node-1|true\ntopomap-probe-x2|gpu-node-2|gpu-node-2|true\n"
+        "topomap-probe-x3||gpu-node-3|\ntopomap-probe-x4|gpu-node-4|gpu-node-4|true\n",
+        files,
+    )
+    assert r.returncode == 1, r.stderr  # nodes are missing; the others are still merged
     assert "not every pod is ready" in r.stderr
-    assert "no snapshot from an unscheduled pod (pod topomap-probe-x3 not ready)" in r.stderr
+    assert "no snapshot from gpu-node-3: pod topomap-probe-x3 not ready" in r.stderr
+    assert (
+        "no snapshot from gpu-node-4: topomap exited 1: "
+        "topomap: /out/snapshot.json: cannot write (No space left on device)" in r.stderr
+    )
+    assert "no snapshot from gpu-node-5: no topomap-probe pod on it" in r.stderr
+    assert "3 node(s) sent nothing: gpu-node-3 gpu-node-4 gpu-node-5" in r.stderr
     cluster = json.loads((out / "cluster.json").read_text())
     assert [m["host"]["hostname"] for m in cluster["members"]] == ["gpu-node-1", "gpu-node-2"]
     assert (out / "logs" / "gpu-node-2.err").read_text() == "wrote /out/snapshot.json: 8 GPU(s)\n"
+    assert not (out / "hosts" / "gpu-node-4.json").exists()
     calls = (tmp_path / "stub.log").read_text().splitlines()
+    assert "get nodes -l nvidia.com/gpu.present=true" in calls[1]
     assert calls[-1] == "-n topomap delete daemonset topomap-probe --wait=false"
+
+
+def test_kubernetes_collect_one_node_and_a_host_only_probe(tmp_path: Path) -> None:
+    host_only = json.dumps({**json.loads(SAMPLE.read_text()), "gpus": []}).encode()
+    r, out = _collect(
+        tmp_path,
+        "gpu-node-1\n",
+        "topomap-probe-x1|gpu-node-1|gpu-node-1|true\n",
+        {"topomap-probe-x1": {"snapshot.json": host_only, "exit-status": b"3\n"}},
+    )
+    assert r.returncode == 0, r.stderr
+    assert "gpu-node-1: the probe saw no GPU (exit 3" in r.stderr
+    assert "one node: " in r.stderr
+    snap = json.loads((out / "cluster.json").read_text())
+    assert snap["host"]["hostname"] == "gpu-node-1" and snap["gpus"] == []  # the node's name, not the pod's
+
+
+def test_kubernetes_manifest_validates_against_the_api_schemas() -> None:
+    """Offline, against the real Kubernetes OpenAPI schemas (kubernetes-validate bundles them), strict:
+    an unknown field is an error. A broken copy must fail, so the check can fail."""
+    import kubernetes_validate as kv  # optional test dependency (pyproject's test extra)
+
+    version = kv.latest_version()
+    for doc in manifest():
+        kv.validate(doc, version, strict=True)
+    broken = manifest()[1]
+    broken["spec"]["template"]["spec"]["containers"][0]["resources"]["limit"] = {"nvidia.com/gpu": 8}
+    with pytest.raises(kv.ValidationError, match="'limit' was unexpected"):
+        kv.validate(broken, version, strict=True)
+    broken = manifest()[1]
+    broken["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["periodSeconds"] = "2"
+    with pytest.raises(kv.ValidationError):
+        kv.validate(broken, version, strict=True)
+
+
+def test_kubernetes_manifest_what_schemas_cannot_catch() -> None:
+    ds = manifest()[1]
+    spec = ds["spec"]
+    pod = spec["template"]["spec"]
+    # the selector selects the template's pods (else the API server refuses the DaemonSet)
+    assert spec["selector"]["matchLabels"].items() <= spec["template"]["metadata"]["labels"].items()
+    # the probe sees the GPUs: through the device plugin or the NVIDIA runtime's environment
+    (c,) = pod["containers"]
+    env = {e["name"]: e.get("value") for e in c.get("env", [])}
+    gpus = c["resources"].get("limits", {}).get("nvidia.com/gpu")
+    assert (isinstance(gpus, int) and gpus > 0) or env.get("NVIDIA_VISIBLE_DEVICES") == "all"
+    assert (
+        "utility" in env["NVIDIA_DRIVER_CAPABILITIES"] and "compute" in env["NVIDIA_DRIVER_CAPABILITIES"]
+    )  # NVML, CUDA
+    # collect.sh's notion of a GPU node is the DaemonSet's nodeSelector, and it lists that label's nodes
+    text = (DEPLOY / "kubernetes" / "collect.sh").read_text()
+    ((key, value),) = pod["nodeSelector"].items()
+    assert f"GPU_NODES={key}={value}" in text
+    ((lk, lv),) = spec["selector"]["matchLabels"].items()
+    assert f"LABEL={lk}={lv}" in text
