@@ -84,9 +84,8 @@ def compare(d: pathlib.Path) -> None:
                 pct = f"{tm / nom[0]:.0%}" if tm and nom else "—"
                 print(f"{gid:6} {kind:4} {tm or float('nan'):9.2f} {t or float('nan'):9.2f} {diff:>7} "
                       f"{(nom[0] if nom else float('nan')):9.2f} {pct:>9}")  # fmt: skip
-    diffs = matrix_differences(
-        (d / "topomap-matrix.txt").read_text(errors="replace"), (d / "nvidia-smi-topo_m.txt").read_text(errors="replace")
-    )
+    ours = (d / "topomap-matrix.txt").read_text(errors="replace")
+    diffs = matrix_differences(ours, (d / "nvidia-smi-topo_m.txt").read_text(errors="replace"))
     print("topomap matrix == nvidia-smi topo -m (whitespace-insensitive, ? = N/A):", not diffs)
     for line in diffs:
         print("  " + line)

@@ -27,6 +27,9 @@ NEW_WRAPPERS = {
 }
 
 
+RESERVED = 512 * 2**20  # driver-reserved GPU memory: in v1's `used`, not in v2's (nor in nvidia-smi's)
+
+
 class _Handle:
     def __init__(self, index: int) -> None:
         self.index = index
@@ -48,6 +51,7 @@ class FakeNvml:
     NVML_NVLINK_MAX_LINKS = real.NVML_NVLINK_MAX_LINKS
     NVML_P2P_CAPS_INDEX_READ = real.NVML_P2P_CAPS_INDEX_READ  # the (0,) tuple, faithfully
     nvmlGpuFabricInfo_v2 = real.nvmlGpuFabricInfo_v2
+    nvmlMemory_v2 = real.nvmlMemory_v2
 
     def __init__(self, machine: FakeMachine, old_bindings: bool = False, layout: str = "installed") -> None:
         """``layout``: the nvidia-ml-py line whose fabric structs the module exposes (nvml_layouts)."""
@@ -156,7 +160,11 @@ class FakeNvml:
 
     def nvmlDeviceGetMemoryInfo(self, h: _Handle, version: Any = None) -> Any:
         self._check("nvmlDeviceGetMemoryInfo", h)
-        mem = real.c_nvmlMemory_t()
+        if version:  # the _v2 call: `used` leaves out the driver's reserved memory
+            mem = real.c_nvmlMemory_v2_t()
+            mem.version, mem.reserved = version, RESERVED
+        else:
+            mem = real.c_nvmlMemory_t()
         mem.total = self._gpu(h).memory_bytes // (7 if isinstance(h, _MigHandle) else 1)
         return mem
 
@@ -264,6 +272,10 @@ class FakeNvml:
 
     def nvmlDeviceGetNvLinkRemoteDeviceType(self, h: _Handle, link: int) -> int:
         return int(self._link("nvmlDeviceGetNvLinkRemoteDeviceType", h, link).remote_type)
+
+    def nvmlDeviceGetNvLinkCapability(self, h: _Handle, link: int, cap: int) -> int:
+        lk = self._link("nvmlDeviceGetNvLinkCapability", h, link)
+        return int(lk.p2p_capable) if cap == real.NVML_NVLINK_CAP_P2P_SUPPORTED else 1
 
     def nvmlDeviceGetNvLinkRemotePciInfo(self, h: _Handle, link: int) -> Any:
         lk = self._link("nvmlDeviceGetNvLinkRemotePciInfo", h, link)

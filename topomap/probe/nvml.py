@@ -33,6 +33,7 @@ from topomap.probe.nvml_structs import FabricInfoV1, FabricInfoV2, c_text, new_f
 # ArgumentError, not an NVMLError (nvml-cuda.md §3.6).
 P2P_CAPS = {"read": 0, "write": 1, "nvlink": 2, "atomics": 3}
 
+NVLINK_CAP_P2P_SUPPORTED = 0  # nvmlNvLinkCapability_t
 FI_NVLINK_SPEED_MBPS_COMMON = 90
 FI_NVLINK_LINK_COUNT = 91
 _FALLBACK_MAX_LINKS = 18
@@ -348,7 +349,24 @@ def _nvlinks(nv: NvmlCalls, target: str, handle: Any) -> list[NvLink]:
                 speed_gbps=speed,
             )
         )
+    if links and not any(lk.active for lk in links) and _unbridged(nv, target, handle):
+        return []  # a PCIe card without an NVLink bridge: no NVLink, not NVLinks down
     return links
+
+
+def _unbridged(nv: NvmlCalls, target: str, handle: Any) -> bool:
+    """All links down on a card whose links cannot carry P2P (A100/H100 PCIe without a bridge list
+    12/18 links, all down; DCGM and NVSentinel issues): link 0's P2P capability, else its remote
+    type (unknown on a card with nothing attached)."""
+    quiet = ("NVMLError_InvalidArgument", "NVMLError_NotFound", "NVMLError_Unknown")
+    cap = nv.call(
+        "nvmlDeviceGetNvLinkCapability", target, handle, 0, NVLINK_CAP_P2P_SUPPORTED, record_unsupported=False,
+        quiet=quiet,
+    )  # fmt: skip
+    if _ok(cap):
+        return not int(cap)
+    rtype = nv.call("nvmlDeviceGetNvLinkRemoteDeviceType", target, handle, 0, record_unsupported=False, quiet=quiet)
+    return not _ok(rtype) or _REMOTE_TYPES.get(int(rtype), "unknown") == "unknown"
 
 
 def _remote_bus_id(nv: NvmlCalls, target: str, link: int, pci: Any) -> str | None:
