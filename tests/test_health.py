@@ -165,3 +165,20 @@ def test_a_check_that_trips_is_an_info_finding_not_a_failed_probe(
     f = _kinds(fs)["health-check-failed"]
     assert len(f) == 1 and "GPUDirect RDMA check could not run: PermissionError" in f[0].text
     assert "virtual-topology" in _kinds(fs)  # the last check still ran
+
+
+def test_pcie_cards_without_a_bridge_have_no_nvlink_not_inactive_ones(tmp_path: Path) -> None:
+    """A100/H100 PCIe without a bridge: NVML lists 12 links, all down, P2P not supported (issue 25 item 8)."""
+    from tests.fakes.machine import FakeLink
+
+    m = machines.a100_pcie()
+    down = [FakeLink(active=False, remote_type=0xFF, p2p_capable=False)] * 12
+    m = dataclasses.replace(m, gpus=[dataclasses.replace(g, nvlinks=down) for g in m.gpus])
+    snap, fs = _health(m, tmp_path / "a")
+    assert "nvlink-inactive" not in _kinds(fs) and all(g.nvlinks == [] for g in snap.gpus)
+    # an SXM board whose links are all down is still a warning: the links can carry P2P
+    h = machines.hgx_h100()
+    all_down = [dataclasses.replace(lk, active=False) for lk in h.gpus[1].nvlinks or []]
+    h.gpus[1] = dataclasses.replace(h.gpus[1], nvlinks=all_down)
+    _, fs = _health(h, tmp_path / "b")
+    assert [x.subject for x in _kinds(fs)["nvlink-inactive"]] == ["gpu1"]

@@ -155,6 +155,16 @@ def test_snapshot_of_another_cuda_view_is_refused(tmp_path: Path) -> None:
         measure(snap, _opts(), driver_factory=functools.partial(FakeCudaMemory, swapped), start_method="fork")
 
 
+def test_mig_instance_uuid_from_cuda13_is_the_same_gpu_by_bus_id(tmp_path: Path) -> None:
+    """cuda-bindings 13 gives a MIG instance's own UUID: the GPU is checked by bus id (issue 25 item 11)."""
+    m = machines.hgx_h100()
+    m.gpus[0] = dataclasses.replace(m.gpus[0], mig=(1, 1))
+    snap = run_probe(m, tmp_path / "root").snapshot
+    fake = functools.partial(FakeCudaMemory, m, mig_uuids=True)
+    out = measure(snap, _opts(), driver_factory=fake, start_method="fork")
+    assert out.jobs > 0 and out.failed == 0
+
+
 def test_spawned_worker_runs_the_fake_too(tmp_path: Path) -> None:
     """The CLI's start method: a fresh interpreter gets the driver factory by reference."""
     out = _run_spawn(tmp_path)

@@ -69,8 +69,19 @@ def test_function_not_found_for_newer_calls(tmp_path: Path) -> None:
     m = dataclasses.replace(machines.gb200_tray(), missing={"nvmlDeviceGetGpuFabricInfoV", "nvmlDeviceGetNumaNodeId"})
     s = run_probe(m, tmp_path).snapshot
     assert all(g.gpu_numa_node is None for g in s.gpus)
-    assert all(g.fabric is not None and g.fabric.state == "not-supported" for g in s.gpus)
-    assert {p.call for p in s.problems} <= {"nvmlDeviceGetGpuFabricInfoV", "nvmlDeviceGetNumaNodeId"}
+    # a driver before R550 lacks the versioned call: the v1 call still tells the fabric (issue 25 item 6)
+    assert all(g.fabric is not None and g.fabric.state == "completed" and g.fabric.clique_id == 7 for g in s.gpus)
+    assert all(g.fabric is not None and g.fabric.health_mask is None for g in s.gpus)  # v1 has none
+    assert {p.call for p in s.problems} <= {"nvmlDeviceGetNumaNodeId"}
+
+
+def test_driver_without_either_fabric_call_says_unknown_not_unsupported(tmp_path: Path) -> None:
+    m = dataclasses.replace(
+        machines.gb200_tray(), missing={"nvmlDeviceGetGpuFabricInfoV", "nvmlDeviceGetGpuFabricInfo"}
+    )
+    s = run_probe(m, tmp_path).snapshot
+    assert all(g.fabric is None and g.name for g in s.gpus)
+    assert [p.call for p in s.problems if "Fabric" in p.call] == ["nvmlDeviceGetGpuFabricInfo"]
 
 
 def test_handle_refused_gpu_is_still_an_entry(tmp_path: Path) -> None:

@@ -28,8 +28,11 @@ class FakeCuda:
     CUresult = real.CUresult
     CUdevice_P2PAttribute = real.CUdevice_P2PAttribute
 
-    def __init__(self, machine: FakeMachine) -> None:
+    def __init__(self, machine: FakeMachine, mig_uuids: bool = False) -> None:
+        """``mig_uuids``: cuDeviceGetUuid as in cuda-bindings 13 (CUDA 13), which gives a MIG-enabled
+        GPU's instance UUID, not the GPU's."""
         self.m = machine
+        self.mig_uuids = mig_uuids
         self.initialised = False
         order = machine.cuda_order if machine.cuda_order is not None else list(range(len(machine.gpus)))
         self.order = order
@@ -85,7 +88,10 @@ class FakeCuda:
         err = self._enter("cuDeviceGetUuid")
         if err:
             return (err, None)
-        raw = uuidlib.UUID(self._gpu(dev).uuid.removeprefix("GPU-")).bytes
+        g = self._gpu(dev)
+        raw = uuidlib.UUID(g.uuid.removeprefix("GPU-")).bytes
+        if self.mig_uuids and g.mig and g.mig[0]:
+            raw = uuidlib.uuid5(uuidlib.NAMESPACE_OID, f"mig-{g.uuid}").bytes  # the instance's own
         return (R.CUDA_SUCCESS, _Uuid(raw))
 
     def _p2p_ok(self, a: int, b: int) -> bool:
@@ -166,8 +172,9 @@ class FakeCudaMemory(FakeCuda):
         free_bytes: dict[int, int] | None = None,
         lost_after_copies: dict[int, int] | None = None,
         max_peers: int = 8,
+        mig_uuids: bool = False,
     ) -> None:
-        super().__init__(machine)
+        super().__init__(machine, mig_uuids=mig_uuids)
         self.corrupt_pairs = corrupt_pairs
         self.hang_pairs = hang_pairs
         self.free_bytes = free_bytes or {}

@@ -18,7 +18,8 @@ class FakeLink:
     active: bool = True
     version_enum: int = 6  # nvmlNvlinkVersion_t: 6 = NVLink 4.0
     remote_type: int = 2  # 0 GPU, 1 IBMNPU, 2 SWITCH, 0xFF unknown
-    remote_bus: str = ""  # NVML busId text; "" for a switch the host cannot see
+    p2p_capable: bool = True  # NVML_NVLINK_CAP_P2P_SUPPORTED; False on a PCIe card without a bridge
+    remote_bus: str | bytes = ""  # NVML busId text; "" for a switch the host cannot see; bytes: raw
 
 
 @dataclass

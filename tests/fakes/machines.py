@@ -227,6 +227,7 @@ def old_driver() -> FakeMachine:
             "nvmlSystemGetCudaDriverVersion_v2",
             "nvmlDeviceGetMemoryAffinity",
             "nvmlDeviceGetGpuFabricInfoV",
+            "nvmlDeviceGetGpuFabricInfo",
             "nvmlDeviceGetNumaNodeId",
         },
         cuda_missing_functions={"cuDeviceGetP2PAttribute"},

@@ -16,9 +16,18 @@ from typing import Any
 import pynvml as real
 
 from tests.fakes.machine import FakeMachine, nvml_bus
+from tests.fakes.nvml_layouts import LAYOUTS, c_fabric_functions, wrapper
 
 # Wrappers that nvidia-ml-py 11.x did not have: hide them with old_bindings=True.
-NEW_WRAPPERS = {"nvmlDeviceGetGpuFabricInfoV", "nvmlDeviceGetNumaNodeId", "nvmlDeviceGetNvLinkRemoteDeviceType"}
+NEW_WRAPPERS = {
+    "nvmlDeviceGetGpuFabricInfoV",
+    "nvmlDeviceGetGpuFabricInfo",
+    "nvmlDeviceGetNumaNodeId",
+    "nvmlDeviceGetNvLinkRemoteDeviceType",
+}
+
+
+RESERVED = 512 * 2**20  # driver-reserved GPU memory: in v1's `used`, not in v2's (nor in nvidia-smi's)
 
 
 class _Handle:
@@ -41,11 +50,14 @@ class FakeNvml:
     NVMLError = real.NVMLError
     NVML_NVLINK_MAX_LINKS = real.NVML_NVLINK_MAX_LINKS
     NVML_P2P_CAPS_INDEX_READ = real.NVML_P2P_CAPS_INDEX_READ  # the (0,) tuple, faithfully
-    c_nvmlGpuFabricInfoV_t = real.c_nvmlGpuFabricInfoV_t
     nvmlGpuFabricInfo_v2 = real.nvmlGpuFabricInfo_v2
+    nvmlMemory_v2 = real.nvmlMemory_v2
 
-    def __init__(self, machine: FakeMachine, old_bindings: bool = False) -> None:
+    def __init__(self, machine: FakeMachine, old_bindings: bool = False, layout: str = "installed") -> None:
+        """``layout``: the nvidia-ml-py line whose fabric structs the module exposes (nvml_layouts)."""
         self.m = machine
+        self.c_nvmlGpuFabricInfo_t, self.c_nvmlGpuFabricInfoV_t = LAYOUTS[layout]
+        self._c_fabric = c_fabric_functions(lambda h: self._gpu(h).fabric)
         self.initialised = False
         self.calls: dict[int, int] = {}
         self.old_bindings = old_bindings
@@ -148,7 +160,11 @@ class FakeNvml:
 
     def nvmlDeviceGetMemoryInfo(self, h: _Handle, version: Any = None) -> Any:
         self._check("nvmlDeviceGetMemoryInfo", h)
-        mem = real.c_nvmlMemory_t()
+        if version:  # the _v2 call: `used` leaves out the driver's reserved memory
+            mem = real.c_nvmlMemory_v2_t()
+            mem.version, mem.reserved = version, RESERVED
+        else:
+            mem = real.c_nvmlMemory_t()
         mem.total = self._gpu(h).memory_bytes // (7 if isinstance(h, _MigHandle) else 1)
         return mem
 
@@ -257,23 +273,26 @@ class FakeNvml:
     def nvmlDeviceGetNvLinkRemoteDeviceType(self, h: _Handle, link: int) -> int:
         return int(self._link("nvmlDeviceGetNvLinkRemoteDeviceType", h, link).remote_type)
 
+    def nvmlDeviceGetNvLinkCapability(self, h: _Handle, link: int, cap: int) -> int:
+        lk = self._link("nvmlDeviceGetNvLinkCapability", h, link)
+        return int(lk.p2p_capable) if cap == real.NVML_NVLINK_CAP_P2P_SUPPORTED else 1
+
     def nvmlDeviceGetNvLinkRemotePciInfo(self, h: _Handle, link: int) -> Any:
         lk = self._link("nvmlDeviceGetNvLinkRemotePciInfo", h, link)
         info = real.nvmlPciInfo_t()
-        info.busId = lk.remote_bus.encode()
+        # bytes: what a switch the host cannot see may give, undecodable (NCCL notes it)
+        info.busId = lk.remote_bus if isinstance(lk.remote_bus, bytes) else lk.remote_bus.encode()
         return info
 
+    def _fabric_call(self, name: str, h: _Handle, ref: Any) -> int:
+        self._check(name, h)  # FunctionNotFound for a driver without it (machine.missing)
+        return wrapper(name, self._c_fabric[name])(h, ref)  # the C function writes at nvml.h's offsets
+
     def nvmlDeviceGetGpuFabricInfoV(self, h: _Handle, ref: Any) -> int:
-        self._check("nvmlDeviceGetGpuFabricInfoV", h)
-        f = self._gpu(h).fabric
-        if f is None:
-            raise real.NVMLError(real.NVML_ERROR_NOT_SUPPORTED)
-        info = ref._obj
-        if info.version != real.nvmlGpuFabricInfo_v2:
-            raise real.NVMLError(real.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
-        ctypes.memmove(info.clusterUuid, f.cluster_uuid, 16)
-        info.cliqueId, info.state, info.status, info.healthMask = f.clique_id, f.state, f.status, f.health_mask
-        return 0
+        return self._fabric_call("nvmlDeviceGetGpuFabricInfoV", h, ref)
+
+    def nvmlDeviceGetGpuFabricInfo(self, h: _Handle, ref: Any) -> int:
+        return self._fabric_call("nvmlDeviceGetGpuFabricInfo", h, ref)
 
     # --- pairs ---------------------------------------------------------------------------
     def nvmlDeviceGetTopologyCommonAncestor(self, h1: _Handle, h2: _Handle) -> int:

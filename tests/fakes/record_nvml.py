@@ -14,7 +14,7 @@ from typing import Any
 import pynvml as real
 
 from tests.fakes.machine import FakeMachine
-from tests.fakes.nvml import FakeNvml, _Handle, _MigHandle
+from tests.fakes.nvml import RESERVED, FakeNvml, _Handle, _MigHandle
 
 Curve = list[int]
 
@@ -58,7 +58,7 @@ class ScriptedNvml(FakeNvml):
     def nvmlDeviceGetMemoryInfo(self, h: _Handle, version: Any = None) -> Any:
         mem = super().nvmlDeviceGetMemoryInfo(h, version)
         curve = self.mig_memory.get((h.index, h.slot)) if isinstance(h, _MigHandle) else self.memory.get(h.index)
-        mem.used = _at(curve, self.step) if curve else 0
+        mem.used = (_at(curve, self.step) if curve else 0) + (0 if version else RESERVED)  # v1 counts reserved
         return mem
 
     def nvmlDeviceGetUtilizationRates(self, h: _Handle) -> Any:

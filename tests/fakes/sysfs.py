@@ -129,10 +129,13 @@ def write_sysfs(m: FakeMachine, root: Path) -> Path:
     dmi.mkdir(parents=True)
     (dmi / "sys_vendor").write_text(m.dmi_vendor + "\n")
     (dmi / "product_name").write_text("Fake Server\n")
-    if m.cgroup_cpus is not None:
-        cg = root / "sys" / "fs" / "cgroup"
-        cg.mkdir(parents=True)
-        (cg / "cpuset.cpus.effective").write_text(m.cgroup_cpus + "\n")
+    # the root cgroup's file is the host's inside a Slurm job: it says all CPUs, whatever the job has
+    cg = root / "sys" / "fs" / "cgroup"
+    cg.mkdir(parents=True)
+    (cg / "cpuset.cpus.effective").write_text(f"0-{m.cpu_count - 1}\n")
+    if m.cgroup_cpus is not None:  # this process's own affinity
+        (proc / "self").mkdir(parents=True, exist_ok=True)
+        (proc / "self" / "status").write_text(f"Name:\tpython\nCpus_allowed_list:\t{m.cgroup_cpus}\n")
     if m.nics:  # a healthy RDMA box loads nvidia_peermem (GPUDirect RDMA); SysfsExtras(peermem=False) unloads it
         (root / "sys" / "module" / "nvidia_peermem").mkdir(parents=True)
     iommu = root / "sys" / "class" / "iommu"

@@ -111,6 +111,14 @@ class Session:
         b = getattr(raw, "bytes", raw)
         return bytes(b) if isinstance(b, (bytes, bytearray)) else None
 
+    def bus_id(self, ordinal: int) -> str | None:
+        """The device's PCI bus id: the physical GPU's even for a MIG instance (whose UUID, from
+        cuda-bindings 13, is the instance's own)."""
+        self.context(ordinal)
+        raw = self.call("cuDeviceGetPCIBusId", ordinal, 32, self.devs[ordinal])
+        text = raw.split(b"\0", 1)[0].decode(errors="replace") if isinstance(raw, bytes) else str(raw)
+        return text or None
+
     def close(self) -> None:
         for dev in self.devs.values():
             _quiet(self.cu, "cuDevicePrimaryCtxRelease", dev)

@@ -23,6 +23,7 @@ import msgspec
 
 from topomap.base.cpus import parse_cpulist
 from topomap.base.errors import TopomapError
+from topomap.base.pciaddr import same_device
 from topomap.measure.copies import Figure
 from topomap.measure.findings import corrupt, failure, remote_gaps, subject
 from topomap.measure.jobs import HostSpec, Job, PairSpec, Settings, median
@@ -306,12 +307,16 @@ def _start(worker: Worker, opts: MeasureOptions, snap: Snapshot, ids: dict[int, 
         raise NoGpuError(
             f"CUDA cannot be used here ({detail})", hint="check nvidia-smi, the driver, and CUDA_VISIBLE_DEVICES"
         )
-    status, uuids = worker.run(("uuid", sorted(ids), None), opts.timeout_s)
+    status, uuids = worker.run(("uuid", sorted(ids), None), opts.timeout_s)  # ordinal → (UUID bytes, bus id)
     if status != "ok":
         raise NoGpuError(f"CUDA devices did not answer ({status})", hint="check nvidia-smi")
     for g in snap.gpus:
-        raw = uuids.get(g.cuda_ordinal) if g.cuda_ordinal is not None else None
-        if raw and g.uuid and len(raw) == 16 and "GPU-" + str(uuidlib.UUID(bytes=raw)) != g.uuid:
+        raw, bus = uuids.get(g.cuda_ordinal, (None, None)) if g.cuda_ordinal is not None else (None, None)
+        if bus and g.pci_bus_id:  # by bus id first: a MIG instance's UUID (cuda-bindings 13) is not its GPU's
+            same = same_device(bus, g.pci_bus_id)
+        else:
+            same = not (raw and g.uuid and len(raw) == 16 and "GPU-" + str(uuidlib.UUID(bytes=raw)) != g.uuid)
+        if not same:
             worker.stop()
             raise TopomapError(
                 f"CUDA device {g.cuda_ordinal} is not {_gid(g)} ({g.uuid}) of the snapshot",

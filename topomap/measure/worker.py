@@ -39,7 +39,7 @@ def worker_main(conn: Connection, factory: Callable[[], Any]) -> None:
         kind, spec, settings = msg
         try:
             if kind == "uuid":
-                conn.send(("ok", {k: s.uuid(k) for k in spec}))
+                conn.send(("ok", {k: (s.uuid(k), s.bus_id(k)) for k in spec}))
             elif kind == "host":
                 assert isinstance(spec, HostSpec) and isinstance(settings, Settings)
                 conn.send(("ok", run_host(cu, s, spec, settings)))

@@ -224,13 +224,16 @@ def _sys_gpus(sysr: SysfsResult) -> list[PciFunction]:
 
 
 def _join_cuda(gpus: list[Gpu], cu: CudaResult, problems: list[Problem], cvd_value: str | None) -> None:
-    """CUDA ordinal of each GPU, joined by UUID, else by bus id — never by index."""
+    """CUDA ordinal of each GPU, joined by bus id, else by UUID — never by index.
+
+    Bus id first: cuda-bindings 13 (CUDA 13's ``cuDeviceGetUuid``) gives a MIG instance's own UUID
+    in MIG mode, which matches no GPU; the bus id is the physical GPU's in every version."""
     by_uuid = {g.uuid: g for g in gpus if g.uuid}
     by_bus = {parse_bus_id(g.pci_bus_id): g for g in gpus if g.pci_bus_id}
     for d in cu.devices:
-        g = by_uuid.get(d.uuid) if d.uuid else None
-        if g is None and d.pci_bus_id:
-            g = by_bus.get(parse_bus_id(d.pci_bus_id))
+        g = by_bus.get(parse_bus_id(d.pci_bus_id)) if d.pci_bus_id else None
+        if g is None and d.uuid:
+            g = by_uuid.get(d.uuid)
         if g is None:
             problems.append(
                 Problem(

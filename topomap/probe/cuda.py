@@ -4,7 +4,7 @@ Every call returns a tuple whose first element is a ``CUresult``; binding-level 
 exceptions: a missing ``libcuda.so.1`` raises ``RuntimeError`` at the first call (with
 cuda-pathfinder installed, its ``DynamicLibNotFoundError``, a RuntimeError subclass), and a
 driver older than the bindings raises ``RuntimeError('Function "cuX" not found')``. Both are
-recorded here, never fatal. CUDA ordinals are joined to NVML by UUID or bus id, never index.
+recorded here, never fatal. CUDA ordinals are joined to NVML by bus id (else UUID), never index.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from topomap.base.pciaddr import normalize_bus_id
 from topomap.model.snapshot import Problem
-from topomap.probe.guarded import BudgetSpent, CallTimedOut, active_runner
+from topomap.probe.guarded import INIT_TIMEOUT_S, BudgetSpent, CallTimedOut, active_runner
 
 
 @dataclass
@@ -168,7 +168,8 @@ def probe_cuda(cu: Any | None = None) -> CudaResult:
         result.driver_version = f"{int(ver) // 1000}.{(int(ver) % 1000) // 10}"
     if c.library_missing:
         return result
-    ok, _ = c.call("cuInit", None, 0)
+    # as long as nvmlInit's: an 8-GPU box without persistence mode initialises every GPU here
+    ok, _ = c.call("cuInit", None, 0, limit_s=INIT_TIMEOUT_S)
     if not ok:
         return result
     result.available = True
@@ -188,8 +189,8 @@ def probe_cuda(cu: Any | None = None) -> CudaResult:
         d.name = _text(name) if ok else None
         ok, bus = c.call("cuDeviceGetPCIBusId", target, 32, dev)
         d.pci_bus_id = normalize_bus_id(_text(bus)) if ok else None
-        # Plain cuDeviceGetUuid gives the physical GPU UUID in 12.x (the join key to NVML);
-        # _v2 gives the MIG UUID for a MIG instance.
+        # cuDeviceGetUuid: the physical GPU's UUID in 12.x, a MIG instance's own in 13.x (and _v2
+        # is gone); the join to NVML goes by bus id first for that reason.
         ok, u = c.call("cuDeviceGetUuid", target, dev)
         d.uuid = _uuid_text(u) if ok else None
         result.devices.append(d)

@@ -14,8 +14,9 @@ import ctypes
 import math
 import os
 import uuid as uuidlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from topomap.base.cpus import cpus_from_words, format_cpulist
 from topomap.base.errors import TopomapError
@@ -24,13 +25,15 @@ from topomap.base.pciaddr import normalize_bus_id
 from topomap.model.snapshot import Fabric, FabricState, Gpu, Mig, MigDevice, NvLink, PcieLink, Problem, RemoteType
 from topomap.probe.guarded import INIT_TIMEOUT_S, CallRunner, active_runner
 from topomap.probe.nvml_calls import NvmlCalls
-from topomap.probe.nvml_errors import UNSUPPORTED, not_nvidia_ml_py
+from topomap.probe.nvml_errors import MISSING_WRAPPER, UNSUPPORTED, not_nvidia_ml_py
+from topomap.probe.nvml_structs import FabricInfoV1, FabricInfoV2, c_text, new_fabric_info_v2, raw_field
 
 # Literal capability indices. pynvml's NVML_P2P_CAPS_INDEX_READ is the tuple (0,) because of a
 # trailing comma in every nvidia-ml-py up to 13.615.71; passing it makes ctypes raise
 # ArgumentError, not an NVMLError (nvml-cuda.md §3.6).
 P2P_CAPS = {"read": 0, "write": 1, "nvlink": 2, "atomics": 3}
 
+NVLINK_CAP_P2P_SUPPORTED = 0  # nvmlNvLinkCapability_t
 FI_NVLINK_SPEED_MBPS_COMMON = 90
 FI_NVLINK_LINK_COUNT = 91
 _FALLBACK_MAX_LINKS = 18
@@ -50,6 +53,8 @@ _ARCH_NAMES = {
     13: "rubin",
 }
 _REMOTE_TYPES: dict[int, RemoteType] = {0: "gpu", 1: "cpu", 2: "switch", 0xFF: "unknown"}
+_T = TypeVar("_T")
+_NOT_IN_DRIVER = ("NVMLError_FunctionNotFound", MISSING_WRAPPER)  # driver or binding lacks the call
 _FABRIC_STATES: dict[int, FabricState] = {0: "not-supported", 1: "not-started", 2: "in-progress", 3: "completed"}
 
 
@@ -197,18 +202,28 @@ def _device(nv: NvmlCalls, index: int, cpu_count: int | None) -> tuple[Gpu, Any]
     g["compute_capability"] = f"{cc[0]}.{cc[1]}" if _ok(cc) else None
     arch = nv.call("nvmlDeviceGetArchitecture", target, handle)
     g["architecture"] = _ARCH_NAMES.get(int(arch), "unknown") if _ok(arch) else None
-    g["pcie"] = _pcie(nv, target, handle)
+    g["pcie"] = _part(nv, target, "nvmlDevice*PcieLink*", _pcie, handle)
     pm = nv.call("nvmlDeviceGetPersistenceMode", target, handle)
     g["persistence_mode"] = bool(pm) if _ok(pm) else None
-    g["cpu_affinity"] = _cpu_affinity(nv, target, handle, cpu_count)
-    g["numa_node"] = _memory_affinity_node(nv, target, handle)
+    g["cpu_affinity"] = _part(nv, target, "nvmlDeviceGetCpuAffinity", _cpu_affinity, handle, cpu_count)
+    g["numa_node"] = _part(nv, target, "nvmlDeviceGetMemoryAffinity", _memory_affinity_node, handle)
     # Only Grace-class GPUs are NUMA nodes themselves; NotSupported elsewhere is normal.
     gnuma = nv.call("nvmlDeviceGetNumaNodeId", target, handle, record_unsupported=False)
     g["gpu_numa_node"] = int(gnuma) if _ok(gnuma) and int(gnuma) >= 0 else None
-    g["mig"] = _mig(nv, target, handle)
-    g["nvlinks"] = _nvlinks(nv, target, handle)
-    g["fabric"] = _fabric(nv, target, handle)
+    g["mig"] = _part(nv, target, "nvmlDevice*Mig*", _mig, handle)
+    g["nvlinks"] = _part(nv, target, "nvmlDeviceGetNvLink*", _nvlinks, handle) or []
+    g["fabric"] = _part(nv, target, "nvmlDeviceGetGpuFabricInfo*", _fabric, handle)
     return Gpu(**g), handle
+
+
+def _part(nv: NvmlCalls, target: str, calls: str, read: Callable[..., _T], *args: Any) -> _T | None:
+    """One section of a GPU (PCIe, MIG, NVLinks, fabric…): an answer NVML should never give in it
+    is a problem on that section, unknown; the GPU's name, UUID, bus id and other sections stay."""
+    try:
+        return read(nv, target, *args)
+    except Exception as err:
+        nv.record(calls, target, f"unusable answer: {type(err).__name__}: {err}")
+        return None
 
 
 def _pcie(nv: NvmlCalls, target: str, handle: Any) -> PcieLink:
@@ -322,10 +337,7 @@ def _nvlinks(nv: NvmlCalls, target: str, handle: Any) -> list[NvLink]:
         ver = nv.call("nvmlDeviceGetNvLinkVersion", target, handle, link)
         rtype = nv.call("nvmlDeviceGetNvLinkRemoteDeviceType", target, handle, link, record_unsupported=False)
         rpci = nv.call("nvmlDeviceGetNvLinkRemotePciInfo", target, handle, link)
-        remote_bus = None
-        if _ok(rpci):
-            # NVML may return an empty or non-printable bus id for switches the host cannot see.
-            remote_bus = normalize_bus_id(str(rpci.busId)) if str(rpci.busId).strip() else None
+        remote_bus = _remote_bus_id(nv, target, link, rpci) if _ok(rpci) else None
         links.append(
             NvLink(
                 link=link,
@@ -337,26 +349,53 @@ def _nvlinks(nv: NvmlCalls, target: str, handle: Any) -> list[NvLink]:
                 speed_gbps=speed,
             )
         )
+    if links and not any(lk.active for lk in links) and _unbridged(nv, target, handle):
+        return []  # a PCIe card without an NVLink bridge: no NVLink, not NVLinks down
     return links
 
 
-def _fabric(nv: NvmlCalls, target: str, handle: Any) -> Fabric | None:
-    """`nvidia-smi -q` Fabric section: cluster UUID, clique, state (Hopper+ with NVSwitch, NVL72)."""
-    lib = nv.lib
-    info: Any = None
-    fn = None
-    if hasattr(lib, "c_nvmlGpuFabricInfoV_t") and hasattr(lib, "nvmlDeviceGetGpuFabricInfoV"):
-        info = lib.c_nvmlGpuFabricInfoV_t()
-        if hasattr(lib, "nvmlGpuFabricInfo_v2"):
-            info.version = lib.nvmlGpuFabricInfo_v2
-        fn = "nvmlDeviceGetGpuFabricInfoV"
-    elif hasattr(lib, "c_nvmlGpuFabricInfo_t"):
-        info = lib.c_nvmlGpuFabricInfo_t()
-        fn = "nvmlDeviceGetGpuFabricInfo"
-    if fn is None:
-        nv.note_missing("nvmlDeviceGetGpuFabricInfoV")
+def _unbridged(nv: NvmlCalls, target: str, handle: Any) -> bool:
+    """All links down on a card whose links cannot carry P2P (A100/H100 PCIe without a bridge list
+    12/18 links, all down; DCGM and NVSentinel issues): link 0's P2P capability, else its remote
+    type (unknown on a card with nothing attached)."""
+    quiet = ("NVMLError_InvalidArgument", "NVMLError_NotFound", "NVMLError_Unknown")
+    cap = nv.call(
+        "nvmlDeviceGetNvLinkCapability", target, handle, 0, NVLINK_CAP_P2P_SUPPORTED, record_unsupported=False,
+        quiet=quiet,
+    )  # fmt: skip
+    if _ok(cap):
+        return not int(cap)
+    rtype = nv.call("nvmlDeviceGetNvLinkRemoteDeviceType", target, handle, 0, record_unsupported=False, quiet=quiet)
+    return not _ok(rtype) or _REMOTE_TYPES.get(int(rtype), "unknown") == "unknown"
+
+
+def _remote_bus_id(nv: NvmlCalls, target: str, link: int, pci: Any) -> str | None:
+    """The remote end's bus id, read as raw bytes: NVML may return an empty or non-printable id for
+    switches the host cannot see (NCCL notes it), and pynvml's decoding of ``busId`` would raise."""
+    try:
+        text = c_text(raw_field(pci, "busId"))
+    except Exception as err:  # not a ctypes struct with a busId: an answer NVML should never give
+        nv.record("nvmlDeviceGetNvLinkRemotePciInfo", target, f"link {link}: unusable answer: {type(err).__name__}")
         return None
-    res = nv.call(fn, target, handle, ctypes.byref(info), record_unsupported=False)
+    return normalize_bus_id(text) if text is not None else None
+
+
+def _fabric(nv: NvmlCalls, target: str, handle: Any) -> Fabric | None:
+    """`nvidia-smi -q` Fabric section: cluster UUID, clique, state (Hopper+ with NVSwitch, NVL72).
+
+    The driver writes into buffers with ``nvml.h``'s layout (:mod:`~topomap.probe.nvml_structs`),
+    not pynvml's classes, whose ``clusterUuid`` is mis-sized or decoded in nvidia-ml-py 12.x.
+    ``nvmlDeviceGetGpuFabricInfoV`` is R550+: a driver without it (FunctionNotFound, e.g. R535
+    on H100 HGX) or a binding without its wrapper falls back to ``nvmlDeviceGetGpuFabricInfo``.
+    """
+    info: FabricInfoV1 | FabricInfoV2 = new_fabric_info_v2()
+    res = nv.call("nvmlDeviceGetGpuFabricInfoV", target, handle, ctypes.byref(info), record_unsupported=False)
+    if res is UNSUPPORTED and nv.last_error_class in _NOT_IN_DRIVER:
+        info = FabricInfoV1()
+        res = nv.call("nvmlDeviceGetGpuFabricInfo", target, handle, ctypes.byref(info), record_unsupported=False)
+        if res is UNSUPPORTED and nv.last_error_class in _NOT_IN_DRIVER:
+            nv.note_missing("nvmlDeviceGetGpuFabricInfo")
+            return None
     if res is UNSUPPORTED:
         return Fabric(state="not-supported")
     if res is None:
@@ -372,7 +411,7 @@ def _fabric(nv: NvmlCalls, target: str, handle: Any) -> Fabric | None:
         clique_id=int(info.cliqueId),
         state=state,
         status=status,
-        health_mask=int(info.healthMask) if hasattr(info, "healthMask") else None,
+        health_mask=int(info.healthMask) if isinstance(info, FabricInfoV2) else None,
     )
 
 

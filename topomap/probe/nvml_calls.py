@@ -42,6 +42,7 @@ class NvmlCalls:
         self.hung: set[str] = set()  # "gpu3" or "gpu1-gpu3": a call timed out; later calls skipped
         self.missing: set[str] = set()  # wrappers this nvidia-ml-py lacks, recorded once
         self.lost_in_pair: list[str] = []  # calls on a pair that answered GPU_IS_LOST, not yet resolved
+        self.last_error_class: str | None = None  # of the last failed call: "NVMLError_FunctionNotFound", …
         self._budget_noted = False
         self._nvml_error = nvml_error_class(lib)
 
@@ -75,6 +76,7 @@ class NvmlCalls:
         except Exception:  # AttributeError from the module, or anything a broken module raises
             fn = None
         if not callable(fn):
+            self.last_error_class = MISSING_WRAPPER
             if record_unsupported:
                 self.note_missing(fn_name)
             return False, UNSUPPORTED
@@ -101,6 +103,7 @@ class NvmlCalls:
         self, fn_name: str, target: str | None, err: Exception, record_unsupported: bool, quiet: tuple[str, ...]
     ) -> tuple[bool, Any]:
         fault = nvml_fault(err, self._nvml_error)
+        self.last_error_class = fault.error_class
         if fault.error_class in quiet:
             return False, UNSUPPORTED
         if fault.kind == "unsupported":

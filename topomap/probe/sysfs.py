@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from topomap.base.cpus import format_cpulist
 from topomap.base.links import pcie_gen_from_speed_text
 from topomap.base.pciaddr import SYSFS_BDF
 from topomap.model.snapshot import NicKind, NumaNode, PciKind
@@ -273,11 +274,15 @@ class SysfsReader:
         return None
 
     def cgroup_cpus(self) -> str | None:
-        for rel in ("sys/fs/cgroup/cpuset.cpus.effective", "sys/fs/cgroup/cpuset/cpuset.effective_cpus"):
-            text = cat(self.root / rel)
-            if text:
-                return text
-        return None
+        """The CPUs this process may run on (its affinity: the cpuset of its own cgroup, a Slurm
+        job's, a container's, taskset's). Not the root cgroup's file, which inside a Slurm job or
+        a nested cgroup is the host's. Live: ``os.sched_getaffinity``; a recorded tree: its
+        ``/proc/self/status`` ``Cpus_allowed_list``."""
+        if self.root == Path("/") and hasattr(os, "sched_getaffinity"):
+            return format_cpulist(sorted(os.sched_getaffinity(0))) or None
+        status = cat(self.proc / "self" / "status") or ""
+        m = re.search(r"^Cpus_allowed_list:\s*(\S+)", status, re.M)
+        return m.group(1) if m else None
 
     def iommu(self) -> str | None:
         """IOMMU state: translated IOMMU makes PCIe P2P slow or broken (nccl#841)."""

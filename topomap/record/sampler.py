@@ -33,6 +33,7 @@ class _Card:
     is_mig: bool = False
     unsupported: set[str] = field(default_factory=set)
     last_pcie_t: float | None = None
+    memory_v2: bool | None = None  # the driver answers nvmlDeviceGetMemoryInfo_v2 (None: not asked yet)
     nvlink_prev: tuple[float, int, int] | None = None  # t, tx KiB, rx KiB
     procs: dict[int, GpuProcess] = field(default_factory=dict)
 
@@ -192,11 +193,24 @@ class GpuSampler:
         for card in self.cards:
             self._sample_card(card, t, tree_pids, id(card) in pcie_now)
 
+    def _memory(self, card: _Card, t: float) -> Any:
+        """Memory info, v2 where the driver has it: its ``used`` leaves out the driver's reserved
+        memory, as nvidia-smi shows it (v1's ``used`` includes it). Asked once; v1 otherwise."""
+        version = getattr(self.lib, "nvmlMemory_v2", None)
+        if version is not None and card.memory_v2 is not False and card.series.lost_at_s is None:
+            try:
+                mem = self.lib.nvmlDeviceGetMemoryInfo(card.handle, version=version)
+                card.memory_v2 = True
+                return mem
+            except Exception:
+                if card.memory_v2 is None:
+                    card.memory_v2 = False  # no _v2 in this driver (R510 and older): v1 from now on
+        return self._call(card, "nvmlDeviceGetMemoryInfo", t, card.handle)
+
     def _sample_card(self, card: _Card, t: float, tree_pids: set[int], read_pcie: bool) -> None:
         s, h = card.series, card.handle
         s.t_s.append(round(t, 4))
-        mem = self._call(card, "nvmlDeviceGetMemoryInfo", t, h)
-        s.memory_used_bytes.append(_int_attr(mem, "used"))
+        s.memory_used_bytes.append(_int_attr(self._memory(card, t), "used"))
         util = self._call(card, "nvmlDeviceGetUtilizationRates", t, h)
         s.util_gpu_pct.append(_int_attr(util, "gpu"))
         s.util_memory_pct.append(_int_attr(util, "memory"))
