@@ -336,7 +336,7 @@ def _output_failed(err: OSError, code: int) -> NoReturn:
 
 # Commands live in one module per group, registered on ``app`` when imported, in the order
 # `topomap --help` lists them. A new command group adds its module name here.
-COMMAND_MODULES = ("snapshots", "flows", "plan", "verdicts", "measure", "record", "report")
+COMMAND_MODULES = ("snapshots", "flows", "plan", "verdicts", "measure", "record", "report", "place")
 
 
 def _register() -> None:
