@@ -17,6 +17,7 @@ from topomap.check.names import model_matches
 from topomap.check.requirements import (
     MODEL_RULE,
     GdrNicRule,
+    GpuGroupsRule,
     GpuLinksRule,
     GpusRule,
     Requirement,
@@ -28,6 +29,7 @@ from topomap.graph import Topology, natural_key
 from topomap.graph.evidence import gpu_usable, memory_node, nearest_nic, nvlink, pcie_p2p, pcie_path_class
 from topomap.model.facts import SETTLE, fabric_ready, gpu_memory, gpu_model_name
 from topomap.model.snapshot import Gpu
+from topomap.place import PlaceError, place_gpus
 
 
 def _version(v: str) -> tuple[int, ...]:
@@ -201,6 +203,40 @@ def _gpu_pair(topo: Topology, a: str, b: str, least: str) -> tuple[Status, str, 
     return "pass", f"{cls}, {p2p.why()}", None
 
 
+def _gpu_groups(req: Requirement, lot: Lot) -> RuleResult:
+    """``groups`` disjoint groups of ``k`` GPUs, each pairwise at ``min``: the best group `topomap
+    place` finds, then the best among the GPUs left, and so on (greedy over groups; within a group
+    the search is exact, so a group that fails means no group of the GPUs left qualifies)."""
+    rule = req.rule
+    assert isinstance(rule, GpuGroupsRule)
+    link = "NVLink" if rule.min == "nvlink" else f"NVLink or P2P within {rule.min}"
+    desc = f"{rule.groups} × {rule.k} GPUs ({rule.pattern}), each group pairwise on {link}"
+    used: set[str] = set()
+    findings: list[Finding] = []
+    settle: list[str] = []
+    for n in range(1, rule.groups + 1):
+        try:
+            placed = place_gpus(lot.topo, rule.k, rule.pattern, exclude=used)
+        except PlaceError as err:
+            findings.append(Finding(f"group {n}", "fail", str(err)))
+            break
+        gids = [g.gid for g in placed.gpus]
+        used.update(gids)
+        pairs = [_gpu_pair(lot.topo, a, b, rule.min) for i, a in enumerate(gids) for b in gids[i + 1 :]]
+        seen = {p[0] for p in pairs}
+        status: Status = "fail" if "fail" in seen else "unknown" if "unknown" in seen else "pass"
+        worst = next((p for p in pairs if p[0] == status), None)
+        text = f"{', '.join(gids)}: slowest {placed.slowest.text if placed.slowest else 'one GPU, no pair'}"
+        if worst is not None and status != "pass":
+            text += f" ({worst[1]})"
+        findings.append(Finding(f"group {n}", status, text))
+        settle += [p[2] for p in pairs if p[2]]
+        if status == "fail":
+            break
+    ok = sum(f.status == "pass" for f in findings)
+    return tally(req.name, lot.name, desc, findings, settle, f"{ok} of {rule.groups} group(s) of {rule.k} qualify")
+
+
 def _gdr_nic(req: Requirement, lot: Lot) -> RuleResult:
     rule = req.rule
     assert isinstance(rule, GdrNicRule)
@@ -303,6 +339,7 @@ LOT_RULES: dict[str, Callable[[Requirement, Lot], RuleResult]] = {
     "driver": _versions,
     "cuda": _versions,
     "gpu_links": _gpu_links,
+    "gpu_groups": _gpu_groups,
     "gdr_nic": _gdr_nic,
     "same_numa": _same_numa,
     "fabric_ready": _fabric,

@@ -52,6 +52,17 @@ class GpuLinksRule(_Rule):
     min: LinkClass = "nvlink"  # NVLink, or PCIe P2P at least as good as this class
 
 
+class GpuGroupsRule(_Rule):
+    """``groups`` disjoint groups of ``k`` GPUs for a pattern (as `topomap place` picks them), each
+    pair of a group on NVLink, or on P2P within ``min`` (8 GPUs in two NVLink islands: k 8 fails,
+    k 4 × groups 2 passes)."""
+
+    k: int
+    groups: int = 1
+    min: LinkClass = "nvlink"
+    pattern: Literal["tp", "ring"] = "tp"
+
+
 class GdrNicRule(_Rule):
     steps: list[str] | None = None
     max_path: PathClass = "PXB"
@@ -93,6 +104,7 @@ RULES: dict[str, type[_Rule]] = {
     "driver": VersionRule,
     "cuda": VersionRule,
     "gpu_links": GpuLinksRule,
+    "gpu_groups": GpuGroupsRule,
     "gdr_nic": GdrNicRule,
     "same_numa": SameNumaRule,
     "arrow_bandwidth": ArrowBandwidthRule,

@@ -33,6 +33,7 @@ COMMANDS = {
     "record": "record",
     "report": "report",
     "nccl": "nccl",
+    "place": "place",
 }
 COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 

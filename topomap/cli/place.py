@@ -1,0 +1,66 @@
+"""Command that places a job: place."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from topomap.base.errors import TopomapError
+from topomap.cli.wiring import JsonOpt, ProbeOpt, _console, _guard, _load, _print_json, app
+
+
+@app.command()
+@_guard
+def place(
+    target: Annotated[str, typer.Argument(help="Snapshot (or raw nvidia-smi/NCCL/hwloc file), or a flow file.")],
+    gpus: Annotated[int, typer.Option("--gpus", help="How many GPUs to place (K).")],
+    nics: Annotated[bool, typer.Option("--nics", help="Also a NIC per GPU (GPUDirect, distinct NICs).")] = False,
+    pattern: Annotated[str, typer.Option("--pattern", help="tp (default), ring or independent.")] = "tp",
+    exclude: Annotated[str | None, typer.Option("--exclude", help="GPUs not to use, e.g. 3,5 or gpu3.")] = None,
+    probe: ProbeOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """The best K GPUs (and NICs, cores) for a pattern, with the reasons, and the lines that pin a
+    job there (CUDA_VISIBLE_DEVICES, NCCL_IB_HCA, numactl, taskset, docker, srun). A flow file:
+    its steps on HOST:gpus get the best K GPUs of the host, arrows shown before and after."""
+    # imports inside the command keep start-up fast: `topomap --help` must not load networkx
+    from topomap.files.kind import file_kind
+    from topomap.place import parse_exclude
+
+    try:
+        excluded = parse_exclude(exclude)
+    except ValueError as err:
+        raise TopomapError(f"--exclude {exclude!r}: {err} is not a GPU", hint="e.g. --exclude 3,5 or gpu3") from None
+    if file_kind(target) == "flow":
+        return _place_flow(target, gpus, nics, pattern, excluded, probe or [], json_out)
+    if probe:
+        raise TopomapError("--probe binds a flow's hosts; place SNAP takes the snapshot itself", hint="drop --probe")
+    from topomap.graph import build  # start-up: networkx loads only when a command needs it
+    from topomap.place import place_gpus
+    from topomap.render.place_view import place_view
+
+    result = place_gpus(build(_load(target)), gpus, pattern, nics, excluded)
+    if json_out:
+        _print_json(result.to_json())
+    else:
+        _console().print(place_view(result))
+
+
+def _place_flow(
+    path: str, k: int, nics: bool, pattern: str, exclude: set[str], probe: list[str], json_out: bool
+) -> None:
+    # imports inside the command keep start-up fast (see place)
+    from topomap.cli.bind import bind_probes
+    from topomap.cli.bind import read_flow_file
+    from topomap.place import all_gpu_steps, place_flow
+    from topomap.render.place_view import flow_place_view
+
+    flow = read_flow_file(path, "place")
+    after = read_flow_file(path, "place")
+    targets = all_gpu_steps(flow)
+    fp = place_flow(flow, after, bind_probes(flow, probe), targets, k, pattern, nics, exclude)
+    if json_out:
+        _print_json(fp.to_json())
+    else:
+        _console().print(flow_place_view(fp))

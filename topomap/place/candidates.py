@@ -1,0 +1,157 @@
+"""The GPUs a placement may use and the facts the objective ranks: each usable GPU (lost, MIG, busy
+and excluded GPUs skipped with their reason), its memory node, its nearest NIC, and the link of
+every pair ranked. Every fact comes from the one function that decides it
+(:mod:`topomap.graph.evidence`, :mod:`topomap.model.facts`); nothing here re-derives NVLink or P2P.
+
+Busy GPUs: the snapshot records no running processes or memory in use (no such field in
+``topomap.snapshot/1``), so no GPU is skipped as busy; the answer says so.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from topomap.base.links import PCIE_CLASSES
+from topomap.graph import Topology, natural_key
+from topomap.graph.evidence import gpu_link, gpu_usable, memory_node, nearest_nic, pcie_path_class
+from topomap.model.facts import SETTLE, NicChoice
+
+#: Link tiers, best last: staged through host memory, PCIe peer-to-peer, NVLink (direct or NVSwitch).
+STAGED, P2P, NVLINK = 1, 2, 3
+TIER_WORDS = {STAGED: "staged through host memory", P2P: "PCIe peer-to-peer", NVLINK: "NVLink"}
+
+
+@dataclass(frozen=True)
+class PairLink:
+    """How two candidate GPUs exchange data, as the objective ranks it.
+
+    ``tier`` and ``strength`` are what is known at least: NVLink by bundle bandwidth (mGB/s; the
+    link count where no rate is known), PCIe by path class (PIX 4 … SYS 0, -1 unknown). ``certain``
+    is False when a fact that could make the pair better is unknown (``unknown``: which fact,
+    ``settle``: the command whose output decides it); such a pair ranks just below a known pair of
+    the same tier and class, never as "no NVLink"."""
+
+    a: str
+    b: str
+    tier: int
+    strength: int
+    certain: bool
+    text: str
+    nvlinks: int = 0
+    nvlink_mgbps: int = 0  # NVLink bundle bandwidth in MB/s per direction (0 off NVLink), for the total
+    unknown: str | None = None
+    settle: str | None = None
+
+    @property
+    def key(self) -> tuple[int, int, int]:
+        return self.tier, self.strength, int(self.certain)
+
+
+def pcie_strength(cls: str | None) -> int:
+    """PIX 4, PXB 3, PHB 2, NODE 1, SYS 0; -1 when the class is unknown."""
+    names = [str(c) for c in PCIE_CLASSES]
+    return len(names) - 1 - names.index(cls) if cls in names else -1
+
+
+def pair_link(topo: Topology, a: str, b: str) -> PairLink:
+    """Rank the link between two usable GPUs from :func:`topomap.graph.evidence.gpu_link`."""
+    gl = gpu_link(topo, a, b)
+    nv = gl.nvlink
+    if gl.medium == "gpu-link" and gl.via in ("nvlink", "nvswitch"):
+        bw = nv.bandwidth
+        links = nv.links or 0
+        strength = round(bw.gbps * 1000) if bw.gbps is not None else links
+        via = "through NVSwitch" if gl.via == "nvswitch" else "direct"
+        return PairLink(a, b, NVLINK, strength, True, f"NV{links} {via}, {bw.text()}", links, max(strength, 0))
+    cls = pcie_path_class(topo, a, b)
+    where = cls or "PCIe path unknown"
+    nv_unknown = nv.usable.value == "unknown"
+    if gl.medium == "gpu-link":
+        assumed = " (assumed: NCCL's rule)" if gl.p2p.assumed else ""
+        text = f"PCIe P2P {where}{assumed}"
+        if nv_unknown:
+            return PairLink(
+                a,
+                b,
+                P2P,
+                pcie_strength(cls),
+                False,
+                f"NVLink unknown; {text}",
+                0,
+                0,
+                "NVLink",
+                nv.usable.settle or SETTLE["nvlink"],
+            )
+        return PairLink(a, b, P2P, pcie_strength(cls), True, text)
+    if gl.medium == "host-memory":
+        return PairLink(a, b, STAGED, pcie_strength(cls), True, f"staged through host memory ({where})")
+    tier = P2P if gl.p2p.yes else STAGED
+    floor = f"PCIe P2P {where} assumed" if tier == P2P else f"staged ({where})"
+    fact = "NVLink" if nv_unknown else "PCIe P2P"
+    settle = (nv.usable.settle or SETTLE["nvlink"]) if nv_unknown else (gl.settle or SETTLE["p2p"])
+    return PairLink(a, b, tier, pcie_strength(cls), False, f"{fact} unknown; at least {floor}", 0, 0, fact, settle)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A usable GPU: graph id, NVML index, memory node (``numa_node``: None when not recorded), the
+    nearest usable NIC (None when the snapshot has none) and whether GPUDirect RDMA is possible."""
+
+    gid: str
+    index: int
+    numa_node: int | None
+    nic: NicChoice
+    gdr: bool
+
+    @property
+    def nic_name(self) -> str | None:
+        return self.nic.nic.name if self.nic.nic is not None else None
+
+
+@dataclass(frozen=True)
+class Skip:
+    gid: str
+    reason: str
+
+
+def numa_number(topo: Topology, gid: str) -> int | None:
+    """The NUMA node whose memory serves a GPU (``evidence.memory_node``), as a number; None unknown."""
+    found = re.fullmatch(r"numa(\d+)", memory_node(topo, gid) or "")
+    return int(found.group(1)) if found else None
+
+
+def candidates(topo: Topology, exclude: set[str]) -> tuple[list[Candidate], list[Skip]]:
+    """The GPUs a placement may use, in index order, and those skipped with the reason."""
+    usable: list[Candidate] = []
+    skipped: list[Skip] = []
+    for g in sorted(topo.snapshot.gpus, key=lambda x: x.index):
+        gid = f"gpu{g.index}"
+        alive = gpu_usable(topo, gid)
+        if not alive.yes:
+            skipped.append(Skip(gid, alive.why()))
+        elif g.mig is not None and g.mig.enabled:
+            skipped.append(Skip(gid, "MIG mode is on: the GPU is split into instances (no NVLink peer access)"))
+        elif gid in exclude:
+            skipped.append(Skip(gid, "excluded (--exclude)"))
+        else:
+            nic = nearest_nic(topo, gid)
+            usable.append(Candidate(gid, g.index, numa_number(topo, gid), nic, nic.gdr.yes))
+    return usable, skipped
+
+
+def parse_exclude(text: str | None) -> set[str]:
+    """``--exclude 3,gpu5`` → {gpu3, gpu5}; raises ValueError on anything else."""
+    out: set[str] = set()
+    for part in (text or "").replace(" ", "").split(","):
+        if not part:
+            continue
+        m = re.fullmatch(r"(?:gpu)?(\d+)", part)
+        if m is None:
+            raise ValueError(part)
+        out.add(f"gpu{int(m.group(1))}")
+    return out
+
+
+def sorted_gids(gids: set[str] | list[str]) -> list[str]:
+    return sorted(gids, key=natural_key)

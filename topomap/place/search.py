@@ -1,0 +1,196 @@
+"""The objective and the exact search for the best group of K GPUs.
+
+Objective (larger is better, compared in this order):
+
+- ``tp`` / ``ring``: the slowest link inside the group (the pair ranks of
+  :mod:`topomap.place.candidates`: NVLink by bundle bandwidth, then PCIe P2P by class PIX < … <
+  SYS, then staged through host memory); with ``--nics``, the GPUs with a GPUDirect NIC of their
+  own (PIX/PXB), then the distinct NICs; the total (NVLink bandwidth summed over the pairs, then
+  the pairs on each link rank, best rank first); then the fewest NUMA nodes.
+- ``independent``: with ``--nics`` the GPUDirect NICs, then the distinct NICs; no link objective.
+
+Ties go to the lowest indices. :func:`group_score` scores one group from its pairs (the
+definition, which a brute force over every K-subset uses); :func:`search` finds the best group by
+classes: GPUs whose link to every other GPU and whose own facts are the same are interchangeable
+(every GPU of an NVSwitch fabric is), so the search runs over how many GPUs to take from each class
+— one class for a 72-GPU NVSwitch domain — and takes the lowest indices of each class.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from itertools import combinations
+
+from topomap.graph import Topology
+from topomap.place.candidates import Candidate, PairLink, pair_link
+
+#: (slowest link rank, GPUDirect NICs, distinct NICs, NVLink total MB/s, pairs per rank best first, -NUMA nodes)
+Score = tuple[int, int, int, int, tuple[int, ...], int]
+LINK_PATTERNS = ("tp", "ring")
+PATTERNS = ("tp", "ring", "independent")
+
+
+@dataclass
+class Space:
+    """The candidates with every pair's link and its dense rank (0 worst; ``levels`` ranks)."""
+
+    cands: list[Candidate]
+    links: dict[tuple[int, int], PairLink]
+    rank: list[list[int]]
+    levels: int
+    pattern: str
+    nics: bool
+
+    @property
+    def linked(self) -> bool:
+        return self.pattern in LINK_PATTERNS
+
+    def link(self, i: int, j: int) -> PairLink:
+        return self.links[(i, j) if i < j else (j, i)]
+
+
+def build_space(topo: Topology, cands: list[Candidate], pattern: str, nics: bool) -> Space:
+    """Rank every pair of candidates (only for the link patterns)."""
+    n = len(cands)
+    links: dict[tuple[int, int], PairLink] = {}
+    if pattern in LINK_PATTERNS:
+        for i, j in combinations(range(n), 2):
+            links[(i, j)] = pair_link(topo, cands[i].gid, cands[j].gid)
+    keys = sorted({pl.key for pl in links.values()})
+    dense = {k: r for r, k in enumerate(keys)}
+    rank = [[-1] * n for _ in range(n)]
+    for (i, j), pl in links.items():
+        rank[i][j] = rank[j][i] = dense[pl.key]
+    return Space(cands, links, rank, len(keys), pattern, nics)
+
+
+def _nic_terms(space: Space, members: tuple[int, ...]) -> tuple[int, int]:
+    if not space.nics:
+        return 0, 0
+    gdr = sum(space.cands[i].gdr for i in members)
+    names = {space.cands[i].nic_name for i in members} - {None}
+    return gdr, len(names)
+
+
+def _numa_count(space: Space, members: tuple[int, ...]) -> int:
+    nodes = [space.cands[i].numa_node for i in members]
+    return len({x for x in nodes if x is not None}) + sum(x is None for x in nodes)
+
+
+def group_score(space: Space, members: tuple[int, ...]) -> Score:
+    """The objective of one group (positions in ``space.cands``), straight from its pairs."""
+    gdr, distinct = _nic_terms(space, members)
+    if not space.linked:
+        return (0, gdr, distinct, 0, (), 0)
+    pairs = list(combinations(members, 2))
+    slowest = min((space.rank[i][j] for i, j in pairs), default=space.levels)
+    hist = [0] * space.levels
+    for i, j in pairs:
+        hist[space.rank[i][j]] += 1
+    nv_total = sum(space.link(i, j).nvlink_mgbps for i, j in pairs)
+    return (slowest, gdr, distinct, nv_total, tuple(reversed(hist)), -_numa_count(space, members))
+
+
+@dataclass
+class Found:
+    """The best group (positions), its score, how many groups tie with it, and the best group
+    scoring strictly less (None when every group ties)."""
+
+    best: tuple[int, ...]
+    score: Score
+    ties: int
+    runner_up: tuple[int, ...] | None
+    runner_score: Score | None
+
+
+def classes(space: Space) -> list[list[int]]:
+    """Interchangeable candidates: same own facts, same link rank to every other candidate."""
+    out: list[list[int]] = []
+    for i, c in enumerate(space.cands):
+        own = _own(space, c)
+        for cls in out:
+            if _own(space, space.cands[cls[0]]) == own and _alike(space, i, cls[0]):
+                cls.append(i)
+                break
+        else:
+            out.append([i])
+    return out
+
+
+def _alike(space: Space, i: int, j: int) -> bool:
+    """Swapping ``i`` and ``j`` changes no pair rank (the link patterns read pair ranks)."""
+    if not space.linked:
+        return True
+    ri, rj = space.rank[i], space.rank[j]
+    return all(ri[k] == rj[k] for k in range(len(ri)) if k != i and k != j)
+
+
+def _own(space: Space, c: Candidate) -> tuple[object, ...]:
+    """A candidate's own facts the objective reads: NUMA node (link patterns), GPUDirect and NIC."""
+    numa: tuple[object, ...] = (c.numa_node,) if space.linked else ()
+    if not space.nics:
+        return numa
+    shared = c.nic_name is not None and sum(x.nic_name == c.nic_name for x in space.cands) > 1
+    return (*numa, c.gdr, c.nic_name if shared else c.nic_name is None)
+
+
+def search(space: Space, k: int) -> Found:
+    """The best group of ``k`` candidates under :func:`group_score`, exactly, by classes."""
+    groups = classes(space)
+    state = _State()
+    counts = [0] * len(groups)
+    capacity = [sum(len(g) for g in groups[p:]) for p in range(len(groups))] + [0]
+
+    def dfs(p: int, left: int, slowest: int) -> None:
+        if state.second is not None and space.linked and slowest < state.second[0][0]:
+            return  # every completion scores below the runner-up
+        if left == 0:
+            members = tuple(sorted(m for q, c in enumerate(counts) for m in groups[q][:c]))
+            many = math.prod(math.comb(len(groups[q]), c) for q, c in enumerate(counts))
+            state.offer(group_score(space, members), members, many)
+            return
+        if p == len(groups) or capacity[p] < left:
+            return
+        for c in range(min(left, len(groups[p])), -1, -1):
+            counts[p] = c
+            dfs(p + 1, left - c, _slowest_with(space, groups, counts, p, slowest) if c else slowest)
+        counts[p] = 0
+
+    dfs(0, k, space.levels)
+    assert state.best is not None
+    score, best = state.best
+    runner = state.second
+    return Found(best, score, state.ties, runner[1] if runner else None, runner[0] if runner else None)
+
+
+def _slowest_with(space: Space, groups: list[list[int]], counts: list[int], p: int, slowest: int) -> int:
+    """The slowest link rank once class ``p`` adds its members to the classes before it."""
+    if not space.linked:
+        return slowest
+    a = groups[p][0]
+    if counts[p] >= 2:
+        slowest = min(slowest, space.rank[a][groups[p][1]])
+    for q in range(p):
+        if counts[q]:
+            slowest = min(slowest, space.rank[a][groups[q][0]])
+    return slowest
+
+
+class _State:
+    """Best and runner-up (score, members), and how many groups tie with the best."""
+
+    def __init__(self) -> None:
+        self.best: tuple[Score, tuple[int, ...]] | None = None
+        self.second: tuple[Score, tuple[int, ...]] | None = None
+        self.ties = 0
+
+    def offer(self, score: Score, members: tuple[int, ...], many: int) -> None:
+        if self.best is None or score > self.best[0]:
+            self.second, self.best, self.ties = self.best, (score, members), many
+        elif score == self.best[0]:
+            self.ties += many
+            if members < self.best[1]:
+                self.best = (score, members)
+        elif self.second is None or score > self.second[0] or (score == self.second[0] and members < self.second[1]):
+            self.second = (score, members)
