@@ -27,6 +27,8 @@ def cases() -> list[tuple[str, list[str]]]:
             (f"matrix-{n}", ["matrix", _rel(s)]),
             (f"matrix-json-{n}", ["matrix", "--json", _rel(s)]),
             (f"render-{n}", ["render", _rel(s), "-o", "OUT.dot"]),
+            (f"place-{n}", ["place", _rel(s), "--gpus", "2", "--nics"]),
+            (f"nccl-json-{n}", ["nccl", "--json", _rel(s)]),
         ]
     for r in sorted(REAL.rglob("*")):
         if r.is_file() and r.suffix in (".txt", ".xml") and "bandwidth" not in r.parts:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
 
 from topomap.base.errors import TopomapError
-from topomap.cli.wiring import JsonOpt, ProbeOpt, _console, _guard, _load, _print_json, app
+from topomap.cli.wiring import JsonOpt, ProbeOpt, _console, _guard, _load, _print_json, _print_wide, app
 
 
 @app.command()
@@ -44,15 +45,14 @@ def place(
     if json_out:
         _print_json(result.to_json())
     else:
-        _console().print(place_view(result))
+        _show(place_view(result))
 
 
 def _place_flow(
     path: str, k: int, nics: bool, pattern: str, exclude: set[str], probe: list[str], json_out: bool
 ) -> None:
     # imports inside the command keep start-up fast (see place)
-    from topomap.cli.bind import bind_probes
-    from topomap.cli.bind import read_flow_file
+    from topomap.cli.bind import bind_probes, read_flow_file
     from topomap.place import all_gpu_steps, place_flow
     from topomap.render.place_view import flow_place_view
 
@@ -63,4 +63,12 @@ def _place_flow(
     if json_out:
         _print_json(fp.to_json())
     else:
-        _console().print(flow_place_view(fp))
+        _show(flow_place_view(fp))
+
+
+def _show(view: object) -> None:
+    """On a terminal as rich lays it out; piped, every line whole (never wrapped or cut)."""
+    if sys.stdout.isatty():
+        _console().print(view)
+    else:
+        _print_wide(view)
