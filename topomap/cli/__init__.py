@@ -98,7 +98,10 @@ def _guard(fn: F) -> F:
             _traceback()
             if err.errno not in _WRITE_ERRNOS:
                 _err(f"internal error: {type(err).__name__}: {err}", 4, "rerun with --debug for the traceback")
-            _err(f"cannot write output ({err.strerror or err})", 2, "check the free space of the disk written to")
+            hint = "the program reading the output stopped" if err.errno == errno.EPIPE else None
+            _err(
+                f"cannot write output ({err.strerror or err})", 2, hint or "check the free space of the disk written to"
+            )
         except Exception as err:
             _traceback()
             _err(f"internal error: {type(err).__name__}: {err}", 4, "rerun with --debug for the traceback")
@@ -210,6 +213,17 @@ def _write(path: str, data: bytes) -> None:
         atomic_write(p, data)
     except OSError as err:
         raise _unwritable(path, err) from err
+
+
+def output_format(path: str, default: str) -> str:
+    """The format an output path names (its suffix, lower case). A character device such as
+    ``/dev/null`` has no suffix and takes ``default``: the output is made, checked and thrown away."""
+    fmt = Path(path).suffix.lower().lstrip(".")
+    if not fmt and path != "-":
+        with contextlib.suppress(OSError, ValueError):
+            if stat.S_ISCHR(os.stat(path).st_mode):
+                return default
+    return fmt
 
 
 def _unwritable(path: str, err: OSError | ValueError) -> TopomapError:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from topomap.base.errors import TopomapError
-from topomap.cli import JsonOpt, ProbeOpt, _guard, _print_json, _write, app
+from topomap.cli import JsonOpt, ProbeOpt, _guard, _print_json, _write, app, output_format
 
 if TYPE_CHECKING:
     from topomap.flow.mapping import FlowMap
@@ -40,7 +40,7 @@ def report(
 
     if not output:
         raise TopomapError("report needs -o OUT.html")
-    if not output.lower().endswith((".html", ".htm")):
+    if output_format(output, "html") not in ("html", "htm"):
         raise TopomapError(f"-o {output}: the report is an HTML page", hint="name it OUT.html")
     if hardware not in ("used", "all"):
         raise TopomapError(f"--hardware {hardware!r}: expected used or all")
