@@ -37,7 +37,7 @@ def probe(
     Exit 0 with problems recorded; exit 3 when no NVIDIA driver/GPU answered (a host-only
     snapshot is still written). With --measure, the snapshot also carries measured figures.
     """
-    from topomap.model.codec import encode_snapshot
+    from topomap.model.codec import encode_checked
     from topomap.probe import probe as run_probe
     from topomap.probe.guarded import CALL_TIMEOUT_S, TOTAL_BUDGET_S
 
@@ -53,7 +53,7 @@ def probe(
     )
     if measure and out.found_driver and out.gpu_count:
         out.snapshot = _measured(out.snapshot)
-    data = encode_snapshot(out.snapshot)
+    data = encode_checked(out.snapshot, output or "stdout")
     if output:
         _write(output, data)  # "-": stdout, for `srun … topomap probe -o - > $(hostname).json` pipelines
     if (json_out or not output) and output != "-":
@@ -100,10 +100,10 @@ def import_(
 ) -> None:
     """Turn nvidia-smi text, an NCCL topology XML or an hwloc XML into a snapshot."""
     from topomap.importers import import_file
-    from topomap.model.codec import encode_snapshot
+    from topomap.model.codec import encode_checked
 
     snap = import_file(file, fmt)
-    data = encode_snapshot(snap)
+    data = encode_checked(snap, output if output and output != "-" else "stdout")
     if output and output != "-":
         _write(output, data)
         print(f"wrote {output}: {len(snap.gpus)} GPU(s), {len(snap.nics)} NIC(s)", file=sys.stderr)
@@ -226,7 +226,7 @@ def merge(
     GPUs, GPU↔NIC rails, NIC rates and states, NVLink fabric cliques)."""
     import msgspec
 
-    from topomap.model.codec import encode_snapshot
+    from topomap.model.codec import encode_checked
     from topomap.model.merge import consistency_notes
     from topomap.model.merge import merge as run_merge
 
@@ -238,7 +238,7 @@ def merge(
             snap = msgspec.structs.replace(snap, host=msgspec.structs.replace(snap.host, hostname=name))
         pairs.append((path, snap))
     merged = run_merge(pairs)
-    _write(output, encode_snapshot(merged))
+    _write(output, encode_checked(merged, output))
     notes = consistency_notes(merged)
     from topomap.render.text import visible
 
