@@ -54,7 +54,8 @@ def smaller_records(run: Run) -> list[tuple[Run, str]]:
         host=msgspec.structs.replace(run.host),
     )
     factor = 1
-    for series in [thin.host, *thin.gpus]:
+    every: list[GpuSeries | HostSeries] = [thin.host, *thin.gpus]
+    for series in every:
         times = 1
         while len(series.t_s) > PARTIAL_POINTS:
             halve(series)
