@@ -69,7 +69,7 @@ class _Builder:
         self.lines.setdefault(path, node.start_mark.line + 1)
         self.nodes += 1
         if self.nodes > MAX_NODES:
-            raise self.fail(node, f"more than {MAX_NODES:,} values once aliases (`*name`) are expanded")
+            raise self.fail(node, f"more than {MAX_NODES:,} values once aliases are expanded (`*name` references)")
         if depth > MAX_DEPTH:
             raise self.fail(node, f"nested more than {MAX_DEPTH} levels deep")
         if node.tag not in _ALLOWED_TAGS:
