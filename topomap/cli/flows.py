@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from topomap.base.errors import TopomapError
+from topomap.cli.output import output_format
 from topomap.cli.wiring import JsonOpt, ProbeOpt, _console, _guard, _load, _print_json, _print_wide, _write, app
 from topomap.files.kind import is_run_file
 
@@ -79,7 +80,7 @@ def render(
     bundled) with its label, medium, bandwidth and time; --hardware all adds the machines' trees."""
     _render(snapshots, output, flow_file, probe, view, hardware)
     if json_out:
-        _print_json({"output": output, "format": Path(output).suffix.lower().lstrip(".")})
+        _print_json({"output": output, "format": output_format(output, "svg")})
 
 
 def _render(
@@ -108,10 +109,8 @@ def _render(
         from topomap.model.snapshot import hosts_of
 
         topos = [build(h) for s in snapshots for h in hosts_of(_load(s))]
-        if fmt == "graphml":
-            return _write(output, graphml(topos))
-        if fmt == "json":
-            return _write(output, node_link_json(topos))
+        if fmt in ("graphml", "json"):
+            return _wrote(output, graphml(topos) if fmt == "graphml" else node_link_json(topos))
         drawn, names = dotr.group_identical(topos)
         text = dotr.topology_dot(drawn, names=names)
     else:
@@ -132,13 +131,18 @@ def _render(
         fmap = map_flow(flow, bound)
         text = flow_pipeline_dot(fmap) if view == "pipeline" else flow_on_machine_dot(fmap, bound, hardware)
     if fmt == "dot":
-        return _write(output, text.encode())
+        return _wrote(output, text.encode())
     if shutil.which("dot") is None:  # checked before drawing too; nothing of the user's is replaced
         raise _dot_missing(output, text)
     try:
         data = dotr.pipe(text, fmt)
     except dotr.DotMissing as err:
         raise _dot_missing(output, text) from err
+    _wrote(output, data)
+
+
+def _wrote(output: str, data: bytes) -> None:
+    """Write a diagram and say so, whatever its format."""
     _write(output, data)
     print(f"wrote {output}", file=sys.stderr)
 
@@ -150,7 +154,7 @@ def _check_render_options(output: str, flow_file: str | None, view: str, hardwar
     """The output format, once every option is known good, before anything is drawn or written."""
     if not output:
         raise TopomapError("render needs -o OUT", hint=f"-o OUT.svg (or .{', .'.join(RENDER_FORMATS[1:])})")
-    fmt = Path(output).suffix.lower().lstrip(".")
+    fmt = output_format(output, "svg")
     if fmt not in RENDER_FORMATS:
         raise TopomapError(f"-o {output}: unknown format {fmt!r}", hint=f"name the file .{', .'.join(RENDER_FORMATS)}")
     if view not in ("machine", "pipeline"):

@@ -57,7 +57,7 @@ def measure(
     """
     from topomap.measure.run import MeasureOptions, NoGpuError, parse_pairs, parse_size, plan
     from topomap.measure.run import measure as run_measure
-    from topomap.model.codec import encode_snapshot, to_builtins
+    from topomap.model.codec import encode_checked, to_builtins
     from topomap.render.bandwidth_matrix import measurements_table, render_bandwidth_matrix
     from topomap.render.text import visible
 
@@ -85,7 +85,7 @@ def measure(
             out = run_measure(snap, opts, progress=update)
     except NoGpuError as err:
         _err(str(err), 3, err.hint)  # under --json also the JSON object on stdout
-    data = encode_snapshot(out.snapshot)
+    data = encode_checked(out.snapshot, output or "stdout")
     if output:
         _write(output, data)
     if json_out:
@@ -121,12 +121,12 @@ def attach(
     """Attach bandwidth figures measured by nvbandwidth or p2pBandwidthLatencyTest to a snapshot."""
     from topomap.importers.bandwidth import attach as attach_figures
     from topomap.importers.bandwidth import join_notes, load_measurements
-    from topomap.model.codec import encode_snapshot
+    from topomap.model.codec import encode_checked
 
     snap = _load(snapshot)
     imported = load_measurements(measurements)
     new = attach_figures(snap, imported)
-    _write(output, encode_snapshot(new))
+    _write(output, encode_checked(new, output))
     notes = join_notes(snap, imported)
     print(
         f"wrote {output}: {len(imported.measurements)} {imported.tool} figure(s) attached"

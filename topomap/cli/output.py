@@ -96,6 +96,17 @@ def _refuse_special(path: str, st: os.stat_result) -> None:
         )
 
 
+def output_format(path: str, default: str) -> str:
+    """The format an output path names (its suffix, lower case). A character device such as
+    ``/dev/null`` has no suffix and takes ``default``: the output is made, checked and thrown away."""
+    fmt = Path(path).suffix.lower().lstrip(".")
+    if not fmt and path != "-":
+        with contextlib.suppress(OSError, ValueError):
+            if stat.S_ISCHR(os.stat(path).st_mode):
+                return default
+    return fmt
+
+
 def _unwritable(path: str, err: OSError | ValueError) -> TopomapError:
     """The one-line error for an output that could not be written, with what to do about it."""
     reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from topomap.base.errors import TopomapError
+from topomap.cli.output import output_format
 from topomap.cli.wiring import JsonOpt, ProbeOpt, _console, _guard, _write, app
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def plan(
     if every_unit and not json_out:
         raise TopomapError("--units lists every unit in the JSON output", hint="add --json")
     if output is not None:
-        fmt = Path(output).suffix.lower().lstrip(".")
+        fmt = output_format(output, "svg")
         if fmt not in GANTT_FORMATS:
             raise TopomapError(f"-o {output}: a Gantt chart is drawn as .svg or .png")
     flow = read_flow(flow_file)
@@ -103,7 +103,7 @@ def plan(
     if output is not None:
         from topomap.render.gantt import gantt_image  # matplotlib, only when drawing
 
-        _write(output, gantt_image(result, Path(output).suffix.lower().lstrip("."), gantt))
+        _write(output, gantt_image(result, output_format(output, "svg"), gantt))
         print(f"wrote {output}", file=sys.stderr)
     if json_out:
         _print_plan_json(result.to_json(every_unit))

@@ -14,13 +14,16 @@ import stat
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from topomap.base.errors import TopomapError
 from topomap.base.units import fmt_seconds
 from topomap.cli.wiring import _console, _current_context, _guard, _print_json, _refuse_input, _write, app
+
+if TYPE_CHECKING:
+    from topomap.record import Run
 
 _INTERVAL = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s)?\s*$")
 
@@ -138,7 +141,6 @@ def record_cmd(
 
     topomap record -o run.json -- python train.py. Writes run-<UTC time>.json without -o. Read the
     record with show, render and diff (two records: which arrangement did better)."""
-    from topomap.record import encode_run
     from topomap.record.runner import RecordOptions, record
 
     if not command:
@@ -150,7 +152,7 @@ def record_cmd(
     run = record(command, RecordOptions(interval_s=seconds, label=label, on_sample=_live_line if live else None))
     if live:
         sys.stderr.write("\r\x1b[K")
-    _write(path, encode_run(run))
+    run = _write_record(path, run)
     gpu = (
         f"{len(run.gpus)} card(s) sampled" if run.sampling.gpu_sampled else (run.sampling.gpu_note or "no GPU sampled")
     )
@@ -172,6 +174,31 @@ def record_cmd(
             }
         )
     raise typer.Exit(run.exit_status if run.exit_status is not None else 1)
+
+
+def _write_record(path: str, run: Run) -> Run:
+    """Write the record; when the disk is full (it filled during the run), a smaller record that fits
+    instead, saying so. With no record written at all, one line that keeps the command's exit status."""
+    from topomap.record import encode_run
+    from topomap.record.thin import smaller_records
+
+    try:
+        _write(path, encode_run(run))
+        return run
+    except TopomapError as err:
+        if not isinstance(err.__cause__, OSError) or err.__cause__.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        full = err
+    for smaller, what in smaller_records(run):
+        try:
+            _write(path, encode_run(smaller))
+        except TopomapError:
+            continue
+        print(f"topomap record: the disk is full: wrote a partial record ({what})", file=sys.stderr)
+        return smaller
+    raise TopomapError(
+        f"{full} — no record written; the command exited {run.exit_status}", hint="free some space on that disk"
+    )
 
 
 def show_run(path: str, json_out: bool) -> None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from topomap.base.errors import TopomapError
+from topomap.cli.output import output_format
 from topomap.cli.wiring import JsonOpt, ProbeOpt, _guard, _print_json, _write, app
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ def report(
 
     if not output:
         raise TopomapError("report needs -o OUT.html")
-    if not output.lower().endswith((".html", ".htm")):
+    if output_format(output, "html") not in ("html", "htm"):
         raise TopomapError(f"-o {output}: the report is an HTML page", hint="name it OUT.html")
     if hardware not in ("used", "all"):
         raise TopomapError(f"--hardware {hardware!r}: expected used or all")

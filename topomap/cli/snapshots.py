@@ -61,7 +61,7 @@ def probe(
     Exit 0 with problems recorded; exit 3 when no NVIDIA driver/GPU answered (a host-only
     snapshot is still written). With --measure, the snapshot also carries measured figures.
     """
-    from topomap.model.codec import encode_snapshot  # start-up: see the module docstring
+    from topomap.model.codec import encode_checked  # start-up: see the module docstring
     from topomap.probe import probe as run_probe
     from topomap.probe.guarded import CALL_TIMEOUT_S, TOTAL_BUDGET_S
 
@@ -78,7 +78,7 @@ def probe(
     found_gpus = out.found_driver and out.gpu_count > 0  # else exit 3, after the host-only snapshot
     if measure and found_gpus:
         out.snapshot = _measured(out.snapshot)
-    data = encode_snapshot(out.snapshot)
+    data = encode_checked(out.snapshot, output or "stdout")
     if output:
         _write(output, data)  # "-": stdout, for `srun … topomap probe -o - > $(hostname).json` pipelines
     if (json_out or not output) and output != "-":
@@ -125,10 +125,10 @@ def import_(
 ) -> None:
     """Turn nvidia-smi text, an NCCL topology XML or an hwloc XML into a snapshot."""
     from topomap.importers import import_file  # start-up: see the module docstring
-    from topomap.model.codec import encode_snapshot
+    from topomap.model.codec import encode_checked
 
     snap = import_file(file, fmt)
-    data = encode_snapshot(snap)
+    data = encode_checked(snap, output if output and output != "-" else "stdout")
     if output and output != "-":
         _write(output, data)
         print(f"wrote {output}: {len(snap.gpus)} GPU(s), {len(snap.nics)} NIC(s)", file=sys.stderr)
@@ -232,7 +232,7 @@ def merge(
     GPUs, GPU↔NIC rails, NIC rates and states, NVLink fabric cliques)."""
     import msgspec  # start-up: see the module docstring
 
-    from topomap.model.codec import encode_snapshot
+    from topomap.model.codec import encode_checked
     from topomap.model.merge import consistency_notes
     from topomap.model.merge import merge as run_merge
     from topomap.render.text import visible
@@ -245,7 +245,7 @@ def merge(
             snap = msgspec.structs.replace(snap, host=msgspec.structs.replace(snap.host, hostname=name))
         pairs.append((path, snap))
     merged = run_merge(pairs)
-    _write(output, encode_snapshot(merged))
+    _write(output, encode_checked(merged, output))
     notes = consistency_notes(merged)
     for line in notes:
         print(f"topomap: merge: {visible(line)}", file=sys.stderr)  # host names are data: no raw ESC

@@ -8,6 +8,7 @@ Exit codes: 0 ok; 1 a verdict of "different"/"fail"; 2 bad input (one line on st
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import inspect
 import json
@@ -121,7 +122,10 @@ def _guard(fn: F) -> F:
                 _traceback()
                 if err.errno not in WRITE_ERRNOS:
                     _err(f"internal error: {type(err).__name__}: {err}", 4, "rerun with --debug for the traceback")
-                _err(f"cannot write output ({err.strerror or err})", 2, "check the free space of the disk written to")
+                hint = "check the free space of the disk written to"
+                if err.errno == errno.EPIPE:
+                    hint = "the program reading the output stopped"
+                _err(f"cannot write output ({err.strerror or err})", 2, hint)
             except Exception as err:
                 _traceback()
                 _err(f"internal error: {type(err).__name__}: {err}", 4, "rerun with --debug for the traceback")

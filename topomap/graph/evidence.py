@@ -423,5 +423,3 @@ def gpu_pairs_nvlink_summary(topo: Topology, gid: str) -> str:
     if not source_knows(snap, "nvlink"):
         return f"unknown: this source does not record NVLink (settle it with {SETTLE['nvlink']})"
     return "none"
-
-

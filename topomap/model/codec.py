@@ -131,8 +131,22 @@ def encode_snapshot(snap: Snapshot) -> bytes:
     return msgspec.json.format(compact, indent=2) + b"\n"
 
 
+def encode_checked(snap: Snapshot, what: str) -> bytes:
+    """:func:`encode_snapshot`, then the bytes read back as every reader reads them (issue 24: `attach`
+    wrote a figure of 1e308 that every later command refused). A snapshot no reader would accept is
+    refused here, in one line naming ``what`` was being written and the bad field; nothing is written."""
+    data = encode_snapshot(snap)
+    try:
+        decode_snapshot(data, what)
+    except SnapshotError as err:
+        raise SnapshotError(
+            f"refusing to write {err}", hint=err.hint or "the input holds a value no snapshot can"
+        ) from err
+    return data
+
+
 def save_snapshot(snap: Snapshot, path: str | Path) -> None:
-    atomic_write(path, encode_snapshot(snap))
+    atomic_write(path, encode_checked(snap, str(path)))
 
 
 def json_schema() -> dict[str, Any]:

@@ -23,8 +23,10 @@ from topomap.model.snapshot import I64_MAX, I64_MIN, MAX_RATE, Snapshot
 
 # Limits, each far above any real machine (largest known host: 72 GPUs in an NVL72 rack seen
 # as one NVLink domain; largest NVLink bundle per GPU pair: 18 links on Hopper/Blackwell).
-MAX_GPUS_PER_HOST = 4096
-MAX_NICS_PER_HOST = 4096
+# 256 GPUs or NICs: 3.5 times the largest known host, and what `show` draws in about 2 s on one
+# 2-core machine (issue 24: 4,096 GPUs on one NVSwitch fabric took minutes: every GPU pair is a route).
+MAX_GPUS_PER_HOST = 256
+MAX_NICS_PER_HOST = 256
 MAX_PCI_DEVICES_PER_HOST = 65536
 MAX_NVLINKS = 64  # per GPU pair, and per GPU
 MAX_MEMBERS = 100_000  # hosts in a merged cluster

@@ -9,6 +9,7 @@ that could not be read at a sample is ``null``. Units are in the field names.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import msgspec
 
 from topomap.base.errors import TopomapError
 from topomap.files.inputs import MAX_SNAPSHOT_BYTES, read_bytes
-from topomap.model.snapshot import Problem, Snapshot
+from topomap.model.snapshot import I64_MAX, I64_MIN, Problem, Snapshot
 
 RUN_SCHEMA = "topomap.run/1"
 RUN_SCHEMA_VERSION = 1
@@ -146,6 +147,7 @@ def decode_run(data: bytes, where: str = "<run>") -> Run:
     if not isinstance(raw, dict):
         raise RunError(f"{where}: a run record is a JSON object, got {type(raw).__name__}")
     _check_schema(raw.get("schema"), where)
+    _bounded(raw, where)
     try:
         run = msgspec.convert(raw, Run)
     except msgspec.ValidationError as err:
@@ -156,6 +158,33 @@ def decode_run(data: bytes, where: str = "<run>") -> Run:
         _aligned(g, f"{where}: gpus[{i}]")
     _aligned(run.host, f"{where}: host")
     return run
+
+
+def _bounded(raw: dict[str, Any], where: str) -> None:
+    """Every integer fits in 64 bits and every number is finite, as in a snapshot (issue 24: a memory
+    figure of 10^400 made `show`, `render` and `diff` overflow). One pass over the decoded JSON."""
+    stack: list[tuple[Any, str]] = [(raw, "")]
+    while stack:
+        node, at = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, value in items:
+            kind = type(value)
+            if kind is int:
+                if I64_MIN <= value <= I64_MAX:
+                    continue
+                digits = len(str(abs(value)))
+                bad = f"{value if digits <= 24 else f'an integer of {digits} digits'} does not fit in 64 bits"
+            elif kind is float:
+                if math.isfinite(value):
+                    continue
+                bad = f"{value} is not a finite number"
+            elif kind is dict or kind is list:
+                stack.append((value, f"{at}[{key}]" if isinstance(key, int) else f"{at}.{key}" if at else key))
+                continue
+            else:
+                continue
+            field = f"{at}[{key}]" if isinstance(key, int) else f"{at}.{key}" if at else key
+            raise RunError(f"{where}: {field}: {bad}", hint="was the record edited?")
 
 
 def _aligned(series: GpuSeries | HostSeries, where: str) -> None:

@@ -3,11 +3,14 @@
 Nothing here prints: the caller gets each sample through ``on_sample`` and the finished
 :class:`~topomap.record.model.Run` as the return value, and writes it (atomically).
 
-Signals: SIGTERM (and SIGHUP) sent to topomap is forwarded to the command. SIGINT is forwarded
-too, except when topomap runs in the foreground of a terminal: then Ctrl-C already reached the
-command, which shares topomap's process group, and a second copy would interrupt its clean-up.
-The third signal received kills the command (SIGKILL). Either way topomap waits for the command
-to exit, then returns the complete record.
+Signals: the command runs in a process group of its own (issue 24: a signal reached only the direct
+child, and grandchildren kept running after topomap exited), and SIGTERM, SIGHUP and SIGINT sent to
+topomap are forwarded to that whole group; the third signal received kills the group (SIGKILL).
+When topomap runs in the foreground of a terminal the command stays in topomap's own group, which
+the terminal owns, so that it can read the keyboard: Ctrl-C then reaches every process of the
+command from the terminal itself, and topomap forwards only SIGTERM and SIGHUP (and the third
+signal's SIGKILL) to the command. Either way topomap waits for the command to exit, then returns the
+complete record, naming any process of the command's group still running when it ended.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
+
+import psutil
 
 from topomap import __version__
 from topomap.base.errors import TopomapError
@@ -98,6 +103,7 @@ class _Signals:
 
     def __init__(self) -> None:
         self.pid: int | None = None  # set once the child exists; a signal before that is sent on start
+        self.group = False  # the child leads a process group of its own: signal the whole group
         self.pending: int | None = None
         self.first: str | None = None
         self.count = 0
@@ -123,14 +129,20 @@ class _Signals:
         if self.pid is None:
             self.pending = send
             return
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, send)
+        self._send(send)
 
-    def started(self, pid: int) -> None:
-        self.pid = pid
+    def _send(self, sig: int) -> None:
+        assert self.pid is not None
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if self.group:
+                os.killpg(self.pid, sig)
+            else:
+                os.kill(self.pid, sig)
+
+    def started(self, pid: int, group: bool) -> None:
+        self.pid, self.group = pid, group
         if self.pending is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, self.pending)
+            self._send(self.pending)
 
 
 def signal_name(signum: int) -> str:
@@ -271,15 +283,31 @@ def _start(
 ) -> subprocess.Popen[bytes]:
     """The command, started with the signal handlers in place (no signal in between is lost)."""
     signals.install()
+    group = not _terminal_delivered_it()  # module docstring: a terminal's foreground job keeps its group
+    own: dict[str, Any] = {}
+    if group:
+        own = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
     try:
-        child = subprocess.Popen(command, env=env)
+        child = subprocess.Popen(command, env=env, **own)
     except OSError as err:  # not found, not executable, not a program (ENOEXEC), …
         signals.restore()
         if gpus is not None:
             gpus.close()
         raise TopomapError(f"cannot run {command[0]!r}: {err.strerror or err}", hint="check the command") from err
-    signals.started(child.pid)
+    signals.started(child.pid, group)
     return child
+
+
+def still_running(pgid: int) -> list[str]:
+    """The processes of process group ``pgid`` still running after its leader exited: "pid 42 (sleep)"."""
+    out: list[str] = []
+    for pid in psutil.pids():
+        try:
+            if pid != os.getpid() and os.getpgid(pid) == pgid:
+                out.append(f"pid {pid} ({psutil.Process(pid).name()})")
+        except (OSError, psutil.Error):
+            continue
+    return out
 
 
 def _pidfd(pid: int) -> int | None:
@@ -336,6 +364,11 @@ def record(command: list[str], opts: RecordOptions | None = None) -> Run:
     finally:
         signals.restore()
     recorder_cpu = time.process_time() - cpu0
+    left = still_running(child.pid) if signals.group else []
+    notes = list(opts.notes)
+    if left:
+        shown = ", ".join(left[:10]) + (f" and {len(left) - 10} more" if len(left) > 10 else "")
+        notes.append(f"still running when the command ended (process group {child.pid}): {shown}")
     if gpus is not None:
         gpus.close()
     duration = end.end - start
@@ -366,5 +399,5 @@ def record(command: list[str], opts: RecordOptions | None = None) -> Run:
         host=host,
         snapshot=snapshot,
         problems=[*sampling.host.problems, *(gpus.problems if gpus is not None else []), *sampling.broken],
-        notes=list(opts.notes),
+        notes=notes,
     )

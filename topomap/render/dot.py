@@ -14,10 +14,12 @@ from collections.abc import Callable, Sequence
 
 import graphviz
 
+from topomap.base.errors import TopomapError
 from topomap.graph import Topology
 from topomap.render.dotbuilder import DotBuilder, NodeSpec, node_key
 from topomap.render.hostdot import HostDrawing, node_style, short_origin
 from topomap.render.legend import NETWORK, graph_label, legend_rows
+from topomap.render.text import visible
 
 #: Default attributes of the machine diagram.
 GRAPH = {
@@ -156,4 +158,17 @@ def pipe(dot_text: str, fmt: str) -> bytes:
         out: bytes = graphviz.Source(dot_text).pipe(format=fmt, engine="dot")
     except graphviz.ExecutableNotFound as err:
         raise DotMissing(str(err)) from err
+    except graphviz.CalledProcessError as err:  # dot itself failed: say what it said, never blame the disk
+        said = err.stderr.decode("utf-8", "replace") if isinstance(err.stderr, bytes) else str(err.stderr or "")
+        first = next((line.strip() for line in said.splitlines() if line.strip()), "no message")
+        raise TopomapError(
+            f"Graphviz `dot` failed (exit {err.returncode}) on a diagram of {len(dot_text):,} characters: "
+            f"{visible(first)[:200]}",
+            hint="a very long name or label, or a very large diagram: shorten or split it",
+        ) from err
+    except BrokenPipeError as err:  # dot exited before reading the whole diagram (issue 24)
+        raise TopomapError(
+            f"Graphviz `dot` stopped reading a diagram of {len(dot_text):,} characters",
+            hint="a very long name or label, or a very large diagram: shorten or split it",
+        ) from err
     return out

@@ -19,9 +19,10 @@ import graphviz
 from topomap.render.text import label_text
 
 
-def dot_string(text: str) -> str:
-    """Any text as a DOT label or tooltip: shown exactly as written, newlines as line breaks."""
-    text = graphviz.escape(label_text(text)).replace("\n", "\\n")
+def dot_string(text: str, bounded: bool = True) -> str:
+    """Any text as a DOT label or tooltip: shown exactly as written, newlines as line breaks. A label
+    line past :data:`topomap.render.text.MAX_LABEL_LINE` is refused (``bounded``; tooltips are not)."""
+    text = graphviz.escape(label_text(text, bounded)).replace("\n", "\\n")
     quoted: str = graphviz.nohtml(text)  # a NoHtml string: "<…>" stays text, never an HTML-like label
     return quoted
 
@@ -84,7 +85,7 @@ class DotBuilder:
     def edge(self, a: str, b: str, label: str | None = None, **attrs: str) -> None:
         """An edge between two nodes by key; ``label`` and ``tooltip`` are text, shown as written."""
         if "tooltip" in attrs:
-            attrs["tooltip"] = dot_string(attrs["tooltip"])
+            attrs["tooltip"] = dot_string(attrs["tooltip"], bounded=False)
         self._stack[-1].edge(self.nid(a), self.nid(b), None if label is None else dot_string(label), **attrs)
 
     def invisible(self, a: str, b: str, **attrs: str) -> None:

@@ -7,10 +7,11 @@ assembly on its own row. The title says it is a calculation, not a measurement."
 from __future__ import annotations
 
 import io
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from topomap.base.errors import TopomapError
 from topomap.base.units import fmt_span
+from topomap.render.text import chart_text
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -46,7 +47,7 @@ def _lane_bars(ax: Axes, y: int, lane: Lane, result: PlanResult, scale: float) -
         face = colour[nth % 2] if isinstance(colour, tuple) else colour
         nth += b.kind in ("compute", "units")
         spans.setdefault(face, []).append((b.start / 60, (b.end - b.start) / 60))
-        name = result.units[b.unit].name if b.count == 1 else f"{b.count:,} units"
+        name = chart_text(result.units[b.unit].name) if b.count == 1 else f"{b.count:,} units"
         if b.kind in ("compute", "units") and (b.end - b.start) / 60 > (len(name) + 1) * scale / 160:
             ax.text((b.start + b.end) / 120, y, name, ha="center", va="center", fontsize=7, color="white")
     for face, xs in spans.items():
@@ -69,6 +70,13 @@ def gantt_image(result: PlanResult, fmt: str, cards: int | None = None) -> bytes
     shown = [a for a in result.arrangements if a.k == k]
     if not shown:
         raise TopomapError(f"no arrangement of {k} cards to draw")
+    # a fixed hash salt makes the SVG's ids the same on every run, as the timeline's (issue 24)
+    with matplotlib.rc_context({"svg.hashsalt": "topomap"}):
+        return _draw(plt, Patch, result, fmt, shown)
+
+
+def _draw(plt: Any, patch: Any, result: PlanResult, fmt: str, shown: list[Arrangement]) -> bytes:
+    """The figure of the arrangements ``shown``, one panel each, as ``fmt`` bytes."""
     scale = max(a.total_s for a in shown) / 60
     heights = [len(_rows(a)) + (1 if a.assembly_s is not None else 0) + 1.5 for a in shown]
     fig, axes = plt.subplots(
@@ -88,7 +96,7 @@ def gantt_image(result: PlanResult, fmt: str, cards: int | None = None) -> bytes
                     ax.text(end + idle / 2, y, f"idle {fmt_span(idle * 60)}", ha="center", va="center", fontsize=7)
             if lane is not None:
                 per_bar = max(per_bar, _lane_bars(ax, y, lane, result, scale))
-        labels = [card for card, _ in rows]
+        labels = [chart_text(card) for card, _ in rows]
         if a.assembly_s is not None:
             y = len(rows)
             ax.barh(y, a.assembly_s / 60, left=(a.total_s - a.assembly_s) / 60, color=_ASSEMBLY, height=0.6)
@@ -109,16 +117,17 @@ def gantt_image(result: PlanResult, fmt: str, cards: int | None = None) -> bytes
         ax.set_axisbelow(True)
     axes[-1, 0].set_xlabel("minutes from the start (calculated)")
     legend = [
-        Patch(color=_COLOURS["compute"][0], label="unit (compute)"),
-        Patch(color=str(_COLOURS["input"]), label="input transfer"),
-        Patch(color=str(_COLOURS["output"]), label="output transfer"),
-        Patch(color=str(_COLOURS["exchange"]), label="exchange"),
-        Patch(facecolor="white", edgecolor=_IDLE, hatch="///", label="idle"),
-        Patch(color=_ASSEMBLY, label="assembly"),
+        patch(color=_COLOURS["compute"][0], label="unit (compute)"),
+        patch(color=str(_COLOURS["input"]), label="input transfer"),
+        patch(color=str(_COLOURS["output"]), label="output transfer"),
+        patch(color=str(_COLOURS["exchange"]), label="exchange"),
+        patch(facecolor="white", edgecolor=_IDLE, hatch="///", label="idle"),
+        patch(color=_ASSEMBLY, label="assembly"),
     ]
     fig.legend(handles=legend, loc="lower center", ncol=6, fontsize=8, frameon=False)
     fig.suptitle(
-        f"plan of {result.flow} on {result.lot}: a calculation from the work's stated assumptions, not a measurement",
+        f"plan of {chart_text(result.flow)} on {chart_text(result.lot)}: "
+        "a calculation from the work's stated assumptions, not a measurement",
         fontsize=10,
     )
     fig.tight_layout(rect=(0, 0.05, 1, 0.96))

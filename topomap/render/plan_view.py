@@ -10,6 +10,7 @@ from rich.text import Text
 
 from topomap.base.units import fmt_span
 from topomap.plan import Arrangement, Bar, PlanResult
+from topomap.render.text import visible
 
 WIDTH = 50  # characters for the longest total of the arrangements drawn together
 MERGE_ABOVE = 2 * WIDTH  # a lane of more bars is drawn as runs of units, WIDTH // 2 of them
@@ -39,7 +40,7 @@ def plan_table(r: PlanResult) -> Table:
     """One row per arrangement. The assembly column shows only when it differs between rows, and
     the transfers column only when transfers are not already inside the unit durations."""
     t = Table(
-        title=f"plan of {r.flow} on {r.lot} (calculated, not measured)",
+        title=Text(visible(f"plan of {r.flow} on {r.lot} (calculated, not measured)")),  # names are data, never markup
         title_justify="left",
         box=box.SIMPLE_HEAD,
         padding=(0, 1),
@@ -110,9 +111,9 @@ def gantt_text(a: Arrangement, r: PlanResult, scale_s: float, width: int = WIDTH
     out.append(f"{a.k} card(s), {a.kind}: total {fmt_span(a.total_s)}", style="bold")
     out.append(f"; a block is a run of up to {run:,} units" if run > 1 else "")
     out.append(" (does not fit in a card's memory)\n" if a.fit.verdict == "does not fit" else "\n", style="bold red")
-    label_w = max([len(_label(s)) for s in a.slots] + [8])
+    label_w = max([len(visible(_label(s))) for s in a.slots] + [8])
     for i, cards in enumerate(a.slots):
-        out.append(f"  {_label(cards):>{label_w}} │")
+        out.append(f"  {visible(_label(cards)):>{label_w}} │")
         lane = by_slot.get(i)
         for ch, style in _cells(bars.get(i, []), a.parallel_s, per, width):
             out.append(ch, style=style)
@@ -146,7 +147,10 @@ def plan_view(r: PlanResult, gantt_cards: int | None = None) -> RenderableType:
     for reason in sorted(fits):
         bad = reason.startswith("does not fit")
         parts.append(
-            Text(f"memory: {reason}" if bad else f"memory fit unknown: {reason}", style="red" if bad else "yellow")
+            Text(
+                visible(f"memory: {reason}" if bad else f"memory fit unknown: {reason}"),
+                style="red" if bad else "yellow",
+            )
         )
     k = gantt_cards if gantt_cards is not None else max((a.k for a in r.arrangements), default=0)
     shown = [a for a in r.arrangements if a.k == k]
@@ -156,11 +160,11 @@ def plan_view(r: PlanResult, gantt_cards: int | None = None) -> RenderableType:
         parts += [gantt_text(a, r, scale) for a in shown]
     parts.append(_legs(r))
     parts.append(Text("Assumptions (this is a calculation, not a measurement):", style="bold"))
-    parts += [Text(f"  - {x}") for x in r.assumptions]
+    parts += [Text(visible(f"  - {x}")) for x in r.assumptions]
     for w in r.warnings:
-        parts.append(Text(f"warning: {w}", style="yellow"))
+        parts.append(Text(visible(f"warning: {w}"), style="yellow"))
     for s in r.skipped:
-        parts.append(Text(f"not planned: {s}", style="dim"))
+        parts.append(Text(visible(f"not planned: {s}"), style="dim"))
     return Group(*parts)
 
 
@@ -175,5 +179,5 @@ def _legs(r: PlanResult) -> Text:
     for lg in legs:
         sec = lg.seconds()
         tail = "" if r.includes_transfers else (f": {fmt_span(sec)}" if sec is not None else ": unknown, excluded")
-        out.append(f"  {lg.describe()}{tail}\n")
+        out.append(f"  {visible(lg.describe())}{tail}\n")
     return out

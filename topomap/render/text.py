@@ -1,11 +1,13 @@
 """The one rule for putting a string from a file into any view, and the memory text every view shares.
 
 Names come from files users paste and machines they rent: a host, GPU, NIC, step or run label may
-hold an escape sequence, a newline, a tab, a lone surrogate. Every view writes each such character
-visibly as ``\\xNN`` (``\\uNNNN`` above U+00FF), so no input can recolour the terminal, move the
-cursor, split a line, shift a table's columns, or make a page, an SVG or an XML file unreadable:
+hold an escape sequence, a newline, a tab, a bidirectional override, a lone surrogate. Every view
+writes each such character visibly as ``\\xNN`` (``\\uNNNN`` above U+00FF), so no input can
+recolour the terminal, move the cursor, split a line, shift a table's columns, or make a page, an
+SVG or an XML file unreadable:
 
 - :func:`visible` — terminal text, the HTML report, chart text: every control character escaped;
+- :func:`chart_text` — chart text (matplotlib): the same, and "$" never starts mathematics;
 - :func:`label_text` — diagram labels (DOT, Graphviz HTML-like labels): the same, but a newline
   stays a line break of the label (the diagram's own syntax is then quoted by render/dot.py and
   render/legend.py);
@@ -19,13 +21,21 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from topomap.base.errors import TopomapError
 from topomap.base.units import fmt_bytes
 
 if TYPE_CHECKING:
     from topomap.model.facts import Bandwidth, GpuMemory
 
-#: Control characters (C0, DEL, C1), lone surrogates (not encodable as UTF-8), U+FFFE and U+FFFF.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+#: The longest line of a diagram label (a name, a flow's label). Graphviz fails on a few thousand
+#: characters in some builds and a 1,000,000-character label closes its pipe (issue 24), so a longer
+#: line is refused before `dot` runs. Tooltips are not labels and are not bounded here.
+MAX_LABEL_LINE = 2000
+
+#: Control characters (C0, DEL, C1), bidirectional controls (U+061C, U+200E/F, U+202A–U+202E,
+#: U+2066–U+2069: they reorder what the reader sees, so a name could hide or reverse its neighbours),
+#: lone surrogates (not encodable as UTF-8), U+FFFE and U+FFFF.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]")
 
 
 def _escaped(char: str) -> str:
@@ -38,9 +48,25 @@ def visible(text: str, keep: str = "") -> str:
     return _CONTROL.sub(lambda m: m.group() if m.group() in keep else _escaped(m.group()), text)
 
 
-def label_text(text: str) -> str:
-    """Text for a diagram label: control characters visible as ``\\xNN``, newlines kept as line breaks."""
+def label_text(text: str, bounded: bool = True) -> str:
+    """Text for a diagram label: control characters visible as ``\\xNN``, newlines kept as line breaks.
+    With ``bounded``, a line longer than :data:`MAX_LABEL_LINE` characters is refused (TopomapError)."""
+    if bounded and len(text) > MAX_LABEL_LINE:
+        longest = max(text.split("\n"), key=len)
+        if len(longest) > MAX_LABEL_LINE:
+            raise TopomapError(
+                f"a diagram label of {len(longest):,} characters ({visible(longest[:40])}…) is longer than the "
+                f"{MAX_LABEL_LINE:,} a diagram can show",
+                hint="shorten that name or label in the flow or snapshot",
+            )
     return visible(text, keep="\n")
+
+
+def chart_text(text: str) -> str:
+    """Text for a matplotlib chart (timeline, Gantt): control characters visible as ``\\xNN`` (an SVG
+    cannot hold them, and matplotlib warns of glyphs it lacks), and "$" escaped so that a name such
+    as ``a$b$`` is not typeset as mathematics."""
+    return visible(text).replace("$", r"\$")
 
 
 def memory_text(mem: GpuMemory) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 from topomap.base.errors import TopomapError
 from topomap.record.model import Run
-from topomap.render.text import visible
+from topomap.render.text import chart_text as _mpl
 
 FORMATS = ("svg", "png", "pdf")
 GIB = 2**30
@@ -46,12 +46,6 @@ def timeline_image(run: Run, fmt: str) -> bytes:
             meta = {"CreationDate": None}
         fig.savefig(buf, format=fmt, metadata=meta)
     return buf.getvalue()
-
-
-def _mpl(text: str) -> str:
-    """A string from the record as matplotlib text: control characters as \\xNN (an SVG cannot hold
-    them), and "$" escaped so that a command such as `echo $a$` is not typeset as mathematics."""
-    return visible(text).replace("$", r"\$")
 
 
 def _xy(t: list[float], values: list[Any], scale: float = 1.0) -> tuple[list[float], list[float]]:

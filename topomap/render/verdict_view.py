@@ -142,7 +142,7 @@ def check_view(r: CheckResult) -> RenderableType:
     for x in r.results:
         line = _text(f"{x.status.upper():8} {x.rule} [{x.lot}]: {x.description}", style=style[x.status])
         if x.summary and x.status != "pass":
-            line.append(f" — {x.summary}")
+            line.append(f" — {visible(x.summary)}")
         parts.append(line)
         lines = collapse(_evidence(x))
         shown = lines[:EVIDENCE_SHOWN]
