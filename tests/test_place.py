@@ -13,6 +13,7 @@ import msgspec
 import pytest
 
 from topomap.graph import build
+from topomap.graph.evidence import nearest_nic, nics_at_best_class
 from topomap.importers import load_any
 from topomap.model.facts import SETTLE
 from topomap.model.snapshot import Gpu, Host, Mig, NumaNode, Pair, Snapshot, Source
@@ -81,6 +82,49 @@ def test_h200_nvswitch_gives_each_gpu_its_own_gpudirect_nic() -> None:
     hca = dict(r.commands)["NCCL"]
     assert hca == "NCCL_IB_HCA==" + ",".join(n for n in nics if n)  # '=': mlx5_1 must not match mlx5_10
     assert r.to_json()["nics"] == nics and r.to_json()["gpus"] == [f"gpu{i}" for i in range(8)]
+    # each GPU's one PIX NIC (mlx5_1 and mlx5_2 are NODE to every GPU and stay unused)
+    assert nics == ["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_7", "mlx5_8", "mlx5_9"]
+
+
+def test_a100_gpus_sharing_a_pxb_switch_get_one_nic_each() -> None:
+    topo = _topo(SNAP / "hgx-a100-8gpu-8nic.json")
+    near = nics_at_best_class(topo, "gpu1")  # two NICs behind gpu0/gpu1's PCIe switches, equally near
+    assert [(c.nic.name if c.nic else None, c.path, c.gdr.value) for c in near] == [
+        ("mlx5_0", "PXB", "yes"),
+        ("mlx5_1", "PXB", "yes"),
+    ]
+    assert nearest_nic(topo, "gpu1") == near[0]  # the one nearest NIC is the first of the list
+    r = place_gpus(topo, 2, nics=True)
+    assert [(g.gid, g.nic, g.nic_path, g.gdr) for g in r.gpus] == [
+        ("gpu0", "mlx5_0", "PXB", "yes"),
+        ("gpu1", "mlx5_1", "PXB", "yes"),
+    ]
+    assert not any("share a NIC" in n for n in r.notes)
+    r4 = place_gpus(topo, 4, nics=True)
+    assert [g.nic for g in r4.gpus] == ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"]
+
+
+def test_gpudirect_outranks_a_distinct_nic() -> None:
+    """With GPUDirect off for mlx5_1, gpu0 and gpu1 would share mlx5_0: gpu2 (mlx5_2) joins gpu0 instead."""
+    snap = load_any(SNAP / "hgx-a100-8gpu-8nic.json")
+    nics = [msgspec.structs.replace(n, gdr=False) if n.name == "mlx5_1" else n for n in snap.nics]
+    topo = build(msgspec.structs.replace(snap, nics=nics))
+    assert [c.gdr.value for c in nics_at_best_class(topo, "gpu0")] == ["yes", "no"]
+    r = place_gpus(topo, 2, nics=True)
+    assert [(g.gid, g.nic, g.gdr) for g in r.gpus] == [("gpu0", "mlx5_0", "yes"), ("gpu2", "mlx5_2", "yes")]
+    r4 = place_gpus(topo, 4, nics=True)  # gpu4-7 have four NICs, gpu0-3 only three with GPUDirect
+    assert [g.gid for g in r4.gpus] == ["gpu4", "gpu5", "gpu6", "gpu7"]
+    assert [g.nic for g in r4.gpus] == ["mlx5_4", "mlx5_5", "mlx5_6", "mlx5_7"]
+    # kept to gpu0-3, gpu1 keeps GPUDirect on a shared mlx5_0 rather than take mlx5_1 without
+    r0 = place_gpus(topo, 4, nics=True, exclude={"gpu4", "gpu5", "gpu6", "gpu7"})
+    assert [g.nic for g in r0.gpus] == ["mlx5_0", "mlx5_0", "mlx5_2", "mlx5_3"]
+    assert all(g.gdr == "yes" for g in r0.gpus) and any("share a NIC" in n for n in r0.notes)
+
+
+def test_two_nics_for_four_gpus_spread_then_share() -> None:
+    r = place_gpus(_topo(SNAP / "rtx4090-8gpu-all-sys.json"), 4, nics=True)
+    assert [g.nic for g in r.gpus] == ["NIC0", "NIC1", "NIC0", "NIC1"]  # both SYS, no GPUDirect: shared evenly
+    assert all(g.gdr == "no" for g in r.gpus)
 
 
 def test_pcie_switch_tree_pairs_are_pix() -> None:

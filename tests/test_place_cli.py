@@ -34,8 +34,10 @@ def test_place_json_with_nics() -> None:
     res = _run("place", str(SNAP / "hgx-a100-8gpu-8nic.json"), "--gpus", "2", "--nics", "--json")
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
-    # gpu0 and gpu1 share their nearest NIC (mlx5_0, PXB): distinct NICs prefer gpu2 (mlx5_2) beside gpu0
-    assert doc["gpus"] == ["gpu0", "gpu2"] and doc["nics"] == ["mlx5_0", "mlx5_2"]
+    # mlx5_0 and mlx5_1 are both PXB to gpu0 and to gpu1: the pair gets one GPUDirect NIC each
+    assert doc["gpus"] == ["gpu0", "gpu1"] and doc["nics"] == ["mlx5_0", "mlx5_1"]
+    assert [(r["nic_path"], r["gpudirect"]) for r in doc["ranks"]] == [("PXB", "yes"), ("PXB", "yes")]
+    assert {"for": "NCCL", "line": "NCCL_IB_HCA==mlx5_0,mlx5_1"} in doc["commands"]
 
 
 def test_more_gpus_than_usable_exits_2_with_the_count() -> None:

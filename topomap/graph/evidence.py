@@ -3,10 +3,10 @@
 Every view (map, check, show, diff, render, plan) asks these functions and none re-derives the
 answer, so they cannot disagree. Facts: a GPU is usable (not lost); NVLink usable between two GPUs
 (links, via, bandwidth); PCIe peer-to-peer usable; how two GPUs exchange data; the nearest usable
-NIC and whether GPUDirect RDMA is possible; the memory node that serves a GPU. Facts about one
-device (its PCIe link, memory, model, NVLink bundle rate, fabric, NIC state) take only a snapshot
-and live in :mod:`topomap.model.facts`; a rule taken from elsewhere (NCCL's PCIe P2P levels) is
-``assumed``.
+NIC (and every NIC as near) and whether GPUDirect RDMA is possible; the memory node that serves a
+GPU. Facts about one device (its PCIe link, memory, model, NVLink bundle rate, fabric, NIC state)
+take only a snapshot and live in :mod:`topomap.model.facts`; a rule taken from elsewhere (NCCL's
+PCIe P2P levels) is ``assumed``.
 """
 
 from __future__ import annotations
@@ -337,6 +337,14 @@ def nearest_nic(topo: Topology, node: str) -> NicChoice:
 
 
 def _find_nearest_nic(topo: Topology, node: str) -> NicChoice:
+    return nics_at_best_class(topo, node)[0]
+
+
+def nics_at_best_class(topo: Topology, node: str) -> tuple[NicChoice, ...]:
+    """Every usable NIC at the best path class to a GPU, lowest index first, each with its
+    GPUDirect answer (NCCL spreads GPUs over equally near NICs); :func:`nearest_nic` is the first.
+    For a memory node, or a GPU with no recorded path to any NIC, the one NIC chosen as nearest.
+    A NIC whose port is down is never listed."""
     snap = topo.snapshot
     all_nics = [n for n in snap.nics if n.rdma] or list(snap.nics)
     down = [n for n in all_nics if nic_usable(n).no]
@@ -344,28 +352,24 @@ def _find_nearest_nic(topo: Topology, node: str) -> NicChoice:
     skipped = tuple(f"skipped NIC {n.name}: port {n.state}" for n in down)
     if not nics:
         why = "no usable NIC recorded" + (" (every port is down)" if down else "")
-        return NicChoice(None, None, Answer("no", (why,)), skipped)
+        return (NicChoice(None, None, Answer("no", (why,)), skipped),)
     if node.startswith("gpu"):
-        best: tuple[int, int, Nic, str] | None = None
+        classed: list[tuple[int, int, Nic, str]] = []
         for n in nics:
             cls = pcie_path_class(topo, node, f"nic{n.index}")
-            if cls is None:
-                continue
-            key = (class_rank(cls), n.index)
-            if best is None or key < best[:2]:
-                best = (key[0], key[1], n, cls)
-        if best is not None:
-            return NicChoice(best[2], best[3], _gdr(topo, node, best[2], best[3]), skipped)
-        return NicChoice(
-            nics[0],
-            None,
-            Answer("unknown", (f"the source gives no path between {node} and any NIC",), SETTLE["nic"]),
-            skipped,
-        )
+            if cls is not None:
+                classed.append((class_rank(cls), n.index, n, cls))
+        if classed:
+            top = min(c[0] for c in classed)
+            best = sorted((c for c in classed if c[0] == top), key=lambda c: c[1])
+            return tuple(NicChoice(n, cls, _gdr(topo, node, n, cls), skipped) for _, _, n, cls in best)
+        why = f"the source gives no path between {node} and any NIC"
+        return (NicChoice(nics[0], None, Answer("unknown", (why,), SETTLE["nic"]), skipped),)
     numa = node if node.startswith("numa") else numa_of(topo, node)
     numa_id = topo.graph.nodes[numa].get("label") if numa in topo.graph else None
     same = [n for n in nics if numa and numa_id == f"NUMA {n.numa_node}"]
-    return NicChoice((same or nics)[0], None, Answer("no", ("host memory is not a GPU: no GPUDirect",)), skipped)
+    host = Answer("no", ("host memory is not a GPU: no GPUDirect",))
+    return (NicChoice((same or nics)[0], None, host, skipped),)
 
 
 def _gdr(topo: Topology, gid: str, nic: Nic, cls: str) -> Answer:

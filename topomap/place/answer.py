@@ -11,8 +11,10 @@ from typing import Any
 from topomap.base.errors import TopomapError
 from topomap.base.units import fmt_gbps
 from topomap.graph import Topology
+from topomap.model.facts import NicChoice
 from topomap.place.candidates import Candidate, PairLink, Skip, candidates
 from topomap.place.lines import Rank, command_lines, cuda_ordinals, gpu_cpus
+from topomap.place.nics import assign
 from topomap.place.search import PATTERNS, Found, Score, Space, build_space, search
 
 BUSY_NOTE = (
@@ -126,7 +128,8 @@ def _result(topo: Topology, space: Space, found: Found, k: int, skipped: list[Sk
     chosen = [space.cands[i] for i in found.best]
     links = [space.link(i, j) for i, j in combinations(found.best, 2)] if space.linked else []
     ords = cuda_ordinals(topo.snapshot)
-    gpus = [_chosen(topo, c, ords.by_gid.get(c.gid)) for c in chosen]
+    picked, _, _ = assign([c.nics for c in chosen])
+    gpus = [_chosen(topo, c, ords.by_gid.get(c.gid), nic) for c, nic in zip(chosen, picked)]
     runner = [space.cands[i].gid for i in found.runner_up] if found.runner_up is not None else None
     lost = _lost(space, found) if found.runner_up is not None else []
     res = PlaceResult(
@@ -154,13 +157,13 @@ def _rdma(topo: Topology, name: str | None) -> bool:
     return nic is not None and nic.rdma and nic.kind != "ethernet"
 
 
-def _chosen(topo: Topology, c: Candidate, ordinal: int | None) -> ChosenGpu:
+def _chosen(topo: Topology, c: Candidate, ordinal: int | None, choice: NicChoice) -> ChosenGpu:
     g = topo.gpu(c.gid)
     assert g is not None
     cpus, source = gpu_cpus(topo.snapshot, g, c.numa_node)
-    choice = c.nic
+    name = choice.nic.name if choice.nic is not None else None
     return ChosenGpu(
-        c.gid, c.index, ordinal, c.numa_node, cpus, source, c.nic_name, choice.path, choice.gdr.value, choice.gdr.why()
+        c.gid, c.index, ordinal, c.numa_node, cpus, source, name, choice.path, choice.gdr.value, choice.gdr.why()
     )
 
 
@@ -198,7 +201,7 @@ def _notes(space: Space, gpus: list[ChosenGpu], ordinal_note: str, ords: dict[st
                 notes.append(f"{g.gid}: NIC {g.nic} without GPUDirect RDMA — {g.nic_why}")
         names = [g.nic for g in gpus if g.nic]
         if len(set(names)) < len(names):
-            notes.append("some GPUs share a NIC (no distinct NIC is nearer to them)")
+            notes.append("some GPUs share a NIC (no other NIC as near to them is free in this group)")
     for g in gpus:
         if g.cpus is None:
             notes.append(f"{g.gid}: {g.cpus_source}")

@@ -1,6 +1,6 @@
 """The GPUs a placement may use and the facts the objective ranks: each usable GPU (lost, MIG, busy
-and excluded GPUs skipped with their reason), its memory node, its nearest NIC, and the link of
-every pair ranked. Every fact comes from the one function that decides it
+and excluded GPUs skipped with their reason), its memory node, its usable NICs at the best path
+class, and the link of every pair ranked. Every fact comes from the one function that decides it
 (:mod:`topomap.graph.evidence`, :mod:`topomap.model.facts`); nothing here re-derives NVLink or P2P.
 
 Busy GPUs: the snapshot records no running processes or memory in use (no such field in
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from topomap.base.links import PCIE_CLASSES
 from topomap.graph import Topology, natural_key
-from topomap.graph.evidence import gpu_link, gpu_usable, memory_node, nearest_nic, pcie_path_class
+from topomap.graph.evidence import gpu_link, gpu_usable, memory_node, nics_at_best_class, pcie_path_class
 from topomap.model.facts import SETTLE, NicChoice
 
 #: Link tiers, best last: staged through host memory, PCIe peer-to-peer, NVLink (direct or NVSwitch).
@@ -95,18 +95,19 @@ def pair_link(topo: Topology, a: str, b: str) -> PairLink:
 
 @dataclass(frozen=True)
 class Candidate:
-    """A usable GPU: graph id, NVML index, memory node (``numa_node``: None when not recorded), the
-    nearest usable NIC (None when the snapshot has none) and whether GPUDirect RDMA is possible."""
+    """A usable GPU: graph id, NVML index, memory node (``numa_node``: None when not recorded) and
+    the usable NICs at its best path class (``evidence.nics_at_best_class``: lowest index first, never
+    empty; one whose ``nic`` is None when the snapshot has none). Which of them the GPU gets depends
+    on the group (:mod:`topomap.place.nics`)."""
 
     gid: str
     index: int
     numa_node: int | None
-    nic: NicChoice
-    gdr: bool
+    nics: tuple[NicChoice, ...]
 
     @property
-    def nic_name(self) -> str | None:
-        return self.nic.nic.name if self.nic.nic is not None else None
+    def nic_names(self) -> tuple[str | None, ...]:
+        return tuple(c.nic.name if c.nic is not None else None for c in self.nics)
 
 
 @dataclass(frozen=True)
@@ -135,8 +136,7 @@ def candidates(topo: Topology, exclude: set[str]) -> tuple[list[Candidate], list
         elif gid in exclude:
             skipped.append(Skip(gid, "excluded (--exclude)"))
         else:
-            nic = nearest_nic(topo, gid)
-            usable.append(Candidate(gid, g.index, numa_number(topo, gid), nic, nic.gdr.yes))
+            usable.append(Candidate(gid, g.index, numa_number(topo, gid), nics_at_best_class(topo, gid)))
     return usable, skipped
 
 

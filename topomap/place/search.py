@@ -4,9 +4,10 @@ Objective (larger is better, compared in this order):
 
 - ``tp`` / ``ring``: the slowest link inside the group (the pair ranks of
   :mod:`topomap.place.candidates`: NVLink by bundle bandwidth, then PCIe P2P by class PIX < … <
-  SYS, then staged through host memory); with ``--nics``, the GPUs with a GPUDirect NIC of their
-  own (PIX/PXB), then the distinct NICs; the total (NVLink bandwidth summed over the pairs, then
-  the pairs on each link rank, best rank first); then the fewest NUMA nodes.
+  SYS, then staged through host memory); with ``--nics``, under the group's NIC assignment
+  (:mod:`topomap.place.nics`: each GPU one of its NICs at the best path class), the GPUs with a
+  GPUDirect NIC (PIX/PXB), then the distinct NICs; the total (NVLink bandwidth summed over the
+  pairs, then the pairs on each link rank, best rank first); then the fewest NUMA nodes.
 - ``independent``: with ``--nics`` the GPUDirect NICs, then the distinct NICs; no link objective.
 
 Ties go to the lowest indices. :func:`group_score` scores one group from its pairs (the
@@ -24,6 +25,7 @@ from itertools import combinations
 
 from topomap.graph import Topology
 from topomap.place.candidates import Candidate, PairLink, pair_link
+from topomap.place.nics import allowed, assign
 
 #: (slowest link rank, GPUDirect NICs, distinct NICs, NVLink total MB/s, pairs per rank best first, -NUMA nodes)
 Score = tuple[int, int, int, int, tuple[int, ...], int]
@@ -66,11 +68,11 @@ def build_space(topo: Topology, cands: list[Candidate], pattern: str, nics: bool
 
 
 def _nic_terms(space: Space, members: tuple[int, ...]) -> tuple[int, int]:
+    """GPUs with a GPUDirect NIC and distinct NICs under the group's NIC assignment."""
     if not space.nics:
         return 0, 0
-    gdr = sum(space.cands[i].gdr for i in members)
-    names = {space.cands[i].nic_name for i in members} - {None}
-    return gdr, len(names)
+    _, gdr, distinct = assign([space.cands[i].nics for i in members])
+    return gdr, distinct
 
 
 def _numa_count(space: Space, members: tuple[int, ...]) -> int:
@@ -127,12 +129,18 @@ def _alike(space: Space, i: int, j: int) -> bool:
 
 
 def _own(space: Space, c: Candidate) -> tuple[object, ...]:
-    """A candidate's own facts the objective reads: NUMA node (link patterns), GPUDirect and NIC."""
+    """A candidate's own facts the objective reads: NUMA node (link patterns) and its NIC options.
+    Options no other candidate has count only as (GPUDirect, a NIC at all); shared ones by name, so
+    two candidates are alike when every group's NIC assignment scores the same with either."""
     numa: tuple[object, ...] = (c.numa_node,) if space.linked else ()
     if not space.nics:
         return numa
-    shared = c.nic_name is not None and sum(x.nic_name == c.nic_name for x in space.cands) > 1
-    return (*numa, c.gdr, c.nic_name if shared else c.nic_name is None)
+    mine = allowed(c.nics)
+    names = {n for n in c.nic_names if n is not None}
+    shared = any(x is not c and names & set(x.nic_names) for x in space.cands)
+    if not shared:
+        return (*numa, "own", mine[0].gdr.yes, any(o.nic is not None for o in mine))
+    return (*numa, "shared", tuple((o.nic.name if o.nic else None, o.gdr.yes) for o in c.nics))
 
 
 def search(space: Space, k: int) -> Found:
