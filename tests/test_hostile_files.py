@@ -196,17 +196,18 @@ def test_record_on_a_disk_that_fills_keeps_a_partial_record(tmp_path: Path) -> N
 def test_a_full_disk_thins_the_record_before_it_drops_the_samples(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import topomap.cli as cli
+    import topomap.cli.output as output
+    import topomap.cli.wiring as wiring
     from topomap.record import load_run
 
-    real = cli._write
+    real = wiring._write
     sizes: list[int] = []
 
     def small_disk(path: str, data: bytes) -> None:  # a disk with room for less than the full record
         sizes.append(len(data))
         if len(data) >= sizes[0]:
             full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-            raise cli._unwritable(path, full) from full
+            raise output._unwritable(path, full) from full
         real(path, data)
 
     import topomap.cli.record as rec

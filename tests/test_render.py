@@ -192,3 +192,25 @@ def test_one_rule_for_control_characters_in_every_view() -> None:
     assert html(name) == "a\\x1b[31m<br/>b\\x09\\x9b\\ud800"
     assert xml_safe(name) == "a\\x1b[31m\nb\t\\x9b\\ud800"
     assert shown(name) == "a\\x1b[31m\nb\t\\x9b\\ud800"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["plan", str(SAMPLES / "flows" / "eight-documents.yaml"), "--cards", "2", "-o", "OUT.png"],
+        ["render", str(SAMPLES / "records" / "two-cards.json"), "-o", "OUT.png"],
+    ],
+)
+def test_charts_without_matplotlib_say_which_extra(
+    argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """matplotlib is the `plot` extra (issue 18: 173 MiB of a 247 MiB install the probe never needs):
+    without it a chart is one line naming the extra, exit 2, nothing written."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib → ImportError
+    out = tmp_path / "c.png"
+    r = runner.invoke(app, [str(out) if a == "OUT.png" else a for a in argv])
+    assert r.exit_code == 2, r.output
+    assert "needs matplotlib" in r.stderr and "pip install 'topomap[plot]'" in r.stderr
+    assert "\n" not in r.stderr.rstrip("\n") and not out.exists()

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from topomap.base.errors import TopomapError
 from topomap.base.units import fmt_span
-from topomap.render.text import chart_text
+from topomap.render.text import PLOT_HINT, chart_text
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -64,7 +64,7 @@ def gantt_image(result: PlanResult, fmt: str, cards: int | None = None) -> bytes
         import matplotlib.pyplot as plt
         from matplotlib.patches import Patch
     except ImportError as err:
-        raise TopomapError("drawing a Gantt chart needs matplotlib", hint="pip install matplotlib") from err
+        raise TopomapError("drawing a Gantt chart needs matplotlib", hint=PLOT_HINT) from err
 
     k = cards if cards is not None else max((a.k for a in result.arrangements), default=0)
     shown = [a for a in result.arrangements if a.k == k]

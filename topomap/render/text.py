@@ -24,6 +24,9 @@ from typing import TYPE_CHECKING
 from topomap.base.errors import TopomapError
 from topomap.base.units import fmt_bytes
 
+#: What to install for charts (matplotlib is an extra: the probe in a container needs none of it).
+PLOT_HINT = "pip install 'topomap[plot]' (matplotlib)"
+
 if TYPE_CHECKING:
     from topomap.model.facts import Bandwidth, GpuMemory
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from topomap.base.errors import TopomapError
 from topomap.record.model import Run
+from topomap.render.text import PLOT_HINT
 from topomap.render.text import chart_text as _mpl
 
 FORMATS = ("svg", "png", "pdf")
@@ -23,9 +24,12 @@ def timeline_image(run: Run, fmt: str) -> bytes:
     command's process tree CPU (% of one CPU) and resident memory (GiB). Returns the file bytes."""
     if fmt not in FORMATS:
         raise TopomapError(f"cannot draw a run as {fmt!r}; expected one of {', '.join(FORMATS)}")
-    import matplotlib  # start-up: matplotlib is heavy and optional; only drawing needs it
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    try:  # start-up: matplotlib is heavy and optional; only drawing needs it
+        import matplotlib
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as err:
+        raise TopomapError("drawing a run's timeline needs matplotlib", hint=PLOT_HINT) from err
 
     with matplotlib.rc_context({"svg.hashsalt": "topomap", "svg.fonttype": "none", "font.size": 9}):
         gpu_panels = 2 if run.gpus else 0
