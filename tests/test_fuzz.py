@@ -276,8 +276,9 @@ class Mutator:
             if op == "other" and leaves:
                 box[key] = self.pick(leaves)
             elif op == "hostile":
-                box[key] = self.pick([None, -1, 0, 2**64, 1e300, float("nan"), "", "gpu99", "nic0", "NV99", "\x1b[2J",
-                                      [], {}, "0000:00:00.0", True, "x" * 5000])  # fmt: skip
+                box[key] = self.pick([None, -1, 0, 2**64, 10**400, 1e300, 1e308, float("nan"), "", "gpu99",
+                                      "nic0", "NV99", "\x1b[2J", "\u202e", [], {}, "0000:00:00.0", True,
+                                      "x" * 5000])  # fmt: skip
             elif op == "drop" and isinstance(box, (dict, list)):
                 del box[key]
                 break  # the spots after it moved
@@ -465,6 +466,7 @@ def _run_case(fmt: Format, data: bytes, work: Path, tally: Tally, ops: str) -> t
     tally.seen.add(key)
     tally.viewed += 1
     runner = CliRunner()
+    wrote = ""  # the writer whose output the next views read (attach): they must accept it
     for args in fmt.views(f, work):
         res = None
         try:
@@ -482,6 +484,10 @@ def _run_case(fmt: Format, data: bytes, work: Path, tally: Tally, ops: str) -> t
         if res.exit_code not in (0, 1, 2, 3) or (exc is not None and not isinstance(exc, SystemExit)):
             tail = res.output.strip().splitlines()[-1:] if res.output.strip() else [repr(exc)]
             return "crash", f"[{ops}] {' '.join(args[:1])} exit {res.exit_code}: {tail[0][:300]}"
+        if wrote and args[0] == "show" and res.exit_code != 0:  # issue 24: a writer wrote what readers refuse
+            tail = res.output.strip().splitlines()[-1:] or [""]
+            return "crash", f"[{ops}] {wrote} wrote a file `show` refuses: {tail[0][:300]}"
+        wrote = args[0] if args[0] == "attach" and res.exit_code == 0 else wrote
     return "accepted", ""
 
 
