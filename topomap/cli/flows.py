@@ -11,7 +11,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -19,9 +19,6 @@ from topomap.base.errors import TopomapError
 from topomap.cli.output import output_format
 from topomap.cli.wiring import JsonOpt, ProbeOpt, _console, _guard, _load, _print_json, _print_wide, _write, app
 from topomap.files.kind import is_run_file
-
-if TYPE_CHECKING:
-    pass
 
 RENDER_FORMATS = ("svg", "png", "pdf", "dot", "graphml", "json")
 
