@@ -161,3 +161,17 @@ def test_plan_total_rule_uses_the_plan(tmp_path: Path) -> None:
     assert r.exit_code == 1 and "106 min" in d["rules"][0]["summary"] and "> 60 min" in d["rules"][0]["summary"]
     r = runner.invoke(app, ["check", str(reqs), "--probe", str(IBM)])
     assert r.exit_code == 2 and "needs a flow" in r.stderr
+
+
+def test_gpu_links_beyond_the_class_is_unknown_where_nvlink_is_unknown() -> None:
+    """AWS p4d's static NCCL file records PCIe paths but no NVLink (NCCL adds NVLink from NVML at run
+    time): a pair PHB or SYS apart may still be NVLinked, so `min: PXB` is UNKNOWN there, never FAIL.
+    The RTX 4090 box's `topo -m` does record NVLink (none): its SYS pairs FAIL."""
+    rules, _ = parse_requirements("requirements:\n  - gpu_links: {min: PXB}\n", "q.yaml")
+    p4d = load_any(SAMPLES / "snapshots" / "aws-p4d-24xlarge.json")
+    r = check(rules, [Lot("p4d", build(p4d))], None).results[0]
+    assert r.status == "unknown"
+    assert any("SYS (beyond PXB); NVLink unknown" in f.text for f in r.findings)
+    assert any("topo -m" in s for s in r.settle)
+    rtx = load_any(SAMPLES / "snapshots" / "rtx4090-8gpu-all-sys.json")
+    assert check(rules, [Lot("rtx", build(rtx))], None).results[0].status == "fail"

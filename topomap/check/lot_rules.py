@@ -192,12 +192,18 @@ def _gpu_pair(topo: Topology, a: str, b: str, least: str) -> tuple[Status, str, 
     cls = pcie_path_class(topo, a, b)
     if cls is None:
         return "unknown", "PCIe path unknown", SETTLE["path"]
+    # Past this point the pair fails on PCIe; where the source cannot say whether NVLink joins it
+    # (a static NCCL file, a `topo -p2p` paste), NVLink could still pass it: unknown, never FAIL.
+    nv_unknown = nv.usable.value == "unknown"
     if class_rank(cls) > class_rank(least):
+        if nv_unknown:
+            return "unknown", f"{cls} (beyond {least}); NVLink unknown", nv.usable.settle or SETTLE["nvlink"]
         return "fail", f"{cls} (beyond {least})", None
     p2p = pcie_p2p(topo, a, b)
     if p2p.no and not p2p.assumed:
-        nv_unknown = f" (NVLink unknown: {SETTLE['nvlink']})" if nv.usable.value == "unknown" else ""
-        return "fail", f"{cls} but {p2p.why()}{nv_unknown}", None
+        if nv_unknown:
+            return "unknown", f"{cls} but {p2p.why()}; NVLink unknown", nv.usable.settle or SETTLE["nvlink"]
+        return "fail", f"{cls} but {p2p.why()}", None
     if p2p.assumed or p2p.value == "unknown":
         return "unknown", f"{cls}, P2P status not recorded", SETTLE["p2p"]
     return "pass", f"{cls}, {p2p.why()}", None
