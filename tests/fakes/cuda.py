@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import uuid as uuidlib
+from dataclasses import dataclass
 from typing import Any
 
 from cuda.bindings import driver as real
@@ -143,15 +144,37 @@ class _Ctx:
 
 class _Stream:
     def __init__(self, ordinal: int) -> None:
-        self.ordinal = ordinal
+        self.ordinal = ordinal  # the context that created it
         self.t = 0.0  # simulated seconds
         self.hung = False
+        self.seen: set[int] = set()  # memsets ordered before whatever is enqueued next
 
 
 class _Event:
-    def __init__(self) -> None:
+    def __init__(self, ordinal: int) -> None:
+        self.ordinal = ordinal
         self.t: float | None = None
         self.hung = False
+        self.seen: set[int] = set()
+
+
+@dataclass
+class CopyRecord:
+    """One copy as the fake saw it: which stream (created in which context) it ran on, which GPUs
+    own its ends, and whether the last memset of its destination was ordered before it."""
+
+    call: str
+    stream: _Stream | None  # None: a synchronous copy
+    src: int | None  # owning CUDA ordinal, None for host memory
+    dst: int | None
+    after_fill: bool
+
+
+@dataclass
+class FillRecord:
+    call: str
+    stream: _Stream | None  # None: the NULL stream (cuMemsetD8)
+    dst: int
 
 
 class FakeCudaMemory(FakeCuda):
@@ -187,6 +210,14 @@ class FakeCudaMemory(FakeCuda):
         self.peers: set[tuple[int, int]] = set()
         self.max_peers = max_peers  # peer mappings one context may hold (CUDA_ERROR_TOO_MANY_PEERS past it)
         self.n_copies = 0
+        # ordering: every memset is an op; a stream knows the ops ordered before its next work,
+        # the host the ops it has waited for; a copy into a freshly zeroed buffer must follow it
+        self.n_ops = 0
+        self.null: dict[int, _Stream] = {}  # each context's NULL stream (not ordered with non-blocking ones)
+        self.done: set[int] = set()
+        self.last_fill: dict[int, int] = {}
+        self.copy_log: list[CopyRecord] = []
+        self.fill_log: list[FillRecord] = []
 
     # helpers
     def _index(self, ordinal: int) -> int:
@@ -286,12 +317,24 @@ class FakeCudaMemory(FakeCuda):
         self.blocks.pop(int(addr))
         return (R.CUDA_SUCCESS,)
 
-    def cuMemsetD8(self, addr: int, value: int, n: int) -> tuple[Any, ...]:
-        err, _ = self._cur("cuMemsetD8")
+    def _fill(self, name: str, addr: int, value: int, n: int, st: _Stream | None) -> tuple[Any, ...]:
+        err, me = self._cur(name)
         if err:
             return (err,)
+        on = st if st is not None else self.null.setdefault(me, _Stream(me))
+        self.n_ops += 1
+        on.seen.add(self.n_ops)
+        self.last_fill[int(addr)] = self.n_ops
+        self.fill_log.append(FillRecord(name, st, int(addr)))
         ctypes.memset(int(addr), value, n)
         return (R.CUDA_SUCCESS,)
+
+    def cuMemsetD8(self, addr: int, value: int, n: int) -> tuple[Any, ...]:
+        """Asynchronous on the context's NULL stream, as the real one is for device memory."""
+        return self._fill("cuMemsetD8", addr, value, n, None)
+
+    def cuMemsetD8Async(self, addr: int, value: int, n: int, st: _Stream) -> tuple[Any, ...]:
+        return self._fill("cuMemsetD8Async", addr, value, n, st)
 
     # streams and events
     def cuStreamCreate(self, flags: int) -> tuple[Any, ...]:
@@ -302,8 +345,8 @@ class FakeCudaMemory(FakeCuda):
         return (R.CUDA_SUCCESS,)
 
     def cuEventCreate(self, flags: int) -> tuple[Any, ...]:
-        err, _ = self._cur("cuEventCreate")
-        return (err, None) if err else (R.CUDA_SUCCESS, _Event())
+        err, me = self._cur("cuEventCreate")
+        return (err, None) if err else (R.CUDA_SUCCESS, _Event(me))
 
     def cuEventDestroy(self, ev: _Event) -> tuple[Any, ...]:
         return (R.CUDA_SUCCESS,)
@@ -312,7 +355,9 @@ class FakeCudaMemory(FakeCuda):
         err, _ = self._cur("cuEventRecord")
         if err:
             return (err,)
-        ev.t, ev.hung = st.t, st.hung
+        if ev.ordinal != st.ordinal:  # the event and the stream must share a context
+            return (R.CUDA_ERROR_INVALID_HANDLE,)
+        ev.t, ev.hung, ev.seen = st.t, st.hung, set(st.seen)
         return (R.CUDA_SUCCESS,)
 
     def cuStreamWaitEvent(self, st: _Stream, ev: _Event, flags: int) -> tuple[Any, ...]:
@@ -321,6 +366,7 @@ class FakeCudaMemory(FakeCuda):
             return (err,)
         st.t = max(st.t, ev.t or 0.0)
         st.hung = st.hung or ev.hung
+        st.seen |= ev.seen  # across contexts too
         return (R.CUDA_SUCCESS,)
 
     def _wait(self, hung: bool) -> None:
@@ -334,6 +380,7 @@ class FakeCudaMemory(FakeCuda):
         if err:
             return (err,)
         self._wait(ev.hung)
+        self.done |= ev.seen
         return (R.CUDA_SUCCESS,)
 
     def cuStreamSynchronize(self, st: _Stream) -> tuple[Any, ...]:
@@ -341,6 +388,7 @@ class FakeCudaMemory(FakeCuda):
         if err:
             return (err,)
         self._wait(st.hung)
+        self.done |= st.seen
         return (R.CUDA_SUCCESS,)
 
     def cuEventElapsedTime(self, a: _Event, b: _Event) -> tuple[Any, ...]:
@@ -353,10 +401,15 @@ class FakeCudaMemory(FakeCuda):
 
     # copies
     def _copy(self, name: str, dst: int, src: int, n: int, st: _Stream | None) -> tuple[Any, ...]:
-        err, _ = self._cur(name)
+        err, me = self._cur(name)
         if err:
             return (err,)
         od, os_ = self._owner(dst), self._owner(src)
+        on = st if st is not None else self.null.setdefault(me, _Stream(me))
+        fill = self.last_fill.get(int(dst))
+        self.copy_log.append(CopyRecord(name, st, os_, od, fill is None or fill in on.seen or fill in self.done))
+        if st is None:
+            self.done |= on.seen  # a synchronous copy returns after the NULL stream's earlier work
         for o in {od, os_} - {None}:
             assert o is not None
             if self._lost(o):

@@ -8,15 +8,22 @@ cleared; after it the destination is read back and compared, so a path that drop
 misroutes data is caught, not timed. The driver module is handed in (``cuda.bindings.driver``
 or a fake); this module never imports the bindings itself.
 
+Peer copies x→y run on a stream created in x's context, so x's copy engine pushes (nvbandwidth's
+write tests); streams of two contexts are joined with an event recorded in one and waited on in
+the other. Buffers are zeroed with cuMemsetD8Async on the stream that then copies (or joined to it
+by such a wait): a NULL-stream memset is not ordered before work on a non-blocking stream.
+
 Unlike nvbandwidth there is no spin kernel holding the stream while copies are enqueued (that
 needs compiled device code): the start event runs as soon as it is recorded, so one copy's
 launch (microseconds) falls inside the timed window — under 1% at the ≥ 32 MiB copies used
-here. Latency is the time per copy of a run of small copies in one stream, as
-p2pBandwidthLatencyTest reports it.
+here, but for 8-byte copies the figure is bounded by how fast the CPU enqueues them. Latency is
+the time per copy of a run of small copies in one stream, as p2pBandwidthLatencyTest's copy-engine
+latency is, not the link's own latency (README, "Measured bandwidth").
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 from dataclasses import dataclass, field
@@ -82,6 +89,11 @@ class Session:
         self.cu = cu
         self.ctx: dict[int, Any] = {}
         self.devs: dict[int, Any] = {}
+        # The CPUs this worker may run on when it starts: every host job binds from this mask, not
+        # from the previous job's node (a long-lived worker would otherwise narrow it job by job).
+        self.start_cpus: frozenset[int] | None = (
+            frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+        )
         self.call("cuInit", None, 0)
 
     def call(self, name: str, ordinal: int | None, *args: Any) -> Any:
@@ -179,19 +191,27 @@ def _quiet(cu: Any, name: str, *args: Any) -> None:
         return
 
 
-def bind_cpus(cpus: list[int]) -> str | None:
-    """Run this process on ``cpus`` (so pinned pages land on their NUMA node); a note when it cannot."""
-    if not cpus or not hasattr(os, "sched_setaffinity"):
+def bind_cpus(cpus: list[int], start: frozenset[int] | None) -> str | None:
+    """Run this process on ``cpus`` within the worker's starting mask ``start`` (so pinned pages land
+    on their NUMA node); a note when it cannot, and then back on the whole starting mask, so an
+    earlier job's binding never carries over."""
+    if not hasattr(os, "sched_setaffinity"):
         return "CPU binding not available here: host buffer placement left to the kernel"
-    allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(cpus)
-    usable = set(cpus) & allowed if allowed else set(cpus)
-    if not usable:
-        return "none of the node's CPUs are in this process's cpuset: host buffer placement left to the kernel"
-    try:
-        os.sched_setaffinity(0, usable)
-    except OSError as err:
-        return f"could not bind to the node's CPUs ({err.strerror}): host buffer placement left to the kernel"
-    return None
+    usable = set(cpus) & start if start else set(cpus)
+    if not cpus:
+        note = "CPU binding not available here: host buffer placement left to the kernel"
+    elif not usable:
+        note = "none of the node's CPUs are in this process's cpuset: host buffer placement left to the kernel"
+    else:
+        try:
+            os.sched_setaffinity(0, usable)
+            return None
+        except OSError as err:
+            note = f"could not bind to the node's CPUs ({err.strerror}): host buffer placement left to the kernel"
+    if start:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, start)
+    return note
 
 
 def fill_host(ptr: int, data: bytes) -> None:

@@ -106,10 +106,17 @@ class _HostRig:
     def timed(self, copy: Copy, reps: int) -> float:
         return _timed(self.s, self.bufs, self.k, self.st1, copy, reps)
 
+    def clear_d1(self) -> None:
+        """Zero the h2d destination on the copy stream: a memset on the NULL stream would not be
+        ordered before copies on a non-blocking stream, and a late fill would read as corrupt."""
+        self.s.call("cuMemsetD8Async", self.k, self.d1, 0, self.n, self.st1)
+
 
 def run_host(cu: Any, s: Session, spec: HostSpec, st: Settings) -> list[Figure]:
     """h2d, d2h (and both at once) between pinned host memory on ``spec.node`` and one GPU; latency."""
-    note = bind_cpus(spec.cpus) if spec.node is not None else "host NUMA node unknown: placement left to the kernel"
+    note = bind_cpus(spec.cpus if spec.node is not None else [], s.start_cpus)
+    if spec.node is None:
+        note = "host NUMA node unknown: placement left to the kernel"
     bufs = Buffers(s)
     try:
         rig = _HostRig.allocate(s, bufs, spec.ordinal, st.size_bytes)
@@ -134,7 +141,7 @@ def _host_one_way(rig: _HostRig, spec: HostSpec, st: Settings, notes: list[str])
     for sample in range(st.samples):
         want = pattern(n, sample)
         fill_host(rig.h1, want)
-        s.call("cuMemsetD8", k, rig.d1, 0, n)
+        rig.clear_d1()
         if sample == 0:
             for _ in range(st.warmup):
                 rig.h2d()
@@ -160,18 +167,10 @@ def _host_both_way(rig: _HostRig, spec: HostSpec, st: Settings, notes: list[str]
         fill_host(rig.h1, back)
         s.call("cuMemcpyHtoD", k, rig.d2, rig.h1, n)  # d2 holds what goes back to the host
         fill_host(rig.h1, want)
-        s.call("cuMemsetD8", k, rig.d1, 0, n)
+        rig.clear_d1()
         clear_host(rig.h2, n)
-        ms = _both(
-            s,
-            rig.bufs,
-            k,
-            rig.st1,
-            rig.st2,
-            rig.h2d,
-            lambda: s.call("cuMemcpyDtoHAsync", k, rig.h2, rig.d2, n, rig.st2),
-            st.repetitions,
-        )
+        d2h = (k, rig.st2, lambda: s.call("cuMemcpyDtoHAsync", k, rig.h2, rig.d2, n, rig.st2))
+        ms = _both(s, rig.bufs, (k, rig.st1, rig.h2d), d2h, st.repetitions)
         both.gbps.append(_gbps(2 * n * st.repetitions, ms))
         _check(both, read_host(rig.h2, n), back)
         s.call("cuMemcpyDtoH", k, rig.hc, rig.d1, n)
@@ -190,19 +189,26 @@ def _host_latency(rig: _HostRig, spec: HostSpec, st: Settings) -> Figure:
     return lat
 
 
-def _both(s: Session, bufs: Buffers, k: int, st1: Any, st2: Any, c1: Copy, c2: Copy, reps: int) -> float:
-    """Milliseconds for ``reps`` of c1 on st1 and c2 on st2 running at once (start and end joined)."""
-    start, end2, end = bufs.event(k), bufs.event(k), bufs.event(k)
-    s.call("cuEventRecord", k, start, st1)
-    s.call("cuStreamWaitEvent", k, st2, start, 0)
+def _both(s: Session, bufs: Buffers, one: tuple[int, Any, Copy], two: tuple[int, Any, Copy], reps: int) -> float:
+    """Milliseconds for ``reps`` of two copies running at once, each ``(ordinal, stream, copy)`` on a
+    stream of that ordinal's context; start and end joined across the contexts with events (an event
+    is recorded in its stream's context; a stream may wait on another context's event)."""
+    (k1, st1, c1), (k2, st2, c2) = one, two
+    start, end2, end = bufs.event(k1), bufs.event(k2), bufs.event(k1)
+    s.context(k1)
+    s.call("cuEventRecord", k1, start, st1)
+    s.context(k2)
+    s.call("cuStreamWaitEvent", k2, st2, start, 0)
     for _ in range(reps):
         c1()
         c2()
-    s.call("cuEventRecord", k, end2, st2)
-    s.call("cuStreamWaitEvent", k, st1, end2, 0)
-    s.call("cuEventRecord", k, end, st1)
-    s.call("cuEventSynchronize", k, end)
-    return float(s.call("cuEventElapsedTime", k, start, end))
+    s.context(k2)
+    s.call("cuEventRecord", k2, end2, st2)
+    s.context(k1)
+    s.call("cuStreamWaitEvent", k1, st1, end2, 0)
+    s.call("cuEventRecord", k1, end, st1)
+    s.call("cuEventSynchronize", k1, end)
+    return float(s.call("cuEventElapsedTime", k1, start, end))
 
 
 def _check(fig: Figure, got: bytes, want: bytes) -> None:
@@ -240,72 +246,79 @@ def disable_peer(s: Session, a: int, b: int) -> None:
         s.cu.cuCtxDisablePeerAccess(s.ctx[y])
 
 
+WRITE_NOTE = "write: the source GPU's copy engine pushes (stream of the source's context), as nvbandwidth's write tests"
+
+
+@dataclass
+class _PairRig:
+    """What one pair job copies between: a source and a destination buffer on each GPU, two pinned
+    host buffers (load, check), and one stream per GPU created in that GPU's context. A copy x→y runs
+    on x's stream, so x's copy engine pushes: every d2d figure is a write."""
+
+    s: Session
+    bufs: Buffers
+    n: int
+    src: dict[int, Any]
+    dst: dict[int, Any]
+    hp: Any
+    hc: Any
+    stream: dict[int, Any]
+
+    @classmethod
+    def allocate(cls, s: Session, bufs: Buffers, a: int, b: int, n: int) -> _PairRig:
+        src = {a: bufs.dev(a, n), b: bufs.dev(b, n)}
+        dst = {a: bufs.dev(a, n), b: bufs.dev(b, n)}
+        hp, hc = bufs.pinned(n, a), bufs.pinned(n, a)
+        return cls(s, bufs, n, src, dst, hp, hc, {a: bufs.stream(a), b: bufs.stream(b)})
+
+    def copy(self, x: int, y: int, nbytes: int | None = None) -> Copy:
+        s, ctx, size = self.s, self.s.ctx, self.n if nbytes is None else nbytes
+        return lambda: s.call("cuMemcpyPeerAsync", x, self.dst[y], ctx[y], self.src[x], ctx[x], size, self.stream[x])
+
+    def load(self, x: int, data: bytes) -> None:
+        """``data`` into x's source buffer (a synchronous copy from pinned memory)."""
+        fill_host(self.hp, data)
+        self.s.context(x)
+        self.s.call("cuMemcpyHtoD", x, self.src[x], self.hp, self.n)
+
+    def clear(self, y: int, x: int) -> None:
+        """Zero y's destination on y's stream, and hold x's stream (which copies into it) until it
+        is done: a cross-context wait, since the memset is not on the NULL stream's order."""
+        s = self.s
+        s.context(y)
+        s.call("cuMemsetD8Async", y, self.dst[y], 0, self.n, self.stream[y])
+        if x != y:
+            ev = self.bufs.event(y)
+            s.call("cuEventRecord", y, ev, self.stream[y])
+            s.context(x)
+            s.call("cuStreamWaitEvent", x, self.stream[x], ev, 0)
+
+    def timed(self, x: int, copy: Copy, reps: int) -> float:
+        self.s.context(x)
+        return _timed(self.s, self.bufs, x, self.stream[x], copy, reps)
+
+    def verify(self, fig: Figure, y: int, want: bytes) -> None:
+        self.s.context(y)
+        self.s.call("cuMemcpyDtoH", y, self.hc, self.dst[y], self.n)
+        _check(fig, read_host(self.hc, self.n), want)
+
+
 def run_pair(cu: Any, s: Session, spec: PairSpec, st: Settings) -> list[Figure]:
-    """GPU a → b, b → a, both at once, and small-copy latency, verified; peer where enabled."""
-    a, b, n = spec.a, spec.b, st.size_bytes
+    """GPU a → b, b → a (writes), both at once, and small-copy latency, verified; peer where enabled."""
+    a, b = spec.a, spec.b
     peer, why = enable_peer(s, a, b)
     route = "peer" if peer else "staged"
     notes = [why] if why else []
     bufs = Buffers(s)
     try:
-        src = {a: bufs.dev(a, n), b: bufs.dev(b, n)}
-        dst = {a: bufs.dev(a, n), b: bufs.dev(b, n)}
-        hp, hc = bufs.pinned(n, a), bufs.pinned(n, a)
-        s1, s2 = bufs.stream(a), bufs.stream(a)
-        ctx = s.ctx
-
-        def copy(x: int, y: int, stream: Any, nbytes: int = n) -> Copy:
-            return lambda: s.call("cuMemcpyPeerAsync", x, dst[y], ctx[y], src[x], ctx[x], nbytes, stream)
-
-        def load(x: int, data: bytes) -> None:
-            fill_host(hp, data)
-            s.context(x)
-            s.call("cuMemcpyHtoD", x, src[x], hp, n)
-            s.call("cuMemsetD8", x, dst[x], 0, n)
-
-        def verify(fig: Figure, y: int, want: bytes) -> None:
-            s.context(y)
-            s.call("cuMemcpyDtoH", y, hc, dst[y], n)
-            _check(fig, read_host(hc, n), want)
-            s.context(a)
-
-        out: list[Figure] = []
-        for x, y in ((a, b), (b, a)):
-            fig = Figure("d2d", "one-way", x, y, route, notes=list(notes))
-            for sample in range(st.samples):
-                want = pattern(n, sample + 10 * x)
-                load(x, want)
-                s.context(y)
-                s.call("cuMemsetD8", y, dst[y], 0, n)
-                s.context(a)
-                if sample == 0:
-                    for _ in range(st.warmup):
-                        copy(x, y, s1)()
-                    s.call("cuStreamSynchronize", a, s1)
-                    s.context(y)
-                    s.call("cuMemsetD8", y, dst[y], 0, n)
-                    s.context(a)
-                ms = _timed(s, bufs, a, s1, copy(x, y, s1), st.repetitions)
-                fig.gbps.append(_gbps(n * st.repetitions, ms))
-                verify(fig, y, want)
-            out.append(fig)
+        rig = _PairRig.allocate(s, bufs, a, b, st.size_bytes)
+        out = [_pair_one_way(rig, x, y, route, notes, st) for x, y in ((a, b), (b, a))]
         if st.both_way:
-            fig = Figure("d2d", "both-way", a, b, route, notes=[*notes, "a→b and b→a at once, sum of both"])
-            for sample in range(st.samples):
-                wa, wb = pattern(n, 300 + sample), pattern(n, 400 + sample)
-                load(a, wa)
-                load(b, wb)
-                s.context(a)
-                ms = _both(s, bufs, a, s1, s2, copy(a, b, s1), copy(b, a, s2), st.repetitions)
-                fig.gbps.append(_gbps(2 * n * st.repetitions, ms))
-                verify(fig, b, wa)
-                verify(fig, a, wb)
-            out.append(fig)
+            out.append(_pair_both_way(rig, a, b, route, notes, st))
         for x, y in ((a, b), (b, a)):
-            lat = Figure("latency", "one-way", x, y, route, notes=[*notes, f"{LATENCY_BYTES}-byte copies"])
-            s.context(a)
+            lat = Figure("latency", "one-way", x, y, route, notes=[*notes, f"{LATENCY_BYTES}-byte copies", WRITE_NOTE])
             for _ in range(st.samples):
-                ms = _timed(s, bufs, a, s1, copy(x, y, s1, LATENCY_BYTES), st.latency_copies)
+                ms = rig.timed(x, rig.copy(x, y, LATENCY_BYTES), st.latency_copies)
                 lat.us.append(ms * 1e3 / st.latency_copies)
             out.append(lat)
         return out
@@ -313,6 +326,42 @@ def run_pair(cu: Any, s: Session, spec: PairSpec, st: Settings) -> list[Figure]:
         bufs.free()
         if peer:
             disable_peer(s, a, b)
+
+
+def _pair_one_way(rig: _PairRig, x: int, y: int, route: str, notes: list[str], st: Settings) -> Figure:
+    fig = Figure("d2d", "one-way", x, y, route, notes=[*notes, WRITE_NOTE])
+    n = rig.n
+    for sample in range(st.samples):
+        want = pattern(n, sample + 10 * x)
+        rig.load(x, want)
+        rig.clear(y, x)
+        if sample == 0:
+            for _ in range(st.warmup):
+                rig.copy(x, y)()
+            rig.s.context(x)
+            rig.s.call("cuStreamSynchronize", x, rig.stream[x])
+            rig.clear(y, x)
+        ms = rig.timed(x, rig.copy(x, y), st.repetitions)
+        fig.gbps.append(_gbps(n * st.repetitions, ms))
+        rig.verify(fig, y, want)
+    return fig
+
+
+def _pair_both_way(rig: _PairRig, a: int, b: int, route: str, notes: list[str], st: Settings) -> Figure:
+    fig = Figure("d2d", "both-way", a, b, route, notes=[*notes, "a→b and b→a at once, sum of both", WRITE_NOTE])
+    for sample in range(st.samples):
+        wa, wb = pattern(rig.n, 300 + sample), pattern(rig.n, 400 + sample)
+        rig.load(a, wa)
+        rig.load(b, wb)
+        rig.clear(b, a)
+        rig.clear(a, b)
+        ms = _both(
+            rig.s, rig.bufs, (a, rig.stream[a], rig.copy(a, b)), (b, rig.stream[b], rig.copy(b, a)), st.repetitions
+        )
+        fig.gbps.append(_gbps(2 * rig.n * st.repetitions, ms))
+        rig.verify(fig, b, wa)
+        rig.verify(fig, a, wb)
+    return fig
 
 
 def median(values: list[float]) -> float | None:
