@@ -127,3 +127,15 @@ def test_long_nic_names_reach_a_pipe_whole(tmp_path: Path) -> None:
         assert hits and all(
             re.search(r"mlx5_gdr_rail\d+_with_a_name_much_longer_than_any_terminal_column", h) for h in hits
         )
+
+
+def test_the_slowest_arrow_keeps_its_lower_bound() -> None:
+    """DGX-1's `topo -m` gives NV1/NV2 but no model: the NVLink figures are lower bounds. The
+    "slowest arrow per medium" line printed "slowest 14.1 GB/s derived" (a floor stated as the
+    figure); every view now writes an arrow's bandwidth through MappedArrow.bandwidth()."""
+    flow = str(SAMPLES / "flows" / "tensor-parallel.yaml")
+    r = runner.invoke(app, ["map", flow, "--probe", f"lot={SAMPLES / 'snapshots' / 'dgx1-v100.json'}"])
+    assert r.exit_code == 0, r.output
+    line = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("gpu-link:"))
+    assert "slowest ≥ 14.1 GB/s derived" in line
+    assert "gpu0 → lot:gpu1" in line

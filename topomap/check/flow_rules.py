@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from topomap.base.units import fmt_bandwidth, fmt_span
+from topomap.base.units import fmt_span
 from topomap.check.requirements import ArrowBandwidthRule, ArrowTimeRule, PlanTotalRule, Requirement
 from topomap.check.results import Finding, RuleResult, tally
 from topomap.flow.mapping import FlowMap, MappedArrow
@@ -18,7 +18,7 @@ def _host_of(end: str) -> str:
 
 
 def _bw(a: MappedArrow) -> str:
-    return fmt_bandwidth(a.bandwidth_gbps, a.bandwidth_source, a.lower_bound)
+    return a.bandwidth().text()
 
 
 def _matching(rule: ArrowBandwidthRule | ArrowTimeRule, fmap: FlowMap) -> list[MappedArrow]:

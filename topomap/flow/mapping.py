@@ -18,7 +18,7 @@ from topomap.flow.onehost import same_host
 from topomap.flow.spec import Flow, FlowArrow, FlowError, Placement
 from topomap.graph import Topology
 from topomap.graph.evidence import gpu_usable
-from topomap.model.facts import BandwidthSource
+from topomap.model.facts import Bandwidth, BandwidthSource
 
 
 @dataclass
@@ -49,6 +49,11 @@ class MappedArrow:
     assumptions: list[str] = field(default_factory=list)  # rules assumed where the source was silent
     candidates: list[str] = field(default_factory=list)  # for an unknown medium: what it could be
     settle: str | None = None  # for an unknown: the command whose output would decide it
+
+    def bandwidth(self) -> Bandwidth:
+        """The arrow's figure as the one Bandwidth value every view writes (``.text()``: "≥ 253 GB/s
+        derived", the ≥ of a lower bound included)."""
+        return Bandwidth(self.bandwidth_gbps, self.bandwidth_source, self.bandwidth_basis, self.lower_bound)
 
     def to_json(self) -> dict[str, object]:
         return {

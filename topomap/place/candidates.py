@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from topomap.base.links import PCIE_CLASSES
+from topomap.base.links import PCIE_CLASSES, class_rank
 from topomap.graph import Topology, natural_key
 from topomap.graph.evidence import gpu_link, gpu_usable, memory_node, nics_at_best_class, pcie_path_class
 from topomap.model.facts import SETTLE, NicChoice
@@ -49,9 +49,9 @@ class PairLink:
 
 
 def pcie_strength(cls: str | None) -> int:
-    """PIX 4, PXB 3, PHB 2, NODE 1, SYS 0; -1 when the class is unknown."""
-    names = [str(c) for c in PCIE_CLASSES]
-    return len(names) - 1 - names.index(cls) if cls in names else -1
+    """PIX 4, PXB 3, PHB 2, NODE 1, SYS 0 (higher is better: :func:`class_rank` turned round); -1 when
+    the class is unknown."""
+    return len(PCIE_CLASSES) - class_rank(cls) if cls in PCIE_CLASSES else -1
 
 
 def pair_link(topo: Topology, a: str, b: str) -> PairLink:

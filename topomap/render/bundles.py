@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from topomap.base.units import fmt_bandwidth, fmt_bytes, fmt_gbps, fmt_seconds
+from topomap.base.units import fmt_bytes, fmt_gbps, fmt_seconds
 from topomap.flow.mapping import FlowMap, MappedArrow
 
 _PLACEMENT = re.compile(r"^(?P<host>.*):(?P<what>gpu(?P<n>\d+)|memory(?:@numa\d+)?|storage)$", re.S)
@@ -192,7 +192,7 @@ def slowest_line(a: MappedArrow, count: int, unknown: int) -> str:
         return f"{count} arrow(s) stay on their device (no transfer)"
     if unknown == count:
         return f"{count} arrow(s), bandwidth unknown for all (not recorded by the source)"
-    text = f"{count} arrow(s), slowest {fmt_bandwidth(a.bandwidth_gbps, a.bandwidth_source)}"  # known: see above
+    text = f"{count} arrow(s), slowest {a.bandwidth().text()}"  # known: see above
     text += f": {a.src_step} → {a.dst_step} ({a.src} → {a.dst})"
     return text + (f"; {unknown} with unknown bandwidth" if unknown else "")
 

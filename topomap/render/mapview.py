@@ -13,7 +13,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from topomap.base.units import fmt_bandwidth, fmt_seconds
+from topomap.base.units import fmt_seconds
 from topomap.flow.mapping import FlowMap
 from topomap.render.bundles import Bundle, bundles, grouped_notes, slowest_line, slowest_per_medium
 from topomap.render.terminal import MEDIUM_STYLE, short_node
@@ -107,7 +107,7 @@ def arrows_view(fmap: FlowMap, width: int | None = None) -> RenderableType:
         _column(t, col)
     details: list[RenderableType] = [Text("Routes and notes", style="bold")]
     for k, a in enumerate(fmap.arrows, 1):
-        bw = fmt_bandwidth(a.bandwidth_gbps, a.bandwidth_source, a.lower_bound)
+        bw = a.bandwidth().text()
         arrow = " ↔ " if a.both_ways else " → "
         t.add_row(
             str(k),
@@ -129,7 +129,7 @@ def arrows_view(fmap: FlowMap, width: int | None = None) -> RenderableType:
             arrow = " ↔ " if a.both_ways else " → "
             text = safe(f"{k:>3}. {a.src_step}{arrow}{a.dst_step}" + (f"  “{a.label}”" if a.label else ""))
             text.append("\n")
-            bw = fmt_bandwidth(a.bandwidth_gbps, a.bandwidth_source, a.lower_bound)
+            bw = a.bandwidth().text()
             line = f"     {a.medium} · {a.via} · {a.path or '—'} · {bw} · {fmt_seconds(a.seconds)}"
             text.append_text(safe(line, MEDIUM_STYLE.get(a.medium, "")))
             text.append("\n")

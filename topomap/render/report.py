@@ -18,7 +18,7 @@ from topomap import __version__
 from topomap.base.units import fmt_seconds
 from topomap.flow.mapping import FlowMap
 from topomap.graph import FABRIC, Topology
-from topomap.model.facts import Bandwidth, gpu_memory
+from topomap.model.facts import gpu_memory
 from topomap.render.bundles import bundles, grouped_notes, slowest_line, slowest_per_medium
 from topomap.render.dot import origin_line
 from topomap.render.hostdot import nic_name
@@ -109,7 +109,7 @@ def _arrows(inp: ReportInputs) -> dict[str, Any]:
             "ends": f"{a.src} → {a.dst}",
             "medium": a.medium,
             "path": a.path or "—",
-            "bandwidth": bandwidth_text(Bandwidth(a.bandwidth_gbps, a.bandwidth_source, lower_bound=a.lower_bound)),
+            "bandwidth": bandwidth_text(a.bandwidth()),
             "time": fmt_seconds(a.seconds),
             "route": " → ".join(a.route),
         }

@@ -7,12 +7,11 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from topomap.base.units import fmt_bandwidth
 from topomap.check import CheckResult, RuleResult
 from topomap.diff import ClusterDiff, DiffResult, NotCompared
 from topomap.flow.mapping import MappedArrow
 from topomap.render.terminal import MEDIUM_STYLE, unknown_in_words
-from topomap.render.text import visible
+from topomap.render.text import bandwidth_text, visible
 
 
 def _text(value: str, style: str = "") -> Text:
@@ -84,8 +83,7 @@ def _not_compared(entries: list[NotCompared]) -> str:
 
 def _arrow_cell(a: MappedArrow) -> Text:
     """An arrow as map prints it: medium, route, links, bandwidth with its provenance."""
-    bw = a.bandwidth_gbps
-    figure = fmt_bandwidth(bw, a.bandwidth_source or None, a.lower_bound) if bw is not None else "bandwidth unknown"
+    figure = bandwidth_text(a.bandwidth())
     text = f"{a.medium} {a.via} {a.path or ''} {figure}"
     return _text(text, style=MEDIUM_STYLE.get(a.medium, ""))
 
