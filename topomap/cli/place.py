@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import sys
 from typing import Annotated
 
@@ -57,7 +58,7 @@ def _place_flow(
     from topomap.render.place_view import flow_place_view
 
     flow = read_flow_file(path, "place")
-    after = read_flow_file(path, "place")
+    after = copy.deepcopy(flow)  # unbound: binding expands placements in place, the copy is rebound placed
     targets = all_gpu_steps(flow)
     fp = place_flow(flow, after, bind_probes(flow, probe), targets, k, pattern, nics, exclude)
     if json_out:
