@@ -87,7 +87,7 @@ def test_fewer_nvlinks_and_lost_gpudirect_decide_the_verdict(tmp_path: Path) -> 
     assert lines[0] == "28 GPU pairs: NV18 → NV12"  # identical changes collapse
     assert "8 GPUs: GPUDirect RDMA → no GPUDirect" in lines
     # the flow runs on one host: its arrows decide; GPUDirect, which no arrow uses, is listed apart
-    assert d.summary() == "offer-a is better for this flow: 0 of 52 arrows better on offer-b, 28 worse."
+    assert d.summary() == "offer-a is better for this flow: 28 of 52 arrows worse on offer-b, 0 better."
     assert "8 GPUs: GPUDirect RDMA → no GPUDirect" in d.not_used()
     assert not any("GPUDirect" in r for r in d.reasons())
     ex = [r for r in d.arrows if r.a.src_step == r.a.dst_step == "allreduce"]
@@ -164,7 +164,7 @@ def test_flow_arrows_side_by_side() -> None:
     ex = [r for r in d.arrows if r.a.src_step == r.a.dst_step == "allreduce"]
     assert len(ex) == 28 and all(r.medium_changed for r in ex)
     assert ex[0].a.medium == "gpu-link" and ex[0].b.medium == "host-memory"
-    assert "28 change medium" in d.arrow_summary() and d.summary().startswith("A is better for this flow: 0 of 52")
+    assert "28 change medium" in d.arrow_summary() and d.summary().startswith("A is better for this flow: 28 of 52 arrows worse on B")
 
 
 def test_cli_exit_codes(tmp_path: Path) -> None:

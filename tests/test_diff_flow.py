@@ -87,7 +87,7 @@ def test_network_arrow_that_loses_gpudirect_and_crosses_sockets_is_worse() -> No
     b = load_any(SNAPS / "rtx4090-8gpu-all-sys.json")
     d = diff_snapshots(a, b, names=("ibm", "rtx"), flow=read_flow(PIPE))
     assert d.verdict == "a-better" and d.exit_status == 1
-    assert d.summary() == "ibm is better for this flow: 0 of 3 arrows better on rtx, 1 worse."
+    assert d.summary() == "ibm is better for this flow: 1 of 3 arrows worse on rtx, 0 better."
     net = next(r for r in d.arrows if r.a.medium == "network")
     assert net.direction == "worse"
     assert net.qualities == [
@@ -119,7 +119,9 @@ def test_first_line_is_the_verdict_alone_and_nics_read_as_show_says() -> None:
     r = runner.invoke(app, ["diff", str(a), str(b), "--flow", str(TP)], env={"COLUMNS": "200"})
     assert r.exit_code == 1
     lines = r.output.splitlines()
-    assert lines[0] == "hgx-a100-8gpu-8nic is better for this flow: 28 of 52 arrows better on hgx-a100-8gpu-8nic, 0 worse."
+    assert (
+        lines[0] == "hgx-a100-8gpu-8nic is better for this flow: 28 of 52 arrows better on hgx-a100-8gpu-8nic, 0 worse."
+    )
     assert lines[1] == "" and lines[2] == "Why"
     assert "Not used by this flow (not in the verdict)" in r.output
     assert "  NICs: 4 NICs → 8 NICs" in r.output
@@ -141,10 +143,7 @@ def _mapped(flow_text: str, snap: Path, tmp_path: Path) -> list:  # type: ignore
 def test_summary_names_unknown_members(tmp_path: Path) -> None:
     """Four GPUs of the real DGX-1 paste (gpu0, gpu1, gpu6, gpu7): two pairs over NVLink, four
     staged through host memory at an unknown figure. The summary names those four."""
-    text = (
-        "flow: x\nhosts: {lot: null}\nsteps:\n"
-        "  ex: {kind: exchange, on: [lot:gpu0, lot:gpu1, lot:gpu6, lot:gpu7]}\n"
-    )
+    text = "flow: x\nhosts: {lot: null}\nsteps:\n  ex: {kind: exchange, on: [lot:gpu0, lot:gpu1, lot:gpu6, lot:gpu7]}\n"
     rows = {m.medium: m for m in _mapped(text, REAL / "nvidia-smi" / "dgx1-v100-pytorch-ddp-bench.txt", tmp_path)}
     nv, staged = rows["gpu-link"], rows["host-memory"]
     assert len(nv.arrows) == 2 and nv.slowest is not None and nv.slowest.path == "NV1"

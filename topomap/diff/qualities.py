@@ -43,11 +43,15 @@ def arrow_qualities(a: MappedArrow, fmap: FlowMap, topos: dict[str, Topology | N
             out[f"gdr {end}"] = Quality(f"gdr {end}", leg.gdr.value, "yes", f"loses {gdr}", f"gains {gdr}")
             crosses: Tri = "unknown" if leg.path is None else "yes" if leg.path == "SYS" else "no"
             link = f"the inter-socket link between {end} and its NIC"
-            out[f"socket {end}"] = Quality(f"socket {end}", crosses, "no", f"crosses {link}", f"no longer crosses {link}")
+            out[f"socket {end}"] = Quality(
+                f"socket {end}", crosses, "no", f"crosses {link}", f"no longer crosses {link}"
+            )
         shared = _nic_sharing(a, fmap)
         if shared:
             worse = f"shares its NIC with {shared - 1} other arrow(s) of the same flow arrow"
-            out["shared nic"] = Quality("shared nic", "yes" if shared > 1 else "no", "no", worse, "no longer shares a NIC")
+            out["shared nic"] = Quality(
+                "shared nic", "yes" if shared > 1 else "no", "no", worse, "no longer shares a NIC"
+            )
     elif a.medium in ("host-memory", "gpu-link") and a.via in ("pcie", "pcie-p2p"):
         crosses = "unknown" if a.path is None else "yes" if a.path == "SYS" else "no"
         link = "the inter-socket link"
@@ -58,8 +62,8 @@ def arrow_qualities(a: MappedArrow, fmap: FlowMap, topos: dict[str, Topology | N
             gpu = topo.gpu(gid) if topo is not None else None
             if gpu is None or a.via == "c2c":
                 continue
-            link = gpu_pcie_link(gpu)
-            down: Tri = "yes" if link.downtrained else "unknown" if link.width is None else "no"
+            trained = gpu_pcie_link(gpu)
+            down: Tri = "yes" if trained.downtrained else "unknown" if trained.width is None else "no"
             key = f"pcie {host}:{gid}"
             what = f"{host}:{gid}'s PCIe link"
             out[key] = Quality(key, down, "no", f"{what} trained below its width", f"{what} at full width")

@@ -381,6 +381,7 @@ def flow_summary(d: DiffResult) -> str:
     if v == "equivalent":
         return f"{b} is equivalent to {a} for this flow: none of its {n} arrows changes."
     if v == "a-better":
+        counts = counts if plan_only else f"{worse} of {n} arrows worse on {b}, {better} better"
         return f"{a} is better for this flow: {counts}."
     if v == "b-better":
         return f"{b} is better for this flow: {counts}."
@@ -408,7 +409,11 @@ def flow_reasons(d: DiffResult) -> list[str]:
     order = {"worse": 0, "better": 1, "unknown": 2}
     for (direction, reason), rows in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 3), -len(kv[1]))):
         word = {"worse": "worse on", "better": "better on", "unknown": "cannot be compared on"}[direction]
-        who = f"{rows[0].src} → {rows[0].dst}" if len(rows) == 1 else f"{len(rows)} arrows ({rows[0].src} → {rows[0].dst} …)"
+        who = (
+            f"{rows[0].src} → {rows[0].dst}"
+            if len(rows) == 1
+            else f"{len(rows)} arrows ({rows[0].src} → {rows[0].dst} …)"
+        )
         out.append(f"{who} {word} {d.b_name}: {reason}")
     if d.only_a or d.only_b:
         out.append(f"arrows on {d.a_name} only: {len(d.only_a)}; on {d.b_name} only: {len(d.only_b)}")

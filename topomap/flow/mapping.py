@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from topomap.base.links import pcie_bandwidth_gbps
+from topomap.base.units import fmt_gbps
 from topomap.flow.crosshost import cross_host
 from topomap.flow.decision import MEDIA, Decision, Medium, on_host
 from topomap.flow.memory import check_numa_places, placement_node
@@ -18,8 +20,6 @@ from topomap.flow.onehost import same_host
 from topomap.flow.spec import Flow, FlowArrow, FlowError, Placement
 from topomap.graph import Topology
 from topomap.graph.evidence import gpu_usable
-from topomap.base.links import pcie_bandwidth_gbps
-from topomap.base.units import fmt_gbps
 from topomap.model.facts import Bandwidth, BandwidthSource, gpu_pcie_link
 
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from rich import box
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from topomap.check import CheckResult, RuleResult
