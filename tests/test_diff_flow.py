@@ -9,9 +9,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import msgspec
 from typer.testing import CliRunner
 
-from tests.conftest import REAL, SAMPLES
+from tests.conftest import REAL, SAMPLES, run_probe
+from tests.fakes import machines
 from topomap.cli import app
 from topomap.diff import diff_snapshots
 from topomap.flow import bind, gpus_of, map_flow, read_flow
@@ -91,13 +93,44 @@ def test_network_arrow_that_loses_gpudirect_and_crosses_sockets_is_worse() -> No
     net = next(r for r in d.arrows if r.a.medium == "network")
     assert net.direction == "worse"
     assert net.qualities == [
-        "loses GPUDirect RDMA at node-a:gpu7",
-        "crosses the inter-socket link between node-a:gpu7 and its NIC",
-        "loses GPUDirect RDMA at node-b:gpu0",
-        "crosses the inter-socket link between node-b:gpu0 and its NIC",
+        "loses GPUDirect RDMA at both ends",
+        "crosses the inter-socket link to its NIC at both ends",
     ]
     assert "bandwidth recorded on one lot only (25.0 GB/s spec → unknown)" in net.reason
     assert "28 GPU pairs: NV18 → no NVLink (SYS)" in d.not_used()  # no arrow joins two GPUs of one host
+
+
+def test_replicas_that_share_one_nic_are_worse(tmp_path: Path) -> None:
+    """Eight GPUs of one host send to eight of another: IBM's eight NICs (one PIX to each GPU) against
+    the real RTX 4090 paste's NICs, where every replica leaves through the same NIC."""
+    flow = tmp_path / "spread.yaml"
+    flow.write_text(
+        "flow: spread\nhosts: {node-a: null, node-b: null}\nsteps:\n"
+        "  a: {kind: compute, on: node-a:gpus}\n  b: {kind: compute, on: node-b:gpus}\n"
+        "arrows:\n  - {from: a, to: b, volume: 1 GiB}\n"
+    )
+    a = load_any(SNAPS / "ibm-gx3d-h100-8gpu.json")
+    b = import_file(REAL / "nvidia-smi" / "rtx4090-8gpu-2nic-go-gpuallocator17.txt")
+    d = diff_snapshots(a, b, names=("ibm", "rtx"), flow=read_flow(flow))
+    assert d.verdict == "a-better" and len(d.arrows) == 8
+    for r in d.arrows:
+        assert r.direction == "worse" and "loses GPUDirect RDMA at both ends" in r.qualities
+        shared = [q for q in r.qualities if q.startswith("shares a NIC with ")]
+        assert shared and shared[0].endswith("other arrow(s) of the same flow arrow")
+
+
+def test_a_pcie_link_trained_down_under_a_slower_nic_is_worse(tmp_path: Path) -> None:
+    """A GPU trained at x8 (31.5 GB/s at Gen5) behind a 200 Gb/s NIC (25 GB/s): the network arrow's
+    figure does not change, its route still crosses a link trained below its width."""
+    s = run_probe(machines.hgx_h100(), tmp_path).snapshot
+    s = msgspec.structs.replace(s, nics=[msgspec.structs.replace(n, speed_gbit_s=200.0) for n in s.nics])
+    gpus = list(s.gpus)
+    gpus[7] = msgspec.structs.replace(gpus[7], pcie=msgspec.structs.replace(gpus[7].pcie, width_current=8))
+    d = diff_snapshots(s, msgspec.structs.replace(s, gpus=gpus), flow=read_flow(PIPE))
+    net = next(r for r in d.arrows if r.a.medium == "network")
+    assert net.a.bandwidth_gbps == net.b.bandwidth_gbps == 25.0
+    assert net.direction == "worse" and net.qualities == ["node-a:gpu7's PCIe link trained below its width"]
+    assert d.verdict == "a-better"
 
 
 def test_nvlink_a_static_nccl_file_does_not_record_is_not_the_flows_concern() -> None:

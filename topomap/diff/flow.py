@@ -164,7 +164,21 @@ def _quality_changes(qa: dict[str, Quality], qb: dict[str, Quality]) -> tuple[li
             continue
         if a.value != b.value:
             (gained if b.value == b.good else lost).append(b.better if b.value == b.good else b.worse)
-    return lost, gained, blind
+    return _both_ends(lost), _both_ends(gained), blind
+
+
+def _both_ends(words: list[str]) -> list[str]:
+    """ "… at its source" and "… at its destination" with the same change read "… at both ends"."""
+    out: list[str] = []
+    for w in words:
+        stem = w.removesuffix(" at its source")
+        if stem != w and f"{stem} at its destination" in words:
+            out.append(f"{stem} at both ends")
+        elif not (
+            w.endswith(" at its destination") and f"{w.removesuffix(' at its destination')} at its source" in words
+        ):
+            out.append(w)
+    return out
 
 
 def _path_change(pa: str | None, pb: str | None) -> tuple[Direction, str] | None:

@@ -34,7 +34,7 @@ def arrow_qualities(a: MappedArrow, fmap: FlowMap, topos: dict[str, Topology | N
     are None). Only what the arrow touches is asked: a GPU↔GPU arrow inside a host has no NIC."""
     out: dict[str, Quality] = {}
     if a.medium == "network":
-        for end, place in ((a.src, a.src_place), (a.dst, a.dst_place)):
+        for end, place in (("its source", a.src_place), ("its destination", a.dst_place)):
             topo = topos.get(place.host)
             if place.kind != "gpu" or topo is None or not place.gpu:
                 continue
@@ -42,13 +42,13 @@ def arrow_qualities(a: MappedArrow, fmap: FlowMap, topos: dict[str, Topology | N
             gdr = f"GPUDirect RDMA at {end}"
             out[f"gdr {end}"] = Quality(f"gdr {end}", leg.gdr.value, "yes", f"loses {gdr}", f"gains {gdr}")
             crosses: Tri = "unknown" if leg.path is None else "yes" if leg.path == "SYS" else "no"
-            link = f"the inter-socket link between {end} and its NIC"
+            link = f"the inter-socket link to its NIC at {end}"
             out[f"socket {end}"] = Quality(
                 f"socket {end}", crosses, "no", f"crosses {link}", f"no longer crosses {link}"
             )
         shared = _nic_sharing(a, fmap)
         if shared:
-            worse = f"shares its NIC with {shared - 1} other arrow(s) of the same flow arrow"
+            worse = f"shares a NIC with {shared - 1} other arrow(s) of the same flow arrow"
             out["shared nic"] = Quality(
                 "shared nic", "yes" if shared > 1 else "no", "no", worse, "no longer shares a NIC"
             )
