@@ -98,6 +98,10 @@ def compare_arrow(x: MappedArrow, y: MappedArrow, qa: dict[str, Quality], qb: di
             return ArrowRow(x, y, slower, "unknown", f"medium {x.medium} → {y.medium}")
         worse = _MEDIUM_RANK.get(y.medium, 9) > _MEDIUM_RANK.get(x.medium, 9)
         return ArrowRow(x, y, slower, "worse" if worse else "better", f"{x.medium} → {y.medium}")
+    if x.medium == "unknown":  # on both lots: what it travels over is not known, so neither is a change
+        if (x.via, x.path, x.bandwidth_gbps) != (y.via, y.path, y.bandwidth_gbps):
+            return ArrowRow(x, y, slower, "unknown", f"medium unknown on both lots ({x.path} → {y.path})")
+        return ArrowRow(x, y, slower, "neutral", "")
     figure, figure_why = _figure(x, y)
     if figure in ("worse", "better"):
         return ArrowRow(x, y, slower, figure, figure_why)

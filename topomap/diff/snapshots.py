@@ -239,7 +239,7 @@ def nic_inventory(s: Snapshot) -> tuple[str, str | None]:
     apart (``8 NICs``, ``8 NICs, 2 ports down``), and by link layer (``nic_link_layer``: ``8
     InfiniBand``), None when a NIC's layer is not recorded."""
     down = sum(nic_usable(n).no for n in s.nics)
-    count_text = f"{len(s.nics)} NICs" + (f", {down} ports down" if down else "")
+    count_text = (f"{len(s.nics)} NICs" if s.nics else "no NICs") + (f", {down} ports down" if down else "")
     layers: dict[str, int] = {}
     for n in s.nics:
         layer = nic_link_layer(n)
@@ -264,7 +264,8 @@ def _nic_inventory(out: DiffResult, a: Snapshot, b: Snapshot) -> None:
     """The NICs in show's words: how many, their link layers and line rates where both record them."""
     (ca, la), (cb, lb) = nic_inventory(a), nic_inventory(b)
     _cmp(out, "nics", "NICs", "NICs", ca, cb)
-    _cmp(out, "nics", "NICs", "link layers", la, lb)
+    if la is not None and lb is not None:  # a layer not recorded is in the source's own unknown list
+        _cmp(out, "nics", "NICs", "link layers", la, lb)
     _cmp(out, "nics", "NICs", "line rates", _nic_rates(a), _nic_rates(b))
 
 
