@@ -203,3 +203,14 @@ def test_summary_bounds_unknown_pcie_members_by_their_generation() -> None:
 
     host = next(s for s in json.loads(j.stdout)["summary"] if s["medium"] == "host-memory")
     assert host["unknown_bandwidth"] == 16 and len(host["unknown"]) == 16 and host["unknown_ceiling_gbps"] == 63.015
+
+
+def test_piped_at_80_columns_no_lot_name_is_cut() -> None:
+    """Piped at 80 columns the old arrows table folded lot names inside cells (`ibm-gx3d-h100-8gp` /
+    `u`); the blocks keep every name whole."""
+    a, b = SNAPS / "ibm-gx3d-h100-8gpu.json", SNAPS / "hgx-h200-8gpu-10nic.json"
+    r = runner.invoke(app, ["diff", str(a), str(b), "--flow", str(TP)], env={"COLUMNS": "80"})
+    tokens = [t for line in r.output.splitlines() for t in line.split()]
+    for name in ("ibm-gx3d-h100-8gpu", "hgx-h200-8gpu-10nic"):
+        assert any(t.rstrip(":,.") == name for t in tokens)
+        assert not [t for t in tokens if name.startswith(t) and t != name and len(t) > 4], name
