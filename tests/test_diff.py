@@ -164,7 +164,9 @@ def test_flow_arrows_side_by_side() -> None:
     ex = [r for r in d.arrows if r.a.src_step == r.a.dst_step == "allreduce"]
     assert len(ex) == 28 and all(r.medium_changed for r in ex)
     assert ex[0].a.medium == "gpu-link" and ex[0].b.medium == "host-memory"
-    assert "28 change medium" in d.arrow_summary() and d.summary().startswith("A is better for this flow: 28 of 52 arrows worse on B")
+    assert "28 change medium" in d.arrow_summary() and d.summary().startswith(
+        "A is better for this flow: 28 of 52 arrows worse on B"
+    )
 
 
 def test_cli_exit_codes(tmp_path: Path) -> None:
