@@ -143,6 +143,8 @@ def test_exchange_step_is_all_pairs_both_ways(tmp_path: Path) -> None:
             "arrows": 28,
             "unknown_bandwidth": 0,
             "slowest": {"from": "lot:gpu0", "to": "lot:gpu1", "bandwidth_gbps": 450.0},
+            "unknown": [],
+            "unknown_ceiling_gbps": None,
         }
     ]
 

@@ -1,25 +1,32 @@
 """Two lots under a flow (``topomap diff --flow``): the flow's arrows mapped on each lot side by
-side, and how its plan changes. A verdict about a flow is decided by what its arrows touch."""
+side, and how its plan changes. A verdict about a flow is decided by what its arrows touch: per
+arrow its medium, its figure (with its source and whether it is a lower bound), and the qualities
+:mod:`topomap.diff.qualities` asks of the mapping and the evidence (GPUDirect, the inter-socket
+link, a shared NIC, a PCIe link trained down). Machine differences no arrow touches never decide."""
 
 from __future__ import annotations
 
 import copy
 
 from topomap.base.links import class_rank
-from topomap.base.units import fmt_gbps, fmt_span
+from topomap.base.units import fmt_span
+from topomap.diff.qualities import Quality, arrow_qualities
 from topomap.diff.results import ArrowRow, Change, DiffResult, Direction
 from topomap.flow import Flow, FlowMap, MappedArrow, bind, gpus_of, map_flow
 from topomap.graph import Topology
 from topomap.plan import PlanResult, best_total_seconds, plan_changes, plan_flow
 
 _MEDIUM_RANK = {"local": 0, "gpu-link": 1, "host-memory": 2, "network": 3}
+_Key = tuple[str, str, str, str]
 
 
 def diff_flow(result: DiffResult, flow: Flow, ta: Topology, tb: Topology) -> None:
-    """Map the flow on A and on B (every host with a snapshot bound to that lot) and compare.
-    ``flow`` is read once and left unbound: binding expands placements per lot, so each lot binds
-    its own copy."""
+    """Map the flow on A and on B (every host with a snapshot bound to that lot) and compare arrow by
+    arrow (matched by steps and places). ``flow`` is read once and left unbound: binding expands
+    placements per lot, so each lot binds its own copy."""
+    result.flow = flow.name
     maps: list[FlowMap] = []
+    bound_topos: list[dict[str, Topology | None]] = []
     plans: list[PlanResult] = []
     for topo in (ta, tb):
         bound = copy.deepcopy(flow)
@@ -29,14 +36,28 @@ def diff_flow(result: DiffResult, flow: Flow, ta: Topology, tb: Topology) -> Non
         }
         bind(bound, gpus_of(topos))
         maps.append(map_flow(bound, topos))
+        bound_topos.append(topos)
         work = bound.work
         if work is not None and work.units:
             plans.append(plan_flow(bound, topos))
     if len(plans) == 2:
         _plan_change(result, plans[0], plans[1])
-    for x, y in zip(maps[0].arrows, maps[1].arrows):
-        direction, reason, slower = _arrow_change(x, y)
-        result.arrows.append(ArrowRow(a=x, b=y, slower=slower, direction=direction, reason=reason))
+    by_key = {_key(y): y for y in maps[1].arrows}
+    seen: set[_Key] = set()
+    for x in maps[0].arrows:
+        y = by_key.get(_key(x))
+        if y is None:
+            result.only_a.append(f"{x.src} → {x.dst}")
+            continue
+        seen.add(_key(x))
+        qa = arrow_qualities(x, maps[0], bound_topos[0])
+        qb = arrow_qualities(y, maps[1], bound_topos[1])
+        result.arrows.append(compare_arrow(x, y, qa, qb))
+    result.only_b.extend(f"{y.src} → {y.dst}" for y in maps[1].arrows if _key(y) not in seen)
+
+
+def _key(a: MappedArrow) -> _Key:
+    return (a.src_step, a.dst_step, a.src, a.dst)
 
 
 def _gpu_hosts(flow: Flow) -> set[str]:
@@ -63,27 +84,105 @@ def _plan_change(result: DiffResult, pa: PlanResult, pb: PlanResult) -> None:
     )
 
 
-def _arrow_change(x: MappedArrow, y: MappedArrow) -> tuple[Direction, str, bool | None]:
-    """Is the arrow worse or better on B, why, and is it slower in GB/s (None: cannot be told)."""
-    ma, mb = x.medium, y.medium
-    ba, bb = x.bandwidth_gbps, y.bandwidth_gbps
-    exact = ba is not None and bb is not None and not x.lower_bound and not y.lower_bound
-    slower: bool | None = None
-    if exact and ba is not None and bb is not None:
-        slower = bb < ba * 0.999
-    if ma != mb:
-        if "unknown" in (ma, mb):
-            return "unknown", f"medium {ma} → {mb}", slower
-        worse = _MEDIUM_RANK.get(mb, 9) > _MEDIUM_RANK.get(ma, 9)
-        return ("worse" if worse else "better"), f"{ma} → {mb}", slower
-    if exact and ba is not None and bb is not None and abs(bb - ba) > ba * 0.001:
-        return ("worse" if bb < ba else "better"), f"{fmt_gbps(ba)} → {fmt_gbps(bb)} GB/s", slower
+def compare_arrow(x: MappedArrow, y: MappedArrow, qa: dict[str, Quality], qb: dict[str, Quality]) -> ArrowRow:
+    """One arrow on A (``x``) and on B (``y``): worse / better / neutral / unknown for B, why, and
+    whether an unchanged arrow is confirmed equal (both figures recorded and exact).
+
+    The order: the medium; then a figure both lots record (a lower bound decides only where the
+    other side's exact figure lies below it); then the qualities (they decide when the figures do
+    not: equal, unrecorded, or recorded on one side only, which the reason says); then NVLink link
+    counts and PCIe path classes; last, a figure recorded on one side only is "cannot tell"."""
+    slower = _slower(x, y)
+    if x.medium != y.medium:
+        if "unknown" in (x.medium, y.medium):
+            return ArrowRow(x, y, slower, "unknown", f"medium {x.medium} → {y.medium}")
+        worse = _MEDIUM_RANK.get(y.medium, 9) > _MEDIUM_RANK.get(x.medium, 9)
+        return ArrowRow(x, y, slower, "worse" if worse else "better", f"{x.medium} → {y.medium}")
+    if x.medium == "unknown":  # on both lots: what it travels over is not known, so neither is a change
+        if (x.via, x.path, x.bandwidth_gbps) != (y.via, y.path, y.bandwidth_gbps):
+            return ArrowRow(x, y, slower, "unknown", f"medium unknown on both lots ({x.path} → {y.path})")
+        return ArrowRow(x, y, slower, "neutral", "")
+    figure, figure_why = _figure(x, y)
+    if figure in ("worse", "better"):
+        return ArrowRow(x, y, slower, figure, figure_why)
+    lost, gained, blind = _quality_changes(qa, qb)
+    one_sided = f"; {figure_why}" if figure == "unknown" else ""
+    if lost and gained:
+        why = f"{', '.join(lost)}; {', '.join(gained)}{one_sided}"
+        return ArrowRow(x, y, slower, "unknown", why, qualities=[*lost, *gained])
+    if lost or gained:
+        direction: Direction = "worse" if lost else "better"
+        why = f"{', '.join(lost or gained)}{one_sided}"
+        return ArrowRow(x, y, slower, direction, why, qualities=lost or gained)
     by_path = _path_change(x.path, y.path)
     if by_path is not None:
-        return by_path[0], by_path[1], slower
-    if not exact and (ba is None) != (bb is None):
-        return "unknown", "bandwidth known on one side only", slower
-    return "neutral", "", slower
+        return ArrowRow(x, y, slower, by_path[0], by_path[1])
+    if figure == "unknown":
+        return ArrowRow(x, y, slower, "unknown", figure_why)
+    confirmed = figure == "neutral" and not blind
+    return ArrowRow(x, y, slower, "neutral", "", confirmed=confirmed)
+
+
+def _slower(x: MappedArrow, y: MappedArrow) -> bool | None:
+    """Slower in GB/s on B: only when both figures are exact (None: cannot be told)."""
+    ba, bb = x.bandwidth_gbps, y.bandwidth_gbps
+    if ba is None or bb is None or x.lower_bound or y.lower_bound:
+        return None
+    return bb < ba * 0.999
+
+
+def _figure(x: MappedArrow, y: MappedArrow) -> tuple[Direction | None, str]:
+    """The figures compared: better / worse where they settle it, neutral where both are exact and
+    equal, None where neither lot records one or both give the same lower bound (equal in what
+    both record, not confirmed), unknown where they cannot be set against each other."""
+    ba, bb = x.bandwidth_gbps, y.bandwidth_gbps
+    ta, tb = x.bandwidth().text(), y.bandwidth().text()
+    if ba is None and bb is None:
+        return None, ""
+    if ba is None or bb is None:
+        return "unknown", f"bandwidth recorded on one lot only ({ta} → {tb})"
+    same = abs(bb - ba) <= max(ba, bb) * 0.001
+    if not x.lower_bound and not y.lower_bound:
+        if same:
+            return "neutral", ""
+        return ("worse" if bb < ba else "better"), f"{ta} → {tb}"
+    if same and x.lower_bound and y.lower_bound:
+        return None, ""
+    if not x.lower_bound and bb > ba * 1.001:  # B at least more than A's exact figure
+        return "better", f"{ta} → {tb}"
+    if not y.lower_bound and bb < ba * 0.999:  # B's exact figure below A's floor
+        return "worse", f"{ta} → {tb}"
+    return "unknown", f"a lower bound cannot be set against the other figure ({ta} → {tb})"
+
+
+def _quality_changes(qa: dict[str, Quality], qb: dict[str, Quality]) -> tuple[list[str], list[str], bool]:
+    """The qualities B loses and gains against A (each known on both sides), and whether one is
+    unknown on a side (then an unchanged arrow is not confirmed equal)."""
+    lost: list[str] = []
+    gained: list[str] = []
+    blind = False
+    for key in dict.fromkeys([*qa, *qb]):
+        a, b = qa.get(key), qb.get(key)
+        if a is None or b is None or "unknown" in (a.value, b.value):
+            blind = blind or any(q is not None and q.value == "unknown" for q in (a, b))
+            continue
+        if a.value != b.value:
+            (gained if b.value == b.good else lost).append(b.better if b.value == b.good else b.worse)
+    return _both_ends(lost), _both_ends(gained), blind
+
+
+def _both_ends(words: list[str]) -> list[str]:
+    """ "… at its source" and "… at its destination" with the same change read "… at both ends"."""
+    out: list[str] = []
+    for w in words:
+        stem = w.removesuffix(" at its source")
+        if stem != w and f"{stem} at its destination" in words:
+            out.append(f"{stem} at both ends")
+        elif not (
+            w.endswith(" at its destination") and f"{w.removesuffix(' at its destination')} at its source" in words
+        ):
+            out.append(w)
+    return out
 
 
 def _path_change(pa: str | None, pb: str | None) -> tuple[Direction, str] | None:

@@ -95,6 +95,8 @@ class ArrowRow:
     slower: bool | None  # None: cannot be told (a bandwidth unknown on one side)
     direction: Direction = "neutral"
     reason: str = ""
+    qualities: list[str] = field(default_factory=list)  # qualities gained or lost ("loses GPUDirect RDMA at …")
+    confirmed: bool = False  # unchanged and known equal: both figures recorded and exact, every quality known
 
     @property
     def src(self) -> str:
@@ -118,6 +120,8 @@ class ArrowReport(msgspec.Struct, rename={"src": "from", "dst": "to"}):
     slower: bool | None
     direction: Direction
     reason: str
+    qualities: list[str]
+    confirmed: bool
 
 
 class DiffReport(msgspec.Struct):
@@ -136,6 +140,10 @@ class DiffReport(msgspec.Struct):
     not_compared: list[str]
     notes: list[str]
     arrows: list[ArrowReport]
+    flow: str | None
+    not_used_by_flow: list[str]
+    arrows_only_in_a: list[str]
+    arrows_only_in_b: list[str]
 
 
 @dataclass
@@ -152,10 +160,15 @@ class DiffResult:
     arrows: list[ArrowRow] = field(default_factory=list)
     unconfirmed: list[str] = field(default_factory=list)  # facts one side cannot tell, needed for equivalence
     plan_lines: list[str] = field(default_factory=list)  # how the flow's plan changes (when it has a work block)
+    flow: str | None = None  # the flow's name under `diff --flow`: then its arrows alone decide
+    only_a: list[str] = field(default_factory=list)  # the flow's arrows that exist on A only ("lot:gpu7 → lot:gpu0")
+    only_b: list[str] = field(default_factory=list)
 
     @property
     def verdict(self) -> Verdict:
-        dirs = [c.direction for c in self.changes] + [r.direction for r in self.arrows]
+        if self.flow is not None:
+            return flow_verdict(self)
+        dirs = [c.direction for c in self.changes]
         worse, better = "worse" in dirs, "better" in dirs
         if worse and better:
             return "mixed"
@@ -165,7 +178,7 @@ class DiffResult:
             return "a-better"
         if better:
             return "b-better"
-        if self.changes or any(r.medium_changed or r.direction != "neutral" for r in self.arrows):
+        if self.changes:
             return "different"
         if self.unconfirmed:
             return "cannot-confirm"
@@ -183,57 +196,69 @@ class DiffResult:
         """Changes with the same before → after collapsed into one line, heaviest first."""
         return grouped(self.changes)
 
-    def reasons(self, limit: int = 3) -> list[str]:
-        """The few changes that decide the verdict: regressions and gains, heaviest first."""
+    def reasons(self, limit: int = 6) -> list[str]:
+        """What decides the verdict, heaviest first. Under a flow: the plan's change and the flow's
+        arrows grouped by what changes on them; else the machine's directed changes."""
+        if self.flow is not None:
+            return flow_reasons(self)[:limit]
         out = grouped([c for c in self.changes if c.direction in ("worse", "better", "unknown")])[:limit]
-        flow = self.arrow_summary()
-        if flow:
-            out.append(flow)
+        if self.verdict == "cannot-confirm":
+            out += self.unconfirmed
         return out
 
     def arrow_summary(self) -> str:
+        """The flow's arrows counted: how many change medium, get worse, better, cannot be compared."""
         if not self.arrows:
             return ""
         moved = sum(r.medium_changed for r in self.arrows)
-        worse = sum(r.direction == "worse" for r in self.arrows)
-        better = sum(r.direction == "better" for r in self.arrows)
-        unknown = sum(r.direction == "unknown" for r in self.arrows)
-        slower_known = sum(r.slower is True for r in self.arrows)
-        text = f"flow: {moved} of {len(self.arrows)} arrows change medium, {worse} get worse on {self.b_name}"
-        if worse:
-            text += f" ({slower_known} with a known GB/s drop; the rest by links or path class)"
-        if better:
-            text += f", {better} get better"
+        worse, better, unknown = (sum(r.direction == d for r in self.arrows) for d in ("worse", "better", "unknown"))
+        text = f"flow: {len(self.arrows)} arrows; on {self.b_name} {worse} worse, {better} better"
         if unknown:
-            text += f", {unknown} slower: unknown (a bandwidth not recorded on one side)"
+            text += f", {unknown} cannot be compared"
+        text += f"; {moved} change medium"
+        slower = sum(r.slower is True for r in self.arrows)
+        if slower:
+            text += f"; {slower} with a known GB/s drop"
         return text
 
+    def touched(self, c: Change) -> bool:
+        """Whether a machine change concerns something the flow's arrows use (on A's ids)."""
+        return touched(self, c)
+
+    def not_used(self) -> list[str]:
+        """Under a flow: the machine differences no arrow of the flow touches, grouped (never in the
+        verdict), then the facts a side cannot tell that no arrow needs."""
+        if self.flow is None:
+            return []
+        lines = grouped([c for c in self.changes if c.kind != "plan" and not self.touched(c)])
+        blocking = self.verdict == "cannot-confirm" and not set(_flow_dirs(self)) - {"neutral"}
+        return lines + ([] if blocking else self.unconfirmed)
+
+    def used(self) -> list[str]:
+        """Under a flow: the machine differences on the devices and pairs its arrows use (context:
+        the arrows' own comparison decides)."""
+        return grouped([c for c in self.changes if c.kind != "plan" and self.touched(c)])
+
     def summary(self) -> str:
-        """The verdict in one line."""
-        v = self.verdict
-        a, b = self.a_name, self.b_name
-        work = "for this flow" if self.arrows else "for work across its GPUs"
-        renumbered = ""
-        if self.match == "structure" and any(k != x for k, x in self.mapping.items()):
-            moved = ", ".join(f"{k}→{x}" for k, x in self.mapping.items() if k != x)
-            renumbered = f" (devices renumbered: {moved})"
+        """The verdict in one short line (the reasons follow it, never inside it)."""
+        if self.flow is not None:
+            return flow_summary(self)
+        v, a, b = self.verdict, self.a_name, self.b_name
+        work = "for work across its GPUs"
         if v == "equivalent":
-            return f"{b} is equivalent to {a} in everything both sources record{renumbered}."
-        dirs = {c.direction for c in self.changes} | {r.direction for r in self.arrows}
+            return f"{b} is equivalent to {a} in everything both sources record."
+        dirs = {c.direction for c in self.changes}
         if v == "cannot-confirm" and dirs & {"worse", "better"}:
-            return f"cannot tell which lot is better {work}: " + "; ".join(self.reasons(4)) + "."
+            return f"cannot tell which lot is better {work}."
         if v == "cannot-confirm":
-            return (
-                f"cannot confirm that {b} is equivalent to {a}: nothing differs in what both record{renumbered}, "
-                "but " + "; ".join(self.unconfirmed[:3]) + "."
-            )
+            return f"cannot confirm that {b} is equivalent to {a}: nothing differs in what both record."
         if v == "a-better":
-            return f"{a} is better than {b} {work}: " + "; ".join(self.reasons()) + "."
+            return f"{a} is better than {b} {work}."
         if v == "b-better":
-            return f"{b} is better than {a} {work}: " + "; ".join(self.reasons()) + "."
+            return f"{b} is better than {a} {work}."
         if v == "mixed":
-            return f"neither lot is better in everything {work}: " + "; ".join(self.reasons(4)) + "."
-        return f"{b} differs from {a}: " + "; ".join(self.grouped()[:3]) + "."
+            return f"neither lot is better in everything {work}."
+        return f"{b} differs from {a}."
 
     def report(self) -> DiffReport:
         return DiffReport(
@@ -251,10 +276,23 @@ class DiffResult:
             notes=self.notes,
             arrows=[
                 ArrowReport(
-                    r.src, r.dst, r.a.to_json(), r.b.to_json(), r.medium_changed, r.slower, r.direction, r.reason
+                    r.src,
+                    r.dst,
+                    r.a.to_json(),
+                    r.b.to_json(),
+                    r.medium_changed,
+                    r.slower,
+                    r.direction,
+                    r.reason,
+                    r.qualities,
+                    r.confirmed,
                 )
                 for r in self.arrows
             ],
+            flow=self.flow,
+            not_used_by_flow=self.not_used(),
+            arrows_only_in_a=self.only_a,
+            arrows_only_in_b=self.only_b,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -289,3 +327,123 @@ def _group_line(kind: str, fieldname: str, arrow: str, items: list[Change]) -> s
     what = _SUBJECTS.get(kind, "items")
     label = fieldname if fieldname not in ("path", "links", "GPUDirect", "P2P") else ""
     return f"{len(subjects)} {what}: {label + ' ' if label else ''}{arrow}".strip()
+
+
+# --- under a flow: its arrows decide ---------------------------------------------------------------
+
+
+def _flow_dirs(d: DiffResult) -> list[Direction]:
+    """The directions that decide a flow's verdict: its arrows, and its plan when it has one."""
+    return [r.direction for r in d.arrows] + [c.direction for c in d.changes if c.kind == "plan"]
+
+
+def flow_verdict(d: DiffResult) -> Verdict:
+    """The verdict for a flow: from its arrows (and plan) only. An arrow that cannot be compared
+    blocks a winner; unchanged arrows whose figures are unrecorded or only bounded on both lots
+    block equivalence; arrows present on one lot only (the flow spreads over the GPUs each lot
+    has) make the lots differ unless the plan decides."""
+    dirs = _flow_dirs(d)
+    plan = [c.direction for c in d.changes if c.kind == "plan"]
+    worse, better, unknown = "worse" in dirs, "better" in dirs, "unknown" in dirs
+    if (d.only_a or d.only_b) and not set(plan) & {"worse", "better"}:
+        return "different"
+    if worse and better:
+        return "mixed"
+    if unknown:
+        return "cannot-confirm"
+    if worse:
+        return "a-better"
+    if better:
+        return "b-better"
+    if any(r.medium_changed or r.a.via != r.b.via or r.a.path != r.b.path for r in d.arrows):
+        return "different"
+    if _blind_arrows(d) and d.unconfirmed:
+        return "cannot-confirm"
+    return "equivalent"
+
+
+def _blind_arrows(d: DiffResult) -> list[ArrowRow]:
+    """Unchanged arrows not confirmed equal: a figure unrecorded or only a lower bound on both lots,
+    or a quality unknown. They block equivalence only where a lot also lacks what the figures rest
+    on (the GPU model, which pairs NVLink joins): two records of one machine stay equivalent."""
+    return [r for r in d.arrows if r.direction == "neutral" and not r.confirmed and r.a.medium != "local"]
+
+
+def flow_summary(d: DiffResult) -> str:
+    """One short line: who wins for this flow and the arrow counts (reasons come after it)."""
+    a, b, n = d.a_name, d.b_name, len(d.arrows)
+    worse, better, unknown = (sum(r.direction == x for r in d.arrows) for x in ("worse", "better", "unknown"))
+    v = d.verdict
+    plan_only = not (worse or better) and any(c.kind == "plan" for c in d.changes)
+    counts = f"{better} of {n} arrows better on {b}, {worse} worse"
+    if plan_only:
+        counts = "its plan changes (no arrow better or worse)"
+    if v == "equivalent":
+        return f"{b} is equivalent to {a} for this flow: none of its {n} arrows changes."
+    if v == "a-better":
+        counts = counts if plan_only else f"{worse} of {n} arrows worse on {b}, {better} better"
+        return f"{a} is better for this flow: {counts}."
+    if v == "b-better":
+        return f"{b} is better for this flow: {counts}."
+    if v == "mixed":
+        return f"neither lot is better for this flow: {counts}."
+    if v == "cannot-confirm" and (worse or better or unknown):
+        return f"cannot tell which lot is better for this flow: {counts}, {unknown} cannot be compared."
+    if v == "cannot-confirm":
+        return f"cannot confirm that {b} equals {a} for this flow: no arrow differs in what both record."
+    if d.only_a or d.only_b:
+        return f"{b} differs from {a} for this flow: it has {len(d.arrows) + len(d.only_a)} arrows on {a}, " + (
+            f"{len(d.arrows) + len(d.only_b)} on {b}."
+        )
+    return f"{b} differs from {a} for this flow: arrows change, none better or worse."
+
+
+def flow_reasons(d: DiffResult) -> list[str]:
+    """The plan's change first, then the flow's arrows grouped by what changes on them (worse first),
+    then why unchanged arrows are not confirmed equal."""
+    out = [c.text for c in d.changes if c.kind == "plan"]
+    groups: dict[tuple[Direction, str], list[ArrowRow]] = {}
+    for r in d.arrows:
+        if r.direction != "neutral":
+            groups.setdefault((r.direction, r.reason), []).append(r)
+    order = {"worse": 0, "better": 1, "unknown": 2}
+    for (direction, reason), rows in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 3), -len(kv[1]))):
+        word = {"worse": "worse on", "better": "better on", "unknown": "cannot be compared on"}[direction]
+        who = (
+            f"{rows[0].src} → {rows[0].dst}"
+            if len(rows) == 1
+            else f"{len(rows)} arrows ({rows[0].src} → {rows[0].dst} …)"
+        )
+        out.append(f"{who} {word} {d.b_name}: {reason}")
+    if d.only_a or d.only_b:
+        out.append(f"arrows on {d.a_name} only: {len(d.only_a)}; on {d.b_name} only: {len(d.only_b)}")
+    if d.verdict == "cannot-confirm" and not out:
+        out.append(
+            f"{len(_blind_arrows(d))} unchanged arrows have figures not recorded, or only lower bounds, on both "
+            f"lots, and {'; '.join(d.unconfirmed)}: equal cannot be confirmed"
+        )
+    return out
+
+
+def touched(d: DiffResult, c: Change) -> bool:
+    """Whether a machine change concerns what the flow's arrows use, by A's device ids: a GPU pair
+    that an arrow joins inside a host, a GPU whose network arrow takes its NIC, a GPU on a route."""
+    pairs: set[frozenset[str]] = set()
+    network: set[str] = set()
+    on_route: set[str] = set()
+    for r in d.arrows:
+        x = r.a
+        ends = [p.gpu for p in (x.src_place, x.dst_place) if p.kind == "gpu" and p.gpu]
+        if len(ends) == 2 and x.src_place.host == x.dst_place.host:
+            pairs.add(frozenset(ends))
+        if "network" in (r.a.medium, r.b.medium):
+            network.update(ends)
+        on_route.update(hop.rpartition("/")[2] for hop in x.route)
+        on_route.update(ends)
+    if c.kind in ("nvlink", "p2p", "pair"):
+        return frozenset(c.subject.split("–")) in pairs
+    if c.kind in ("gdr", "proximity", "nic"):
+        return c.subject in network
+    if c.kind in ("pcie", "numa", "gpu"):
+        return c.subject in on_route
+    return c.kind == "plan"

@@ -22,7 +22,7 @@ from topomap.diff.results import Change, DiffResult, Direction, Match, NotCompar
 from topomap.flow.spec import Flow
 from topomap.graph import Topology, build
 from topomap.graph.evidence import gpu_usable, nearest_nic, nvlink, pcie_p2p, pcie_path_class
-from topomap.model.facts import PcieLinkFact, gpu_memory, gpu_model_name, gpu_pcie_link
+from topomap.model.facts import PcieLinkFact, gpu_memory, gpu_model_name, gpu_pcie_link, nic_link_layer, nic_usable
 from topomap.model.snapshot import Gpu, Snapshot
 from topomap.model.source_facts import source_knows
 
@@ -82,7 +82,7 @@ def _cmp(
     if better is not None:
         verdict = better(va, vb)
         direction = "neutral" if verdict is None else "better" if verdict else "worse"
-    what = "" if fieldname in ("path", "links") else f"{fieldname} "
+    what = "" if fieldname in ("path", "links", "NICs") else f"{fieldname} "
     text = f"{subject}: {what}{fmt(va)} → {fmt(vb)}"
     out.changes.append(Change(kind=kind, subject=subject, field=fieldname, a=va, b=vb, direction=direction, text=text))
 
@@ -222,20 +222,50 @@ def _nic_rank(v: str) -> int:
     return 9 if v == "no NIC" else class_rank(v)
 
 
+#: A NIC's link layer (``model.facts.nic_link_layer``) in the words ``show`` and ``map`` use; the
+#: last two say the source did not record it.
+_LAYER_WORDS = {
+    "infiniband": "InfiniBand",
+    "roce": "RoCE",
+    "ethernet": "Ethernet (no RDMA)",
+    "efa": "EFA",
+    "rdma": "RDMA, link layer not recorded",
+    "network": "kind not recorded",
+}
+
+
+def nic_inventory(s: Snapshot) -> tuple[str, str | None]:
+    """The NICs as ``show`` describes them: how many, those whose port is down (``nic_usable``) named
+    apart (``8 NICs``, ``8 NICs, 2 ports down``), and by link layer (``nic_link_layer``: ``8
+    InfiniBand``), None when a NIC's layer is not recorded."""
+    down = sum(nic_usable(n).no for n in s.nics)
+    count_text = (f"{len(s.nics)} NICs" if s.nics else "no NICs") + (f", {down} ports down" if down else "")
+    layers: dict[str, int] = {}
+    for n in s.nics:
+        layer = nic_link_layer(n)
+        if layer in ("rdma", "network"):
+            return count_text, None
+        layers[_LAYER_WORDS.get(layer, layer)] = layers.get(_LAYER_WORDS.get(layer, layer), 0) + 1
+    return count_text, "; ".join(f"{k} {w}" for w, k in sorted(layers.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 def _nic_rates(s: Snapshot) -> str | None:
-    """The RDMA NICs' line rates, counted (``8 × 400 Gb/s``); None when one is not recorded."""
-    rdma = [n for n in s.nics if n.rdma]
-    if not rdma or any(n.speed_gbit_s is None for n in rdma):
+    """The usable NICs' line rates, counted (``8 × 400 Gb/s``); None when one is not recorded."""
+    usable = [n for n in s.nics if not nic_usable(n).no]
+    if not usable or any(n.speed_gbit_s is None for n in usable):
         return None
     count: dict[float, int] = {}
-    for n in rdma:
+    for n in usable:
         count[n.speed_gbit_s or 0.0] = count.get(n.speed_gbit_s or 0.0, 0) + 1
     return ", ".join(f"{k} × {r:g} Gb/s" for r, k in sorted(count.items(), reverse=True))
 
 
 def _nic_inventory(out: DiffResult, a: Snapshot, b: Snapshot) -> None:
-    """RDMA NIC count, and their line rates where both sides record them."""
-    _cmp(out, "nics", "NICs", "RDMA NICs", len([n for n in a.nics if n.rdma]), len([n for n in b.nics if n.rdma]))
+    """The NICs in show's words: how many, their link layers and line rates where both record them."""
+    (ca, la), (cb, lb) = nic_inventory(a), nic_inventory(b)
+    _cmp(out, "nics", "NICs", "NICs", ca, cb)
+    if la is not None and lb is not None:  # a layer not recorded is in the source's own unknown list
+        _cmp(out, "nics", "NICs", "link layers", la, lb)
     _cmp(out, "nics", "NICs", "line rates", _nic_rates(a), _nic_rates(b))
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from topomap.base.links import pcie_bandwidth_gbps
+from topomap.base.units import fmt_gbps
 from topomap.flow.crosshost import cross_host
 from topomap.flow.decision import MEDIA, Decision, Medium, on_host
 from topomap.flow.memory import check_numa_places, placement_node
@@ -18,7 +20,7 @@ from topomap.flow.onehost import same_host
 from topomap.flow.spec import Flow, FlowArrow, FlowError, Placement
 from topomap.graph import Topology
 from topomap.graph.evidence import gpu_usable
-from topomap.model.facts import Bandwidth, BandwidthSource
+from topomap.model.facts import Bandwidth, BandwidthSource, gpu_pcie_link
 
 
 @dataclass
@@ -49,6 +51,7 @@ class MappedArrow:
     assumptions: list[str] = field(default_factory=list)  # rules assumed where the source was silent
     candidates: list[str] = field(default_factory=list)  # for an unknown medium: what it could be
     settle: str | None = None  # for an unknown: the command whose output would decide it
+    ceiling_gbps: float | None = None  # for an unknown figure over PCIe: the most it can be (see medium_summary)
 
     def bandwidth(self) -> Bandwidth:
         """The arrow's figure as the one Bandwidth value every view writes (``.text()``: "≥ 253 GB/s
@@ -86,25 +89,97 @@ class FlowMap:
     arrows: list[MappedArrow]
 
     def summary(self) -> list[dict[str, object]]:
-        """Per medium: how many arrows, and the slowest one."""
-        out: list[dict[str, object]] = []
-        for medium in MEDIA:
-            arrows = [a for a in self.arrows if a.medium == medium]
-            if not arrows:
-                continue
-            known = [a for a in arrows if a.bandwidth_gbps is not None]
-            slowest = min(known, key=lambda a: a.bandwidth_gbps or 0.0) if known else None
-            out.append(
-                {
-                    "medium": medium,
-                    "arrows": len(arrows),
-                    "unknown_bandwidth": len(arrows) - len(known),
-                    "slowest": None
-                    if slowest is None
-                    else {"from": slowest.src, "to": slowest.dst, "bandwidth_gbps": slowest.bandwidth_gbps},
-                }
-            )
-        return out
+        """Per medium (``map --json``): how many arrows, the slowest known one, and the members whose
+        figure is unknown with their ceiling (:func:`medium_summary`)."""
+        return [m.to_json() for m in medium_summary(self)]
+
+
+#: Unknown members named in a summary line before the rest are counted.
+NAMED_UNKNOWN = 4
+
+
+@dataclass(frozen=True)
+class MediumSummary:
+    """The arrows of one medium: the slowest with a known figure, and those whose figure is unknown
+    (named, never hidden) with the highest their figure can be where the route's PCIe generation is
+    known (``ceiling_gbps``: that generation's rate at the GPUs' width, x16 when not recorded)."""
+
+    medium: Medium
+    arrows: tuple[MappedArrow, ...]
+    slowest: MappedArrow | None
+    unknown: tuple[MappedArrow, ...]
+    ceiling_gbps: float | None
+
+    def unknown_names(self) -> str:
+        names = [f"{a.src} → {a.dst}" for a in self.unknown]
+        more = len(names) - NAMED_UNKNOWN
+        return ", ".join(names[:NAMED_UNKNOWN]) + (f", … and {more} more" if more > 0 else "")
+
+    def text(self) -> str:
+        """After the medium's name: ``6 arrow(s); 4 of 6 unknown (≤ 31.5 GB/s spec, PCIe x16 ceiling):
+        lot:gpu0 → lot:gpu2, …; of the rest, slowest ≥ 141 GB/s derived: shards → allreduce (…)``."""
+        n = len(self.arrows)
+        if self.medium == "local":
+            return f"{n} arrow(s) stay on their device (no transfer)"
+        parts = [f"{n} arrow(s)"]
+        if self.unknown:
+            bound = f" (≤ {fmt_gbps(self.ceiling_gbps)} GB/s spec, the PCIe x16 ceiling)" if self.ceiling_gbps else ""
+            every = "all" if len(self.unknown) == n else f"{len(self.unknown)} of {n}"
+            parts.append(f"bandwidth unknown for {every}{bound}: {self.unknown_names()}")
+        a = self.slowest
+        if a is not None:
+            lead = "of the rest, slowest" if self.unknown else "slowest"
+            parts.append(f"{lead} {a.bandwidth().text()}: {a.src_step} → {a.dst_step} ({a.src} → {a.dst})")
+        return "; ".join(parts)
+
+    def to_json(self) -> dict[str, object]:
+        a = self.slowest
+        return {
+            "medium": self.medium,
+            "arrows": len(self.arrows),
+            "unknown_bandwidth": len(self.unknown),
+            "slowest": None if a is None else {"from": a.src, "to": a.dst, "bandwidth_gbps": a.bandwidth_gbps},
+            "unknown": [{"from": x.src, "to": x.dst} for x in self.unknown],
+            "unknown_ceiling_gbps": self.ceiling_gbps,
+        }
+
+
+def medium_summary(fmap: FlowMap) -> list[MediumSummary]:
+    """Per medium, in a fixed order (arrows of medium ``unknown`` included): the one summary that
+    ``map``, ``report`` and ``render`` print and ``map --json`` carries."""
+    out: list[MediumSummary] = []
+    for medium in MEDIA:
+        arrows = tuple(a for a in fmap.arrows if a.medium == medium)
+        if not arrows:
+            continue
+        known = [a for a in arrows if a.bandwidth_gbps is not None]
+        slowest = min(known, key=lambda a: a.bandwidth_gbps or 0.0) if known else None
+        unknown = tuple(a for a in arrows if a.bandwidth_gbps is None)
+        ceilings = [a.ceiling_gbps for a in unknown]
+        ceiling = max(c for c in ceilings if c is not None) if unknown and None not in ceilings else None
+        out.append(MediumSummary(medium, arrows, slowest, unknown, ceiling))
+    return out
+
+
+def _ceiling(a: FlowArrow, d: Decision, topos: dict[str, Topology | None]) -> float | None:
+    """For an arrow over PCIe whose figure is unknown: the most it can carry, the PCIe rate of the
+    lowest generation among the GPUs its route crosses at their width (x16 when not recorded);
+    None when a generation is not recorded or the arrow is not over PCIe."""
+    if d.bandwidth.gbps is not None or d.via not in ("pcie", "pcie-p2p"):
+        return None
+    rates: list[float] = []
+    for hop in d.route:
+        host, _, node = hop.rpartition("/")
+        topo = topos.get(host)
+        gpu = topo.gpu(node) if topo is not None and node.startswith("gpu") else None
+        if gpu is None:
+            continue
+        link = gpu_pcie_link(gpu)
+        rate = pcie_bandwidth_gbps(link.gen, link.width_max or 16)
+        if rate is None:
+            return None
+        rates.append(rate)
+    return min(rates) if rates else None
 
 
 def map_flow(flow: Flow, topos: dict[str, Topology | None]) -> FlowMap:
@@ -113,7 +188,13 @@ def map_flow(flow: Flow, topos: dict[str, Topology | None]) -> FlowMap:
     if missing:
         raise FlowError(f"{flow.path}: host {missing[0]!r} is not bound to a snapshot or to null")
     check_numa_places(flow, topos)
-    return FlowMap(flow=flow, arrows=[_arrow(a, _decide(a, topos)) for a in flow.arrows])
+    out = FlowMap(flow=flow, arrows=[])
+    for a in flow.arrows:
+        d = _decide(a, topos)
+        m = _arrow(a, d)
+        m.ceiling_gbps = _ceiling(a, d, topos)
+        out.arrows.append(m)
+    return out
 
 
 def _arrow(a: FlowArrow, d: Decision) -> MappedArrow:

@@ -157,19 +157,6 @@ def bundles(fmap: FlowMap) -> list[Bundle]:
     return list(out.values())
 
 
-def slowest_per_medium(fmap: FlowMap) -> list[tuple[str, MappedArrow, int, int]]:
-    """Per medium (fixed order): the slowest arrow, how many arrows, how many with unknown bandwidth."""
-    rows: list[tuple[str, MappedArrow, int, int]] = []
-    for medium in ("gpu-link", "host-memory", "network", "local"):
-        arrows = [a for a in fmap.arrows if a.medium == medium]
-        if not arrows:
-            continue
-        known = [a for a in arrows if a.bandwidth_gbps is not None]
-        slow = min(known, key=lambda a: a.bandwidth_gbps or 0.0) if known else arrows[0]
-        rows.append((medium, slow, len(arrows), len(arrows) - len(known)))
-    return rows
-
-
 _DEVICE = re.compile(
     r"\bgpu\d+\b|\bnuma\d+(?:#\d+)?|pci:[0-9A-Za-z:._-]+|\b[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]\b"
 )
@@ -184,17 +171,6 @@ class NoteGroup:
     rows: list[int] = field(default_factory=list)
     arrows: int = 0
     similar: int = 0
-
-
-def slowest_line(a: MappedArrow, count: int, unknown: int) -> str:
-    """After the medium's name: `16 arrow(s), slowest 0.25 GB/s spec: batch → shards (lot:memory → lot:gpu0)`."""
-    if a.medium == "local":
-        return f"{count} arrow(s) stay on their device (no transfer)"
-    if unknown == count:
-        return f"{count} arrow(s), bandwidth unknown for all (not recorded by the source)"
-    text = f"{count} arrow(s), slowest {a.bandwidth().text()}"  # known: see above
-    text += f": {a.src_step} → {a.dst_step} ({a.src} → {a.dst})"
-    return text + (f"; {unknown} with unknown bandwidth" if unknown else "")
 
 
 def grouped_notes(groups: list[Bundle]) -> list[NoteGroup]:

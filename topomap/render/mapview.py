@@ -14,8 +14,8 @@ from rich.table import Table
 from rich.text import Text
 
 from topomap.base.units import fmt_seconds
-from topomap.flow.mapping import FlowMap
-from topomap.render.bundles import Bundle, bundles, grouped_notes, slowest_line, slowest_per_medium
+from topomap.flow.mapping import FlowMap, medium_summary
+from topomap.render.bundles import Bundle, bundles, grouped_notes
 from topomap.render.terminal import MEDIUM_STYLE, short_node
 from topomap.render.text import visible
 
@@ -140,7 +140,8 @@ def arrows_view(fmap: FlowMap, width: int | None = None) -> RenderableType:
 
 
 def _slowest(fmap: FlowMap) -> list[RenderableType]:
+    """Per medium, the one summary (:func:`topomap.flow.mapping.medium_summary`): unknown members named."""
     lines: list[RenderableType] = [Text("Slowest arrow per medium", style="bold")]
-    for medium, a, count, unknown in slowest_per_medium(fmap):
-        lines.append(safe(f"  {medium}: " + slowest_line(a, count, unknown), MEDIUM_STYLE.get(medium, "")))
+    for m in medium_summary(fmap):
+        lines.append(safe(f"  {m.medium}: " + m.text(), MEDIUM_STYLE.get(m.medium, "")))
     return lines

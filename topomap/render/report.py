@@ -16,10 +16,10 @@ import jinja2
 
 from topomap import __version__
 from topomap.base.units import fmt_seconds
-from topomap.flow.mapping import FlowMap
+from topomap.flow.mapping import FlowMap, medium_summary
 from topomap.graph import FABRIC, Topology
 from topomap.model.facts import gpu_memory
-from topomap.render.bundles import bundles, grouped_notes, slowest_line, slowest_per_medium
+from topomap.render.bundles import bundles, grouped_notes
 from topomap.render.dot import origin_line
 from topomap.render.hostdot import nic_name
 from topomap.render.legend import MEDIUM_COLOURS
@@ -115,7 +115,7 @@ def _arrows(inp: ReportInputs) -> dict[str, Any]:
         }
         for a in inp.fmap.arrows
     ]
-    slowest = [(m, slowest_line(a, n, u)) for m, a, n, u in slowest_per_medium(inp.fmap)]
+    slowest = [(m.medium, m.text()) for m in medium_summary(inp.fmap)]
     return {"bundles": rows, "slowest": slowest, "notes": notes, "arrows": detail}
 
 

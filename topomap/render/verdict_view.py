@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from rich import box
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from topomap.check import CheckResult, RuleResult
@@ -21,9 +19,21 @@ def _text(value: str, style: str = "") -> Text:
     return Text("\n" * (len(value) - len(body)) + visible(body), style=style)
 
 
+def _block(title: str, lines: list[str], style: str = "", limit: int = 40) -> list[RenderableType]:
+    """A titled block of indented lines (a blank line before it), the rest counted past ``limit``."""
+    if not lines:
+        return []
+    out: list[RenderableType] = [_text(f"\n{title}", style="bold")]
+    out += [_text(f"  {line}", style=style) for line in lines[:limit]]
+    if len(lines) > limit:
+        out.append(_text(f"  … and {len(lines) - limit} more (--json lists all)", style="dim"))
+    return out
+
+
 def diff_view(d: DiffResult) -> RenderableType:
-    """The verdict and its reasons first, then the collapsed changes, the flow arrows that change,
-    and what could not be compared."""
+    """The verdict alone on the first line; then its reasons, the plan, the flow's arrows that
+    change (one block each, never a cut cell), the machine differences (under a flow: those its
+    arrows use, then those no arrow uses, never in the verdict), and what could not be compared."""
     style = {"equivalent": "bold green", "cannot-confirm": "bold yellow"}.get(d.verdict, "bold red")
     parts: list[RenderableType] = [_text(d.summary(), style=style)]
     if d.match == "structure" and any(k != v for k, v in d.mapping.items()):
@@ -31,41 +41,40 @@ def diff_view(d: DiffResult) -> RenderableType:
         parts.append(_text("matched by structure: " + ", ".join(f"{k}→{v}" for k, v in moved.items())))
     for n in d.notes:
         parts.append(_text(f"note: {n}", style="dim"))
-    lines = d.grouped()
-    if lines:
-        parts.append(_text(f"\nChanges from {d.a_name} to {d.b_name} ({len(d.changes)}, grouped)", style="bold"))
-        for line in lines[:40]:
-            parts.append(_text(f"  {line}"))
-        if len(lines) > 40:
-            parts.append(_text(f"  … and {len(lines) - 40} more (--json lists all)", style="dim"))
-    if d.plan_lines:
-        parts.append(_text("\nThe plan (a calculation from the flow's work block)", style="bold"))
-        for line in d.plan_lines:
-            parts.append(_text(f"  {line}"))
-    changed = [r for r in d.arrows if r.direction != "neutral" or r.medium_changed]
+    parts += _block("Why", d.reasons(8))
+    parts += _block("The plan (a calculation from the flow's work block)", d.plan_lines)
     if d.arrows:
-        parts.append(_text("\n" + d.arrow_summary(), style="bold"))
-    if changed:
-        groups: dict[tuple[str, str, str, str], list[str]] = {}
-        for r in changed:
-            flag = {"worse": "WORSE", "better": "better", "unknown": "slower: unknown"}.get(r.direction, "")
-            cell_a, cell_b = _arrow_cell(r.a).plain, _arrow_cell(r.b).plain
-            groups.setdefault((cell_a, cell_b, f"{flag} {r.reason}".strip(), r.direction), []).append(
-                f"{r.src} → {r.dst}"
-            )
-        t = Table(box=box.SIMPLE_HEAD)
-        for col in ("arrows", d.a_name, d.b_name, "change"):
-            t.add_column(_text(col), overflow="fold")
-        for (cell_a, cell_b, flag, direction), names in sorted(groups.items(), key=lambda kv: -len(kv[1])):
-            who = names[0] if len(names) == 1 else f"{len(names)} arrows ({names[0]} …)"
-            flagged = _text(flag, style="bold red" if direction == "worse" else "")
-            t.add_row(_text(who), _text(cell_a), _text(cell_b), flagged)
-        parts.append(t)
-    if d.unconfirmed and d.verdict == "cannot-confirm":
-        parts.append(_text("\nCannot confirm: " + "; ".join(d.unconfirmed), style="yellow"))
+        parts += _block("The flow's arrows", [d.arrow_summary()])
+        parts += _arrow_blocks(d)
+    if d.flow is None:
+        lines = d.grouped()
+        parts += _block(f"Changes from {d.a_name} to {d.b_name} ({len(d.changes)}, grouped)", lines)
+    else:
+        parts += _block("Machine differences on what the flow uses (its arrows above decide)", d.used())
+        parts += _block("Not used by this flow (not in the verdict)", d.not_used(), style="dim")
     if d.not_compared:
         parts.append(_text("\nNot compared (a source could not know): " + _not_compared(d.not_compared), style="dim"))
     return Group(*parts)
+
+
+def _arrow_blocks(d: DiffResult) -> list[RenderableType]:
+    """The arrows that change, grouped by their two cells and the change: a head line (how many,
+    which, what changes), then each lot's cell on its own indented line."""
+    groups: dict[tuple[str, str, str, str], list[str]] = {}
+    for r in d.arrows:
+        if r.direction == "neutral" and not r.medium_changed:
+            continue
+        flag = {"worse": "WORSE", "better": "better", "unknown": "cannot be compared"}.get(r.direction, "changed")
+        key = (_arrow_cell(r.a).plain, _arrow_cell(r.b).plain, f"{flag}: {r.reason}" if r.reason else flag, r.direction)
+        groups.setdefault(key, []).append(f"{r.src} → {r.dst}")
+    out: list[RenderableType] = []
+    for (cell_a, cell_b, flag, direction), names in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        who = names[0] if len(names) == 1 else f"{len(names)} arrows ({names[0]} …)"
+        out.append(_text(f"  {who}", style="bold red" if direction == "worse" else ""))
+        out.append(_text(f"      {flag}", style="bold red" if direction == "worse" else ""))
+        out.append(_text(f"      {d.a_name}: {cell_a}"))
+        out.append(_text(f"      {d.b_name}: {cell_b}"))
+    return out
 
 
 def _not_compared(entries: list[NotCompared]) -> str:
