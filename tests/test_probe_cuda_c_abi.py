@@ -25,6 +25,7 @@ from tests.fakes import machines
 from tests.fakes.cuda import FakeCuda
 from tests.fakes.libcuda_c import build, compiler
 from tests.fakes.machine import FakeMachine
+from topomap.measure.spin import TIMEOUT_NS
 from topomap.probe.cuda import CudaResult, probe_cuda
 
 pytestmark = pytest.mark.skipif(compiler() is None, reason="no C compiler (cc/gcc) to build the fake libcuda.so.1")
@@ -122,3 +123,47 @@ def test_a_wedged_driver_call_is_cut_because_the_bindings_release_the_gil(tmp_pa
     assert got["available"] and got["devices"] == []
     cut = [p for p in got["problems"] if p["call"] == "cuDeviceGetCount"]
     assert len(cut) == 1 and "1" in cut[0]["error"]
+
+
+SPIN_CHILD = """
+import ctypes, json, os, sys
+from cuda.bindings import driver as cu
+from topomap.measure.copies import Session
+from topomap.measure.spin import Latches
+s = Session(cu)
+latches = Latches(s)
+latch = latches.get(0)
+if latch is None:
+    sys.stdout.write(json.dumps({"unheld": latches.unheld}))
+else:
+    s.context(0)
+    stream = s.call("cuStreamCreate", 0, 1)
+    latch.hold(s, stream)
+    got = (ctypes.c_uint64 * 8)()
+    ctypes.CDLL("libcuda.so.1").fake_last_launch(got)
+    flag = ctypes.c_int.from_address(latch.host).value
+    latch.release()
+    sys.stdout.write(json.dumps({"got": list(got), "host": latch.host, "device": int(latch.device),
+                                 "flag_while_held": flag, "flag_after": ctypes.c_int.from_address(latch.host).value,
+                                 "stream": int(stream)}))
+sys.stdout.flush()
+os._exit(0)
+"""
+
+
+def test_the_blocking_kernel_through_real_bindings_reaches_the_driver_intact(tmp_path: Path) -> None:
+    """Issue 25 item 9 on the real bindings: the PTX goes to cuModuleLoadData as NUL-terminated text,
+    the entry is found by name, and cuLaunchKernel receives the mapped flag's device address and
+    the timeout through kernelParams (an array of pointers handed over as an address)."""
+    lib = build(machines.hgx_h100(), tmp_path / "lib")
+    paths = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "LD_LIBRARY_PATH": str(lib)}
+    out = subprocess.run([sys.executable, "-c", SPIN_CHILD], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    res = json.loads(out.stdout)
+    assert "got" in res, res
+    latch_ptr, timeout, grid, block, stream, image_ok, entry_ok, launches = res["got"]
+    assert (image_ok, entry_ok, launches) == (1, 1, 1)
+    assert latch_ptr == res["device"] == res["host"]  # the kernel reads the flag the host writes
+    assert timeout == TIMEOUT_NS and (grid, block) == (1, 1) and stream == res["stream"]
+    assert (res["flag_while_held"], res["flag_after"]) == (0, 1)

@@ -46,6 +46,17 @@ _FUNCTIONS = (
     "cuDeviceGetP2PAttribute",
     "cuGetErrorString",
     "cuGetErrorName",
+    # what measure's blocking kernel needs (spin.py)
+    "cuDevicePrimaryCtxRetain",
+    "cuCtxSetCurrent",
+    "cuStreamCreate",
+    "cuMemHostAlloc",
+    "cuMemHostGetDevicePointer",
+    "cuMemFreeHost",
+    "cuModuleLoadData",
+    "cuModuleGetFunction",
+    "cuModuleUnload",
+    "cuLaunchKernel",
 )
 
 _BODY = r"""
@@ -124,6 +135,50 @@ CUresult cuDeviceGetP2PAttribute(int *value, int attr, CUdevice a, CUdevice b) {
 }
 CUresult cuGetErrorString(CUresult e, const char **s) { *s = "fake libcuda error"; return 0; }
 CUresult cuGetErrorName(CUresult e, const char **s) { *s = "CUDA_ERROR_FAKE"; return 0; }
+
+/* --- the blocking kernel's calls: load the PTX, find the entry, launch it with two parameters --- */
+typedef unsigned long long u64;
+static int contexts[64];
+static int module_ok = 0;
+static u64 last_launch[8]; /* latch pointer, timeout, grid x*y*z, block x*y*z, stream, image ok, entry ok, launches */
+
+CUresult cuDevicePrimaryCtxRetain(void **ctx, CUdevice d) {
+    if (!initialised) return 3; if (bad(d)) return 101;
+    *ctx = &contexts[d]; return 0;
+}
+CUresult cuCtxSetCurrent(void *ctx) { return 0; }
+CUresult cuStreamCreate(void **st, unsigned int flags) { *st = malloc(16); return 0; }
+CUresult cuMemHostAlloc(void **p, size_t n, unsigned int flags) {
+    *p = calloc(1, n ? n : 1);
+    return 0;
+}
+CUresult cuMemHostGetDevicePointer(u64 *d, void *p, unsigned int flags) { *d = (u64)p; return 0; }
+CUresult cuMemFreeHost(void *p) { free(p); return 0; }
+CUresult cuModuleLoadData(void **m, const void *image) {
+    const char *text = (const char *)image;
+    module_ok = strstr(text, ".entry topomap_spin(") != 0 && strstr(text, ".version") != 0;
+    last_launch[5] = module_ok;
+    if (!module_ok) return 218; /* CUDA_ERROR_INVALID_PTX */
+    *m = malloc(16); return 0;
+}
+CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
+    last_launch[6] = strcmp(name, "topomap_spin") == 0;
+    if (!last_launch[6]) return 500;
+    *f = malloc(16); return 0;
+}
+CUresult cuModuleUnload(void *m) { return 0; }
+CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned shared, void *stream, void **params, void **extra) {
+    if (!params) return 1;
+    last_launch[0] = *(u64 *)params[0];
+    last_launch[1] = *(u64 *)params[1];
+    last_launch[2] = (u64)gx * gy * gz;
+    last_launch[3] = (u64)bx * by * bz;
+    last_launch[4] = (u64)stream;
+    last_launch[7] += 1;
+    return 0;
+}
+void fake_last_launch(u64 *out) { memcpy(out, last_launch, sizeof last_launch); }
 
 struct entry { const char *name; void *fn; };
 static struct entry TABLE[] = { TABLE_ENTRIES { 0, 0 } };
