@@ -11,6 +11,7 @@ from topomap.graph import Topology, build, gpu_node
 from topomap.model.snapshot import Gpu, Snapshot
 from topomap.nccl.decide import Decision, decide, gdr_answer
 from topomap.nccl.facts import dump_facts, env_of, nic_fact, remote_facts, snapshot_facts
+from topomap.nccl.features import GpuFeatures, features
 from topomap.nccl.logread import NcclLog, short_bus
 from topomap.nccl.rules import NCCL_SOURCE, NcclEnv, Transport
 
@@ -58,6 +59,7 @@ class GpuNic:
 class NcclReport:
     entries: list[Entry]
     nics: list[GpuNic] = field(default_factory=list)
+    features: list[GpuFeatures] = field(default_factory=list)  # PXN, NVLS, multi-node NVLink per GPU
     env: NcclEnv = field(default_factory=NcclEnv)
     version: str | None = None
     source: str = ""
@@ -82,6 +84,16 @@ class NcclReport:
             "env": self.env.set_vars(),
             "pairs": [e.to_json() for e in self.entries],
             "nics": [{"gpu": n.gpu, "nic": n.nic, "path": n.path, "gdr": n.gdr, "why": n.why} for n in self.nics],
+            "features": [
+                {
+                    "gpu": f.gpu,
+                    **{
+                        name: {"can": feat.can, "why": feat.why, "env": feat.env}
+                        for name, feat in (("pxn", f.pxn), ("nvls", f.nvls), ("mnnvl", f.mnnvl))
+                    },
+                }
+                for f in self.features
+            ],
             "agreement": {"same": same, "total": total} if total else None,
             "notes": self.notes,
             "skipped": self.skipped,
@@ -119,7 +131,13 @@ def predict_snapshot(snap: Snapshot, env: NcclEnv, ranks: str | None = None) -> 
         for j, b in enumerate(gpus)
         if i != j
     ]
-    report = NcclReport(entries, _nics(topo, gpus, env), env, None, snap.source.origin or snap.source.kind)
+    report = NcclReport(
+        entries,
+        nics=_nics(topo, gpus, env),
+        features=features(topo, gpus, env),
+        env=env,
+        source=snap.source.origin or snap.source.kind,
+    )
     report.notes.append("ranks: " + ("one process for all GPUs" if one else "one process per GPU"))
     return report
 
@@ -157,7 +175,9 @@ def compare_log(log: NcclLog, snap: Snapshot | None, extra: NcclEnv) -> NcclRepo
     for (src, dst, observed), via in seen.items():
         entries.append(_entry(log, snap, topo, env, src, dst, observed, via))
     entries.sort(key=lambda e: (e.src_rank, e.dst_rank, str(e.observed)))
-    report = NcclReport(entries, [], env, log.version, log.path, notes=list(log.inferred), skipped=list(log.skipped))
+    report = NcclReport(
+        entries, env=env, version=log.version, source=log.path, notes=list(log.inferred), skipped=list(log.skipped)
+    )
     if snap is None and not log.gpu_paths:
         report.notes.append(
             "no snapshot and no topology dump in the log (NCCL_DEBUG_SUBSYS=GRAPH): only the host "
