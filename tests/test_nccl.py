@@ -59,13 +59,15 @@ def test_log_reads_version_env_hosts_and_gdr() -> None:
     assert h20.ranks[2].host == "H20-GPU-06" and h20.ranks[0].bus == "18000"
     report = compare_log(h20, None, NcclEnv())
     cross = next(e for e in report.entries if (e.src_rank, e.dst_rank) == (1, 3))
-    assert cross.observed == "NET+GDR" and cross.decision.transport == "NET" and cross.decision.rule == "other-host"
+    assert cross.observed == "NET+GDR" and cross.decision.rule == "other-host"
+    # the excerpt has no NIC path and no GDR line: the network for sure, GPUDirect not guessed
+    assert cross.decision.transport == "unknown" and "GPUDirect RDMA unknown" in cross.decision.detail
 
 
 def test_multinode_without_gdrdma_is_net() -> None:
     report = compare_log(_log("deepspeed4715-ipc-read-ibext-nogdr.log"), None, NcclEnv())
     e = next(e for e in report.entries if (e.src_rank, e.dst_rank) == (1, 4))
-    assert e.observed == "NET" and e.decision.transport == "NET"
+    assert e.observed == "NET" and e.decision.transport == "unknown" and e.decision.rule == "other-host"
 
 
 def test_p4d_log_against_snapshot_explains_read_as_nvlink() -> None:
@@ -95,7 +97,9 @@ def test_decide_rules() -> None:
     assert decide(amd, NcclEnv()).rule == "p2p-amd-pair"
     gns = PairFacts(same_host=True, same_process=False, path="PIX", nvlink=False, nvml_p2p=False)
     assert decide(gns, NcclEnv()).transport == "SHM" and decide(gns, NcclEnv()).rule == "p2p-nvml"
-    assert decide(gns, parse_env(["NCCL_SHM_DISABLE=1"])).transport == "NET"
+    no_shm = decide(gns, parse_env(["NCCL_SHM_DISABLE=1"]))  # the network, GPUDirect unknown without a NIC
+    assert no_shm.rule == "shm-disabled-env" and no_shm.transport == "unknown"
+    assert no_shm.detail.startswith("the network")
     a100 = PairFacts(same_host=True, same_process=True, path="NVL", nvlink=True, nvml_p2p=True, cc=("8.0", "8.0"))
     assert decide(a100, NcclEnv()).detail == "direct pointer/read over NVLink"
 
@@ -131,3 +135,49 @@ def test_cli_json_and_errors() -> None:
     assert data["agreement"] == {"same": 7, "total": 8}
     bad = CliRunner().invoke(app, ["nccl", "--log", str(LOGS / "torchtitan1570-launcher-prefix-nvls.log")])
     assert bad.exit_code == 2
+
+
+def test_network_lines_of_real_logs() -> None:
+    """Single lines as real logs print them: nccl#1537 (NET/IB Using, GDR disabled per HCA),
+    nccl#1151 (per-GPU distance), nccl#1189 (a NET row of the path dump)."""
+    text = "\n".join(
+        (
+            "hostname1:25668:27396 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE [RO]; "
+            "OOB primaryip:10.10.10.10<0>",
+            "hostname1:25668:27396 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'",
+            "h:1:2 [0] NCCL INFO GPU Direct RDMA Disabled for GPU ca000 / HCA 0 (distance 7 > 4)",
+            "H20-GPU-06:4015540:4015653 [1] NCCL INFO NET/4 :GPU/18000 (6/10.000000/SYS) GPU/38000 (6/10.000000/SYS) "
+            "CPU/0 (4/10.000000/SYS) NET/4 (0/5000.000000/LOC)",
+            "h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0(3)/GDRDMA",
+        )
+    )
+    log = read_log(text, "lines.log")
+    assert log.hca_names == {("hostname1", 0): "mlx5_0", ("hostname1", 1): "mlx5_1"}
+    assert log.hca_gdr == {("hostname1", 0): False}
+    assert log.gpu_hca[("h", "ca000", 0)] == (False, 7, 4)
+    h20 = "H20-GPU-06"
+    assert log.gpu_net_paths[(h20, "18000", 4)] == "SYS" and log.gpu_net_paths[(h20, "38000", 4)] == "SYS"
+    assert log.hops[0].nic == (0, 3) and log.hops[0].local == 0
+
+
+def test_gdr_from_the_logs_own_lines_decides_the_network_hop() -> None:
+    """A two-host log written in NCCL's formats (not a real one): the sending GPU's NIC is PIX in the
+    dump and GDR is enabled for it; the other host's NIC has GDR disabled (no peermem)."""
+    text = "\n".join(
+        (
+            "a:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
+            "a:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 commId 0x9 - Init START",
+            "b:2:2 [0] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 commId 0x9 - Init START",
+            "a:1:1 [0] NCCL INFO GPU/18000 :GPU/18000 (0/5000.0/LOC) NET/0 (3/24.0/PIX)",
+            "a:1:1 [0] NCCL INFO GPU Direct RDMA Enabled for GPU 18000 / HCA 0 (distance 4 <= 5), read 0",
+            "b:2:2 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'",
+            "a:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA",
+            "b:2:2 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [send] via NET/IB/0",
+        )
+    )
+    report = compare_log(read_log(text, "two.log"), None, NcclEnv())
+    by = {(e.src_rank, e.dst_rank): e for e in report.entries}
+    assert by[(0, 1)].decision.transport == "NET+GDR" and by[(0, 1)].observed == "NET+GDR"
+    assert by[(1, 0)].decision.transport == "NET" and by[(1, 0)].observed == "NET"
+    assert "does not support GPUDirect" in " ".join(by[(1, 0)].decision.reasons)
+    assert report.agreement == (2, 2)

@@ -148,6 +148,19 @@ class _Stream:
         self.t = 0.0  # simulated seconds
         self.hung = False
         self.seen: set[int] = set()  # memsets ordered before whatever is enqueued next
+        # behind a spin kernel: the latch it waits on, and the work queued until it is set
+        self.held: int | None = None
+        self.pending: list[tuple[str, Any]] = []  # ("run", seconds) | ("record", event) | ("wait", event)
+
+
+class _Module:
+    def __init__(self, image: bytes) -> None:
+        self.image = image
+
+
+class _Function:
+    def __init__(self, module: _Module, name: bytes) -> None:
+        self.module, self.name = module, name
 
 
 class _Event:
@@ -156,6 +169,11 @@ class _Event:
         self.t: float | None = None
         self.hung = False
         self.seen: set[int] = set()
+        self.stream: _Stream | None = None  # where it was last recorded
+
+
+ENQUEUE_S = 4e-6  # the CPU's cost of one asynchronous call: an unheld stream cannot start work sooner
+SPIN_ENTRY = b"topomap_spin"
 
 
 @dataclass
@@ -196,8 +214,17 @@ class FakeCudaMemory(FakeCuda):
         lost_after_copies: dict[int, int] | None = None,
         max_peers: int = 8,
         mig_uuids: bool = False,
+        ptx_error: int | None = None,
     ) -> None:
+        """``ptx_error``: what cuModuleLoadData answers for the spin kernel's PTX (e.g. 222,
+        CUDA_ERROR_UNSUPPORTED_PTX_VERSION, on a driver older than the PTX ISA); None loads it."""
         super().__init__(machine, mig_uuids=mig_uuids)
+        self.ptx_error = ptx_error
+        self.host_t = 0.0  # the CPU's clock: each asynchronous call costs ENQUEUE_S
+        self.mapped: set[int] = set()  # pinned host blocks allocated with CU_MEMHOSTALLOC_DEVICEMAP
+        self.streams: list[_Stream] = []
+        self.launches: list[tuple[_Stream, int, int]] = []  # (stream, latch address, timeout ns)
+        self.spin_timeouts = 0  # a stream waited on while its latch was never set
         self.corrupt_pairs = corrupt_pairs
         self.hang_pairs = hang_pairs
         self.free_bytes = free_bytes or {}
@@ -230,6 +257,7 @@ class FakeCudaMemory(FakeCuda):
         return limit is not None and self.copies.get(ordinal, 0) >= limit
 
     def _cur(self, name: str) -> tuple[Any, int]:
+        self._poll()
         err = self._enter(name)
         if err:
             return err, -1
@@ -305,7 +333,104 @@ class FakeCudaMemory(FakeCuda):
 
     def cuMemHostAlloc(self, size: int, flags: int) -> tuple[Any, ...]:
         err, _ = self._cur("cuMemHostAlloc")
-        return (err, None) if err else (R.CUDA_SUCCESS, self._alloc(size, None))
+        if err:
+            return (err, None)
+        addr = self._alloc(size, None)
+        if int(flags) & 0x02:  # CU_MEMHOSTALLOC_DEVICEMAP
+            self.mapped.add(addr)
+        return (R.CUDA_SUCCESS, addr)
+
+    def cuMemHostGetDevicePointer(self, host: int, flags: int) -> tuple[Any, ...]:
+        err, _ = self._cur("cuMemHostGetDevicePointer")
+        if err:
+            return (err, None)
+        if int(host) not in self.mapped:  # not allocated with DEVICEMAP: no device address
+            return (R.CUDA_ERROR_INVALID_VALUE, None)
+        return (R.CUDA_SUCCESS, int(host))  # unified addressing: the same address
+
+    # the spin kernel
+    def cuModuleLoadData(self, image: bytes) -> tuple[Any, ...]:
+        err, _ = self._cur("cuModuleLoadData")
+        if err:
+            return (err, None)
+        if self.ptx_error is not None:
+            return (R(self.ptx_error), None)
+        if not isinstance(image, bytes) or not image.endswith(b"\0") or b".entry " + SPIN_ENTRY not in image:
+            return (R.CUDA_ERROR_INVALID_PTX, None)  # the driver JIT needs NUL-terminated PTX text
+        return (R.CUDA_SUCCESS, _Module(image))
+
+    def cuModuleGetFunction(self, module: _Module, name: bytes) -> tuple[Any, ...]:
+        err, _ = self._cur("cuModuleGetFunction")
+        if err:
+            return (err, None)
+        if b".entry " + bytes(name) + b"(" not in module.image:
+            return (R.CUDA_ERROR_NOT_FOUND, None)
+        return (R.CUDA_SUCCESS, _Function(module, bytes(name)))
+
+    def cuModuleUnload(self, module: _Module) -> tuple[Any, ...]:
+        return (R.CUDA_SUCCESS,)
+
+    def cuLaunchKernel(self, f: _Function, gx: int, gy: int, gz: int, bx: int, by: int, bz: int,
+                       shared: int, st: _Stream, params: int, extra: int) -> tuple[Any, ...]:  # fmt: skip
+        err, _ = self._cur("cuLaunchKernel")
+        if err:
+            return (err,)
+        if not isinstance(f, _Function) or not isinstance(params, int) or not params:
+            return (R.CUDA_ERROR_INVALID_VALUE,)
+        self.host_t += ENQUEUE_S
+        p0 = ctypes.c_void_p.from_address(params).value or 0  # kernelParams[i] points at parameter i
+        p1 = ctypes.c_void_p.from_address(params + 8).value or 0
+        latch, timeout = ctypes.c_uint64.from_address(p0).value, ctypes.c_uint64.from_address(p1).value
+        if latch not in self.mapped:
+            return (R.CUDA_ERROR_ILLEGAL_ADDRESS,)  # the kernel would read memory it cannot see
+        self.launches.append((st, latch, timeout))
+        if ctypes.c_int.from_address(latch).value == 0:
+            st.t = max(st.t, self.host_t)
+            st.held = latch
+        return (R.CUDA_SUCCESS,)
+
+    def _poll(self) -> None:
+        """Streams whose latch the host has set run their queued work, from now on the CPU's clock."""
+        held = [st for st in self.streams if st.held is not None]
+        for st in held:
+            if st.held is not None and ctypes.c_int.from_address(st.held).value != 0:
+                self._release(st.held, self.host_t)
+
+    def _release(self, latch: int, at: float) -> None:
+        streams = [st for st in self.streams if st.held == latch]
+        for st in streams:
+            st.held = None
+            st.t = max(st.t, at)
+        progress = True
+        while progress:  # run queued work in order; a wait runs once its event has a time
+            progress = False
+            for st in streams:
+                while st.pending:
+                    kind, what = st.pending[0]
+                    if kind == "wait" and what.t is None:
+                        break
+                    st.pending.pop(0)
+                    progress = True
+                    if kind == "run":
+                        st.t += what
+                    elif kind == "record":
+                        what.t = st.t
+                    else:
+                        st.t = max(st.t, what.t)
+
+    def _settle(self, st: _Stream | None) -> None:
+        """A wait on a stream still held: the kernel spins until its timeout, then the work runs."""
+        if st is not None and st.held is not None:
+            self.spin_timeouts += 1
+            timeout = next((t for s_, lt, t in reversed(self.launches) if s_ is st), 0)
+            self._release(st.held, st.t + timeout / 1e9)
+
+    def _advance(self, st: _Stream, seconds: float) -> None:
+        self.host_t += ENQUEUE_S
+        if st.held is not None:
+            st.pending.append(("run", seconds))
+        else:
+            st.t = max(st.t, self.host_t) + seconds
 
     def cuMemFree(self, addr: int) -> tuple[Any, ...]:
         owner, buf = self.blocks.pop(int(addr))
@@ -339,7 +464,11 @@ class FakeCudaMemory(FakeCuda):
     # streams and events
     def cuStreamCreate(self, flags: int) -> tuple[Any, ...]:
         err, me = self._cur("cuStreamCreate")
-        return (err, None) if err else (R.CUDA_SUCCESS, _Stream(me))
+        if err:
+            return (err, None)
+        st = _Stream(me)
+        self.streams.append(st)
+        return (R.CUDA_SUCCESS, st)
 
     def cuStreamDestroy(self, st: _Stream) -> tuple[Any, ...]:
         return (R.CUDA_SUCCESS,)
@@ -357,14 +486,28 @@ class FakeCudaMemory(FakeCuda):
             return (err,)
         if ev.ordinal != st.ordinal:  # the event and the stream must share a context
             return (R.CUDA_ERROR_INVALID_HANDLE,)
-        ev.t, ev.hung, ev.seen = st.t, st.hung, set(st.seen)
+        self.host_t += ENQUEUE_S
+        ev.hung, ev.seen, ev.stream = st.hung, set(st.seen), st
+        if st.held is not None:
+            ev.t = None
+            st.pending.append(("record", ev))
+        else:
+            st.t = max(st.t, self.host_t)
+            ev.t = st.t
         return (R.CUDA_SUCCESS,)
 
     def cuStreamWaitEvent(self, st: _Stream, ev: _Event, flags: int) -> tuple[Any, ...]:
         err, _ = self._cur("cuStreamWaitEvent")
         if err:
             return (err,)
-        st.t = max(st.t, ev.t or 0.0)
+        self.host_t += ENQUEUE_S
+        src = ev.stream
+        if src is not None and src.held is not None and st.held is None:
+            st.held = src.held  # waits on work queued behind a spin kernel: held by the same latch
+        if st.held is not None:
+            st.pending.append(("wait", ev))
+        else:
+            st.t = max(st.t, ev.t or 0.0)
         st.hung = st.hung or ev.hung
         st.seen |= ev.seen  # across contexts too
         return (R.CUDA_SUCCESS,)
@@ -379,7 +522,10 @@ class FakeCudaMemory(FakeCuda):
         err, _ = self._cur("cuEventSynchronize")
         if err:
             return (err,)
+        if ev.t is None:
+            self._settle(ev.stream)
         self._wait(ev.hung)
+        self.host_t = max(self.host_t, ev.t or 0.0)  # the host waited for the GPU to get there
         self.done |= ev.seen
         return (R.CUDA_SUCCESS,)
 
@@ -387,7 +533,9 @@ class FakeCudaMemory(FakeCuda):
         err, _ = self._cur("cuStreamSynchronize")
         if err:
             return (err,)
+        self._settle(st)
         self._wait(st.hung)
+        self.host_t = max(self.host_t, st.t)
         self.done |= st.seen
         return (R.CUDA_SUCCESS,)
 
@@ -395,8 +543,10 @@ class FakeCudaMemory(FakeCuda):
         err, _ = self._cur("cuEventElapsedTime")
         if err:
             return (err, None)
-        if a.t is None or b.t is None:
+        if a.stream is None or b.stream is None:  # never recorded
             return (R.CUDA_ERROR_INVALID_HANDLE, None)
+        if a.t is None or b.t is None:  # still queued behind a spin kernel
+            return (R.CUDA_ERROR_NOT_READY, None)
         return (R.CUDA_SUCCESS, (b.t - a.t) * 1e3)
 
     # copies
@@ -433,7 +583,7 @@ class FakeCudaMemory(FakeCuda):
                 gbps = self._pcie_gbps(od if od is not None else os_)  # type: ignore[arg-type]
             self.n_copies += 1
             jitter = 1.0 + 0.01 * (self.n_copies % 5)
-            st.t += n / (gbps * 1e9) * jitter + 0.5e-6  # a copy launch costs ~0.5 µs on the GPU
+            self._advance(st, n / (gbps * 1e9) * jitter + 0.5e-6)  # a copy costs ~0.5 µs on the GPU besides
         return (R.CUDA_SUCCESS,)
 
     def cuMemcpyHtoD(self, dst: int, src: int, n: int) -> tuple[Any, ...]:

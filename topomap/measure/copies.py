@@ -13,12 +13,10 @@ write tests); streams of two contexts are joined with an event recorded in one a
 the other. Buffers are zeroed with cuMemsetD8Async on the stream that then copies (or joined to it
 by such a wait): a NULL-stream memset is not ordered before work on a non-blocking stream.
 
-Unlike nvbandwidth there is no spin kernel holding the stream while copies are enqueued (that
-needs compiled device code): the start event runs as soon as it is recorded, so one copy's
-launch (microseconds) falls inside the timed window — under 1% at the ≥ 32 MiB copies used
-here, but for 8-byte copies the figure is bounded by how fast the CPU enqueues them. Latency is
-the time per copy of a run of small copies in one stream, as p2pBandwidthLatencyTest's copy-engine
-latency is, not the link's own latency (README, "Measured bandwidth").
+As in nvbandwidth, a spin kernel (spin.py) holds the copy stream while the start event, the copies
+and the end event are enqueued, so the timed window holds GPU work only, not the CPU's launch cost.
+Latency is the time per copy of a run of small copies in one stream, as p2pBandwidthLatencyTest's
+copy-engine latency is, not the link's own latency (README, "Measured bandwidth").
 """
 
 from __future__ import annotations
@@ -94,6 +92,7 @@ class Session:
         self.start_cpus: frozenset[int] | None = (
             frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
         )
+        self.latches: Any = None  # spin.Latches: the blocking kernels, made by the jobs on first use
         self.call("cuInit", None, 0)
 
     def call(self, name: str, ordinal: int | None, *args: Any) -> Any:
@@ -132,6 +131,8 @@ class Session:
         return text or None
 
     def close(self) -> None:
+        if self.latches is not None:
+            self.latches.close()
         for dev in self.devs.values():
             _quiet(self.cu, "cuDevicePrimaryCtxRelease", dev)
 

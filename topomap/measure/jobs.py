@@ -24,6 +24,7 @@ from topomap.measure.copies import (
     pattern,
     read_host,
 )
+from topomap.measure.spin import Latch, Latches
 
 
 @dataclass
@@ -61,13 +62,37 @@ class Job:
 Copy = Callable[[], None]
 
 
+def latch(s: Session, ordinal: int) -> Latch | None:
+    """The blocking kernel of GPU ``ordinal`` (spin.py), None where the driver cannot run it."""
+    if s.latches is None:
+        s.latches = Latches(s)
+    found: Latch | None = s.latches.get(ordinal)
+    return found
+
+
+def unheld_notes(s: Session, ordinals: list[int]) -> list[str]:
+    """Why the copies of these GPUs ran without a blocking kernel (none when they had one)."""
+    if s.latches is None:
+        return []
+    return sorted({s.latches.unheld[o] for o in ordinals if o in s.latches.unheld})
+
+
 def _timed(s: Session, bufs: Buffers, ordinal: int, stream: Any, copy: Copy, reps: int) -> float:
-    """Milliseconds for ``reps`` calls of ``copy`` on ``stream``, between two CUDA events."""
+    """Milliseconds for ``reps`` calls of ``copy`` on ``stream``, between two CUDA events; the
+    stream is held by the spin kernel while they are enqueued, and released before the wait."""
     start, end = bufs.event(ordinal), bufs.event(ordinal)
-    s.call("cuEventRecord", ordinal, start, stream)
-    for _ in range(reps):
-        copy()
-    s.call("cuEventRecord", ordinal, end, stream)
+    held = latch(s, ordinal)
+    s.context(ordinal)
+    if held is not None:
+        held.hold(s, stream)
+    try:
+        s.call("cuEventRecord", ordinal, start, stream)
+        for _ in range(reps):
+            copy()
+        s.call("cuEventRecord", ordinal, end, stream)
+    finally:
+        if held is not None:
+            held.release()
     s.call("cuEventSynchronize", ordinal, end)
     return float(s.call("cuEventElapsedTime", ordinal, start, end))
 
@@ -128,6 +153,8 @@ def run_host(cu: Any, s: Session, spec: HostSpec, st: Settings) -> list[Figure]:
             out.append(_host_both_way(rig, spec, st, notes))
         if not spec.remote:
             out.append(_host_latency(rig, spec, st))
+        for fig in out:
+            fig.notes.extend(unheld_notes(s, [spec.ordinal]))
         return out
     finally:
         bufs.free()
@@ -141,16 +168,22 @@ def _host_one_way(rig: _HostRig, spec: HostSpec, st: Settings, notes: list[str])
     for sample in range(st.samples):
         want = pattern(n, sample)
         fill_host(rig.h1, want)
-        rig.clear_d1()
-        if sample == 0:
-            for _ in range(st.warmup):
-                rig.h2d()
+        for _ in range(st.warmup):  # before every sample, as nvbandwidth warms up every measurement
+            rig.h2d()
+        rig.clear_d1()  # after the warm-up, on its stream: only the timed copies can refill it
         ms = rig.timed(rig.h2d, st.repetitions)
         h2d.gbps.append(_gbps(n * st.repetitions, ms))
         s.call("cuMemcpyDtoH", k, rig.hc, rig.d1, n)
         _check(h2d, read_host(rig.hc, n), want)
-        clear_host(rig.hc, n)
-        ms = rig.timed(lambda: s.call("cuMemcpyDtoHAsync", k, rig.hc, rig.d1, n, rig.st1), st.repetitions)
+
+        def d2h_copy() -> None:
+            s.call("cuMemcpyDtoHAsync", k, rig.hc, rig.d1, n, rig.st1)
+
+        for _ in range(st.warmup):
+            d2h_copy()
+        s.call("cuStreamSynchronize", k, rig.st1)
+        clear_host(rig.hc, n)  # after the warm-up has landed: only the timed copies can refill it
+        ms = rig.timed(d2h_copy, st.repetitions)
         d2h.gbps.append(_gbps(n * st.repetitions, ms))
         _check(d2h, read_host(rig.hc, n), want)
     return [h2d, d2h]
@@ -195,18 +228,25 @@ def _both(s: Session, bufs: Buffers, one: tuple[int, Any, Copy], two: tuple[int,
     is recorded in its stream's context; a stream may wait on another context's event)."""
     (k1, st1, c1), (k2, st2, c2) = one, two
     start, end2, end = bufs.event(k1), bufs.event(k2), bufs.event(k1)
+    held = latch(s, k1)  # holds st1 before the start event; st2 waits on that event
     s.context(k1)
-    s.call("cuEventRecord", k1, start, st1)
-    s.context(k2)
-    s.call("cuStreamWaitEvent", k2, st2, start, 0)
-    for _ in range(reps):
-        c1()
-        c2()
-    s.context(k2)
-    s.call("cuEventRecord", k2, end2, st2)
-    s.context(k1)
-    s.call("cuStreamWaitEvent", k1, st1, end2, 0)
-    s.call("cuEventRecord", k1, end, st1)
+    if held is not None:
+        held.hold(s, st1)
+    try:
+        s.call("cuEventRecord", k1, start, st1)
+        s.context(k2)
+        s.call("cuStreamWaitEvent", k2, st2, start, 0)
+        for _ in range(reps):
+            c1()
+            c2()
+        s.context(k2)
+        s.call("cuEventRecord", k2, end2, st2)
+        s.context(k1)
+        s.call("cuStreamWaitEvent", k1, st1, end2, 0)
+        s.call("cuEventRecord", k1, end, st1)
+    finally:
+        if held is not None:
+            held.release()
     s.call("cuEventSynchronize", k1, end)
     return float(s.call("cuEventElapsedTime", k1, start, end))
 
@@ -321,6 +361,8 @@ def run_pair(cu: Any, s: Session, spec: PairSpec, st: Settings) -> list[Figure]:
                 ms = rig.timed(x, rig.copy(x, y, LATENCY_BYTES), st.latency_copies)
                 lat.us.append(ms * 1e3 / st.latency_copies)
             out.append(lat)
+        for fig in out:
+            fig.notes.extend(unheld_notes(s, [a, b]))
         return out
     finally:
         bufs.free()
@@ -335,12 +377,11 @@ def _pair_one_way(rig: _PairRig, x: int, y: int, route: str, notes: list[str], s
         want = pattern(n, sample + 10 * x)
         rig.load(x, want)
         rig.clear(y, x)
-        if sample == 0:
-            for _ in range(st.warmup):
-                rig.copy(x, y)()
-            rig.s.context(x)
-            rig.s.call("cuStreamSynchronize", x, rig.stream[x])
-            rig.clear(y, x)
+        for _ in range(st.warmup):  # before every sample
+            rig.copy(x, y)()
+        rig.s.context(x)
+        rig.s.call("cuStreamSynchronize", x, rig.stream[x])
+        rig.clear(y, x)
         ms = rig.timed(x, rig.copy(x, y), st.repetitions)
         fig.gbps.append(_gbps(n * st.repetitions, ms))
         rig.verify(fig, y, want)

@@ -167,13 +167,14 @@ def _network(f: PairFacts, env: NcclEnv, rule: str, why: str) -> Decision:
     nic = f.nic_src
     gdr = gdr_answer(nic, env, f.cc[0], f.nvlink)
     name = nic.name if nic and nic.name else "its NIC"
-    if gdr is None:
+    if gdr is None:  # the network for sure, but NET and NET+GDR are different answers: not guessed
         return _d(
-            "NET",
+            "unknown",
             rule,
-            f"via {name}; GPUDirect RDMA unknown",
+            f"the network via {name}; GPUDirect RDMA unknown",
             why,
-            "GPUDirect RDMA cannot be decided: the NIC's path or GDR support is not recorded",
+            "GPUDirect RDMA cannot be decided: the NIC's path to the GPU or its GDR support is not recorded "
+            "(a snapshot of the host, or NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH in the log, tells it)",
         )
     ok, gdr_why = gdr
     if ok:
@@ -187,10 +188,12 @@ def gdr_answer(
     nic: NicFact | None, env: NcclEnv, cc: str | None = None, nvlink: bool | None = None
 ) -> tuple[bool, str] | None:
     """GPUDirect RDMA between a GPU and its NIC (ncclTopoCheckGdr), or None when unknown."""
-    if nic is None or nic.path is None:
+    if nic is None:
         return None
     if nic.gdr_capable is False:
         return False, "GPU or NIC does not support GPUDirect RDMA (peermem / dma-buf missing)"
+    if nic.path is None:
+        return None
     level = env.level("NCCL_NET_GDR_LEVEL") or "PXB"
     if path_rank(nic.path) > path_rank(level):
         return False, f"NIC {nic.name} is {nic.path} from the GPU, beyond the GDR level {level}"

@@ -28,6 +28,7 @@ _INIT = re.compile(
     r"busId (?P<bus>[0-9a-fA-F]+)(?: commId (?P<comm>0x[0-9a-f]+))?"
 )
 _DUMP_ROW = re.compile(r"^GPU/(?P<bus>[0-9A-Fa-f-]+) :(?P<rest>.*)$")
+_NET_ROW = re.compile(r"^NET/(?P<net>[0-9-]+) :(?P<rest>.*)$")
 _DUMP_CELL = re.compile(
     r"(?P<kind>GPU|NET|CPU)/(?P<id>[0-9A-Fa-f-]+) \((?P<n>\d+)/(?P<bw>[0-9.]+)/(?P<type>[A-Z0-9]+)\)"
 )
@@ -47,6 +48,24 @@ class Hop:
     host: str
     pid: int
     line: int
+    side: str | None = None  # "send" or "receive" for network lines: the rank whose host printed it
+
+    @property
+    def local(self) -> int:
+        """The rank on the host that printed the line (the receiver for ``[receive]``)."""
+        return self.dst if self.side == "receive" else self.src
+
+    @property
+    def nic(self) -> tuple[int | None, int | None]:
+        """(NCCL's NIC index, proxy rank for PXN) from ``NET/IB/3/GDRDMA`` or ``NET/IB/0(5)/GDRDMA``."""
+        m = _NET_VIA.match(self.via)
+        if m is None:
+            return None, None
+        proxy = m.group("proxy")
+        return int(m.group("nic")), int(proxy) if proxy is not None else None
+
+
+_NET_VIA = re.compile(r"^NET/[^/]+/(?P<nic>\d+)(?:\((?P<proxy>\d+)\))?")
 
 
 @dataclass
@@ -76,6 +95,14 @@ class NcclLog:
     nccl_lines: int = 0
     p2p_refused: set[tuple[str, str]] = field(default_factory=set)
     inferred: list[str] = field(default_factory=list)  # "Could not enable P2P between dev a and b"
+    # the network: NCCL's NIC index → name ("NET/IB : Using [0]mlx5_0:1/IB …"), GPUDirect support per
+    # NIC ("GPU Direct RDMA Disabled for HCA 0 'mlx5_0'"), per GPU and NIC the distance NCCL weighed
+    # ("GPU Direct RDMA Enabled for GPU 18000 / HCA 3 (distance 4 <= 5)") and the dump's GPU→NET paths
+    # NCCL numbers NICs per host: every key starts with the host that printed the line
+    hca_names: dict[tuple[str, int], str] = field(default_factory=dict)
+    hca_gdr: dict[tuple[str, int], bool] = field(default_factory=dict)
+    gpu_hca: dict[tuple[str, str, int], tuple[bool, int, int]] = field(default_factory=dict)  # enabled, d, level
+    gpu_net_paths: dict[tuple[str, str, int], str] = field(default_factory=dict)  # (host, GPU bus, NET) → path
 
 
 def short_bus(text: str) -> str:
@@ -97,6 +124,13 @@ def transport_of(via: str) -> Transport:
     return "unknown"
 
 
+_USING = re.compile(r"^NET/\w+ : Using (?P<list>(?:\[\d+\]\S+\s*)+)")
+_USING_ONE = re.compile(r"\[(?P<i>\d+)\](?P<name>[^:\s]+)")
+_HCA_GDR = re.compile(r"GPU Direct RDMA (?P<on>Enabled|Disabled) for HCA (?P<i>\d+) '(?P<name>[^']+)'")
+_GPU_GDR = re.compile(
+    r"GPU Direct RDMA (?P<on>Enabled|Disabled) for GPU (?P<bus>[0-9A-Fa-f-]+)(?:\[\d+\])? / HCA (?P<i>\d+) "
+    r"\(distance (?P<d>\d+) (?:<=|>|<|>=) (?P<t>\d+)\)"
+)
 _ENV_WANTED = re.compile(r"^NCCL_(P2P|SHM|NET|IB|CROSS|CUMEM|PXN|ALGO|PROTO|SOCKET|TOPO|NVLS|MNNVL|COLLNET)")
 _REFUSED = re.compile(r"Could not enable P2P between dev \d+\(=(?P<a>[0-9a-f]+)\) and dev \d+\(=(?P<b>[0-9a-f]+)\)")
 
@@ -146,6 +180,7 @@ def _read_message(log: NcclLog, env: dict[str, str], m: re.Match[str], no: int) 
                 host,
                 pid,
                 no,
+                c.group("dir"),
             )
         )
         _note_rank(log, host, pid, c)
@@ -162,6 +197,8 @@ def _read_message(log: NcclLog, env: dict[str, str], m: re.Match[str], no: int) 
         if i.group("comm"):
             log.comms.add(i.group("comm"))
         return
+    if _read_network(log, msg, host):
+        return
     refused = _REFUSED.search(msg)
     if refused:
         log.p2p_refused.add((short_bus(refused.group("a")), short_bus(refused.group("b"))))
@@ -171,7 +208,34 @@ def _read_message(log: NcclLog, env: dict[str, str], m: re.Match[str], no: int) 
         log.dump_ranks[short_bus(d.group("bus"))] = int(d.group("rank"))
     row = _DUMP_ROW.match(msg)
     if row:
-        _read_dump_row(log, short_bus(row.group("bus")), row.group("rest"), no)
+        _read_dump_row(log, host, short_bus(row.group("bus")), row.group("rest"), no)
+        return
+    net = _NET_ROW.match(msg)
+    if net and net.group("net").split("-")[-1].isdigit():  # NET/4 :GPU/18000 (6/10.0/SYS) …
+        index = int(net.group("net").split("-")[-1])
+        for c in _DUMP_CELL.finditer(net.group("rest")):
+            if c.group("kind") == "GPU":
+                log.gpu_net_paths.setdefault((host, short_bus(c.group("id")), index), c.group("type"))
+
+
+def _read_network(log: NcclLog, msg: str, host: str) -> bool:
+    """NIC names, GPUDirect support per NIC and per GPU–NIC distance; True when the line was one."""
+    using = _USING.match(msg)
+    if using:
+        for one in _USING_ONE.finditer(using.group("list")):
+            log.hca_names.setdefault((host, int(one.group("i"))), one.group("name"))
+        return True
+    gpu = _GPU_GDR.search(msg)
+    if gpu:
+        key = (host, short_bus(gpu.group("bus")), int(gpu.group("i")))
+        log.gpu_hca[key] = (gpu.group("on") == "Enabled", int(gpu.group("d")), int(gpu.group("t")))
+        return True
+    hca = _HCA_GDR.search(msg)
+    if hca:
+        log.hca_gdr[(host, int(hca.group("i")))] = hca.group("on") == "Enabled"
+        log.hca_names.setdefault((host, int(hca.group("i"))), hca.group("name"))
+        return True
+    return False
 
 
 def _note_rank(log: NcclLog, host: str, pid: int, c: re.Match[str]) -> None:
@@ -190,12 +254,17 @@ def _note_rank(log: NcclLog, host: str, pid: int, c: re.Match[str]) -> None:
         r.nvml_dev = int(c.group(local[0] + "dev"))
 
 
-def _read_dump_row(log: NcclLog, bus: str, rest: str, no: int) -> None:
+def _read_dump_row(log: NcclLog, host: str, bus: str, rest: str, no: int) -> None:
     cells = list(_DUMP_CELL.finditer(rest))
     if not cells:
         log.skipped.append(f"line {no}: topology path row without cells")
         return
     for c in cells:
+        if c.group("kind") == "NET":
+            net = c.group("id").split("-")[-1]
+            if net.isdigit():
+                log.gpu_net_paths[(host, bus, int(net))] = c.group("type")
+            continue
         if c.group("kind") != "GPU":
             continue
         other = short_bus(c.group("id"))

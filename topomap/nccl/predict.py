@@ -9,9 +9,10 @@ from typing import Any
 from topomap.base.errors import TopomapError
 from topomap.graph import Topology, build, gpu_node
 from topomap.model.snapshot import Gpu, Snapshot
-from topomap.nccl.decide import Decision, decide, gdr_answer
-from topomap.nccl.facts import dump_facts, env_of, nic_fact, remote_facts, snapshot_facts
-from topomap.nccl.logread import NcclLog, short_bus
+from topomap.nccl.decide import Decision, PairFacts, decide, gdr_answer
+from topomap.nccl.facts import dump_facts, env_of, log_remote_facts, nic_fact, remote_facts, snapshot_facts
+from topomap.nccl.features import GpuFeatures, features
+from topomap.nccl.logread import Hop, NcclLog, short_bus
 from topomap.nccl.rules import NCCL_SOURCE, NcclEnv, Transport
 
 
@@ -58,6 +59,7 @@ class GpuNic:
 class NcclReport:
     entries: list[Entry]
     nics: list[GpuNic] = field(default_factory=list)
+    features: list[GpuFeatures] = field(default_factory=list)  # PXN, NVLS, multi-node NVLink per GPU
     env: NcclEnv = field(default_factory=NcclEnv)
     version: str | None = None
     source: str = ""
@@ -82,6 +84,16 @@ class NcclReport:
             "env": self.env.set_vars(),
             "pairs": [e.to_json() for e in self.entries],
             "nics": [{"gpu": n.gpu, "nic": n.nic, "path": n.path, "gdr": n.gdr, "why": n.why} for n in self.nics],
+            "features": [
+                {
+                    "gpu": f.gpu,
+                    **{
+                        name: {"can": feat.can, "why": feat.why, "env": feat.env}
+                        for name, feat in (("pxn", f.pxn), ("nvls", f.nvls), ("mnnvl", f.mnnvl))
+                    },
+                }
+                for f in self.features
+            ],
             "agreement": {"same": same, "total": total} if total else None,
             "notes": self.notes,
             "skipped": self.skipped,
@@ -119,7 +131,13 @@ def predict_snapshot(snap: Snapshot, env: NcclEnv, ranks: str | None = None) -> 
         for j, b in enumerate(gpus)
         if i != j
     ]
-    report = NcclReport(entries, _nics(topo, gpus, env), env, None, snap.source.origin or snap.source.kind)
+    report = NcclReport(
+        entries,
+        nics=_nics(topo, gpus, env),
+        features=features(topo, gpus, env),
+        env=env,
+        source=snap.source.origin or snap.source.kind,
+    )
     report.notes.append("ranks: " + ("one process for all GPUs" if one else "one process per GPU"))
     return report
 
@@ -150,14 +168,16 @@ def compare_log(log: NcclLog, snap: Snapshot | None, extra: NcclEnv) -> NcclRepo
     """Each (rank pair, observed transport) of the log against the prediction."""
     env = env_of(log, extra)
     topo = build(snap) if snap is not None else None
-    seen: dict[tuple[int, int, Transport], str] = {}
+    seen: dict[tuple[int, int, Transport], Hop] = {}
     for h in log.hops:
-        seen.setdefault((h.src, h.dst, h.transport), h.via)
+        seen.setdefault((h.src, h.dst, h.transport), h)
     entries = []
-    for (src, dst, observed), via in seen.items():
-        entries.append(_entry(log, snap, topo, env, src, dst, observed, via))
+    for (src, dst, observed), hop in seen.items():
+        entries.append(_entry(log, snap, topo, env, src, dst, observed, hop))
     entries.sort(key=lambda e: (e.src_rank, e.dst_rank, str(e.observed)))
-    report = NcclReport(entries, [], env, log.version, log.path, notes=list(log.inferred), skipped=list(log.skipped))
+    report = NcclReport(
+        entries, env=env, version=log.version, source=log.path, notes=list(log.inferred), skipped=list(log.skipped)
+    )
     if snap is None and not log.gpu_paths:
         report.notes.append(
             "no snapshot and no topology dump in the log (NCCL_DEBUG_SUBSYS=GRAPH): only the host "
@@ -176,14 +196,15 @@ def _entry(
     src: int,
     dst: int,
     observed: Transport,
-    via: str,
+    hop: Hop,
 ) -> Entry:
+    via = hop.via
     ra, rb = log.ranks.get(src), log.ranks.get(dst)
     ga = _snapshot_gpu(snap, log, src) if snap is not None else None
     gb = _snapshot_gpu(snap, log, dst) if snap is not None else None
     hosts_known = ra is not None and rb is not None and ra.host is not None and rb.host is not None
     if hosts_known and ra is not None and rb is not None and ra.host != rb.host:
-        facts = remote_facts(topo, ga)
+        facts = remote_facts(topo, ga) if topo is not None else _log_remote(log, env, hop)
     elif not hosts_known:
         return Entry(
             src,
@@ -203,6 +224,16 @@ def _entry(
             facts = dump_facts(log, ra.bus if ra else None, rb.bus if rb else None, same_pid)
     d = decide(facts, env, log.version)
     return Entry(src, dst, _name(ga, ra), _name(gb, rb), d, observed, via, explain(d, observed, via, env))
+
+
+def _log_remote(log: NcclLog, env: NcclEnv, hop: Hop) -> PairFacts:
+    """A network line without a snapshot: the NIC the line names, for the GPU of the rank whose host
+    printed it — or, through PXN (``NET/IB/0(5)``), of the proxy rank whose NIC it is."""
+    nic, proxy = hop.nic
+    rank = proxy if proxy is not None else hop.local
+    info = log.ranks.get(rank)
+    host = info.host if info is not None and info.host else hop.host
+    return log_remote_facts(log, host, info.bus if info else None, nic, env.level("NCCL_NET_GDR_LEVEL") or "PXB")
 
 
 def _name(g: Gpu | None, info: Any) -> str | None:

@@ -6,10 +6,45 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from topomap.nccl.features import Feature
 from topomap.nccl.predict import NcclReport
 from topomap.nccl.rules import NCCL_SOURCE
 
 _STYLE = {"SHM": "yellow", "NET": "red", "unknown": "magenta"}
+_CAN = {"yes": "green", "possible": "cyan", "unknown": "magenta"}
+
+
+def _features(report: NcclReport) -> list[Text]:
+    """PXN, NVLS and multi-node NVLink, one line per answer and reason with the GPUs it holds for."""
+    out: list[Text] = []
+    for title, attr in (("PXN", "pxn"), ("NVLS", "nvls"), ("multi-node NVLink", "mnnvl")):
+        groups: dict[Feature, list[str]] = {}
+        for g in report.features:
+            feat: Feature = getattr(g, attr)
+            groups.setdefault(feat, []).append(g.gpu)
+        for f, gpus in groups.items():
+            t = Text(f"{title}: ")
+            t.append(f.can, style=_CAN.get(f.can, ""))
+            t.append(f" for {_gpu_list(gpus)}: {f.why} (changed by {f.env})")
+            out.append(t)
+    return out
+
+
+def _gpu_list(gpus: list[str]) -> str:
+    """gpu0, gpu1, gpu2, gpu5 → "gpu0–gpu2, gpu5"."""
+    nums = sorted(int(g[3:]) for g in gpus if g.startswith("gpu") and g[3:].isdigit())
+    if len(nums) != len(gpus):
+        return ", ".join(gpus)
+    runs: list[str] = []
+    start = prev = nums[0]
+    for n in [*nums[1:], None]:
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        runs.append(f"gpu{start}" if start == prev else f"gpu{start}–gpu{prev}")
+        if n is not None:
+            start = prev = n
+    return ", ".join(runs)
 
 
 def nccl_view(report: NcclReport) -> list[Table | Text]:
@@ -54,6 +89,7 @@ def nccl_view(report: NcclReport) -> list[Table | Text]:
                 g.gpu, g.nic or "none", g.path or "?", Text(g.gdr, style="" if g.gdr == "yes" else "yellow"), g.why
             )
         out.append(n)
+    out.extend(_features(report))
     same, total = report.agreement
     if total:
         out.append(Text(f"agreement: {same}/{total} (rank pair, transport) entries as predicted"))
