@@ -67,7 +67,7 @@ def looks_like_query_csv(text: str) -> bool:
         if not all(_CSV_CELL.match(c) for c in cells):
             continue
         names = {c.split("[")[0].strip() for c in cells}
-        if names & _CSV_CORE and (len(cells) > 1 or "." in cells[0]):
+        if names & _CSV_CORE and names != {"index"}:
             rest = [x for x in lines[k + 1 : k + 3] if x.strip()]
             if rest and not _CSV_CELL.match(rest[0].split(",")[0].strip()):
                 return True

@@ -50,7 +50,8 @@ def import_text(text: str, origin: str, fmt: str = "auto") -> Snapshot:
         if found is None:
             raise ImportFailure(
                 f"{origin}: unknown format",
-                hint="expected `nvidia-smi topo -m` (or topo -p2p / nvlink -s / nvlink -R) text, "
+                hint="expected `nvidia-smi topo -m` (or topo -p2p / nvlink -s / nvlink -R / -q / --query-gpu CSV) "
+                "text, "
                 "an NCCL topology XML (<system>) or an hwloc XML (<topology>)",
             )
         fmt = found

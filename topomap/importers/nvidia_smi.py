@@ -281,19 +281,24 @@ def import_nvidia_smi(text: str, origin: str) -> Snapshot:
             elif r:
                 links[cur_gpu].remotes[int(r.group(1))] = r.group(2)
         i += 1
+    found = topo is not None or bool(links) or bool(p2p)
+    return _with_reports(text, lines, origin, _build(origin, topo, p2p, nic_legend, links, notes), found)
+
+
+def _with_reports(text: str, lines: list[str], origin: str, snap: Snapshot, found: bool) -> Snapshot:
+    """``snap`` joined by GPU index with the file's `nvidia-smi -q` and `--query-gpu` CSV output."""
     query = parse_query(lines) if looks_like_query(text) else QReport()
-    csv = find_blocks(lines, origin) if looks_like_query_csv(text) else []  # --query-gpu, alone or appended
-    if topo is None and not links and not p2p and not query.gpus and not csv:
+    csv = find_blocks(lines, origin) if looks_like_query_csv(text) else []
+    if not found and not query.gpus and not csv:
         raise NvidiaSmiError(
             f"{origin}: no `nvidia-smi topo -m`, `topo -p2p`, `nvlink -s/-R`, `-q` or `--query-gpu` output found",
             hint="the header line must start with GPU0 (a --query-gpu CSV with its header line, or its command line "
             "above `noheader` rows)",
         )
-    snap = apply_query(_build(origin, topo, p2p, nic_legend, links, notes), query)
+    snap = apply_query(snap, query)
     if query.gpus:
-        snap = msgspec.structs.replace(
-            snap, source=msgspec.structs.replace(snap.source, formats=[*snap.source.formats, "nvidia-smi-q"])
-        )
+        formats: list[SourceFormat] = [*snap.source.formats, "nvidia-smi-q"]
+        snap = msgspec.structs.replace(snap, source=msgspec.structs.replace(snap.source, formats=formats))
     return apply_blocks(snap, csv, origin)
 
 
@@ -334,16 +339,11 @@ def _build(
 
 def _formats(topo: _Matrix | None, p2p: dict[str, _Matrix], links: dict[int, _GpuLinks]) -> list[SourceFormat]:
     """The outputs this file held (``Source.formats``; what each can carry: model.source_facts)."""
-    out: list[SourceFormat] = ["topo-m"] if topo is not None else []
-    if p2p:
-        out.append("topo-p2p")
-    if any(gl.speeds for gl in links.values()):
-        out.append("nvlink-status")
-    if any(gl.remotes for gl in links.values()):
-        out.append("nvlink-remote")
-    if links and not any(gl.speeds or gl.remotes for gl in links.values()):
-        out.append("gpu-list")
-    return out
+    speeds, remotes = any(gl.speeds for gl in links.values()), any(gl.remotes for gl in links.values())
+    lone = bool(links) and not (speeds or remotes)  # GPU lines only (`nvidia-smi -L`)
+    held: dict[SourceFormat, bool] = {"topo-m": topo is not None, "topo-p2p": bool(p2p), "nvlink-status": speeds,
+                                      "nvlink-remote": remotes, "gpu-list": lone}  # fmt: skip
+    return [f for f, yes in held.items() if yes]
 
 
 def _nics(nic_labels: list[str], nic_legend: dict[int, str], ids: dict[str, str]) -> list[Nic]:

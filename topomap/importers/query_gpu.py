@@ -62,6 +62,7 @@ UNKNOWN_CELLS = {
     "[insufficient permissions]",
 }
 MAX_ROWS = 4096
+_NOT_FACTS = {"gpus.index", "gpus.pci_device_id", "gpus.persistence_mode"}  # read when there, never a gap
 _FIELD = re.compile(r"^[a-z][a-z0-9_.]*$")
 _HEADER_CELL = re.compile(r"^([a-z][a-z0-9_.]*)(?:\s*\[([^\]]*)\])?$")
 _COMMAND = re.compile(r"--query-gpu[= ]\s*([A-Za-z0-9_.,]+)")
@@ -109,7 +110,7 @@ def _header(line: str) -> tuple[list[str], dict[str, str]] | None:
         cols.append(name)
         if m.group(2):
             units[name] = m.group(2)
-    if not any(c in READ for c in cols) or (len(cols) == 1 and "." not in cols[0]):
+    if not any(c in READ for c in cols) or cols == ["index"]:
         return None
     return cols, units
 
@@ -296,7 +297,7 @@ def _with_source(snap: Snapshot, block: QueryCsv, gpus: list[Gpu], notes: list[s
     alone = not snap.gpus
     if alone:  # no other output in the file: what the columns leave out is unknown
         for col, fld in READ.items():
-            if col not in cols and fld not in known and fld not in unknown and fld != "gpus.index":
+            if col not in cols and fld not in known and fld not in unknown and fld not in _NOT_FACTS:
                 unknown.append(fld)
     count = next((r.cells.get("count") for r in block.rows if r.cells.get("count")), None)
     some = block.some_gpus or (count is not None and count.isdigit() and int(count) > len(block.rows))

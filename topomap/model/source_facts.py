@@ -259,3 +259,16 @@ def source_knows(snap: Snapshot, fact: Fact | str) -> bool:
         return source_facts(snap).knows(named)
     unknown = snap.source.unknown_fields
     return not any(fact == u or fact.startswith(u + ".") for u in unknown)
+
+
+def format_gaps(snap: Snapshot) -> list[str]:
+    """What the source's kind cannot carry beyond the fields it lists as unknown, in words (a `topo
+    -p2p` paste: "the NICs", "which GPUs NVLink joins"), for the views that say what a source lacks."""
+    facts = source_facts(snap)
+    if not facts.formats:
+        return []
+    unknown = set(snap.source.unknown_fields)
+    nic_detail = (Fact.NIC_NAMES, Fact.NIC_SPEED, Fact.NIC_KIND) if not facts.knows(Fact.NICS) else ()
+    return [
+        WHAT[f] for f in Fact if not facts.knows(f) and f not in nic_detail and not any(x in unknown for x in FIELDS[f])
+    ]
