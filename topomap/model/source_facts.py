@@ -176,7 +176,10 @@ class SourceFacts:
         return " + ".join(FORMAT_WORDS[f] for f in self.formats) or "an unknown source"
 
     def why_not(self, fact: Fact) -> str:
-        """One line: this source does not carry ``fact`` (for an UNKNOWN's evidence)."""
+        """One line: this source does not carry ``fact`` (for an UNKNOWN's evidence): the kind of
+        output cannot, or this one output left it out (a `topo -m` of an older driver: no NUMA column)."""
+        if any(fact in CAN_CARRY.get(f, frozenset()) for f in self.formats):
+            return f"this {self.words()} output does not record {WHAT[fact]}"
         return f"{self.words()} does not carry {WHAT[fact]}"
 
 
