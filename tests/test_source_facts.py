@@ -280,5 +280,21 @@ def test_malformed_csv_is_one_line_naming_file_line_and_column(text: str, needle
 
 def test_csv_naming_a_gpu_the_matrix_lacks_is_refused(real: Path) -> None:
     text = l40s_topo(real) + "\nindex, name\n9, NVIDIA L40S\n"
-    with pytest.raises(ImportFailure, match=r"topo9.txt:\d+: column index: GPU 9 is not in the matrix"):
+    with pytest.raises(ImportFailure, match=r"topo9.txt:\d+: column index: GPU 9 is not among the GPUs earlier"):
         import_text(text, "topo9.txt")
+
+
+def test_query_gpu_after_nvlink_status_of_one_gpu_adds_the_others(real: Path) -> None:
+    """`nvlink --status -i 0` lists one GPU; the query lists both: the file then counts the host."""
+    text = (
+        "$ nvidia-smi nvlink --status -i 0\n"
+        + status_i0(real)
+        + (
+            "$ nvidia-smi --query-gpu=index,name,memory.total --format=csv\n"
+            "index, name, memory.total [MiB]\n0, NVIDIA H100 PCIe, 81559 MiB\n1, NVIDIA H100 PCIe, 81559 MiB\n"
+        )
+    )
+    snap = import_text(text, "i0+csv.txt")
+    assert [g.index for g in snap.gpus] == [0, 1] and len(snap.gpus[0].nvlinks) == 18 and not snap.gpus[1].nvlinks
+    assert source_knows(snap, Fact.GPU_COUNT) and verdicts("  - gpus: {min_count: 2}\n", snap)["gpus"][0] == "pass"
+    assert verdicts("  - gpus: {min_count: 4}\n", snap)["gpus"][0] == "fail"

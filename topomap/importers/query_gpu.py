@@ -24,6 +24,7 @@ from topomap.base.devices import format_device_id, parse_device_id
 from topomap.base.errors import ImportFailure
 from topomap.base.pciaddr import normalize_bus_id
 from topomap.model.snapshot import Gpu, Mig, PcieLink, Snapshot
+from topomap.model.source_facts import Fact, source_facts
 
 #: Field aliases nvidia-smi accepts → the name it prints in the header (and topomap reads).
 ALIASES = {
@@ -262,7 +263,7 @@ def apply_csv(snap: Snapshot, block: QueryCsv, origin: str) -> Snapshot:
     """Add one `--query-gpu` block to a snapshot: rows join the GPUs by their ``index`` cell (else
     row k is GPU k, nvidia-smi's order); a matrix in the same file that lacks a row's GPU is an error."""
     by_index = {g.index: g for g in snap.gpus}
-    had = bool(snap.gpus) and "gpus.count" not in snap.source.unknown_fields
+    had = bool(snap.gpus) and source_facts(snap).knows(Fact.GPU_COUNT)  # a matrix lists every GPU; nvlink -s may not
     seen: set[int] = set()
     notes = list(snap.source.notes)
     for k, row in enumerate(block.rows):
@@ -273,7 +274,7 @@ def apply_csv(snap: Snapshot, block: QueryCsv, origin: str) -> Snapshot:
         seen.add(index)
         if had and index not in by_index:
             raise QueryCsvError(
-                f"{origin}:{row.line}: column index: GPU {index} is not in the matrix earlier in the file "
+                f"{origin}:{row.line}: column index: GPU {index} is not among the GPUs earlier in the file "
                 f"(GPUs {', '.join(str(x) for x in sorted(by_index))}); two machines in one file?",
                 hint="split the file, one per host",
             )
@@ -301,8 +302,8 @@ def _with_source(snap: Snapshot, block: QueryCsv, gpus: list[Gpu], notes: list[s
                 unknown.append(fld)
     count = next((r.cells.get("count") for r in block.rows if r.cells.get("count")), None)
     some = block.some_gpus or (count is not None and count.isdigit() and int(count) > len(block.rows))
-    if some and (alone or "gpus.count" in snap.source.unknown_fields):
-        unknown.append("gpus.count")
+    if some and not (snap.gpus and source_facts(snap).knows(Fact.GPU_COUNT)):
+        unknown.append("gpus.count")  # `-i 3`: some GPUs, and nothing else in the file lists them all
     formats = list(snap.source.formats)
     if "query-gpu-csv" not in formats:
         formats.append("query-gpu-csv")
