@@ -218,7 +218,7 @@ def test_unknown_verdict_has_its_own_exit_status_and_names_the_command(tmp_path:
     reqs.write_text("requirements:\n  - driver: {min: '535'}\n")
     r = runner.invoke(app, ["check", str(reqs), "--probe", str(SAMPLES / "snapshots" / "rtx4090-8gpu-all-sys.json")])
     assert r.exit_code == 3 and r.stdout.startswith("UNKNOWN: 1 of 1 rules cannot be told")
-    assert "to answer it: `nvidia-smi`" in r.stdout
+    assert "to answer it: `nvidia-smi --query-gpu=driver_version --format=csv`" in r.stdout
     j = runner.invoke(
         app, ["check", str(reqs), "--json", "--probe", str(SAMPLES / "snapshots" / "rtx4090-8gpu-all-sys.json")]
     )

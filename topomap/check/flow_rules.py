@@ -8,7 +8,7 @@ from topomap.check.requirements import ArrowBandwidthRule, ArrowTimeRule, PlanTo
 from topomap.check.results import Finding, RuleResult, tally
 from topomap.flow.mapping import FlowMap, MappedArrow
 from topomap.graph import Topology
-from topomap.model.facts import SETTLE
+from topomap.model.source_facts import Fact, settle
 from topomap.plan import plan_flow
 
 
@@ -37,14 +37,14 @@ def _bandwidth(rule: ArrowBandwidthRule, a: MappedArrow) -> tuple[Finding, str |
     """One arrow against arrow_bandwidth, and what would settle an unknown."""
     name = f"{a.src}→{a.dst}"
     if a.medium == "unknown":
-        return Finding(name, "unknown", f"medium unknown ({'; '.join(a.notes[:1])})"), a.settle or SETTLE["nvlink"]
+        return Finding(name, "unknown", f"medium unknown ({'; '.join(a.notes[:1])})"), a.settle or settle(Fact.NVLINK)
     if a.bandwidth_gbps is None:
         return Finding(name, "unknown", f"bandwidth unknown ({a.medium})"), None
     if a.bandwidth_gbps >= rule.min_gbps:
         return Finding(name, "pass", _bw(a)), None
     if a.lower_bound:
         text = f"{_bw(a)} (a lower bound), which does not settle ≥ {rule.min_gbps:g}"
-        return Finding(name, "unknown", text), SETTLE["nvlink_links"]
+        return Finding(name, "unknown", text), settle(Fact.NVLINK_LINKS)
     return Finding(name, "fail", f"{_bw(a)} < {rule.min_gbps:g} over {a.medium}"), None
 
 
@@ -57,7 +57,7 @@ def _time(rule: ArrowTimeRule, a: MappedArrow) -> tuple[Finding, str | None]:
         return Finding(name, "pass", f"{a.seconds:.3g} s" + (" at most" if a.lower_bound else "")), None
     if a.lower_bound:
         text = f"at most {a.seconds:.3g} s (the bandwidth is a lower bound)"
-        return Finding(name, "unknown", text), SETTLE["nvlink_links"]
+        return Finding(name, "unknown", text), settle(Fact.NVLINK_LINKS)
     return Finding(name, "fail", f"{a.seconds:.3g} s > {rule.max_seconds:g} s over {a.medium}"), None
 
 
@@ -78,9 +78,9 @@ def arrows_rule(req: Requirement, fmap: FlowMap) -> RuleResult:
         why = "applies to nothing: no arrow of the flow matches this rule"
         return RuleResult(req.name, lot, "fail", desc, [why], why)
     findings = [f for f, _ in judged]
-    settle = [s for _, s in judged if s is not None]
+    to_settle = [s for _, s in judged if s is not None]
     ok = sum(f.status == "pass" for f in findings)
-    return tally(req.name, lot, desc, findings, settle, f"{ok} of {len(arrows)} arrows qualify")
+    return tally(req.name, lot, desc, findings, to_settle, f"{ok} of {len(arrows)} arrows qualify")
 
 
 def plan_total_rule(req: Requirement, fmap: FlowMap, topos: dict[str, Topology | None]) -> RuleResult:
@@ -108,5 +108,5 @@ def plan_total_rule(req: Requirement, fmap: FlowMap, topos: dict[str, Topology |
         evidence.append("memory fit not checked: the work block gives no memory per task")
     if unsure:
         summary = f"{what}, but {unsure[0]}"
-        return RuleResult(req.name, plan.lot, "unknown", desc, [*evidence, *unsure], summary, [SETTLE["gpu_memory"]])
+        return RuleResult(req.name, plan.lot, "unknown", desc, [*evidence, *unsure], summary, [settle(Fact.GPU_MEMORY)])
     return RuleResult(req.name, plan.lot, "pass", desc, evidence, f"best plan {what} ≤ {rule.max_minutes:g} min")

@@ -1,6 +1,8 @@
 """The rules about one lot's machine: versions, GPUs (count, model, memory), GPU links, GPUDirect
 NICs, GPUs of steps on one NUMA node, NVLink fabric ready. Each asks ``topomap.graph.evidence``
-(path facts) and ``topomap.model.facts`` (device facts), the functions map, show and diff ask too.
+(path facts) and ``topomap.model.facts`` (device facts), the functions map, show and diff ask too,
+and first ``topomap.model.source_facts``: what the lot's source cannot carry (NICs in a `topo -p2p`
+paste, every GPU in `nvlink --status -i 0`) is UNKNOWN with the command that carries it, never FAIL.
 
 Memory sizes are compared the way vendors sell them (decimal GB): an 80 GB card, which reports
 81559 MiB, passes 80.
@@ -27,8 +29,9 @@ from topomap.check.requirements import (
 from topomap.check.results import Finding, Lot, RuleResult, Status, tally
 from topomap.graph import Topology, natural_key
 from topomap.graph.evidence import gpu_usable, memory_node, nearest_nic, nvlink, pcie_p2p, pcie_path_class
-from topomap.model.facts import SETTLE, fabric_ready, gpu_memory, gpu_model_name
+from topomap.model.facts import fabric_ready, gpu_memory, gpu_model_name
 from topomap.model.snapshot import Gpu
+from topomap.model.source_facts import Fact, SourceFacts, settle, source_facts
 from topomap.place import PlaceError, place_gpus
 
 
@@ -43,8 +46,12 @@ def _versions(req: Requirement, lot: Lot) -> RuleResult:
     have = sw.driver_version if req.name == "driver" else sw.cuda_driver_version
     desc = f"{req.name} ≥ {rule.min}"
     if have is None:
+        fact = Fact.DRIVER if req.name == "driver" else Fact.CUDA
+        facts = _facts(lot)
         why = f"{req.name} version not recorded by this source"
-        return RuleResult(req.name, lot.name, "unknown", desc, [why], why, [SETTLE["driver"]])
+        if not facts.knows(fact):
+            why += f" ({facts.why_not(fact)})"
+        return RuleResult(req.name, lot.name, "unknown", desc, [why], why, [settle(fact)])
     ok = _version(have) >= _version(rule.min)
     summary = f"{req.name} {have} {'≥' if ok else '<'} {rule.min}"
     return RuleResult(req.name, lot.name, "pass" if ok else "fail", desc, [f"{req.name} {have}"], summary)
@@ -73,7 +80,7 @@ def _gpus(req: Requirement, lot: Lot) -> RuleResult:
     desc = ", ".join(bits)
     topo = lot.topo
     findings: list[Finding] = []
-    settle: list[str] = []
+    to_settle: list[str] = []
     wrong_model = False
     for g in topo.snapshot.gpus:
         gid = f"gpu{g.index}"
@@ -83,22 +90,27 @@ def _gpus(req: Requirement, lot: Lot) -> RuleResult:
             continue
         status, text, why = _one_gpu(g, rule.model, need_gb)
         findings.append(Finding(gid, status, text))
-        settle += why
+        to_settle += why
         wrong_model = wrong_model or (status == "fail" and text.startswith("model "))
     n_good = sum(f.status == "pass" for f in findings)
     n_unknown = sum(f.status == "unknown" for f in findings)
+    facts = _facts(lot)
     verdict: Status
     if n_good >= rule.min_count:
         verdict, summary = "pass", f"{n_good} GPUs qualify ≥ {rule.min_count}"
     elif n_good + n_unknown >= rule.min_count:
         verdict, summary = "unknown", f"{n_good} GPUs qualify, {n_unknown} cannot be told; {rule.min_count} needed"
+    elif not facts.knows(Fact.GPU_COUNT):  # `nvlink --status -i 0`: one GPU of a node, not a one-GPU node
+        verdict = "unknown"
+        summary = f"{n_good} of the {len(findings)} GPUs listed qualify; {facts.why_not(Fact.GPU_COUNT)}"
+        to_settle += [settle(Fact.GPU_COUNT)]
     else:
         verdict, summary = "fail", f"{n_good} GPUs qualify < {rule.min_count} needed"
     seen = _models_seen(topo, rule.model) if verdict == "fail" and wrong_model else []
     if seen:
         summary += f"; {seen[0]}"
     lines = [f.line for status in ("fail", "unknown", "pass") for f in findings if f.status == status]
-    keep = sorted(set(settle)) if verdict == "unknown" else []
+    keep = sorted(set(to_settle)) if verdict == "unknown" else []
     return RuleResult("gpus", lot.name, verdict, desc, [summary, *seen, *lines], summary, keep, findings)
 
 
@@ -106,13 +118,13 @@ def _one_gpu(g: Gpu, model: str | None, need_gb: float | None) -> tuple[Status, 
     """One GPU against the gpus rule: its status, the line saying why, and what would settle it."""
     why: list[str] = []
     unsure: list[str] = []
-    settle: list[str] = []
+    to_settle: list[str] = []
     name = gpu_model_name(g)[0]
     named = _model_text(g)
     if model:
         if name is None:
             unsure.append("model not recorded")
-            settle.append(SETTLE["gpu_model"])
+            to_settle.append(settle(Fact.GPU_MODEL))
         elif not model_matches(model, name):
             why.append(f"model {named}")
     mem = gpu_memory(g)
@@ -121,16 +133,16 @@ def _one_gpu(g: Gpu, model: str | None, need_gb: float | None) -> tuple[Status, 
     if need_gb:
         if have is None:
             unsure.append("memory not recorded")
-            settle.append(SETTLE["gpu_memory"])
+            to_settle.append(settle(Fact.GPU_MEMORY))
         elif mem.derived and abs(_sold_gb(have) - need_gb) <= need_gb * 0.03:
             unsure.append(f"memory {mem.source}: too close to {need_gb:g} GB to tell")
-            settle.append(SETTLE["gpu_memory"])
+            to_settle.append(settle(Fact.GPU_MEMORY))
         elif _sold_gb(have) < need_gb * 0.99:
             why.append(f"{size} = {_sold_gb(have):.1f} GB < {need_gb:g} GB")
     if why:
         return "fail", ", ".join(why), []
     if unsure:
-        return "unknown", ", ".join(unsure), settle
+        return "unknown", ", ".join(unsure), to_settle
     if need_gb and have is not None:
         named += f", {size}"
     return "pass", named, []
@@ -164,19 +176,18 @@ def _gpu_links(req: Requirement, lot: Lot) -> RuleResult:
     if rule.steps:
         desc += f" (steps {', '.join(rule.steps)})"
     if len(gpus) < 2:
-        why = f"applies to no GPU pair: {len(gpus)} GPU(s) in scope"
-        return RuleResult("gpu_links", lot.name, "fail", desc, [why], why)
+        return _too_few(req.name, lot, desc, f"applies to no GPU pair: {len(gpus)} GPU(s) in scope", rule.steps)
     findings: list[Finding] = []
-    settle: list[str] = []
+    to_settle: list[str] = []
     for i, a in enumerate(gpus):
         for b in gpus[i + 1 :]:
             status, text, how = _gpu_pair(lot.topo, a, b, rule.min)
             findings.append(Finding(f"{a}–{b}", status, text))
             if how:
-                settle.append(how)
+                to_settle.append(how)
     pairs = len(gpus) * (len(gpus) - 1) // 2
     ok = sum(f.status == "pass" for f in findings)
-    return tally(req.name, lot.name, desc, findings, settle, f"{ok} of {pairs} pairs qualify")
+    return tally(req.name, lot.name, desc, findings, to_settle, f"{ok} of {pairs} pairs qualify")
 
 
 def _gpu_pair(topo: Topology, a: str, b: str, least: str) -> tuple[Status, str, str | None]:
@@ -187,25 +198,25 @@ def _gpu_pair(topo: Topology, a: str, b: str, least: str) -> tuple[Status, str, 
         return "pass", f"NV{nv.links}", None
     if least == "nvlink":
         if nv.usable.value == "unknown":
-            return "unknown", f"NVLink unknown: {'; '.join(nv.usable.reasons)}", nv.usable.settle or SETTLE["nvlink"]
+            return "unknown", f"NVLink unknown: {'; '.join(nv.usable.reasons)}", nv.usable.settle or settle(Fact.NVLINK)
         return "fail", f"no usable NVLink: {nv.usable.why()}", None
     cls = pcie_path_class(topo, a, b)
     if cls is None:
-        return "unknown", "PCIe path unknown", SETTLE["path"]
+        return "unknown", "PCIe path unknown", settle(Fact.PATH)
     # Past this point the pair fails on PCIe; where the source cannot say whether NVLink joins it
     # (a static NCCL file, a `topo -p2p` paste), NVLink could still pass it: unknown, never FAIL.
     nv_unknown = nv.usable.value == "unknown"
     if class_rank(cls) > class_rank(least):
         if nv_unknown:
-            return "unknown", f"{cls} (beyond {least}); NVLink unknown", nv.usable.settle or SETTLE["nvlink"]
+            return "unknown", f"{cls} (beyond {least}); NVLink unknown", nv.usable.settle or settle(Fact.NVLINK)
         return "fail", f"{cls} (beyond {least})", None
     p2p = pcie_p2p(topo, a, b)
     if p2p.no and not p2p.assumed:
         if nv_unknown:
-            return "unknown", f"{cls} but {p2p.why()}; NVLink unknown", nv.usable.settle or SETTLE["nvlink"]
+            return "unknown", f"{cls} but {p2p.why()}; NVLink unknown", nv.usable.settle or settle(Fact.NVLINK)
         return "fail", f"{cls} but {p2p.why()}", None
     if p2p.assumed or p2p.value == "unknown":
-        return "unknown", f"{cls}, P2P status not recorded", SETTLE["p2p"]
+        return "unknown", f"{cls}, P2P status not recorded", settle(Fact.P2P)
     return "pass", f"{cls}, {p2p.why()}", None
 
 
@@ -219,12 +230,17 @@ def _gpu_groups(req: Requirement, lot: Lot) -> RuleResult:
     desc = f"{rule.groups} × {rule.k} GPUs ({rule.pattern}), each group pairwise on {link}"
     used: set[str] = set()
     findings: list[Finding] = []
-    settle: list[str] = []
+    to_settle: list[str] = []
     for n in range(1, rule.groups + 1):
         try:
             placed = place_gpus(lot.topo, rule.k, rule.pattern, exclude=used)
         except PlaceError as err:
-            findings.append(Finding(f"group {n}", "fail", str(err)))
+            partial = not _facts(lot).knows(Fact.GPU_COUNT) and len(lot.topo.snapshot.gpus) - len(used) < rule.k
+            if partial:  # too few GPUs listed, by a source that may list only some
+                findings.append(Finding(f"group {n}", "unknown", f"{err}; {_facts(lot).why_not(Fact.GPU_COUNT)}"))
+                to_settle.append(_to_settlecount())
+            else:
+                findings.append(Finding(f"group {n}", "fail", str(err)))
             break
         gids = [g.gid for g in placed.gpus]
         used.update(gids)
@@ -236,11 +252,11 @@ def _gpu_groups(req: Requirement, lot: Lot) -> RuleResult:
         if worst is not None and status != "pass":
             text += f" ({worst[1]})"
         findings.append(Finding(f"group {n}", status, text))
-        settle += [p[2] for p in pairs if p[2]]
+        to_settle += [p[2] for p in pairs if p[2]]
         if status == "fail":
             break
     ok = sum(f.status == "pass" for f in findings)
-    return tally(req.name, lot.name, desc, findings, settle, f"{ok} of {rule.groups} group(s) of {rule.k} qualify")
+    return tally(req.name, lot.name, desc, findings, to_settle, f"{ok} of {rule.groups} group(s) of {rule.k} qualify")
 
 
 def _gdr_nic(req: Requirement, lot: Lot) -> RuleResult:
@@ -251,36 +267,40 @@ def _gdr_nic(req: Requirement, lot: Lot) -> RuleResult:
         desc += f" at ≥ {rule.min_gbit_s:g} Gb/s"
     gpus = _gpu_set(lot, rule.steps)
     if not gpus:
-        return RuleResult("gdr_nic", lot.name, "fail", desc, ["applies to no GPU"], "applies to no GPU")
+        return _too_few(req.name, lot, desc, "applies to no GPU", rule.steps)
+    facts = _facts(lot)
     findings: list[Finding] = []
-    settle: list[str] = []
+    to_settle: list[str] = []
     for gid in gpus:
-        status, text, how = _gdr_gpu(lot.topo, gid, rule)
+        status, text, how = _gdr_gpu(lot.topo, gid, rule, facts)
         findings.append(Finding(gid, status, text))
         if how:
-            settle.append(how)
+            to_settle.append(how)
     ok = sum(f.status == "pass" for f in findings)
-    return tally(req.name, lot.name, desc, findings, settle, f"{ok} of {len(gpus)} GPUs qualify")
+    return tally(req.name, lot.name, desc, findings, to_settle, f"{ok} of {len(gpus)} GPUs qualify")
 
 
-def _gdr_gpu(topo: Topology, gid: str, rule: GdrNicRule) -> tuple[Status, str, str | None]:
-    """One GPU against gdr_nic: its nearest usable NIC, how near, GPUDirect, line rate."""
+def _gdr_gpu(topo: Topology, gid: str, rule: GdrNicRule, facts: SourceFacts) -> tuple[Status, str, str | None]:
+    """One GPU against gdr_nic: its nearest usable NIC, how near, GPUDirect, line rate. A source that
+    cannot list NICs (`topo -p2p`, `nvlink -s`) leaves it unknown."""
     alive = gpu_usable(topo, gid)
     if not alive.yes:
         return "fail", alive.why(), None
+    if not facts.knows(Fact.NICS):
+        return "unknown", f"no NIC listed: {facts.why_not(Fact.NICS)}", settle(Fact.NICS)
     choice = nearest_nic(topo, gid)
     nic = choice.nic
     if nic is None:
         return "fail", choice.gdr.why(), None
     if choice.path is None:
-        return "unknown", choice.gdr.why(), choice.gdr.settle or SETTLE["nic"]
+        return "unknown", choice.gdr.why(), choice.gdr.settle or settle(Fact.NICS)
     if class_rank(choice.path) > class_rank(rule.max_path):
         return "fail", f"nearest usable NIC {nic.name} is {choice.path}", None
     if choice.gdr.no:
         return "fail", choice.gdr.why(), None
     if rule.min_gbit_s:
         if nic.speed_gbit_s is None:
-            return "unknown", f"NIC {nic.name} ({choice.path}) speed not recorded", SETTLE["nic_speed"]
+            return "unknown", f"NIC {nic.name} ({choice.path}) speed not recorded", settle(Fact.NIC_SPEED)
         if nic.speed_gbit_s < rule.min_gbit_s:
             return "fail", f"NIC {nic.name} ({choice.path}) runs at {nic.speed_gbit_s:g} Gb/s", None
     return "pass", f"{nic.name} {choice.path}", None
@@ -311,7 +331,11 @@ def _same_numa(req: Requirement, lot: Lot) -> RuleResult:
         return tally(req.name, lot.name, desc, lines("fail"), [], spread)
     if missing:
         why = f"NUMA node of {', '.join(dict.fromkeys(missing))} not recorded by this source"
-        return tally(req.name, lot.name, desc, [*lines("pass"), Finding(None, "unknown", why)], [SETTLE["numa"]], why)
+        if not _facts(lot).knows(Fact.NUMA):
+            why += f" ({_facts(lot).why_not(Fact.NUMA)})"
+        return tally(
+            req.name, lot.name, desc, [*lines("pass"), Finding(None, "unknown", why)], [settle(Fact.NUMA)], why
+        )
     return tally(req.name, lot.name, desc, lines("pass"), [], f"all {len(placed)} GPU(s) on {known.pop()}")
 
 
@@ -326,17 +350,36 @@ def _fabric(req: Requirement, lot: Lot) -> RuleResult:
     desc = "NVLink fabric ready (state completed, clique set)"
     gpus = lot.topo.snapshot.gpus
     if not gpus:
-        return RuleResult("fabric_ready", lot.name, "fail", desc, ["applies to no GPU"], "applies to no GPU")
+        return _too_few("fabric_ready", lot, desc, "applies to no GPU", None)
     findings: list[Finding] = []
-    settle: list[str] = []
+    to_settle: list[str] = []
     for g in gpus:
         ans = fabric_ready(lot.topo.snapshot, g)
         status: Status = "pass" if ans.yes else "fail" if ans.no else "unknown"
         findings.append(Finding(f"gpu{g.index}", status, ans.why()))
         if status == "unknown":
-            settle.append(ans.settle or SETTLE["fabric"])
+            to_settle.append(ans.settle or settle(Fact.FABRIC))
     ok = sum(f.status == "pass" for f in findings)
-    return tally(req.name, lot.name, desc, findings, settle, f"{ok} of {len(gpus)} GPU(s) ready")
+    return tally(req.name, lot.name, desc, findings, to_settle, f"{ok} of {len(gpus)} GPU(s) ready")
+
+
+def _facts(lot: Lot) -> SourceFacts:
+    """What the lot's source carries (the one declaration every rule asks)."""
+    return source_facts(lot.topo.snapshot)
+
+
+def _to_settlecount() -> str:
+    return settle(Fact.GPU_COUNT)
+
+
+def _too_few(rule: str, lot: Lot, desc: str, why: str, steps: list[str] | None) -> RuleResult:
+    """A rule with too few GPUs in scope: FAIL, unless the source may list only some of the host's
+    GPUs (`nvlink --status -i 0`) and the rule is about the host's GPUs rather than a flow's steps."""
+    facts = _facts(lot)
+    if steps is None and not lot.step_gpus and not facts.knows(Fact.GPU_COUNT):
+        text = f"{why}; {facts.why_not(Fact.GPU_COUNT)}"
+        return RuleResult(rule, lot.name, "unknown", desc, [text], text, [_to_settlecount()])
+    return RuleResult(rule, lot.name, "fail", desc, [why], why)
 
 
 #: The evaluator of each rule asked once per lot.

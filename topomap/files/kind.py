@@ -1,7 +1,7 @@
 """What kind of file this is, from its content (never its name): the one place every command asks.
 
 Kinds: ``snapshot`` and ``run`` (topomap's own JSON), ``nvidia-smi`` (topo -m / -p2p / nvlink / -q
-text), ``nccl-xml``, ``hwloc-xml``, ``measurements`` (nvbandwidth, p2pBandwidthLatencyTest),
+text, --query-gpu CSV), ``nccl-xml``, ``hwloc-xml``, ``measurements`` (nvbandwidth, p2pBandwidthLatencyTest),
 ``flow`` and ``requirements`` (YAML). ``None``: none of these.
 """
 
@@ -49,9 +49,35 @@ def looks_like_query(text: str) -> bool:
     return "==NVSMI LOG==" in head or ("Attached GPUs" in head and "Product Name" in head)
 
 
+_CSV_CELL = re.compile(r"^[a-z][a-z0-9_.]*(?:\s*\[[^\]]*\])?$")
+#: Columns of `nvidia-smi --query-gpu` whose header marks a CSV topomap reads (the importer has the rest).
+_CSV_CORE = {"index", "name", "gpu_name", "uuid", "gpu_uuid", "pci.bus_id", "gpu_bus_id", "memory.total",
+             "driver_version", "pcie.link.gen.current", "pcie.link.gen.max", "pcie.link.width.current",
+             "pcie.link.width.max", "pci.device_id"}  # fmt: skip
+
+
+def looks_like_query_csv(text: str) -> bool:
+    """`nvidia-smi --query-gpu=… --format=csv` output: its header line (``index, name, memory.total
+    [MiB]``) followed by a row, or the command line itself (``noheader`` output has no header)."""
+    lines = text[:65536].splitlines()[:400]
+    for k, line in enumerate(lines):
+        if "--query-gpu" in line and "csv" in line:
+            return True
+        cells = [c.strip() for c in line.split(",")]
+        if not all(_CSV_CELL.match(c) for c in cells):
+            continue
+        names = {c.split("[")[0].strip() for c in cells}
+        if names & _CSV_CORE and names != {"index"}:
+            rest = [x for x in lines[k + 1 : k + 3] if x.strip()]
+            if rest and not _CSV_CELL.match(rest[0].split(",")[0].strip()):
+                return True
+    return False
+
+
 def looks_like_nvidia_smi(text: str) -> bool:
-    """`nvidia-smi topo -m` / `-p2p` matrices, `nvidia-smi -L`-style GPU lines with UUIDs, or `-q`."""
-    if looks_like_query(text):
+    """`nvidia-smi topo -m` / `-p2p` matrices, `nvidia-smi -L`-style GPU lines with UUIDs, `-q`, or
+    `--query-gpu … --format=csv`."""
+    if looks_like_query(text) or looks_like_query_csv(text):
         return True
     for line in text.splitlines()[:400]:
         toks = line.split()

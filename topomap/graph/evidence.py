@@ -32,7 +32,7 @@ from topomap.model.facts import (
     nvlink_bundle_bandwidth,
 )
 from topomap.model.snapshot import Nic, Snapshot
-from topomap.model.source_facts import source_knows
+from topomap.model.source_facts import Fact, source_facts, source_knows
 
 # --- one GPU -----------------------------------------------------------------------------------------
 
@@ -182,7 +182,7 @@ def _nvlink_silence(snap: Snapshot) -> str:
     """Why a source says nothing about NVLink, in its own terms."""
     if snap.source.kind == "nccl-xml":
         return "this NCCL topology file has no NVLink elements (NCCL adds NVLink from NVML at run time)"
-    return f"this {snap.source.kind} source does not record NVLink"
+    return source_facts(snap).why_not(Fact.NVLINK)  # "`nvidia-smi topo -p2p` does not carry which GPUs NVLink joins"
 
 
 def _route_bandwidth(topo: Topology, nodes: tuple[str, ...]) -> Bandwidth:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
+
 from topomap.base.errors import ImportFailure
 from topomap.files.inputs import MAX_SNAPSHOT_BYTES, MAX_TOPOLOGY_BYTES, decode_text, read_bytes
 from topomap.files.kind import topology_format, yaml_kind
@@ -50,7 +52,8 @@ def import_text(text: str, origin: str, fmt: str = "auto") -> Snapshot:
         if found is None:
             raise ImportFailure(
                 f"{origin}: unknown format",
-                hint="expected `nvidia-smi topo -m` (or topo -p2p / nvlink -s / nvlink -R) text, "
+                hint="expected `nvidia-smi topo -m` (or topo -p2p / nvlink -s / nvlink -R / -q / --query-gpu CSV) "
+                "text, "
                 "an NCCL topology XML (<system>) or an hwloc XML (<topology>)",
             )
         fmt = found
@@ -62,6 +65,8 @@ def import_text(text: str, origin: str, fmt: str = "auto") -> Snapshot:
         # Safety net: content no real tool writes (a number that is not one, a reference to
         # nothing). Specific checks inside the importers name the line where they can.
         raise ImportFailure(f"{origin}: unexpected {fmt} content ({type(err).__name__}: {err})") from err
+    if not snap.source.formats and snap.source.kind in ("nccl-xml", "hwloc-xml"):  # one output per file
+        snap = msgspec.structs.replace(snap, source=msgspec.structs.replace(snap.source, formats=[snap.source.kind]))
     validate_snapshot(snap, origin)
     return snap
 

@@ -17,10 +17,11 @@ from topomap import __version__
 from topomap.base.errors import ImportFailure
 from topomap.base.links import P2P_STATUS_CODES, is_path_code, parse_path
 from topomap.base.pciaddr import normalize_bus_id
-from topomap.files.kind import looks_like_query
+from topomap.files.kind import looks_like_query, looks_like_query_csv
 from topomap.importers.nvidia_smi_q import QReport, apply_query, parse_query
+from topomap.importers.query_gpu import apply_blocks, find_blocks
 from topomap.model.nvlinks import gpu_buses, nvlink_count
-from topomap.model.snapshot import P2P, Gpu, Nic, NvLink, Pair, Snapshot, Source
+from topomap.model.snapshot import P2P, Gpu, Nic, NvLink, Pair, Snapshot, Source, SourceFormat
 
 TRAILING = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 MAX_DEVICES = 512  # GPUs and NICs in one matrix (real hosts: under 32); 512 already gives 130,816 pairs
@@ -280,13 +281,25 @@ def import_nvidia_smi(text: str, origin: str) -> Snapshot:
             elif r:
                 links[cur_gpu].remotes[int(r.group(1))] = r.group(2)
         i += 1
+    found = topo is not None or bool(links) or bool(p2p)
+    return _with_reports(text, lines, origin, _build(origin, topo, p2p, nic_legend, links, notes), found)
+
+
+def _with_reports(text: str, lines: list[str], origin: str, snap: Snapshot, found: bool) -> Snapshot:
+    """``snap`` joined by GPU index with the file's `nvidia-smi -q` and `--query-gpu` CSV output."""
     query = parse_query(lines) if looks_like_query(text) else QReport()
-    if topo is None and not links and not p2p and not query.gpus:
+    csv = find_blocks(lines, origin) if looks_like_query_csv(text) else []
+    if not found and not query.gpus and not csv:
         raise NvidiaSmiError(
-            f"{origin}: no `nvidia-smi topo -m`, `topo -p2p`, `nvlink -s/-R` or `-q` output found",
-            hint="the header line must start with GPU0",
+            f"{origin}: no `nvidia-smi topo -m`, `topo -p2p`, `nvlink -s/-R`, `-q` or `--query-gpu` output found",
+            hint="the header line must start with GPU0 (a --query-gpu CSV with its header line, or its command line "
+            "above `noheader` rows)",
         )
-    return apply_query(_build(origin, topo, p2p, nic_legend, links, notes), query)
+    snap = apply_query(snap, query)
+    if query.gpus:
+        formats: list[SourceFormat] = [*snap.source.formats, "nvidia-smi-q"]
+        snap = msgspec.structs.replace(snap, source=msgspec.structs.replace(snap.source, formats=formats))
+    return apply_blocks(snap, csv, origin)
 
 
 def _build(
@@ -316,11 +329,21 @@ def _build(
             tool=f"topomap {__version__}",
             unknown_fields=unknown,
             notes=notes,
+            formats=_formats(topo, p2p, links),
         ),
         gpus=sorted(gpus, key=lambda g: g.index),
         nics=sorted(nics, key=lambda n: n.index),
         pairs=pairs,
     )
+
+
+def _formats(topo: _Matrix | None, p2p: dict[str, _Matrix], links: dict[int, _GpuLinks]) -> list[SourceFormat]:
+    """The outputs this file held (``Source.formats``; what each can carry: model.source_facts)."""
+    speeds, remotes = any(gl.speeds for gl in links.values()), any(gl.remotes for gl in links.values())
+    lone = bool(links) and not (speeds or remotes)  # GPU lines only (`nvidia-smi -L`)
+    held: dict[SourceFormat, bool] = {"topo-m": topo is not None, "topo-p2p": bool(p2p), "nvlink-status": speeds,
+                                      "nvlink-remote": remotes, "gpu-list": lone}  # fmt: skip
+    return [f for f, yes in held.items() if yes]
 
 
 def _nics(nic_labels: list[str], nic_legend: dict[int, str], ids: dict[str, str]) -> list[Nic]:

@@ -8,7 +8,7 @@ always encodes to the same bytes.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 import msgspec
 
@@ -19,6 +19,21 @@ SCHEMA = "topomap.snapshot/1"
 SCHEMA_VERSION = 1
 
 SourceKind = Literal["probe", "nvidia-smi", "nccl-xml", "hwloc-xml", "merge"]
+#: The outputs one file held (a paste may hold several): what each can carry is
+#: ``topomap.model.source_facts.CAN_CARRY``.
+SourceFormat = Literal[
+    "probe",
+    "nccl-xml",
+    "hwloc-xml",
+    "topo-m",
+    "topo-p2p",
+    "nvlink-status",
+    "nvlink-remote",
+    "gpu-list",
+    "nvidia-smi-q",
+    "query-gpu-csv",
+]
+SOURCE_FORMATS: tuple[SourceFormat, ...] = get_args(SourceFormat)
 NicKind = Literal["infiniband", "roce", "ethernet", "efa", "unknown"]
 PciKind = Literal["host-bridge", "bridge", "switch-upstream", "switch-downstream", "gpu", "nic", "nvswitch", "other"]
 RemoteType = Literal["gpu", "switch", "cpu", "unknown"]
@@ -48,6 +63,7 @@ class Source(_S, kw_only=True):
     tool: str  # e.g. "topomap 0.1.0"
     unknown_fields: list[str] = []  # dotted field names this source cannot provide
     notes: list[str] = []
+    formats: list[SourceFormat] = []  # the outputs read (`topo-m`, `nvlink-status` …); [] before they were recorded
 
 
 class NumaNode(_S, kw_only=True):

@@ -1,28 +1,277 @@
 """What a snapshot's source can know: the one test every view asks before it states a fact.
 
-A static NCCL file does not say which GPU pairs NVLink joins; an imported `topo -m` has no link
-rates. A fact the source does not carry is unknown, never "none". This module imports nothing
-heavy, so the light commands (`matrix`) ask the same function as the graph's evidence.
+Each kind of input carries some facts and not others: a `nvidia-smi topo -p2p` paste shows P2P
+status but no NVLink and no NIC; `nvidia-smi nvlink --status -i 0` shows one GPU of a node, so the
+GPUs it lists are some, not all; a `topo -m` has paths but no memory sizes; a static NCCL file does
+not say which GPU pairs NVLink joins. A fact the source does not carry is unknown, never "none",
+and never a failure: :func:`settle` names the command whose output would carry it.
+
+The importers record which outputs a file held (``Source.formats``: ``topo-m``, ``nvlink-status``,
+``query-gpu-csv``, …); :data:`CAN_CARRY` says what each can carry at most; ``Source.unknown_fields``
+says what this particular file lacked (a `topo -m` without its NUMA column, a CSV without
+``memory.total``). :func:`source_facts` joins the three into one typed answer. This module imports
+nothing heavy, so the light commands (`matrix`) ask the same function as the graph's evidence.
 """
 
 from __future__ import annotations
 
-from topomap.model.snapshot import Snapshot
+import enum
+from dataclasses import dataclass
+
+from topomap.model.snapshot import SOURCE_FORMATS, Snapshot, SourceFormat, hosts_of
 
 
-def source_knows(snap: Snapshot, fact: str) -> bool:
-    """Whether the snapshot's source carries a fact. ``nvlink``: which GPU pairs NVLink joins."""
+class Fact(enum.Enum):
+    """A kind of fact a source may or may not carry."""
+
+    NVLINK = "nvlink"  # which GPU pairs NVLink joins (the NV# of `topo -m`)
+    NVLINK_LINKS = "nvlink_links"  # per-link state and speed (`nvlink -s`)
+    PATH = "path"  # the PCIe path class between devices (PIX … SYS)
+    P2P = "p2p"  # P2P read/write status per GPU pair (`topo -p2p`)
+    NICS = "nics"  # which NICs the host has (and where)
+    NIC_NAMES = "nic_names"  # their device names (mlx5_0), not NIC<n>
+    NIC_SPEED = "nic_speed"
+    NIC_KIND = "nic_kind"
+    GPU_COUNT = "gpu_count"  # every GPU of the host is listed (not only some)
+    GPU_MODEL = "gpu_model"
+    GPU_MEMORY = "gpu_memory"
+    GPU_UUID = "gpu_uuid"
+    GPU_BUS_ID = "gpu_bus_id"
+    NUMA = "numa"  # the NUMA node nearest each GPU
+    PCIE_LINK = "pcie_link"  # each GPU's PCIe generation and width, current and max
+    FABRIC = "fabric"
+    MIG = "mig"
+    DRIVER = "driver"
+    CUDA = "cuda"
+
+
+#: The snapshot fields (``Source.unknown_fields`` names) each fact lives in; one listed there unknown.
+FIELDS: dict[Fact, tuple[str, ...]] = {
+    Fact.NVLINK: ("pairs.nvlink",),
+    Fact.NVLINK_LINKS: ("gpus.nvlinks",),
+    Fact.PATH: ("pairs.path",),
+    Fact.P2P: ("pairs.p2p",),
+    Fact.NICS: ("nics",),
+    Fact.NIC_NAMES: ("nics", "nics.name"),
+    Fact.NIC_SPEED: ("nics", "nics.speed_gbit_s"),
+    Fact.NIC_KIND: ("nics", "nics.kind"),
+    Fact.GPU_COUNT: ("gpus.count",),
+    Fact.GPU_MODEL: ("gpus.name",),
+    Fact.GPU_MEMORY: ("gpus.memory_total_bytes",),
+    Fact.GPU_UUID: ("gpus.uuid",),
+    Fact.GPU_BUS_ID: ("gpus.pci_bus_id",),
+    Fact.NUMA: ("gpus.numa_node",),
+    Fact.PCIE_LINK: ("gpus.pcie",),
+    Fact.FABRIC: ("gpus.fabric",),
+    Fact.MIG: ("gpus.mig",),
+    Fact.DRIVER: ("software", "software.driver_version"),
+    Fact.CUDA: ("software", "software.cuda_driver_version"),
+}
+
+_ALL = frozenset(Fact)
+_GPU_IDENTITY = frozenset({Fact.GPU_MODEL, Fact.GPU_UUID})
+
+#: What each kind of input can carry at most (what one file lacked is in ``unknown_fields``).
+CAN_CARRY: dict[SourceFormat, frozenset[Fact]] = {
+    "probe": _ALL,
+    "nccl-xml": _ALL,  # its importer lists what the file leaves out (NVLink, models, memory …)
+    "hwloc-xml": _ALL,
+    "topo-m": frozenset({Fact.NVLINK, Fact.PATH, Fact.NICS, Fact.NIC_NAMES, Fact.GPU_COUNT, Fact.NUMA}),
+    "topo-p2p": frozenset({Fact.P2P, Fact.GPU_COUNT}),
+    # `nvlink -s` / `--status` and `-R` list GPUs by their links: `-i 0` lists one GPU of a node.
+    "nvlink-status": frozenset({Fact.NVLINK, Fact.NVLINK_LINKS}) | _GPU_IDENTITY,
+    "nvlink-remote": frozenset({Fact.NVLINK, Fact.NVLINK_LINKS}) | _GPU_IDENTITY,
+    "gpu-list": _GPU_IDENTITY,  # `nvidia-smi -L`
+    "nvidia-smi-q": frozenset(
+        {
+            Fact.GPU_COUNT,
+            Fact.GPU_MODEL,
+            Fact.GPU_MEMORY,
+            Fact.GPU_UUID,
+            Fact.GPU_BUS_ID,
+            Fact.PCIE_LINK,
+            Fact.MIG,
+            Fact.DRIVER,
+            Fact.CUDA,
+        }
+    ),
+    # `--query-gpu=…`: what its columns hold (the importer lists the columns left out as unknown).
+    "query-gpu-csv": frozenset(
+        {
+            Fact.GPU_COUNT,
+            Fact.GPU_MODEL,
+            Fact.GPU_MEMORY,
+            Fact.GPU_UUID,
+            Fact.GPU_BUS_ID,
+            Fact.PCIE_LINK,
+            Fact.MIG,
+            Fact.DRIVER,
+        }
+    ),
+}
+
+#: In words, for notes and `show`: the output each format is.
+FORMAT_WORDS: dict[SourceFormat, str] = {
+    "probe": "topomap probe",
+    "nccl-xml": "NCCL topology XML",
+    "hwloc-xml": "hwloc XML",
+    "topo-m": "`nvidia-smi topo -m`",
+    "topo-p2p": "`nvidia-smi topo -p2p`",
+    "nvlink-status": "`nvidia-smi nvlink -s`",
+    "nvlink-remote": "`nvidia-smi nvlink -R`",
+    "gpu-list": "`nvidia-smi -L`",
+    "nvidia-smi-q": "`nvidia-smi -q`",
+    "query-gpu-csv": "`nvidia-smi --query-gpu … --format=csv`",
+}
+
+#: The query that settles what a paste lacks about the GPUs themselves.
+QUERY_GPU = "nvidia-smi --query-gpu=index,name,memory.total,pci.bus_id --format=csv"
+QUERY_GPU_LINK = (
+    "nvidia-smi --query-gpu=index,pci.bus_id,pcie.link.gen.current,pcie.link.gen.max,"
+    "pcie.link.width.current,pcie.link.width.max --format=csv"
+)
+
+#: The command whose output carries each fact (pasted into the same file, topomap reads it).
+SETTLE_BY: dict[Fact, str] = {
+    Fact.NVLINK: "`nvidia-smi topo -m` run inside the container (or `topomap probe`)",
+    Fact.NVLINK_LINKS: "`nvidia-smi nvlink -s` (or `topomap probe`)",
+    Fact.PATH: "`nvidia-smi topo -m` run inside the container",
+    Fact.P2P: "`nvidia-smi topo -p2p rw` (or `topomap probe`)",
+    Fact.NICS: "`nvidia-smi topo -m` (its NIC columns and legend) or `topomap probe`",
+    Fact.NIC_NAMES: "`nvidia-smi topo -m` (its NIC legend) or `topomap probe`",
+    Fact.NIC_SPEED: "`ibstat` / `ethtool <netdev>` or `topomap probe`",
+    Fact.NIC_KIND: "`ibstat` / `ethtool <netdev>` or `topomap probe`",
+    Fact.GPU_COUNT: f"`{QUERY_GPU}` (or `nvidia-smi topo -m`, or `topomap probe`)",
+    Fact.GPU_MODEL: f"`{QUERY_GPU}` (or `topomap probe`)",
+    Fact.GPU_MEMORY: f"`{QUERY_GPU}` (or `topomap probe`)",
+    Fact.GPU_UUID: "`nvidia-smi -L` (or `topomap probe`)",
+    Fact.GPU_BUS_ID: f"`{QUERY_GPU}` (or `topomap probe`)",
+    Fact.NUMA: "`topomap probe` on the machine (or `cat /sys/bus/pci/devices/<bus id>/numa_node`; "
+    "a recent driver's `nvidia-smi topo -m` prints a NUMA Affinity column)",
+    Fact.PCIE_LINK: f"`{QUERY_GPU_LINK}` (or `nvidia-smi -q`, or `topomap probe`)",
+    Fact.FABRIC: "`nvidia-smi -q` (section Fabric) or `topomap probe`",
+    Fact.MIG: "`nvidia-smi -q` (section MIG Mode) or `topomap probe`",
+    Fact.DRIVER: "`nvidia-smi --query-gpu=driver_version --format=csv` (or the `nvidia-smi` header, "
+    "or `topomap probe`)",
+    Fact.CUDA: "`nvidia-smi -q` (or the `nvidia-smi` header, or `topomap probe`)",
+}
+
+
+@dataclass(frozen=True)
+class SourceFacts:
+    """What one snapshot's source carries: the outputs it was read from and the facts they hold."""
+
+    formats: tuple[SourceFormat, ...]
+    carried: frozenset[Fact]
+
+    def knows(self, fact: Fact) -> bool:
+        return fact in self.carried
+
+    def missing(self, *facts: Fact) -> tuple[Fact, ...]:
+        """The facts of ``facts`` this source does not carry, in the order asked."""
+        return tuple(f for f in facts if f not in self.carried)
+
+    def words(self) -> str:
+        """The outputs read, in words: "`nvidia-smi topo -m` + `nvidia-smi --query-gpu …`"."""
+        return " + ".join(FORMAT_WORDS[f] for f in self.formats) or "an unknown source"
+
+    def why_not(self, fact: Fact) -> str:
+        """One line: this source does not carry ``fact`` (for an UNKNOWN's evidence): the kind of
+        output cannot, or this one output left it out (a `topo -m` of an older driver: no NUMA column)."""
+        if any(fact in CAN_CARRY.get(f, frozenset()) for f in self.formats):
+            return f"this {self.words()} output does not record {WHAT[fact]}"
+        return f"{self.words()} does not carry {WHAT[fact]}"
+
+
+#: Each fact in words, for "… does not carry …".
+WHAT: dict[Fact, str] = {
+    Fact.NVLINK: "which GPUs NVLink joins",
+    Fact.NVLINK_LINKS: "per-link NVLink state",
+    Fact.PATH: "the PCIe path between devices",
+    Fact.P2P: "P2P status",
+    Fact.NICS: "the NICs",
+    Fact.NIC_NAMES: "NIC names",
+    Fact.NIC_SPEED: "NIC speeds",
+    Fact.NIC_KIND: "NIC kinds",
+    Fact.GPU_COUNT: "every GPU of the host (it may list only some)",
+    Fact.GPU_MODEL: "GPU models",
+    Fact.GPU_MEMORY: "GPU memory sizes",
+    Fact.GPU_UUID: "GPU UUIDs",
+    Fact.GPU_BUS_ID: "GPU bus ids",
+    Fact.NUMA: "NUMA nodes",
+    Fact.PCIE_LINK: "PCIe link generation and width",
+    Fact.FABRIC: "the NVLink fabric state",
+    Fact.MIG: "MIG mode",
+    Fact.DRIVER: "the driver version",
+    Fact.CUDA: "the CUDA version",
+}
+
+
+def settle(fact: Fact) -> str:
+    """The command whose output carries ``fact``."""
+    return SETTLE_BY[fact]
+
+
+def formats_of(snap: Snapshot) -> tuple[SourceFormat, ...]:
+    """The outputs a snapshot was read from: as recorded at import, else (a snapshot written before
+    formats were recorded) from its kind and what it says it lacks."""
+    src = snap.source
+    if src.formats:
+        return tuple(src.formats)
+    if src.kind != "nvidia-smi":
+        return (src.kind,) if src.kind in SOURCE_FORMATS else ()
+    unknown = set(src.unknown_fields)
+    found: list[SourceFormat] = []
+    if "pairs.path" not in unknown:
+        found.append("topo-m")
+    if "pairs.p2p" not in unknown:
+        found.append("topo-p2p")
+    if "gpus.nvlinks" not in unknown:
+        found.append("nvlink-status")
+    if "gpus.memory_total_bytes" not in unknown:
+        found.append("nvidia-smi-q")
+    return tuple(found)
+
+
+def source_facts(snap: Snapshot) -> SourceFacts:
+    """What the snapshot's source carries. A merged cluster carries what every member carries."""
+    if snap.source.kind == "merge" and snap.members:
+        parts = [source_facts(m) for m in hosts_of(snap)]
+        common = frozenset.intersection(*(p.carried for p in parts))
+        formats = tuple(dict.fromkeys(f for p in parts for f in p.formats))
+        return SourceFacts(formats, common)
+    formats = formats_of(snap)
+    can: set[Fact] = set()
+    for f in formats:
+        can |= CAN_CARRY.get(f, frozenset())
     unknown = set(snap.source.unknown_fields)
-    fields = {
-        "nvlink": ("pairs.nvlink",),
-        "nvlink_links": ("gpus.nvlinks",),
-        "p2p": ("pairs.p2p",),
-        "fabric": ("gpus.fabric",),
-        "mig": ("gpus.mig",),
-        "nic_speed": ("nics.speed_gbit_s",),
-        "nic_kind": ("nics.kind",),
-        "gpu_model": ("gpus.name",),
-        "gpu_memory": ("gpus.memory_total_bytes",),
-        "pcie_link": ("gpus.pcie",),
-    }.get(fact, (fact,))
-    return not any(f in unknown for f in fields)
+    carried = frozenset(f for f in can if not any(x in unknown for x in FIELDS[f]))
+    return SourceFacts(formats, carried)
+
+
+_BY_NAME = {f.value: f for f in Fact} | {"nic": Fact.NICS, "gpu_memory": Fact.GPU_MEMORY}
+
+
+def source_knows(snap: Snapshot, fact: Fact | str) -> bool:
+    """Whether the snapshot's source carries a fact: a :class:`Fact`, its value (``"nvlink"``), or
+    a dotted snapshot field (``"nics.name"``) for the finer gaps one file may have."""
+    if isinstance(fact, Fact):
+        return source_facts(snap).knows(fact)
+    named = _BY_NAME.get(fact)
+    if named is not None:
+        return source_facts(snap).knows(named)
+    unknown = snap.source.unknown_fields
+    return not any(fact == u or fact.startswith(u + ".") for u in unknown)
+
+
+def format_gaps(snap: Snapshot) -> list[str]:
+    """What the source's kind cannot carry beyond the fields it lists as unknown, in words (a `topo
+    -p2p` paste: "the NICs", "which GPUs NVLink joins"), for the views that say what a source lacks."""
+    facts = source_facts(snap)
+    if not facts.formats:
+        return []
+    unknown = set(snap.source.unknown_fields)
+    nic_detail = (Fact.NIC_NAMES, Fact.NIC_SPEED, Fact.NIC_KIND) if not facts.knows(Fact.NICS) else ()
+    return [
+        WHAT[f] for f in Fact if not facts.knows(f) and f not in nic_detail and not any(x in unknown for x in FIELDS[f])
+    ]

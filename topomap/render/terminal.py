@@ -17,6 +17,7 @@ from topomap.graph.evidence import edge_bandwidth, gpu_pairs_nvlink_summary
 from topomap.graph.query import tree_parents
 from topomap.model.facts import SETTLE, fabric_ready, gpu_memory, gpu_pcie_link
 from topomap.model.snapshot import Gpu, Snapshot
+from topomap.model.source_facts import format_gaps
 from topomap.render.text import bandwidth_text, memory_text, visible
 
 #: A free-text column is never planned narrower than this (or its widest cell, when narrower).
@@ -154,8 +155,9 @@ def header(snap: Snapshot) -> Text:
     if h.environment:
         t.append_text(esc("  ".join(f"{k}={v}" for k, v in sorted(h.environment.items()))))
         t.append("\n")
-    if s.unknown_fields:
-        words = ", ".join(unknown_in_words(s.unknown_fields))
+    gaps = unknown_in_words(s.unknown_fields) + format_gaps(snap)  # model.source_facts: what the format cannot carry
+    if gaps:
+        words = ", ".join(gaps)
         t.append_text(esc(f"this source cannot know: {words}", style="dim"))
         t.append("\n")
     return t
@@ -187,6 +189,9 @@ _UNKNOWN_WORDS: dict[str, str] = {
     "gpus.numa_node": "GPU NUMA nodes",
     "gpus.gpu_numa_node": "GPU memory NUMA nodes (Grace)",
     "nics.name": "NIC names (no NIC Legend)",
+    "nics": "the NICs",
+    "gpus.count": "every GPU of the host (it lists only some)",
+    "software.cuda_driver_version": "the CUDA version",
 }
 
 
