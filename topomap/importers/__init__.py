@@ -17,7 +17,7 @@ from topomap.model.validate import validate_snapshot
 
 __all__ = ["ImportFailure", "import_file", "import_text", "load_any"]
 
-FORMATS = ("nvidia-smi", "nccl-xml", "hwloc-xml")
+FORMATS = ("nvidia-smi", "nccl-xml", "hwloc-xml", "lstopo", "nccl-log")
 
 
 def read_text(path: str | Path) -> str:
@@ -51,7 +51,8 @@ def import_text(text: str, origin: str, fmt: str = "auto") -> Snapshot:
             raise ImportFailure(
                 f"{origin}: unknown format",
                 hint="expected `nvidia-smi topo -m` (or topo -p2p / nvlink -s / nvlink -R) text, "
-                "an NCCL topology XML (<system>) or an hwloc XML (<topology>)",
+                "an NCCL topology XML (<system>), an hwloc XML (<topology>), `lstopo` text "
+                "or an NCCL INFO log with its topology dump (NCCL_DEBUG_SUBSYS=GRAPH)",
             )
         fmt = found
     if fmt not in FORMATS:
@@ -89,7 +90,25 @@ def _hwloc(text: str, origin: str) -> Snapshot:
     return import_hwloc_xml(text, origin)
 
 
-_IMPORTERS = {"nvidia-smi": _nvidia_smi, "nccl-xml": _nccl, "hwloc-xml": _hwloc}
+def _lstopo(text: str, origin: str) -> Snapshot:
+    from topomap.importers.lstopo import import_lstopo  # lazy: start-up (see above)
+
+    return import_lstopo(text, origin)
+
+
+def _nccl_log(text: str, origin: str) -> Snapshot:
+    from topomap.importers.nccl_log import import_nccl_log  # lazy: start-up (see above)
+
+    return import_nccl_log(text, origin)
+
+
+_IMPORTERS = {
+    "nvidia-smi": _nvidia_smi,
+    "nccl-xml": _nccl,
+    "hwloc-xml": _hwloc,
+    "lstopo": _lstopo,
+    "nccl-log": _nccl_log,
+}
 
 
 def import_file(path: str | Path, fmt: str = "auto") -> Snapshot:

@@ -12,7 +12,7 @@ from defusedxml.ElementTree import fromstring
 from topomap.base.errors import ImportFailure
 from topomap.base.pathclass import classify_chains
 from topomap.model.nvlinks import gpu_buses, nvlink_count
-from topomap.model.snapshot import Gpu, Nic, Pair
+from topomap.model.snapshot import Gpu, Nic, NicKind, Pair
 
 MAX_DEVICES = 512  # GPUs + RDMA NICs of one host; every pair of them is listed (real hosts: under 32)
 _DECLARED_ENCODING = re.compile(r"""^(\s*<\?xml[^>]*?)\s+encoding\s*=\s*["'][^"']*["']""")
@@ -45,8 +45,37 @@ class Placed:
     numa: int | None
 
 
-def tree_pairs(gpus: list[Gpu], nics: list[Nic], placed: dict[str, Placed], origin: str = "<input>") -> list[Pair]:
-    """Every GPU/NIC pair: NV# from the GPUs' links, else the class of their PCI chains."""
+# RDMA device names (hwloc OpenFabrics OS devices, NCCL <net name>): the RDMA drivers that exist.
+RDMA_NAMES = ("mlx", "hfi", "qib", "efa", "rdmap", "bnxt_re", "irdma", "erdma", "qedr", "hns")
+
+
+def nic_kind(cls: str, rdma: list[str], net: list[str], layers: set[str]) -> NicKind:
+    """The link layer where the source says it: PCI class 0207 (InfiniBand controller), hwloc's
+    ``PortNLinkLayer`` info (``layers``, lower case), or the netdev beside an RDMA device (``ib*`` is
+    IPoIB: InfiniBand; another netdev means the port is Ethernet: RoCE). An RDMA name alone: unknown."""
+    if cls in ("0207", "0c06"):  # 0c06: InfiniBand as a serial-bus class (ConnectX-2 and older)
+        return "infiniband"
+    if "infiniband" in layers:
+        return "infiniband"
+    if "ethernet" in layers:
+        return "roce"
+    if any(n.startswith(("rdmap", "efa")) for n in rdma):
+        return "efa"
+    if rdma:
+        if net and all(n.startswith("ib") for n in net):
+            return "infiniband"
+        return "roce" if net else "unknown"
+    return "ethernet" if net else "unknown"
+
+
+def tree_pairs(
+    gpus: list[Gpu], nics: list[Nic], placed: dict[str, Placed], origin: str = "<input>", numa_known: bool = True
+) -> list[Pair]:
+    """Every GPU/NIC pair: NV# from the GPUs' links, else the class of their PCI chains.
+
+    ``numa_known=False`` (a source that may omit NUMA nodes: lstopo text, an hwloc fragment): two
+    devices under different host bridges whose NUMA node is not known are neither NODE nor SYS but
+    unknown."""
     ends = [f"gpu{g.index}" for g in gpus] + [f"nic{n.index}" for n in nics if n.rdma]
     if len(ends) > MAX_DEVICES:
         raise ImportFailure(
@@ -60,6 +89,8 @@ def tree_pairs(gpus: list[Gpu], nics: list[Nic], placed: dict[str, Placed], orig
         for b in ends[x + 1 :]:
             pa, pb = placed.get(a), placed.get(b)
             pcie = classify_chains(pa.chain, pb.chain, pa.numa, pb.numa) if pa and pb else None
+            if pa and pb and not numa_known and pa.chain[0] != pb.chain[0] and None in (pa.numa, pb.numa):
+                pcie = None
             nv = 0
             if a in by_id and b in by_id:
                 nv = nvlink_count(by_id[a], by_id[b], buses)

@@ -17,14 +17,13 @@ from topomap.base.cpus import cpus_from_hex_mask, format_cpulist
 from topomap.base.devices import format_device_id, model_from_device_id
 from topomap.base.errors import ImportFailure
 from topomap.base.pciaddr import normalize_bus_id, parse_bus_id
-from topomap.importers._tree import Placed, parse_xml, tree_pairs
+from topomap.importers._tree import RDMA_NAMES, Placed, nic_kind, parse_xml, tree_pairs
 from topomap.model.nvlinks import nvswitches_from_links
 from topomap.model.snapshot import Gpu, Host, Nic, NicKind, NumaNode, NvLink, NvSwitch, PciDevice, Snapshot, Source
 
 _BRIDGE_PCI = re.compile(r"^([0-9a-fA-F]{4}):\[([0-9a-fA-F]{2})")
 _PCI_TYPE_IDS = re.compile(r"^\s*[0-9a-fA-F]{4}\s+\[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\]")  # "0302 [10de:1db8] ..."
 MAX_LINKS_PER_PAIR = 64  # NVLinkBandwidth / per-link rate: no GPU pair has more than 18
-RDMA_NAMES = ("mlx", "hfi", "qib", "efa", "rdmap", "bnxt_re", "irdma", "erdma", "qedr", "hns")
 
 
 @dataclass
@@ -172,28 +171,14 @@ def _osdev_is(o: ET.Element, version: str, what: str) -> bool:
 
 
 def _nic_kind(cls: str, rdma: list[str], net: list[str], fabrics: list[ET.Element]) -> NicKind:
-    """The link layer where the file says it: PCI class 0207 (InfiniBand controller), hwloc's
-    ``PortNLinkLayer`` info, or the netdev beside an RDMA device (``ib*`` is IPoIB: InfiniBand;
-    another netdev means the port is Ethernet: RoCE). An RDMA name alone: unknown."""
-    if cls == "0207":
-        return "infiniband"
+    """The link layer: hwloc's ``PortNLinkLayer`` infos of the RDMA devices, then the shared rules."""
     layers = {
         (i.get("value") or "").lower()
         for o in fabrics
         for i in o.findall("info")
         if "LinkLayer" in (i.get("name") or "")
     }
-    if "infiniband" in layers:
-        return "infiniband"
-    if "ethernet" in layers:
-        return "roce"
-    if any(n.startswith(("rdmap", "efa")) for n in rdma):
-        return "efa"
-    if rdma:
-        if net and all(n.startswith("ib") for n in net):
-            return "infiniband"
-        return "roce" if net else "unknown"
-    return "ethernet" if net else "unknown"
+    return nic_kind(cls if cls == "0207" else "", rdma, net, layers)
 
 
 def _devices(

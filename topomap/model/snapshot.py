@@ -18,7 +18,7 @@ from topomap.base.links import P2PStatus
 SCHEMA = "topomap.snapshot/1"
 SCHEMA_VERSION = 1
 
-SourceKind = Literal["probe", "nvidia-smi", "nccl-xml", "hwloc-xml", "merge"]
+SourceKind = Literal["probe", "nvidia-smi", "nccl-xml", "hwloc-xml", "merge", "lstopo", "nccl-log"]
 NicKind = Literal["infiniband", "roce", "ethernet", "efa", "unknown"]
 PciKind = Literal["host-bridge", "bridge", "switch-upstream", "switch-downstream", "gpu", "nic", "nvswitch", "other"]
 RemoteType = Literal["gpu", "switch", "cpu", "unknown"]
