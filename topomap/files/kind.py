@@ -44,7 +44,9 @@ DESCRIPTIONS: dict[Kind, str] = {
 _GPU_LINE = re.compile(r"^GPU (\d+): (.*)$")
 _YAML_TOP = re.compile(r"^(flow|requirements)\s*:", re.MULTILINE)
 _HWLOC_OBJECT = re.compile(r"^(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<object\s[^>]*\btype=", re.DOTALL)
-_NCCL_DUMP = re.compile(r"NCCL INFO === System : max(?:Bw|Width)")
+_NCCL_DUMP = re.compile(  # NCCL's topology dump: its header, or a CPU line where the header was cut
+    r"NCCL INFO (?:=== System : max(?:Bw|Width)|CPU/[0-9A-Fa-f-]+ \(-?\d+/-?\d+/-?\d+\)\s*$)", re.MULTILINE
+)
 _LSTOPO = re.compile(  # lstopo's root line, then a CPU-side object indented under it
     r"^(?:Machine|System) \(.*\)\s*$(?:\n.*){0,40}?^\s+(?:Package|NUMANode|Socket|Core|HostBridge)\b", re.MULTILINE
 )

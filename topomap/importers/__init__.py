@@ -47,6 +47,12 @@ def import_text(text: str, origin: str, fmt: str = "auto") -> Snapshot:
                 hint=f"the {yaml_kind_words} comes first: topomap {'map' if kind == 'flow' else 'check'} "
                 f"{origin} --probe [NAME=]SNAPSHOT",
             )
+        if found is None and " NCCL INFO " in text:
+            raise ImportFailure(
+                f"{origin}: an NCCL log without a topology dump ('=== System : maxBw' lines)",
+                hint="run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH to have NCCL print it; "
+                f"`topomap nccl --log {origin}` reads the channel lines",
+            )
         if found is None:
             raise ImportFailure(
                 f"{origin}: unknown format",
