@@ -58,7 +58,7 @@ def topology_format(text: str) -> Topology | None:
     if head.startswith("<"):
         if "<topology" in head or _HWLOC_OBJECT.search(head):  # a whole topology, or one object's subtree
             return "hwloc-xml"
-        if "<system" in head or re.search(r"<(nic|net)\b", head):  # a dump, or NICs only
+        if "<system" in head or re.search(r"<(cpu|pci|nic|net)\b", head):  # a dump, or a part of one (NICs only)
             return "nccl-xml"
         return None
     if looks_like_nvidia_smi(text):

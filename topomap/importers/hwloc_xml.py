@@ -52,15 +52,21 @@ def _numa_of(nodeset: str | None) -> int | None:
 
 def import_hwloc_xml(text: str, origin: str) -> Snapshot:
     root = parse_xml(text, origin)
-    if root.tag != "topology":
+    fragment = root.get("type") if root.tag == "object" else None
+    if root.tag != "topology" and fragment is None:
         raise ImportFailure(f"{origin}: hwloc XML has a <topology> root, found <{root.tag}>")
     tree = _Tree(origin)
-    tree.walk(root, [], None, None, None)
+    if fragment is not None:  # one object's subtree (a package's I/O, a PCI device): read inside a stand-in root
+        top = ET.Element("topology")
+        top.append(root)
+        root = top
+    tree.walk(root, [FRAGMENT_TOP] if fragment else [], None, None, None)
     gpus, nics, placed = _devices(tree.devs, tree.pci, tree.by_gp, root.get("version") or "2.0")
     if not gpus and not nics:
         raise ImportFailure(f"{origin}: hwloc XML with no GPU and no NIC (was it made with I/O discovery on?)")
     _nvlink_matrix(root, gpus, tree.by_gp, tree.switches, origin)
     nvsw: list[NvSwitch] = nvswitches_from_links(gpus)
+    missing = _missing(fragment, tree)
     return Snapshot(
         source=Source(
             kind="hwloc-xml",
@@ -73,8 +79,12 @@ def import_hwloc_xml(text: str, origin: str) -> Snapshot:
                 "pairs.p2p",
                 "pairs.cuda",
                 "software",
+                *missing[1],
             ],
-            notes=[f"hwloc {_info(root, 'hwlocVersion') or '?'}; NVLink counts derived from NVLinkBandwidth"],
+            notes=[
+                f"hwloc {_info(root, 'hwlocVersion') or '?'}; NVLink counts derived from NVLinkBandwidth",
+                *missing[0],
+            ],
         ),
         host=Host(
             hostname=_info(root, "HostName"),
@@ -84,10 +94,31 @@ def import_hwloc_xml(text: str, origin: str) -> Snapshot:
         ),
         gpus=gpus,
         nics=nics,
-        pairs=tree_pairs(gpus, nics, placed, origin),
+        pairs=tree_pairs(gpus, nics, placed, origin, numa_known=bool(tree.numa_nodes) and fragment is None),
         pci=[tree.pci[k] for k in sorted(tree.pci)],
         nvswitches=nvsw,
     )
+
+
+FRAGMENT_TOP = "fragment-top"  # the unknown part above a fragment's root: a common ancestor, not a host bridge
+
+
+def _missing(fragment: str | None, tree: _Tree) -> tuple[list[str], list[str]]:
+    """Notes and unknown fields for what a fragment, or a topology without NUMA nodes, leaves out."""
+    notes, unknown = [], []
+    if fragment is not None:
+        notes.append(
+            f"an hwloc XML fragment (one <object type={fragment!r}> subtree, no <topology>): devices, CPUs and "
+            "the host bridges outside it are unknown; pairs with no common bridge in it have no path class"
+        )
+        unknown += ["host.sockets", "host.cpu_model"]
+    if not tree.numa_nodes:
+        notes.append(
+            "no NUMA node in this file: NUMA locality is unknown, and so is NODE vs SYS for devices under "
+            "different host bridges"
+        )
+        unknown.append("host.numa_nodes")
+    return notes, unknown
 
 
 @dataclass
