@@ -251,7 +251,7 @@ def _links(bw: float) -> tuple[int, int | None, float] | None:
     return fits[0] if len(fits) == 1 else None
 
 
-def _gpus(f: _Found, placed: dict[str, Placed]) -> tuple[list[Gpu], list[str]]:
+def _gpus(f: _Found, placed: dict[str, Placed]) -> tuple[list[Gpu], list[str], bool]:
     """The GPUs in bus order, with NVLink bundles where the count follows from NCCL's rates."""
     order = sorted(f.gpus, key=lambda g: parse_bus_id(g[1]) or (0xFFFF, 0, 0, 0))
     unsure: list[str] = []
