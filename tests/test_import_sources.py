@@ -41,7 +41,11 @@ def test_lstopo_text_gives_the_path_classes_the_hwloc_xml_of_the_same_machine_gi
     assert classes(snap)[("gpu0", "gpu4")] == "NODE" and classes(snap)[("gpu0", "gpu8")] == "SYS"
     assert snap.gpus[0].name == "Tesla V100-SXM3-32GB-H"  # GPUModel of the NVML OS device (-v only)
     assert {d.id for d in snap.pci} == {d.id for d in xml.pci}  # -v shows every bridge's bus id
-    assert "pairs.nvlink" in snap.source.unknown_fields  # lstopo text does not show NVLink
+    # -v prints hwloc's NVLinkBandwidth matrix after the tree: 6 links per GPU to the NVSwitches
+    assert {(p.a, p.b): p.path for p in snap.pairs} == {(p.a, p.b): p.path for p in xml.pairs}
+    assert snap.pairs[0].path == "NV6" and len(snap.nvswitches) == 12
+    plain = import_file(LSTOPO / "nvidia-dgx2h-console.txt")  # without -v: no matrix, NVLink unknown
+    assert "pairs.nvlink" in plain.source.unknown_fields and plain.pairs[0].nvlinks == 0
 
 
 def test_lstopo_without_v_has_no_gpu_model_and_says_why() -> None:
@@ -86,6 +90,13 @@ def test_lstopo_paste_cut_before_the_io_part_is_a_one_line_error() -> None:
     assert sniff(path.read_text()) == "lstopo"
     with pytest.raises(ImportFailure, match="no GPU and no NIC"):
         import_file(path)
+
+
+def test_lstopo_nvlink_matrix_cut_leaves_nvlink_unknown() -> None:
+    text = (LSTOPO / "nvidia-dgx2h-console-v.txt").read_text()
+    cut = text[: text.index("0000:65:00.0        25000")]
+    snap = import_text(cut, "cut.txt")
+    assert "pairs.nvlink" in snap.source.unknown_fields and all(not g.nvlinks for g in snap.gpus)
 
 
 def test_lstopo_line_that_is_no_object_names_its_line() -> None:

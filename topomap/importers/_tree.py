@@ -12,8 +12,9 @@ from defusedxml.ElementTree import fromstring
 from topomap.base.errors import ImportFailure
 from topomap.base.pathclass import classify_chains
 from topomap.model.nvlinks import gpu_buses, nvlink_count
-from topomap.model.snapshot import Gpu, Nic, NicKind, Pair
+from topomap.model.snapshot import Gpu, Nic, NicKind, NvLink, Pair
 
+MAX_LINKS_PER_PAIR = 64  # NVLinkBandwidth / per-link rate: no GPU pair has more than 18
 MAX_DEVICES = 512  # GPUs + RDMA NICs of one host; every pair of them is listed (real hosts: under 32)
 _DECLARED_ENCODING = re.compile(r"""^(\s*<\?xml[^>]*?)\s+encoding\s*=\s*["'][^"']*["']""")
 
@@ -96,3 +97,38 @@ def tree_pairs(
                 nv = nvlink_count(by_id[a], by_id[b], buses)
             out.append(Pair(a=a, b=b, path=f"NV{nv}" if nv else pcie, nvlinks=nv, pcie_path=pcie))
     return out
+
+
+def nvlinks_from_bandwidth(gpus: list[Gpu], ends: list[tuple[str, str] | None], vals: list[int], origin: str) -> None:
+    """hwloc's ``NVLinkBandwidth`` matrix (MB/s, row → column) → NVLink entries on each GPU: hwloc fills
+    20000 per NVLink 1 link (P100) and 25000 per later link (formats-and-pitfalls.md §3). ``ends``: one
+    per row, ``("gpu", index)``, ``("switch", bus id)`` or None (another object)."""
+    n = len(ends)
+    for r, a in enumerate(ends):
+        if a is None or a[0] != "gpu":
+            continue
+        g = gpus[int(a[1])]
+        per_link = 20000 if "P100" in (g.name or "") else 25000
+        gen = 1 if per_link == 20000 else None
+        for c, b in enumerate(ends):
+            bw = vals[r * n + c]
+            if r == c or bw <= 0 or b is None:
+                continue
+            remote = b[1] if b[0] == "switch" else gpus[int(b[1])].pci_bus_id or ""
+            count = max(1, round(bw / per_link))
+            if count > MAX_LINKS_PER_PAIR:
+                raise ImportFailure(
+                    f"{origin}: NVLinkBandwidth {bw} MB/s between objects {r} and {c} is {count} links "
+                    f"(at most {MAX_LINKS_PER_PAIR})"
+                )
+            g.nvlinks += [
+                NvLink(
+                    link=len(g.nvlinks) + k,
+                    active=True,
+                    generation=gen,
+                    remote_type="switch" if b[0] == "switch" else "gpu",
+                    remote_pci_bus_id=remote,
+                    speed_gbps=per_link / 1000.0,
+                )
+                for k in range(count)
+            ]

@@ -17,13 +17,12 @@ from topomap.base.cpus import cpus_from_hex_mask, format_cpulist
 from topomap.base.devices import format_device_id, model_from_device_id
 from topomap.base.errors import ImportFailure
 from topomap.base.pciaddr import normalize_bus_id, parse_bus_id
-from topomap.importers._tree import RDMA_NAMES, Placed, nic_kind, parse_xml, tree_pairs
+from topomap.importers._tree import RDMA_NAMES, Placed, nic_kind, nvlinks_from_bandwidth, parse_xml, tree_pairs
 from topomap.model.nvlinks import nvswitches_from_links
-from topomap.model.snapshot import Gpu, Host, Nic, NicKind, NumaNode, NvLink, NvSwitch, PciDevice, Snapshot, Source
+from topomap.model.snapshot import Gpu, Host, Nic, NicKind, NumaNode, NvSwitch, PciDevice, Snapshot, Source
 
 _BRIDGE_PCI = re.compile(r"^([0-9a-fA-F]{4}):\[([0-9a-fA-F]{2})")
 _PCI_TYPE_IDS = re.compile(r"^\s*[0-9a-fA-F]{4}\s+\[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\]")  # "0302 [10de:1db8] ..."
-MAX_LINKS_PER_PAIR = 64  # NVLinkBandwidth / per-link rate: no GPU pair has more than 18
 
 
 @dataclass
@@ -287,7 +286,7 @@ def _nvlink_matrix(
     switches: dict[str, str],
     origin: str,
 ) -> None:
-    """NVLinkBandwidth (MB/s) → NVLink entries per GPU: 25000 per link (20000 for NVLink 1)."""
+    """The ``NVLinkBandwidth`` distances (MB/s) → NVLink entries per GPU (importers._tree)."""
     for dist in root.findall("distances2hetero") + root.findall("distances2"):
         if dist.get("name") != "NVLinkBandwidth":
             continue
@@ -298,40 +297,13 @@ def _nvlink_matrix(
             raise ImportFailure(
                 f"{origin}: NVLinkBandwidth matrix has {len(idx)} indexes and {len(vals)} values for {n} objects"
             )
-        for r, a in enumerate(idx):
+        ends: list[tuple[str, str] | None] = []
+        for a in idx:
             kind, obj = by_gp.get(a, ("", None))
-            if kind != "gpu" or obj is None:
-                continue
-            g = gpus[int(obj.get("topomap_gpu") or 0)]
-            per_link = 20000 if "P100" in (g.name or "") else 25000
-            gen = 1 if per_link == 20000 else None
-            for c, b in enumerate(idx):
-                bw = vals[r * n + c]
-                if r == c or bw <= 0:
-                    continue
-                bkind, bobj = by_gp.get(b, ("", None))
-                if bobj is None:
-                    continue
-                if bkind == "switch":
-                    remote = switches[bobj.get("gp_index") or ""]
-                    rtype = "switch"
-                else:
-                    remote = gpus[int(bobj.get("topomap_gpu") or 0)].pci_bus_id or ""
-                    rtype = "gpu"
-                count = max(1, round(bw / per_link))
-                if count > MAX_LINKS_PER_PAIR:
-                    raise ImportFailure(
-                        f"{origin}: NVLinkBandwidth {bw} MB/s between {a} and {b} is {count} links "
-                        f"(at most {MAX_LINKS_PER_PAIR})"
-                    )
-                for _ in range(count):
-                    g.nvlinks.append(
-                        NvLink(
-                            link=len(g.nvlinks),
-                            active=True,
-                            generation=gen,
-                            remote_type=rtype,  # type: ignore[arg-type]
-                            remote_pci_bus_id=remote,
-                            speed_gbps=per_link / 1000.0,
-                        )
-                    )
+            if obj is not None and kind == "gpu":
+                ends.append(("gpu", obj.get("topomap_gpu") or "0"))
+            elif obj is not None and kind == "switch":
+                ends.append(("switch", switches[obj.get("gp_index") or ""]))
+            else:
+                ends.append(None)
+        nvlinks_from_bandwidth(gpus, ends, vals, origin)

@@ -20,7 +20,8 @@ from topomap.base.cpus import format_cpulist
 from topomap.base.devices import format_device_id, model_from_device_id
 from topomap.base.errors import ImportFailure
 from topomap.base.pciaddr import normalize_bus_id, parse_bus_id
-from topomap.importers._tree import RDMA_NAMES, Placed, nic_kind, tree_pairs
+from topomap.importers._tree import RDMA_NAMES, Placed, nic_kind, nvlinks_from_bandwidth, tree_pairs
+from topomap.model.nvlinks import nvswitches_from_links
 from topomap.model.snapshot import Gpu, Host, Nic, NumaNode, PciDevice, Snapshot, Source
 
 _BUS = r"(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F](?:-[0-9a-fA-F]+)?"
@@ -56,8 +57,8 @@ UNKNOWN_FIELDS = [
     "software",
 ]
 NVLINK_NOTE = (
-    "lstopo text does not show NVLink (hwloc keeps it in a distance matrix): which GPU pairs NVLink "
-    "joins is unknown; `nvidia-smi topo -m` or `lstopo --of xml` on the machine settles it"
+    "no NVLinkBandwidth matrix in this lstopo text (`lstopo -v` prints it after the tree): which GPU pairs "
+    "NVLink joins is unknown; `lstopo -v` or `nvidia-smi topo -m` on the machine settles it"
 )
 
 
@@ -297,12 +298,16 @@ def import_lstopo(text: str, origin: str) -> Snapshot:
             f"{origin}: lstopo text with no GPU and no NIC",
             hint="was it cut before the I/O part, or made with --no-io? `lstopo-no-graphics -v` shows PCI devices",
         )
-    gpus, placed = _gpus(w)
+    gpus, placed, names = _gpus(w)
     nics = _nics(w, placed)
     for n in w.numa_nodes.values():
         n.cpus = format_cpulist(sorted(w.numa_cpus.get(n.id, []))) or None
-    notes += _notes(w, root, gpus)
-    unknown = [*UNKNOWN_FIELDS, *([] if all(g.name for g in gpus) else ["gpus.name"])]
+    matrix = _nvlink_matrix(text, gpus, names, w, origin)
+    notes += _notes(w, gpus, matrix)
+    unknown = [
+        *(f for f in UNKNOWN_FIELDS if not (matrix and f in ("pairs.nvlink", "gpus.nvlinks"))),
+        *([] if all(g.name for g in gpus) else ["gpus.name"]),
+    ]
     if not w.numa_nodes:
         unknown.append("host.numa_nodes")
     return Snapshot(
@@ -317,7 +322,43 @@ def import_lstopo(text: str, origin: str) -> Snapshot:
         nics=nics,
         pairs=tree_pairs(gpus, nics, placed, origin, numa_known=False),
         pci=[w.pci[k] for k in sorted(w.pci)],
+        nvswitches=nvswitches_from_links(gpus),
     )
+
+
+_MATRIX = re.compile(r"^Relative bandwidth matrix \(name NVLinkBandwidth\b")
+
+
+def _nvlink_matrix(text: str, gpus: list[Gpu], names: dict[str, int], w: _Walk, origin: str) -> bool:
+    """hwloc's NVLinkBandwidth matrix, which `lstopo -v` prints after the tree (MB/s, rows and columns
+    named by OS device, ``nvml3``, or PCI bus id, an NVSwitch) → NVLink entries. False when absent or cut."""
+    lines = text.splitlines()
+    at = next((k for k, line in enumerate(lines) if _MATRIX.match(line.strip())), None)
+    if at is None or at + 1 >= len(lines) or lines[at + 1].split()[:1] != ["index"]:
+        return False
+    cols = lines[at + 1].split()[1:]
+    vals: list[int] = []
+    for k, line in enumerate(lines[at + 2 : at + 2 + len(cols)], at + 3):
+        row = line.split()
+        if len(row) != len(cols) + 1 or row[0] != cols[len(vals) // len(cols)]:
+            return False  # cut: NVLink stays unknown
+        if not all(v.isdigit() for v in row[1:]):
+            raise ImportFailure(f"{origin}:{k}: NVLinkBandwidth row {row[0]!r} has a value that is no number")
+        vals += [int(v) for v in row[1:]]
+    if len(vals) != len(cols) ** 2:
+        return False
+    switches = {bus for bus, d in w.pci.items() if d.kind == "nvswitch"}
+    ends: list[tuple[str, str] | None] = []
+    for name in cols:
+        bus = normalize_bus_id(name)
+        if name in names:
+            ends.append(("gpu", str(names[name])))
+        elif bus in switches:
+            ends.append(("switch", bus))
+        else:
+            ends.append(None)
+    nvlinks_from_bandwidth(gpus, ends, vals, origin)
+    return True
 
 
 def _gpu_order(item: tuple[_Obj, str, list[str], int | None]) -> tuple[int, tuple[int, int, int, int]]:
@@ -331,8 +372,10 @@ def _gpu_order(item: tuple[_Obj, str, list[str], int | None]) -> tuple[int, tupl
     return 1 << 30, parse_bus_id(bus) or (0xFFFF, 0, 0, 0)
 
 
-def _gpus(w: _Walk) -> tuple[list[Gpu], dict[str, Placed]]:
+def _gpus(w: _Walk) -> tuple[list[Gpu], dict[str, Placed], dict[str, int]]:
+    """The GPUs, where each sits, and each OS device name (``nvml0``, ``cuda0``) → GPU index."""
     placed: dict[str, Placed] = {}
+    names: dict[str, int] = {}
     gpus: list[Gpu] = []
     keys = [_gpu_order(d) for d in w.gpus]
     if any(k[0] == 1 << 30 for k in keys):  # not every GPU has an NVML/CUDA name: bus order for all
@@ -360,7 +403,8 @@ def _gpus(w: _Walk) -> tuple[list[Gpu], dict[str, Placed]]:
             )
         )
         placed[f"gpu{i}"] = Placed(chain=chain, numa=numa)
-    return gpus, placed
+        names.update((c.name, i) for c in o.children if c.name)
+    return gpus, placed, names
 
 
 def _nics(w: _Walk, placed: dict[str, Placed]) -> list[Nic]:
@@ -389,9 +433,14 @@ def _nics(w: _Walk, placed: dict[str, Placed]) -> list[Nic]:
     return nics
 
 
-def _notes(w: _Walk, root: _Obj, gpus: list[Gpu]) -> list[str]:
+def _notes(w: _Walk, gpus: list[Gpu], matrix: bool) -> list[str]:
     verbose = any("busid" in d[0].attrs for d in w.gpus + w.nics)
-    out = [f"lstopo text{' (-v)' if verbose else ''}: {w.packages} package(s), {w.cores} core(s)", NVLINK_NOTE]
+    out = [
+        f"lstopo text{' (-v)' if verbose else ''}: {w.packages} package(s), {w.cores} core(s)",
+        "NVLink counts derived from hwloc's NVLinkBandwidth matrix (25000 MB/s per link, 20000 for NVLink 1)"
+        if matrix
+        else NVLINK_NOTE,
+    ]
     if not verbose and any(g.name is None for g in gpus):
         out.append(
             "lstopo without -v shows no PCI vendor or device ids: 3D controllers and display controllers "
