@@ -85,6 +85,18 @@ def test_lstopo_nic_beside_a_gpu_under_one_bridge_is_pix() -> None:
     assert classes(snap)[("gpu2", "nic0")] == "PIX" and classes(snap)[("gpu0", "nic0")] == "SYS"
 
 
+def test_lstopo_users_paste_of_an_8_gpu_aws_node() -> None:
+    snap = import_file(LSTOPO / "aws-8gpu-node-srun-lstopo-llnl-gmis25.txt")
+    assert len(snap.gpus) == 8 and [g.numa_node for g in snap.gpus] == [0, 0, 0, 0, 1, 1, 1, 1]
+    cls = classes(snap)
+    assert cls[("gpu0", "gpu1")] == "PHB"  # one host bridge, a root port each
+    assert cls[("gpu0", "gpu2")] == "NODE" and cls[("gpu0", "gpu4")] == "SYS"
+    assert snap.gpus[4].cpu_affinity == "24-47,72-95"
+    login = import_file(LSTOPO / "aws-1gpu-login-lstopo-llnl-gmis25.txt")  # GPU and NIC right under the host bridge
+    assert [g.pci_bus_id for g in login.gpus] == ["0000:00:1e.0"] and login.gpus[0].numa_node == 0
+    assert [(n.name, n.kind, n.rdma) for n in login.nics] == [("ens5", "ethernet", False)]
+
+
 def test_lstopo_paste_cut_before_the_io_part_is_a_one_line_error() -> None:
     path = LSTOPO / "lambda-lstopo21-paste-cut.txt"
     assert sniff(path.read_text()) == "lstopo"
