@@ -131,6 +131,15 @@ def test_nccl_log_dump_of_a_vm_reads_gpus_nics_nvlink_and_the_emulated_tree() ->
     assert "emulated (VM) bridge" in notes and "dump is cut" in notes
 
 
+@pytest.mark.parametrize("prefix", ["[1,0]<stdout>:", "[rank5]:", "2024-01-01T00:00:00.123Z "])
+def test_nccl_log_dump_behind_launcher_prefixes_reads_the_same(prefix: str) -> None:
+    text = (LOGS / "h200-vm-dump-nccltests256.log").read_text()
+    plain = import_text(text, "plain.log")
+    snap = import_text("".join(f"{prefix}{line}\n" for line in text.splitlines()), "prefixed.log")
+    assert snap.host.hostname == "node_2"
+    assert [(p.a, p.b, p.path) for p in snap.pairs] == [(p.a, p.b, p.path) for p in plain.pairs]
+
+
 def test_nccl_log_dump_whose_start_was_cut_reads_what_is_there() -> None:
     snap = import_file(LOGS / "h100-plx-dump-nccl1519.log")
     assert [g.pci_bus_id for g in snap.gpus] == ["0000:84:00.0", "0000:85:00.0", "0000:8b:00.0", "0000:8c:00.0"]
