@@ -98,7 +98,7 @@ def test_lstopo_users_paste_of_an_8_gpu_aws_node() -> None:
 
 
 def test_lstopo_paste_cut_before_the_io_part_is_a_one_line_error() -> None:
-    path = LSTOPO / "lambda-lstopo21-paste-cut.txt"
+    path = LSTOPO / "lambda-lstopo21-paste-cut.partial"
     assert sniff(path.read_text()) == "lstopo"
     with pytest.raises(ImportFailure, match="no GPU and no NIC"):
         import_file(path)
@@ -228,7 +228,7 @@ def test_nccl_xml_with_nics_only_reads_them_and_says_gpus_are_not_described() ->
     assert any("without <system>" in n for n in bare.source.notes)
 
 
-@pytest.mark.parametrize("path", sorted(LSTOPO.glob("*.txt")) + DUMP_LOGS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted(LSTOPO.glob("*.*")) + DUMP_LOGS, ids=lambda p: p.name)
 def test_truncating_a_real_file_anywhere_never_tracebacks(path: Path) -> None:
     text = path.read_text()
     for k in range(1, 12):

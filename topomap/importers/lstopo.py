@@ -163,7 +163,8 @@ def parse_tree(text: str, origin: str) -> tuple[_Obj, list[str]]:
         for a, b in itertools.pairwise(chain):
             a.children.append(b)
         stack.append((indent, chain[-1]))
-    assert root is not None
+    if root is None:
+        raise ImportFailure(f"{origin}:{start + 1}: the `Machine` line is not an lstopo object line")
     return root, notes
 
 
