@@ -228,6 +228,15 @@ def test_nccl_xml_with_nics_only_reads_them_and_says_gpus_are_not_described() ->
     assert any("without <system>" in n for n in bare.source.notes)
 
 
+def test_show_of_a_nic_only_file_says_gpus_are_unknown_not_absent(tmp_path: Path) -> None:
+    f = tmp_path / "nics.xml"
+    f.write_text(
+        '<system version="1"><cpu numaid="0"><nic><net name="mlx5_0" dev="0" speed="200000"/></nic></cpu></system>'
+    )
+    r = CliRunner().invoke(app, ["show", str(f)], env={"COLUMNS": "100"})
+    assert r.exit_code == 0 and "not described by this source" in r.output and "No GPUs" not in r.output
+
+
 @pytest.mark.parametrize("path", sorted(LSTOPO.glob("*.*")) + DUMP_LOGS, ids=lambda p: p.name)
 def test_truncating_a_real_file_anywhere_never_tracebacks(path: Path) -> None:
     text = path.read_text()

@@ -99,8 +99,18 @@ def import_nccl_xml(text: str, origin: str) -> Snapshot:
         cpus = format_cpulist(cpus_from_hex_mask(aff)) if aff else None
         if numa is not None:
             tree.numa_nodes.append(NumaNode(id=numa, cpus=cpus))
-        cpu_model = cpu_model or " ".join(
-            x for x in (cpu.get("vendor"), f"family {cpu.get('familyid')}", f"model {cpu.get('modelid')}") if x
+        cpu_model = (
+            cpu_model
+            or " ".join(
+                x
+                for x in (
+                    cpu.get("vendor"),
+                    f"family {cpu.get('familyid')}" if cpu.get("familyid") else None,
+                    f"model {cpu.get('modelid')}" if cpu.get("modelid") else None,
+                )
+                if x
+            )
+            or None
         )
         top = f"cpu{numa if numa is not None else len(tree.numa_nodes)}"
         tree.pci[top] = PciDevice(id=top, kind="host-bridge", numa_node=numa, inferred=True)
