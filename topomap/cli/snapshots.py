@@ -118,12 +118,16 @@ def _measured(snap: Snapshot) -> Snapshot:
 @app.command("import")
 @_guard
 def import_(
-    file: Annotated[str, typer.Argument(help="nvidia-smi text, NCCL topology XML or hwloc XML.")],
+    file: Annotated[
+        str, typer.Argument(help="nvidia-smi text, NCCL topology XML, hwloc XML, lstopo text or an NCCL log's dump.")
+    ],
     output: Annotated[str | None, typer.Option("-o", "--output", help="Write the snapshot here.")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="auto | nvidia-smi | nccl-xml | hwloc-xml")] = "auto",
+    fmt: Annotated[
+        str, typer.Option("--format", help="auto | nvidia-smi | nccl-xml | hwloc-xml | lstopo | nccl-log")
+    ] = "auto",
     json_out: JsonOpt = False,
 ) -> None:
-    """Turn nvidia-smi text, an NCCL topology XML or an hwloc XML into a snapshot."""
+    """Turn a pasted topology (nvidia-smi, NCCL or hwloc XML, lstopo, an NCCL log) into a snapshot."""
     from topomap.importers import import_file  # start-up: see the module docstring
     from topomap.model.codec import encode_checked
 

@@ -14,12 +14,26 @@ from typing import Literal
 from topomap.base.errors import TopomapError
 from topomap.files.inputs import MAX_SNAPSHOT_BYTES, decode_text, read_bytes
 
-Kind = Literal["snapshot", "run", "nvidia-smi", "nccl-xml", "hwloc-xml", "measurements", "flow", "requirements"]
+Kind = Literal[
+    "snapshot",
+    "run",
+    "nvidia-smi",
+    "nccl-xml",
+    "hwloc-xml",
+    "lstopo",
+    "nccl-log",
+    "measurements",
+    "flow",
+    "requirements",
+]
+Topology = Literal["nvidia-smi", "nccl-xml", "hwloc-xml", "lstopo", "nccl-log"]
 
 DESCRIPTIONS: dict[Kind, str] = {
     "nvidia-smi": "an `nvidia-smi` output (a topology)",
     "nccl-xml": "an NCCL topology XML (a topology)",
     "hwloc-xml": "an hwloc XML (a topology)",
+    "lstopo": "`lstopo` text (a topology)",
+    "nccl-log": "an NCCL INFO log with its topology dump (a topology)",
     "snapshot": "a topomap snapshot (JSON)",
     "run": "a topomap run record (JSON, from `topomap record`)",
     "measurements": "measured bandwidth (nvbandwidth or p2pBandwidthLatencyTest output)",
@@ -29,18 +43,29 @@ DESCRIPTIONS: dict[Kind, str] = {
 
 _GPU_LINE = re.compile(r"^GPU (\d+): (.*)$")
 _YAML_TOP = re.compile(r"^(flow|requirements)\s*:", re.MULTILINE)
+_HWLOC_OBJECT = re.compile(r"^(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<object\s[^>]*\btype=", re.DOTALL)
+_NCCL_DUMP = re.compile(  # NCCL's topology dump: its header, or a CPU line where the header was cut
+    r"NCCL INFO (?:=== System : max(?:Bw|Width)|CPU/[0-9A-Fa-f-]+ \(-?\d+/-?\d+/-?\d+\)\s*$)", re.MULTILINE
+)
+_LSTOPO = re.compile(  # lstopo's root line, then a CPU-side object indented under it
+    r"^(?:Machine|System) \(.*\)\s*$(?:\n.*){0,40}?^\s+(?:Package|NUMANode|Socket|Core|HostBridge)\b", re.MULTILINE
+)
 
 
-def topology_format(text: str) -> Literal["nvidia-smi", "nccl-xml", "hwloc-xml"] | None:
+def topology_format(text: str) -> Topology | None:
     """Which topology importer reads this text, by its content."""
     head = text.lstrip("\ufeff \t\r\n")[:4096]
     if head.startswith("<"):
-        if "<topology" in head:
+        if "<topology" in head or _HWLOC_OBJECT.search(head):  # a whole topology, or one object's subtree
             return "hwloc-xml"
-        if "<system" in head:
+        if "<system" in head or re.search(r"<(cpu|pci|nic|net)\b", head):  # a dump, or a part of one (NICs only)
             return "nccl-xml"
         return None
-    return "nvidia-smi" if looks_like_nvidia_smi(text) else None
+    if looks_like_nvidia_smi(text):
+        return "nvidia-smi"
+    if _NCCL_DUMP.search(text[:2_000_000]):
+        return "nccl-log"
+    return "lstopo" if _LSTOPO.search(text[:65536]) else None
 
 
 def looks_like_query(text: str) -> bool:

@@ -19,7 +19,7 @@ from topomap.model.validate import validate_snapshot
 
 __all__ = ["ImportFailure", "import_file", "import_text", "load_any"]
 
-FORMATS = ("nvidia-smi", "nccl-xml", "hwloc-xml")
+FORMATS = ("nvidia-smi", "nccl-xml", "hwloc-xml", "lstopo", "nccl-log")
 
 
 def read_text(path: str | Path) -> str:
@@ -49,12 +49,18 @@ def import_text(text: str, origin: str, fmt: str = "auto") -> Snapshot:
                 hint=f"the {yaml_kind_words} comes first: topomap {'map' if kind == 'flow' else 'check'} "
                 f"{origin} --probe [NAME=]SNAPSHOT",
             )
+        if found is None and " NCCL INFO " in text:
+            raise ImportFailure(
+                f"{origin}: an NCCL log without a topology dump ('=== System : maxBw' lines)",
+                hint="run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH to have NCCL print it; "
+                f"`topomap nccl --log {origin}` reads the channel lines",
+            )
         if found is None:
             raise ImportFailure(
                 f"{origin}: unknown format",
                 hint="expected `nvidia-smi topo -m` (or topo -p2p / nvlink -s / nvlink -R / -q / --query-gpu CSV) "
-                "text, "
-                "an NCCL topology XML (<system>) or an hwloc XML (<topology>)",
+                "text, an NCCL topology XML (<system>), an hwloc XML (<topology>), `lstopo` text "
+                "or an NCCL INFO log with its topology dump (NCCL_DEBUG_SUBSYS=GRAPH)",
             )
         fmt = found
     if fmt not in FORMATS:
@@ -94,7 +100,25 @@ def _hwloc(text: str, origin: str) -> Snapshot:
     return import_hwloc_xml(text, origin)
 
 
-_IMPORTERS = {"nvidia-smi": _nvidia_smi, "nccl-xml": _nccl, "hwloc-xml": _hwloc}
+def _lstopo(text: str, origin: str) -> Snapshot:
+    from topomap.importers.lstopo import import_lstopo  # lazy: start-up (see above)
+
+    return import_lstopo(text, origin)
+
+
+def _nccl_log(text: str, origin: str) -> Snapshot:
+    from topomap.importers.nccl_log import import_nccl_log  # lazy: start-up (see above)
+
+    return import_nccl_log(text, origin)
+
+
+_IMPORTERS = {
+    "nvidia-smi": _nvidia_smi,
+    "nccl-xml": _nccl,
+    "hwloc-xml": _hwloc,
+    "lstopo": _lstopo,
+    "nccl-log": _nccl_log,
+}
 
 
 def import_file(path: str | Path, fmt: str = "auto") -> Snapshot:

@@ -12,8 +12,9 @@ from defusedxml.ElementTree import fromstring
 from topomap.base.errors import ImportFailure
 from topomap.base.pathclass import classify_chains
 from topomap.model.nvlinks import gpu_buses, nvlink_count
-from topomap.model.snapshot import Gpu, Nic, Pair
+from topomap.model.snapshot import Gpu, Nic, NicKind, NvLink, Pair
 
+MAX_LINKS_PER_PAIR = 64  # NVLinkBandwidth / per-link rate: no GPU pair has more than 18
 MAX_DEVICES = 512  # GPUs + RDMA NICs of one host; every pair of them is listed (real hosts: under 32)
 _DECLARED_ENCODING = re.compile(r"""^(\s*<\?xml[^>]*?)\s+encoding\s*=\s*["'][^"']*["']""")
 
@@ -45,8 +46,37 @@ class Placed:
     numa: int | None
 
 
-def tree_pairs(gpus: list[Gpu], nics: list[Nic], placed: dict[str, Placed], origin: str = "<input>") -> list[Pair]:
-    """Every GPU/NIC pair: NV# from the GPUs' links, else the class of their PCI chains."""
+# RDMA device names (hwloc OpenFabrics OS devices, NCCL <net name>): the RDMA drivers that exist.
+RDMA_NAMES = ("mlx", "hfi", "qib", "efa", "rdmap", "bnxt_re", "irdma", "erdma", "qedr", "hns")
+
+
+def nic_kind(cls: str, rdma: list[str], net: list[str], layers: set[str]) -> NicKind:
+    """The link layer where the source says it: PCI class 0207 (InfiniBand controller), hwloc's
+    ``PortNLinkLayer`` info (``layers``, lower case), or the netdev beside an RDMA device (``ib*`` is
+    IPoIB: InfiniBand; another netdev means the port is Ethernet: RoCE). An RDMA name alone: unknown."""
+    if cls in ("0207", "0c06"):  # 0c06: InfiniBand as a serial-bus class (ConnectX-2 and older)
+        return "infiniband"
+    if "infiniband" in layers:
+        return "infiniband"
+    if "ethernet" in layers:
+        return "roce"
+    if any(n.startswith(("rdmap", "efa")) for n in rdma):
+        return "efa"
+    if rdma:
+        if net and all(n.startswith("ib") for n in net):
+            return "infiniband"
+        return "roce" if net else "unknown"
+    return "ethernet" if net else "unknown"
+
+
+def tree_pairs(
+    gpus: list[Gpu], nics: list[Nic], placed: dict[str, Placed], origin: str = "<input>", numa_known: bool = True
+) -> list[Pair]:
+    """Every GPU/NIC pair: NV# from the GPUs' links, else the class of their PCI chains.
+
+    ``numa_known=False`` (a source that may omit NUMA nodes: lstopo text, an hwloc fragment): two
+    devices under different host bridges whose NUMA node is not known are neither NODE nor SYS but
+    unknown."""
     ends = [f"gpu{g.index}" for g in gpus] + [f"nic{n.index}" for n in nics if n.rdma]
     if len(ends) > MAX_DEVICES:
         raise ImportFailure(
@@ -60,8 +90,45 @@ def tree_pairs(gpus: list[Gpu], nics: list[Nic], placed: dict[str, Placed], orig
         for b in ends[x + 1 :]:
             pa, pb = placed.get(a), placed.get(b)
             pcie = classify_chains(pa.chain, pb.chain, pa.numa, pb.numa) if pa and pb else None
+            if pa and pb and not numa_known and pa.chain[0] != pb.chain[0] and None in (pa.numa, pb.numa):
+                pcie = None
             nv = 0
             if a in by_id and b in by_id:
                 nv = nvlink_count(by_id[a], by_id[b], buses)
             out.append(Pair(a=a, b=b, path=f"NV{nv}" if nv else pcie, nvlinks=nv, pcie_path=pcie))
     return out
+
+
+def nvlinks_from_bandwidth(gpus: list[Gpu], ends: list[tuple[str, str] | None], vals: list[int], origin: str) -> None:
+    """hwloc's ``NVLinkBandwidth`` matrix (MB/s, row → column) → NVLink entries on each GPU: hwloc fills
+    20000 per NVLink 1 link (P100) and 25000 per later link (formats-and-pitfalls.md §3). ``ends``: one
+    per row, ``("gpu", index)``, ``("switch", bus id)`` or None (another object)."""
+    n = len(ends)
+    for r, a in enumerate(ends):
+        if a is None or a[0] != "gpu":
+            continue
+        g = gpus[int(a[1])]
+        per_link = 20000 if "P100" in (g.name or "") else 25000
+        gen = 1 if per_link == 20000 else None
+        for c, b in enumerate(ends):
+            bw = vals[r * n + c]
+            if r == c or bw <= 0 or b is None:
+                continue
+            remote = b[1] if b[0] == "switch" else gpus[int(b[1])].pci_bus_id or ""
+            count = max(1, round(bw / per_link))
+            if count > MAX_LINKS_PER_PAIR:
+                raise ImportFailure(
+                    f"{origin}: NVLinkBandwidth {bw} MB/s between objects {r} and {c} is {count} links "
+                    f"(at most {MAX_LINKS_PER_PAIR})"
+                )
+            g.nvlinks += [
+                NvLink(
+                    link=len(g.nvlinks) + k,
+                    active=True,
+                    generation=gen,
+                    remote_type="switch" if b[0] == "switch" else "gpu",
+                    remote_pci_bus_id=remote,
+                    speed_gbps=per_link / 1000.0,
+                )
+                for k in range(count)
+            ]

@@ -17,14 +17,12 @@ from topomap.base.cpus import cpus_from_hex_mask, format_cpulist
 from topomap.base.devices import format_device_id, model_from_device_id
 from topomap.base.errors import ImportFailure
 from topomap.base.pciaddr import normalize_bus_id, parse_bus_id
-from topomap.importers._tree import Placed, parse_xml, tree_pairs
+from topomap.importers._tree import RDMA_NAMES, Placed, nic_kind, nvlinks_from_bandwidth, parse_xml, tree_pairs
 from topomap.model.nvlinks import nvswitches_from_links
-from topomap.model.snapshot import Gpu, Host, Nic, NicKind, NumaNode, NvLink, NvSwitch, PciDevice, Snapshot, Source
+from topomap.model.snapshot import Gpu, Host, Nic, NicKind, NumaNode, NvSwitch, PciDevice, Snapshot, Source
 
 _BRIDGE_PCI = re.compile(r"^([0-9a-fA-F]{4}):\[([0-9a-fA-F]{2})")
 _PCI_TYPE_IDS = re.compile(r"^\s*[0-9a-fA-F]{4}\s+\[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\]")  # "0302 [10de:1db8] ..."
-MAX_LINKS_PER_PAIR = 64  # NVLinkBandwidth / per-link rate: no GPU pair has more than 18
-RDMA_NAMES = ("mlx", "hfi", "qib", "efa", "rdmap", "bnxt_re", "irdma", "erdma", "qedr", "hns")
 
 
 @dataclass
@@ -53,15 +51,21 @@ def _numa_of(nodeset: str | None) -> int | None:
 
 def import_hwloc_xml(text: str, origin: str) -> Snapshot:
     root = parse_xml(text, origin)
-    if root.tag != "topology":
+    fragment = root.get("type") if root.tag == "object" else None
+    if root.tag != "topology" and fragment is None:
         raise ImportFailure(f"{origin}: hwloc XML has a <topology> root, found <{root.tag}>")
     tree = _Tree(origin)
-    tree.walk(root, [], None, None, None)
+    if fragment is not None:  # one object's subtree (a package's I/O, a PCI device): read inside a stand-in root
+        top = ET.Element("topology")
+        top.append(root)
+        root = top
+    tree.walk(root, [FRAGMENT_TOP] if fragment else [], None, None, None)
     gpus, nics, placed = _devices(tree.devs, tree.pci, tree.by_gp, root.get("version") or "2.0")
     if not gpus and not nics:
         raise ImportFailure(f"{origin}: hwloc XML with no GPU and no NIC (was it made with I/O discovery on?)")
     _nvlink_matrix(root, gpus, tree.by_gp, tree.switches, origin)
     nvsw: list[NvSwitch] = nvswitches_from_links(gpus)
+    missing = _missing(fragment, tree)
     return Snapshot(
         source=Source(
             kind="hwloc-xml",
@@ -74,8 +78,12 @@ def import_hwloc_xml(text: str, origin: str) -> Snapshot:
                 "pairs.p2p",
                 "pairs.cuda",
                 "software",
+                *missing[1],
             ],
-            notes=[f"hwloc {_info(root, 'hwlocVersion') or '?'}; NVLink counts derived from NVLinkBandwidth"],
+            notes=[
+                f"hwloc {_info(root, 'hwlocVersion') or '?'}; NVLink counts derived from NVLinkBandwidth",
+                *missing[0],
+            ],
         ),
         host=Host(
             hostname=_info(root, "HostName"),
@@ -85,10 +93,31 @@ def import_hwloc_xml(text: str, origin: str) -> Snapshot:
         ),
         gpus=gpus,
         nics=nics,
-        pairs=tree_pairs(gpus, nics, placed, origin),
+        pairs=tree_pairs(gpus, nics, placed, origin, numa_known=bool(tree.numa_nodes) and fragment is None),
         pci=[tree.pci[k] for k in sorted(tree.pci)],
         nvswitches=nvsw,
     )
+
+
+FRAGMENT_TOP = "fragment-top"  # the unknown part above a fragment's root: a common ancestor, not a host bridge
+
+
+def _missing(fragment: str | None, tree: _Tree) -> tuple[list[str], list[str]]:
+    """Notes and unknown fields for what a fragment, or a topology without NUMA nodes, leaves out."""
+    notes, unknown = [], []
+    if fragment is not None:
+        notes.append(
+            f"an hwloc XML fragment (one <object type={fragment!r}> subtree, no <topology>): devices, CPUs and "
+            "the host bridges outside it are unknown; pairs with no common bridge in it have no path class"
+        )
+        unknown += ["host.sockets", "host.cpu_model"]
+    if not tree.numa_nodes:
+        notes.append(
+            "no NUMA node in this file: NUMA locality is unknown, and so is NODE vs SYS for devices under "
+            "different host bridges"
+        )
+        unknown.append("host.numa_nodes")
+    return notes, unknown
 
 
 @dataclass
@@ -172,28 +201,14 @@ def _osdev_is(o: ET.Element, version: str, what: str) -> bool:
 
 
 def _nic_kind(cls: str, rdma: list[str], net: list[str], fabrics: list[ET.Element]) -> NicKind:
-    """The link layer where the file says it: PCI class 0207 (InfiniBand controller), hwloc's
-    ``PortNLinkLayer`` info, or the netdev beside an RDMA device (``ib*`` is IPoIB: InfiniBand;
-    another netdev means the port is Ethernet: RoCE). An RDMA name alone: unknown."""
-    if cls == "0207":
-        return "infiniband"
+    """The link layer: hwloc's ``PortNLinkLayer`` infos of the RDMA devices, then the shared rules."""
     layers = {
         (i.get("value") or "").lower()
         for o in fabrics
         for i in o.findall("info")
         if "LinkLayer" in (i.get("name") or "")
     }
-    if "infiniband" in layers:
-        return "infiniband"
-    if "ethernet" in layers:
-        return "roce"
-    if any(n.startswith(("rdmap", "efa")) for n in rdma):
-        return "efa"
-    if rdma:
-        if net and all(n.startswith("ib") for n in net):
-            return "infiniband"
-        return "roce" if net else "unknown"
-    return "ethernet" if net else "unknown"
+    return nic_kind(cls if cls == "0207" else "", rdma, net, layers)
 
 
 def _devices(
@@ -271,7 +286,7 @@ def _nvlink_matrix(
     switches: dict[str, str],
     origin: str,
 ) -> None:
-    """NVLinkBandwidth (MB/s) → NVLink entries per GPU: 25000 per link (20000 for NVLink 1)."""
+    """The ``NVLinkBandwidth`` distances (MB/s) → NVLink entries per GPU (importers._tree)."""
     for dist in root.findall("distances2hetero") + root.findall("distances2"):
         if dist.get("name") != "NVLinkBandwidth":
             continue
@@ -282,40 +297,13 @@ def _nvlink_matrix(
             raise ImportFailure(
                 f"{origin}: NVLinkBandwidth matrix has {len(idx)} indexes and {len(vals)} values for {n} objects"
             )
-        for r, a in enumerate(idx):
+        ends: list[tuple[str, str] | None] = []
+        for a in idx:
             kind, obj = by_gp.get(a, ("", None))
-            if kind != "gpu" or obj is None:
-                continue
-            g = gpus[int(obj.get("topomap_gpu") or 0)]
-            per_link = 20000 if "P100" in (g.name or "") else 25000
-            gen = 1 if per_link == 20000 else None
-            for c, b in enumerate(idx):
-                bw = vals[r * n + c]
-                if r == c or bw <= 0:
-                    continue
-                bkind, bobj = by_gp.get(b, ("", None))
-                if bobj is None:
-                    continue
-                if bkind == "switch":
-                    remote = switches[bobj.get("gp_index") or ""]
-                    rtype = "switch"
-                else:
-                    remote = gpus[int(bobj.get("topomap_gpu") or 0)].pci_bus_id or ""
-                    rtype = "gpu"
-                count = max(1, round(bw / per_link))
-                if count > MAX_LINKS_PER_PAIR:
-                    raise ImportFailure(
-                        f"{origin}: NVLinkBandwidth {bw} MB/s between {a} and {b} is {count} links "
-                        f"(at most {MAX_LINKS_PER_PAIR})"
-                    )
-                for _ in range(count):
-                    g.nvlinks.append(
-                        NvLink(
-                            link=len(g.nvlinks),
-                            active=True,
-                            generation=gen,
-                            remote_type=rtype,  # type: ignore[arg-type]
-                            remote_pci_bus_id=remote,
-                            speed_gbps=per_link / 1000.0,
-                        )
-                    )
+            if obj is not None and kind == "gpu":
+                ends.append(("gpu", obj.get("topomap_gpu") or "0"))
+            elif obj is not None and kind == "switch":
+                ends.append(("switch", switches[obj.get("gp_index") or ""]))
+            else:
+                ends.append(None)
+        nvlinks_from_bandwidth(gpus, ends, vals, origin)

@@ -90,9 +90,7 @@ def _bus(el: ET.Element, origin: str) -> str:
 
 
 def import_nccl_xml(text: str, origin: str) -> Snapshot:
-    root = parse_xml(text, origin)
-    if root.tag != "system":
-        raise ImportFailure(f"{origin}: NCCL topology XML has a <system> root, found <{root.tag}>")
+    root = _as_system(parse_xml(text, origin), origin)
     tree = _Tree(origin)
     cpu_model: str | None = None
     for cpu in root.findall("cpu"):
@@ -101,8 +99,18 @@ def import_nccl_xml(text: str, origin: str) -> Snapshot:
         cpus = format_cpulist(cpus_from_hex_mask(aff)) if aff else None
         if numa is not None:
             tree.numa_nodes.append(NumaNode(id=numa, cpus=cpus))
-        cpu_model = cpu_model or " ".join(
-            x for x in (cpu.get("vendor"), f"family {cpu.get('familyid')}", f"model {cpu.get('modelid')}") if x
+        cpu_model = (
+            cpu_model
+            or " ".join(
+                x
+                for x in (
+                    cpu.get("vendor"),
+                    f"family {cpu.get('familyid')}" if cpu.get("familyid") else None,
+                    f"model {cpu.get('modelid')}" if cpu.get("modelid") else None,
+                )
+                if x
+            )
+            or None
         )
         top = f"cpu{numa if numa is not None else len(tree.numa_nodes)}"
         tree.pci[top] = PciDevice(id=top, kind="host-bridge", numa_node=numa, inferred=True)
@@ -112,7 +120,41 @@ def import_nccl_xml(text: str, origin: str) -> Snapshot:
     # NVLink is recorded in NCCL_TOPO_DUMP_FILE dumps (their <cpu> carry host_hash) and in any file
     # with an <nvlink>; vendors' static files (AWS p5: <gpu> without <nvlink> on NVSwitch H100s) do not.
     nvlink_known = root.find(".//nvlink") is not None or any(c.get("host_hash") for c in root.findall("cpu"))
-    return _build(origin, tree, cpu_model, nvlink_known)
+    snap = _build(origin, tree, cpu_model, nvlink_known)
+    if not tree.gpus:
+        snap.source.notes.append(NICS_ONLY_NOTE)
+        snap.source.unknown_fields.append("gpus")
+    if root.get("topomap-fragment"):
+        snap.source.notes.append(
+            f"a <{root.get('topomap-fragment')}> element without <system>: CPUs and NUMA are unknown"
+        )
+    return snap
+
+
+NICS_ONLY_NOTE = (
+    "this NCCL topology file describes NICs only: GPUs are not described (unknown, not absent); "
+    "an NCCL_TOPO_DUMP_FILE written by a run with GPUs, or `nvidia-smi topo -m`, describes them"
+)
+
+
+def _as_system(root: ET.Element, origin: str) -> ET.Element:
+    """The ``<system>`` root; a file holding only a ``<cpu>``, ``<pci>``, ``<nic>`` or ``<net>`` (a NIC
+    list, an excerpt of a dump) is read as if inside one, marked ``topomap-fragment``."""
+    if root.tag == "system":
+        return root
+    if root.tag not in ("cpu", "pci", "nic", "net"):
+        raise ImportFailure(f"{origin}: NCCL topology XML has a <system> root, found <{root.tag}>")
+    system = ET.Element("system", {"topomap-fragment": root.tag})
+    if root.tag == "cpu":
+        system.append(root)
+        return system
+    cpu = ET.SubElement(system, "cpu")
+    if root.tag == "net":
+        nic = ET.SubElement(cpu, "nic")
+        nic.append(root)
+    else:
+        cpu.append(root)
+    return system
 
 
 @dataclass

@@ -224,7 +224,11 @@ def nvlink_bundle_bandwidth(gpu: Gpu, count: int, snap: Snapshot | None = None) 
     speeds = {x.speed_gbps for x in active if x.speed_gbps}
     gens = {x.generation for x in active if x.generation is not None}
     gen = gens.pop() if len(gens) == 1 else None
-    reporter = "hwloc" if snap is not None and snap.source.kind == "hwloc-xml" else "driver"
+    reporter = (
+        {"hwloc-xml": "hwloc", "lstopo": "hwloc", "nccl-log": "NCCL"}.get(snap.source.kind, "driver")
+        if snap
+        else "driver"
+    )
     if len(speeds) == 1:
         rate = speeds.pop()
         return Bandwidth(

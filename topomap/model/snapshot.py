@@ -18,7 +18,7 @@ from topomap.base.links import P2PStatus
 SCHEMA = "topomap.snapshot/1"
 SCHEMA_VERSION = 1
 
-SourceKind = Literal["probe", "nvidia-smi", "nccl-xml", "hwloc-xml", "merge"]
+SourceKind = Literal["probe", "nvidia-smi", "nccl-xml", "hwloc-xml", "merge", "lstopo", "nccl-log"]
 #: The outputs one file held (a paste may hold several): what each can carry is
 #: ``topomap.model.source_facts.CAN_CARRY``.
 SourceFormat = Literal[
@@ -32,6 +32,8 @@ SourceFormat = Literal[
     "gpu-list",
     "nvidia-smi-q",
     "query-gpu-csv",
+    "lstopo",
+    "nccl-log",
 ]
 SOURCE_FORMATS: tuple[SourceFormat, ...] = get_args(SourceFormat)
 NicKind = Literal["infiniband", "roce", "ethernet", "efa", "unknown"]

@@ -76,6 +76,8 @@ CAN_CARRY: dict[SourceFormat, frozenset[Fact]] = {
     "probe": _ALL,
     "nccl-xml": _ALL,  # its importer lists what the file leaves out (NVLink, models, memory …)
     "hwloc-xml": _ALL,
+    "lstopo": _ALL,  # as hwloc XML: its importer lists what the text leaves out (models without -v …)
+    "nccl-log": _ALL,  # NCCL's dump: its importer lists what the dump leaves out (memory, NVLink counts …)
     "topo-m": frozenset({Fact.NVLINK, Fact.PATH, Fact.NICS, Fact.NIC_NAMES, Fact.GPU_COUNT, Fact.NUMA}),
     "topo-p2p": frozenset({Fact.P2P, Fact.GPU_COUNT}),
     # `nvlink -s` / `--status` and `-R` list GPUs by their links: `-i 0` lists one GPU of a node.
@@ -115,6 +117,8 @@ FORMAT_WORDS: dict[SourceFormat, str] = {
     "probe": "topomap probe",
     "nccl-xml": "NCCL topology XML",
     "hwloc-xml": "hwloc XML",
+    "lstopo": "`lstopo` text",
+    "nccl-log": "NCCL's topology dump in an INFO log",
     "topo-m": "`nvidia-smi topo -m`",
     "topo-p2p": "`nvidia-smi topo -p2p`",
     "nvlink-status": "`nvidia-smi nvlink -s`",

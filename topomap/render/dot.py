@@ -137,6 +137,8 @@ def origin_line(topo: Topology, boxes: bool = True) -> str:
         "nvidia-smi": "imported from nvidia-smi topo -m",
         "nccl-xml": "imported from an NCCL topology XML",
         "hwloc-xml": "imported from an hwloc XML",
+        "lstopo": "imported from lstopo text",
+        "nccl-log": "imported from an NCCL log's topology dump",
         "merge": "merged snapshot",
     }
     if s.kind == "probe":

@@ -192,6 +192,10 @@ _UNKNOWN_WORDS: dict[str, str] = {
     "nics": "the NICs",
     "gpus.count": "every GPU of the host (it lists only some)",
     "software.cuda_driver_version": "the CUDA version",
+    "gpus": "the GPUs (the source describes NICs only)",
+    "host.numa_nodes": "NUMA nodes",
+    "host.sockets": "CPU packages",
+    "host.cpu_model": "CPU model",
 }
 
 
@@ -327,6 +331,8 @@ def show(snap: Snapshot, topo: Topology | None = None, width: int | None = None)
     parts: list[RenderableType] = [header(snap)]
     if snap.gpus:
         parts.extend(gpu_tables(snap, topo, width))
+    elif "gpus" in snap.source.unknown_fields:
+        parts.append(Text("GPUs: not described by this source (unknown, not absent).", style="bold"))
     else:
         parts.append(Text("No GPUs in this snapshot.", style="bold"))
     if snap.nics:

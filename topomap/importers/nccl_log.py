@@ -1,0 +1,350 @@
+"""An NCCL INFO log's topology dump (``NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=GRAPH``) → Snapshot: NCCL's
+own view of the machine, VMs' emulated PCI trees included.
+
+The dump (NCCL's ``ncclTopoPrint``, 2.5 and later) is a tree printed one node per line::
+
+    host:pid:tid [dev] NCCL INFO === System : maxBw 48.0 totalBw 370.8 ===
+    host:pid:tid [dev] NCCL INFO CPU/0-0 (1/2/-1)
+    host:pid:tid [dev] NCCL INFO + PCI[0.2] - PCI/0-65000 (104c823200000000)
+    host:pid:tid [dev] NCCL INFO              + PCI[48.0] - GPU/0-68000 (8)
+    host:pid:tid [dev] NCCL INFO                            + NVL[370.8] - NVS/0-0
+    host:pid:tid [dev] NCCL INFO              + PCI[48.0] - NIC/0-67000
+    host:pid:tid [dev] NCCL INFO                            + NET[50.0] - NET/0-c (0/d4f9.../1/50.000000)
+
+Bus ids are NCCL's integers in hex (``4e000`` = 0000:4e:00.0; ``0-`` is the system id of 2.19 and
+later), bandwidths GB/s. Every process prints its own dump, lines of several processes interleave,
+and launchers prefix lines (``[1,0]<stdout>:``, ``[rank0]:``): lines are grouped by host, pid and
+thread, and the first host's first dump is read. A dump cut short is read as far as it goes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from topomap import __version__
+from topomap.base.errors import ImportFailure
+from topomap.base.pciaddr import parse_bus_id
+from topomap.importers._tree import Placed, tree_pairs
+from topomap.importers.nccl_xml import PHB_NOTE
+from topomap.model.nvlinks import nvswitches_from_links
+from topomap.model.snapshot import Gpu, Host, Nic, NumaNode, NvLink, PciDevice, Snapshot, Source
+
+_HEAD = re.compile(r"(?P<host>[A-Za-z0-9_.<>\-]+):(?P<pid>\d+):(?P<tid>\d+) \[\d+\] NCCL INFO (?P<msg>.*)$")
+_SYSTEM = re.compile(r"^=== System : max(?:Bw|Width) ")
+_END = re.compile(r"^=+\s*$")
+_CPU = re.compile(r"^CPU/(?P<id>[0-9A-Fa-f-]+)(?: \((?P<arch>-?\d+)/(?P<vendor>-?\d+)/(?P<model>-?\d+)\))?\s*$")
+_LINK = re.compile(
+    r"^(?P<ind> *)\+ (?P<lt>[A-Z0-9]+)\[(?P<bw>[0-9.]+)\] - (?P<nt>[A-Z]+)/(?P<nid>[0-9A-Fa-f-]+)"
+    r"(?: \((?P<extra>[^)]*)\))?\s*$"
+)
+# NCCL's per-link NVLink bandwidth by GPU generation (src/graph/topo.h: SM60 18.0, SM70/SM80 20.0,
+# SM86 12.0, SM90 20.6, SM100 40.1 GB/s); an NVL line prints links x rate.
+_NVLINK_RATES = {18.0: 1, 20.0: None, 12.0: 3, 20.6: 4, 40.1: 5}
+MAX_LINKS = 18
+CPU_VENDORS = {1: "Intel", 2: "AMD", 3: "Zhaoxin"}
+
+
+@dataclass
+class _Node:
+    kind: str  # CPU, PCI, GPU, NIC, NET, NVS
+    ident: str
+    extra: str | None
+    line: int
+    bw: float | None = None  # the link from its parent, GB/s
+    children: list[_Node] = field(default_factory=list)
+
+
+@dataclass
+class _Dump:
+    key: tuple[str, str, str]  # host, pid, tid
+    start: int
+    header: bool
+    roots: list[_Node] = field(default_factory=list)
+    ended: bool = False
+    cut: str | None = None
+    last: int = 0
+
+
+def nccl_bus(ident: str) -> str | None:
+    """NCCL's integer bus id (``0-4e000``, ``4E000``, ``101c0``) as ``0000:4e:00.0``; None if it is not one."""
+    try:
+        v = int(ident.split("-")[-1], 16)
+    except ValueError:
+        return None
+    dom, bus, dev, fn = v >> 20, (v >> 12) & 0xFF, (v >> 4) & 0xFF, v & 0xF
+    if dev > 0x1F or fn > 7 or dom > 0xFFFF:
+        return None
+    return f"{dom:04x}:{bus:02x}:{dev:02x}.{fn}"
+
+
+def _lines(text: str) -> list[tuple[int, tuple[str, str, str], str]]:
+    """(line number, (host, pid, tid), message with its indentation) of every NCCL INFO line."""
+    out = []
+    for no, raw in enumerate(text.splitlines(), 1):
+        m = _HEAD.search(raw.rstrip())
+        if m:
+            msg = m.group("msg")
+            out.append((no, (m.group("host"), m.group("pid"), m.group("tid")), msg))
+    return out
+
+
+def read_dumps(text: str, origin: str) -> list[_Dump]:
+    """Every topology dump in the log, per host, pid and thread, in the order they start."""
+    open_: dict[tuple[str, str, str], _Dump] = {}
+    stacks: dict[tuple[str, str, str], list[tuple[int, _Node]]] = {}
+    dumps: list[_Dump] = []
+    for no, key, msg in _lines(text):
+        d = open_.get(key)
+        if _SYSTEM.match(msg.strip()):
+            d = open_[key] = _Dump(key, no, header=True)
+            stacks[key] = []
+            dumps.append(d)
+            continue
+        cpu = _CPU.match(msg.strip()) if not msg.startswith(" ") else None
+        if cpu and d is None:  # a dump whose header was cut
+            d = open_[key] = _Dump(key, no, header=False)
+            stacks[key] = []
+            dumps.append(d)
+        if d is None:
+            continue
+        if _END.match(msg.strip()):
+            d.ended, d.last = True, no
+            del open_[key]
+            continue
+        if cpu:
+            node = _Node("CPU", cpu.group("id"), cpu.group("vendor"), no)
+            d.roots.append(node)
+            stacks[key] = [(-1, node)]
+            d.last = no
+            continue
+        link = _LINK.match(msg)
+        if link is None:
+            if msg.lstrip().startswith("+"):
+                d.cut = f"line {no} is cut or not understood ({msg.strip()[:50]!r})"
+            del open_[key]  # the dump ended (another message from this thread)
+            continue
+        _place(d, stacks[key], link, no, origin)
+    return dumps
+
+
+def _place(d: _Dump, stack: list[tuple[int, _Node]], link: re.Match[str], no: int, origin: str) -> None:
+    ind = len(link.group("ind"))
+    node = _Node(link.group("nt"), link.group("nid"), link.group("extra"), no, float(link.group("bw")))
+    while stack and stack[-1][0] >= ind:
+        stack.pop()
+    if not stack:
+        raise ImportFailure(f"{origin}:{no}: topology dump line with no CPU above it")
+    parent = stack[-1][1]
+    if link.group("lt") == "SYS" or (node.kind == "GPU" and parent.kind == "GPU"):
+        node.kind = "SYS" if link.group("lt") == "SYS" else "PEER"  # a link to a node printed elsewhere
+    parent.children.append(node)
+    stack.append((ind, node))
+    d.last = no
+
+
+@dataclass
+class _Found:
+    gpus: list[tuple[_Node, str, list[str], int | None]] = field(default_factory=list)
+    nics: list[tuple[_Node, str | None, list[str], int | None]] = field(default_factory=list)
+    pci: dict[str, PciDevice] = field(default_factory=dict)
+    numa: list[NumaNode] = field(default_factory=list)
+    vendors: set[str] = field(default_factory=set)
+    slow_links: list[str] = field(default_factory=list)
+
+
+def _walk(node: _Node, chain: list[str], parent: str, numa: int | None, f: _Found, origin: str) -> None:
+    for c in node.children:
+        bus = nccl_bus(c.ident)
+        if c.kind in ("PCI", "GPU", "NIC") and bus is None:
+            raise ImportFailure(f"{origin}:{c.line}: {c.kind}/{c.ident} is not an NCCL bus id")
+        if c.kind == "PCI" and bus:
+            f.pci[bus] = PciDevice(id=bus, kind="bridge", parent=parent, numa_node=numa)
+            if c.bw is not None and c.bw < 1.0:
+                f.slow_links.append(f"{bus} {c.bw:g} GB/s")
+            _walk(c, [*chain, bus], bus, numa, f, origin)
+        elif c.kind == "GPU" and bus:
+            f.pci[bus] = PciDevice(id=bus, kind="gpu", parent=parent, numa_node=numa)
+            f.gpus.append((c, bus, [*chain, bus], numa))
+        elif c.kind == "NIC" and bus:
+            f.pci[bus] = PciDevice(id=bus, kind="nic", parent=parent, numa_node=numa)
+            for net in c.children or [_Node("NIC", c.ident, None, c.line)]:
+                f.nics.append((net, bus, [*chain, bus], numa))
+        elif c.kind == "NET":  # a network device with no PCI place (VMs, plugins)
+            f.nics.append((c, None, [*chain, f"net:{c.ident}"], numa))
+
+
+def import_nccl_log(text: str, origin: str) -> Snapshot:
+    dumps = [d for d in read_dumps(text, origin) if d.roots]
+    if not dumps:
+        raise ImportFailure(
+            f"{origin}: no NCCL topology dump ('=== System : maxBw' and 'CPU/...' lines) in this log",
+            hint="run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH and keep the lines after '=== System'",
+        )
+    d = dumps[0]
+    f = _Found()
+    for cpu in d.roots:
+        last = cpu.ident.split("-")[-1]
+        numa = int(last, 16) if len(last) <= 4 else None  # CPU/FFFFFFFFFFFFFFFF: NCCL 2.5, locality unknown
+        top = f"cpu{numa if numa is not None else len(f.numa)}"
+        if top in f.pci:
+            continue  # the same CPU printed twice: a second dump's lines in one stream
+        if numa is not None:
+            f.numa.append(NumaNode(id=numa))
+        if cpu.extra and cpu.extra.lstrip("-").isdigit():
+            f.vendors.add(CPU_VENDORS.get(int(cpu.extra), f"vendor {cpu.extra}"))
+        f.pci[top] = PciDevice(id=top, kind="host-bridge", numa_node=numa, inferred=True)
+        _walk(cpu, [top], top, numa, f, origin)
+    if not f.gpus and not f.nics:
+        raise ImportFailure(f"{origin}:{d.start}: NCCL topology dump with no GPU and no NIC")
+    placed: dict[str, Placed] = {}
+    gpus, nv_notes, nv_unsure = _gpus(f, placed)
+    nics = _nics(f, placed)
+    notes = [f"NCCL topology dump of {d.key[0]} (pid {d.key[1]}), log line {d.start}", PHB_NOTE, *nv_notes]
+    notes += _dump_notes(d, dumps, f)
+    unknown = [
+        "gpus.uuid",
+        "gpus.name",
+        "gpus.memory_total_bytes",
+        "gpus.fabric",
+        "gpus.mig",
+        "gpus.cuda_ordinal",
+        "gpus.pcie",
+        "pairs.p2p",
+        "pairs.cuda",
+        "software",
+        "pairs.path (PHB vs NODE)",
+        "nics.kind",
+        *(["pairs.nvlink", "gpus.nvlinks"] if nv_unsure or _cut_at_gpu(d) else []),
+    ]
+    return Snapshot(
+        source=Source(
+            kind="nccl-log", origin=origin, tool=f"topomap {__version__}", unknown_fields=unknown, notes=notes
+        ),
+        host=Host(hostname=d.key[0], cpu_model=" / ".join(sorted(f.vendors)) or None, numa_nodes=f.numa),
+        gpus=gpus,
+        nics=nics,
+        pairs=tree_pairs(gpus, nics, placed, origin),
+        pci=[f.pci[k] for k in sorted(f.pci)],
+        nvswitches=nvswitches_from_links(gpus),
+    )
+
+
+def _cut_at_gpu(d: _Dump) -> bool:
+    """The dump ends on a GPU line: its NVLink lines, if it had any, were cut."""
+    if d.ended or not d.roots:
+        return False
+    node = d.roots[-1]
+    while node.children:
+        node = node.children[-1]
+    return node.kind == "GPU"
+
+
+def _links(bw: float) -> tuple[int, int | None, float] | None:
+    """(link count, NVLink generation or None, per-link GB/s) when exactly one of NCCL's per-link rates
+    divides the bundle's bandwidth into a plausible count; None when none or several do."""
+    fits = [
+        (round(bw / rate), gen, rate)
+        for rate, gen in _NVLINK_RATES.items()
+        if 1 <= round(bw / rate) <= MAX_LINKS and abs(bw / rate - round(bw / rate)) < 0.01
+    ]
+    return fits[0] if len(fits) == 1 else None
+
+
+def _gpus(f: _Found, placed: dict[str, Placed]) -> tuple[list[Gpu], list[str], bool]:
+    """The GPUs in bus order, with NVLink bundles where the count follows from NCCL's rates."""
+    order = sorted(f.gpus, key=lambda g: parse_bus_id(g[1]) or (0xFFFF, 0, 0, 0))
+    unsure: list[str] = []
+    gpus: list[Gpu] = []
+    for i, (node, bus, chain, numa) in enumerate(order):
+        links: list[NvLink] = []
+        for c in node.children:
+            if c.bw is None or c.kind not in ("NVS", "PEER"):
+                continue
+            fit = _links(c.bw)
+            if fit is None:
+                unsure.append(f"{bus} NVL[{c.bw:g}]")
+                continue
+            n, gen, rate = fit
+            remote = None if c.kind == "NVS" else nccl_bus(c.ident)
+            links += [
+                NvLink(
+                    link=len(links) + k,
+                    active=True,
+                    generation=gen,
+                    remote_type="switch" if c.kind == "NVS" else "gpu",
+                    remote_pci_bus_id=remote,
+                    speed_gbps=rate,
+                )
+                for k in range(n)
+            ]
+        gpus.append(Gpu(index=i, pci_bus_id=bus, numa_node=numa, nvlinks=links, derived=["nvlinks"] if links else []))
+        placed[f"gpu{i}"] = Placed(chain=chain, numa=numa)
+    notes = []
+    if any(g.nvlinks for g in gpus):
+        notes.append(
+            "NVLink counts derived from NCCL's NVL bandwidth (links x NCCL's per-link rate for the GPU generation)"
+        )
+    if unsure:
+        notes.append(
+            "NVLink bandwidth that no single NCCL per-link rate divides ("
+            + ", ".join(unsure[:4])
+            + "): link counts unknown; `nvidia-smi topo -m` on the machine settles them"
+        )
+    return gpus, notes, bool(unsure)
+
+
+def _nics(f: _Found, placed: dict[str, Placed]) -> list[Nic]:
+    """NCCL's network devices (``NET/<dev>``: NCCL names no device), in NCCL's device order."""
+
+    def dev(item: tuple[_Node, str | None, list[str], int | None]) -> int:
+        try:
+            return int(item[0].ident.split("-")[-1], 16)
+        except ValueError:
+            return 1 << 30
+
+    nics: list[Nic] = []
+    for node, bus, chain, numa in sorted(f.nics, key=dev):
+        idx = len(nics)
+        nics.append(
+            Nic(
+                index=idx,
+                name=f"NET/{node.ident.split('-')[-1]}" if node.kind == "NET" else f"NIC/{node.ident}",
+                rdma=True,
+                pci_bus_id=bus,
+                numa_node=numa,
+                speed_gbit_s=node.bw * 8 if node.kind == "NET" and node.bw else None,
+            )
+        )
+        placed[f"nic{idx}"] = Placed(chain=chain, numa=numa)
+    return nics
+
+
+def _dump_notes(d: _Dump, dumps: list[_Dump], f: _Found) -> list[str]:
+    """What the dump does not cover: its cut start or end, other processes' dumps, emulated links."""
+    out = [
+        "NCCL lists the GPUs its process could see (CUDA_VISIBLE_DEVICES) and the NICs it would use; "
+        "GPU models are not in the dump"
+    ]
+    if not d.header:
+        out.append(
+            f"the dump's start is cut (no '=== System' line before log line {d.start}): "
+            "CPUs and devices before it are missing"
+        )
+    if d.cut:
+        out.append(f"the dump is cut: {d.cut}; what follows it is missing")
+    elif not d.ended:
+        out.append(f"the dump is cut after log line {d.last} (no closing '====' line): devices after it are missing")
+    others = [x for x in dumps[1:] if x.key[0] == d.key[0]]
+    hosts = sorted({x.key[0] for x in dumps} - {d.key[0]})
+    if others:
+        out.append(f"{len(others)} more dump(s) of the same host (other processes) not read")
+    if hosts:
+        out.append(f"dumps of other hosts not read ({', '.join(hosts[:4])}): import one host per snapshot")
+    if f.slow_links:
+        out.append(
+            "PCI links NCCL rates under 1 GB/s ("
+            + ", ".join(f.slow_links[:3])
+            + "): an emulated (VM) bridge, as NCCL sees it; the real tree is hidden by the hypervisor"
+        )
+    return out
