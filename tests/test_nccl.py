@@ -181,3 +181,20 @@ def test_gdr_from_the_logs_own_lines_decides_the_network_hop() -> None:
     assert by[(1, 0)].decision.transport == "NET" and by[(1, 0)].observed == "NET"
     assert "does not support GPUDirect" in " ".join(by[(1, 0)].decision.reasons)
     assert report.agreement == (2, 2)
+
+
+def test_log_with_only_a_topology_tree_is_predicted_from_it() -> None:
+    """nccl#1519 (H100 behind PLX switches): the excerpt has NCCL's tree but no channel lines; the
+    prediction comes from the tree imported as a snapshot: NVLink P2P, and each GPU's NIC PIX with GDR."""
+    from typer.testing import CliRunner
+
+    from topomap.cli import app
+
+    r = CliRunner().invoke(app, ["nccl", "--log", str(LOGS / "h100-plx-dump-nccl1519.log"), "--json"])
+    assert r.exit_code == 0, r.stdout
+    import json
+
+    data = json.loads(r.stdout)
+    assert {(p["predicted"], p["rule"]) for p in data["pairs"]} == {("P2P", "p2p-nvlink")}
+    assert data["nics"][0]["path"] == "PIX" and data["nics"][0]["gdr"] == "yes"
+    assert "no channel lines; predicted from the log's own topology dump" in data["notes"][0]

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from topomap.base.errors import TopomapError
+
+if TYPE_CHECKING:
+    from topomap.model.snapshot import Snapshot
+    from topomap.nccl.predict import NcclReport
+    from topomap.nccl.rules import NcclEnv
 from topomap.cli.wiring import JsonOpt, _console, _guard, _load, _print_json, _print_wide, app
 
 
@@ -30,8 +35,7 @@ def nccl(
     that decides it; with --log, what NCCL did and why it differs. Exit 0, 2 bad input."""
     # imports inside the command keep start-up fast (networkx, the graph)
     from topomap.files.inputs import decode_text, read_bytes
-    from topomap.nccl.logread import read_log
-    from topomap.nccl.predict import compare_log, predict_snapshot
+    from topomap.nccl.predict import predict_snapshot
     from topomap.nccl.rules import parse_env
     from topomap.render.nccl_view import nccl_view
 
@@ -39,7 +43,7 @@ def nccl(
     snapshot = _load(snap) if snap else None
     if log is not None:
         text = decode_text(read_bytes(log, "NCCL log", 64 * 1024 * 1024), log)
-        report = compare_log(read_log(text, log), snapshot, extra)
+        report = _from_log(text, log, snapshot, extra, ranks)
     elif snapshot is not None:
         report = predict_snapshot(snapshot, extra, ranks)
     else:
@@ -55,3 +59,33 @@ def nccl(
     console = _console()
     for part in nccl_view(report):
         console.print(part)
+
+
+def _from_log(text: str, path: str, snapshot: Snapshot | None, extra: NcclEnv, ranks: str | None) -> NcclReport:
+    """Compare the log's channel lines with the prediction. Without a snapshot, the facts come from
+    the log: its path rows where it has them, else its topology tree (NCCL's own view, imported as a
+    snapshot). A log with a tree and no channel lines is a prediction from that tree."""
+    # imports inside the function keep start-up fast
+    from topomap.importers.nccl_log import import_nccl_log
+    from topomap.nccl.logread import read_log
+    from topomap.nccl.predict import compare_log, predict_snapshot
+
+    dump: Snapshot | None = None
+    if snapshot is None:
+        try:
+            dump = import_nccl_log(text, path)
+        except TopomapError:
+            dump = None
+    try:
+        parsed = read_log(text, path)
+    except TopomapError:
+        if dump is None:
+            raise
+        report = predict_snapshot(dump, extra, ranks)
+        report.notes.insert(0, f"{path}: no channel lines; predicted from the log's own topology dump")
+        return report
+    use = snapshot if snapshot is not None else (dump if not parsed.gpu_paths else None)
+    report = compare_log(parsed, use, extra)
+    if use is dump and dump is not None:
+        report.notes.insert(0, "facts from the log's own topology tree (imported as a snapshot)")
+    return report
