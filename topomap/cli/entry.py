@@ -22,6 +22,7 @@ COMMANDS = {
     "show": "snapshots",
     "matrix": "snapshots",
     "merge": "snapshots",
+    "cluster": "cluster",
     "schema": "snapshots",
     "map": "flows",
     "render": "flows",
