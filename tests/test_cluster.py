@@ -177,3 +177,63 @@ def test_one_host_snapshot_is_refused(tmp_path: Path) -> None:
     assert res.exit_code == 2
     assert "one host's snapshot, not a merged cluster" in res.output
     assert "Traceback" not in res.output
+
+
+# --- check: the cluster rule ---------------------------------------------------------------------
+
+
+def _check(tmp_path: Path, merged: Snapshot, rules: str) -> tuple[int, dict[str, object]]:
+    path, reqs = tmp_path / "cluster.json", tmp_path / "req.yaml"
+    save_snapshot(merged, path)
+    reqs.write_text(rules)
+    res = CliRunner().invoke(app, ["check", str(reqs), "--probe", str(path), "--json"])
+    assert "Traceback" not in res.output
+    doc: dict[str, object] = json.loads(res.output)
+    return res.exit_code, doc
+
+
+def _cluster_results(doc: dict[str, object]) -> list[tuple[str, str]]:
+    rules = doc["rules"]
+    assert isinstance(rules, list)
+    return [(r["status"], r["summary"]) for r in rules if r["rule"] == "cluster"]
+
+
+def test_check_rails_consistent_fails_naming_the_host(tmp_path: Path, merged: Snapshot) -> None:
+    rc, doc = _check(tmp_path, merged, "requirements:\n  - cluster: {rails_consistent: true}\n")
+    assert rc == 1
+    assert _cluster_results(doc) == [("fail", "1 host(s) differ: node03")]
+
+
+def test_check_every_host_passes_names_the_failing_hosts(tmp_path: Path, merged: Snapshot) -> None:
+    rules = (
+        "requirements:\n  - driver: {min: '550'}\n  - gpus: {min_count: 8}\n"
+        "  - cluster: {every_host_passes: true, one_nvlink_clique: true}\n"
+    )
+    rc, doc = _check(tmp_path, merged, rules)
+    assert rc == 1
+    assert _cluster_results(doc) == [
+        ("fail", "node01: fails driver"),
+        ("pass", "all 6 hosts in clique 00000000-0000-0000-0000-0000000000c1/32766"),
+    ]
+
+
+def test_check_one_clique_unknown_not_fail_for_a_host_without_fabric(
+    tmp_path: Path, hosts: dict[str, Snapshot]
+) -> None:
+    imported = _named(load_snapshot(SAMPLES / "hgx-h200-8gpu-10nic.json"), "imp01")
+    cluster = merge([("a", hosts["node00"]), ("b", hosts["node04"]), ("c", imported)])
+    rc, doc = _check(tmp_path, cluster, "requirements:\n  - cluster: {one_nvlink_clique: true}\n")
+    assert rc == 3
+    assert _cluster_results(doc) == [("unknown", "fabric not recorded by the source of 1 host(s)")]
+    rules = doc["rules"]
+    assert isinstance(rules, list)
+    assert rules[0]["settle"] == ["`nvidia-smi -q` (section Fabric) or `topomap probe`"]
+
+
+def test_check_cluster_rule_without_an_option_is_a_one_line_error(tmp_path: Path, merged: Snapshot) -> None:
+    path, reqs = tmp_path / "cluster.json", tmp_path / "req.yaml"
+    save_snapshot(merged, path)
+    reqs.write_text("requirements:\n  - cluster: {}\n")
+    res = CliRunner().invoke(app, ["check", str(reqs), "--probe", str(path)])
+    assert res.exit_code == 2
+    assert f"{reqs}:2: rule cluster sets no option to true" in res.output

@@ -4,7 +4,7 @@ encodes with ``ClusterReport.to_json()``."""
 
 from __future__ import annotations
 
-from topomap.cluster.analyse import analyse
+from topomap.cluster.analyse import analyse, analyse_hosts
 from topomap.cluster.report import CLUSTER_SCHEMA, ClusterReport, FactReport, Outlier
 
-__all__ = ["CLUSTER_SCHEMA", "ClusterReport", "FactReport", "Outlier", "analyse"]
+__all__ = ["CLUSTER_SCHEMA", "ClusterReport", "FactReport", "Outlier", "analyse", "analyse_hosts"]

@@ -39,8 +39,14 @@ def analyse(merged: Snapshot) -> ClusterReport:
             f"{merged.source.origin}: not a merged cluster snapshot",
             hint="merge the per-host snapshots first: topomap merge a.json b.json -o cluster.json",
         )
-    hosts = merged.members
-    names = [h.host.hostname or f"host{i}" for i, h in enumerate(hosts)]
+    named = [(h.host.hostname or f"host{i}", h) for i, h in enumerate(merged.members)]
+    return analyse_hosts(named, merged.source.origin)
+
+
+def analyse_hosts(named: list[tuple[str, Snapshot]], origin: str) -> ClusterReport:
+    """The cluster report of hosts by name (the hosts of a merged snapshot, or check's lots)."""
+    names = [n for n, _h in named]
+    hosts = [h for _n, h in named]
     shapes = _shapes(hosts)
     outliers: dict[str, list[str]] = {}
     facts: list[FactReport] = []
@@ -53,7 +59,7 @@ def analyse(merged: Snapshot) -> ClusterReport:
         facts.append(_fact(hf.name, FACT_NAME[hf.name], False, read[hf.name], hf.text, outliers))
     return ClusterReport(
         schema=CLUSTER_SCHEMA,
-        origin=merged.source.origin,
+        origin=origin,
         hosts=len(hosts),
         shapes=_shape_reports(names, shapes),
         facts=facts,
