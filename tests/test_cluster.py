@@ -237,3 +237,25 @@ def test_check_cluster_rule_without_an_option_is_a_one_line_error(tmp_path: Path
     res = CliRunner().invoke(app, ["check", str(reqs), "--probe", str(path)])
     assert res.exit_code == 2
     assert f"{reqs}:2: rule cluster sets no option to true" in res.output
+
+
+def test_html_report_has_the_cluster_section(tmp_path: Path, merged: Snapshot) -> None:
+    """A flow bound to the merged cluster: the report's Cluster section names the outliers and why."""
+    path, flow = tmp_path / "cluster.json", tmp_path / "flow.yaml"
+    save_snapshot(merged, path)
+    names = [f"node{i:02d}" for i in range(6)]
+    flow.write_text(
+        "flow: spread\nhosts:\n"
+        + "".join(f"  {n}: null\n" for n in names)
+        + "steps:\n"
+        + "".join(f"  s{i}: {{kind: compute, on: {n}:gpu0}}\n" for i, n in enumerate(names))
+        + "arrows:\n  - {from: s0, to: s1, volume: 1 GiB}\n"
+    )
+    out = tmp_path / "report.html"
+    res = CliRunner().invoke(app, ["report", str(flow), "--probe", str(path), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    page = out.read_text()
+    assert "<h2>Cluster</h2>" in page
+    assert "<p>6 hosts, 2 shape(s), 3 outlier(s)" in page
+    assert "<tr><td>node01</td><td>driver version: 535.104.05 (most hosts: 550.54.15)</td></tr>" in page
+    assert "Rails (rail i: GPU i's nearest RDMA NIC): not consistent." in page
