@@ -11,6 +11,7 @@ import msgspec
 
 from topomap.files.atomic import atomic_write
 from topomap.files.inputs import MAX_SNAPSHOT_BYTES, read_bytes, recode_utf8
+from topomap.model.pack import PACK_MIN_HOSTS, decode_pack, encode_pack, is_packed, light_members
 from topomap.model.snapshot import I64_MAX, I64_MIN, MAX_RATE, SCHEMA, SCHEMA_VERSION, Snapshot, SnapshotError
 from topomap.model.validate import validate_snapshot
 
@@ -50,6 +51,11 @@ def decode_snapshot(data: bytes, where: str = "<snapshot>") -> Snapshot:
     (PCI parent cycles, pairs naming no device, absurd counts)."""
     if len(data) > MAX_SNAPSHOT_BYTES:
         raise SnapshotError(f"{where}: {len(data)} bytes is larger than any snapshot ({MAX_SNAPSHOT_BYTES} max)")
+    if is_packed(data):  # a large cluster as JSON Lines, each shared part once (topomap.model.pack)
+        snap = decode_pack(data.lstrip(b"\xef\xbb\xbf \t\r\n"), where)
+        check_schema_version(snap.schema, f"{where}:1: cluster")
+        validate_snapshot(light_members(snap), where, numbers_checked=True)
+        return snap
     try:
         head = msgspec.json.decode(data, type=_Head)
     except msgspec.ValidationError as err:  # (a subclass of DecodeError)
@@ -126,7 +132,11 @@ def to_builtins(snap: Snapshot) -> Any:
 
 
 def encode_snapshot(snap: Snapshot) -> bytes:
-    """Deterministic, indented JSON with a trailing newline."""
+    """Deterministic, indented JSON with a trailing newline; a merged cluster of
+    :data:`~topomap.model.pack.PACK_MIN_HOSTS` hosts or more as packed JSON Lines (each part that
+    hosts share written once: 10,000 hosts fit in about 100 MB instead of 800)."""
+    if snap.source.kind == "merge" and len(snap.members) >= PACK_MIN_HOSTS:
+        return encode_pack(snap)
     compact = msgspec.json.encode(snap, order="deterministic")
     return msgspec.json.format(compact, indent=2) + b"\n"
 
