@@ -160,3 +160,46 @@ def light_members(snap: Snapshot) -> Snapshot:
             seen.add(key)
             out.append(m)
     return msgspec.structs.replace(snap, members=out)
+
+
+#: Parts (pairs, PCI tree, NVSwitches with the device ids they were checked against) already
+#: validated in this process, by their bytes: a host of a build seen before shares those lists and
+#: skips their checks. Bounded: a process reading a few builds keeps a few entries.
+_SEEN: dict[bytes, tuple[Any, Any, Any]] = {}
+_LINKS: dict[bytes, list[NvLink]] = {}
+_SEEN_MAX = 256
+
+
+def reuse_parts(host: Snapshot) -> tuple[bytes, Snapshot | None]:
+    """For a host snapshot just decoded: its parts key, and when parts of these bytes were validated
+    before against the same devices, the copy to validate (those parts emptied; they are the ones
+    checked before, now shared). Each GPU's NVLink list is shared with an equal one seen before."""
+    enc = msgspec.json.encode
+    for g in host.gpus:
+        if g.nvlinks:
+            raw = enc(g.nvlinks)
+            same = _LINKS.get(raw)
+            if same is None and len(_LINKS) < _SEEN_MAX:
+                _LINKS[raw] = g.nvlinks
+            elif same is not None:
+                g.nvlinks = same
+    key = enc(
+        [
+            host.pairs,
+            host.pci,
+            host.nvswitches,
+            [(g.index, g.pci_bus_id) for g in host.gpus],
+            [(n.index, n.pci_bus_id) for n in host.nics],
+        ]
+    )
+    seen = _SEEN.get(key)
+    if seen is None:
+        return key, None
+    host.pairs, host.pci, host.nvswitches = seen
+    return key, msgspec.structs.replace(host, pairs=[], pci=[], nvswitches=[])
+
+
+def remember_parts(key: bytes, host: Snapshot) -> None:
+    """After ``host`` passed validation: its parts are known good for hosts with the same key."""
+    if key not in _SEEN and len(_SEEN) < _SEEN_MAX:
+        _SEEN[key] = (host.pairs, host.pci, host.nvswitches)
