@@ -88,3 +88,18 @@ def test_merge_writes_packed_and_every_command_reads_it(tmp_path: Path) -> None:
     assert "driver version: 535.104.05 (most hosts: 550.54.15): n0096, n0193\n" in res.output
     res = CliRunner().invoke(app, ["matrix", str(out)])
     assert res.exit_code == 0 and res.output.count("# n0") == PACK_MIN_HOSTS
+
+
+def test_scale_bench_stages_run(tmp_path: Path) -> None:
+    """bench/scale.py stays runnable: its three stages, each in its own process, on 3 hosts (the real
+    sizes, 1,024 and 10,000 hosts, are for `python bench/scale.py`, not the test suite)."""
+    import scale
+
+    scale.prepare(3, tmp_path)
+    results = {3: {stage: scale.measure(stage, tmp_path, 120) for stage in scale.STAGES}}
+    assert all(done and rss > 0 for _t, rss, done in results[3].values())
+    assert results[3]["flow"][0]["arrows"] > 0
+    assert set(results[3]["merge"][0]) == {"load host files", "merge", "write (checked)"}
+    text, over = scale.report(results)
+    assert text.splitlines()[0].split()[:3] == ["stage", "3", "hosts"]
+    assert "cluster: peak RSS (GiB)" in text and over == []
