@@ -144,6 +144,16 @@ def rails(h: Snapshot) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
     )
 
 
+def _rails_of(h: Snapshot, memo: dict[tuple[object, ...], object]) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
+    """:func:`rails`, once per distinct (pairs list, NICs): hosts read from files of one build share
+    their pairs list (topomap.model.pack), so a cluster of thousands works out a few layouts."""
+    key = (id(h.pairs), tuple((n.index, n.name, n.rdma) for n in h.nics))
+    if key not in memo:
+        memo[key] = rails(h)
+    value = memo[key]
+    return value  # type: ignore[return-value]
+
+
 def _index(dev: str) -> int:
     digits = "".join(c for c in dev if c.isdigit())
     return int(digits) if digits else -1
@@ -151,7 +161,8 @@ def _index(dev: str) -> int:
 
 def _rail_lines(hosts: list[Snapshot]) -> list[str]:
     """Hosts whose GPU→nearest-NIC layout differs from the most common one: the GPUs that differ."""
-    layouts = {host_name(h) or "?": rails(h) for h in hosts}
+    memo: dict[tuple[object, ...], object] = {}
+    layouts = {host_name(h) or "?": _rails_of(h, memo) for h in hosts}
     lines = _compare(hosts, "GPU↔NIC rail layout", lambda h: layouts[host_name(h) or "?"], lambda v: "")
     known = {k: v for k, v in layouts.items() if v is not None}
     if len(set(known.values())) <= 1:

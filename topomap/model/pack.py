@@ -64,12 +64,18 @@ def encode_pack(snap: Snapshot) -> bytes:
     parts: list[bytes] = []
     hosts: list[bytes] = []
 
+    by_id: dict[int, int] = {}  # a list shared in memory (hosts read from files of one build): encoded once
+
     def part(field: str, value: object) -> int:
+        k = by_id.get(id(value))
+        if k is not None:
+            return k
         raw = enc.encode(value)
         k = seen.get((field, raw))
         if k is None:
             k = seen[(field, raw)] = len(parts)
             parts.append(b'{"part":%d,"%s":%s}' % (k, field.encode(), raw))
+        by_id[id(value)] = k
         return k
 
     for m in snap.members:
