@@ -97,6 +97,8 @@ def decode_pack(data: bytes, where: str) -> Snapshot:
     head = _line(lines, 0, PackHead, where)
     if head.schema != PACK_SCHEMA:
         raise SnapshotError(f"{where}:1: schema {head.schema!r}, expected {PACK_SCHEMA!r}")
+    if head.parts < 0 or head.hosts < 0:
+        raise SnapshotError(f"{where}:1: parts {head.parts}, hosts {head.hosts}: counts are never negative")
     if len(lines) != 1 + head.parts + head.hosts:
         raise SnapshotError(
             f"{where}: {len(lines)} lines, the first says {1 + head.parts + head.hosts} "
