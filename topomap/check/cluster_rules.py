@@ -70,8 +70,8 @@ def _one_clique(report: ClusterReport) -> RuleResult:
     status: Status = "pass" if f.one_clique else "unknown" if f.one_clique is None else "fail"
     evidence = [f.why]
     evidence += [f"clique {c.cluster_uuid}/{c.clique_id}: {', '.join(c.hosts)}" for c in f.cliques]
-    evidence += [f"fabric not ready or not supported: {h}" for h in f.not_ready]
-    evidence += [f"fabric not recorded by the source: {h}" for h in f.unknown]
+    evidence += [f"{h}: fabric not ready or not supported" for h in f.not_ready]
+    evidence += [f"{h}: fabric not recorded by the source" for h in f.unknown]
     settle = [SETTLE["fabric"]] if status == "unknown" else []
     return RuleResult("cluster", LOT, status, desc, evidence, f.why, settle)
 
@@ -83,7 +83,7 @@ def _rails(report: ClusterReport) -> RuleResult:
     fact = report.fact("rails")
     odd = [f"{h}: {o.differs}" for o in fact.others for h in o.hosts]
     evidence = [f"{fact.common_hosts} of {fact.known_hosts} host(s): {fact.common or 'no rails known'}", *odd]
-    evidence += [f"rails not known (no RDMA NIC or GPU↔NIC path in the source): {h}" for h in rails.unknown]
+    evidence += [f"{h}: rails not known (no RDMA NIC or GPU↔NIC path in the source)" for h in rails.unknown]
     if status == "fail":
         summary = f"{sum(len(o.hosts) for o in fact.others)} host(s) differ: " + ", ".join(
             h for o in fact.others for h in o.hosts
