@@ -3,6 +3,10 @@ hosts × 8 GPUs (bench/synth.py), stage by stage, with time and growth per stage
 
 Run: python bench/run.py                    (from the repository root, after `pip install -e .`)
      python bench/run.py --hosts 16 128     (other sizes; --repeat N keeps the fastest of N runs)
+     python bench/run.py --no-scale         (without the 1,024 / 10,000-host run of bench/scale.py)
+
+After this table, bench/scale.py runs merge, the cluster report and a flow bound to the merged
+cluster at 1,024 and 10,000 hosts, each stage in its own process, with time and peak memory.
 
 Stages: load the per-host snapshots; merge them (with the consistency checks); map a flow of
 10,000 arrows over the merged cluster (parse, bind, map); diff two clusters (the second with
@@ -150,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hosts", type=int, nargs="+", default=list(SIZES), help="cluster sizes (hosts × 8 GPUs)")
     ap.add_argument("--arrows", type=int, default=ARROWS, help="arrows in the mapped flow")
     ap.add_argument("--repeat", type=int, default=3, help="runs per stage, fastest kept")
+    ap.add_argument("--no-scale", action="store_true", help="skip bench/scale.py (1,024 and 10,000 hosts)")
     opts = ap.parse_args(argv)
     REPEAT[0] = max(1, opts.repeat)
     results: dict[int, dict[str, float | None]] = {}
@@ -160,7 +165,13 @@ def main(argv: list[str] | None = None) -> int:
     over = verdict(results)
     for line in over:
         print(f"over the goal: {line}")
-    return 1 if over else 0
+    scale_rc = 0
+    if not opts.no_scale:
+        import scale  # bench/scale.py: its own processes per stage
+
+        print()
+        scale_rc = scale.main([])
+    return 1 if over or scale_rc else 0
 
 
 if __name__ == "__main__":

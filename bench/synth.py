@@ -13,8 +13,8 @@ from pathlib import Path
 
 import msgspec
 
-from topomap.model.snapshot import Snapshot
 from topomap.model.codec import encode_snapshot, load_snapshot
+from topomap.model.snapshot import Snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = ROOT / "samples" / "snapshots" / "ibm-gx3d-h100-8gpu.json"
@@ -53,18 +53,20 @@ def write_hosts(n: int, folder: Path, base_path: Path = BASE) -> list[Path]:
 STAGES = "abcd"  # steps per host, each on all of its GPUs
 
 
-def flow_text(hosts: int, arrows: int, gpus: int = 8) -> str:
+def flow_text(hosts: int, arrows: int, gpus: int = 8, stages: str = STAGES) -> str:
     """A flow over every GPU of every host whose all-to-all arrows expand to about ``arrows``
     GPU-to-GPU arrows (``gpus``² per flow arrow): first between hosts (each pair of hosts once,
-    nearest first), then inside each host (step a → b → c → d). Acyclic, as flows must be."""
+    nearest first), then inside each host (step a → b → c → d). Acyclic, as flows must be.
+    ``stages``: the steps per host (one, "a", keeps 10,000 hosts under the flow reader's cap of
+    200,000 YAML values)."""
     lines = ["flow: bench", "hosts:"]
     lines += [f"  {host_name(h)}: null" for h in range(hosts)]
     lines.append("steps:")
-    lines += [f"  {x}{h}: {{kind: compute, on: {host_name(h)}:gpus}}" for h in range(hosts) for x in STAGES]
+    lines += [f"  {x}{h}: {{kind: compute, on: {host_name(h)}:gpus}}" for h in range(hosts) for x in stages]
     wanted = -(-arrows // (gpus * gpus))
-    pairs = [(h, h + gap) for gap in range(1, hosts) for h in range(hosts - gap)]
-    inside = [(f"{x}{h}", f"{y}{h}") for x, y in itertools.pairwise(STAGES) for h in range(hosts)]
-    chosen = [(f"{STAGES[-1]}{a}", f"{STAGES[0]}{b}") for a, b in pairs][:wanted]
+    pairs = itertools.islice(((h, h + gap) for gap in range(1, hosts) for h in range(hosts - gap)), wanted)
+    inside = [(f"{x}{h}", f"{y}{h}") for x, y in itertools.pairwise(stages) for h in range(hosts)]
+    chosen = [(f"{stages[-1]}{a}", f"{stages[0]}{b}") for a, b in pairs]
     chosen += inside[: max(0, wanted - len(chosen))]
     lines.append("arrows:")
     lines += [f"  - {{from: {a}, to: {b}, pattern: all-to-all, volume: 64 MiB}}" for a, b in chosen]

@@ -111,6 +111,8 @@ def _env(tmp_path: Path, sysfs: Path, **extra: str) -> dict[str, str]:
         "TOPOMAP_LOCAL": TOPOMAP,
         "TOPOMAP_OUT": str(tmp_path / "out"),
         "TOPOMAP_PROBE_ARGS": f"--root {sysfs}",
+        # the checkout's topomap wherever the stub runs it (an uninstalled worktree too)
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
         **extra,
     }
 

@@ -30,6 +30,7 @@ COMMANDS: list[list[str]] = [
     ["import", "X", "-o", "OUT"],
     ["merge", "X", SNAP, "-o", "OUT"],
     ["merge", SNAP, "X", "-o", "OUT"],
+    ["cluster", "X"],
     ["map", "X"],
     ["map", FLOW, "--probe", "X"],
     ["render", "X", "-o", "OUT.svg"],

@@ -6,8 +6,7 @@
 #
 # Each host runs `topomap probe -o -` (topomap installed there); the snapshot comes back on the
 # ssh connection into OUT/hosts/<host>.json, up to PARALLEL hosts at a time. With pdsh instead:
-#   pdsh -w gpu[01-16] 'topomap probe -o /tmp/topomap.json' && rpdcp -w gpu[01-16] /tmp/topomap.json OUT/
-#   (rpdcp appends each host's name to the file), then: topomap merge gpu01=OUT/topomap.json.gpu01 ...
+#   deploy/ssh/probe-pdsh.sh 'gpu[01-16]'    (gathers through pdsh's labelled output, names hosts by %h)
 #
 # Settings (environment): SSH (default "ssh -o BatchMode=yes"), TOPOMAP (remote command, default
 # "topomap"), TOPOMAP_PROBE_ARGS (extra probe arguments), TOPOMAP_LOCAL (local topomap for the

@@ -14,6 +14,7 @@ A requirements file (YAML) is a list of rules; they may also sit in a flow file 
       - arrow_time: {max_seconds: 2}
       - fabric_ready: {}                             # NVLink fabric registered: state completed, clique set
       - plan_total: {max_minutes: 60}                # the flow's work done within 60 min (topomap plan)
+      - cluster: {every_host_passes: true, one_nvlink_clique: true, rails_consistent: true}
 
 A rule that the snapshot cannot answer is UNKNOWN (exit status 3), which does not pass: a rental
 is not gated on a guess; each UNKNOWN names the command whose output would answer it. A rule that
@@ -24,6 +25,7 @@ applies to nothing (gpu_links on a one-GPU lot) fails. The rules about a lot's m
 from __future__ import annotations
 
 from topomap.base.errors import TopomapError
+from topomap.check.cluster_rules import cluster_rules
 from topomap.check.flow_rules import arrows_rule, plan_total_rule
 from topomap.check.lot_rules import LOT_RULES
 from topomap.check.names import check_names
@@ -46,6 +48,8 @@ def check(
     check_names(reqs, fmap.flow if fmap is not None else None, [lot.name for lot in lots])
     results: list[RuleResult] = []
     for req in reqs:
+        if req.name == "cluster":
+            continue  # asked once over every lot, after the others (check/cluster_rules.py)
         if req.name in ("arrow_bandwidth", "arrow_time"):
             assert fmap is not None
             results.append(arrows_rule(req, fmap))
@@ -60,4 +64,8 @@ def check(
         targets = [lot for lot in lots if req.rule.host in (None, lot.name)]  # check_names: the host is a lot
         for lot in targets:
             results.append(LOT_RULES[req.name](req, lot))
+    others = list(results)
+    for req in reqs:
+        if req.name == "cluster":
+            results += cluster_rules(req, lots, others)
     return CheckResult(results)

@@ -99,6 +99,14 @@ class FabricReadyRule(_Rule):
     """Every GPU's NVLink fabric registered: state completed, clique id set (no options)."""
 
 
+class ClusterRule(_Rule):
+    """Rules about the whole cluster (topomap.check.cluster_rules): set one or more to true."""
+
+    every_host_passes: bool = False  # every host passes the file's other rules, no error finding
+    one_nvlink_clique: bool = False  # every host's GPUs in one NVLink domain (cluster UUID, clique)
+    rails_consistent: bool = False  # rail i (GPU i's nearest NIC) the same NIC on every host
+
+
 RULES: dict[str, type[_Rule]] = {
     "gpus": GpusRule,
     "driver": VersionRule,
@@ -111,6 +119,7 @@ RULES: dict[str, type[_Rule]] = {
     "arrow_time": ArrowTimeRule,
     "fabric_ready": FabricReadyRule,
     "plan_total": PlanTotalRule,
+    "cluster": ClusterRule,
 }
 FLOW_RULES = {"arrow_bandwidth", "arrow_time", "same_numa", "plan_total"}
 

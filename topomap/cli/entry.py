@@ -23,6 +23,7 @@ COMMANDS = {
     "matrix": "snapshots",
     "merge": "snapshots",
     "schema": "snapshots",
+    "cluster": "cluster",
     "map": "flows",
     "render": "flows",
     "plan": "plan",

@@ -56,11 +56,21 @@ def report(
     if flow.spec.requirements is not None:
         _add_check(inp, flow_file, flow, topos, fmap)
     _add_plan(inp, flow, topos)
+    _add_cluster(inp, topos)
     page = report_html(inp).encode()
     _write(output, page)
     print(f"wrote {output}", file=sys.stderr)
     if json_out:
         _print_json({"output": output, "bytes": len(page), "arrows": len(fmap.arrows), "diagram": inp.svg is not None})
+
+
+def _add_cluster(inp: ReportInputs, topos: dict[str, Topology | None]) -> None:
+    """Two or more hosts with snapshots: the cluster section (topomap cluster's report of them)."""
+    from topomap.cluster import analyse_hosts  # start-up: see the module docstring
+
+    named = [(h, t.snapshot) for h, t in topos.items() if t is not None]
+    if len(named) >= 2:
+        inp.cluster = analyse_hosts(named, "the flow's hosts")
 
 
 def _add_check(inp: ReportInputs, flow_file: str, flow: Flow, topos: dict[str, Topology | None], fmap: FlowMap) -> None:

@@ -113,8 +113,9 @@ def _names(names: list[str], limit: int = 8) -> str:
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def _rails(h: Snapshot) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
-    """Each GPU's nearest RDMA NICs (by name) and how near: ((gpu0, (PIX, mlx5_0)), ...)."""
+def rails(h: Snapshot) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
+    """Each GPU's nearest RDMA NICs (by name) and how near: ((gpu0, (PIX, mlx5_0)), ...): the host's rails
+    (rail *i* is GPU *i*'s nearest NIC). None when the host has no RDMA NIC or no GPU↔NIC path."""
     nic_name = {f"nic{n.index}": n.name for n in h.nics if n.rdma}
     if not nic_name or not h.gpus:
         return None
@@ -143,6 +144,16 @@ def _rails(h: Snapshot) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
     )
 
 
+def _rails_of(h: Snapshot, memo: dict[tuple[object, ...], object]) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
+    """:func:`rails`, once per distinct (pairs list, NICs): hosts read from files of one build share
+    their pairs list (topomap.model.pack), so a cluster of thousands works out a few layouts."""
+    key = (id(h.pairs), tuple((n.index, n.name, n.rdma) for n in h.nics))
+    if key not in memo:
+        memo[key] = rails(h)
+    value = memo[key]
+    return value  # type: ignore[return-value]
+
+
 def _index(dev: str) -> int:
     digits = "".join(c for c in dev if c.isdigit())
     return int(digits) if digits else -1
@@ -150,7 +161,8 @@ def _index(dev: str) -> int:
 
 def _rail_lines(hosts: list[Snapshot]) -> list[str]:
     """Hosts whose GPU→nearest-NIC layout differs from the most common one: the GPUs that differ."""
-    layouts = {host_name(h) or "?": _rails(h) for h in hosts}
+    memo: dict[tuple[object, ...], object] = {}
+    layouts = {host_name(h) or "?": _rails_of(h, memo) for h in hosts}
     lines = _compare(hosts, "GPU↔NIC rail layout", lambda h: layouts[host_name(h) or "?"], lambda v: "")
     known = {k: v for k, v in layouts.items() if v is not None}
     if len(set(known.values())) <= 1:
@@ -162,17 +174,17 @@ def _rail_lines(hosts: list[Snapshot]) -> list[str]:
         if layout == common:
             continue
         diffs = [
-            f"{g}→{_show(v)} (most hosts: {_show(usual[g]) if g in usual else 'no such GPU'})"
+            f"{g}→{show_rail(v)} (most hosts: {show_rail(usual[g]) if g in usual else 'no such GPU'})"
             for g, v in layout
             if usual.get(g) != v
         ]
-        diffs += [f"{g} missing (most hosts: {_show(v)})" for g, v in common if g not in dict(layout)]
+        diffs += [f"{g} missing (most hosts: {show_rail(v)})" for g, v in common if g not in dict(layout)]
         shown = "; ".join(diffs[:4]) + (f"; and {len(diffs) - 4} more GPUs" if len(diffs) > 4 else "")
         out.append(f"GPU↔NIC rail layout: {name} differs from {n} of {len(known)} hosts: {shown}")
     return out
 
 
-def _show(value: tuple[str, ...]) -> str:
+def show_rail(value: tuple[str, ...]) -> str:
     cls, *names = value
     return f"{'/'.join(names)} {cls}"
 

@@ -27,6 +27,7 @@ from topomap.render.text import bandwidth_text, visible
 
 if TYPE_CHECKING:
     from topomap.check import CheckResult
+    from topomap.cluster import ClusterReport
 
 
 def shown(value: object) -> object:
@@ -61,6 +62,7 @@ class ReportInputs:
     plan: dict[str, Any] | None = None  # PlanResult.to_json()
     plan_missing: str | None = None
     sources: list[str] = field(default_factory=list)  # input files, for provenance
+    cluster: ClusterReport | None = None  # two or more hosts: topomap cluster's report of them
 
 
 def duration(sec: object) -> str:
@@ -203,6 +205,7 @@ def report_html(inp: ReportInputs) -> str:
         svg_missing=inp.svg_missing or "no diagram",
         machines=[_machine(h, t) for h, t in inp.topos.items()],
         check=inp.check,
+        cluster=inp.cluster,
         plan=None if inp.plan is None else _plan(inp.plan),
         plan_missing=inp.plan_missing or "no plan",
         provenance=PROVENANCE,

@@ -1,0 +1,107 @@
+#!/bin/bash
+# Probe hosts with pdsh, gather the snapshots through pdsh's own output (no shared folder, no
+# rpdcp), name each host as pdsh does (%h), merge them.
+#
+#   deploy/ssh/probe-pdsh.sh 'gpu[01-16]'                # a pdsh host list (-w syntax, ^FILE too)
+#   PDSH="pdsh -R exec" TOPOMAP="ssh %h topomap" deploy/ssh/probe-pdsh.sh 'gpu[01-16]'
+#
+# Each host runs `topomap probe -o -` (topomap installed there). pdsh labels every output line
+# with the host's name ("gpu03: ..."); the lines are split back into OUT/hosts/<host>.json and
+# the host's error lines into OUT/logs/<host>.err. The hosts are the list as pdsh expands it
+# (`pdsh -R exec -w LIST echo %h`, which runs nothing remote), so a host that sent nothing — pdsh
+# could not reach it, the probe failed, its output is not whole JSON — is named, with its last
+# error line, and the others are still merged into OUT/cluster.json.
+#
+# Settings (environment): PDSH (default "pdsh"; "pdsh -R exec" runs TOPOMAP here with %h
+# replaced by each host's name), TOPOMAP (remote command, default "topomap"), TOPOMAP_PROBE_ARGS,
+# TOPOMAP_LOCAL (local topomap for the merge, default "topomap"), TOPOMAP_OUT (default
+# topomap-<date>). Exit status: 0 when every host sent a snapshot; 1 when a host sent nothing;
+# 2 on usage.
+set -uo pipefail
+
+PDSH=${PDSH:-pdsh}
+TOPOMAP=${TOPOMAP:-topomap}
+OUT=${TOPOMAP_OUT:-topomap-$(date +%Y%m%d-%H%M%S)}
+TOPOMAP_PROBE_ARGS=${TOPOMAP_PROBE_ARGS:-}
+
+if [ "$#" -ne 1 ]; then
+    echo "usage: $0 HOSTLIST (pdsh -w syntax: 'gpu[01-16]', 'a,b,c' or ^FILE; two or more hosts)" >&2
+    exit 2
+fi
+list=$1
+mapfile -t hosts < <(pdsh -R exec -N -w "$list" echo %h 2>/dev/null | sort -u)
+if [ "${#hosts[@]}" -lt 2 ]; then
+    echo "usage: $0 HOSTLIST: '$list' names ${#hosts[@]} host(s); two or more are needed" >&2
+    exit 2
+fi
+mkdir -p "$OUT/hosts" "$OUT/logs"
+
+# $PDSH, $TOPOMAP and the probe arguments may hold several words
+# shellcheck disable=SC2086
+$PDSH -w "$list" $TOPOMAP probe -o - $TOPOMAP_PROBE_ARGS >"$OUT/pdsh.out" 2>"$OUT/pdsh.err"
+
+# Split pdsh's labelled lines per host: "HOST: line" (stdout, stderr) and pdsh's own
+# "pdsh@HERE: HOST: ... exited with exit code N" (stderr). Host names that could escape the
+# folder are refused; a host that never appears sent nothing.
+python3 - "$OUT" "${hosts[@]}" <<'EOF'
+import os, re, sys
+out, hosts = sys.argv[1], set(sys.argv[2:])
+exited = re.compile(r"^pdsh@[^:]*: ([^:]+): .* exited with exit code (\d+)$")
+def split(path):
+    lines = {}
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            m = exited.match(line)
+            if m:
+                lines.setdefault(m.group(1), []).append(("exit", m.group(2)))
+                continue
+            if line.startswith("pdsh@"):
+                host = line.split(": ", 2)[1] if line.count(": ") >= 2 else ""
+                lines.setdefault(host, []).append(("line", line))
+                continue
+            host, sep, text = line.partition(": ")
+            if not sep:
+                host, sep, text = line.partition(":")  # an empty line comes as "HOST:"
+            lines.setdefault(host, []).append(("line", text))
+    return lines
+stdout, stderr = split(f"{out}/pdsh.out"), split(f"{out}/pdsh.err")
+for host in hosts:
+    if "/" in host or host.startswith("."):
+        continue
+    with open(f"{out}/hosts/{host}.json", "w", encoding="utf-8") as f:
+        f.writelines(text + "\n" for kind, text in stdout.get(host, []) if kind == "line")
+    err = stderr.get(host, [])
+    with open(f"{out}/logs/{host}.err", "w", encoding="utf-8") as f:
+        f.writelines(text + "\n" for kind, text in err if kind == "line")
+    codes = [text for kind, text in err if kind == "exit"]
+    with open(f"{out}/logs/{host}.exit", "w") as f:
+        f.write((codes[-1] if codes else "0") + "\n")
+EOF
+
+# A host counts when its probe exited 0 or 3 (host-only) and its snapshot is whole JSON.
+args=()
+missing=()
+for h in "${hosts[@]}"; do
+    f="$OUT/hosts/$h.json"
+    rc=$(cat "$OUT/logs/$h.exit" 2>/dev/null)
+    if { [ "$rc" = 0 ] || [ "$rc" = 3 ]; } && [ -s "$f" ] &&
+        python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$f" 2>/dev/null; then
+        args+=("$h=$f")
+    else
+        last=$(sed '/^[[:space:]]*$/d' "$OUT/logs/$h.err" 2>/dev/null | tail -n 1)
+        echo "topomap-probe: no snapshot from $h (exit status ${rc:-unknown})${last:+: $last}" >&2
+        rm -f "$f"
+        missing+=("$h")
+    fi
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    echo "topomap-probe: ${#missing[@]} of ${#hosts[@]} host(s) sent nothing: ${missing[*]}" >&2
+fi
+if [ "${#args[@]}" -lt 2 ]; then
+    echo "topomap-probe: ${#args[@]} snapshot(s) in $OUT/hosts; merge needs two or more" >&2
+    exit 1
+fi
+# shellcheck disable=SC2086
+${TOPOMAP_LOCAL:-topomap} merge "${args[@]}" -o "$OUT/cluster.json" || exit 1
+[ "${#missing[@]}" -eq 0 ]

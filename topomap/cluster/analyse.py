@@ -1,0 +1,208 @@
+"""One merged snapshot → the cluster's shapes, where hosts differ, the rails, the NVLink cliques and the
+outliers with their reasons.
+
+Fast at thousands of hosts: the shape facts (GPUs, NVLink matrix, rails, PCIe tree) are computed
+once per distinct host build (cluster/shape.py), then only the per-host facts (cluster/hostfacts.py)
+are read per host. A fact is compared against the value most hosts have; a host whose source does
+not carry a fact is listed as unknown for it, never as an outlier.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from functools import partial
+
+from topomap.base.errors import TopomapError
+from topomap.cluster.hostfacts import FACT_NAME, HOST_FACTS, Clique, cliques
+from topomap.cluster.report import (
+    CLUSTER_SCHEMA,
+    CliqueReport,
+    ClusterReport,
+    FabricReport,
+    FactReport,
+    Outlier,
+    RailReport,
+    RailsReport,
+    ShapeReport,
+    ValueHosts,
+)
+from topomap.cluster.shape import PART_NAME, PARTS, Shape, part_text, raw_key, shape_of
+from topomap.model.snapshot import Snapshot
+
+Show = Callable[[object], str]
+
+
+def analyse(merged: Snapshot) -> ClusterReport:
+    """The cluster report of a merged snapshot (``topomap merge``)."""
+    if merged.source.kind != "merge" or not merged.members:
+        raise TopomapError(
+            f"{merged.source.origin}: not a merged cluster snapshot",
+            hint="merge the per-host snapshots first: topomap merge a.json b.json -o cluster.json",
+        )
+    named = [(h.host.hostname or f"host{i}", h) for i, h in enumerate(merged.members)]
+    return analyse_hosts(named, merged.source.origin)
+
+
+def analyse_hosts(named: list[tuple[str, Snapshot]], origin: str) -> ClusterReport:
+    """The cluster report of hosts by name (the hosts of a merged snapshot, or check's lots)."""
+    names = [n for n, _h in named]
+    hosts = [h for _n, h in named]
+    shapes = _shapes(hosts)
+    outliers: dict[str, list[str]] = {}
+    facts: list[FactReport] = []
+    for part in PARTS:
+        values = {n: shapes[i].part(part) for i, n in enumerate(names)}
+        facts.append(_fact(part, PART_NAME[part], True, values, partial(part_text, part), outliers))
+    read: dict[str, dict[str, object]] = {}
+    for hf in HOST_FACTS:
+        read[hf.name] = {n: hf.read(h) for n, h in zip(names, hosts)}
+        facts.append(_fact(hf.name, FACT_NAME[hf.name], False, read[hf.name], hf.text, outliers))
+    return ClusterReport(
+        schema=CLUSTER_SCHEMA,
+        origin=origin,
+        hosts=len(hosts),
+        shapes=_shape_reports(names, shapes),
+        facts=facts,
+        rails=_rails({n: shapes[i].rails for i, n in enumerate(names)}),
+        fabric=_fabric(names, hosts, read["fabric"]),
+        outliers=[Outlier(n, outliers[n]) for n in sorted(outliers)],
+    )
+
+
+def _shapes(hosts: list[Snapshot]) -> list[Shape]:
+    """Each host's shape, computed once per distinct raw key (and one object per distinct shape)."""
+    by_raw: dict[bytes, Shape] = {}
+    canon: dict[Shape, Shape] = {}
+    out = []
+    for h in hosts:
+        k = raw_key(h)
+        s = by_raw.get(k)
+        if s is None:
+            s = canon.setdefault(shape_of(h), shape_of(h))
+            by_raw[k] = s
+        out.append(s)
+    return out
+
+
+def _shape_reports(names: list[str], shapes: list[Shape]) -> list[ShapeReport]:
+    members: dict[int, list[str]] = {}
+    first: dict[int, Shape] = {}
+    for n, s in zip(names, shapes):
+        members.setdefault(id(s), []).append(n)
+        first.setdefault(id(s), s)
+    order = sorted(members, key=lambda k: (-len(members[k]), first[k].key))
+    out = []
+    for i, k in enumerate(order):
+        s = first[k]
+        out.append(
+            ShapeReport(
+                id=s.key,
+                label=_label(i),
+                hosts=sorted(members[k]),
+                **{p: part_text(p, s.part(p)) for p in PARTS},
+            )
+        )
+    return out
+
+
+def _label(i: int) -> str:
+    """A, B, … Z, AA, AB, …"""
+    out = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        out = chr(65 + r) + out
+    return out
+
+
+def _fact(
+    fact: str, name: str, shape: bool, values: dict[str, object], show: Show, outliers: dict[str, list[str]]
+) -> FactReport:
+    """Compare one fact across hosts: the most common known value, the others with their hosts (each
+    such host an outlier, with the reason), the hosts that cannot tell."""
+    groups: dict[Hashable, list[str]] = {}
+    unknown: list[str] = []
+    for host, v in values.items():
+        if v is None:
+            unknown.append(host)
+        else:
+            groups.setdefault(v, []).append(host)
+    known = sum(len(g) for g in groups.values())
+    if not groups:
+        return FactReport(fact, name, shape, None, 0, 0, [], sorted(unknown))
+    common = min(groups, key=lambda v: (-len(groups[v]), min(groups[v])))  # ties: the first host's value
+    others = []
+    for v in sorted((v for v in groups if v != common), key=lambda v: (-len(groups[v]), show(v))):
+        differs = _differs(v, common, show)
+        for host in groups[v]:
+            outliers.setdefault(host, []).append(f"{name}: {differs}")
+        others.append(ValueHosts(show(v), sorted(groups[v]), differs))
+    return FactReport(fact, name, shape, show(common), len(groups[common]), known, others, sorted(unknown))
+
+
+def _differs(value: object, common: object, show: Show) -> str:
+    """What differs from the common value: the items (per GPU, per NIC) that differ, where the
+    value is a tuple of records keyed by their first field; else the whole value."""
+    if _records(value) and _records(common):
+        mine = {r[0]: r for r in value}  # type: ignore[attr-defined]
+        usual = {r[0]: r for r in common}  # type: ignore[attr-defined]
+        lines = []
+        for k in [*mine, *(k for k in usual if k not in mine)]:
+            a, b = mine.get(k), usual.get(k)
+            if a == b:
+                continue
+            here = show((a,)) if a is not None else f"{k} absent"
+            there = show((b,)) if b is not None else f"no {k}"
+            lines.append(f"{here} (most hosts: {there})")
+        if lines:
+            return "; ".join(lines)
+    return f"{show(value)} (most hosts: {show(common)})"
+
+
+def _records(v: object) -> bool:
+    return isinstance(v, tuple) and bool(v) and all(isinstance(r, tuple) and r for r in v)
+
+
+def _rails(values: dict[str, object]) -> RailsReport:
+    """Rail i is GPU i's nearest RDMA NICs; consistent when every host's rails are the same."""
+    unknown = sorted(h for h, v in values.items() if v is None)
+    known = {h: v for h, v in values.items() if v is not None}
+    per_gpu: dict[str, dict[str, list[str]]] = {}
+    for host, layout in known.items():
+        assert isinstance(layout, tuple)
+        for gpu, (cls, *nics) in layout:
+            per_gpu.setdefault(gpu, {}).setdefault(f"{'/'.join(nics)} {cls}", []).append(host)
+    rails = []
+    for gpu in sorted(per_gpu, key=lambda g: int("".join(c for c in g if c.isdigit()) or -1)):
+        pos = per_gpu[gpu]
+        every = len(pos) == 1 and len(next(iter(pos.values()))) == len(known)
+        positions = [ValueHosts(v, sorted(h)) for v, h in sorted(pos.items(), key=lambda kv: -len(kv[1]))]
+        rails.append(RailReport(gpu, positions, every))
+    distinct = len(set(known.values()))
+    consistent: bool | None = False if distinct > 1 else (None if unknown or not known else True)
+    return RailsReport(consistent, unknown, rails)
+
+
+def _fabric(names: list[str], hosts: list[Snapshot], states: dict[str, object]) -> FabricReport:
+    """The NVLink domains (cluster UUID, clique id) and their hosts; one clique for the whole cluster?"""
+    members: dict[Clique, list[str]] = {}
+    for n, h in zip(names, hosts):
+        for c in cliques(h):
+            members.setdefault(c, []).append(n)
+    unknown = sorted(h for h, v in states.items() if v is None)
+    not_ready = sorted(
+        h for h, v in states.items() if isinstance(v, tuple) and any(state != "ready" for _g, state in v)
+    )
+    listed = [CliqueReport(u, q, sorted(m)) for (u, q), m in sorted(members.items())]
+    one: bool | None
+    if len(members) > 1:
+        one, why = False, f"{len(members)} NVLink cliques"
+    elif not_ready:
+        one, why = False, f"fabric not ready or not supported on {len(not_ready)} host(s)"
+    elif unknown:
+        one, why = None, f"fabric not recorded by the source of {len(unknown)} host(s)"
+    elif not members:
+        one, why = False, "no host has a ready NVLink fabric"
+    else:
+        one, why = True, f"all {len(names)} hosts in clique {listed[0].cluster_uuid}/{listed[0].clique_id}"
+    return FabricReport(one, why, listed, not_ready, unknown)
