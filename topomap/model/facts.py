@@ -14,15 +14,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from topomap.base.devices import model_from_device_id, model_from_name
-from topomap.base.links import (
-    NVLINK_C2C_GBPS,
-    NVLINK_GA102_GBPS_PER_LINK,
-    NVLINK_GBPS_PER_LINK,
-    is_ga102,
-    nvlink_generation_for_cc,
-    pcie_bandwidth_gbps,
-)
+from topomap.base.links import NVLINK_C2C_GBPS, nvlink_generation_for_cc, pcie_bandwidth_gbps
 from topomap.base.units import fmt_bandwidth, fmt_gbps
+from topomap.model.nvlinks import NvlinkPart, nvlink_floor, nvlink_part
 from topomap.model.snapshot import Finding, Gpu, Nic, Snapshot
 from topomap.model.source_facts import source_knows
 
@@ -215,62 +209,102 @@ def c2c_bandwidth(gpu: Gpu) -> Bandwidth:
 
 def nvlink_bundle_bandwidth(gpu: Gpu, count: int, snap: Snapshot | None = None) -> Bandwidth:
     """Bandwidth of ``count`` NVLinks of a GPU, per direction, from the best evidence there is:
-    the per-link rate the driver (or file) reports; else the generation's nominal rate, the
-    generation read from the links (spec) or derived from the model; else a lower bound (no NVLink
-    generation has slower links than NVLink 1, or a GA102 bridge when the model is unknown)."""
+    the per-link rate the driver (or file) reports (never above the part's published total); else the
+    part's published figure (:func:`~topomap.model.nvlinks.nvlink_part`: the model, export variants
+    included); else a floor over every part the GPU could be (same NVLink generation or compute
+    capability when known, any part otherwise: :func:`~topomap.model.nvlinks.nvlink_floor`), labelled a
+    lower bound unless all those parts agree; unknown when no known part has that many links."""
     if count <= 0:
         return Bandwidth(None, "unknown", "no NVLink")
     active = [x for x in gpu.nvlinks if x.active]
     speeds = {x.speed_gbps for x in active if x.speed_gbps}
     gens = {x.generation for x in active if x.generation is not None}
     gen = gens.pop() if len(gens) == 1 else None
-    reporter = "hwloc" if snap is not None and snap.source.kind == "hwloc-xml" else "driver"
+    part = nvlink_part(gpu)
     if len(speeds) == 1:
-        rate = speeds.pop()
+        return _reported_bandwidth(speeds.pop(), count, gen, part, snap)
+    if part is not None:
+        return _part_bandwidth(part, count)
+    cc = gpu.compute_capability if gpu.compute_capability else None
+    floor = nvlink_floor(count, generation=gen) if gen is not None else nvlink_floor(count, cc=cc)
+    what = f"NVLink {gen}" if gen is not None else f"compute capability {cc}" if cc else "model unknown"
+    if floor.gbps is None or floor.per_link is None:
+        floor = nvlink_floor(count)  # a generation / capability no listed part has: any part
+    if floor.gbps is None or floor.per_link is None:
         return Bandwidth(
-            rate * count,
-            "spec",
-            f"{count} links × {rate:g} GB/s per link ({reporter}-reported rate)",
+            None,
+            "unknown",
+            f"{count} links, {what}: no known part has that many (settle it with the GPU model: {SETTLE['gpu_model']})",
+        )
+    source: BandwidthSource = "spec" if gen is not None else "derived"
+    if floor.exact:
+        return Bandwidth(
+            floor.gbps,
+            source,
+            f"{count} links × {floor.per_link:.4g} GB/s per link ({what}: every such part alike, nominal)",
             generation=gen,
-            tag=f"{reporter}-reported rate",
+            tag=f"{what}, nominal",
         )
-    if gpu.name and is_ga102(gpu.name):
-        return Bandwidth(
-            NVLINK_GA102_GBPS_PER_LINK * count,
-            "spec",
-            f"{count} links × {NVLINK_GA102_GBPS_PER_LINK:g} GB/s per link (GA102 NVLink bridge, nominal)",
-            generation=3,
-            tag="GA102 bridge nominal",
-        )
-    if gen is not None and gen in NVLINK_GBPS_PER_LINK:
-        rate = NVLINK_GBPS_PER_LINK[gen]
-        return Bandwidth(
-            rate * count,
-            "spec",
-            f"{count} links × {rate:g} GB/s per link (NVLink {gen}, nominal)",
-            generation=gen,
-            tag=f"NVLink {gen} nominal",
-        )
-    dgen, from_what = model_nvlink_generation(gpu)
-    if dgen is not None and dgen in NVLINK_GBPS_PER_LINK:
-        if gpu.compute_capability == "8.6" and not gpu.name:
-            rate = NVLINK_GA102_GBPS_PER_LINK  # GA10x parts with NVLink are bridge boards
-        else:
-            rate = NVLINK_GBPS_PER_LINK[dgen]
-        return Bandwidth(
-            rate * count,
-            "derived",
-            f"{count} links × {rate:g} GB/s per link (NVLink {dgen} from {from_what}, nominal)",
-            generation=dgen,
-            tag=f"NVLink {dgen} from the model",
-        )
-    floor = min(NVLINK_GBPS_PER_LINK.values()) if gpu.name else NVLINK_GA102_GBPS_PER_LINK
     return Bandwidth(
-        floor * count,
-        "derived",
-        f"{count} links, generation unknown: at least {floor:g} GB/s per link (the slowest NVLink)",
+        floor.gbps,
+        source,
+        f"{count} links, {what}: at least {floor.per_link:.4g} GB/s per link, the slowest part that can report "
+        f"NV{count} ({floor.slowest}); the GPU model settles it ({SETTLE['gpu_model']})",
         lower_bound=True,
-        tag="lower bound, generation unknown",
+        generation=gen,
+        tag=f"lower bound, {what}",
+    )
+
+
+_SIGNALLING_MARGIN = 26.5625 / 25 + 1e-3
+
+
+def _reported_bandwidth(
+    rate: float, count: int, gen: int | None, part: NvlinkPart | None, snap: Snapshot | None
+) -> Bandwidth:
+    """Links × the reported per-link rate; an export variant whose published total is lower keeps its total.
+    Drivers print a link's signalling rate (26.562 GB/s for NVLink 4's nominal 25: +6.25 %), so only a
+    figure beyond that margin over the published total is capped."""
+    reporter = "hwloc" if snap is not None and snap.source.kind == "hwloc-xml" else "driver"
+    if part is not None and rate * count > part.per_direction_gbps * _SIGNALLING_MARGIN:
+        return Bandwidth(
+            part.per_direction_gbps,
+            "spec",
+            f"{count} links × {rate:g} GB/s per link ({reporter}-reported rate), capped at the "
+            f"{part.name}'s published {part.total_gbps:g} GB/s in total both ways",
+            generation=gen,
+            tag=f"{part.name} published total",
+        )
+    return Bandwidth(
+        rate * count,
+        "spec",
+        f"{count} links × {rate:g} GB/s per link ({reporter}-reported rate)",
+        generation=gen,
+        tag=f"{reporter}-reported rate",
+    )
+
+
+def _part_bandwidth(part: NvlinkPart, count: int) -> Bandwidth:
+    """``count`` links of a known part: its published total over its links; where the link count is
+    not published, the least per link (its die's most links) and never above its total."""
+    gbps = min(count * part.gbps_per_link, part.per_direction_gbps)
+    if part.links is None:
+        return Bandwidth(
+            gbps,
+            "derived",
+            f"{count} links, {part.name}: {part.total_gbps:g} GB/s in total both ways ({part.source}); "
+            f"at least {part.gbps_per_link:.4g} GB/s per link",
+            lower_bound=gbps < part.per_direction_gbps,
+            generation=part.generation,
+            tag=f"{part.name}, link count not published",
+        )
+    return Bandwidth(
+        gbps,
+        "derived",
+        f"{count} links × {part.gbps_per_link:.4g} GB/s per link ({part.name}: {part.total_gbps:g} GB/s over "
+        f"{part.links} links in total both ways, {part.source})",
+        generation=part.generation,
+        tag=f"{part.name} published",
     )
 
 
