@@ -80,9 +80,11 @@ class Bandwidth:
     lower_bound: bool = False
     generation: int | None = None
     tag: str = ""  # the basis in two or three words: "driver-reported", "NVLink 4 nominal", "lower bound"
+    shared_by: int = 0  # a network arrow's NIC carries this many arrows of its step at once (0: not shared)
 
     def text(self) -> str:
-        return fmt_bandwidth(self.gbps, self.source, self.lower_bound)
+        text = fmt_bandwidth(self.gbps, self.source, self.lower_bound)
+        return text + (f" (NIC shared by {self.shared_by} arrows)" if self.shared_by > 1 else "")
 
 
 UNKNOWN_BW = Bandwidth(None, "unknown", "not recorded by this source")
@@ -310,12 +312,17 @@ def _part_bandwidth(part: NvlinkPart, count: int) -> Bandwidth:
 
 @dataclass(frozen=True)
 class NicChoice:
-    """The NIC nearest an endpoint among the usable ones, its path class, and GPUDirect RDMA."""
+    """The NIC nearest an endpoint among the usable ones, its path class, and GPUDirect RDMA.
+    ``equally_near``: every NIC at that class (this one among them) where there are several;
+    ``channels``: the NICs NCCL's channels of this GPU use, this one first (several where fewer GPUs
+    than NICs share them)."""
 
     nic: Nic | None
     path: str | None
     gdr: Answer
     reasons: tuple[str, ...] = ()
+    equally_near: tuple[str, ...] = ()
+    channels: tuple[str, ...] = ()
 
 
 def nic_usable(nic: Nic) -> Answer:
