@@ -14,7 +14,7 @@ from topomap.flow.spec import FlowArrow, Placement
 from topomap.graph import FABRIC, Topology
 from topomap.graph.evidence import edge_bandwidth, nearest_nic
 from topomap.graph.query import pcie_leg
-from topomap.model.facts import SETTLE, UNKNOWN_BW, Bandwidth, fabric_ready, nic_link_layer
+from topomap.model.facts import SETTLE, UNKNOWN_BW, Bandwidth, fabric_ready, nic_family
 
 
 def cross_host(a: FlowArrow, topos: dict[str, Topology | None]) -> Decision:
@@ -26,6 +26,7 @@ def cross_host(a: FlowArrow, topos: dict[str, Topology | None]) -> Decision:
     legs: list[tuple[str, ...]] = []
     caps: list[float] = []
     layers: list[str] = []
+    families: list[str] = []
     ends: list[NicEnd] = []
     unknown = False
     for side, topo, p in (("from", ts, s), ("to", td, d)):
@@ -34,7 +35,7 @@ def cross_host(a: FlowArrow, topos: dict[str, Topology | None]) -> Decision:
             legs.append((p.host,))
             unknown = True
             continue
-        hop, leg_unknown, nics = _nic_leg(topo, p, notes, caps, layers)
+        hop, leg_unknown, nics = _nic_leg(topo, p, notes, caps, layers, families)
         unknown = unknown or leg_unknown
         legs.append(hop if side == "from" else hop[::-1])
         if nics:
@@ -44,7 +45,8 @@ def cross_host(a: FlowArrow, topos: dict[str, Topology | None]) -> Decision:
             ends += [NicEnd(p.host, way, nics) for way in ways]
     via = _network_kind(layers, [p.host for p, t in ((s, ts), (d, td)) if t is None], notes)
     if via == "rdma":
-        notes.append("NIC link layer not recorded (InfiniBand or RoCE): `ibstat` or `ibv_devinfo` settles it")
+        could = "InfiniBand or RoCE" if set(families) == {"connectx"} else "InfiniBand, RoCE or EFA"
+        notes.append(f"NIC link layer not recorded ({could}): `ibstat` or `ibv_devinfo` settles it")
     bw = UNKNOWN_BW
     if caps and not unknown:
         bw = Bandwidth(min(caps), "spec", "the narrower of the NICs' line rates and their PCIe legs (nominal)")
@@ -63,7 +65,12 @@ def _mnnvl(a: FlowArrow, ts: Topology, td: Topology) -> Decision:
 
 
 def _nic_leg(
-    topo: Topology, p: Placement, notes: list[str], caps: list[float], layers: list[str]
+    topo: Topology,
+    p: Placement,
+    notes: list[str],
+    caps: list[float],
+    layers: list[str],
+    families: list[str],
 ) -> tuple[tuple[str, ...], bool, tuple[tuple[str, float | None], ...]]:
     """One end's way out: the route to the NIC its traffic uses (:func:`nearest_nic`; adding to
     ``notes``, the rate ``caps`` and the NICs' link ``layers``), whether its bandwidth is unknown, and
@@ -85,7 +92,9 @@ def _nic_leg(
     else:
         notes.append(f"{p.host}: speed of NIC {nic.name} not recorded (settle it with {SETTLE['nic_speed']})")
         unknown = True
-    layers.append(nic_link_layer(nic))
+    family = nic_family(nic)
+    layers.append(family.transport)
+    families.append(family.family)
     if p.kind == "gpu":
         if choice.gdr.yes:
             notes.append(f"GPUDirect RDMA possible on {p.host}: {choice.gdr.why()}")

@@ -28,6 +28,7 @@ from topomap.model.facts import (
     NicChoice,
     Tri,
     findings_about,
+    nic_family,
     nic_usable,
     nvlink_bundle_bandwidth,
 )
@@ -434,6 +435,9 @@ def _gdr(topo: Topology, gid: str, nic: Nic, cls: str) -> Answer:
         return Answer("no", (f"NIC {nic.name} is {cls} to {gid}; data bounces through host memory",))
     if nic.gdr is False or (g is not None and g.gdr is False):
         return Answer("no", (f"the source says GPUDirect RDMA is off for {gid} / {nic.name}",))
+    family = nic_family(nic)
+    if family.gdr.no:
+        return Answer("no", (f"NIC {nic.name} is {cls} to {gid}, but {family.gdr.why()}",))
     missing = findings_about(topo.snapshot, ("gpudirect-missing",), "host")
     if missing:
         return Answer("no", (f"NIC {nic.name} is {cls} to {gid}, but {missing[0].text}",))

@@ -335,14 +335,127 @@ def nic_usable(nic: Nic) -> Answer:
     return Answer("yes", (f"NIC {nic.name} port {nic.state}",))
 
 
+def pci_id(text: str | None) -> str | None:
+    """A PCI vendor or device id as snapshots store it: ``"0x15b3"`` (from ``0x15b3``, ``15b3``, ``0x15B3``)."""
+    if not text:
+        return None
+    t = text.strip().lower()
+    t = t[2:] if t.startswith("0x") else t
+    if not 1 <= len(t) <= 4 or any(c not in "0123456789abcdef" for c in t):
+        return None
+    return f"0x{int(t, 16):04x}"
+
+
+NicFamilyName = Literal["efa", "connectx", "broadcom", "intel", "ethernet", "rdma", "unknown"]
+
+#: PCI vendor ids of the NIC families renters meet (pci.ids @c1c12547).
+NIC_VENDORS: dict[str, NicFamilyName] = {
+    "0x1d0f": "efa",  # Amazon.com, Inc. (efa0..efa4: Elastic Fabric Adapter; ec20 is ENA, plain Ethernet)
+    "0x15b3": "connectx",  # Mellanox Technologies (NVIDIA ConnectX, BlueField)
+    "0x14e4": "broadcom",  # Broadcom (NetXtreme-E: bnxt_en, RDMA by bnxt_re)
+    "0x8086": "intel",  # Intel (E810 / X722: ice / i40e, RDMA by irdma)
+}
+_FAMILY_NAMES: tuple[tuple[tuple[str, ...], NicFamilyName], ...] = (
+    (("efa", "rdmap"), "efa"),  # efa_0 / rdmapXsY: the efa driver's RDMA device names
+    (("mlx",), "connectx"),
+    (("bnxt_re",), "broadcom"),
+    (("irdma", "i40iw"), "intel"),
+)
+
+
+@dataclass(frozen=True)
+class NicFamily:
+    """What a NIC is and what that implies: ``transport`` is the link an arrow crosses (``infiniband``,
+    ``roce``, ``efa``, ``ethernet`` (TCP sockets), ``rdma`` (RDMA, link layer not recorded)); ``gdr``
+    what the family implies for GPUDirect RDMA (the path and the source's own flag decide the rest)."""
+
+    family: NicFamilyName
+    label: str
+    transport: str
+    gdr: Answer
+    evidence: str  # what it was recognised from
+
+    @property
+    def short(self) -> str:
+        """The family in a table cell: "ConnectX IB", "EFA", "Ethernet (TCP)", "RDMA (family?)"."""
+        if self.family == "connectx":
+            return {"infiniband": "ConnectX IB", "roce": "ConnectX RoCE"}.get(self.transport, "ConnectX (IB/RoCE?)")
+        return {
+            "efa": "EFA",
+            "broadcom": "Broadcom RoCE",
+            "intel": "Intel RDMA",
+            "ethernet": "Ethernet (TCP)",
+            "rdma": f"RDMA ({self.transport if self.transport != 'rdma' else 'family?'})",
+        }.get(self.family, "unknown")
+
+
+def nic_family(nic: Nic) -> NicFamily:
+    """The NIC's family from its PCI vendor/device ids, else its RDMA device name, else what the source
+    says of it (link layer, RDMA or not). AWS EFA is neither InfiniBand nor RoCE (SRD over AWS's
+    fabric, through libfabric); ConnectX is InfiniBand or RoCE by its port's link layer; Broadcom
+    (bnxt_re) and Intel (irdma) RDMA run over Ethernet; a NIC with no RDMA device carries TCP only."""
+    fam: NicFamilyName | None = None
+    evidence = ""
+    if nic.pci_vendor_id in NIC_VENDORS and (nic.rdma or NIC_VENDORS[nic.pci_vendor_id] == "efa"):
+        fam, evidence = NIC_VENDORS[nic.pci_vendor_id], f"PCI vendor {nic.pci_vendor_id}"
+        if fam == "efa" and not (nic.pci_device_id or "").startswith("0xefa"):
+            fam = None  # Amazon's ENA (0xec20) and others: not EFA
+    if fam is None and nic.rdma:
+        fam = next((f for prefixes, f in _FAMILY_NAMES if nic.name.startswith(prefixes)), None)
+        evidence = f"RDMA device name {nic.name}" if fam else ""
+    if fam is None and nic.kind == "efa":
+        fam, evidence = "efa", "the source's link layer"
+    if fam == "efa":
+        return _efa(nic, evidence)
+    layer = nic.kind if nic.kind in ("infiniband", "roce") else None
+    if fam is None and not nic.rdma:
+        known = nic.kind == "ethernet" or nic.pci_vendor_id is not None
+        no = Answer("no", (f"NIC {nic.name} has no RDMA device: NCCL uses TCP sockets, staged through host memory",))
+        if known:
+            return NicFamily("ethernet", "plain Ethernet (no RDMA)", "ethernet", no, "no RDMA device")
+        return NicFamily("unknown", "network device", "network", Answer("unknown", ()), "")
+    if fam is None:
+        label = "RDMA NIC, family not recorded (InfiniBand, RoCE or EFA)"
+        return NicFamily("rdma", label, layer or "rdma", Answer("unknown", ()), "an RDMA device")
+    gdr_yes = Answer("yes", (f"{nic.name} is a ConnectX: GPUDirect RDMA with nvidia-peermem or dma-buf",))
+    maybe = Answer(
+        "unknown",
+        (f"GPUDirect RDMA over {nic.name} needs the driver's peer-memory or dma-buf support",),
+        "NCCL's log (`NCCL_DEBUG=INFO`: 'GPU Direct RDMA Enabled for ... HCA')",
+    )
+    if fam == "connectx":
+        what = {"infiniband": "InfiniBand", "roce": "RoCE"}.get(layer or "", "InfiniBand or RoCE")
+        return NicFamily("connectx", f"NVIDIA ConnectX ({what})", layer or "rdma", gdr_yes, evidence)
+    if fam == "broadcom":
+        return NicFamily("broadcom", "Broadcom RDMA Ethernet (bnxt_re, RoCE)", "roce", maybe, evidence)
+    return NicFamily("intel", "Intel RDMA Ethernet (irdma: iWARP or RoCEv2)", layer or "roce", maybe, evidence)
+
+
+def _efa(nic: Nic, evidence: str) -> NicFamily:
+    """AWS EFA: GPUDirect RDMA on p4d/p4de/p5 (EFA with RDMA read) with the efa kernel driver and NCCL's
+    aws-ofi-nccl plugin; the first EFA (0xefa0: p3dn, c5n) has no RDMA read, so no GPUDirect."""
+    if nic.pci_device_id == "0xefa0":
+        gdr = Answer("no", (f"{nic.name} is a first-generation EFA (0xefa0): no RDMA read, no GPUDirect RDMA",))
+    elif nic.pci_device_id is not None and nic.pci_device_id.startswith("0xefa"):
+        gdr = Answer(
+            "yes",
+            (
+                f"{nic.name} is an EFA with RDMA read ({nic.pci_device_id}): GPUDirect RDMA with the efa driver "
+                "and the aws-ofi-nccl plugin",
+            ),
+        )
+    else:
+        gdr = Answer(
+            "unknown",
+            (f"{nic.name} is an EFA; GPUDirect RDMA needs EFA with RDMA read (p4d, p4de, p5) and aws-ofi-nccl",),
+            "`fi_info -p efa -v` (FI_HMEM) or the instance type",
+        )
+    return NicFamily("efa", "AWS EFA (SRD; neither InfiniBand nor RoCE)", "efa", gdr, evidence)
+
+
 def nic_link_layer(nic: Nic) -> str:
-    """`infiniband`, `roce` (RDMA over Ethernet), `ethernet` (plain: TCP), `efa`, or `rdma` when only
-    an RDMA device name is known (mlx5_*: InfiniBand or RoCE), never guessed."""
-    if nic.kind in ("infiniband", "roce", "ethernet"):
-        return nic.kind
-    if nic.kind == "efa":
-        return "efa"
-    return "rdma" if nic.rdma else "network"
+    """The network an arrow through this NIC crosses: :func:`nic_family`'s transport."""
+    return nic_family(nic).transport
 
 
 def fabric_ready(snap: Snapshot, g: Gpu) -> Answer:
