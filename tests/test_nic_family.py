@@ -58,7 +58,7 @@ def test_connectx_from_its_pci_vendor_and_class_is_roce_on_ibm_gx3d() -> None:
     n = snap.nics[0]
     assert (n.pci_vendor_id, n.pci_device_id) == ("0x15b3", "0x101e")
     fam = nic_family(n)
-    assert (fam.family, fam.transport, fam.short) == ("connectx", "roce", "ConnectX RoCE")
+    assert (fam.family, fam.transport, fam.short) == ("connectx", "roce", "RoCE (CX)")
 
 
 def test_an_rdma_nic_of_unknown_family_does_not_claim_infiniband_or_roce() -> None:

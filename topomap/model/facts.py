@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from topomap.base.devices import model_from_device_id, model_from_name
-from topomap.base.links import NVLINK_C2C_GBPS, nvlink_generation_for_cc, pcie_bandwidth_gbps
+from topomap.base.links import NVLINK_C2C_GBPS, NVLINK_GBPS_PER_LINK, nvlink_generation_for_cc, pcie_bandwidth_gbps
 from topomap.base.units import fmt_bandwidth, fmt_gbps
 from topomap.model.nvlinks import NvlinkPart, nvlink_floor, nvlink_part
 from topomap.model.snapshot import Finding, Gpu, Nic, Snapshot
@@ -225,6 +225,23 @@ def nvlink_bundle_bandwidth(gpu: Gpu, count: int, snap: Snapshot | None = None) 
     part = nvlink_part(gpu)
     if len(speeds) == 1:
         return _reported_bandwidth(speeds.pop(), count, gen, part, snap)
+    if part is not None and part.cc == "8.6" and part.links == 4:
+        return Bandwidth(
+            part.gbps_per_link * count,
+            "spec",
+            f"{count} links × {part.gbps_per_link:g} GB/s per link (GA102 NVLink bridge, nominal)",
+            generation=3,
+            tag="GA102 bridge nominal",
+        )
+    if part is not None and gen is not None and not part.export and part.gbps_per_link == NVLINK_GBPS_PER_LINK.get(gen):
+        rate = part.gbps_per_link  # the generation the links report, at the rate this part runs them
+        return Bandwidth(
+            rate * count,
+            "spec",
+            f"{count} links × {rate:g} GB/s per link (NVLink {gen}, nominal)",
+            generation=gen,
+            tag=f"NVLink {gen} nominal",
+        )
     if part is not None:
         return _part_bandwidth(part, count)
     cc = gpu.compute_capability if gpu.compute_capability else None
@@ -377,15 +394,15 @@ class NicFamily:
 
     @property
     def short(self) -> str:
-        """The family in a table cell: "ConnectX IB", "EFA", "Ethernet (TCP)", "RDMA (family?)"."""
+        """The family in a table cell: "IB (CX)" (ConnectX), "RoCE (BCM)", "EFA", "TCP only", "RDMA (?)"."""
         if self.family == "connectx":
-            return {"infiniband": "ConnectX IB", "roce": "ConnectX RoCE"}.get(self.transport, "ConnectX (IB/RoCE?)")
+            return {"infiniband": "IB (CX)", "roce": "RoCE (CX)"}.get(self.transport, "IB/RoCE (CX)")
         return {
             "efa": "EFA",
-            "broadcom": "Broadcom RoCE",
-            "intel": "Intel RDMA",
-            "ethernet": "Ethernet (TCP)",
-            "rdma": f"RDMA ({self.transport if self.transport != 'rdma' else 'family?'})",
+            "broadcom": "RoCE (BCM)",
+            "intel": "RDMA (Intel)",
+            "ethernet": "TCP only",
+            "rdma": {"infiniband": "IB (?)", "roce": "RoCE (?)"}.get(self.transport, "RDMA (?)"),
         }.get(self.family, "unknown")
 
 
