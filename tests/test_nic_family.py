@@ -13,7 +13,8 @@ from topomap.flow.mapping import MappedArrow, map_flow
 from topomap.graph import Topology, build
 from topomap.graph.evidence import nearest_nic
 from topomap.importers import import_file
-from topomap.model.facts import nic_family, pci_id
+from topomap.model.facts import nic_family
+from topomap.model.nic_ids import pci_id
 from topomap.model.snapshot import Nic, Snapshot
 from topomap.probe.sysfs import SysfsReader
 

@@ -18,7 +18,7 @@ from topomap.base.devices import format_device_id, model_from_device_id
 from topomap.base.errors import ImportFailure
 from topomap.base.pciaddr import normalize_bus_id, parse_bus_id
 from topomap.importers._tree import Placed, parse_xml, tree_pairs
-from topomap.model.facts import pci_id
+from topomap.model.nic_ids import pci_id
 from topomap.model.nvlinks import nvswitches_from_links
 from topomap.model.snapshot import Gpu, Host, Nic, NicKind, NumaNode, NvLink, NvSwitch, PciDevice, Snapshot, Source
 

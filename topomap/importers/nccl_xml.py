@@ -19,7 +19,7 @@ from topomap.base.errors import ImportFailure
 from topomap.base.links import nvlink_generation_for_cc, pcie_gen_from_speed_text
 from topomap.base.pciaddr import normalize_bus_id, parse_bus_id
 from topomap.importers._tree import Placed, parse_xml, tree_pairs
-from topomap.model.facts import pci_id
+from topomap.model.nic_ids import pci_id
 from topomap.model.nvlinks import nvswitches_from_links
 from topomap.model.snapshot import (
     Gpu,

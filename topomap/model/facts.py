@@ -16,6 +16,7 @@ from typing import Literal
 from topomap.base.devices import model_from_device_id, model_from_name
 from topomap.base.links import NVLINK_C2C_GBPS, NVLINK_GBPS_PER_LINK, nvlink_generation_for_cc, pcie_bandwidth_gbps
 from topomap.base.units import fmt_bandwidth, fmt_gbps
+from topomap.model.nic_ids import FAMILY_NAMES, NIC_VENDORS, NicFamilyName
 from topomap.model.nvlinks import NvlinkPart, nvlink_floor, nvlink_part
 from topomap.model.snapshot import Finding, Gpu, Nic, Snapshot
 from topomap.model.source_facts import source_knows
@@ -352,34 +353,6 @@ def nic_usable(nic: Nic) -> Answer:
     return Answer("yes", (f"NIC {nic.name} port {nic.state}",))
 
 
-def pci_id(text: str | None) -> str | None:
-    """A PCI vendor or device id as snapshots store it: ``"0x15b3"`` (from ``0x15b3``, ``15b3``, ``0x15B3``)."""
-    if not text:
-        return None
-    t = text.strip().lower()
-    t = t[2:] if t.startswith("0x") else t
-    if not 1 <= len(t) <= 4 or any(c not in "0123456789abcdef" for c in t):
-        return None
-    return f"0x{int(t, 16):04x}"
-
-
-NicFamilyName = Literal["efa", "connectx", "broadcom", "intel", "ethernet", "rdma", "unknown"]
-
-#: PCI vendor ids of the NIC families renters meet (pci.ids @c1c12547).
-NIC_VENDORS: dict[str, NicFamilyName] = {
-    "0x1d0f": "efa",  # Amazon.com, Inc. (efa0..efa4: Elastic Fabric Adapter; ec20 is ENA, plain Ethernet)
-    "0x15b3": "connectx",  # Mellanox Technologies (NVIDIA ConnectX, BlueField)
-    "0x14e4": "broadcom",  # Broadcom (NetXtreme-E: bnxt_en, RDMA by bnxt_re)
-    "0x8086": "intel",  # Intel (E810 / X722: ice / i40e, RDMA by irdma)
-}
-_FAMILY_NAMES: tuple[tuple[tuple[str, ...], NicFamilyName], ...] = (
-    (("efa", "rdmap"), "efa"),  # efa_0 / rdmapXsY: the efa driver's RDMA device names
-    (("mlx",), "connectx"),
-    (("bnxt_re",), "broadcom"),
-    (("irdma", "i40iw"), "intel"),
-)
-
-
 @dataclass(frozen=True)
 class NicFamily:
     """What a NIC is and what that implies: ``transport`` is the link an arrow crosses (``infiniband``,
@@ -418,7 +391,7 @@ def nic_family(nic: Nic) -> NicFamily:
         if fam == "efa" and not (nic.pci_device_id or "").startswith("0xefa"):
             fam = None  # Amazon's ENA (0xec20) and others: not EFA
     if fam is None and nic.rdma:
-        fam = next((f for prefixes, f in _FAMILY_NAMES if nic.name.startswith(prefixes)), None)
+        fam = next((f for prefixes, f in FAMILY_NAMES if nic.name.startswith(prefixes)), None)
         evidence = f"RDMA device name {nic.name}" if fam else ""
     if fam is None and nic.kind == "efa":
         fam, evidence = "efa", "the source's link layer"

@@ -18,7 +18,7 @@ from topomap import __version__
 from topomap.base.cpus import format_cpulist, parse_cpulist
 from topomap.base.pathclass import classify_chains
 from topomap.base.pciaddr import parse_bus_id
-from topomap.model.facts import pci_id
+from topomap.model.nic_ids import pci_id
 from topomap.model.nvlinks import gpu_buses, nvlink_count, nvswitches_from_links
 from topomap.model.snapshot import (
     P2P,
