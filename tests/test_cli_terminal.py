@@ -101,9 +101,9 @@ def test_show_at_80_columns_keeps_a_table_when_it_fits() -> None:
     """The gx3d NIC table fits 80 columns with every bus id whole; too narrow, each NIC is a block."""
     path = str(SNAPS / "ibm-gx3d-h100-8gpu.json")
     wide = runner.invoke(app, ["show", path], env={"COLUMNS": "80"}).stdout
-    assert re.search(r"^  nic0 +mlx5_0 +roce +0000:e9:00\.0 +1 +200 Gb/s", wide, re.M)
+    assert re.search(r"^  nic0 +mlx5_0 +RoCE \(CX\) +0000:e9:00\.0 +1 +200 Gb/s", wide, re.M)
     narrow = runner.invoke(app, ["show", path], env={"COLUMNS": "60"}).stdout
-    assert "id nic0\n  name: mlx5_0\n  kind: roce\n  bus id: 0000:e9:00.0\n" in narrow
+    assert "id nic0\n  name: mlx5_0\n  family: RoCE (CX)\n  bus id: 0000:e9:00.0\n" in narrow
     assert max(len(line.rstrip()) for line in narrow.splitlines()) <= 60
 
 

@@ -3,14 +3,18 @@ network through the usable NIC nearest each end (with whether GPUDirect RDMA is 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
 from topomap.base.links import nic_bandwidth_gbps
-from topomap.flow.decision import Decision, on_host, on_host_all
+from topomap.flow.decision import Decision, NicEnd, on_host, on_host_all
 from topomap.flow.memory import as_memory, placement_node
 from topomap.flow.spec import FlowArrow, Placement
 from topomap.graph import FABRIC, Topology
 from topomap.graph.evidence import edge_bandwidth, nearest_nic
 from topomap.graph.query import pcie_leg
-from topomap.model.facts import SETTLE, UNKNOWN_BW, Bandwidth, fabric_ready, nic_link_layer
+from topomap.model.facts import SETTLE, UNKNOWN_BW, Bandwidth, fabric_ready, nic_family
 
 
 def cross_host(a: FlowArrow, topos: dict[str, Topology | None]) -> Decision:
@@ -22,6 +26,8 @@ def cross_host(a: FlowArrow, topos: dict[str, Topology | None]) -> Decision:
     legs: list[tuple[str, ...]] = []
     caps: list[float] = []
     layers: list[str] = []
+    families: list[str] = []
+    ends: list[NicEnd] = []
     unknown = False
     for side, topo, p in (("from", ts, s), ("to", td, d)):
         if topo is None:
@@ -29,16 +35,22 @@ def cross_host(a: FlowArrow, topos: dict[str, Topology | None]) -> Decision:
             legs.append((p.host,))
             unknown = True
             continue
-        hop, leg_unknown = _nic_leg(topo, p, notes, caps, layers)
+        hop, leg_unknown, nics = _nic_leg(topo, p, notes, caps, layers, families)
         unknown = unknown or leg_unknown
         legs.append(hop if side == "from" else hop[::-1])
+        if nics:
+            ways: tuple[Literal["out", "in"], ...] = (
+                ("out", "in") if a.both_ways else ("out",) if side == "from" else ("in",)
+            )
+            ends += [NicEnd(p.host, way, nics) for way in ways]
     via = _network_kind(layers, [p.host for p, t in ((s, ts), (d, td)) if t is None], notes)
     if via == "rdma":
-        notes.append("NIC link layer not recorded (InfiniBand or RoCE): `ibstat` or `ibv_devinfo` settles it")
+        could = "InfiniBand or RoCE" if set(families) == {"connectx"} else "InfiniBand, RoCE or EFA"
+        notes.append(f"NIC link layer not recorded ({could}): `ibstat` or `ibv_devinfo` settles it")
     bw = UNKNOWN_BW
     if caps and not unknown:
         bw = Bandwidth(min(caps), "spec", "the narrower of the NICs' line rates and their PCIe legs (nominal)")
-    return Decision("network", via, "NET", legs[0] + legs[1], bw, tuple(notes))
+    return Decision("network", via, "NET", legs[0] + legs[1], bw, tuple(notes), nic_ends=tuple(ends))
 
 
 def _mnnvl(a: FlowArrow, ts: Topology, td: Topology) -> Decision:
@@ -53,17 +65,23 @@ def _mnnvl(a: FlowArrow, ts: Topology, td: Topology) -> Decision:
 
 
 def _nic_leg(
-    topo: Topology, p: Placement, notes: list[str], caps: list[float], layers: list[str]
-) -> tuple[tuple[str, ...], bool]:
-    """One end's way out: the route to its nearest usable NIC (adding to ``notes``, the rate ``caps``
-    and the NICs' link ``layers``), and whether its bandwidth is unknown."""
+    topo: Topology,
+    p: Placement,
+    notes: list[str],
+    caps: list[float],
+    layers: list[str],
+    families: list[str],
+) -> tuple[tuple[str, ...], bool, tuple[tuple[str, float | None], ...]]:
+    """One end's way out: the route to the NIC its traffic uses (:func:`nearest_nic`; adding to
+    ``notes``, the rate ``caps`` and the NICs' link ``layers``), whether its bandwidth is unknown, and
+    the NICs NCCL's channels of this end use with their rates."""
     node = p.gpu if p.kind == "gpu" and p.gpu else placement_node(topo, as_memory(p), None, notes)
     choice = nearest_nic(topo, node)
     notes += [f"{p.host}: {r}" for r in choice.reasons]
     nic = choice.nic
     if nic is None:
         notes.append(f"{p.host}: {choice.gdr.why() or 'the snapshot records no NIC'}")
-        return (on_host(p.host, node),), True
+        return (on_host(p.host, node),), True, ()
     nodes, leg_bw, _, leg = pcie_leg(topo, node, f"nic:{nic.name}")
     notes += leg
     unknown = False
@@ -74,7 +92,9 @@ def _nic_leg(
     else:
         notes.append(f"{p.host}: speed of NIC {nic.name} not recorded (settle it with {SETTLE['nic_speed']})")
         unknown = True
-    layers.append(nic_link_layer(nic))
+    family = nic_family(nic)
+    layers.append(family.transport)
+    families.append(family.family)
     if p.kind == "gpu":
         if choice.gdr.yes:
             notes.append(f"GPUDirect RDMA possible on {p.host}: {choice.gdr.why()}")
@@ -82,7 +102,11 @@ def _nic_leg(
             notes.append(f"no GPUDirect RDMA on {p.host}: {choice.gdr.why()}")
         else:
             notes.append(f"GPUDirect RDMA on {p.host} unknown: {choice.gdr.why()}")
-    return on_host_all(p.host, nodes), unknown
+    rates = {
+        n.name: nic_bandwidth_gbps(n.speed_gbit_s) if n.speed_gbit_s is not None else None for n in topo.snapshot.nics
+    }
+    used = tuple((name, rates.get(name)) for name in (choice.channels or (nic.name,)))
+    return on_host_all(p.host, nodes), unknown, used
 
 
 def _fabric_peers(ta: Topology, ga: str, tb: Topology, gb: str) -> bool:
@@ -116,3 +140,71 @@ def _network_kind(layers: list[str], blind: list[str], notes: list[str]) -> str:
     if len(layers) < 2:
         return "unknown"  # one end has no usable NIC (said in the notes)
     return layers[0] if len(set(layers)) == 1 else "network"
+
+
+# --- arrows that share a NIC -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NicShare:
+    """One end of a network arrow whose NIC(s) other arrows of the same flow arrow also use, in the same
+    direction: ``with_arrows`` names them (``lot:gpu4→far:gpu4``); ``share_gbps`` is this arrow's part of
+    the NICs' line rate (each NIC split evenly among the arrows on it), None when a rate is not recorded."""
+
+    host: str
+    direction: Literal["out", "in"]
+    nics: tuple[str, ...]
+    with_arrows: tuple[str, ...]
+    share_gbps: float | None
+
+    @property
+    def arrows(self) -> int:
+        """How many arrows (this one included) use these NICs."""
+        return len(self.with_arrows) + 1
+
+    def text(self) -> str:
+        way = "out of" if self.direction == "out" else "into"
+        rate = f": {self.share_gbps:.3g} GB/s each" if self.share_gbps is not None else " (NIC rate not recorded)"
+        return (
+            f"shares NIC {'/'.join(self.nics)} ({way} {self.host}) with {len(self.with_arrows)} other arrow(s) "
+            f"of this step{rate}"
+        )
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "host": self.host,
+            "direction": self.direction,
+            "nics": list(self.nics),
+            "with": list(self.with_arrows),
+            "share_gbps": self.share_gbps,
+        }
+
+
+def share_nics(items: Sequence[tuple[str, tuple[str, str], Decision]]) -> list[tuple[NicShare, ...]]:
+    """For each arrow (its label, its flow arrow's (from step, to step), its decision), the NICs it shares
+    with other arrows of the same flow arrow — those run at once (a step's replicas) — in the same
+    direction. An arrow whose GPU uses several NICs (NCCL's channels) puts an equal part on each."""
+    load: dict[tuple[tuple[str, str], str, str, str], float] = {}
+    users: dict[tuple[tuple[str, str], str, str, str], list[int]] = {}
+    for i, (_, steps, dec) in enumerate(items):
+        for end in dec.nic_ends:
+            for name, _rate in end.nics:
+                key = (steps, end.host, end.direction, name)
+                load[key] = load.get(key, 0.0) + 1.0 / len(end.nics)
+                users.setdefault(key, []).append(i)
+    out: list[tuple[NicShare, ...]] = []
+    for i, (_, steps, dec) in enumerate(items):
+        shares: list[NicShare] = []
+        for end in dec.nic_ends:
+            keys = [(steps, end.host, end.direction, name) for name, _ in end.nics]
+            others = sorted({j for k in keys for j in users[k] if j != i})
+            if not others:
+                continue
+            parts = [
+                rate / len(end.nics) / load[k] if rate is not None else None for k, (_, rate) in zip(keys, end.nics)
+            ]
+            share = sum(p for p in parts if p is not None) if all(p is not None for p in parts) else None
+            names = tuple(name for name, _ in end.nics)
+            shares.append(NicShare(end.host, end.direction, names, tuple(items[j][0] for j in others), share))
+        out.append(tuple(shares))
+    return out

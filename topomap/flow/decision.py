@@ -13,6 +13,17 @@ MEDIA: tuple[Medium, ...] = ("gpu-link", "host-memory", "network", "local", "unk
 
 
 @dataclass(frozen=True)
+class NicEnd:
+    """One end of a network arrow: the flow host, the NICs its traffic leaves (``out``) or enters
+    (``in``) through (NCCL's channels: the first is the route's) with each line rate in GB/s (None:
+    not recorded). Arrows of one flow arrow through one NIC share it (:func:`topomap.flow.crosshost.share_nics`)."""
+
+    host: str
+    direction: Literal["out", "in"]
+    nics: tuple[tuple[str, float | None], ...]
+
+
+@dataclass(frozen=True)
 class Decision:
     """What a rule decided for one arrow, before it becomes a MappedArrow."""
 
@@ -25,6 +36,7 @@ class Decision:
     assumptions: tuple[str, ...] = ()
     candidates: tuple[str, ...] = ()
     settle: str | None = None
+    nic_ends: tuple[NicEnd, ...] = ()
 
 
 def on_host(host: str, node: str) -> str:

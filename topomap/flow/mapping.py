@@ -9,11 +9,11 @@ one function here turns a decision into a :class:`MappedArrow`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from topomap.base.links import pcie_bandwidth_gbps
 from topomap.base.units import fmt_gbps
-from topomap.flow.crosshost import cross_host
+from topomap.flow.crosshost import NicShare, cross_host, share_nics
 from topomap.flow.decision import MEDIA, Decision, Medium, on_host
 from topomap.flow.memory import check_numa_places, placement_node
 from topomap.flow.onehost import same_host
@@ -52,11 +52,15 @@ class MappedArrow:
     candidates: list[str] = field(default_factory=list)  # for an unknown medium: what it could be
     settle: str | None = None  # for an unknown: the command whose output would decide it
     ceiling_gbps: float | None = None  # for an unknown figure over PCIe: the most it can be (see medium_summary)
+    shared_nics: list[NicShare] = field(default_factory=list)  # NICs other arrows of this step use too
 
     def bandwidth(self) -> Bandwidth:
         """The arrow's figure as the one Bandwidth value every view writes (``.text()``: "≥ 253 GB/s
-        derived", the ≥ of a lower bound included)."""
-        return Bandwidth(self.bandwidth_gbps, self.bandwidth_source, self.bandwidth_basis, self.lower_bound)
+        derived", the ≥ of a lower bound and a shared NIC included)."""
+        shared = max((x.arrows for x in self.shared_nics), default=0)
+        return Bandwidth(
+            self.bandwidth_gbps, self.bandwidth_source, self.bandwidth_basis, self.lower_bound, shared_by=shared
+        )
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -80,6 +84,7 @@ class MappedArrow:
             "assumptions": self.assumptions,
             "candidates": self.candidates,
             "settle": self.settle,
+            "shared_nics": [x.to_json() for x in self.shared_nics],
         }
 
 
@@ -195,11 +200,15 @@ def map_flow(flow: Flow, topos: dict[str, Topology | None]) -> FlowMap:
         m.ceiling_gbps = _ceiling(a, d, topos)
         out.arrows.append(m)
     return out
+    decided = [(a, _decide(a, topos)) for a in flow.arrows]
+    shares = share_nics([(f"{a.src.label()}→{a.dst.label()}", (a.src_step, a.dst_step), d) for a, d in decided])
+    return FlowMap(flow=flow, arrows=[_arrow(a, d, s) for (a, d), s in zip(decided, shares)])
 
 
-def _arrow(a: FlowArrow, d: Decision) -> MappedArrow:
-    """The one place a decision becomes an arrow: notes once each, time from volume and bandwidth."""
-    bw = d.bandwidth
+def _arrow(a: FlowArrow, d: Decision, shared: tuple[NicShare, ...] = ()) -> MappedArrow:
+    """The one place a decision becomes an arrow: notes once each, a shared NIC's part of its rate, time
+    from volume and bandwidth."""
+    bw = _shared_bandwidth(d.bandwidth, shared)
     m = MappedArrow(
         a.src_step,
         a.dst_step,
@@ -221,7 +230,9 @@ def _arrow(a: FlowArrow, d: Decision) -> MappedArrow:
         assumptions=list(dict.fromkeys(d.assumptions)),
         candidates=list(d.candidates),
         settle=d.settle,
+        shared_nics=list(shared),
     )
+    m.notes += [x.text() for x in shared]
     if d.medium == "unknown" and d.candidates:
         m.notes.append(
             f"medium unknown: {', '.join(d.candidates[:-1])} or {d.candidates[-1]}"
@@ -233,6 +244,19 @@ def _arrow(a: FlowArrow, d: Decision) -> MappedArrow:
         if m.lower_bound:
             m.notes.append("the time is an upper bound (the bandwidth is a lower bound)")
     return m
+
+
+def _shared_bandwidth(bw: Bandwidth, shared: tuple[NicShare, ...]) -> Bandwidth:
+    """An arrow's figure where its NIC carries other arrows of its step too: its part of the NIC's rate
+    when that is lower (the figure stays unknown where it was)."""
+    parts = [x for x in shared if x.share_gbps is not None]
+    if bw.gbps is None or not parts:
+        return bw
+    low = min(parts, key=lambda x: x.share_gbps or 0.0)
+    if low.share_gbps is None or low.share_gbps >= bw.gbps:
+        return bw
+    basis = f"{bw.basis}; NIC {'/'.join(low.nics)} split among the {low.arrows} arrows of this step on it"
+    return replace(bw, gbps=low.share_gbps, basis=basis)
 
 
 def _decide(a: FlowArrow, topos: dict[str, Topology | None]) -> Decision:

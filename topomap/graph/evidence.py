@@ -12,7 +12,7 @@ PCIe P2P levels) is ``assumed``.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from topomap.base.devices import model_from_name
@@ -28,6 +28,7 @@ from topomap.model.facts import (
     NicChoice,
     Tri,
     findings_about,
+    nic_family,
     nic_usable,
     nvlink_bundle_bandwidth,
 )
@@ -328,8 +329,10 @@ def gpu_link(topo: Topology, a: str, b: str) -> GpuLink:
 
 
 def nearest_nic(topo: Topology, node: str) -> NicChoice:
-    """The usable NIC closest to a GPU (best pair class, then index) or on a memory node's NUMA
-    node. A NIC whose port is down is never chosen."""
+    """The usable NIC a GPU's network traffic leaves through: at its best path class, and among several
+    equally near the one NCCL gives this GPU (spread by device number, :func:`_spread`); for a memory
+    node, a NIC on its NUMA node. A NIC whose port is down is never chosen. Every view (map, check,
+    diff, render, report, nccl) asks this."""
     cache = topo.index.nearest_nic
     if node not in cache:
         cache[node] = _find_nearest_nic(topo, node)
@@ -337,7 +340,61 @@ def nearest_nic(topo: Topology, node: str) -> NicChoice:
 
 
 def _find_nearest_nic(topo: Topology, node: str) -> NicChoice:
-    return nics_at_best_class(topo, node)[0]
+    options = nics_at_best_class(topo, node)
+    if len(options) < 2 or not node.startswith("gpu"):
+        return options[0]
+    return _spread(topo, node, options)
+
+
+# NCCL 2.30.7 (github.com/NVIDIA/nccl @5067397, src/graph/topo.cc ncclTopoGetLocalNetType and
+# ncclTopoGetLocal): a GPU's NET candidates are those at its best path; the GPUs "local" to the first
+# candidate are counted the same way; the GPU's CUDA device number modulo that count, bit-mirrored when
+# the candidates are a power of two, picks its NIC (channel c adds c modulo ceil(NICs / local GPUs)).
+# So eight GPUs all SYS to four NICs take NICs 0,2,1,3,0,2,1,3: two GPUs on each.
+def _spread(topo: Topology, gid: str, options: tuple[NicChoice, ...]) -> NicChoice:
+    """Which of several equally near NICs this GPU's traffic leaves through, by NCCL's rule."""
+    g = topo.gpu(gid)
+    first = options[0].nic
+    assert g is not None and first is not None
+    ranks: list[int] = []
+    for other in topo.snapshot.gpus:
+        if other.lost:
+            continue
+        cls = pcie_path_class(topo, f"gpu{other.index}", f"nic{first.index}")
+        ranks.append(class_rank(cls) if cls is not None else 99)
+    local_gpus = max(1, ranks.count(min(ranks))) if ranks else 1
+    count = len(options)
+    dev = g.cuda_ordinal if g.cuda_ordinal is not None else g.index
+    base = dev % local_gpus
+    if count & (count - 1) == 0:
+        base = _mirror_bits(base, count)
+    per_gpu = -(-count // local_gpus)
+    channels = tuple(options[(base + c) % count] for c in range(per_gpu))
+    pick = channels[0]
+    assert pick.nic is not None
+    names = tuple(o.nic.name for o in options if o.nic is not None)
+    why = (
+        f"{pick.nic.name}: one of {count} NICs equally near {gid} ({pick.path}: {', '.join(names)}); "
+        f"NCCL spreads GPUs over them by device number ({local_gpus} GPU(s) as near to {first.name})"
+    )
+    if per_gpu > 1:
+        why += f"; its other channels use {', '.join(c.nic.name for c in channels[1:] if c.nic is not None)}"
+    return replace(
+        pick,
+        reasons=(*pick.reasons, why),
+        equally_near=names,
+        channels=tuple(c.nic.name for c in channels if c.nic is not None),
+    )
+
+
+def _mirror_bits(val: int, pow2: int) -> int:
+    """NCCL's mirrorBits (src/graph/topo.cc): the low log2(pow2) bits of ``val``, reversed."""
+    mirror, b, mb = 0, 1, pow2 >> 1
+    while b < pow2:
+        if val & b:
+            mirror |= mb
+        b, mb = b << 1, mb >> 1
+    return mirror
 
 
 def nics_at_best_class(topo: Topology, node: str) -> tuple[NicChoice, ...]:
@@ -378,6 +435,9 @@ def _gdr(topo: Topology, gid: str, nic: Nic, cls: str) -> Answer:
         return Answer("no", (f"NIC {nic.name} is {cls} to {gid}; data bounces through host memory",))
     if nic.gdr is False or (g is not None and g.gdr is False):
         return Answer("no", (f"the source says GPUDirect RDMA is off for {gid} / {nic.name}",))
+    family = nic_family(nic)
+    if family.gdr.no:
+        return Answer("no", (f"NIC {nic.name} is {cls} to {gid}, but {family.gdr.why()}",))
     missing = findings_about(topo.snapshot, ("gpudirect-missing",), "host")
     if missing:
         return Answer("no", (f"NIC {nic.name} is {cls} to {gid}, but {missing[0].text}",))

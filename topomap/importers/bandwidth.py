@@ -21,6 +21,7 @@ from topomap.importers.measurements import ImportedMeasurements, MeasuredDevice
 from topomap.importers.nvbandwidth import parse_nvbandwidth
 from topomap.importers.p2p_bandwidth import parse_p2p_bandwidth
 from topomap.model.facts import nvlink_bundle_bandwidth
+from topomap.model.nvlinks import nvlink_part
 from topomap.model.snapshot import Gpu, Measurement, Snapshot, hosts_of
 
 # Where the GPUs' NVLink generation is unknown, one link may be as fast as any generation's.
@@ -102,6 +103,10 @@ def _link_rate(gpus: list[Gpu]) -> tuple[float, str]:
     rates: list[tuple[float, str]] = []
     for gpu in gpus:
         one = nvlink_bundle_bandwidth(gpu, 1)
+        part = nvlink_part(gpu)
+        if part is not None and part.export:  # its total is capped, not its links: one link runs at full rate
+            rates.append((part.link_ceiling_gbps, f"{gpu.name}: NVLink {part.generation} link rate"))
+            continue
         if one.gbps is None or one.lower_bound:
             return _ANY_GENERATION
         rates.append((one.gbps, f"{gpu.name or f'gpu{gpu.index}'}: {one.tag}"))

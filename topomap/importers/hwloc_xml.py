@@ -18,6 +18,7 @@ from topomap.base.devices import format_device_id, model_from_device_id
 from topomap.base.errors import ImportFailure
 from topomap.base.pciaddr import normalize_bus_id, parse_bus_id
 from topomap.importers._tree import RDMA_NAMES, Placed, nic_kind, nvlinks_from_bandwidth, parse_xml, tree_pairs
+from topomap.model.nic_ids import pci_id
 from topomap.model.nvlinks import nvswitches_from_links
 from topomap.model.snapshot import Gpu, Host, Nic, NicKind, NumaNode, NvSwitch, PciDevice, Snapshot, Source
 
@@ -263,6 +264,7 @@ def _devices(
         name = rdma[0] if rdma else net[0] if net else d.bus
         cls = (d.obj.get("pci_type") or "")[:4]
         kind = _nic_kind(cls, rdma, net, [o for o in d.osdevs if o.get("name") in rdma])
+        ids = _PCI_TYPE_IDS.match(d.obj.get("pci_type") or "")  # the NIC family (model.facts.nic_family)
         idx = len(nics)
         nics.append(
             Nic(
@@ -273,6 +275,8 @@ def _devices(
                 pci_bus_id=d.bus,
                 numa_node=d.numa,
                 netdevs=net,
+                pci_vendor_id=pci_id(ids.group(1)) if ids else None,
+                pci_device_id=pci_id(ids.group(2)) if ids else None,
             )
         )
         placed[f"nic{idx}"] = Placed(chain=d.chain, numa=d.numa)

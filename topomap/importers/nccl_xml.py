@@ -19,6 +19,7 @@ from topomap.base.errors import ImportFailure
 from topomap.base.links import nvlink_generation_for_cc, pcie_gen_from_speed_text
 from topomap.base.pciaddr import normalize_bus_id, parse_bus_id
 from topomap.importers._tree import Placed, parse_xml, tree_pairs
+from topomap.model.nic_ids import pci_id
 from topomap.model.nvlinks import nvswitches_from_links
 from topomap.model.snapshot import (
     Gpu,
@@ -68,6 +69,8 @@ class _NicRec:
     speed_mbit: int | None
     gdr: bool | None
     pci_class: int | None
+    vendor: str | None = None  # <pci vendor= device=>: the NIC family (model.facts.nic_family)
+    device: str | None = None
 
 
 def _int(v: str | None, base: int = 10) -> int | None:
@@ -198,6 +201,7 @@ class _Tree:
         if cls is not None and (cls >> 16) == 0x02:
             for k, net in enumerate(el.findall("nic/net") or [None]):
                 self.nics.append(_nic(net, bus, numa, cls, k))
+                self.nics[-1].vendor, self.nics[-1].device = pci_id(el.get("vendor")), pci_id(el.get("device"))
             self.pci[bus] = PciDevice(id=bus, kind="nic", parent=parent, numa_node=numa, link_gen=gen, link_width=width)
             self.placed[bus] = Placed(chain=here, numa=numa)
             return
@@ -380,6 +384,8 @@ def _nics(nrecs: list[_NicRec], placed_by_bus: dict[str, Placed], placed: dict[s
                 numa_node=n.numa,
                 speed_gbit_s=n.speed_mbit / 1000.0 if n.speed_mbit else None,
                 gdr=n.gdr,
+                pci_vendor_id=n.vendor,
+                pci_device_id=n.device,
             )
         )
         if n.bus is not None and n.bus in placed_by_bus:

@@ -14,15 +14,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from topomap.base.devices import model_from_device_id, model_from_name
-from topomap.base.links import (
-    NVLINK_C2C_GBPS,
-    NVLINK_GA102_GBPS_PER_LINK,
-    NVLINK_GBPS_PER_LINK,
-    is_ga102,
-    nvlink_generation_for_cc,
-    pcie_bandwidth_gbps,
-)
+from topomap.base.links import NVLINK_C2C_GBPS, NVLINK_GBPS_PER_LINK, nvlink_generation_for_cc, pcie_bandwidth_gbps
 from topomap.base.units import fmt_bandwidth, fmt_gbps
+from topomap.model.nic_ids import FAMILY_NAMES, NIC_VENDORS, NicFamilyName
+from topomap.model.nvlinks import NvlinkPart, nvlink_floor, nvlink_part
 from topomap.model.snapshot import Finding, Gpu, Nic, Snapshot
 from topomap.model.source_facts import source_knows
 
@@ -86,9 +81,11 @@ class Bandwidth:
     lower_bound: bool = False
     generation: int | None = None
     tag: str = ""  # the basis in two or three words: "driver-reported", "NVLink 4 nominal", "lower bound"
+    shared_by: int = 0  # a network arrow's NIC carries this many arrows of its step at once (0: not shared)
 
     def text(self) -> str:
-        return fmt_bandwidth(self.gbps, self.source, self.lower_bound)
+        text = fmt_bandwidth(self.gbps, self.source, self.lower_bound)
+        return text + (f" (NIC shared by {self.shared_by} arrows)" if self.shared_by > 1 else "")
 
 
 UNKNOWN_BW = Bandwidth(None, "unknown", "not recorded by this source")
@@ -215,39 +212,30 @@ def c2c_bandwidth(gpu: Gpu) -> Bandwidth:
 
 def nvlink_bundle_bandwidth(gpu: Gpu, count: int, snap: Snapshot | None = None) -> Bandwidth:
     """Bandwidth of ``count`` NVLinks of a GPU, per direction, from the best evidence there is:
-    the per-link rate the driver (or file) reports; else the generation's nominal rate, the
-    generation read from the links (spec) or derived from the model; else a lower bound (no NVLink
-    generation has slower links than NVLink 1, or a GA102 bridge when the model is unknown)."""
+    the per-link rate the driver (or file) reports (never above the part's published total); else the
+    part's published figure (:func:`~topomap.model.nvlinks.nvlink_part`: the model, export variants
+    included); else a floor over every part the GPU could be (same NVLink generation or compute
+    capability when known, any part otherwise: :func:`~topomap.model.nvlinks.nvlink_floor`), labelled a
+    lower bound unless all those parts agree; unknown when no known part has that many links."""
     if count <= 0:
         return Bandwidth(None, "unknown", "no NVLink")
     active = [x for x in gpu.nvlinks if x.active]
     speeds = {x.speed_gbps for x in active if x.speed_gbps}
     gens = {x.generation for x in active if x.generation is not None}
     gen = gens.pop() if len(gens) == 1 else None
-    reporter = (
-        {"hwloc-xml": "hwloc", "lstopo": "hwloc", "nccl-log": "NCCL"}.get(snap.source.kind, "driver")
-        if snap
-        else "driver"
-    )
+    part = nvlink_part(gpu)
     if len(speeds) == 1:
-        rate = speeds.pop()
+        return _reported_bandwidth(speeds.pop(), count, gen, part, snap)
+    if part is not None and part.cc == "8.6" and part.links == 4:
         return Bandwidth(
-            rate * count,
+            part.gbps_per_link * count,
             "spec",
-            f"{count} links × {rate:g} GB/s per link ({reporter}-reported rate)",
-            generation=gen,
-            tag=f"{reporter}-reported rate",
-        )
-    if gpu.name and is_ga102(gpu.name):
-        return Bandwidth(
-            NVLINK_GA102_GBPS_PER_LINK * count,
-            "spec",
-            f"{count} links × {NVLINK_GA102_GBPS_PER_LINK:g} GB/s per link (GA102 NVLink bridge, nominal)",
+            f"{count} links × {part.gbps_per_link:g} GB/s per link (GA102 NVLink bridge, nominal)",
             generation=3,
             tag="GA102 bridge nominal",
         )
-    if gen is not None and gen in NVLINK_GBPS_PER_LINK:
-        rate = NVLINK_GBPS_PER_LINK[gen]
+    if part is not None and gen is not None and not part.export and part.gbps_per_link == NVLINK_GBPS_PER_LINK.get(gen):
+        rate = part.gbps_per_link  # the generation the links report, at the rate this part runs them
         return Bandwidth(
             rate * count,
             "spec",
@@ -255,37 +243,108 @@ def nvlink_bundle_bandwidth(gpu: Gpu, count: int, snap: Snapshot | None = None) 
             generation=gen,
             tag=f"NVLink {gen} nominal",
         )
-    dgen, from_what = model_nvlink_generation(gpu)
-    if dgen is not None and dgen in NVLINK_GBPS_PER_LINK:
-        if gpu.compute_capability == "8.6" and not gpu.name:
-            rate = NVLINK_GA102_GBPS_PER_LINK  # GA10x parts with NVLink are bridge boards
-        else:
-            rate = NVLINK_GBPS_PER_LINK[dgen]
+    if part is not None:
+        return _part_bandwidth(part, count)
+    cc = gpu.compute_capability if gpu.compute_capability else None
+    floor = nvlink_floor(count, generation=gen) if gen is not None else nvlink_floor(count, cc=cc)
+    what = f"NVLink {gen}" if gen is not None else f"compute capability {cc}" if cc else "model unknown"
+    if floor.gbps is None or floor.per_link is None:
+        floor = nvlink_floor(count)  # a generation / capability no listed part has: any part
+    if floor.gbps is None or floor.per_link is None:
         return Bandwidth(
-            rate * count,
-            "derived",
-            f"{count} links × {rate:g} GB/s per link (NVLink {dgen} from {from_what}, nominal)",
-            generation=dgen,
-            tag=f"NVLink {dgen} from the model",
+            None,
+            "unknown",
+            f"{count} links, {what}: no known part has that many (settle it with the GPU model: {SETTLE['gpu_model']})",
         )
-    floor = min(NVLINK_GBPS_PER_LINK.values()) if gpu.name else NVLINK_GA102_GBPS_PER_LINK
+    source: BandwidthSource = "spec" if gen is not None else "derived"
+    if floor.exact:
+        return Bandwidth(
+            floor.gbps,
+            source,
+            f"{count} links × {floor.per_link:.4g} GB/s per link ({what}: every such part alike, nominal)",
+            generation=gen,
+            tag=f"{what}, nominal",
+        )
     return Bandwidth(
-        floor * count,
-        "derived",
-        f"{count} links, generation unknown: at least {floor:g} GB/s per link (the slowest NVLink)",
+        floor.gbps,
+        source,
+        f"{count} links, {what}: at least {floor.per_link:.4g} GB/s per link, the slowest part that can report "
+        f"NV{count} ({floor.slowest}); the GPU model settles it ({SETTLE['gpu_model']})",
         lower_bound=True,
-        tag="lower bound, generation unknown",
+        generation=gen,
+        tag=f"lower bound, {what}",
+    )
+
+
+_SIGNALLING_MARGIN = 26.5625 / 25 + 1e-3
+
+
+def _reported_bandwidth(
+    rate: float, count: int, gen: int | None, part: NvlinkPart | None, snap: Snapshot | None
+) -> Bandwidth:
+    """Links × the reported per-link rate; an export variant whose published total is lower keeps its total.
+    Drivers print a link's signalling rate (26.562 GB/s for NVLink 4's nominal 25: +6.25 %), so only a
+    figure beyond that margin over the published total is capped."""
+    reporter = (
+        {"hwloc-xml": "hwloc", "lstopo": "hwloc", "nccl-log": "NCCL"}.get(snap.source.kind, "driver")
+        if snap is not None
+        else "driver"
+    )
+    if part is not None and rate * count > part.per_direction_gbps * _SIGNALLING_MARGIN:
+        return Bandwidth(
+            part.per_direction_gbps,
+            "spec",
+            f"{count} links × {rate:g} GB/s per link ({reporter}-reported rate), capped at the "
+            f"{part.name}'s published {part.total_gbps:g} GB/s in total both ways",
+            generation=gen,
+            tag=f"{part.name} published total",
+        )
+    return Bandwidth(
+        rate * count,
+        "spec",
+        f"{count} links × {rate:g} GB/s per link ({reporter}-reported rate)",
+        generation=gen,
+        tag=f"{reporter}-reported rate",
+    )
+
+
+def _part_bandwidth(part: NvlinkPart, count: int) -> Bandwidth:
+    """``count`` links of a known part: its published total over its links; where the link count is
+    not published, the least per link (its die's most links) and never above its total."""
+    gbps = min(count * part.gbps_per_link, part.per_direction_gbps)
+    if part.links is None:
+        return Bandwidth(
+            gbps,
+            "derived",
+            f"{count} links, {part.name}: {part.total_gbps:g} GB/s in total both ways ({part.source}); "
+            f"at least {part.gbps_per_link:.4g} GB/s per link",
+            lower_bound=gbps < part.per_direction_gbps,
+            generation=part.generation,
+            tag=f"{part.name}, link count not published",
+        )
+    return Bandwidth(
+        gbps,
+        "derived",
+        f"{count} links × {part.gbps_per_link:.4g} GB/s per link ({part.name}: {part.total_gbps:g} GB/s over "
+        f"{part.links} links in total both ways, {part.source})",
+        generation=part.generation,
+        tag=f"{part.name} published",
     )
 
 
 @dataclass(frozen=True)
 class NicChoice:
-    """The NIC nearest an endpoint among the usable ones, its path class, and GPUDirect RDMA."""
+    """The NIC nearest an endpoint among the usable ones, its path class, and GPUDirect RDMA.
+    ``equally_near``: every NIC at that class (this one among them) where there are several;
+    ``channels``: the NICs NCCL's channels of this GPU use, this one first (several where fewer GPUs
+    than NICs share them)."""
 
     nic: Nic | None
     path: str | None
     gdr: Answer
     reasons: tuple[str, ...] = ()
+    equally_near: tuple[str, ...] = ()
+    channels: tuple[str, ...] = ()
 
 
 def nic_usable(nic: Nic) -> Answer:
@@ -298,14 +357,99 @@ def nic_usable(nic: Nic) -> Answer:
     return Answer("yes", (f"NIC {nic.name} port {nic.state}",))
 
 
+@dataclass(frozen=True)
+class NicFamily:
+    """What a NIC is and what that implies: ``transport`` is the link an arrow crosses (``infiniband``,
+    ``roce``, ``efa``, ``ethernet`` (TCP sockets), ``rdma`` (RDMA, link layer not recorded)); ``gdr``
+    what the family implies for GPUDirect RDMA (the path and the source's own flag decide the rest)."""
+
+    family: NicFamilyName
+    label: str
+    transport: str
+    gdr: Answer
+    evidence: str  # what it was recognised from
+
+    @property
+    def short(self) -> str:
+        """The family in a table cell: "IB (CX)" (ConnectX), "RoCE (BCM)", "EFA", "TCP only", "RDMA (?)"."""
+        if self.family == "connectx":
+            return {"infiniband": "IB (CX)", "roce": "RoCE (CX)"}.get(self.transport, "IB/RoCE (CX)")
+        return {
+            "efa": "EFA",
+            "broadcom": "RoCE (BCM)",
+            "intel": "RDMA (Intel)",
+            "ethernet": "TCP only",
+            "rdma": {"infiniband": "IB (?)", "roce": "RoCE (?)"}.get(self.transport, "RDMA (?)"),
+        }.get(self.family, "unknown")
+
+
+def nic_family(nic: Nic) -> NicFamily:
+    """The NIC's family from its PCI vendor/device ids, else its RDMA device name, else what the source
+    says of it (link layer, RDMA or not). AWS EFA is neither InfiniBand nor RoCE (SRD over AWS's
+    fabric, through libfabric); ConnectX is InfiniBand or RoCE by its port's link layer; Broadcom
+    (bnxt_re) and Intel (irdma) RDMA run over Ethernet; a NIC with no RDMA device carries TCP only."""
+    fam: NicFamilyName | None = None
+    evidence = ""
+    if nic.pci_vendor_id in NIC_VENDORS and (nic.rdma or NIC_VENDORS[nic.pci_vendor_id] == "efa"):
+        fam, evidence = NIC_VENDORS[nic.pci_vendor_id], f"PCI vendor {nic.pci_vendor_id}"
+        if fam == "efa" and not (nic.pci_device_id or "").startswith("0xefa"):
+            fam = None  # Amazon's ENA (0xec20) and others: not EFA
+    if fam is None and nic.rdma:
+        fam = next((f for prefixes, f in FAMILY_NAMES if nic.name.startswith(prefixes)), None)
+        evidence = f"RDMA device name {nic.name}" if fam else ""
+    if fam is None and nic.kind == "efa":
+        fam, evidence = "efa", "the source's link layer"
+    if fam == "efa":
+        return _efa(nic, evidence)
+    layer = nic.kind if nic.kind in ("infiniband", "roce") else None
+    if fam is None and not nic.rdma:
+        known = nic.kind == "ethernet" or nic.pci_vendor_id is not None
+        no = Answer("no", (f"NIC {nic.name} has no RDMA device: NCCL uses TCP sockets, staged through host memory",))
+        if known:
+            return NicFamily("ethernet", "plain Ethernet (no RDMA)", "ethernet", no, "no RDMA device")
+        return NicFamily("unknown", "network device", "network", Answer("unknown", ()), "")
+    if fam is None:
+        label = "RDMA NIC, family not recorded (InfiniBand, RoCE or EFA)"
+        return NicFamily("rdma", label, layer or "rdma", Answer("unknown", ()), "an RDMA device")
+    gdr_yes = Answer("yes", (f"{nic.name} is a ConnectX: GPUDirect RDMA with nvidia-peermem or dma-buf",))
+    maybe = Answer(
+        "unknown",
+        (f"GPUDirect RDMA over {nic.name} needs the driver's peer-memory or dma-buf support",),
+        "NCCL's log (`NCCL_DEBUG=INFO`: 'GPU Direct RDMA Enabled for ... HCA')",
+    )
+    if fam == "connectx":
+        what = {"infiniband": "InfiniBand", "roce": "RoCE"}.get(layer or "", "InfiniBand or RoCE")
+        return NicFamily("connectx", f"NVIDIA ConnectX ({what})", layer or "rdma", gdr_yes, evidence)
+    if fam == "broadcom":
+        return NicFamily("broadcom", "Broadcom RDMA Ethernet (bnxt_re, RoCE)", "roce", maybe, evidence)
+    return NicFamily("intel", "Intel RDMA Ethernet (irdma: iWARP or RoCEv2)", layer or "roce", maybe, evidence)
+
+
+def _efa(nic: Nic, evidence: str) -> NicFamily:
+    """AWS EFA: GPUDirect RDMA on p4d/p4de/p5 (EFA with RDMA read) with the efa kernel driver and NCCL's
+    aws-ofi-nccl plugin; the first EFA (0xefa0: p3dn, c5n) has no RDMA read, so no GPUDirect."""
+    if nic.pci_device_id == "0xefa0":
+        gdr = Answer("no", (f"{nic.name} is a first-generation EFA (0xefa0): no RDMA read, no GPUDirect RDMA",))
+    elif nic.pci_device_id is not None and nic.pci_device_id.startswith("0xefa"):
+        gdr = Answer(
+            "yes",
+            (
+                f"{nic.name} is an EFA with RDMA read ({nic.pci_device_id}): GPUDirect RDMA with the efa driver "
+                "and the aws-ofi-nccl plugin",
+            ),
+        )
+    else:
+        gdr = Answer(
+            "unknown",
+            (f"{nic.name} is an EFA; GPUDirect RDMA needs EFA with RDMA read (p4d, p4de, p5) and aws-ofi-nccl",),
+            "`fi_info -p efa -v` (FI_HMEM) or the instance type",
+        )
+    return NicFamily("efa", "AWS EFA (SRD; neither InfiniBand nor RoCE)", "efa", gdr, evidence)
+
+
 def nic_link_layer(nic: Nic) -> str:
-    """`infiniband`, `roce` (RDMA over Ethernet), `ethernet` (plain: TCP), `efa`, or `rdma` when only
-    an RDMA device name is known (mlx5_*: InfiniBand or RoCE), never guessed."""
-    if nic.kind in ("infiniband", "roce", "ethernet"):
-        return nic.kind
-    if nic.kind == "efa":
-        return "efa"
-    return "rdma" if nic.rdma else "network"
+    """The network an arrow through this NIC crosses: :func:`nic_family`'s transport."""
+    return nic_family(nic).transport
 
 
 def fabric_ready(snap: Snapshot, g: Gpu) -> Answer:

@@ -166,6 +166,8 @@ class Nic(_S, kw_only=True):
     state: str | None = None  # "active", "down", ...
     netdevs: list[str] = []
     gdr: bool | None = None
+    pci_vendor_id: str | None = None  # "0x15b3" (sysfs, hwloc pci_type, NCCL <pci vendor=>): the NIC family
+    pci_device_id: str | None = None  # "0x101e"
 
 
 class P2P(_S, kw_only=True):

@@ -18,6 +18,7 @@ from topomap import __version__
 from topomap.base.cpus import format_cpulist, parse_cpulist
 from topomap.base.pathclass import classify_chains
 from topomap.base.pciaddr import parse_bus_id
+from topomap.model.nic_ids import pci_id
 from topomap.model.nvlinks import gpu_buses, nvlink_count, nvswitches_from_links
 from topomap.model.snapshot import (
     P2P,
@@ -117,6 +118,8 @@ def _nics(sysr: SysfsResult) -> list[Nic]:
             speed_gbit_s=n.speed_gbit_s,
             state=n.state,
             netdevs=n.netdevs,
+            pci_vendor_id=pci_id(n.vendor),
+            pci_device_id=pci_id(n.device),
         )
         for i, n in enumerate(sysr.nics)
     ]

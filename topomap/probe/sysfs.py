@@ -81,6 +81,8 @@ class SysNic:
     speed_gbit_s: float | None
     state: str | None
     netdevs: list[str] = field(default_factory=list)
+    vendor: str | None = None  # PCI ids of the function (`/sys/.../device/vendor`, `device`): the NIC family
+    device: str | None = None
 
 
 @dataclass
@@ -184,6 +186,8 @@ class SysfsReader:
                 rdma=True,
                 speed_gbit_s=float(m.group(1)) if m else None,
                 state=state.split(":", 1)[-1].strip().lower() if state else None,
+                vendor=cat(hca / "device" / "vendor"),
+                device=cat(hca / "device" / "device"),
             )
             out.append(nic)
             if bus:
@@ -206,6 +210,8 @@ class SysfsReader:
                     speed_gbit_s=speed / 1000.0 if speed is not None and speed > 0 else None,
                     state=cat(dev / "operstate"),
                     netdevs=[dev.name],
+                    vendor=cat(dev / "device" / "vendor"),
+                    device=cat(dev / "device" / "device"),
                 )
             )
         return out
