@@ -193,16 +193,14 @@ def map_flow(flow: Flow, topos: dict[str, Topology | None]) -> FlowMap:
     if missing:
         raise FlowError(f"{flow.path}: host {missing[0]!r} is not bound to a snapshot or to null")
     check_numa_places(flow, topos)
+    decided = [(a, _decide(a, topos)) for a in flow.arrows]
+    shares = share_nics([(f"{a.src.label()}→{a.dst.label()}", (a.src_step, a.dst_step), d) for a, d in decided])
     out = FlowMap(flow=flow, arrows=[])
-    for a in flow.arrows:
-        d = _decide(a, topos)
-        m = _arrow(a, d)
+    for (a, d), shared in zip(decided, shares):
+        m = _arrow(a, d, shared)
         m.ceiling_gbps = _ceiling(a, d, topos)
         out.arrows.append(m)
     return out
-    decided = [(a, _decide(a, topos)) for a in flow.arrows]
-    shares = share_nics([(f"{a.src.label()}→{a.dst.label()}", (a.src_step, a.dst_step), d) for a, d in decided])
-    return FlowMap(flow=flow, arrows=[_arrow(a, d, s) for (a, d), s in zip(decided, shares)])
 
 
 def _arrow(a: FlowArrow, d: Decision, shared: tuple[NicShare, ...] = ()) -> MappedArrow:
