@@ -3,10 +3,11 @@
 - Each unit's input and output: the flow's arrows into and out of its compute steps, their
   volume split evenly over the units, re-mapped onto every card a plan may use (volume ÷ the
   mapped bandwidth, with its source label).
-- Sharing (model): when k cards move data at once, arrows whose routes pass through the same
-  intermediate node (a PCIe switch, a host bridge, a NIC) share it; the shared node carries at most
-  the fastest of those arrows' bandwidths, split evenly. Storage shares the user's declared read /
-  write rate. Host memory's own bandwidth is not in a snapshot and is not a limit here.
+- Sharing (model): when k cards move data at once, transfers share only the links their routes
+  have in common (:mod:`topomap.plan.links`: each PCIe link per direction, each NIC port), split
+  max-min fairly; a card under its own switch with its own uplink shares nothing below the root
+  ports. Storage shares the user's declared read / write rate. Above the root ports is host
+  memory, whose bandwidth no snapshot records: never a limit here, and the plan says so.
 - Exchange for a task split over k cards: a ring all-reduce per step (model), at the slowest
   mapped link between the k cards.
 - Memory per card: the snapshot's ``memory_total_bytes``, else the size in the GPU's name (derived).
@@ -22,7 +23,8 @@ from topomap.base.units import fmt_bandwidth, fmt_bytes
 from topomap.flow.mapping import map_flow
 from topomap.flow.spec import Flow, FlowArrow, FlowError, Placement, Work
 from topomap.model.facts import gpu_memory
-from topomap.plan.result import CardMemory, Leg, MemoryFit
+from topomap.plan.links import fair_rates, route_hops
+from topomap.plan.result import CardMemory, Hop, Leg, MemoryFit, SharedLink
 
 if TYPE_CHECKING:
     from topomap.flow.mapping import MappedArrow
@@ -96,51 +98,55 @@ def unit_legs(flow: Flow, topos: dict[str, Topology | None], lot: str, cards: li
     if not synthetic:
         return []
     mapped = map_flow(dataclasses.replace(flow, arrows=synthetic), topos).arrows
-    return [_leg(side, far, card, m) for (side, far, card), m in zip(meta, mapped)]
+    return [_leg(side, far, card, m, topos) for (side, far, card), m in zip(meta, mapped)]
 
 
-def _leg(side: str, far: Placement, card: str, m: MappedArrow) -> Leg:
+def _leg(side: str, far: Placement, card: str, m: MappedArrow, topos: dict[str, Topology | None]) -> Leg:
     return Leg(
         side, far.label(), card, m.volume_bytes, m.bandwidth_gbps, m.bandwidth_source, m.medium, m.via,
-        tuple(m.route), m.lower_bound,
+        tuple(m.route), m.lower_bound, route_hops(topos, m.route),
     )  # fmt: skip
 
 
-def shared_costs(legs: list[Leg], cards: list[str], work: Work) -> list[CardCosts]:
-    """Per-unit transfer seconds for each of ``cards`` when all of them move data at once (model)."""
+def share(legs: list[Leg], cards: list[str], work: Work) -> tuple[list[CardCosts], list[SharedLink]]:
+    """Per-unit transfer seconds for each of ``cards`` when all of them move data at once (model),
+    and the links they share. Loads share with loads and write-backs with write-backs (a unit's
+    input comes before its compute, its output after); each shares only the hops of its route."""
     active = [lg for lg in legs if lg.card in cards]
     rates: dict[int, float | None] = {}
+    links: list[SharedLink] = []
     for direction in ("input", "output"):
         group = [lg for lg in active if lg.direction == direction]
-        users: dict[str, list[Leg]] = {}
-        for lg in group:
-            for node in lg.route[1:-1]:
-                users.setdefault(node, []).append(lg)
         declared = work.limits.storage_read_gbps if direction == "input" else work.limits.storage_write_gbps
-        for lg in group:
-            rates[id(lg)] = _shared_rate(lg, users, group, declared)
+        hops = [lg.hops + _storage_hop(lg, declared) for lg in group]
+        got, shared = fair_rates([lg.bandwidth_gbps for lg in group], hops)
+        rates.update({id(lg): r for lg, r in zip(group, got)})
+        by_key = {h.key: h for hs in hops for h in hs}
+        for key, idx in shared.items():
+            each = [got[i] for i in idx]
+            known = [x for x in each if x is not None]
+            low, total = (None, None) if len(known) < len(each) else (min(known), sum(known))
+            links.append(SharedLink(len(cards), direction, by_key[key], tuple(group[i].card for i in idx), low, total))
     out: list[CardCosts] = []
     for card in cards:
         mine = [lg for lg in active if lg.card == card]
         ins = [lg.seconds(rates[id(lg)]) for lg in mine if lg.direction == "input"]
         outs = [lg.seconds(rates[id(lg)]) for lg in mine if lg.direction == "output"]
         out.append(CardCosts(card, _sum(ins), _sum(outs)))
-    return out
+    return out, links
 
 
-def _shared_rate(lg: Leg, users: dict[str, list[Leg]], group: list[Leg], declared: float | None) -> float | None:
-    """A leg's rate when its group moves data at once: its own bandwidth, an even share of the
-    fastest bandwidth through each node its route shares, and an even share of the declared
-    storage rate; the lowest of them."""
-    rate = lg.bandwidth_gbps
-    for node in lg.route[1:-1]:
-        sharing = users[node]
-        known = [s.bandwidth_gbps for s in sharing if s.bandwidth_gbps is not None]
-        if len(sharing) > 1 and known and rate is not None:
-            rate = min(rate, max(known) / len(sharing))
-    if lg.other.endswith(":storage") and declared is not None and rate is not None:
-        rate = min(rate, declared / sum(1 for s in group if s.other == lg.other))
-    return rate
+def shared_costs(legs: list[Leg], cards: list[str], work: Work) -> list[CardCosts]:
+    """Per-unit transfer seconds for each of ``cards`` when all of them move data at once (model)."""
+    return share(legs, cards, work)[0]
+
+
+def _storage_hop(lg: Leg, declared: float | None) -> tuple[Hop, ...]:
+    """The declared storage rate as one more hop that every transfer to or from that storage crosses."""
+    if not lg.other.endswith(":storage") or declared is None:
+        return ()
+    way = "storage_read" if lg.direction == "input" else "storage_write"
+    return (Hop(f"{lg.other}>{lg.direction}", f"{lg.other} (work.limits.{way})", declared, "storage"),)
 
 
 def _sum(xs: list[float | None]) -> float | None:

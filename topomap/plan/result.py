@@ -27,6 +27,19 @@ Verdict = Literal["fits", "does not fit", "unknown"]
 
 
 @dataclass(frozen=True)
+class Hop:
+    """One link of a transfer's route, a resource transfers moving data at once share (model):
+    ``key`` names it (PCIe links and NIC ports per direction), ``gbps`` is its rate or None when
+    unknown; ``kind``: "pcie", "nic", "nvlink", "smp", "host-memory" (above the root ports: host
+    memory, whose bandwidth no snapshot records), "storage" (the rate the work block states)."""
+
+    key: str
+    what: str
+    gbps: float | None
+    kind: str
+
+
+@dataclass(frozen=True)
 class Leg:
     """One per-unit transfer to or from one card: bytes, mapped bandwidth (GB/s) and its source."""
 
@@ -40,6 +53,7 @@ class Leg:
     via: str
     route: tuple[str, ...] = ()
     lower_bound: bool = False  # the mapped bandwidth is at least this much (as `map` says: "≥")
+    hops: tuple[Hop, ...] = ()  # the route's links, the resources it shares with other transfers
 
     def seconds(self, rate_gbps: float | None = None) -> float | None:
         """Seconds at the mapped bandwidth, or at ``rate_gbps`` when shared."""
@@ -108,6 +122,7 @@ class Arrangement:
     fit: MemoryFit
     speedup: float | None = None
     notes: list[str] = field(default_factory=list)
+    transfers_lower_bound: bool = False  # a shared link of unknown rate (host memory): at least transfers_s
 
     def to_json(self, units: list[Unit], every_unit: bool = False) -> dict[str, object]:
         """The arrangement; each lane summarised, with every bar too when ``every_unit``."""
@@ -118,6 +133,7 @@ class Arrangement:
             "parallel_s": self.parallel_s,
             "transfers_s": self.transfers_s,
             "transfers_complete": self.transfers_complete,
+            "transfers_lower_bound": self.transfers_lower_bound,
             "exchange_s": self.exchange_s,
             "assembly_s": self.assembly_s,
             "total_s": self.total_s,
@@ -179,6 +195,52 @@ def _units_json(units: list[Unit], source: str, every_unit: bool) -> dict[str, o
     return out
 
 
+@dataclass(frozen=True)
+class SharedLink:
+    """A link two or more cards' transfers cross at once, and the rate each of them gets (model)."""
+
+    cards_at_once: int  # the cards of the arrangement moving data at once
+    direction: str  # "input" or "output"
+    hop: Hop
+    cards: tuple[str, ...]  # the cards whose transfers cross it
+    each_gbps: float | None  # the lowest rate among them once shared (None: unknown)
+    total_gbps: float | None = None  # their rates once shared, summed (None: unknown)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "cards_at_once": self.cards_at_once,
+            "direction": self.direction,
+            "link": self.hop.what,
+            "kind": self.hop.kind,
+            "link_gbps": self.hop.gbps,
+            "cards": list(self.cards),
+            "each_gbps": self.each_gbps,
+            "total_gbps": self.total_gbps,
+        }
+
+
+@dataclass(frozen=True)
+class HostMemory:
+    """Host memory as the ceiling above the root ports when ``cards`` cards move data at once: its
+    bandwidth is unknown (no snapshot records it; ``settle`` measures it); ``together_gbps`` is the
+    sum of the cards' own mapped rates, an upper bound of what they move at once."""
+
+    cards: int
+    direction: str
+    together_gbps: float | None
+    settle: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "bandwidth_gbps": None,
+            "bandwidth_source": "unknown",
+            "cards_at_once": self.cards,
+            "direction": self.direction,
+            "together_upper_bound_gbps": self.together_gbps,
+            "settle": self.settle,
+        }
+
+
 @dataclass
 class PlanResult:
     """The plan of one flow on one lot. Pure data; ``to_json()`` is the `plan --json` document."""
@@ -200,6 +262,8 @@ class PlanResult:
     assembly_on: str | None = None  # where the assembly runs (a flow host or step)
     assembly_streamed: bool = False  # results assembled as they arrive, not after every unit
     unit_provenance: str = "assumed"  # "assumed" (the flow's work block) or "observed" (a recorded run)
+    sharing: list[SharedLink] = field(default_factory=list)  # links shared below host memory
+    host_memory: HostMemory | None = None  # the ceiling above the root ports, when cards load at once
 
     def best(self) -> Arrangement | None:
         ok = [a for a in self.arrangements if a.fit.verdict != "does not fit"]
@@ -233,6 +297,8 @@ class PlanResult:
                 for lg in self.legs
             ],
             "card_memory": [{"card": m.card, "bytes": m.total_bytes, "source": m.source} for m in self.memory],
+            "shared_links": [lk.to_json() for lk in self.sharing],
+            "host_memory": None if self.host_memory is None else self.host_memory.to_json(),
             "exchange_model": self.exchange_how,
             "assembly": {"on": self.assembly_on, "waits_for_all": not self.assembly_streamed},
             "arrangements": [a.to_json(self.units, every_unit) for a in self.arrangements],
