@@ -89,7 +89,7 @@ def test_two_cards_behind_one_pcie_switch_share_it(tmp_path: Path) -> None:
     # the output goes to a host with no snapshot: unknown, excluded and said so
     unknown = "transfer time unknown, excluded from totals: 2 cards (gpu0…gpu1) → ws, volume not declared over network/"
     assert [w for w in r.warnings if w.startswith(unknown)]
-    assert any("share the nodes their routes have in common (model)" in a for a in r.assumptions)
+    assert any("share only the links their routes have in common" in a for a in r.assumptions)
 
 
 def test_cards_on_separate_switches_do_not_share(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from topomap.plan.costs import (
     exchange_volume,
     map_pairs,
     memory_fit,
+    replicas_of,
     share,
     unit_legs,
 )
@@ -157,7 +158,7 @@ def build_plan(
         assembly_on=work.assembly.on if work.assembly else None,
         unit_provenance=work.provenance,
         assembly_streamed=work.assembly is not None and not work.assembly.waits_for_all,
-        sharing=_sharing(ctx), host_memory=_host_memory(ctx),
+        sharing=_sharing(ctx), host_memory=_host_memory(ctx), volume_per=work.volume_per,
     )  # fmt: skip
 
 
@@ -237,6 +238,25 @@ def _coordinated(ctx: _Ctx, k: int) -> tuple[Arrangement | None, str]:
     return ctx.finish(k, "coordinated", [cards], lanes, fit, unknown, exch, [note]), how
 
 
+def volume_rule(w: Work, replicas: dict[str, int], lot: str) -> str:
+    """Which per-unit volume the plan used (work.volume_per), and what follows from it on this lot."""
+    if w.volume_per == "unit":
+        return (
+            "per-unit volume (work.volume_per: unit): an arrow's volume is what one unit moves into or out of its "
+            "compute, whatever the replicas and the lot"
+        )
+    text = (
+        "per-unit volume (work.volume_per: replica, the default): an arrow's volume is per replica of its steps; "
+        f"the replicas' volumes summed ÷ {len(w.units)} units"
+    )
+    for name, n in replicas.items():
+        text += (
+            f"; step {name} runs on all {n} GPUs of {lot} ({lot}:gpus), so its per-unit volume grows with the lot's "
+            "GPUs (`volume_per: unit` keeps it fixed)"
+        )
+    return text
+
+
 def _assumptions(ctx: _Ctx, exchange_how: str | None) -> list[str]:
     w = ctx.work
     out = [
@@ -244,6 +264,8 @@ def _assumptions(ctx: _Ctx, exchange_how: str | None) -> list[str]:
         f"{w.source}), not a measurement",
         "a card runs one task at a time, units do not wait for each other, and a unit takes as long on every card",
     ]
+    if ctx.legs:
+        out.append(volume_rule(w, replicas_of(ctx.flow, ctx.lot), ctx.lot))
     if w.includes_transfers and w.provenance == "observed":
         pass  # the observed run's own note says what its timing includes
     elif w.includes_transfers:
@@ -252,10 +274,7 @@ def _assumptions(ctx: _Ctx, exchange_how: str | None) -> list[str]:
             "cards do not slow each other's loading"
         )
     else:
-        out.append(
-            "transfers: per-unit volume = the flow's arrows into (out of) its compute steps ÷ units; all cards of "
-            "an arrangement move data at once (worst case) and share the nodes their routes have in common (model)"
-        )
+        out.append("transfers: all cards of an arrangement move data at once (worst case, model)")
         out.append(
             "transfers share only the links their routes have in common (each PCIe link per direction, each NIC); "
             "a host bridge is not one link: each root port has its own"

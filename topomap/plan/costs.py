@@ -73,14 +73,34 @@ def _io_arrows(flow: Flow) -> tuple[list[FlowArrow], list[FlowArrow]]:
     return ins, outs
 
 
-def _per_unit(arrows: list[FlowArrow], side: str, n_units: int) -> dict[Placement, int | None]:
-    """Bytes per unit for each far-end placement: the arrows' volume summed, ÷ units; None if any is undeclared."""
+def _per_unit(arrows: list[FlowArrow], side: str, work: Work) -> dict[Placement, int | None]:
+    """Bytes per unit for each far-end placement; None if any arrow's volume is undeclared.
+    ``volume_per: replica`` (the default): every concrete arrow (one per step replica) carries its
+    volume, all of them summed ÷ units. ``volume_per: unit``: an arrow's volume is what one unit
+    moves, counted once per pair of steps whatever the replicas."""
     out: dict[Placement, int | None] = {}
+    seen: set[tuple[Placement, str, str]] = set()
     for a in arrows:
         p = a.src if side == "input" else a.dst
+        if work.volume_per == "unit":
+            if (p, a.src_step, a.dst_step) in seen:
+                continue
+            seen.add((p, a.src_step, a.dst_step))
         prev = out.get(p, 0)
         out[p] = None if prev is None or a.volume_bytes is None else prev + a.volume_bytes
-    return {p: None if v is None else v // max(n_units, 1) for p, v in out.items()}
+    per = 1 if work.volume_per == "unit" else max(len(work.units), 1)
+    return {p: None if v is None else v // per for p, v in out.items()}
+
+
+def replicas_of(flow: Flow, lot: str) -> dict[str, int]:
+    """Compute steps placed on every GPU of the lot (`HOST:gpus`) and their replica count there."""
+    out: dict[str, int] = {}
+    for name, st in flow.steps.items():
+        on = flow.spec.steps[name].on if name in flow.spec.steps else []
+        spec = [on] if isinstance(on, str) else on
+        if st.kind == "compute" and any(x.split(":", 1)[-1] in ("gpus", "gpu*", "all-gpus") for x in spec):
+            out[name] = sum(1 for p in st.placements if p.host == lot and p.kind == "gpu")
+    return out
 
 
 def unit_legs(flow: Flow, topos: dict[str, Topology | None], lot: str, cards: list[str], work: Work) -> list[Leg]:
@@ -89,7 +109,7 @@ def unit_legs(flow: Flow, topos: dict[str, Topology | None], lot: str, cards: li
     synthetic: list[FlowArrow] = []
     meta: list[tuple[str, Placement, str]] = []
     for side, arrows in (("input", ins), ("output", outs)):
-        for far, vol in _per_unit(arrows, side, len(work.units)).items():
+        for far, vol in _per_unit(arrows, side, work).items():
             for card in cards:
                 gpu = Placement(host=lot, kind="gpu", gpu=card)
                 src, dst = (far, gpu) if side == "input" else (gpu, far)

@@ -124,6 +124,19 @@ class Arrangement:
     notes: list[str] = field(default_factory=list)
     transfers_lower_bound: bool = False  # a shared link of unknown rate (host memory): at least transfers_s
 
+    @property
+    def card_s(self) -> float:
+        """What the rental costs: every card of the arrangement, for the whole total (card-seconds)."""
+        return self.k * self.total_s
+
+    def figures(self) -> tuple[object, ...]:
+        """What the plan's table says of this arrangement: equal figures are a tie."""
+        assembly = None if self.assembly_s is None else round(self.assembly_s, 3)
+        return (
+            self.k, round(self.parallel_s, 3), round(self.transfers_s, 3), self.transfers_complete, assembly,
+            round(self.total_s, 3), round(self.idle_card_s, 3), self.fit.verdict, self.transfers_lower_bound,
+        )  # fmt: skip
+
     def to_json(self, units: list[Unit], every_unit: bool = False) -> dict[str, object]:
         """The arrangement; each lane summarised, with every bar too when ``every_unit``."""
         return {
@@ -137,6 +150,7 @@ class Arrangement:
             "exchange_s": self.exchange_s,
             "assembly_s": self.assembly_s,
             "total_s": self.total_s,
+            "card_minutes": self.card_s / 60,
             "idle_card_s": self.idle_card_s,
             "idle_during_assembly_card_s": self.idle_assembly_card_s,
             "speedup": self.speedup,
@@ -264,10 +278,38 @@ class PlanResult:
     unit_provenance: str = "assumed"  # "assumed" (the flow's work block) or "observed" (a recorded run)
     sharing: list[SharedLink] = field(default_factory=list)  # links shared below host memory
     host_memory: HostMemory | None = None  # the ceiling above the root ports, when cards load at once
+    volume_per: str = "replica"  # work.volume_per: what an arrow's volume counts (per replica, per unit)
+
+    margin: float = 0.10  # "fewest cards within this fraction of the fastest total" (plan --margin)
+
+    def _ok(self) -> list[Arrangement]:
+        return [a for a in self.arrangements if a.fit.verdict != "does not fit"]
 
     def best(self) -> Arrangement | None:
-        ok = [a for a in self.arrangements if a.fit.verdict != "does not fit"]
+        """The fastest arrangement whose tasks do not fail to fit (ties: fewer cards, then plan order)."""
+        ok = self._ok()
         return min(ok, key=lambda a: (round(a.total_s, 6), a.k)) if ok else None
+
+    def cheapest(self) -> Arrangement | None:
+        """The fewest card-minutes (cards × total: what the rental costs); ties: the faster."""
+        ok = self._ok()
+        return min(ok, key=lambda a: (round(a.card_s, 6), round(a.total_s, 6))) if ok else None
+
+    def fewest_within(self) -> Arrangement | None:
+        """The fewest cards whose total is within ``margin`` of the fastest (ties: the faster)."""
+        best = self.best()
+        if best is None:
+            return None
+        near = [a for a in self._ok() if a.total_s <= best.total_s * (1 + self.margin) + 1e-9]
+        return min(near, key=lambda a: (a.k, round(a.total_s, 6)))
+
+    def ties(self) -> list[list[Arrangement]]:
+        """The arrangements grouped where the table's figures are equal (same cards, times, idle, fit),
+        in plan order: a group of several is one tie."""
+        groups: dict[tuple[object, ...], list[Arrangement]] = {}
+        for a in self.arrangements:
+            groups.setdefault(a.figures(), []).append(a)
+        return list(groups.values())
 
     def to_json(self, every_unit: bool = False) -> dict[str, object]:
         """The `plan --json` document: units and lanes summarised; ``every_unit`` lists each unit and bar."""
@@ -282,6 +324,7 @@ class PlanResult:
             "units": _units_json(self.units, self.unit_provenance, every_unit),
             "unit_source": self.unit_source,
             "durations_include_transfers": self.includes_transfers,
+            "volume_per": self.volume_per,
             "per_unit_transfers": [
                 {
                     "direction": lg.direction,
@@ -303,10 +346,19 @@ class PlanResult:
             "assembly": {"on": self.assembly_on, "waits_for_all": not self.assembly_streamed},
             "arrangements": [a.to_json(self.units, every_unit) for a in self.arrangements],
             "best": None if best is None else {"cards": best.k, "arrangement": best.kind, "total_s": best.total_s},
+            "cheapest": _pick(self.cheapest()),
+            "fewest_cards_within_margin": {"margin": self.margin, **(_pick(self.fewest_within()) or {})},
+            "ties": [{"cards": g[0].k, "arrangements": [a.kind for a in g]} for g in self.ties() if len(g) > 1],
             "assumptions": self.assumptions,
             "warnings": self.warnings,
             "skipped": self.skipped,
         }
+
+
+def _pick(a: Arrangement | None) -> dict[str, object] | None:
+    if a is None:
+        return None
+    return {"cards": a.k, "arrangement": a.kind, "total_s": a.total_s, "card_minutes": a.card_s / 60}
 
 
 def best_total_seconds(result: PlanResult) -> float | None:
