@@ -126,3 +126,22 @@ def test_volume_per_refuses_other_words(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["plan", str(path)])
     assert res.exit_code == 2
     assert f"{path}:7:" in res.output and "replica, unit" in res.output
+
+
+def test_outputs_through_one_nic_share_it(tmp_path: Path) -> None:
+    # results written to another p5's memory: every card's output enters that host through the NIC
+    # nearest its memory (rdmap79s0, 100 Gb/s = 12.5 GB/s): two cards at once get half each
+    path = tmp_path / "net.yaml"
+    path.write_text(
+        f"flow: net\nhosts:\n  lot: {P5}\n  store: {P5}\nwork:\n  count: 8\n  duration: 12 min\nsteps:\n"
+        "  run: {kind: compute, on: lot:gpu0}\n  keep: {kind: output, on: store:memory}\n"
+        "arrows:\n  - {from: run, to: keep, volume: 80 GB}\n"
+    )
+    r = _plan(path, [1, 2, 4])
+    alone = 10e9 / 12.5e9  # 10 GB per unit at the NIC's 12.5 GB/s
+    outs = {k: max(ln.cost.output_s for ln in _arr(r, k).lanes) for k in (1, 2, 4)}
+    assert outs == {1: pytest.approx(alone), 2: pytest.approx(2 * alone), 4: pytest.approx(4 * alone)}
+    nic = [lk for lk in r.sharing if lk.cards_at_once == 2 and lk.hop.kind == "nic"]
+    assert [(lk.hop.what, lk.cards, lk.each_gbps) for lk in nic] == [
+        ("NIC rdmap79s0 (in) on store", ("gpu0", "gpu1"), pytest.approx(6.25))
+    ]

@@ -164,16 +164,24 @@ def build_plan(
 
 def _sharing(ctx: _Ctx) -> list[SharedLink]:
     """The links shared below host memory, for each number of cards that move data at once."""
-    return [lk for k in sorted(ctx.links) for lk in ctx.links[k] if lk.hop.kind != "host-memory"]
+    return [
+        lk
+        for k in sorted(ctx.links)
+        for lk in ctx.links[k]
+        if lk.hop.kind != "host-memory" and lk.each_gbps is not None
+    ]  # a link whose transfers are all of unknown time changes nothing: they are left out and named already
 
 
 def _host_memory(ctx: _Ctx) -> HostMemory | None:
     """Host memory as the ceiling above the root ports when several cards load or write at once:
     its bandwidth is unknown; the sum of the cards' own rates is only an upper bound."""
-    widest = max((k for k, lks in ctx.links.items() if any(lk.hop.kind == "host-memory" for lk in lks)), default=None)
+    widest = max(
+        (k for k, lks in ctx.links.items() if any(lk.hop.kind == "host-memory" and lk.total_gbps for lk in lks)),
+        default=None,
+    )
     if widest is None:
         return None
-    lks = [lk for lk in ctx.links[widest] if lk.hop.kind == "host-memory"]
+    lks = [lk for lk in ctx.links[widest] if lk.hop.kind == "host-memory" and lk.total_gbps]
     top = max(lks, key=lambda lk: (len(lk.cards), lk.direction == "input"))
     return HostMemory(len(set(top.cards)), top.direction, top.total_gbps, HOST_MEMORY_SETTLE)
 

@@ -47,7 +47,7 @@ def _words(node: str) -> str:
 def _nic_hop(topo: Topology | None, ref: str, node: str, way: str) -> Hop:
     nic = None if topo is None else next((n for n in topo.snapshot.nics if f"nic:{n.name}" == node), None)
     rate = None if nic is None or nic.speed_gbit_s is None else nic_bandwidth_gbps(nic.speed_gbit_s)
-    return Hop(f"{ref}>{way}", f"NIC {node.removeprefix('nic:')} ({way})", rate, "nic")
+    return Hop(f"{ref}>{way}", f"NIC {node.removeprefix('nic:')} ({way}) on {_split(ref)[0]}", rate, "nic")
 
 
 def route_hops(topos: dict[str, Topology | None], route: Sequence[str]) -> tuple[Hop, ...]:
@@ -66,7 +66,8 @@ def route_hops(topos: dict[str, Topology | None], route: Sequence[str]) -> tuple
         if topo is None or not topo.graph.has_edge(nu, nv):
             out.append(Hop(f"{u}>{v}", f"{_words(nu)} – {_words(nv)}", None, "unknown"))
             continue
-        out.append(_graph_hop(topo, u, v, nu, nv))
+        hop = _graph_hop(topo, u, v, nu, nv)
+        out.append(Hop(hop.key, f"{hop.what} on {hu}", hop.gbps, hop.kind))
     return tuple(out)
 
 

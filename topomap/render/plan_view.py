@@ -276,17 +276,19 @@ def _sharing(r: PlanResult) -> list[Text]:
     out: list[Text] = []
     if r.includes_transfers:
         return out
-    for lk in r.sharing:
+    widest = max((lk.cards_at_once for lk in r.sharing), default=0)
+    for lk in (lk for lk in r.sharing if lk.cards_at_once == widest):
         who = ", ".join(lk.cards)
         rate = (
             "of unknown rate: their times are lower bounds"
             if lk.each_gbps is None or lk.hop.gbps is None
             else (f"{fmt_gbps(lk.each_gbps)} GB/s each (model)")
         )
-        line = f"  {lk.cards_at_once} cards at once: {who} share {lk.hop.what} ({lk.direction}s), {rate}"
+        line = f"  {who} share {lk.hop.what} ({lk.direction}s), {rate}"
         out.append(Text(visible(line)))
     if out:
-        out.insert(0, Text("Shared links (routes in common; every other link is a card's own):", style="bold"))
+        head = f"Shared links, {widest} cards at once (every other link is a card's own; --json: every card count):"
+        out.insert(0, Text(head, style="bold"))
     hm = r.host_memory
     if hm is not None:
         way = "load from" if hm.direction == "input" else "write to"
