@@ -29,7 +29,7 @@ def test_equal_arrangements_are_one_row_and_one_chart() -> None:
     out = _run(EIGHT, "--cards", "1,2")
     rows = [ln for ln in out.splitlines() if ln.startswith("  2 ")]
     assert rows == [rows[0]] and rows[0].startswith("  2 even-static (+2) ★")
-    assert "3 arrangements tie on 2 card(s): even-static, longest-first, shared-queue" in out
+    assert "tie: even-static, longest-first, shared-queue give equal figures on 2 card(s)" in out
     assert out.count("2 card(s), even-static (tie: longest-first, shared-queue): total 58 min") == 1
     assert "2 card(s), longest-first" not in out and "2 card(s), shared-queue" not in out
     doc = json.loads(_run(EIGHT, "--cards", "1,2", "--json"))
@@ -40,7 +40,7 @@ def test_equal_arrangements_are_one_row_and_one_chart() -> None:
 def test_the_gantt_says_which_units_run_on_which_card() -> None:
     out = _run(EIGHT, "--cards", "2")
     # the even split gives each card four consecutive documents; the queue alternates them
-    assert "  units per card (even-static):\n    gpu0: u1…u4 (4 units)\n    gpu1: u5…u8 (4 units)" in out
+    assert "  units per card (even-static):\n    gpu0: u1, u2, u3, u4 (4 units)\n    gpu1: u5, u6, u7, u8 (4 units)" in out
     assert "(longest-first, shared-queue):\n    gpu0: u1, u3, u5, u7 (4 units)\n    gpu1: u2, u4, u6, u8" in out
 
 

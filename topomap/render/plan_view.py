@@ -91,14 +91,13 @@ def _table_notes(r: PlanResult) -> list[Text]:
             style="dim",
         )
     ]
+    tied: dict[str, list[int]] = {}
     for group in r.ties():
         if len(group) > 1:
-            names = ", ".join(_kind(a, r) for a in group)
-            out.append(
-                Text(
-                    f"{len(group)} arrangements tie on {group[0].k} card(s): {names} (one row, one chart; (+N): N more)"
-                )
-            )
+            tied.setdefault(", ".join(_kind(a, r) for a in group), []).append(group[0].k)
+    for names, ks in tied.items():
+        on = ", ".join(str(k) for k in ks)
+        out.append(Text(f"tie: {names} give equal figures on {on} card(s): one row (+N: N more) and one chart"))
     if any(a.transfers_lower_bound for a in r.arrangements):
         out.append(
             Text("≥: at least this: host memory's bandwidth, unknown, may slow cards loading at once", style="dim")
@@ -239,7 +238,10 @@ def _best_lines(r: PlanResult, best: Arrangement) -> list[Text]:
 
 
 def _runs(idx: list[int], r: PlanResult) -> str:
-    """Unit names of a lane, consecutive units as first…last: "u1…u4, u7" (at most 8 stretches shown)."""
+    """Unit names of a lane: every name up to 12 units; past that, consecutive units as first…last
+    ("u1…u400, u801…u1200"), at most 8 stretches shown."""
+    if len(idx) <= 12:
+        return visible(", ".join(r.units[i].name for i in idx))
     parts: list[str] = []
     i = 0
     while i < len(idx):
