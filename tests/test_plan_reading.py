@@ -40,7 +40,8 @@ def test_equal_arrangements_are_one_row_and_one_chart() -> None:
 def test_the_gantt_says_which_units_run_on_which_card() -> None:
     out = _run(EIGHT, "--cards", "2")
     # the even split gives each card four consecutive documents; the queue alternates them
-    assert "  units per card (even-static):\n    gpu0: u1, u2, u3, u4 (4 units)\n    gpu1: u5, u6, u7, u8 (4 units)" in out
+    even = "  units per card (even-static):\n    gpu0: u1, u2, u3, u4 (4 units)\n    gpu1: u5, u6, u7, u8 (4 units)"
+    assert even in out
     assert "(longest-first, shared-queue):\n    gpu0: u1, u3, u5, u7 (4 units)\n    gpu1: u2, u4, u6, u8" in out
 
 
