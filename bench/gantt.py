@@ -1,6 +1,7 @@
-"""`plan -o gantt.png` / `.svg` wall time: the command in a fresh interpreter, median of N runs,
-and the drawing alone in-process (imports excluded), for the current gantt.py and, with --old
-FILE, an older copy of it (e.g. `git show REV:topomap/render/gantt.py > /tmp/old_gantt.py`).
+"""`plan -o gantt.png` / `.svg`: the command in a fresh interpreter (median wall and CPU time of N
+runs) and the drawing alone in-process (CPU time, imports excluded), for the current gantt.py and,
+with --old FILE, an older copy of it (`git show REV:topomap/render/gantt.py > /tmp/old_gantt.py`).
+CPU time is the steadier figure on a machine shared with other work.
 
 Run: python bench/gantt.py [--runs N] [--old /tmp/old_gantt.py]   (from the repository root)
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import resource
 import statistics
 import subprocess
 import sys
@@ -21,15 +23,18 @@ sys.path.insert(0, str(ROOT))
 FLOW = "samples/flows/uneven-documents.yaml"
 
 
-def command(fmt: str, runs: int) -> float:
+def command(fmt: str, runs: int) -> tuple[float, float]:
+    """Median (wall, CPU) seconds of the whole command."""
     out = Path(tempfile.gettempdir()) / f"topomap-bench-gantt.{fmt}"
-    times = []
+    wall, cpu = [], []
     for _ in range(runs + 1):  # the first run warms the byte-code and font caches
-        t = time.perf_counter()
+        r0, t = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
         subprocess.run([sys.executable, "-m", "topomap", "plan", FLOW, "--cards", "2", "-o", str(out)],
                        cwd=ROOT, capture_output=True, check=True)  # fmt: skip
-        times.append(time.perf_counter() - t)
-    return statistics.median(times[1:])
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        wall.append(time.perf_counter() - t)
+        cpu.append(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime)
+    return statistics.median(wall[1:]), statistics.median(cpu[1:])
 
 
 def drawing(module_path: Path, fmt: str, runs: int) -> float:
@@ -46,9 +51,9 @@ def drawing(module_path: Path, fmt: str, runs: int) -> float:
     mod.gantt_image(result, fmt)  # imports matplotlib once
     times = []
     for _ in range(runs):
-        t = time.perf_counter()
+        t = time.process_time()
         mod.gantt_image(result, fmt)
-        times.append(time.perf_counter() - t)
+        times.append(time.process_time() - t)
     return statistics.median(times)
 
 
@@ -59,7 +64,8 @@ def main() -> None:
     args = ap.parse_args()
     for fmt in ("png", "svg"):
         new = drawing(ROOT / "topomap" / "render" / "gantt.py", fmt, args.runs)
-        line = f"{fmt}: command {command(fmt, args.runs):.2f} s; drawing {new:.3f} s"
+        wall, cpu = command(fmt, args.runs)
+        line = f"{fmt}: command {wall:.2f} s wall, {cpu:.2f} s CPU; drawing {new:.3f} s CPU"
         if args.old:
             old = drawing(args.old, fmt, args.runs)
             line += f" (old drawing {old:.3f} s, ×{old / new:.1f})"

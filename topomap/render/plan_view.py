@@ -145,7 +145,7 @@ def gantt_text(
     out = Text()
     same = f" (tie: {', '.join(tied)})" if tied else ""
     out.append(f"{a.k} card(s), {a.kind}{same}: total {fmt_span(a.total_s)}", style="bold")
-    out.append(f"; a block is a run of up to {run:,} units" if run > 1 else "")
+    out.append(f"\n  (a block is a run of up to {run:,} units)" if run > 1 else "")
     out.append(" (does not fit in a card's memory)\n" if a.fit.verdict == "does not fit" else "\n", style="bold red")
     label_w = max([len(visible(_label(s))) for s in a.slots] + [8])
     for i, cards in enumerate(a.slots):
