@@ -82,14 +82,27 @@ def test_table_numbers_are_never_cut_at_80_columns(tmp_path: Path) -> None:
     assert "…" not in table
 
 
-def test_gantt_image_does_not_import_pyplot(tmp_path: Path) -> None:
+def test_gantt_png_is_drawn_without_matplotlib_and_ties_are_one_panel(tmp_path: Path) -> None:
     out = tmp_path / "g.png"
     code = (
         "import sys\nfrom topomap.cli import app\n"
         f"sys.argv = ['topomap', 'plan', {EIGHT!r}, '--cards', '2', '-o', {str(out)!r}]\n"
         "try:\n    app()\nexcept SystemExit:\n    pass\n"
-        "print('pyplot' if 'matplotlib.pyplot' in sys.modules else 'no pyplot')"
+        "print('matplotlib' if 'matplotlib' in sys.modules else 'no matplotlib')"
     )
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert r.stdout.strip().endswith("no pyplot"), r.stderr[-2000:]
+    assert r.stdout.strip().endswith("no matplotlib"), r.stderr[-2000:]
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    from PIL import Image
+
+    from topomap.render.gantt_png import BOTTOM, GAP, ROW, TOP
+
+    # the three tied arrangements of two cards are one panel: two cards and the assembly
+    with Image.open(out) as img:
+        assert img.height == TOP + 24 + 3 * ROW + BOTTOM
+    uneven = tmp_path / "u.png"
+    res = CliRunner().invoke(app, ["plan", str(SAMPLES / "flows" / "uneven-documents.yaml"), "--cards", "2",
+                                   "-o", str(uneven)])  # fmt: skip
+    assert res.exit_code == 0
+    with Image.open(uneven) as img:  # even-static, and longest-first tied with shared-queue: two panels
+        assert img.height == TOP + 2 * (24 + 3 * ROW) + GAP + BOTTOM

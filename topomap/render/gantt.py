@@ -1,4 +1,5 @@
-"""A plan's Gantt charts as SVG or PNG through matplotlib (imported here, only when drawing).
+"""A plan's Gantt charts as SVG through matplotlib (imported here, only when drawing); PNG is drawn
+with Pillow alone (:mod:`topomap.render.gantt_png`), the same panels without matplotlib's import.
 
 One panel per arrangement of the chosen card count: cards as rows, units as bars (labelled with
 the unit's name), transfers and exchange as their own colours, idle time hatched grey, and the
@@ -60,7 +61,21 @@ def _tie(others: list[str] | None) -> str:
 
 
 def gantt_image(result: PlanResult, fmt: str, cards: int | None = None) -> bytes:
-    """The Gantt charts of every arrangement of ``cards`` cards (default: the largest planned), as bytes."""
+    """The Gantt charts of every arrangement of ``cards`` cards (default: the largest planned), as
+    bytes: PNG drawn with Pillow (:mod:`topomap.render.gantt_png`), SVG with matplotlib."""
+    k = cards if cards is not None else max((a.k for a in result.arrangements), default=0)
+    groups = [g for g in result.ties() if g[0].k == k]  # tied arrangements: one panel
+    shown = [g[0] for g in groups]
+    tied = {id(g[0]): [a.kind for a in g[1:]] for g in groups}
+    if not shown:
+        raise TopomapError(f"no arrangement of {k} cards to draw")
+    if fmt == "png":
+        try:  # start-up: Pillow (installed with matplotlib) only when drawing
+            from topomap.render.gantt_png import gantt_png
+
+            return gantt_png(result, shown, tied)
+        except ImportError as err:
+            raise TopomapError("drawing a Gantt chart needs matplotlib (and its Pillow)", hint=PLOT_HINT) from err
     try:  # start-up: matplotlib is heavy and optional; only drawing needs it
         import matplotlib
         from matplotlib import ticker
@@ -68,13 +83,6 @@ def gantt_image(result: PlanResult, fmt: str, cards: int | None = None) -> bytes
         from matplotlib.patches import Patch
     except ImportError as err:
         raise TopomapError("drawing a Gantt chart needs matplotlib", hint=PLOT_HINT) from err
-
-    k = cards if cards is not None else max((a.k for a in result.arrangements), default=0)
-    groups = [g for g in result.ties() if g[0].k == k]  # tied arrangements: one panel
-    shown = [g[0] for g in groups]
-    tied = {id(g[0]): [a.kind for a in g[1:]] for g in groups}
-    if not shown:
-        raise TopomapError(f"no arrangement of {k} cards to draw")
     # a fixed hash salt makes the SVG's ids the same on every run, as the timeline's (issue 24)
     with matplotlib.rc_context({"svg.hashsalt": "topomap"}):
         return _draw(Figure, Patch, ticker, result, fmt, shown, tied)
