@@ -181,7 +181,7 @@ def _text(r: PlanResult, gantt: int | None = None) -> str:
 def test_terminal_view_shows_the_idle_card_and_unknown_time(tmp_path: Path) -> None:
     text = _text(plan_of(_uneven_flow(tmp_path, UNEVEN), [2]))
     assert "│ idle 52 min" in text and "2 card(s), even-static: total 84 min" in text
-    assert "2 longest-first ★" in text and "cards do not slow each other's loading" in text
+    assert "2 longest-first (+1) ★" in text and "cards do not slow each other's loading" in text
     doc = _text(plan_of(SAMPLES / "flows" / "doc-conversion.yaml", [1, 2]))
     assert "+?: plus time that is unknown and left out of the total" in doc
     assert "warning: transfer time unknown, excluded from totals: lot:memory → 2 cards (gpu0…gpu1)" in doc

@@ -19,7 +19,8 @@ from topomap.flow import read_flow
 from topomap.flow.spec import Limits, Unit, Work
 from topomap.model.codec import save_snapshot
 from topomap.plan import Arrangement, Leg, PlanResult, plan_changes, plan_flow
-from topomap.plan.costs import shared_costs
+from topomap.plan.costs import share, shared_costs
+from topomap.plan.result import Hop
 
 GIB = 2**30
 MIN = 60.0
@@ -88,7 +89,7 @@ def test_two_cards_behind_one_pcie_switch_share_it(tmp_path: Path) -> None:
     # the output goes to a host with no snapshot: unknown, excluded and said so
     unknown = "transfer time unknown, excluded from totals: 2 cards (gpu0…gpu1) → ws, volume not declared over network/"
     assert [w for w in r.warnings if w.startswith(unknown)]
-    assert any("share the nodes their routes have in common (model)" in a for a in r.assumptions)
+    assert any("share only the links their routes have in common" in a for a in r.assumptions)
 
 
 def test_cards_on_separate_switches_do_not_share(tmp_path: Path) -> None:
@@ -110,14 +111,25 @@ def test_storage_read_rate_is_shared_by_the_cards(tmp_path: Path) -> None:
 
 
 def test_shared_costs_by_hand() -> None:
-    def leg(card: str, route: tuple[str, ...], bw: float | None) -> Leg:
-        return Leg("input", "h:memory", card, 10**10, bw, "spec", "host-memory", "pcie", route)
+    up = Hop("h/rp>h/sw", "PCIe Gen4 x16 rp – sw", 20.0, "pcie")
 
-    legs = [leg("gpu0", ("numa0", "sw", "gpu0"), 20.0), leg("gpu1", ("numa0", "sw", "gpu1"), 20.0)]
-    legs.append(leg("gpu2", ("numa0", "rp", "gpu2"), None))
+    def leg(card: str, hops: tuple[Hop, ...], bw: float | None) -> Leg:
+        own = Hop(f"h/sw>h/{card}", f"sw – {card}", bw, "pcie")
+        return Leg("input", "h:memory", card, 10**10, bw, "spec", "host-memory", "pcie", (), False, (*hops, own))
+
+    mem = Hop("h/numa0>memory", "host memory of numa0", None, "host-memory")
+    legs = [leg("gpu0", (mem, up), 20.0), leg("gpu1", (mem, up), 20.0), leg("gpu2", (mem,), None)]
     costs = shared_costs(legs, ["gpu0", "gpu1", "gpu2"], Work(units=[], source="t"))
-    # 10 GB at 20 GB/s alone is 0.5 s; sharing "sw" two ways: 1 s; gpu2's bandwidth is unknown
+    # 10 GB at 20 GB/s alone is 0.5 s; sharing the 20 GB/s uplink two ways: 1 s; gpu2's bandwidth is
+    # unknown; host memory above the root ports is no limit (its bandwidth is unknown)
     assert [c.input_s for c in costs] == [1.0, 1.0, None]
+    # max-min fair: a card held to 5 GB/s by its own link leaves the other 15 GB/s of the uplink
+    slow = [leg("gpu0", (up,), 5.0), leg("gpu1", (up,), 20.0)]
+    costs, links = share(slow, ["gpu0", "gpu1"], Work(units=[], source="t"))
+    assert [c.input_s for c in costs] == [pytest.approx(2.0), pytest.approx(10 / 15)]
+    assert [(lk.hop.what, lk.cards, lk.each_gbps) for lk in links] == [
+        ("PCIe Gen4 x16 rp – sw", ("gpu0", "gpu1"), pytest.approx(5.0))
+    ]
     assert [lg.seconds() for lg in legs] == [0.5, 0.5, None]
     only = shared_costs(legs, ["gpu0"], Work(units=[Unit("u", 1.0)], source="t", limits=Limits()))
     assert only[0].input_s == 0.5

@@ -74,6 +74,12 @@ def plan(
     observed_units: Annotated[
         int | None, typer.Option("--observed-units", help="Units the recorded run processed (default: the work's).")
     ] = None,
+    margin: Annotated[
+        float,
+        typer.Option(
+            "--margin", help="Name the fewest cards whose total is within this % of the fastest (default 10)."
+        ),
+    ] = 10.0,
     every_unit: Annotated[
         bool,
         typer.Option("--units", help="With --json: list every unit and every bar (default: a summary per card)."),
@@ -88,6 +94,8 @@ def plan(
     from topomap.plan import plan_flow
 
     counts = _card_counts(cards)
+    if not 0 <= margin <= 1000:
+        raise TopomapError(f"--margin {margin:g}: a percentage from 0 to 1000", hint="e.g. --margin 10")
     if every_unit and not json_out:
         raise TopomapError("--units lists every unit in the JSON output", hint="add --json")
     if output is not None:
@@ -97,6 +105,7 @@ def plan(
     flow = read_flow(flow_file)
     seen = None if observed is None else (_observed(observed, observed_units, flow.work), observed)
     result = plan_flow(flow, bind_probes(flow, probe or []), counts, seen)
+    result.margin = margin / 100
     if gantt is not None and gantt not in {a.k for a in result.arrangements}:
         have = ", ".join(str(k) for k in sorted({a.k for a in result.arrangements}))
         raise TopomapError(f"--gantt {gantt}: no arrangement of {gantt} cards in this plan", hint=f"planned: {have}")

@@ -97,6 +97,7 @@ class WorkSpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     memory_per_task: str | None = None  # memory one task needs (on one card, or over cards_per_task)
     duplicated_memory: str | None = None  # part of it every card holding the task keeps whole (replicated state)
     includes_transfers: bool = False  # durations already include the unit's input and output transfers
+    volume_per: Literal["replica", "unit"] = "replica"  # an arrow's volume: per step replica, or per unit
     split: SplitSpec | None = None  # how one task splits over cards (coordinated arrangement)
     limits: LimitsSpec | None = None
 
@@ -200,6 +201,7 @@ class Work:
     split: Split | None = None
     unit_label: str | None = None
     provenance: str = "assumed"  # of the durations: "assumed" (the flow) or "observed" (a recorded run)
+    volume_per: str = "replica"  # "replica": arrows' volumes summed over replicas ÷ units; "unit": per unit
     notes: list[str] = field(default_factory=list)  # extra assumptions, e.g. what an observed run stands for
 
 

@@ -10,6 +10,7 @@ Everything here is the user's stated assumption (provenance ``assumed``), not a 
       memory_per_task: 20 GiB
       duplicated_memory: 14 GiB   # replicated state every card holding the task keeps whole
       includes_transfers: true    # the 12 min already include loading and writing the unit
+      volume_per: replica         # an arrow's volume is per step replica (default), or per unit
       assembly: {duration: 10 min, on: workstation, waits_for_all: true}
       limits: {storage_read: 2 GB/s, max_concurrent: 4}
       split: {steps: 2000, exchange: 64 MiB}   # one task over several cards
@@ -314,6 +315,7 @@ def work_of(flow: Flow) -> Work | None:
         limits=_limits(flow),
         split=_split(flow),
         unit_label=spec.unit,
+        volume_per=spec.volume_per,
     )
 
 

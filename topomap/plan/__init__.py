@@ -5,7 +5,8 @@ What others use: :func:`plan_flow` (plan a bound flow), :class:`PlanResult` and 
 :func:`best_total_seconds` and :func:`plan_changes` (how a plan changes between two lots).
 
 Inside: ``planner`` (checks, then the plan) → ``build`` (arrangements per card count, assumptions)
-→ ``costs`` (per-unit transfers, sharing, exchange, memory fit) and ``sched`` (lanes: pure
+→ ``costs`` (per-unit transfers, sharing, exchange, memory fit), ``links`` (the links a route
+crosses and their max-min fair shares when cards move data at once) and ``sched`` (lanes: pure
 arithmetic); ``result`` holds the values and the `plan --json` document; ``observed`` puts a
 recorded run's figures in place of the assumed ones; ``compare`` says how two plans differ.
 """

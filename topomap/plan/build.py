@@ -13,16 +13,19 @@ from topomap.plan.costs import (
     exchange_volume,
     map_pairs,
     memory_fit,
-    shared_costs,
+    replicas_of,
+    share,
     unit_legs,
 )
-from topomap.plan.result import Arrangement, Leg, MemoryFit, PlanResult
+from topomap.plan.links import HOST_MEMORY_SETTLE
+from topomap.plan.result import Arrangement, HostMemory, Leg, MemoryFit, PlanResult
 from topomap.plan.sched import SCHEDULERS, Lane, SlotCost, one_slot
 
 if TYPE_CHECKING:
     from topomap.flow.mapping import MappedArrow
     from topomap.flow.spec import Flow
     from topomap.graph import Topology
+    from topomap.plan.result import SharedLink
 
 
 class _Ctx:
@@ -38,6 +41,7 @@ class _Ctx:
         self.warnings: list[str] = []
         self.unknown_legs: dict[tuple[str, str, int | None, str, str], list[str]] = {}
         self.pairs: dict[frozenset[str], MappedArrow] | None = None  # card pairs, mapped once when needed
+        self.links: dict[int, list[SharedLink]] = {}  # per number of cards moving data at once
 
     def warn(self, text: str) -> None:
         if text not in self.warnings:
@@ -48,7 +52,9 @@ class _Ctx:
         if self.work.includes_transfers:
             return {c: (0.0, 0.0) for c in used}
         out: dict[str, tuple[float | None, float | None]] = {}
-        for cc in shared_costs(self.legs, used, self.work):
+        costs, links = share(self.legs, used, self.work)
+        self.links.setdefault(len(used), links)
+        for cc in costs:
             out[cc.card] = (cc.input_s, cc.output_s)
             if cc.input_s is None or cc.output_s is None:
                 for lg in self.legs:
@@ -57,6 +63,13 @@ class _Ctx:
                         cards = self.unknown_legs.setdefault(key, [])
                         cards += [] if lg.card in cards else [lg.card]
         return out
+
+    def lower_bound(self, used: list[str]) -> bool:
+        """The transfers of ``used`` cards at once cross a shared link whose rate is unknown (host
+        memory above the root ports, an unrecorded PCIe or inter-socket link): their time is at least this."""
+        if self.work.includes_transfers:
+            return False
+        return any(lk.each_gbps is not None and lk.hop.gbps is None for lk in self.links.get(len(used), []))
 
     def finish(
         self, k: int, kind: str, slots: list[list[str]], lanes: list[Lane], fit: MemoryFit, unknown: bool,
@@ -74,6 +87,7 @@ class _Ctx:
             transfers_complete=not unknown,
             exchange_s=exchange_s, assembly_s=assembly_s, total_s=total, idle_card_s=idle,
             idle_assembly_card_s=(total - parallel) * n_cards, fit=fit, notes=notes or [],
+            transfers_lower_bound=self.lower_bound([c for ln in lanes for c in slots[ln.slot]]),
         )  # fmt: skip
 
     def _assembly(self, lanes: list[Lane], parallel: float) -> tuple[float, float | None]:
@@ -144,7 +158,32 @@ def build_plan(
         assembly_on=work.assembly.on if work.assembly else None,
         unit_provenance=work.provenance,
         assembly_streamed=work.assembly is not None and not work.assembly.waits_for_all,
+        sharing=_sharing(ctx), host_memory=_host_memory(ctx), volume_per=work.volume_per,
     )  # fmt: skip
+
+
+def _sharing(ctx: _Ctx) -> list[SharedLink]:
+    """The links shared below host memory, for each number of cards that move data at once."""
+    return [
+        lk
+        for k in sorted(ctx.links)
+        for lk in ctx.links[k]
+        if lk.hop.kind != "host-memory" and lk.each_gbps is not None
+    ]  # a link whose transfers are all of unknown time changes nothing: they are left out and named already
+
+
+def _host_memory(ctx: _Ctx) -> HostMemory | None:
+    """Host memory as the ceiling above the root ports when several cards load or write at once:
+    its bandwidth is unknown; the sum of the cards' own rates is only an upper bound."""
+    widest = max(
+        (k for k, lks in ctx.links.items() if any(lk.hop.kind == "host-memory" and lk.total_gbps for lk in lks)),
+        default=None,
+    )
+    if widest is None:
+        return None
+    lks = [lk for lk in ctx.links[widest] if lk.hop.kind == "host-memory" and lk.total_gbps]
+    top = max(lks, key=lambda lk: (len(lk.cards), lk.direction == "input"))
+    return HostMemory(len(set(top.cards)), top.direction, top.total_gbps, HOST_MEMORY_SETTLE)
 
 
 def _one_card(ctx: _Ctx) -> Arrangement:
@@ -207,6 +246,25 @@ def _coordinated(ctx: _Ctx, k: int) -> tuple[Arrangement | None, str]:
     return ctx.finish(k, "coordinated", [cards], lanes, fit, unknown, exch, [note]), how
 
 
+def volume_rule(w: Work, replicas: dict[str, int], lot: str) -> str:
+    """Which per-unit volume the plan used (work.volume_per), and what follows from it on this lot."""
+    if w.volume_per == "unit":
+        return (
+            "per-unit volume (work.volume_per: unit): an arrow's volume is what one unit moves into or out of its "
+            "compute, whatever the replicas and the lot"
+        )
+    text = (
+        "per-unit volume (work.volume_per: replica, the default): an arrow's volume is per replica of its steps; "
+        f"the replicas' volumes summed ÷ {len(w.units)} units"
+    )
+    for name, n in replicas.items():
+        text += (
+            f"; step {name} runs on all {n} GPUs of {lot} ({lot}:gpus), so its per-unit volume grows with the lot's "
+            "GPUs (`volume_per: unit` keeps it fixed)"
+        )
+    return text
+
+
 def _assumptions(ctx: _Ctx, exchange_how: str | None) -> list[str]:
     w = ctx.work
     out = [
@@ -214,6 +272,8 @@ def _assumptions(ctx: _Ctx, exchange_how: str | None) -> list[str]:
         f"{w.source}), not a measurement",
         "a card runs one task at a time, units do not wait for each other, and a unit takes as long on every card",
     ]
+    if ctx.legs:
+        out.append(volume_rule(w, replicas_of(ctx.flow, ctx.lot), ctx.lot))
     if w.includes_transfers and w.provenance == "observed":
         pass  # the observed run's own note says what its timing includes
     elif w.includes_transfers:
@@ -222,11 +282,15 @@ def _assumptions(ctx: _Ctx, exchange_how: str | None) -> list[str]:
             "cards do not slow each other's loading"
         )
     else:
+        out.append("transfers: all cards of an arrangement move data at once (worst case, model)")
         out.append(
-            "transfers: per-unit volume = the flow's arrows into (out of) its compute steps ÷ units; all cards of "
-            "an arrangement move data at once (worst case) and share the nodes their routes have in common (model)"
+            "transfers share only the links their routes have in common (each PCIe link per direction, each NIC); "
+            "a host bridge is not one link: each root port has its own"
         )
-        out.append("host memory's own bandwidth is not a limit (a snapshot does not record it)")
+        out.append(
+            "above the root ports is host memory, whose bandwidth a snapshot does not record: not a limit here, so "
+            f"times of several cards loading at once are lower bounds (`{HOST_MEMORY_SETTLE}` measures it)"
+        )
         if w.limits.storage_read_gbps is None and any(lg.other.endswith(":storage") for lg in ctx.legs):
             out.append("storage read rate not given (work.limits.storage_read): storage is not a shared limit")
     if w.assembly is not None:

@@ -3,10 +3,11 @@
 - Each unit's input and output: the flow's arrows into and out of its compute steps, their
   volume split evenly over the units, re-mapped onto every card a plan may use (volume ÷ the
   mapped bandwidth, with its source label).
-- Sharing (model): when k cards move data at once, arrows whose routes pass through the same
-  intermediate node (a PCIe switch, a host bridge, a NIC) share it; the shared node carries at most
-  the fastest of those arrows' bandwidths, split evenly. Storage shares the user's declared read /
-  write rate. Host memory's own bandwidth is not in a snapshot and is not a limit here.
+- Sharing (model): when k cards move data at once, transfers share only the links their routes
+  have in common (:mod:`topomap.plan.links`: each PCIe link per direction, each NIC port), split
+  max-min fairly; a card under its own switch with its own uplink shares nothing below the root
+  ports. Storage shares the user's declared read / write rate. Above the root ports is host
+  memory, whose bandwidth no snapshot records: never a limit here, and the plan says so.
 - Exchange for a task split over k cards: a ring all-reduce per step (model), at the slowest
   mapped link between the k cards.
 - Memory per card: the snapshot's ``memory_total_bytes``, else the size in the GPU's name (derived).
@@ -22,7 +23,8 @@ from topomap.base.units import fmt_bandwidth, fmt_bytes
 from topomap.flow.mapping import map_flow
 from topomap.flow.spec import Flow, FlowArrow, FlowError, Placement, Work
 from topomap.model.facts import gpu_memory
-from topomap.plan.result import CardMemory, Leg, MemoryFit
+from topomap.plan.links import fair_rates, route_hops
+from topomap.plan.result import CardMemory, Hop, Leg, MemoryFit, SharedLink
 
 if TYPE_CHECKING:
     from topomap.flow.mapping import MappedArrow
@@ -71,14 +73,34 @@ def _io_arrows(flow: Flow) -> tuple[list[FlowArrow], list[FlowArrow]]:
     return ins, outs
 
 
-def _per_unit(arrows: list[FlowArrow], side: str, n_units: int) -> dict[Placement, int | None]:
-    """Bytes per unit for each far-end placement: the arrows' volume summed, ÷ units; None if any is undeclared."""
+def _per_unit(arrows: list[FlowArrow], side: str, work: Work) -> dict[Placement, int | None]:
+    """Bytes per unit for each far-end placement; None if any arrow's volume is undeclared.
+    ``volume_per: replica`` (the default): every concrete arrow (one per step replica) carries its
+    volume, all of them summed ÷ units. ``volume_per: unit``: an arrow's volume is what one unit
+    moves, counted once per pair of steps whatever the replicas."""
     out: dict[Placement, int | None] = {}
+    seen: set[tuple[Placement, str, str]] = set()
     for a in arrows:
         p = a.src if side == "input" else a.dst
+        if work.volume_per == "unit":
+            if (p, a.src_step, a.dst_step) in seen:
+                continue
+            seen.add((p, a.src_step, a.dst_step))
         prev = out.get(p, 0)
         out[p] = None if prev is None or a.volume_bytes is None else prev + a.volume_bytes
-    return {p: None if v is None else v // max(n_units, 1) for p, v in out.items()}
+    per = 1 if work.volume_per == "unit" else max(len(work.units), 1)
+    return {p: None if v is None else v // per for p, v in out.items()}
+
+
+def replicas_of(flow: Flow, lot: str) -> dict[str, int]:
+    """Compute steps placed on every GPU of the lot (`HOST:gpus`) and their replica count there."""
+    out: dict[str, int] = {}
+    for name, st in flow.steps.items():
+        on = flow.spec.steps[name].on if name in flow.spec.steps else []
+        spec = [on] if isinstance(on, str) else on
+        if st.kind == "compute" and any(x.split(":", 1)[-1] in ("gpus", "gpu*", "all-gpus") for x in spec):
+            out[name] = sum(1 for p in st.placements if p.host == lot and p.kind == "gpu")
+    return out
 
 
 def unit_legs(flow: Flow, topos: dict[str, Topology | None], lot: str, cards: list[str], work: Work) -> list[Leg]:
@@ -87,7 +109,7 @@ def unit_legs(flow: Flow, topos: dict[str, Topology | None], lot: str, cards: li
     synthetic: list[FlowArrow] = []
     meta: list[tuple[str, Placement, str]] = []
     for side, arrows in (("input", ins), ("output", outs)):
-        for far, vol in _per_unit(arrows, side, len(work.units)).items():
+        for far, vol in _per_unit(arrows, side, work).items():
             for card in cards:
                 gpu = Placement(host=lot, kind="gpu", gpu=card)
                 src, dst = (far, gpu) if side == "input" else (gpu, far)
@@ -96,51 +118,55 @@ def unit_legs(flow: Flow, topos: dict[str, Topology | None], lot: str, cards: li
     if not synthetic:
         return []
     mapped = map_flow(dataclasses.replace(flow, arrows=synthetic), topos).arrows
-    return [_leg(side, far, card, m) for (side, far, card), m in zip(meta, mapped)]
+    return [_leg(side, far, card, m, topos) for (side, far, card), m in zip(meta, mapped)]
 
 
-def _leg(side: str, far: Placement, card: str, m: MappedArrow) -> Leg:
+def _leg(side: str, far: Placement, card: str, m: MappedArrow, topos: dict[str, Topology | None]) -> Leg:
     return Leg(
         side, far.label(), card, m.volume_bytes, m.bandwidth_gbps, m.bandwidth_source, m.medium, m.via,
-        tuple(m.route), m.lower_bound,
+        tuple(m.route), m.lower_bound, route_hops(topos, m.route),
     )  # fmt: skip
 
 
-def shared_costs(legs: list[Leg], cards: list[str], work: Work) -> list[CardCosts]:
-    """Per-unit transfer seconds for each of ``cards`` when all of them move data at once (model)."""
+def share(legs: list[Leg], cards: list[str], work: Work) -> tuple[list[CardCosts], list[SharedLink]]:
+    """Per-unit transfer seconds for each of ``cards`` when all of them move data at once (model),
+    and the links they share. Loads share with loads and write-backs with write-backs (a unit's
+    input comes before its compute, its output after); each shares only the hops of its route."""
     active = [lg for lg in legs if lg.card in cards]
     rates: dict[int, float | None] = {}
+    links: list[SharedLink] = []
     for direction in ("input", "output"):
         group = [lg for lg in active if lg.direction == direction]
-        users: dict[str, list[Leg]] = {}
-        for lg in group:
-            for node in lg.route[1:-1]:
-                users.setdefault(node, []).append(lg)
         declared = work.limits.storage_read_gbps if direction == "input" else work.limits.storage_write_gbps
-        for lg in group:
-            rates[id(lg)] = _shared_rate(lg, users, group, declared)
+        hops = [lg.hops + _storage_hop(lg, declared) for lg in group]
+        got, shared = fair_rates([lg.bandwidth_gbps for lg in group], hops)
+        rates.update({id(lg): r for lg, r in zip(group, got)})
+        by_key = {h.key: h for hs in hops for h in hs}
+        for key, idx in shared.items():
+            each = [got[i] for i in idx]
+            known = [x for x in each if x is not None]
+            low, total = (None, None) if len(known) < len(each) else (min(known), sum(known))
+            links.append(SharedLink(len(cards), direction, by_key[key], tuple(group[i].card for i in idx), low, total))
     out: list[CardCosts] = []
     for card in cards:
         mine = [lg for lg in active if lg.card == card]
         ins = [lg.seconds(rates[id(lg)]) for lg in mine if lg.direction == "input"]
         outs = [lg.seconds(rates[id(lg)]) for lg in mine if lg.direction == "output"]
         out.append(CardCosts(card, _sum(ins), _sum(outs)))
-    return out
+    return out, links
 
 
-def _shared_rate(lg: Leg, users: dict[str, list[Leg]], group: list[Leg], declared: float | None) -> float | None:
-    """A leg's rate when its group moves data at once: its own bandwidth, an even share of the
-    fastest bandwidth through each node its route shares, and an even share of the declared
-    storage rate; the lowest of them."""
-    rate = lg.bandwidth_gbps
-    for node in lg.route[1:-1]:
-        sharing = users[node]
-        known = [s.bandwidth_gbps for s in sharing if s.bandwidth_gbps is not None]
-        if len(sharing) > 1 and known and rate is not None:
-            rate = min(rate, max(known) / len(sharing))
-    if lg.other.endswith(":storage") and declared is not None and rate is not None:
-        rate = min(rate, declared / sum(1 for s in group if s.other == lg.other))
-    return rate
+def shared_costs(legs: list[Leg], cards: list[str], work: Work) -> list[CardCosts]:
+    """Per-unit transfer seconds for each of ``cards`` when all of them move data at once (model)."""
+    return share(legs, cards, work)[0]
+
+
+def _storage_hop(lg: Leg, declared: float | None) -> tuple[Hop, ...]:
+    """The declared storage rate as one more hop that every transfer to or from that storage crosses."""
+    if not lg.other.endswith(":storage") or declared is None:
+        return ()
+    way = "storage_read" if lg.direction == "input" else "storage_write"
+    return (Hop(f"{lg.other}>{lg.direction}", f"{lg.other} (work.limits.{way})", declared, "storage"),)
 
 
 def _sum(xs: list[float | None]) -> float | None:

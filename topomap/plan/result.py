@@ -27,6 +27,19 @@ Verdict = Literal["fits", "does not fit", "unknown"]
 
 
 @dataclass(frozen=True)
+class Hop:
+    """One link of a transfer's route, a resource transfers moving data at once share (model):
+    ``key`` names it (PCIe links and NIC ports per direction), ``gbps`` is its rate or None when
+    unknown; ``kind``: "pcie", "nic", "nvlink", "smp", "host-memory" (above the root ports: host
+    memory, whose bandwidth no snapshot records), "storage" (the rate the work block states)."""
+
+    key: str
+    what: str
+    gbps: float | None
+    kind: str
+
+
+@dataclass(frozen=True)
 class Leg:
     """One per-unit transfer to or from one card: bytes, mapped bandwidth (GB/s) and its source."""
 
@@ -40,6 +53,7 @@ class Leg:
     via: str
     route: tuple[str, ...] = ()
     lower_bound: bool = False  # the mapped bandwidth is at least this much (as `map` says: "≥")
+    hops: tuple[Hop, ...] = ()  # the route's links, the resources it shares with other transfers
 
     def seconds(self, rate_gbps: float | None = None) -> float | None:
         """Seconds at the mapped bandwidth, or at ``rate_gbps`` when shared."""
@@ -108,6 +122,20 @@ class Arrangement:
     fit: MemoryFit
     speedup: float | None = None
     notes: list[str] = field(default_factory=list)
+    transfers_lower_bound: bool = False  # a shared link of unknown rate (host memory): at least transfers_s
+
+    @property
+    def card_s(self) -> float:
+        """What the rental costs: every card of the arrangement, for the whole total (card-seconds)."""
+        return self.k * self.total_s
+
+    def figures(self) -> tuple[object, ...]:
+        """What the plan's table says of this arrangement: equal figures are a tie."""
+        assembly = None if self.assembly_s is None else round(self.assembly_s, 3)
+        return (
+            self.k, round(self.parallel_s, 3), round(self.transfers_s, 3), self.transfers_complete, assembly,
+            round(self.total_s, 3), round(self.idle_card_s, 3), self.fit.verdict, self.transfers_lower_bound,
+        )  # fmt: skip
 
     def to_json(self, units: list[Unit], every_unit: bool = False) -> dict[str, object]:
         """The arrangement; each lane summarised, with every bar too when ``every_unit``."""
@@ -118,9 +146,11 @@ class Arrangement:
             "parallel_s": self.parallel_s,
             "transfers_s": self.transfers_s,
             "transfers_complete": self.transfers_complete,
+            "transfers_lower_bound": self.transfers_lower_bound,
             "exchange_s": self.exchange_s,
             "assembly_s": self.assembly_s,
             "total_s": self.total_s,
+            "card_minutes": self.card_s / 60,
             "idle_card_s": self.idle_card_s,
             "idle_during_assembly_card_s": self.idle_assembly_card_s,
             "speedup": self.speedup,
@@ -179,6 +209,52 @@ def _units_json(units: list[Unit], source: str, every_unit: bool) -> dict[str, o
     return out
 
 
+@dataclass(frozen=True)
+class SharedLink:
+    """A link two or more cards' transfers cross at once, and the rate each of them gets (model)."""
+
+    cards_at_once: int  # the cards of the arrangement moving data at once
+    direction: str  # "input" or "output"
+    hop: Hop
+    cards: tuple[str, ...]  # the cards whose transfers cross it
+    each_gbps: float | None  # the lowest rate among them once shared (None: unknown)
+    total_gbps: float | None = None  # their rates once shared, summed (None: unknown)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "cards_at_once": self.cards_at_once,
+            "direction": self.direction,
+            "link": self.hop.what,
+            "kind": self.hop.kind,
+            "link_gbps": self.hop.gbps,
+            "cards": list(self.cards),
+            "each_gbps": self.each_gbps,
+            "total_gbps": self.total_gbps,
+        }
+
+
+@dataclass(frozen=True)
+class HostMemory:
+    """Host memory as the ceiling above the root ports when ``cards`` cards move data at once: its
+    bandwidth is unknown (no snapshot records it; ``settle`` measures it); ``together_gbps`` is the
+    sum of the cards' own mapped rates, an upper bound of what they move at once."""
+
+    cards: int
+    direction: str
+    together_gbps: float | None
+    settle: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "bandwidth_gbps": None,
+            "bandwidth_source": "unknown",
+            "cards_at_once": self.cards,
+            "direction": self.direction,
+            "together_upper_bound_gbps": self.together_gbps,
+            "settle": self.settle,
+        }
+
+
 @dataclass
 class PlanResult:
     """The plan of one flow on one lot. Pure data; ``to_json()`` is the `plan --json` document."""
@@ -200,10 +276,40 @@ class PlanResult:
     assembly_on: str | None = None  # where the assembly runs (a flow host or step)
     assembly_streamed: bool = False  # results assembled as they arrive, not after every unit
     unit_provenance: str = "assumed"  # "assumed" (the flow's work block) or "observed" (a recorded run)
+    sharing: list[SharedLink] = field(default_factory=list)  # links shared below host memory
+    host_memory: HostMemory | None = None  # the ceiling above the root ports, when cards load at once
+    volume_per: str = "replica"  # work.volume_per: what an arrow's volume counts (per replica, per unit)
+
+    margin: float = 0.10  # "fewest cards within this fraction of the fastest total" (plan --margin)
+
+    def _ok(self) -> list[Arrangement]:
+        return [a for a in self.arrangements if a.fit.verdict != "does not fit"]
 
     def best(self) -> Arrangement | None:
-        ok = [a for a in self.arrangements if a.fit.verdict != "does not fit"]
+        """The fastest arrangement whose tasks do not fail to fit (ties: fewer cards, then plan order)."""
+        ok = self._ok()
         return min(ok, key=lambda a: (round(a.total_s, 6), a.k)) if ok else None
+
+    def cheapest(self) -> Arrangement | None:
+        """The fewest card-minutes (cards × total: what the rental costs); ties: the faster."""
+        ok = self._ok()
+        return min(ok, key=lambda a: (round(a.card_s, 6), round(a.total_s, 6))) if ok else None
+
+    def fewest_within(self) -> Arrangement | None:
+        """The fewest cards whose total is within ``margin`` of the fastest (ties: the faster)."""
+        best = self.best()
+        if best is None:
+            return None
+        near = [a for a in self._ok() if a.total_s <= best.total_s * (1 + self.margin) + 1e-9]
+        return min(near, key=lambda a: (a.k, round(a.total_s, 6)))
+
+    def ties(self) -> list[list[Arrangement]]:
+        """The arrangements grouped where the table's figures are equal (same cards, times, idle, fit),
+        in plan order: a group of several is one tie."""
+        groups: dict[tuple[object, ...], list[Arrangement]] = {}
+        for a in self.arrangements:
+            groups.setdefault(a.figures(), []).append(a)
+        return list(groups.values())
 
     def to_json(self, every_unit: bool = False) -> dict[str, object]:
         """The `plan --json` document: units and lanes summarised; ``every_unit`` lists each unit and bar."""
@@ -218,6 +324,7 @@ class PlanResult:
             "units": _units_json(self.units, self.unit_provenance, every_unit),
             "unit_source": self.unit_source,
             "durations_include_transfers": self.includes_transfers,
+            "volume_per": self.volume_per,
             "per_unit_transfers": [
                 {
                     "direction": lg.direction,
@@ -233,14 +340,25 @@ class PlanResult:
                 for lg in self.legs
             ],
             "card_memory": [{"card": m.card, "bytes": m.total_bytes, "source": m.source} for m in self.memory],
+            "shared_links": [lk.to_json() for lk in self.sharing],
+            "host_memory": None if self.host_memory is None else self.host_memory.to_json(),
             "exchange_model": self.exchange_how,
             "assembly": {"on": self.assembly_on, "waits_for_all": not self.assembly_streamed},
             "arrangements": [a.to_json(self.units, every_unit) for a in self.arrangements],
             "best": None if best is None else {"cards": best.k, "arrangement": best.kind, "total_s": best.total_s},
+            "cheapest": _pick(self.cheapest()),
+            "fewest_cards_within_margin": {"margin": self.margin, **(_pick(self.fewest_within()) or {})},
+            "ties": [{"cards": g[0].k, "arrangements": [a.kind for a in g]} for g in self.ties() if len(g) > 1],
             "assumptions": self.assumptions,
             "warnings": self.warnings,
             "skipped": self.skipped,
         }
+
+
+def _pick(a: Arrangement | None) -> dict[str, object] | None:
+    if a is None:
+        return None
+    return {"cards": a.k, "arrangement": a.kind, "total_s": a.total_s, "card_minutes": a.card_s / 60}
 
 
 def best_total_seconds(result: PlanResult) -> float | None:

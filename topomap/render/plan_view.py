@@ -3,12 +3,10 @@ transfers from the map, memory fit, assumptions and warnings. Rich renderables; 
 
 from __future__ import annotations
 
-from rich import box
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
-from topomap.base.units import fmt_span
+from topomap.base.units import fmt_gbps, fmt_span
 from topomap.plan import Arrangement, Bar, PlanResult
 from topomap.render.text import visible
 
@@ -36,39 +34,74 @@ def _fit(a: Arrangement) -> Text:
     return Text("unknown", style="yellow")
 
 
-def plan_table(r: PlanResult) -> Table:
-    """One row per arrangement. The assembly column shows only when it differs between rows, and
-    the transfers column only when transfers are not already inside the unit durations."""
-    t = Table(
-        title=Text(visible(f"plan of {r.flow} on {r.lot} (calculated, not measured)")),  # names are data, never markup
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        padding=(0, 1),
-        pad_edge=False,
-    )
+def _kind(a: Arrangement, r: PlanResult) -> str:
+    return "one task at a time" if a.kind == "one card" and r.cards_per_task > 1 else a.kind
+
+
+def plan_table(r: PlanResult) -> Text:
+    """One row per arrangement, arrangements with equal figures (a tie) on one row. The assembly
+    column shows only when it differs between rows, and the transfers column only when transfers
+    are not already inside the unit durations. Laid out as plain lines, never cut: on a console
+    narrower than a row, the row wraps between cells and every name and number stays whole."""
     assemblies = {a.assembly_s for a in r.arrangements}
     cols = ["cards arrangement", "parallel"]
     cols += [] if r.includes_transfers else ["transfers"]
     cols += ["assembly"] if len(assemblies) > 1 else []
-    cols += ["total", "idle", "speed", "fits"]
-    for col in cols:
-        t.add_column(col, justify="left" if col in ("cards arrangement", "fits") else "right", no_wrap=True)
+    cols += ["total", "card-min", "idle", "speed", "fits"]
     best = r.best()
-    for a in r.arrangements:
-        mark = "+?" if _partial(a) else ""
-        kind = "one task at a time" if a.kind == "one card" and r.cards_per_task > 1 else a.kind
-        row: list[str | Text] = [f"{a.k:>2} {kind}" + (" ★" if a is best else ""), fmt_span(a.parallel_s)]
-        row += [] if r.includes_transfers else [fmt_span(a.transfers_s) + ("" if a.transfers_complete else "+?")]
+    rows: list[tuple[list[str], list[str]]] = []  # cells, and their styles
+    for group in r.ties():
+        a = group[0]
+        name = _kind(a, r) + (f" (+{len(group) - 1})" if len(group) > 1 else "")
+        row = [f"{a.k:>2} {name}" + (" ★" if best in group else ""), fmt_span(a.parallel_s)]
+        if not r.includes_transfers:
+            low = "≥" if a.transfers_lower_bound else ""
+            row.append(low + fmt_span(a.transfers_s) + ("" if a.transfers_complete else "+?"))
         row += [fmt_span(a.assembly_s) if a.assembly_s is not None else "none"] if len(assemblies) > 1 else []
-        total = Text(fmt_span(a.total_s) + mark, style="bold" if a is best else "")
-        row += [total, _minutes(a.idle_card_s), "—" if a.speedup is None else f"{a.speedup:.2f}×", _fit(a)]
-        t.add_row(*row)
-    return t
+        row += [fmt_span(a.total_s) + ("+?" if _partial(a) else ""), _minutes(a.card_s), _minutes(a.idle_card_s)]
+        fit = _fit(a)
+        row += ["—" if a.speedup is None else f"{a.speedup:.2f}×", fit.plain]
+        styles = [""] * len(row)
+        styles[cols.index("total")] = "bold" if best in group else ""
+        styles[-1] = str(fit.style)
+        rows.append((row, styles))
+    widths = [max([len(c)] + [len(cells[i]) for cells, _ in rows]) for i, c in enumerate(cols)]
+    left = {0, len(cols) - 1}
+
+    def cell(i: int, text: str) -> str:
+        return text.ljust(widths[i]) if i in left else text.rjust(widths[i])
+
+    out = Text(visible(f"plan of {r.flow} on {r.lot} (calculated, not measured)") + "\n\n")
+    out.append(" " + "  ".join(cell(i, c) for i, c in enumerate(cols)).rstrip() + "\n", style="bold")
+    out.append(" " + "─" * (sum(widths) + 2 * (len(cols) - 1)) + "\n")
+    for cells, styles in rows:
+        out.append(" ")
+        for i, (c, st) in enumerate(zip(cells, styles)):
+            out.append(("  " if i else "") + (cell(i, c) if i < len(cells) - 1 else c), style=st)
+        out.append("\n")
+    return out
 
 
 def _table_notes(r: PlanResult) -> list[Text]:
     over = "one card" if r.cards_per_task == 1 else f"one task at a time on {r.cards_per_task} cards"
-    out = [Text(f"idle: card-minutes without work during the parallel part; speed: over {over}", style="dim")]
+    out = [
+        Text(
+            "card-min: cards × total, what the rental costs; idle: card-minutes without work during the parallel "
+            f"part; speed: over {over}",
+            style="dim",
+        )
+    ]
+    tied: dict[str, list[int]] = {}
+    for group in r.ties():
+        if len(group) > 1:
+            tied.setdefault(", ".join(_kind(a, r) for a in group), []).append(group[0].k)
+    for names, ks in tied.items():
+        on = ", ".join(str(k) for k in ks)
+        out.append(Text(f"tie: {names} give equal figures on {on} card(s): one row (+N: N more) and one chart"))
+    if any(a.transfers_lower_bound for a in r.arrangements):
+        out.append(
+            Text("≥: at least this: host memory's bandwidth, unknown, may slow cards loading at once", style="dim")
+        )
     assemblies = {a.assembly_s for a in r.arrangements}
     if r.includes_transfers:
         out.append(Text("transfers: inside the unit durations (work.includes_transfers)", style="dim"))
@@ -100,7 +133,9 @@ def _cells(bars: list[Bar], parallel_s: float, per: float, width: int) -> list[t
     return cells[:width]
 
 
-def gantt_text(a: Arrangement, r: PlanResult, scale_s: float, width: int = WIDTH) -> Text:
+def gantt_text(
+    a: Arrangement, r: PlanResult, scale_s: float, width: int = WIDTH, tied: list[str] | None = None
+) -> Text:
     """One arrangement as text: a row per card, units as alternating blocks, transfers ░, exchange ≈,
     idle ·, and the assembly on its own row. A lane of many units is drawn as runs of units."""
     per = max(scale_s, 1e-9) / width
@@ -108,8 +143,9 @@ def gantt_text(a: Arrangement, r: PlanResult, scale_s: float, width: int = WIDTH
     bars = {i: ln.runs(MERGE_ABOVE, width // 2) for i, ln in by_slot.items()}
     run = max((b.count for bs in bars.values() for b in bs), default=1)
     out = Text()
-    out.append(f"{a.k} card(s), {a.kind}: total {fmt_span(a.total_s)}", style="bold")
-    out.append(f"; a block is a run of up to {run:,} units" if run > 1 else "")
+    same = f" (tie: {', '.join(tied)})" if tied else ""
+    out.append(f"{a.k} card(s), {a.kind}{same}: total {fmt_span(a.total_s)}", style="bold")
+    out.append(f"\n  (a block is a run of up to {run:,} units)" if run > 1 else "")
     out.append(" (does not fit in a card's memory)\n" if a.fit.verdict == "does not fit" else "\n", style="bold red")
     label_w = max([len(visible(_label(s))) for s in a.slots] + [8])
     for i, cards in enumerate(a.slots):
@@ -138,7 +174,7 @@ def plan_view(r: PlanResult, gantt_cards: int | None = None) -> RenderableType:
     parts: list[RenderableType] = [plan_table(r), *_table_notes(r)]
     best = r.best()
     if best is not None:
-        parts.append(Text(f"best: {best.k} card(s), {best.kind}: {fmt_span(best.total_s)} (calculated)", style="bold"))
+        parts += _best_lines(r, best)
     else:
         parts.append(
             Text("no arrangement fits: every one needs more memory per card than a card has", style="bold red")
@@ -153,12 +189,15 @@ def plan_view(r: PlanResult, gantt_cards: int | None = None) -> RenderableType:
             )
         )
     k = gantt_cards if gantt_cards is not None else max((a.k for a in r.arrangements), default=0)
-    shown = [a for a in r.arrangements if a.k == k]
+    shown = [g for g in r.ties() if g[0].k == k]
     if shown:
-        scale = max(a.total_s for a in shown)
+        scale = max(g[0].total_s for g in shown)
         parts.append(Text(f"\nGantt, {k} card(s) (█▓ units, ░ transfers, ≈ exchange, · idle, ▒ assembly):"))
-        parts += [gantt_text(a, r, scale) for a in shown]
+        for g in shown:
+            parts.append(gantt_text(g[0], r, scale, tied=[a.kind for a in g[1:]]))
+            parts.append(units_text(g, r))
     parts.append(_legs(r))
+    parts += _sharing(r)
     parts.append(Text("Assumptions (this is a calculation, not a measurement):", style="bold"))
     parts += [Text(visible(f"  - {x}")) for x in r.assumptions]
     for w in r.warnings:
@@ -180,4 +219,91 @@ def _legs(r: PlanResult) -> Text:
         sec = lg.seconds()
         tail = "" if r.includes_transfers else (f": {fmt_span(sec)}" if sec is not None else ": unknown, excluded")
         out.append(f"  {visible(lg.describe())}{tail}\n")
+    return out
+
+
+def _best_lines(r: PlanResult, best: Arrangement) -> list[Text]:
+    """Fastest, cheapest (card-minutes) and the fewest cards within the margin of the fastest."""
+
+    def one(a: Arrangement) -> str:
+        return f"{a.k} card(s), {_kind(a, r)}: {fmt_span(a.total_s)}, {_minutes(a.card_s)} card-min"
+
+    out = [Text(f"fastest: {one(best)} (calculated)", style="bold")]
+    cheap, few = r.cheapest(), r.fewest_within()
+    if cheap is not None:
+        out.append(Text(f"fewest card-minutes: {one(cheap)}"))
+    if few is not None:
+        out.append(Text(f"fewest cards within {r.margin * 100:g} % of the fastest (--margin): {one(few)}"))
+    return out
+
+
+def _runs(idx: list[int], r: PlanResult) -> str:
+    """Unit names of a lane: every name up to 12 units; past that, consecutive units as first…last
+    ("u1…u400, u801…u1200"), at most 8 stretches shown."""
+    if len(idx) <= 12:
+        return visible(", ".join(r.units[i].name for i in idx))
+    parts: list[str] = []
+    i = 0
+    while i < len(idx):
+        j = i
+        while j + 1 < len(idx) and idx[j + 1] == idx[j] + 1:
+            j += 1
+        first, last = r.units[idx[i]].name, r.units[idx[j]].name
+        parts.append(first if i == j else f"{first}…{last}" if j > i + 1 else f"{first}, {last}")
+        i = j + 1
+    shown = ", ".join(parts[:8]) + (f", … ({len(parts) - 8} more stretches)" if len(parts) > 8 else "")
+    return visible(shown)
+
+
+def units_text(group: list[Arrangement], r: PlanResult) -> Text:
+    """Which units run on which card, for each distinct assignment among tied arrangements."""
+    out = Text()
+    layouts: dict[tuple[tuple[int, ...], ...], list[str]] = {}
+    for a in group:
+        layouts.setdefault(tuple(tuple(ln.units) for ln in a.lanes), []).append(a.kind)
+    for lanes, kinds in layouts.items():
+        label = f" ({', '.join(kinds)})" if len(layouts) > 1 else ""
+        out.append(f"  units per card{label}:\n", style="dim")
+        a = next(x for x in group if x.kind == kinds[0])
+        for ln, units in zip(a.lanes, lanes):
+            n = len(units)
+            out.append(
+                f"    {visible(_label(a.slots[ln.slot]))}: {_runs(list(units), r)} ({n:,} unit{'s' * (n != 1)})\n"
+            )
+    return out
+
+
+def _sharing(r: PlanResult) -> list[Text]:
+    """The links cards share when they move data at once, and host memory above the root ports."""
+    out: list[Text] = []
+    if r.includes_transfers:
+        return out
+    widest = max((lk.cards_at_once for lk in r.sharing), default=0)
+    for lk in (lk for lk in r.sharing if lk.cards_at_once == widest):
+        who = ", ".join(lk.cards)
+        rate = (
+            "of unknown rate: their times are lower bounds"
+            if lk.each_gbps is None or lk.hop.gbps is None
+            else (f"{fmt_gbps(lk.each_gbps)} GB/s each (model)")
+        )
+        line = f"  {who} share {lk.hop.what} ({lk.direction}s), {rate}"
+        out.append(Text(visible(line)))
+    if out:
+        head = f"Shared links, {widest} cards at once (every other link is a card's own; --json: every card count):"
+        out.insert(0, Text(head, style="bold"))
+    hm = r.host_memory
+    if hm is not None:
+        way = "load from" if hm.direction == "input" else "write to"
+        together = (
+            "" if hm.together_gbps is None else f", together ≤ {fmt_gbps(hm.together_gbps)} GB/s by their own links"
+        )
+        out.append(
+            Text(
+                visible(
+                    f"host memory bandwidth unknown (no snapshot records it): {hm.cards} cards {way} it at once"
+                    f"{together}; `{hm.settle}` measures it"
+                ),
+                style="yellow",
+            )
+        )
     return out
