@@ -187,14 +187,21 @@ def _ceiling(a: FlowArrow, d: Decision, topos: dict[str, Topology | None]) -> fl
     return min(rates) if rates else None
 
 
-def map_flow(flow: Flow, topos: dict[str, Topology | None]) -> FlowMap:
-    """Classify every concrete arrow of a bound flow (``topos`` from :func:`topomap.flow.bind_hosts`)."""
+def map_flow(flow: Flow, topos: dict[str, Topology | None], nic_sharing: bool = True) -> FlowMap:
+    """Classify every concrete arrow of a bound flow (``topos`` from :func:`topomap.flow.bind_hosts`).
+
+    ``nic_sharing``: the replicas of one flow arrow run at once and split the NICs they share (the
+    map's reading); False for a caller that models concurrency itself (``plan``'s per-card legs)."""
     missing = [h for h in flow.spec.hosts if h not in topos]
     if missing:
         raise FlowError(f"{flow.path}: host {missing[0]!r} is not bound to a snapshot or to null")
     check_numa_places(flow, topos)
     decided = [(a, _decide(a, topos)) for a in flow.arrows]
-    shares = share_nics([(f"{a.src.label()}→{a.dst.label()}", (a.src_step, a.dst_step), d) for a, d in decided])
+    shares = (
+        share_nics([(f"{a.src.label()}→{a.dst.label()}", (a.src_step, a.dst_step), d) for a, d in decided])
+        if nic_sharing
+        else [() for _ in decided]
+    )
     out = FlowMap(flow=flow, arrows=[])
     for (a, d), shared in zip(decided, shares):
         m = _arrow(a, d, shared)

@@ -117,7 +117,8 @@ def unit_legs(flow: Flow, topos: dict[str, Topology | None], lot: str, cards: li
                 meta.append((side, far, card))
     if not synthetic:
         return []
-    mapped = map_flow(dataclasses.replace(flow, arrows=synthetic), topos).arrows
+    # one leg per card as if alone: which legs run at once, and what they share, is plan.links' to say
+    mapped = map_flow(dataclasses.replace(flow, arrows=synthetic), topos, nic_sharing=False).arrows
     return [_leg(side, far, card, m, topos) for (side, far, card), m in zip(meta, mapped)]
 
 
@@ -198,7 +199,7 @@ def map_pairs(
     ]
     if not arrows:
         return {}
-    mapped = map_flow(dataclasses.replace(flow, arrows=arrows), topos).arrows
+    mapped = map_flow(dataclasses.replace(flow, arrows=arrows), topos, nic_sharing=False).arrows
     return {frozenset((a.src.gpu or "", a.dst.gpu or "")): m for a, m in zip(arrows, mapped)}
 
 
