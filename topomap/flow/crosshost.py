@@ -4,6 +4,7 @@ network through the usable NIC nearest each end (with whether GPUDirect RDMA is 
 from __future__ import annotations
 
 from topomap.base.links import nic_bandwidth_gbps
+from topomap.base.notes import Note
 from topomap.flow.decision import Decision, on_host, on_host_all
 from topomap.flow.memory import as_memory, placement_node
 from topomap.flow.spec import FlowArrow, Placement
@@ -25,7 +26,7 @@ def cross_host(a: FlowArrow, topos: dict[str, Topology | None]) -> Decision:
     unknown = False
     for side, topo, p in (("from", ts, s), ("to", td, d)):
         if topo is None:
-            notes.append(f"{p.host} has no snapshot: its NIC and bandwidth are unknown")
+            notes.append(Note("{host} has no snapshot: its NIC and bandwidth are unknown", p.host))
             legs.append((p.host,))
             unknown = True
             continue
@@ -59,10 +60,10 @@ def _nic_leg(
     and the NICs' link ``layers``), and whether its bandwidth is unknown."""
     node = p.gpu if p.kind == "gpu" and p.gpu else placement_node(topo, as_memory(p), None, notes)
     choice = nearest_nic(topo, node)
-    notes += [f"{p.host}: {r}" for r in choice.reasons]
+    notes += [Note.about(f"{p.host}: {r}", p.host, gpu=p.gpu) for r in choice.reasons]
     nic = choice.nic
     if nic is None:
-        notes.append(f"{p.host}: {choice.gdr.why() or 'the snapshot records no NIC'}")
+        notes.append(Note.about(f"{p.host}: {choice.gdr.why() or 'the snapshot records no NIC'}", p.host, gpu=p.gpu))
         return (on_host(p.host, node),), True
     nodes, leg_bw, _, leg = pcie_leg(topo, node, f"nic:{nic.name}")
     notes += leg
@@ -72,16 +73,16 @@ def _nic_leg(
     if nic.speed_gbit_s is not None:
         caps.append(nic_bandwidth_gbps(nic.speed_gbit_s))
     else:
-        notes.append(f"{p.host}: speed of NIC {nic.name} not recorded (settle it with {SETTLE['nic_speed']})")
+        settle = SETTLE["nic_speed"].replace("{", "{{").replace("}", "}}")
+        notes.append(
+            Note(f"NIC speed not recorded on {{host}}: {{nic}} (settle it with {settle})", p.host, nic=nic.name)
+        )
         unknown = True
     layers.append(nic_link_layer(nic))
     if p.kind == "gpu":
-        if choice.gdr.yes:
-            notes.append(f"GPUDirect RDMA possible on {p.host}: {choice.gdr.why()}")
-        elif choice.gdr.no:
-            notes.append(f"no GPUDirect RDMA on {p.host}: {choice.gdr.why()}")
-        else:
-            notes.append(f"GPUDirect RDMA on {p.host} unknown: {choice.gdr.why()}")
+        said = "GPUDirect RDMA possible on {}" if choice.gdr.yes else "no GPUDirect RDMA on {}"
+        said = said if choice.gdr.yes or choice.gdr.no else "GPUDirect RDMA on {} unknown"
+        notes.append(Note.about(f"{said.format(p.host)}: {choice.gdr.why()}", p.host, nic=nic.name, gpu=p.gpu))
     return on_host_all(p.host, nodes), unknown
 
 

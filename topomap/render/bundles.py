@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from topomap.base.units import fmt_bytes, fmt_gbps, fmt_seconds
 from topomap.flow.mapping import FlowMap, MappedArrow
+from topomap.render.notes import NoteLine, group_notes
 
 _PLACEMENT = re.compile(r"^(?P<host>.*):(?P<what>gpu(?P<n>\d+)|memory(?:@numa\d+)?|storage)$", re.S)
 
@@ -170,22 +171,6 @@ def slowest_per_medium(fmap: FlowMap) -> list[tuple[str, MappedArrow, int, int]]
     return rows
 
 
-_DEVICE = re.compile(
-    r"\bgpu\d+\b|\bnuma\d+(?:#\d+)?|pci:[0-9A-Za-z:._-]+|\b[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]\b"
-)
-
-
-@dataclass
-class NoteGroup:
-    """One note (the first of its kind) with the bundles and arrows it applies to; ``similar``
-    counts the other distinct notes that differ from it only by device names (gpu3, numa1, a bus id)."""
-
-    text: str
-    rows: list[int] = field(default_factory=list)
-    arrows: int = 0
-    similar: int = 0
-
-
 def slowest_line(a: MappedArrow, count: int, unknown: int) -> str:
     """After the medium's name: `16 arrow(s), slowest 0.25 GB/s spec: batch → shards (lot:memory → lot:gpu0)`."""
     if a.medium == "local":
@@ -197,19 +182,7 @@ def slowest_line(a: MappedArrow, count: int, unknown: int) -> str:
     return text + (f"; {unknown} with unknown bandwidth" if unknown else "")
 
 
-def grouped_notes(groups: list[Bundle]) -> list[NoteGroup]:
-    """Each distinct note once (notes that differ only by device merged), with bundle numbers (1-based)."""
-    out: dict[str, NoteGroup] = {}
-    texts: dict[str, set[str]] = {}
-    for k, b in enumerate(groups, 1):
-        for a in b.arrows:
-            for n in a.notes:
-                key = _DEVICE.sub("…", n)
-                g = out.setdefault(key, NoteGroup(n))
-                texts.setdefault(key, set()).add(n)
-                if k not in g.rows:
-                    g.rows.append(k)
-                g.arrows += 1
-    for key, g in out.items():
-        g.similar = len(texts[key]) - 1
-    return list(out.values())
+def grouped_notes(groups: list[Bundle]) -> list[NoteLine]:
+    """Each kind of note once, with the devices and hosts it covers and the bundle numbers (1-based)
+    it applies to (:func:`topomap.render.notes.group_notes`, the one grouping)."""
+    return group_notes((n, k) for k, b in enumerate(groups, 1) for a in b.arrows for n in a.notes)
