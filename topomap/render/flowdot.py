@@ -272,7 +272,7 @@ def _flow_only(
     for k in range(2, len(spans)):  # past two hosts: host k below host k-2
         b.invisible(spans[k - 2][1], spans[k][0], weight="0")
     edges(b)
-    media = {a.medium for a in fmap.arrows}
+    media: set[str] = {a.medium for a in fmap.arrows}
     b.graph_label(graph_label(f"flow {fmap.flow.name}", footer, flow_legend_rows(media)))
     return b.source()
 
@@ -302,7 +302,7 @@ def flow_pipeline_dot(fmap: FlowMap) -> str:
             merged[key] = Bundle(g.src_step, g.dst_step, g.src_host, g.dst_host, g.medium, list(g.arrows))
     for g in merged.values():
         _edge(b, "step:" + g.src_step, "step:" + g.dst_step, g)
-    media = {a.medium for a in fmap.arrows}
+    media: set[str] = {a.medium for a in fmap.arrows}
     b.graph_label(graph_label(f"flow {fmap.flow.name} (pipeline)", [], flow_legend_rows(media)))
     return b.source()
 
