@@ -114,13 +114,13 @@ def test_show_piped_ignores_the_width() -> None:
 
 
 def test_show_at_80_columns_keeps_a_table_when_it_fits() -> None:
-    """The gx3d NIC table fits 80 columns with every bus id whole; too narrow, each NIC is a block."""
+    """The gx3d NIC table fits 80 columns with every bus id whole; at 50, each NIC is a block."""
     path = str(SNAPS / "ibm-gx3d-h100-8gpu.json")
     wide = _ANSI.sub("", runner.invoke(app, ["show", path], env=_terminal(80)).stdout)
     assert re.search(r"^  nic0 +mlx5_0 +roce +0000:e9:00\.0 +1 +200 Gb/s", wide, re.M)
-    narrow = _ANSI.sub("", runner.invoke(app, ["show", path], env=_terminal(60)).stdout)
+    narrow = _ANSI.sub("", runner.invoke(app, ["show", path], env=_terminal(50)).stdout)
     assert "id nic0\n  name: mlx5_0\n  kind: roce\n  bus id: 0000:e9:00.0\n" in narrow
-    assert max(len(line.rstrip()) for line in narrow.splitlines()) <= 60
+    assert max(len(line.rstrip()) for line in narrow.splitlines()) <= 50
 
 
 def test_show_json_unchanged_by_width(hostile: Path) -> None:
