@@ -63,8 +63,20 @@ def _said_once(notes: list[str]) -> str:
     if len(shapes) == 1:
         text = _fill(first.template, and_list(hosts), next(iter(shapes)))
         return text if named or len(hosts) < 2 else f"{and_list(hosts)}: {text}"
-    lines = [(h, _fill(first.template, h or "", tuple(subs))) for h, subs in per_host.items()]
-    return "; ".join(text if named or not h else f"{h}: {text}" for h, text in lines)
+    # different devices per host: the sentence once, with each host's devices after it
+    every = tuple(t for subs in per_host.values() for t in subs)
+    slots = list(dict.fromkeys(k for t in every for k, _ in t))
+    varying = [k for k in slots if len({dict(t).get(k) for t in every}) > 1]
+    if not varying:  # the same devices, told apart by something else: each host's sentence
+        return "; ".join(f"{h}: {_fill(first.template, h or '', tuple(subs))}" for h, subs in per_host.items())
+    fixed = {k: dict(every[0]).get(k, "") for k in slots if k not in varying}
+    text = first.template.format(host=and_list(hosts), **fixed, **{k: f"‹{NOUNS.get(k, k)}›" for k in varying})
+    heads = " ↔ ".join(f"‹{NOUNS.get(k, k)}›" for k in varying)
+    each = "; ".join(
+        f"{h}: {_pairs(tuple(subs), varying) if len(varying) > 1 else compress([dict(t).get(varying[0], '') for t in subs])}"
+        for h, subs in per_host.items()
+    )
+    return f"{text} ({heads} — {each})"
 
 
 def _fill(template: str, host: str, tuples: tuple[tuple[tuple[str, str], ...], ...]) -> str:
