@@ -72,10 +72,13 @@ def _said_once(notes: list[str]) -> str:
     fixed = {k: dict(every[0]).get(k, "") for k in slots if k not in varying}
     text = first.template.format(host=and_list(hosts), **fixed, **{k: f"‹{NOUNS.get(k, k)}›" for k in varying})
     heads = " ↔ ".join(f"‹{NOUNS.get(k, k)}›" for k in varying)
-    each = "; ".join(
-        f"{h}: {_pairs(tuple(subs), varying) if len(varying) > 1 else compress([dict(t).get(varying[0], '') for t in subs])}"
-        for h, subs in per_host.items()
-    )
+
+    def devices(subs: list[tuple[tuple[str, str], ...]]) -> str:
+        if len(varying) > 1:
+            return _pairs(tuple(subs), varying)
+        return compress([dict(t).get(varying[0], "") for t in subs])
+
+    each = "; ".join(f"{h}: {devices(subs)}" for h, subs in per_host.items())
     return f"{text} ({heads} — {each})"
 
 

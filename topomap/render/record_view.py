@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shlex
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -170,7 +171,7 @@ def _timelines(run: Run, width: int) -> Text:
     return _lines(lines)
 
 
-def _peak(values: list[float | None]) -> float | None:
+def _peak(values: Sequence[float | None]) -> float | None:
     return max((v for v in values if v is not None), default=None)
 
 
