@@ -78,12 +78,13 @@ def breaks(text: str, width: int) -> list[int]:
     return offsets
 
 
-_HANG = re.compile(r"^(\s*(?:[•*\-] |\d+\. )?)")
+_HANG = re.compile(r"^(\s*(?:[•*\-] |\d+\. |\S+ {2,})?)")
 
 
 def wrap_words(text: Text, width: int) -> Text:
     """``text`` with every line longer than ``width`` broken at spaces (a word longer than the line stays
-    whole on its own), later lines indented under the first one's bullet or leading blanks."""
+    whole on its own), later lines indented under the first one's bullet, leading blanks or leading label
+    (``PASS     ``, ``  gpu0       ``)."""
     out = Text(style=text.style, no_wrap=True, overflow="ignore", end=text.end)
     for k, line in enumerate(text.split("\n", allow_blank=True)):
         if k:
@@ -129,7 +130,7 @@ def table_blocks(console: Console, table: Table, width: int) -> RenderableType:
         first = _cell_text(console, row[0])
         head = Text(_header(console, columns[0].header) + " ", style="bold")
         if first is not None:
-            head.append_text(first)
+            head.append_text(first[len(first.plain) - len(first.plain.lstrip(" ")) :])  # alignment blanks off
         parts.append(head)
         for col, cell in zip(columns[1:], row[1:]):
             value = _cell_text(console, cell)
