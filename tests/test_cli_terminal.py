@@ -88,7 +88,7 @@ def _values(path: Path) -> list[str]:
     "sample", ["ibm-gx3d-h100-8gpu.json", "hgx-h200-8gpu-10nic.json", "azure-ndv4.json", "aws-p4d-24xlarge.json"]
 )
 def test_show_never_splits_or_cuts_a_value(sample: str, columns: int) -> None:
-    r = runner.invoke(app, ["show", str(SNAPS / sample)], env={"COLUMNS": str(columns)})
+    r = runner.invoke(app, ["show", str(SNAPS / sample)], env=_terminal(columns))
     assert r.exit_code == 0, r.output
     assert "…" not in r.stdout
     values = _values(SNAPS / sample)
@@ -97,14 +97,30 @@ def test_show_never_splits_or_cuts_a_value(sample: str, columns: int) -> None:
         assert re.search(rf"(?<![\w:.,-]){re.escape(v)}(?![\w:.,-])", r.stdout), (v, columns)
 
 
-def test_show_at_80_columns_keeps_a_table_when_it_fits() -> None:
-    """The gx3d NIC table fits 80 columns with every bus id whole; too narrow, each NIC is a block."""
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def _terminal(columns: int) -> dict[str, str]:
+    """A terminal of ``columns`` (rich's TTY_COMPATIBLE; no colour): piped output has no width at all."""
+    return {"COLUMNS": str(columns), "TTY_COMPATIBLE": "1", "TERM": "xterm", "NO_COLOR": "1"}
+
+
+def test_show_piped_ignores_the_width() -> None:
+    """Piped, nothing is wrapped or laid out for a width: COLUMNS=40 and COLUMNS=200 print the same."""
     path = str(SNAPS / "ibm-gx3d-h100-8gpu.json")
-    wide = runner.invoke(app, ["show", path], env={"COLUMNS": "80"}).stdout
+    narrow = runner.invoke(app, ["show", path], env={"COLUMNS": "40"}).stdout
+    assert narrow == runner.invoke(app, ["show", path], env={"COLUMNS": "200"}).stdout
+    assert re.search(r"^  nic0 +mlx5_0 +RoCE \(CX\) +0000:e9:00\.0 +1 +200 Gb/s", narrow, re.M)
+
+
+def test_show_at_80_columns_keeps_a_table_when_it_fits() -> None:
+    """The gx3d NIC table fits 80 columns with every bus id whole; at 50, each NIC is a block."""
+    path = str(SNAPS / "ibm-gx3d-h100-8gpu.json")
+    wide = _ANSI.sub("", runner.invoke(app, ["show", path], env=_terminal(80)).stdout)
     assert re.search(r"^  nic0 +mlx5_0 +RoCE \(CX\) +0000:e9:00\.0 +1 +200 Gb/s", wide, re.M)
-    narrow = runner.invoke(app, ["show", path], env={"COLUMNS": "60"}).stdout
+    narrow = _ANSI.sub("", runner.invoke(app, ["show", path], env=_terminal(50)).stdout)
     assert "id nic0\n  name: mlx5_0\n  family: RoCE (CX)\n  bus id: 0000:e9:00.0\n" in narrow
-    assert max(len(line.rstrip()) for line in narrow.splitlines()) <= 60
+    assert max(len(line.rstrip()) for line in narrow.splitlines()) <= 50
 
 
 def test_show_json_unchanged_by_width(hostile: Path) -> None:

@@ -88,7 +88,7 @@ def pair(tmp_path: Path, snap: Path, memory: str = "lot:memory") -> list[MappedA
 
 def test_h200_map_pins_on_numa0_and_takes_memory_on_numa1(tmp_path: Path) -> None:
     m, _ = pair(tmp_path, H200)
-    assert "host memory taken on gpu0's own NUMA node (numa0); pin buffers there" in m.notes
+    assert "host memory taken on the NUMA node of gpu0 (numa0); pin buffers there" in m.notes
     m, _ = pair(tmp_path, H200, "lot:memory@numa1")  # was refused: the snapshot had no NUMA node 1
     assert m.route[0] == "lot/numa1" and m.route[-1] == "lot/gpu0"
 

@@ -181,6 +181,7 @@ def test_merge_output_is_byte_identical_across_hash_seeds(hgx: Snapshot, tmp_pat
         outs.append((out.read_bytes(), r.stderr.replace(str(out).encode(), b"OUT")))
     assert outs[0] == outs[1] == outs[2]
 
+
 def test_fabric_readiness_is_the_one_check_asks(hgx: Snapshot) -> None:
     """merge used its own readiness test and grouped hosts whose GPUs registered clique id 0 as one
     clique, while `check`'s fabric_ready fails them (never registered in a clique). One function now."""

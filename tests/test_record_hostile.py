@@ -330,7 +330,9 @@ def test_different_outputs_rank_no_run_anywhere() -> None:
     doc = json.loads(r.output)
     assert doc["better"] is None and doc["verdict"] == "results differ"
     assert doc["headline"][0].startswith("Not the same result, so neither did better: outputs differ: 1 different")
-    assert doc["headline"][1].startswith("Wall time, not a verdict since the results differ: one-card 7.32 s")
+    assert doc["headline"][1].startswith(
+        "Wall time, not a verdict since the results differ: one-card [one-card.json] 7.32 s"
+    )
     assert not any(" did better" in line and "neither" not in line for line in doc["headline"])
     assert all(row["better"] is None for row in doc["rows"])
     text = runner.invoke(app, ["diff", str(ONE), str(TWO), "--outputs", *OUTS]).output

@@ -88,7 +88,7 @@ def test_bundles_collapse_replicas_and_pairs() -> None:
     exchange = next(g for g in groups if g.src_step == g.dst_step == "allreduce")
     assert exchange.count == 28
     assert exchange.summary() == "28× gpu-link · nvswitch NV18 · 450 GB/s spec"
-    assert exchange.places() == "lot:gpu0–6 → lot:gpu1–7"
+    assert exchange.places() == "lot:gpu0–6 ↔ lot:gpu1–7"
 
 
 def test_compress_places() -> None:

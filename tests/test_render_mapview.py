@@ -36,8 +36,9 @@ def test_notes_are_grouped_each_once() -> None:
     assert len(notes) == len(set(notes))
     same = [n for n in notes if "same device" in n]
     assert same == ["  • same device  [#2, 8 arrows]"]
-    numa = next(n for n in notes if "own NUMA node" in n and n.startswith("  • host memory"))
-    assert "(and 7 more like it for other devices)" in numa and "[#1, 8 arrows]" in numa
+    numa = next(n for n in notes if n.startswith("  • host memory taken on the NUMA node of"))
+    # eight notes (one per GPU) said once, with the GPUs each NUMA node serves
+    assert "gpu0–3 ↔ numa0, gpu4–7 ↔ numa1" in numa and "[#1, 8 arrows]" in numa
 
 
 def test_all_lists_every_arrow_with_route() -> None:

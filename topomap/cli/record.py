@@ -256,17 +256,15 @@ def diff_run_files(a: str, b: str, outputs: tuple[str, str] | None, tolerance: f
     """
     from topomap.files.kind import is_run_file
     from topomap.record import load_run
-    from topomap.record.compare import diff_runs
+    from topomap.record.compare import diff_runs, run_names
     from topomap.record.outputs import check_outputs
 
     for p in (a, b):
         if not is_run_file(p):
             raise TopomapError(f"{p}: not a run record; diff compares two runs or two snapshots, not one of each")
     _refuse_snapshot_options(outputs, tolerance)
-    names = (Path(a).stem, Path(b).stem)
-    if names[0] == names[1]:
-        names = (f"A ({names[0]})", f"B ({names[1]})")
     run_a, run_b = load_run(a), load_run(b)  # a bad record is refused before the folders are read
+    names = run_names(run_a, a, run_b, b)
     check = check_outputs(outputs[0], outputs[1], tolerance) if outputs else None
     result = diff_runs(run_a, run_b, names, check)
     if json_out:

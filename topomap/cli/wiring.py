@@ -157,11 +157,35 @@ def _traceback() -> None:
         traceback.print_exc(file=sys.stderr)
 
 
-def _console() -> Any:
-    # Imported here for start-up: rich is for terminal views, not for --json or file outputs.
-    from rich.console import Console
+class _Screen:
+    """Where a command's text view goes. ``width`` is the terminal's, or None when the output is piped
+    or redirected: then nothing is wrapped, cut or padded (:func:`_print_wide`), so `grep` and a
+    narrow viewer get every name and number whole. On a terminal every table that does not fit becomes
+    blocks (:func:`topomap.render.whole.whole`), words are never folded and no line is cropped: a line
+    longer than the terminal is the terminal's to wrap, whole. A terminal is what rich decides
+    (``isatty``, or ``TTY_COMPATIBLE=1`` / ``FORCE_COLOR`` forcing one)."""
 
-    return Console(soft_wrap=False, highlight=False)
+    def __init__(self) -> None:
+        # Imported here for start-up: rich is for terminal views, not for --json or file outputs.
+        from rich.console import Console
+
+        self._console = Console(soft_wrap=False, highlight=False)
+        self.width: int | None = self._console.width if self._console.is_terminal else None
+
+    def print(self, *renderables: Any, markup: bool | None = None, **_layout: Any) -> None:
+        """Print each renderable (``crop`` and other layout keywords are this class's to decide)."""
+        if self.width is None:
+            _print_wide(*renderables, markup=markup)
+            return
+        from topomap.render.whole import whole  # start-up: terminal views only
+
+        for r in renderables:
+            self._console.print(whole(self._console, r, self.width), crop=False, overflow="ignore", markup=markup)
+
+
+def _console() -> _Screen:
+    """The one console of the text views: see :class:`_Screen`."""
+    return _Screen()
 
 
 def _print_json(value: object) -> None:
@@ -208,12 +232,12 @@ def _refuse_input(path: str, st: os.stat_result) -> None:
     refuse_input(path, st, _inputs())
 
 
-def _print_wide(*renderables: object) -> None:
+def _print_wide(*renderables: object, markup: bool | None = None) -> None:
     """Piped or redirected: no wrapping, no truncation, no trailing blanks, so `grep` finds every full name."""
     from rich.console import Console  # start-up: rich is for terminal views only
 
     console = Console(width=100_000, soft_wrap=True, highlight=False, color_system=None)
     with console.capture() as cap:
         for r in renderables:
-            console.print(r)
+            console.print(r, markup=markup, crop=False)
     sys.stdout.write("".join(line.rstrip() + "\n" for line in cap.get().splitlines()))

@@ -147,7 +147,7 @@ def bind(flow: Flow, gpus: Mapping[str, GpuRefs | None]) -> None:
     for i, a in enumerate(flow.spec.arrows):
         for s in names(a.src):
             for d in names(a.dst):
-                _connect(flow, flow.steps[s], flow.steps[d], a.pattern, flow.volumes[i], a.label)
+                _connect(flow, flow.steps[s], flow.steps[d], a.pattern, flow.volumes[i], a.label, a.both_ways)
     for st in flow.steps.values():
         if st.kind == "exchange" and len(st.placements) > 1:
             ps = st.placements
@@ -195,7 +195,9 @@ def _match_gpu(ref: str, gpus: GpuRefs) -> str | None:
     return None
 
 
-def _connect(flow: Flow, s: Step, d: Step, pattern: Pattern, vol: int | None, label: str | None) -> None:
+def _connect(
+    flow: Flow, s: Step, d: Step, pattern: Pattern, vol: int | None, label: str | None, both: bool = False
+) -> None:
     """Expand an arrow between two steps' replicas: fan-out, fan-in, pairwise or all-to-all."""
     ks, kd = len(s.placements), len(d.placements)
     if pattern == "auto":
@@ -207,4 +209,4 @@ def _connect(flow: Flow, s: Step, d: Step, pattern: Pattern, vol: int | None, la
     else:
         pairs = [(a, b) for a in s.placements for b in d.placements]
     for a, b in pairs:
-        flow.arrows.append(FlowArrow(s.name, d.name, a, b, vol, label))
+        flow.arrows.append(FlowArrow(s.name, d.name, a, b, vol, label, both_ways=both))

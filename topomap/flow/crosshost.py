@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from topomap.base.links import nic_bandwidth_gbps
+from topomap.base.notes import Note
 from topomap.flow.decision import Decision, NicEnd, on_host, on_host_all
 from topomap.flow.memory import as_memory, placement_node
 from topomap.flow.spec import FlowArrow, Placement
@@ -31,7 +32,7 @@ def cross_host(a: FlowArrow, topos: dict[str, Topology | None]) -> Decision:
     unknown = False
     for side, topo, p in (("from", ts, s), ("to", td, d)):
         if topo is None:
-            notes.append(f"{p.host} has no snapshot: its NIC and bandwidth are unknown")
+            notes.append(Note("{host} has no snapshot: its NIC and bandwidth are unknown", p.host))
             legs.append((p.host,))
             unknown = True
             continue
@@ -77,10 +78,10 @@ def _nic_leg(
     the NICs NCCL's channels of this end use with their rates."""
     node = p.gpu if p.kind == "gpu" and p.gpu else placement_node(topo, as_memory(p), None, notes)
     choice = nearest_nic(topo, node)
-    notes += [f"{p.host}: {r}" for r in choice.reasons]
+    notes += [Note.about(f"{p.host}: {r}", p.host, gpu=p.gpu) for r in choice.reasons]
     nic = choice.nic
     if nic is None:
-        notes.append(f"{p.host}: {choice.gdr.why() or 'the snapshot records no NIC'}")
+        notes.append(Note.about(f"{p.host}: {choice.gdr.why() or 'the snapshot records no NIC'}", p.host, gpu=p.gpu))
         return (on_host(p.host, node),), True, ()
     nodes, leg_bw, _, leg = pcie_leg(topo, node, f"nic:{nic.name}")
     notes += leg
@@ -90,18 +91,18 @@ def _nic_leg(
     if nic.speed_gbit_s is not None:
         caps.append(nic_bandwidth_gbps(nic.speed_gbit_s))
     else:
-        notes.append(f"{p.host}: speed of NIC {nic.name} not recorded (settle it with {SETTLE['nic_speed']})")
+        settle = SETTLE["nic_speed"].replace("{", "{{").replace("}", "}}")
+        notes.append(
+            Note(f"NIC speed not recorded on {{host}}: {{nic}} (settle it with {settle})", p.host, nic=nic.name)
+        )
         unknown = True
     family = nic_family(nic)
     layers.append(family.transport)
     families.append(family.family)
     if p.kind == "gpu":
-        if choice.gdr.yes:
-            notes.append(f"GPUDirect RDMA possible on {p.host}: {choice.gdr.why()}")
-        elif choice.gdr.no:
-            notes.append(f"no GPUDirect RDMA on {p.host}: {choice.gdr.why()}")
-        else:
-            notes.append(f"GPUDirect RDMA on {p.host} unknown: {choice.gdr.why()}")
+        said = "GPUDirect RDMA possible on {}" if choice.gdr.yes else "no GPUDirect RDMA on {}"
+        said = said if choice.gdr.yes or choice.gdr.no else "GPUDirect RDMA on {} unknown"
+        notes.append(Note.about(f"{said.format(p.host)}: {choice.gdr.why()}", p.host, nic=nic.name, gpu=p.gpu))
     rates = {
         n.name: nic_bandwidth_gbps(n.speed_gbit_s) if n.speed_gbit_s is not None else None for n in topo.snapshot.nics
     }

@@ -80,7 +80,7 @@ class MappedArrow:
             "seconds": self.seconds,
             "both_ways": self.both_ways,
             "label": self.label,
-            "notes": self.notes,
+            "notes": [str(n) for n in self.notes],
             "assumptions": self.assumptions,
             "candidates": self.candidates,
             "settle": self.settle,

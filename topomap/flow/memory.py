@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from topomap.base.notes import Note
 from topomap.flow.spec import Flow, FlowError, Placement
 from topomap.graph import Topology, natural_key
 from topomap.graph.evidence import memory_node
@@ -26,12 +27,13 @@ def placement_node(topo: Topology, p: Placement, near: str | None, notes: list[s
     local = memory_node(topo, near) if near else None
     what = "storage" if p.kind == "storage" else "host memory"
     if local is not None and near is not None and not numa_unknown(local):
-        notes.append(f"{what} taken on {near}'s own NUMA node ({local}); pin buffers there")
-    elif local is not None and near is not None:
         notes.append(
-            f"{near}'s NUMA node is not recorded by this source; pin host buffers on the GPU's node: "
-            f"{SETTLE['numa']} says which"
+            Note(what + " taken on the NUMA node of {gpu} ({numa}); pin buffers there", p.host, gpu=near, numa=local)
         )
+    elif local is not None and near is not None:
+        settle = SETTLE["numa"].replace("{", "{{").replace("}", "}}")
+        said = "{gpu}'s NUMA node is not recorded by this source; pin host buffers on the GPU's node: "
+        notes.append(Note(said + settle + " says which", p.host, gpu=near))
     else:  # no GPU to be near: the lowest NUMA node the source records (an unrecorded one last)
         numas = sorted(
             (n for n, dd in topo.graph.nodes(data=True) if dd.get("kind") == "numa"),

@@ -29,10 +29,26 @@ def same_host(a: FlowArrow, topo: Topology) -> Decision:
     notes: list[str] = []  # memory/storage ↔ memory/storage on one host
     ms = placement_node(topo, as_memory(s), None, notes)
     md = placement_node(topo, as_memory(d), None, notes)
+    if s.kind != d.kind and "storage" in (s.kind, d.kind):  # host memory ↔ storage: where the storage is
+        return storage_leg(s.host, (ms, md), notes)
     if ms == md:
         return Decision("local", "local", None, (on_host(s.host, ms),), reasons=(*notes, "same NUMA node"))
     nodes, _, _, leg = pcie_leg(topo, ms, md)
     return Decision("host-memory", "smp", "SYS", on_host_all(s.host, nodes), reasons=(*notes, *leg))
+
+
+#: Where "storage" can be, and what on the machine tells which (no snapshot source records storage).
+STORAGE_CANDIDATES = ("host-memory over PCIe (a local NVMe or SATA drive)", "network (a network file system)")
+STORAGE_SETTLE = "`findmnt -T PATH` (with `lsblk -o NAME,TRAN,MODEL`) on the machine"
+
+
+def storage_leg(host: str, nodes: tuple[str, str], notes: list[str]) -> Decision:
+    """Host memory ↔ storage on one host: the medium is unknown, since no snapshot records where the
+    storage is (a drive on the host's PCIe, or a file system over the network); never "local"."""
+    rt = on_host_all(host, list(dict.fromkeys(nodes)))
+    return Decision(
+        "unknown", "storage", None, rt, reasons=tuple(notes), candidates=STORAGE_CANDIDATES, settle=STORAGE_SETTLE
+    )
 
 
 def _gpu_and_memory(a: FlowArrow, topo: Topology) -> Decision:

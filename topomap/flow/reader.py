@@ -30,7 +30,7 @@ from topomap.flow.work import work_of
 _FIELDS = {
     "$": list(FlowSpec.__struct_fields__),
     "step": ["kind", "on", "label", "note"],
-    "arrow": ["from", "to", "volume", "pattern", "label"],
+    "arrow": ["from", "to", "volume", "pattern", "label", "both_ways"],
     "work": list(WorkSpec.__struct_fields__),
     "work.assembly": list(AssemblySpec.__struct_fields__),
     "work.limits": list(LimitsSpec.__struct_fields__),
@@ -168,5 +168,6 @@ def _check_cycles(flow: Flow) -> None:
     shown = " → ".join([u for u, _ in cycle] + [cycle[0][0]])
     raise FlowError(
         f"{flow.path}:{flow.line('$.arrows')}: the arrows form a cycle ({shown})",
-        hint="a flow runs from inputs to outputs; model repeated exchanges as an `exchange` step",
+        hint="a flow runs from inputs to outputs; data that goes both ways between two steps (an all-reduce) is "
+        "one arrow with `both_ways: true`, repeated exchanges among replicas an `exchange` step",
     )

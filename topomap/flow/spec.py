@@ -58,6 +58,7 @@ class ArrowSpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, rename
     volume: str | None = None  # "2 GiB", "500 MB"
     pattern: Pattern = "auto"
     label: str | None = None
+    both_ways: bool = False  # an exchange in both directions (an all-reduce between two hosts): volume each way
 
 
 class AssemblySpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

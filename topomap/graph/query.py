@@ -10,6 +10,7 @@ from typing import Any
 
 import networkx as nx
 
+from topomap.base.notes import Note
 from topomap.base.pathclass import classify_chains
 from topomap.graph.topology import Leg, Topology, natural_key
 from topomap.model.facts import BandwidthSource
@@ -88,10 +89,9 @@ def _leg(topo: Topology, a: str, b: str) -> Leg:
     bw, _, neck = narrowest(g, real)
     notes: list[str] = []
     for e in virtual:
-        notes.append(
-            f"PCIe Gen1 x1 declared on {_words(e[0])} – {_words(e[1])}: a VM's virtual bridge, not the real link; "
-            "its rate is unknown (`topomap measure` settles it)"
-        )
+        said = "PCIe Gen1 x1 declared on {bridge} – {parent}: a VM's virtual bridge, not the real link; "
+        said += "its rate is unknown (`topomap measure` settles it)"
+        notes.append(Note(said, bridge=_words(e[0]), parent=_words(e[1])))
     if bw is not None and (virtual or any(g.edges[e].get("bandwidth_gbps") is None for e in real)):
         notes.append("some PCIe links on the route have no known speed: the figure is an upper bound")
     if neck is not None:
@@ -143,7 +143,8 @@ def pcie_edge_bandwidth(g: nx.Graph, edge: tuple[str, str]) -> float | None:
 def bottleneck_note(g: nx.Graph, edge: tuple[str, str]) -> str:
     """Which PCIe link limits a route."""
     e = g.edges[edge]
-    return f"narrowest link: PCIe Gen{e.get('gen')} x{e.get('width')} ({_words(edge[0])} – {_words(edge[1])})"
+    said = f"narrowest link: PCIe Gen{e.get('gen')} x{e.get('width')} " + "({end} – {parent})"
+    return Note(said, end=_words(edge[0]), parent=_words(edge[1]))
 
 
 def _words(node: str) -> str:

@@ -87,6 +87,19 @@ class RunDiff:
         return out
 
 
+def run_names(a: Run, path_a: str, b: Run, path_b: str) -> tuple[str, str]:
+    """How a diff names two runs: by their ``--label`` with the file in brackets (``baseline
+    [one-card.json]``), by the file's stem where a run has no label; ``A (…)``/``B (…)`` when the two
+    names are the same."""
+
+    def name(run: Run, path: str) -> str:
+        file = path.replace("\\", "/").rsplit("/", 1)[-1]
+        return f"{run.label} [{file}]" if run.label else file.rsplit(".", 1)[0] if "." in file else file
+
+    names = (name(a, path_a), name(b, path_b))
+    return (f"A ({names[0]})", f"B ({names[1]})") if names[0] == names[1] else names
+
+
 def _status(run: Run) -> str:
     if run.exit_status == 0:
         return "succeeded"

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from topomap.base.units import fmt_bytes, fmt_gbps, fmt_seconds
 from topomap.flow.mapping import FlowMap, MappedArrow
+from topomap.render.notes import NoteLine, compress, group_notes
 
 _PLACEMENT = re.compile(r"^(?P<host>.*):(?P<what>gpu(?P<n>\d+)|memory(?:@numa\d+)?|storage)$", re.S)
 
@@ -123,13 +124,37 @@ class Bundle:
 
     def nics(self) -> list[str]:
         """NICs the arrows leave and enter by (network bundles), by device name."""
+        out, into = self.nic_ends()
+        return list(dict.fromkeys([*out, *into]))
+
+    def nic_ends(self) -> tuple[list[str], list[str]]:
+        """The NICs the arrows leave by and those they enter by (network bundles), by device name, each
+        once: a route goes through one NIC on each side."""
         out: list[str] = []
+        into: list[str] = []
         for a in self.arrows:
-            for hop in a.route:
-                _, _, node = hop.rpartition("/")
-                if node.startswith("nic:") and node[4:] not in out:
-                    out.append(node[4:])
-        return out
+            nics = [hop.rpartition("/")[2][4:] for hop in a.route if hop.rpartition("/")[2].startswith("nic:")]
+            if nics:
+                out.append(nics[0])
+            if len(nics) > 1:
+                into.append(nics[-1])
+        return list(dict.fromkeys(out)), list(dict.fromkeys(into))
+
+    def nic_text(self, names: dict[str, str] | None = None) -> str:
+        """The NICs in words: one arrow's route (``NIC mlx5_0 → mlx5_7``), or a bundle's NIC sets
+        (``via 8 NICs mlx5_0, mlx5_3–9 → 8 NICs mlx5_0, mlx5_3–9``), never a list that reads as a route."""
+        out, into = ([(names or {}).get(n, n) for n in side] for side in self.nic_ends())
+        if not out and not into:
+            return ""
+        if len(out) <= 1 and len(into) <= 1:
+            return "NIC " + " → ".join([*out, *into])
+
+        def nic_set(side: list[str]) -> str:
+            return compress(side) if len(side) == 1 else f"{len(side)} NICs {compress(side)}"
+
+        if not into:
+            return f"via {nic_set(out)}"
+        return f"via {nic_set(out)} → {nic_set(into)}"
 
     def summary(self) -> str:
         """One line: `8× gpu-link · nvswitch NV18 · 450 GB/s spec · 1 GiB each in 2.2 ms (slowest)`."""
@@ -143,7 +168,7 @@ class Bundle:
         """Where the bundle's arrows start and end: `lot:gpu0–7 → lot:gpu0–7`."""
         src = compress_places(list(dict.fromkeys(a.src for a in self.arrows)))
         dst = compress_places(list(dict.fromkeys(a.dst for a in self.arrows)))
-        return f"{src} → {dst}"
+        return f"{src} {'↔' if self.both_ways else '→'} {dst}"
 
 
 def bundles(fmap: FlowMap) -> list[Bundle]:
@@ -157,35 +182,7 @@ def bundles(fmap: FlowMap) -> list[Bundle]:
     return list(out.values())
 
 
-_DEVICE = re.compile(
-    r"\bgpu\d+\b|\bnuma\d+(?:#\d+)?|pci:[0-9A-Za-z:._-]+|\b[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]\b"
-)
-
-
-@dataclass
-class NoteGroup:
-    """One note (the first of its kind) with the bundles and arrows it applies to; ``similar``
-    counts the other distinct notes that differ from it only by device names (gpu3, numa1, a bus id)."""
-
-    text: str
-    rows: list[int] = field(default_factory=list)
-    arrows: int = 0
-    similar: int = 0
-
-
-def grouped_notes(groups: list[Bundle]) -> list[NoteGroup]:
-    """Each distinct note once (notes that differ only by device merged), with bundle numbers (1-based)."""
-    out: dict[str, NoteGroup] = {}
-    texts: dict[str, set[str]] = {}
-    for k, b in enumerate(groups, 1):
-        for a in b.arrows:
-            for n in a.notes:
-                key = _DEVICE.sub("…", n)
-                g = out.setdefault(key, NoteGroup(n))
-                texts.setdefault(key, set()).add(n)
-                if k not in g.rows:
-                    g.rows.append(k)
-                g.arrows += 1
-    for key, g in out.items():
-        g.similar = len(texts[key]) - 1
-    return list(out.values())
+def grouped_notes(groups: list[Bundle]) -> list[NoteLine]:
+    """Each kind of note once, with the devices and hosts it covers and the bundle numbers (1-based)
+    it applies to (:func:`topomap.render.notes.group_notes`, the one grouping)."""
+    return group_notes((n, k) for k, b in enumerate(groups, 1) for a in b.arrows for n in a.notes)

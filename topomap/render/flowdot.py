@@ -20,7 +20,7 @@ from topomap.render.bundles import Bundle, bundles, compress_places
 from topomap.render.dot import GRAPH, origin_line, topology_dot
 from topomap.render.dotbuilder import DotBuilder, NodeSpec, node_key
 from topomap.render.hostdot import gpu_model, nic_name
-from topomap.render.legend import FADED, MEDIUM_COLOURS, graph_label, legend_rows
+from topomap.render.legend import FADED, MEDIUM_COLOURS, flow_legend_rows, graph_label
 
 SHAPES = {"input": "folder", "output": "note", "exchange": "doubleoctagon", "aggregate": "invhouse"}
 FILLS = {"input": "#fffde7", "output": "#fffde7", "compute": "#ffffff", "exchange": "#f1f8e9", "aggregate": "#ede7f6"}
@@ -41,9 +41,9 @@ def bundle_label(b: Bundle, nic_names: dict[str, str] | None = None) -> str:
     second = [x for x in (b.bandwidth_text() if b.medium != "local" else "", b.volume_text()) if x]
     if second:
         lines.append(" · ".join(second))
-    nics = b.nics()
+    nics = b.nic_text(nic_names)
     if nics:
-        lines.append("NIC " + " → ".join((nic_names or {}).get(n, n) for n in nics))
+        lines.append(nics)
     return "\n".join(lines)
 
 
@@ -272,7 +272,8 @@ def _flow_only(
     for k in range(2, len(spans)):  # past two hosts: host k below host k-2
         b.invisible(spans[k - 2][1], spans[k][0], weight="0")
     edges(b)
-    b.graph_label(graph_label(f"flow {fmap.flow.name}", footer, [*legend_rows(False)[:3], legend_rows(True)[3]]))
+    media: set[str] = {a.medium for a in fmap.arrows}
+    b.graph_label(graph_label(f"flow {fmap.flow.name}", footer, flow_legend_rows(media)))
     return b.source()
 
 
@@ -301,7 +302,8 @@ def flow_pipeline_dot(fmap: FlowMap) -> str:
             merged[key] = Bundle(g.src_step, g.dst_step, g.src_host, g.dst_host, g.medium, list(g.arrows))
     for g in merged.values():
         _edge(b, "step:" + g.src_step, "step:" + g.dst_step, g)
-    b.graph_label(graph_label(f"flow {fmap.flow.name} (pipeline)", [], legend_rows(True)[:4]))
+    media: set[str] = {a.medium for a in fmap.arrows}
+    b.graph_label(graph_label(f"flow {fmap.flow.name} (pipeline)", [], flow_legend_rows(media)))
     return b.source()
 
 

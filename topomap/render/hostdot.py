@@ -20,7 +20,7 @@ from topomap.model.facts import Answer, Bandwidth, gpu_memory
 from topomap.model.snapshot import Nic
 from topomap.render.dotbuilder import DotBuilder, NodeSpec, node_key
 from topomap.render.legend import FADED, GPU_LINK, HOST_MEMORY
-from topomap.render.text import bandwidth_text, memory_text
+from topomap.render.text import bandwidth_text, memory_text, nic_words
 
 GRID_COLUMNS = 4  # PCIe boxes side by side under one parent before the next row starts
 BOX_KINDS = ("numa", "host-bridge", "switch", "switch-upstream", "bridge")  # drawn as a box around children
@@ -156,7 +156,7 @@ def node_label(topo: Topology, n: str) -> str:
     if kind == "nic":
         nic = next(x for x in snap.nics if f"nic:{x.name}" == n)
         speed = f"\n{nic.speed_gbit_s:g} Gb/s" if nic.speed_gbit_s else ""
-        return f"NIC {nic_name(nic)}{speed}"
+        return f"{nic_words(nic_name(nic))}{speed}"
     if kind == "numa":
         cpus = d.get("cpus")
         return str(d.get("label")) + (f"\nCPUs {cpus}" if cpus else "")

@@ -36,6 +36,14 @@ def legend_rows(with_flow: bool) -> list[tuple[str, str]]:
     return rows
 
 
+def flow_legend_rows(media: set[str]) -> list[tuple[str, str]]:
+    """The legend of a flow picture (no faded hardware): the three media, local, and the purple of an
+    unknown medium whenever an arrow is drawn in it."""
+    rows = legend_rows(True)
+    keep = rows[:4] + ([rows[4]] if "unknown" in media else [])
+    return keep
+
+
 def html(text: str) -> str:
     """Text for a Graphviz HTML-like label: markup characters as entities, control characters visible
     (:func:`topomap.render.text.label_text`), newlines as line breaks."""

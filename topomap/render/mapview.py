@@ -73,11 +73,10 @@ def summary_view(fmap: FlowMap, width: int | None = None) -> RenderableType:
     parts: list[RenderableType] = [head, *_slowest(fmap)]
     notes = grouped_notes(groups)
     if notes:
-        parts.append(Text(f"\nNotes ({len(notes)} distinct)", style="bold"))
+        parts.append(Text(f"\nNotes ({len(notes)} kinds, each once with the devices it covers)", style="bold"))
         for ng in notes:
-            more = f" (and {ng.similar} more like it for other devices)" if ng.similar else ""
             where = f"[{_rows(ng.rows)}" + (f", {ng.arrows} arrows]" if ng.arrows > 1 else "]")
-            parts.append(safe(f"  • {ng.text}{more}  {where}"))
+            parts.append(safe(f"  • {ng.text}  {where}"))
     return Group(*parts)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shlex
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -76,8 +77,13 @@ def _header(run: Run) -> Text:
     status = f"exit {run.exit_status}" + (f" ({run.signal})" if run.signal else "")
     if run.interrupted_by:
         status += f", interrupted by {run.interrupted_by} (forwarded to the command)"
+    command = shlex.join(run.command).split("\n")  # a script passed with -c keeps its lines, indented
     lines = [
-        f"Run of {shlex.join(run.command)}" + (f" [{run.label}]" if run.label else ""),
+        f"Run of {command[0]}",
+        *(f"    {line}" for line in command[1:]),
+    ]
+    lines[-1] += f" [{run.label}]" if run.label else ""
+    lines += [
         f"  on {run.hostname or 'unknown host'}, started {run.started_at}: {status} after "
         f"{fmt_seconds(run.duration_s)} (observed wall time)",
         f"  {s.samples} samples every {s.interval_s:g} s; one sample cost {fmt_seconds(s.sample_cost_mean_s)} "
@@ -143,21 +149,30 @@ def _cards_table(run: Run) -> Table:
 
 
 def _timelines(run: Run, width: int) -> Text:
+    """One sparkline per quantity, each ending with its scale (the height of █) and, where the scale is
+    a capacity rather than the peak (utilisation 100 %, CPU N × 100 %), the peak the run reached."""
     end = run.duration_s or 0.0
-    lines = [f"Timeline 0 → {fmt_seconds(end)}, largest reading per column (█ = top; · no reading)"]
+    lines = [f"Timeline 0 → {fmt_seconds(end)}, largest reading per column (█ = the line's scale; · no reading)"]
     for s in run.gpus:
         top = max((v for v in s.memory_used_bytes if v is not None), default=None)
         mem = sparkline(s.t_s, s.memory_used_bytes, end, top, width)
-        lines.append(f"  {s.id:<10} memory {mem}  top {_size(top)}")
+        lines.append(f"  {s.id:<10} memory {mem}  █ = peak {_size(top)}")
         if any(u is not None for u in s.util_gpu_pct):
-            lines.append(f"  {'':<10} util   {sparkline(s.t_s, s.util_gpu_pct, end, 100, width)}  top 100 %")
+            util = sparkline(s.t_s, s.util_gpu_pct, end, 100, width)
+            lines.append(f"  {'':<10} util   {util}  █ = 100 %, peak {_pct(_peak(s.util_gpu_pct))}")
     h = run.host
     cpu_top = (h.cpu_count or 1) * 100
     cpu = sparkline(h.t_s, h.tree_cpu_pct, end, cpu_top, width)
-    lines.append(f"  {'host tree':<10} CPU    {cpu}  top {cpu_top} %")
+    cpus = f"{h.cpu_count} CPUs" if h.cpu_count else "1 CPU (count unknown)"
+    lines.append(f"  {'host tree':<10} CPU    {cpu}  █ = {cpu_top} % ({cpus}), peak {_pct(_peak(h.tree_cpu_pct))}")
     rss_top = max((v for v in h.tree_rss_bytes if v is not None), default=None)
-    lines.append(f"  {'':<10} RSS    {sparkline(h.t_s, h.tree_rss_bytes, end, rss_top, width)}  top {_size(rss_top)}")
+    rss = sparkline(h.t_s, h.tree_rss_bytes, end, rss_top, width)
+    lines.append(f"  {'':<10} RSS    {rss}  █ = peak {_size(rss_top)}")
     return _lines(lines)
+
+
+def _peak(values: Sequence[float | None]) -> float | None:
+    return max((v for v in values if v is not None), default=None)
 
 
 def _host_table(run: Run) -> Table:
@@ -248,7 +263,8 @@ def run_diff_view(d: RunDiff) -> RenderableType:
     """Everything `topomap diff RUN_A.json RUN_B.json` prints: the verdict first."""
     parts: list[RenderableType] = [_lines(d.headline, style="bold")]
     if d.warnings:
-        parts.append(_lines(["Not fully comparable:", *(f"  ! {w}" for w in d.warnings)], style="yellow"))
+        said = [f"  ! {w}".replace("\n", "\n      ") for w in d.warnings]  # a multi-line command, indented
+        parts.append(_lines(["Not fully comparable:", *"\n".join(said).split("\n")], style="yellow"))
     if d.arrangement:
         parts.append(_lines(["Arrangement (expected to differ): " + "; ".join(d.arrangement)]))
     title = (

@@ -24,6 +24,7 @@ from topomap.render.dot import origin_line
 from topomap.render.hostdot import nic_name
 from topomap.render.legend import MEDIUM_COLOURS
 from topomap.render.text import bandwidth_text, visible
+from topomap.render.verdict_view import evidence_lines
 
 if TYPE_CHECKING:
     from topomap.check import CheckResult
@@ -101,7 +102,7 @@ def _arrows(inp: ReportInputs) -> dict[str, Any]:
     notes = [
         {
             "text": ng.text,
-            "more": f" (and {ng.similar} more like it for other devices)" if ng.similar else "",
+            "more": "",
             "rows": ", ".join(f"#{r}" for r in ng.rows),
         }
         for ng in grouped_notes(groups)
@@ -210,6 +211,7 @@ def report_html(inp: ReportInputs) -> str:
         plan_missing=inp.plan_missing or "no plan",
         provenance=PROVENANCE,
         inputs=[*inp.sources, *hosts],
+        evidence=evidence_lines,
         assumed=sorted({n for a in inp.fmap.arrows for n in a.notes if "assum" in n}),
         **_arrows(inp),
     )

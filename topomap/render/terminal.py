@@ -18,7 +18,7 @@ from topomap.graph.query import tree_parents
 from topomap.model.facts import SETTLE, fabric_ready, gpu_memory, gpu_pcie_link, nic_family
 from topomap.model.snapshot import Gpu, Snapshot
 from topomap.model.source_facts import format_gaps
-from topomap.render.text import bandwidth_text, memory_text, visible
+from topomap.render.text import bandwidth_text, memory_text, nic_words, visible
 
 #: A free-text column is never planned narrower than this (or its widest cell, when narrower).
 TEXT_MIN = 8
@@ -38,9 +38,28 @@ class Column:
         self.text = text
 
 
+#: What tells a value an imported source does not carry (a column of a `show` table left out).
+SETTLE_ANY = "`topomap probe` on the machine records them"
+
+
+def _unknown(cell: Text) -> bool:
+    return cell.plain.strip() in ("—", "unknown", "")
+
+
 def fit_table(title: str, columns: list[Column], rows: list[list[Text]], width: int | None) -> RenderableType:
     """A table whose value columns are never split or cut: rich wraps free-text columns only; when the
-    values alone do not fit ``width`` (None: no limit), one block per row ("header: value" lines) instead."""
+    values alone do not fit ``width`` (None: no limit), one block per row ("header: value" lines) instead.
+    A column unknown in every row is left out and named once under the table (a `topo -m` paste has no
+    UUIDs, bus ids or models); a table with nothing known but its first column is one line."""
+    if rows:
+        gone = [k for k in range(1, len(columns)) if all(_unknown(row[k]) for row in rows)]
+        if gone:
+            names = ", ".join(columns[k].header.replace("\n", " ") for k in gone)
+            keep = [k for k in range(len(columns)) if k not in gone]
+            if len(keep) == 1:
+                return Group(esc(f"{title}: not in this source ({names}); {SETTLE_ANY}", style="dim"), Text(""))
+            table = fit_table(title, [columns[k] for k in keep], [[row[k] for k in keep] for row in rows], width)
+            return Group(table, esc(f"not in this source: {names} ({SETTLE_ANY})", style="dim"), Text(""))
     if width is not None and _needed_width(columns, rows) > width:
         return _stacked(title, columns, rows)
     t = Table(title=esc(title), box=box.SIMPLE_HEAD, title_justify="left", collapse_padding=True)
@@ -282,7 +301,7 @@ def machine_tree(topo: Topology) -> Tree:
         text = {
             "numa": f"{d.get('label')}" + (f" (CPUs {d.get('cpus')})" if d.get("cpus") else ""),
             "gpu": f"{d.get('label')} {d.get('name') or ''}".strip(),
-            "nic": f"NIC {d.get('label')} ({d.get('nic_kind')})",
+            "nic": f"{nic_words(str(d.get('label')))} ({_link_layer(d.get('nic_kind'))})",
             "host-bridge": f"host bridge {'' if d.get('inferred') else d.get('label')}".strip(),
         }.get(
             kind,
@@ -320,6 +339,10 @@ def machine_tree(topo: Topology) -> Tree:
             inferred = " (inferred)" if d.get("inferred") else ""
             nv.add(esc(f"{u} ↔ {v}: NV{d.get('count')} · {_edge_bw(d)}{inferred}"))
     return root
+
+
+def _link_layer(kind: object) -> str:
+    return "link layer unknown" if kind in (None, "unknown") else str(kind)
 
 
 def _edge_bw(d: dict[str, Any]) -> str:

@@ -85,3 +85,9 @@ def bandwidth_text(bw: Bandwidth) -> str:
     """A link's bandwidth on a view (:meth:`Bandwidth.text`: "450 GB/s spec", "≥ 253 GB/s derived"), or
     "bandwidth unknown" where the source did not record it."""
     return "bandwidth unknown" if bw.gbps is None else bw.text()
+
+
+def nic_words(name: str) -> str:
+    """A NIC by its name as the paste's legend gives it (``NIC mlx5_0``); a paste with no NIC legend
+    names it by its matrix column (``NIC0``), said once, never ``NIC NIC0``."""
+    return name if name[:3].upper() == "NIC" else f"NIC {name}"

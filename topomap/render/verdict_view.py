@@ -137,6 +137,12 @@ def _evidence(r: RuleResult) -> list[tuple[str | None, str]]:
     return out
 
 
+def evidence_lines(r: RuleResult) -> list[str]:
+    """A rule's evidence as the report shows it: its summary, then the evidence collapsed as the
+    terminal collapses it (:func:`collapse`): 28 pairs that say "NV18" are one line."""
+    return ([r.summary] if r.summary and r.summary in r.evidence else []) + collapse(_evidence(r))
+
+
 #: Evidence lines shown per rule in the terminal; the rest are counted, and --json has them all.
 EVIDENCE_SHOWN = 10
 

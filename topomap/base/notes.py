@@ -1,0 +1,49 @@
+"""A note as a value: what it says, apart from the devices and the host it is about.
+
+An arrow's notes are read by people ("speed of NIC mlx5_3 not recorded on node-a") and by the views
+that group them: a two-host flow over eight NICs each makes the same note sixteen times, once per
+NIC and host. :class:`Note` is still the text (a ``str``, so JSON, tests and ``in`` see the sentence)
+and carries its kind — the template, the sentence with each subject as a ``{slot}`` — its subjects
+(slot → device name) and its host, so that `topomap.render.notes.group_notes` can say it once:
+"NIC speed not recorded on node-a and node-b: 8 NICs mlx5_0, mlx5_3–9".
+"""
+
+from __future__ import annotations
+
+import re
+
+
+class Note(str):
+    """The text of a note, with ``template`` (the kind: the text with ``{host}`` and each subject as
+    a slot), ``subjects`` (slot → device, in order) and ``host`` (None: about no one host)."""
+
+    template: str
+    subjects: tuple[tuple[str, str], ...]
+    host: str | None
+
+    def __new__(cls, template: str, host: str | None = None, **subjects: str) -> Note:
+        text = template.format(host=host or "", **subjects)
+        note = super().__new__(cls, text)
+        note.template = template
+        note.subjects = tuple(subjects.items())
+        note.host = host
+        return note
+
+    @classmethod
+    def about(cls, text: str, host: str | None = None, **subjects: str | None) -> Note:
+        """A note made from a finished sentence (a reason another module wrote): each subject's name
+        and the host, where they stand as whole words, become the slots of its template."""
+        given = {k: v for k, v in subjects.items() if v}
+        template = text.replace("{", "{{").replace("}", "}}")
+        for slot, value in sorted([*given.items(), *([("host", host)] if host else [])], key=lambda kv: -len(kv[1])):
+            template = re.sub(rf"(?<![\w.-]){re.escape(value)}(?![\w-])", "{" + slot + "}", template)
+        used = {k: v for k, v in given.items() if "{" + k + "}" in template}
+        note = cls(template, host, **used)
+        return note if note == text else cls(text.replace("{", "{{").replace("}", "}}"), host)
+
+    def __reduce__(self) -> tuple[object, ...]:  # copy and pickle keep the kind and subjects
+        return (_rebuild, (self.template, self.host, self.subjects))
+
+
+def _rebuild(template: str, host: str | None, subjects: tuple[tuple[str, str], ...]) -> Note:
+    return Note(template, host, **dict(subjects))

@@ -1,0 +1,168 @@
+"""Every name and number whole on a narrow terminal: the one place where a view meets the width.
+
+A rich table squeezed below its natural width cuts its cells ("idle 41…", "unkno…"): rich shrinks the
+columns and ends each cut value with an ellipsis, or folds it over two lines. :func:`whole` walks what
+a command prints and gives every table that does not fit the terminal the block form instead: the
+first cell as a heading, then one ``header: value`` line per cell, a value never split, free text
+wrapped at spaces under a hanging indent. Text is never folded inside a word (``overflow="ignore"``)
+and the CLI prints without cropping (``crop=False``): a line longer than the terminal is left for the
+terminal to show whole. Piped output has no width at all (``cli.wiring._console``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
+from rich.segment import Segment
+from rich.table import Table
+from rich.text import Text
+
+
+def whole(console: Console, renderable: RenderableType, width: int) -> RenderableType:
+    """``renderable`` laid out for a terminal ``width`` columns wide with nothing cut: a table wider
+    than that as blocks, text wrapped at spaces only (a hanging indent under its bullet or leading
+    blanks), anything else (a tree) at its own natural width. Groups are walked."""
+    if isinstance(renderable, Group):
+        return Group(*(whole(console, r, width) for r in renderable.renderables))
+    if isinstance(renderable, str):
+        renderable = console.render_str(renderable)
+    if isinstance(renderable, Text):
+        return renderable if renderable.no_wrap else wrap_words(renderable, width)
+    if isinstance(renderable, Table):
+        return table_blocks(console, renderable, width) if natural_width(console, renderable) > width else renderable
+    if Measurement.get(console, console.options.update_width(100_000), renderable).maximum > width:
+        return _Natural(console, renderable)
+    return renderable
+
+
+class _Natural:
+    """A renderable drawn at its own natural width, whatever the terminal's: its lines come out whole
+    (the terminal wraps a long one), where rich would crop them to the terminal."""
+
+    def __init__(self, console: Console, renderable: RenderableType) -> None:
+        wide = console.options.update_width(100_000)
+        natural = Measurement.get(console, wide, renderable).maximum
+        self.lines = console.render_lines(renderable, wide.update(width=natural))
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in self.lines:
+            yield from line
+            yield Segment.line()
+
+
+#: A unit after a number ("824 MiB", "200 %", "7.32 s", "450 GB/s"): the space before it never breaks.
+_UNIT = re.compile(r"^(%|[A-Za-zµ]{1,3}(/s)?)[,.;:)]*$")
+
+
+def breaks(text: str, width: int) -> list[int]:
+    """Where to start new lines so that each is at most ``width`` cells: only at a space, never between
+    a number and its unit; a word longer than ``width`` stays whole on its own line."""
+    offsets: list[int] = []
+    line_start = 0
+    prev_end = 0
+    prev_word = ""
+    for m in re.finditer(r"\S+", text):
+        glued = prev_word[-1:].isdigit() and bool(_UNIT.match(m.group()))
+        if m.start() > line_start and cell_len(text[line_start : m.end()]) > width and not glued:
+            offsets.append(m.start())
+            line_start = m.start()
+        elif glued and cell_len(text[line_start : m.end()]) > width and prev_end > line_start:
+            start = text.rfind(" ", line_start, prev_end - len(prev_word)) + 1
+            if start > line_start:
+                offsets.append(start)
+                line_start = start
+        prev_end, prev_word = m.end(), m.group()
+    return offsets
+
+
+_HANG = re.compile(r"^(\s*(?:[•*\-] |\d+\. |\S+ {2,})?)")
+
+
+def wrap_words(text: Text, width: int) -> Text:
+    """``text`` with every line longer than ``width`` broken at spaces (a word longer than the line stays
+    whole on its own), later lines indented under the first one's bullet, leading blanks or leading label
+    (``PASS     ``, ``  gpu0       ``)."""
+    out = Text(style=text.style, no_wrap=True, overflow="ignore", end=text.end)
+    for k, line in enumerate(text.split("\n", allow_blank=True)):
+        if k:
+            out.append("\n")
+        if line.cell_len <= width:
+            out.append_text(line)
+            continue
+        hang = len(_HANG.match(line.plain).group(1))  # type: ignore[union-attr]  # the pattern always matches
+        for j, piece in enumerate(line.divide(breaks(line.plain, max(width - hang, 20)))):
+            piece.rstrip()
+            if j:
+                out.append("\n" + " " * hang)
+                piece = piece[len(piece.plain) - len(piece.plain.lstrip(" ")) :]
+            out.append_text(piece)
+    return out
+
+
+def natural_width(console: Console, table: Table) -> int:
+    """Columns the table needs to show every cell on one line (rich's own measurement, unbounded)."""
+    return Measurement.get(console, console.options.update_width(100_000), table).maximum
+
+
+def _cell_text(console: Console, cell: object) -> Text | None:
+    if isinstance(cell, Text):
+        return cell
+    if isinstance(cell, str):
+        return console.render_str(cell)
+    return None
+
+
+def table_blocks(console: Console, table: Table, width: int) -> RenderableType:
+    """A table as blocks: its title, then per row the first cell as heading and one indented
+    ``header: value`` line per other cell. A column that wraps (``overflow="fold"`` or a free-text
+    column) wraps at spaces under a hanging indent; any other value stays on one line, whole."""
+    columns = table.columns
+    cells = [list(c.cells) for c in columns]
+    parts: list[RenderableType] = []
+    if table.title:
+        title = _cell_text(console, table.title) or Text(str(table.title))
+        parts.append(Text.assemble(title, style="bold"))
+    for r in range(table.row_count):
+        row = [col[r] if r < len(col) else "" for col in cells]
+        first = _cell_text(console, row[0])
+        head = Text(_header(console, columns[0].header) + " ", style="bold")
+        if first is not None:
+            head.append_text(first[len(first.plain) - len(first.plain.lstrip(" ")) :])  # alignment blanks off
+        parts.append(head)
+        for col, cell in zip(columns[1:], row[1:]):
+            value = _cell_text(console, cell)
+            label = f"  {_header(console, col.header)}: "
+            if value is None:
+                parts.append(Text(label))
+                parts.append(cell)  # a nested renderable, as it is
+                continue
+            wraps = col.overflow == "fold" and not col.no_wrap
+            parts.append(_hanging(label, value, width if wraps else None))
+    if table.caption:
+        parts.append(_cell_text(console, table.caption) or Text(str(table.caption)))
+    return Group(*parts)
+
+
+def _header(console: Console, header: object) -> str:
+    text = _cell_text(console, header)
+    return (text.plain if text is not None else str(header)).replace("\n", " ")
+
+
+def _hanging(label: str, value: Text, width: int | None) -> Text:
+    """``label`` then ``value``; with ``width``, the value wrapped at spaces (never inside a word) with
+    its later lines indented under its first."""
+    line = Text(label, no_wrap=True, overflow="ignore")
+    line.append_text(value)
+    if width is None or line.cell_len <= width:
+        line.no_wrap, line.overflow = True, "ignore"
+        return line
+    out = Text(no_wrap=True, overflow="ignore")
+    pieces = value.divide(breaks(value.plain, max(width - len(label), 20)))
+    for k, piece in enumerate(pieces):
+        out.append(label if k == 0 else "\n" + " " * len(label))
+        piece.rstrip()
+        out.append_text(piece)
+    return out
