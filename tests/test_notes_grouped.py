@@ -55,13 +55,14 @@ def test_map_says_each_kind_of_note_once_with_its_devices_and_hosts(tmp_path: Pa
     assert sum("NIC speed not recorded on node-a: mlx5_3 " in n for n in per_arrow) == 1
 
 
-def test_devices_sharing_a_nic_are_ranged(tmp_path: Path) -> None:
-    """GCP A4 B200: two GPUs per NIC (mlx5_0 serves gpu0 and gpu1)."""
+def test_gpus_each_on_their_own_nic_are_said_once(tmp_path: Path) -> None:
+    """GCP A4 B200: two NICs beside each GPU pair; NCCL's rule gives each GPU of the pair its own
+    (mlx5_0 for gpu0, mlx5_1 for gpu1 …), so the sixteen notes of two hosts read as one."""
     from topomap.cli import app
 
     notes = _notes(runner.invoke(app, ["map", str(_two_hosts(tmp_path, "gcp-a4-b200-8gpu.json"))]).stdout)
-    gdr = next(n for n in notes if "GPUDirect RDMA possible" in n)
-    assert "mlx5_0 ↔ gpu0–1, mlx5_2 ↔ gpu2–3, mlx5_4 ↔ gpu4–5, mlx5_6 ↔ gpu6–7" in gdr
+    gdr = [n for n in notes if "GPUDirect RDMA possible" in n]
+    assert len(gdr) == 1 and "node-a and node-b" in gdr[0] and "mlx5_N is PIX to gpuN, N = 0–7" in gdr[0]
 
 
 def test_the_report_uses_the_same_grouping(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ and carries its kind — the template, the sentence with each subject as a ``{sl
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 
 class Note(str):
@@ -36,13 +37,19 @@ class Note(str):
         given = {k: v for k, v in subjects.items() if v}
         template = text.replace("{", "{{").replace("}", "}}")
         for slot, value in sorted([*given.items(), *([("host", host)] if host else [])], key=lambda kv: -len(kv[1])):
-            template = re.sub(rf"(?<![\w.-]){re.escape(value)}(?![\w-])", "{" + slot + "}", template)
+            template = _whole(value).sub("{" + slot + "}", template)
         used = {k: v for k, v in given.items() if "{" + k + "}" in template}
         note = cls(template, host, **used)
         return note if note == text else cls(text.replace("{", "{{").replace("}", "}}"), host)
 
     def __reduce__(self) -> tuple[object, ...]:  # copy and pickle keep the kind and subjects
         return (_rebuild, (self.template, self.host, self.subjects))
+
+
+@lru_cache(maxsize=4096)
+def _whole(value: str) -> re.Pattern[str]:
+    """``value`` where it stands as a whole word (compiled once per device name)."""
+    return re.compile(rf"(?<![\w.-]){re.escape(value)}(?![\w-])")
 
 
 def _rebuild(template: str, host: str | None, subjects: tuple[tuple[str, str], ...]) -> Note:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from functools import lru_cache
 
 from topomap.model.snapshot import SOURCE_FORMATS, Snapshot, SourceFormat, hosts_of
 
@@ -244,11 +245,16 @@ def source_facts(snap: Snapshot) -> SourceFacts:
         common = frozenset.intersection(*(p.carried for p in parts))
         formats = tuple(dict.fromkeys(f for p in parts for f in p.formats))
         return SourceFacts(formats, common)
-    formats = formats_of(snap)
+    src = snap.source
+    return _carried(formats_of(snap), tuple(src.unknown_fields))
+
+
+@lru_cache(maxsize=1024)  # pure in its arguments; every host of a 10,000-host cluster asks it
+def _carried(formats: tuple[SourceFormat, ...], unknown_fields: tuple[str, ...]) -> SourceFacts:
     can: set[Fact] = set()
     for f in formats:
         can |= CAN_CARRY.get(f, frozenset())
-    unknown = set(snap.source.unknown_fields)
+    unknown = set(unknown_fields)
     carried = frozenset(f for f in can if not any(x in unknown for x in FIELDS[f]))
     return SourceFacts(formats, carried)
 
