@@ -111,6 +111,27 @@ def describe(text: str) -> str | None:
     return DESCRIPTIONS[found] if found else None
 
 
+def readers(kind: Kind, path: str) -> str:
+    """The commands that read a file of ``kind``, as ``path`` would be given to them: the hint of
+    every "this is a KIND; COMMAND takes …" error, so that it points at the command to use."""
+    p = path if path and not path.startswith("-") and not any(c.isspace() for c in path) else "FILE"
+    if kind == "flow":
+        return (
+            f"its arrows: topomap map {p}; its diagram: topomap render {p} -o OUT.svg; "
+            "plan and report take it too (snapshots for its hosts after it)"
+        )
+    if kind == "requirements":
+        return f"requirements are checked by topomap check {p} FLOW, or topomap check {p} SNAP"
+    if kind == "run":
+        return (
+            f"a run record is read by topomap show {p}, and by render (-o OUT.svg), diff (with another run) "
+            f"and plan FLOW --observed {p}"
+        )
+    if kind == "measurements":
+        return f"attach them to the snapshot of the machine they were measured on: topomap attach SNAP {p} -o OUT.json"
+    return f"topomap show {p}; its diagram: topomap render {p} -o OUT.svg; a flow on it: topomap map FLOW {p}"
+
+
 def file_kind(path: str | Path) -> Kind | None:
     """The kind of a file on disk; None when it is none of the kinds or cannot be read (the loader
     the caller then uses says why)."""
