@@ -144,10 +144,10 @@ def check(
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Check requirements on lots: PASS, FAIL or UNKNOWN per rule, with evidence.
+    """Gate lots on requirements: PASS, FAIL or UNKNOWN per rule.
 
-    `topomap check REQS [FLOW] [SNAP | NAME=SNAP …]`. Exit 0 pass, 1 fail, 3 unknown (cannot be
-    told), 2 error."""
+    `topomap check REQS [FLOW] [SNAP | NAME=SNAP …]`: each rule with its evidence. Exit 0 pass,
+    1 fail, 3 unknown (cannot be told), 2 error."""
     # imports inside the command keep start-up fast (see diff)
     from topomap.check import check as run_check
     from topomap.check import flow_lots, read_requirements, snapshot_lots
