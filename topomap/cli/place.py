@@ -16,15 +16,15 @@ from topomap.cli.wiring import FlowOpt, JsonOpt, ProbeOpt, _console, _guard, _lo
 @app.command()
 @_guard
 def place(
+    gpus: Annotated[int, typer.Option("--gpus", help="How many GPUs to place (K).")],
     files: Annotated[
-        list[str],
+        list[str] | None,
         typer.Argument(
             help="A snapshot (or raw nvidia-smi/NCCL/hwloc file); or a flow file, then snapshots for its hosts "
             "(NAME=FILE per host). Told apart by their content.",
             show_default=False,
         ),
-    ],
-    gpus: Annotated[int, typer.Option("--gpus", help="How many GPUs to place (K).")],
+    ] = None,
     nics: Annotated[bool, typer.Option("--nics", help="Also a NIC per GPU (GPUDirect, distinct NICs).")] = False,
     pattern: Annotated[str, typer.Option("--pattern", help="tp (default), ring or independent.")] = "tp",
     exclude: Annotated[str | None, typer.Option("--exclude", help="GPUs not to use, e.g. 3,5 or gpu3.")] = None,
@@ -45,13 +45,15 @@ def place(
         excluded = parse_exclude(exclude)
     except ValueError as err:
         raise TopomapError(f"--exclude {exclude!r}: {err} is not a GPU", hint="e.g. --exclude 3,5 or gpu3") from None
-    given = sort_files(files, "place")
+    given = sort_files(files or [], "place")
     given.refuse("requirements", "run", "measurements")
     flow_file = given.flow(flow_opt)
     if flow_file is not None:
         return _place_flow(flow_file, given.machines, gpus, nics, pattern, excluded, probe or [], json_out)
     if probe:
         raise TopomapError("--probe binds a flow's hosts; place SNAP takes the snapshot itself", hint="drop --probe")
+    if not given.machines:
+        raise TopomapError("place needs a snapshot or a flow file", hint=USAGE["place"])
     if len(given.machines) != 1:
         raise TopomapError(
             f"place takes one snapshot without a flow; {len(given.machines)} given ({', '.join(given.machines)})",
