@@ -116,7 +116,7 @@ class Given:
         given = next(iter(self.requirements + self.runs + self.measurements + self.machines), None)
         if given is None:
             raise TopomapError(f"{self.command} needs a flow file", hint=usage)
-        kind = file_kind(given.partition("=")[2] if given in self.machines and _binding(given) else given)
+        kind = file_kind(file_of(given))
         raise TopomapError(
             f"{given}: this is {DESCRIPTIONS[kind] if kind else 'no flow file'}; {self.command} needs a flow file",
             hint=readers(kind, given) if kind else usage,
@@ -153,6 +153,11 @@ def sort_files(args: list[str], command: str, bindings: bool = True) -> Given:
             if kind is None:
                 given.unknown.add(arg)
     return given
+
+
+def file_of(arg: str) -> str:
+    """The file an argument names: FILE of ``NAME=FILE``, else the argument itself."""
+    return arg.partition("=")[2] if _binding(arg) else arg
 
 
 def _binding(arg: str) -> bool:

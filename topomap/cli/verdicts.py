@@ -8,8 +8,9 @@ from typing import Annotated, Literal
 import typer
 
 from topomap.base.errors import TopomapError
-from topomap.cli.given import USAGE, Given, sort_files
+from topomap.cli.given import USAGE, Given, file_of, sort_files
 from topomap.cli.wiring import JsonOpt, ProbeOpt, _console, _guard, _load, _print_json, app
+from topomap.files.kind import DESCRIPTIONS, file_kind
 
 
 @app.command()
@@ -208,10 +209,10 @@ def _check_files(given: Given, flow_opt: str | None) -> tuple[str, str | None]:
         given.machines.remove(unknown[0])
         return unknown[0], None
     if given.machines:
-        raise TopomapError(
-            f"check needs a requirements file (YAML with `requirements:`); given: {', '.join(given.machines)}",
-            hint=USAGE["check"],
-        )
+        first = given.machines[0]
+        kind = file_kind(file_of(first))
+        what = f"this is {DESCRIPTIONS[kind]}, not a requirements file" if kind else "not a requirements file"
+        raise TopomapError(f"{first}: {what}; check needs one (YAML with `requirements:`)", hint=USAGE["check"])
     raise TopomapError("check needs a requirements file", hint=USAGE["check"])
 
 
