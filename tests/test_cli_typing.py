@@ -350,3 +350,13 @@ def test_every_command_summary_is_one_whole_sentence_at_80_columns() -> None:
     for name, summary in seen.items():
         assert summary.endswith(".") and summary[0].isupper(), f"{name}: {summary!r}"
         assert summary.count(". ") == 0, f"{name}: one sentence, not {summary!r}"
+
+
+def test_a_flow_with_its_requirements_first_is_still_a_flow(tmp_path: Path) -> None:
+    """`requirements:` above `flow:` (a flow carrying its own gate) is a flow wherever it is given."""
+    body = Path(FLOW).read_text().replace("../snapshots/ibm-gx3d-h100-8gpu.json", IBM)
+    path = tmp_path / "gated.yaml"
+    path.write_text("requirements:\n  - gpus: {min_count: 8}\n" + body)
+    assert json.loads(_ok(["map", "--json", str(path)]))["flow"] == "tensor-parallel"
+    r = runner.invoke(app, ["check", str(path)])
+    assert r.exit_code == 0 and r.stdout.startswith("PASS")  # 8 H100s on the flow's own IBM lot

@@ -186,8 +186,8 @@ def check(
 
 def _check_files(given: Given, flow_opt: str | None) -> tuple[str, str | None]:
     """The requirements file and the flow file (or None) of `check`. The rules come from a
-    requirements file, else from the flow's own `requirements:`; with neither, a file of no known
-    kind is read as the requirements (its reader says what is wrong with it)."""
+    requirements file, else from the flow's own `requirements:`; else a file of no known kind is
+    read as the requirements (rules written as JSON; or its reader says what is wrong with it)."""
     flow_file = given.flow(flow_opt)
     if len(given.requirements) > 1:
         raise TopomapError(
@@ -196,18 +196,18 @@ def _check_files(given: Given, flow_opt: str | None) -> tuple[str, str | None]:
         )
     if given.requirements:
         return given.requirements[0], flow_file
-    if flow_file is not None:
-        if not _has_requirements(flow_file):
-            raise TopomapError(
-                f"{flow_file}: this is a flow file with no `requirements:`; check takes a requirements file "
-                "(or a flow with `requirements:`), then a flow or snapshots",
-                hint=f"topomap check REQS.yaml {flow_file} [SNAP | NAME=SNAP …]; or add `requirements:` to the flow",
-            )
+    if flow_file is not None and _has_requirements(flow_file):
         return flow_file, flow_file
     unknown = [m for m in given.machines if m in given.unknown]
-    if unknown:
+    if unknown:  # rules written as JSON, or a file with a mistake: its reader says which
         given.machines.remove(unknown[0])
-        return unknown[0], None
+        return unknown[0], flow_file
+    if flow_file is not None:
+        raise TopomapError(
+            f"{flow_file}: this is a flow file with no `requirements:`; check takes a requirements file "
+            "(or a flow with `requirements:`), then a flow or snapshots",
+            hint=f"topomap check REQS.yaml {flow_file} [SNAP | NAME=SNAP …]; or add `requirements:` to the flow",
+        )
     if given.machines:
         first = given.machines[0]
         kind = file_kind(file_of(first))

@@ -28,7 +28,8 @@ DESCRIPTIONS: dict[Kind, str] = {
 }
 
 _GPU_LINE = re.compile(r"^GPU (\d+): (.*)$")
-_YAML_TOP = re.compile(r"^(flow|requirements)\s*:", re.MULTILINE)
+_YAML_FLOW = re.compile(r"^flow\s*:", re.MULTILINE)
+_YAML_REQUIREMENTS = re.compile(r"^requirements\s*:", re.MULTILINE)
 
 
 def topology_format(text: str) -> Literal["nvidia-smi", "nccl-xml", "hwloc-xml"] | None:
@@ -77,11 +78,12 @@ def measurement_tool(text: str) -> Literal["nvbandwidth", "p2pBandwidthLatencyTe
 
 
 def yaml_kind(text: str) -> Literal["flow", "requirements"] | None:
-    """A flow or requirements file, by its top-level key."""
-    m = _YAML_TOP.search(text[:65536])
-    if m is None:
-        return None
-    return "flow" if m.group(1) == "flow" else "requirements"
+    """A flow or requirements file, by its top-level keys: a `flow:` key makes a flow, whatever
+    comes first (a flow may carry its own `requirements:`, above or below it)."""
+    head = text[:65536]
+    if _YAML_FLOW.search(head):
+        return "flow"
+    return "requirements" if _YAML_REQUIREMENTS.search(head) else None
 
 
 def json_kind(head: str) -> Literal["snapshot", "run"] | None:
