@@ -116,10 +116,11 @@ class Given:
         given = next(iter(self.requirements + self.runs + self.measurements + self.machines), None)
         if given is None:
             raise TopomapError(f"{self.command} needs a flow file", hint=usage)
-        kind = file_kind(file_of(given))
+        path = file_of(given)
+        kind = file_kind(path)
         raise TopomapError(
             f"{given}: this is {DESCRIPTIONS[kind] if kind else 'no flow file'}; {self.command} needs a flow file",
-            hint=readers(kind, given) if kind else usage,
+            hint=readers(kind, path) if kind else usage,
         )
 
     def refuse(self, *kinds: Kind) -> None:
