@@ -218,7 +218,7 @@ def test_show_on_a_probed_snapshot_with_problems(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["diff"], r"missing argument '?a'?\. \(hint: python -m topomap diff --help\)"),
+        (["show"], r"missing argument '?snapshot'?\. \(hint: python -m topomap show --help\)"),
         (["show", "--bogus", "x"], r"no such option:? '?--bogus'?"),
     ],
 )

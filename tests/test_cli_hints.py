@@ -32,14 +32,14 @@ CASES = [
         "no-such-folder/x.dot: folder no-such-folder does not exist",
         "mkdir -p",
     ),
-    (["check", REQS], "check needs --probe SNAP (or --flow FLOW)", f"topomap check {REQS} --probe SNAP.json"),
+    (["check", REQS], "check needs the machines to check: snapshots, or a flow", f"topomap check {REQS} SNAP.json"),
     (["render", SNAP], "render needs -o OUT", "-o OUT.svg"),
     (["merge", f"={SNAP}", SNAP, "-o", "OUT.json"], f"={SNAP}: empty NAME before `=`", "write NAME=FILE"),
-    (["check", RUN], f"{RUN}: this is a run record (topomap record), not a requirements file", "check takes"),
-    (["map", RUN], f"{RUN}: this is a run record (topomap record), not a flow file", "map takes a flow file"),
+    (["check", RUN], f"{RUN}: this is a topomap run record (JSON, from `topomap record`); check takes", "show"),
+    (["map", RUN], f"{RUN}: this is a topomap run record (JSON, from `topomap record`); map takes a flow", "show"),
     (["diff", SNAP, RUN], f"{RUN}: lot B is a run record (topomap record) but {SNAP} is not", "diff RUN_A.json"),
-    (["map", REQS], f"{REQS}: this is a requirements file; map takes a flow file", "topomap check"),
-    (["render", SNAP, "--view", "pipeline", "-o", "OUT.svg"], "--view pipeline draws a flow's logic", "--flow"),
+    (["map", REQS], f"{REQS}: this is a requirements file (YAML); map takes a flow file", f"topomap check {REQS}"),
+    (["render", SNAP, "--view", "pipeline", "-o", "OUT.svg"], "--view pipeline draws a flow's logic", "FLOW.yaml"),
 ]
 
 

@@ -83,7 +83,7 @@ def test_bad_yaml_and_empty_and_missing_steps() -> None:
 
 def test_gpus_of_a_host_without_snapshot() -> None:
     e = err(GOOD.format(snap=SNAP).replace("on: ws}", "on: ws:gpu0}"))
-    assert "ws has no snapshot" in str(e) and e.hint is not None and "--probe ws=" in e.hint
+    assert "ws has no snapshot" in str(e) and e.hint is not None and "ws=SNAPSHOT after the flow file" in e.hint
 
 
 def test_probe_binding_on_the_command_line(tmp_path: Path) -> None:

@@ -60,7 +60,7 @@ def test_a_cluster_with_no_host_named_like_a_flow_host_is_refused(cluster: Path)
     assert r.stderr == (
         f"topomap: error: --probe {cluster}: no host of the cluster is named like a flow host (flow hosts: lot, "
         "workstation; cluster hosts: node-a, node-b) (hint: NAME=FILE binds a flow host to one host's snapshot "
-        "(--probe lot=SNAPSHOT), or name the flow hosts after the cluster's hosts)\n"
+        "(lot=SNAPSHOT), or name the flow hosts after the cluster's hosts)\n"
     )
     reqs = str(SAMPLES / "requirements" / "doc-conversion.yaml")  # PASSed on the wrong machine before
     r = runner.invoke(app, ["check", reqs, "--flow", DOC, "--probe", str(cluster), "--json"])

@@ -93,6 +93,9 @@ def test_one_plan_command_reads_the_work_block_once_after_the_flow(monkeypatch: 
 
     monkeypatch.setattr(work, "read_durations_csv", counted_csv)
     monkeypatch.setattr(flow_package, "read_flow", counted_read_flow)
+    import topomap.cli.bind as bind  # the CLI reads the flow through cli.bind.read_flow_file (issue 23)
+
+    monkeypatch.setattr(bind, "read_flow", counted_read_flow)
     flow = str(SAMPLES / "flows" / "uneven-documents.yaml")
     res = CliRunner().invoke(app, ["plan", flow, "--cards", "1", "--observed", TWO_CARDS, "--json"])
     assert res.exit_code == 0, res.stderr

@@ -63,6 +63,7 @@ def run(argv: list[str]) -> NoReturn:
     """Run the command line ``argv``: usage mistakes are one line too (typer would draw a box);
     --help and --version that cannot be written are one line and exit 2, a closed pipe exits
     quietly, as for every command."""
+    argv = debug_first(argv)
     _state["json"] = "--json" in _own_args(argv)
     commands = load_commands(argv)
     try:
@@ -84,6 +85,19 @@ def run(argv: list[str]) -> NoReturn:
             raise
         _usage_error(err)
     finish(rc if isinstance(rc, int) else 0)
+
+
+def debug_first(argv: list[str]) -> list[str]:
+    """``--debug`` anywhere among topomap's own arguments (``topomap map x --debug``) moved before
+    the command, where typer reads it: the same effect wherever it is written. After a bare ``--``
+    it belongs to the command `record` runs, and `record` without ``--`` runs what follows its
+    first argument as given."""
+    own = _own_args(argv)
+    command = next((arg for arg in own if not arg.startswith("-")), None)
+    if "--debug" not in own or (command == "record" and "--" not in argv):
+        return argv
+    rest = [arg for arg in own if arg != "--debug"]
+    return ["--debug", *rest, *argv[len(own) :]]
 
 
 def _is_usage_error(err: Exception) -> bool:

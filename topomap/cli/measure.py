@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
+from topomap.base.errors import TopomapError
 from topomap.cli.wiring import JsonOpt, _console, _err, _guard, _load, _print_json, _write, app
 
 
@@ -51,7 +52,9 @@ def measure(
     table: Annotated[bool, typer.Option("--table", help="Also print every measurement with its spread.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Verified copy bandwidth and latency per GPU and GPU pair, added to the snapshot (needs a GPU).
+    """Measure copy bandwidth and latency between this machine's GPUs.
+
+    Verified copy bandwidth and latency per GPU and GPU pair, added to the snapshot (needs a GPU).
 
     Exit 0 measured (findings recorded); 2 bad input; 3 no GPU CUDA can use.
     """
@@ -118,13 +121,21 @@ def attach(
     output: Annotated[str, typer.Option("-o", "--output", help="Write the snapshot with the figures here.")],
     json_out: JsonOpt = False,
 ) -> None:
-    """Attach bandwidth figures measured by nvbandwidth or p2pBandwidthLatencyTest to a snapshot."""
+    """Add nvbandwidth or p2pBandwidthLatencyTest figures to a snapshot.
+
+    The figures measured by nvbandwidth (text or -j JSON) or CUDA's p2pBandwidthLatencyTest are
+    matched to the snapshot's GPUs; show, matrix --bandwidth, render and check then use them."""
+    from topomap.cli.given import name_what_it_is
     from topomap.importers.bandwidth import attach as attach_figures
     from topomap.importers.bandwidth import join_notes, load_measurements
     from topomap.model.codec import encode_checked
 
     snap = _load(snapshot)
-    imported = load_measurements(measurements)
+    try:
+        imported = load_measurements(measurements)
+    except TopomapError as err:  # a flow, requirements file or run record is named as such
+        name_what_it_is(err, measurements, "attach")
+        raise
     new = attach_figures(snap, imported)
     _write(output, encode_checked(new, output))
     notes = join_notes(snap, imported)

@@ -31,7 +31,9 @@ def nccl(
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Per ordered rank pair, the transport NCCL will choose (P2P, SHM, NET, NET+GDR) and the rule
+    """Predict NCCL's transport per rank pair, or explain an NCCL log.
+
+    Per ordered rank pair, the transport NCCL will choose (P2P, SHM, NET, NET+GDR) and the rule
     that decides it; with --log, what NCCL did and why it differs. Exit 0, 2 bad input."""
     # imports inside the command keep start-up fast (networkx, the graph)
     from topomap.files.inputs import decode_text, read_bytes

@@ -10,7 +10,7 @@ import typer
 
 from topomap.base.errors import TopomapError
 from topomap.cli.output import output_format
-from topomap.cli.wiring import JsonOpt, ProbeOpt, _console, _guard, _write, app
+from topomap.cli.wiring import FilesArg, FlowOpt, JsonOpt, ProbeOpt, _console, _guard, _write, app
 
 if TYPE_CHECKING:
     from topomap.flow.spec import Work
@@ -56,7 +56,8 @@ def _print_plan_json(doc: dict[str, object]) -> None:
 @app.command()
 @_guard
 def plan(
-    flow_file: Annotated[str, typer.Argument(help="Flow file (YAML) with a `work:` block.")],
+    files: FilesArg = None,
+    flow_opt: FlowOpt = None,
     probe: ProbeOpt = None,
     cards: Annotated[
         str | None,
@@ -86,11 +87,14 @@ def plan(
     ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """The flow's work on 1…N cards: one card, even split, longest-first, shared queue, coordinated —
-    parallel part, transfers, assembly, total, idle, speed-up and memory fit. A calculation."""
+    """Plan a flow's work on 1…N cards: time, idle, speed-up, memory fit.
+
+    `topomap plan FLOW [SNAP | NAME=SNAP …]`: the flow's `work:` block on 1…N cards — one card, even
+    split, longest-first, shared queue, coordinated — parallel part, transfers, assembly, total,
+    idle, speed-up and memory fit. A calculation."""
     # imported here, not at the top: every command module loads with the CLI, and the graph is slow
-    from topomap.cli.bind import bind_probes
-    from topomap.flow import read_flow
+    from topomap.cli.bind import bind_probes, read_flow_file
+    from topomap.cli.given import USAGE, flow_command_files
     from topomap.plan import plan_flow
 
     counts = _card_counts(cards)
@@ -102,9 +106,10 @@ def plan(
         fmt = output_format(output, "svg")
         if fmt not in GANTT_FORMATS:
             raise TopomapError(f"-o {output}: a Gantt chart is drawn as .svg or .png")
-    flow = read_flow(flow_file)
+    given = flow_command_files(files, "plan")
+    flow = read_flow_file(given.need_flow(flow_opt, USAGE["plan"]), "plan")
     seen = None if observed is None else (_observed(observed, observed_units, flow.work), observed)
-    result = plan_flow(flow, bind_probes(flow, probe or []), counts, seen)
+    result = plan_flow(flow, bind_probes(flow, probe or [], given.machines), counts, seen)
     result.margin = margin / 100
     if gantt is not None and gantt not in {a.k for a in result.arrangements}:
         have = ", ".join(str(k) for k in sorted({a.k for a in result.arrangements}))

@@ -137,10 +137,11 @@ def record_cmd(
         bool, typer.Option("--json", help="A JSON summary on stdout after the command's own output.")
     ] = False,
 ) -> None:
-    """Run a command (after --) and sample what each card and the host used; exit with the command's status.
+    """Run a command and sample what each card and the host used.
 
-    topomap record -o run.json -- python train.py. Writes run-<UTC time>.json without -o. Read the
-    record with show, render and diff (two records: which arrangement did better)."""
+    `topomap record -o run.json -- python train.py`; exits with the command's status. Writes
+    run-<UTC time>.json without -o. Read the record with show, render and diff (two records: which
+    arrangement did better) and plan --observed."""
     from topomap.record.runner import RecordOptions, record
 
     if not command:
@@ -216,16 +217,13 @@ def show_run(path: str, json_out: bool) -> None:
     _console().print(run_view(run))
 
 
-def render_run(path: str, output: str) -> None:
-    """`topomap render RUN.json -o timeline.svg|png|pdf`."""
+def render_run(path: str, output: str, fmt: str) -> None:
+    """`topomap render RUN.json -o timeline.svg|png|pdf` (``-o -``: stdout, in ``fmt``)."""
     from topomap.record import load_run
-    from topomap.render.timeline import FORMATS, timeline_image
+    from topomap.render.timeline import timeline_image
 
-    fmt = Path(output).suffix.lower().lstrip(".")
-    if not output or fmt not in FORMATS:
-        raise TopomapError(f"-o {output or '(none)'}: a run is drawn as .{', .'.join(FORMATS)}")
     _write(output, timeline_image(load_run(path), fmt))
-    print(f"wrote {output}", file=sys.stderr)
+    print(f"wrote {'stdout' if output == '-' else output}", file=sys.stderr)
 
 
 def _refuse_snapshot_options(outputs: tuple[str, str] | None, tolerance: float | None) -> None:
@@ -241,7 +239,7 @@ def _refuse_snapshot_options(outputs: tuple[str, str] | None, tolerance: float |
     ctx = _current_context()
     if ctx is None:
         return
-    for param, flag in (("flow_file", "--flow"), ("match", "--match")):
+    for param, flag in (("flow_opt", "--flow"), ("match", "--match")):
         source = ctx.get_parameter_source(param) if param in ctx.params else None
         if source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP"):
             raise TopomapError(

@@ -13,7 +13,7 @@ import typer
 
 from topomap.base.errors import TopomapError
 from topomap.cli.output import output_format
-from topomap.cli.wiring import JsonOpt, ProbeOpt, _guard, _print_json, _write, app
+from topomap.cli.wiring import FilesArg, FlowOpt, JsonOpt, ProbeOpt, _guard, _print_json, _write, app
 
 if TYPE_CHECKING:
     from topomap.flow.mapping import FlowMap
@@ -25,30 +25,38 @@ if TYPE_CHECKING:
 @app.command()
 @_guard
 def report(
-    flow_file: Annotated[str, typer.Argument(help="Flow file (YAML).")],
+    files: FilesArg = None,
+    flow_opt: FlowOpt = None,
     probe: ProbeOpt = None,
     output: Annotated[str, typer.Option("-o", "--output", help="OUT.html")] = "",
     hardware: Annotated[str, typer.Option("--hardware", help="Diagram: used (default) or all hardware.")] = "used",
     json_out: JsonOpt = False,
 ) -> None:
-    """One self-contained HTML page to hand to a colleague: the flow diagram, the arrows, the machines,
-    the requirements verdict and the plan when the flow has them, provenance and assumptions."""
-    from topomap.cli.bind import bind_probes  # start-up: see the module docstring
-    from topomap.flow import map_flow, read_flow
+    """Write one self-contained HTML page about a flow on its machines.
+
+    `topomap report FLOW [SNAP | NAME=SNAP …] -o OUT.html`: a page to hand to a colleague — the flow
+    diagram, the arrows, the machines, the requirements verdict and the plan when the flow has them,
+    provenance and assumptions."""
+    from topomap.cli.bind import bind_probes, read_flow_file  # start-up: see the module docstring
+    from topomap.cli.given import USAGE, flow_command_files
+    from topomap.flow import map_flow
     from topomap.render import dot as dotr
     from topomap.render.flowdot import flow_on_machine_dot
     from topomap.render.report import ReportInputs, report_html
 
     if not output:
-        raise TopomapError("report needs -o OUT.html")
-    if output_format(output, "html") not in ("html", "htm"):
+        raise TopomapError("report needs -o OUT.html", hint="-o OUT.html, or -o - for stdout")
+    if output != "-" and output_format(output, "html") not in ("html", "htm"):
         raise TopomapError(f"-o {output}: the report is an HTML page", hint="name it OUT.html")
     if hardware not in ("used", "all"):
         raise TopomapError(f"--hardware {hardware!r}: expected used or all")
-    flow = read_flow(flow_file)
-    topos = bind_probes(flow, probe or [])
+    given = flow_command_files(files, "report")
+    flow_file = given.need_flow(flow_opt, USAGE["report"])
+    flow = read_flow_file(flow_file, "report")
+    topos = bind_probes(flow, probe or [], given.machines)
     fmap = map_flow(flow, topos)
-    inp = ReportInputs(fmap=fmap, topos=topos, svg=None, sources=[f"flow: {flow_file}", *(probe or [])])
+    sources = [f"flow: {flow_file}", *given.machines, *(probe or [])]
+    inp = ReportInputs(fmap=fmap, topos=topos, svg=None, sources=sources)
     try:
         inp.svg = dotr.pipe(flow_on_machine_dot(fmap, topos, hardware), "svg").decode()
     except dotr.DotMissing:
@@ -59,8 +67,8 @@ def report(
     _add_cluster(inp, topos)
     page = report_html(inp).encode()
     _write(output, page)
-    print(f"wrote {output}", file=sys.stderr)
-    if json_out:
+    print(f"wrote {'stdout' if output == '-' else output}", file=sys.stderr)
+    if json_out and output != "-":  # with -o - the page is the output
         _print_json({"output": output, "bytes": len(page), "arrows": len(fmap.arrows), "diagram": inp.svg is not None})
 
 

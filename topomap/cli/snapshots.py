@@ -127,11 +127,19 @@ def import_(
     ] = "auto",
     json_out: JsonOpt = False,
 ) -> None:
-    """Turn a pasted topology (nvidia-smi, NCCL or hwloc XML, lstopo, an NCCL log) into a snapshot."""
-    from topomap.importers import import_file  # start-up: see the module docstring
+    """Turn a pasted topology into a snapshot.
+
+    Reads `nvidia-smi topo -m` (and -p2p, nvlink -s/-R, -q, --query-gpu CSV) text, an NCCL topology
+    XML, an hwloc XML or fragment, `lstopo` text, or an NCCL log with its topology dump."""
+    from topomap.cli.given import name_what_it_is  # start-up: see the module docstring
+    from topomap.importers import import_file
     from topomap.model.codec import encode_checked
 
-    snap = import_file(file, fmt)
+    try:
+        snap = import_file(file, fmt)
+    except TopomapError as err:
+        name_what_it_is(err, file, "import")
+        raise
     data = encode_checked(snap, output if output and output != "-" else "stdout")
     if output and output != "-":
         _write(output, data)
@@ -148,7 +156,10 @@ def show(
     snapshot: Annotated[str, typer.Argument(help="Snapshot JSON, or a raw nvidia-smi/NCCL/hwloc file.")],
     json_out: JsonOpt = False,
 ) -> None:
-    """Devices, NICs, the NVML ↔ CUDA ↔ UUID ↔ bus id table, NUMA nodes, the machine tree, problems."""
+    """Show a machine: its GPUs, NICs, NUMA nodes, tree and problems.
+
+    Devices, NICs, the NVML ↔ CUDA ↔ UUID ↔ bus id table, NUMA nodes, the machine tree, problems.
+    A run record (topomap record): per-card peaks, the timeline, the busiest resource."""
     from topomap.files.kind import is_run_file  # start-up: see the module docstring
 
     if is_run_file(snapshot):  # a run record (topomap record): per-card peaks, timeline, busiest resource
@@ -181,7 +192,10 @@ def matrix(
     json_out: JsonOpt = False,
     bandwidth: Annotated[bool, typer.Option("--bandwidth", help="Measured GB/s beside nominal instead.")] = False,
 ) -> None:
-    """The GPU/NIC matrix exactly as `nvidia-smi topo -m` prints it, legends included."""
+    """Print the GPU/NIC matrix as `nvidia-smi topo -m` prints it.
+
+    The matrix exactly as nvidia-smi lays it out, legends included; --p2p for `topo -p2p`,
+    --bandwidth for measured GB/s beside nominal."""
     if bandwidth:
         from topomap.render.bandwidth_matrix import bandwidth_json, render_bandwidth_matrix  # start-up: see above
 
@@ -232,8 +246,10 @@ def merge(
     output: Annotated[str, typer.Option("-o", "--output", help="Write the cluster snapshot here (- for stdout).")],
     json_out: JsonOpt = False,
 ) -> None:
-    """Join per-host snapshots into one cluster snapshot, and report where hosts differ (driver,
-    GPUs, GPU↔NIC rails, NIC rates and states, NVLink fabric cliques)."""
+    """Join per-host snapshots into one cluster snapshot.
+
+    Reports where the hosts differ: driver, GPUs, GPU↔NIC rails, NIC rates and states, NVLink
+    fabric cliques."""
     import msgspec  # start-up: see the module docstring
 
     from topomap.model.codec import encode_checked
@@ -287,7 +303,9 @@ def schema(
     which: Annotated[str, typer.Argument(help="snapshot, flow, requirements or run")] = "snapshot",
     json_out: JsonOpt = False,
 ) -> None:
-    """Print the JSON Schema of a topomap file format (it is JSON: --json changes nothing)."""
+    """Print the JSON Schema of a topomap file format.
+
+    The schema is JSON already: --json changes nothing."""
     from topomap.render.schemas import SCHEMAS, schema_text  # start-up: see the module docstring
 
     del json_out  # the schema is JSON already; the flag is accepted like on every command

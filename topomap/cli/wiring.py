@@ -43,6 +43,18 @@ ProbeOpt = Annotated[
     typer.Option("--probe", help="Bind a flow host to a snapshot: NAME=FILE (repeatable; FILE alone for one host)."),
 ]
 
+FilesArg = Annotated[
+    list[str] | None,
+    typer.Argument(
+        help="The flow file (YAML), then snapshots or raw topology files for its hosts: FILE for a one-host "
+        "flow, NAME=FILE per host. Files are told apart by their content, in any order.",
+        show_default=False,
+    ),
+]
+FlowOpt = Annotated[
+    str | None, typer.Option("--flow", help="The flow file, named explicitly (the same as giving it first).")
+]
+
 
 def _version(value: bool) -> None:
     if value:
@@ -52,7 +64,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _main(
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False,
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks (also after the command: topomap map FLOW --debug).")
+    ] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
@@ -202,10 +216,18 @@ def _print_json(value: object) -> None:
 
 
 def _load(path: str) -> Snapshot:
-    # Imported here for start-up: the importers are for commands that read a snapshot.
-    from topomap.importers import load_any
+    """A snapshot, or any importable topology; a flow, requirements file, run record or
+    measurements file in its place is named as such, with the command that reads it."""
+    # Imported here for start-up: the loaders are for commands that read a snapshot.
+    from topomap.cli.given import load_snapshot
 
-    return load_any(path)
+    return load_snapshot(path, command_name())
+
+
+def command_name() -> str:
+    """The name of the command running now (``map``), for messages; ``topomap`` outside one."""
+    ctx = _current_context()
+    return (ctx.info_name if ctx is not None else None) or "topomap"
 
 
 def _inputs() -> list[str]:

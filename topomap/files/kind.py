@@ -42,7 +42,6 @@ DESCRIPTIONS: dict[Kind, str] = {
 }
 
 _GPU_LINE = re.compile(r"^GPU (\d+): (.*)$")
-_YAML_TOP = re.compile(r"^(flow|requirements)\s*:", re.MULTILINE)
 _HWLOC_OBJECT = re.compile(r"^(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<object\s[^>]*\btype=", re.DOTALL)
 _NCCL_DUMP = re.compile(  # NCCL's topology dump: its header, or a CPU line where the header was cut
     r"NCCL INFO (?:=== System : max(?:Bw|Width)|CPU/[0-9A-Fa-f-]+ \(-?\d+/-?\d+/-?\d+\)\s*$)", re.MULTILINE
@@ -50,6 +49,8 @@ _NCCL_DUMP = re.compile(  # NCCL's topology dump: its header, or a CPU line wher
 _LSTOPO = re.compile(  # lstopo's root line, then a CPU-side object indented under it
     r"^(?:Machine|System) \(.*\)\s*$(?:\n.*){0,40}?^\s+(?:Package|NUMANode|Socket|Core|HostBridge)\b", re.MULTILINE
 )
+_YAML_FLOW = re.compile(r"^flow\s*:", re.MULTILINE)
+_YAML_REQUIREMENTS = re.compile(r"^requirements\s*:", re.MULTILINE)
 
 
 def topology_format(text: str) -> Topology | None:
@@ -128,11 +129,12 @@ def measurement_tool(text: str) -> Literal["nvbandwidth", "p2pBandwidthLatencyTe
 
 
 def yaml_kind(text: str) -> Literal["flow", "requirements"] | None:
-    """A flow or requirements file, by its top-level key."""
-    m = _YAML_TOP.search(text[:65536])
-    if m is None:
-        return None
-    return "flow" if m.group(1) == "flow" else "requirements"
+    """A flow or requirements file, by its top-level keys: a `flow:` key makes a flow, whatever
+    comes first (a flow may carry its own `requirements:`, above or below it)."""
+    head = text[:65536]
+    if _YAML_FLOW.search(head):
+        return "flow"
+    return "requirements" if _YAML_REQUIREMENTS.search(head) else None
 
 
 def json_kind(head: str) -> Literal["snapshot", "run"] | None:
@@ -160,6 +162,27 @@ def describe(text: str) -> str | None:
     head = text.lstrip("\ufeff \t\r\n")
     found = json_kind(head) or topology_format(text)
     return DESCRIPTIONS[found] if found else None
+
+
+def readers(kind: Kind, path: str) -> str:
+    """The commands that read a file of ``kind``, as ``path`` would be given to them: the hint of
+    every "this is a KIND; COMMAND takes …" error, so that it points at the command to use."""
+    p = path if path and not path.startswith("-") and not any(c.isspace() for c in path) else "FILE"
+    if kind == "flow":
+        return (
+            f"its arrows: topomap map {p}; its diagram: topomap render {p} -o OUT.svg; "
+            "plan and report take it too (snapshots for its hosts after it)"
+        )
+    if kind == "requirements":
+        return f"requirements are checked by topomap check {p} FLOW, or topomap check {p} SNAP"
+    if kind == "run":
+        return (
+            f"a run record is read by topomap show {p}, and by render (-o OUT.svg), diff (with another run) "
+            f"and plan FLOW --observed {p}"
+        )
+    if kind == "measurements":
+        return f"attach them to the snapshot of the machine they were measured on: topomap attach SNAP {p} -o OUT.json"
+    return f"topomap show {p}; its diagram: topomap render {p} -o OUT.svg; a flow on it: topomap map FLOW {p}"
 
 
 def file_kind(path: str | Path) -> Kind | None:

@@ -1,18 +1,19 @@
 """Binding a flow to machines: each flow host to a snapshot (or none), each placement to the GPUs
 of its host, each arrow expanded into concrete arrows between step replicas.
 
-The snapshots arrive loaded (the CLI reads ``--probe [NAME=]FILE`` and the flow file's own paths);
-here is only the rule: ``NAME=FILE`` binds one host, a bare file binds the one host of a one-host
-flow, a merged cluster binds every flow host named like one of its hosts, and no host is bound twice.
+The snapshots arrive loaded (the CLI reads ``[NAME=]FILE`` after the flow file or with ``--probe``,
+and the flow file's own paths); here is only the rule: ``NAME=FILE`` binds one host, a bare file
+binds the one host of a one-host flow, a merged cluster binds every flow host named like one of its
+hosts, and no host is bound twice.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from topomap.base.pciaddr import parse_bus_id
-from topomap.flow.spec import Flow, FlowArrow, FlowError, Pattern, Placement, Step, names
+from topomap.flow.spec import Flow, FlowArrow, FlowError, Pattern, Placement, Step, names, parse_placement
 from topomap.graph import Topology, build
 from topomap.model.snapshot import Snapshot
 
@@ -51,7 +52,7 @@ def claim_hosts(flow: Flow, given: Sequence[GivenSnapshot]) -> dict[str, GivenSn
             if host in bound:
                 raise FlowError(
                     f"{g.origin}: {host} is bound twice (also by {bound[host].origin})",
-                    hint=f"bind each flow host once: --probe {host}=FILE",
+                    hint=f"bind each flow host once: {host}=FILE after the flow file",
                 )
             bound[host] = g
     return bound
@@ -67,7 +68,7 @@ def _hosts_of(flow: Flow, g: GivenSnapshot) -> list[str]:
     if len(hosts) != 1:
         raise FlowError(
             f"{g.origin}: the flow has hosts {', '.join(hosts)}; say which",
-            hint=f"--probe {hosts[0]}={g.file.path}",
+            hint=f"name the host: {hosts[0]}={g.file.path}",
         )
     return [hosts[0]]
 
@@ -83,7 +84,7 @@ def _cluster_hosts(flow: Flow, g: GivenSnapshot) -> list[str]:
     raise FlowError(
         f"{g.origin}: no host of the cluster is named like a flow host "
         f"(flow hosts: {', '.join(flow.spec.hosts)}; cluster hosts: {shown or 'none named'})",
-        hint=f"NAME=FILE binds a flow host to one host's snapshot (--probe {next(iter(flow.spec.hosts))}=SNAPSHOT), "
+        hint=f"NAME=FILE binds a flow host to one host's snapshot ({next(iter(flow.spec.hosts))}=SNAPSHOT), "
         "or name the flow hosts after the cluster's hosts",
     )
 
@@ -143,6 +144,7 @@ def bind(flow: Flow, gpus: Mapping[str, GpuRefs | None]) -> None:
     """
     for st in flow.steps.values():
         st.placements = _resolve(flow, st, gpus)
+    _resolve_assembly(flow, gpus)
     flow.arrows = []
     for i, a in enumerate(flow.spec.arrows):
         for s in names(a.src):
@@ -168,7 +170,7 @@ def _resolve(flow: Flow, st: Step, gpus_by_host: Mapping[str, GpuRefs | None]) -
         if gpus is None:
             raise FlowError(
                 f"{origin}:{line}: step {name}: {p.host} has no snapshot, so its GPUs are unknown",
-                hint=f"bind it: --probe {p.host}=SNAPSHOT, or place the step on {p.host} itself",
+                hint=f"bind it: {p.host}=SNAPSHOT after the flow file, or place the step on {p.host} itself",
             )
         if p.gpu == "*":
             resolved += [Placement(host=p.host, kind="gpu", gpu=g[0]) for g in gpus]
@@ -183,6 +185,25 @@ def _resolve(flow: Flow, st: Step, gpus_by_host: Mapping[str, GpuRefs | None]) -
     if not resolved:
         raise FlowError(f"{origin}:{line}: step {name}: {st.placements[0].label()} has no GPU")
     return resolved
+
+
+def _resolve_assembly(flow: Flow, gpus_by_host: Mapping[str, GpuRefs | None]) -> None:
+    """The work's assembly placed on a GPU (``assembly: {on: lot:gpu0}``) names a GPU of its host's
+    snapshot, as a step's placement does; a UUID or bus id becomes the GPU's name."""
+    work = flow.work
+    a = work.assembly if work is not None else None
+    if work is None or a is None or a.on is None or a.on in flow.spec.steps or ":" not in a.on:
+        return
+    where = f"{flow.path}:{flow.line('$.work.assembly.on')}: work: assembly on {a.on!r}"
+    place = parse_placement(a.on, list(flow.spec.hosts), where)
+    gpus = gpus_by_host.get(place.host)
+    if place.kind != "gpu" or place.gpu == "*" or gpus is None:
+        return  # a host with no snapshot: the GPU stays as written, as a label
+    match = _match_gpu(place.gpu or "", gpus)
+    if match is None:
+        have = ", ".join(g[0] for g in gpus) or "none"
+        raise FlowError(f"{where}: {place.host} has no GPU {place.gpu!r}", hint=f"its snapshot has: {have}")
+    work.assembly = replace(a, on=f"{place.host}:{match}")
 
 
 def _match_gpu(ref: str, gpus: GpuRefs) -> str | None:

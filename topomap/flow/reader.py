@@ -3,8 +3,6 @@ and volumes, no cycles, then the work block in numbers — every mistake one lin
 
 from __future__ import annotations
 
-import difflib
-import re
 from pathlib import Path
 
 import networkx as nx
@@ -16,13 +14,13 @@ from topomap.flow.spec import (
     FlowError,
     FlowSpec,
     LimitsSpec,
-    Placement,
     SplitSpec,
     Step,
     StepSpec,
     WorkSpec,
     name_hint,
     names,
+    parse_placement,
     parse_volume,
 )
 from topomap.flow.work import work_of
@@ -79,8 +77,6 @@ def flow_from_doc(doc: YamlDoc) -> Flow:
 
 # --- steps and their placements ----------------------------------------------------------------
 
-_PLACE = re.compile(r"^(?P<host>[A-Za-z0-9_.-]+)(?::(?P<what>.+))?$")
-
 
 def _read_steps(flow: Flow) -> None:
     """Each step's placements: syntax and hosts (the GPUs themselves are resolved when hosts are bound)."""
@@ -88,43 +84,8 @@ def _read_steps(flow: Flow) -> None:
     for name, st in spec.steps.items():
         ons = st.on if isinstance(st.on, list) else [st.on]
         line = flow.line(f"$.steps.{name}.on")
-        places: list[Placement] = []
-        for on in ons:
-            m = _PLACE.match(on.strip())
-            if not m:
-                raise FlowError(
-                    f"{origin}:{line}: step {name}: placement {on!r} is not HOST[:WHAT]",
-                    hint="e.g. lotA:gpu3, lotA:gpus, lotA:memory, lotA:storage, workstation",
-                )
-            host = m.group("host")
-            if host not in spec.hosts:
-                raise FlowError(
-                    f"{origin}:{line}: step {name}: unknown host {host!r}",
-                    hint=name_hint(host, list(spec.hosts), "hosts") + " (declare new ones under `hosts:`)",
-                )
-            places.append(_placement(host, m.group("what"), name, origin, line))
+        places = [parse_placement(on, list(spec.hosts), f"{origin}:{line}: step {name}") for on in ons]
         flow.steps[name] = Step(name=name, kind=st.kind, placements=places, label=st.label)
-
-
-def _placement(host: str, what: str | None, step: str, origin: str, line: int) -> Placement:
-    if what is None:
-        return Placement(host=host, kind="host")
-    w = what.strip()
-    if w in ("gpus", "gpu*", "all-gpus"):
-        return Placement(host=host, kind="gpu", gpu="*")
-    if w == "storage":
-        return Placement(host=host, kind="storage")
-    m = re.fullmatch(r"memory(?:@numa(\d+))?", w)
-    if m:
-        return Placement(host=host, kind="memory", numa=int(m.group(1)) if m.group(1) else None)
-    if re.fullmatch(r"gpu\d+", w) or w.startswith(("GPU-", "MIG-")) or re.fullmatch(r"[0-9a-fA-F:.]{7,}", w):
-        return Placement(host=host, kind="gpu", gpu=w)
-    close = difflib.get_close_matches(w, ["gpus", "memory", "storage", "gpu0"], n=1, cutoff=0.6)
-    raise FlowError(
-        f"{origin}:{line}: step {step}: {host}:{what} names no GPU, memory or storage",
-        hint=(f"did you mean {host}:{close[0]}? " if close else "")
-        + "use gpuN, a GPU UUID, a PCI bus id, gpus, memory[@numaN] or storage",
-    )
 
 
 # --- arrows ------------------------------------------------------------------------------------

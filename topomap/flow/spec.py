@@ -241,6 +241,76 @@ def parse_volume(text: str) -> int | None:
     return int(value) if value < 1e21 else None  # past a zettabyte (or inf): not a transfer
 
 
+# --- placements -------------------------------------------------------------------
+
+_PLACE = re.compile(r"^(?P<host>[A-Za-z0-9_.-]+)(?::(?P<what>.+))?$")
+_GPU_INDEX = re.compile(r"gpu(\d+)", re.IGNORECASE)
+
+
+def gpu_name(text: str) -> str | None:
+    """A GPU named by its index — ``gpu3``, or ``GPU3`` as nvidia-smi spells it (any case) — as
+    topomap names it (``gpu3``); None for anything else (a UUID, a bus id, a typo)."""
+    m = _GPU_INDEX.fullmatch(text.strip())
+    return f"gpu{int(m.group(1))}" if m else None
+
+
+def parse_placement(on: str, hosts: list[str], where: str) -> Placement:
+    """One placement, ``HOST[:WHAT]``: ``HOST:gpuN`` (``GPUN`` too), ``HOST:GPU-<uuid>``,
+    ``HOST:<pci bus id>``, ``HOST:gpus``, ``HOST:memory[@numaN]``, ``HOST:storage`` or a bare
+    ``HOST``, on one of ``hosts``. ``where`` starts every message (``f.yaml:7: step convert``)."""
+    m = _PLACE.match(on.strip())
+    if not m:
+        raise FlowError(
+            f"{where}: placement {on!r} is not HOST[:WHAT]",
+            hint="e.g. lotA:gpu3, lotA:gpus, lotA:memory, lotA:storage, workstation",
+        )
+    host, what = m.group("host"), m.group("what")
+    if host not in hosts:
+        raise FlowError(
+            f"{where}: unknown host {host!r}",
+            hint=name_hint(host, hosts, "hosts") + " (declare new ones under `hosts:`)",
+        )
+    if what is None:
+        return Placement(host=host, kind="host")
+    w = what.strip()
+    key = w.lower()
+    if key in ("gpus", "gpu*", "all-gpus"):
+        return Placement(host=host, kind="gpu", gpu="*")
+    if key == "storage":
+        return Placement(host=host, kind="storage")
+    mem = re.fullmatch(r"memory(?:@numa(\d+))?", key)
+    if mem:
+        return Placement(host=host, kind="memory", numa=int(mem.group(1)) if mem.group(1) else None)
+    gpu = gpu_name(w)
+    if gpu is not None:
+        return Placement(host=host, kind="gpu", gpu=gpu)
+    if w.upper().startswith(("GPU-", "MIG-")) or re.fullmatch(r"[0-9a-fA-F:.]{7,}", w):
+        return Placement(host=host, kind="gpu", gpu=w)
+    close = difflib.get_close_matches(key, ["gpus", "memory", "storage", "gpu0"], n=1, cutoff=0.6)
+    raise FlowError(
+        f"{where}: {host}:{what} names no GPU, memory or storage",
+        hint=(f"did you mean {host}:{close[0]}? " if close else "")
+        + "use gpuN, a GPU UUID, a PCI bus id, gpus, memory[@numaN] or storage",
+    )
+
+
+def assembly_on(flow: Flow, on: str | None) -> str | None:
+    """Where the work's assembly runs (``work.assembly.on``): a step's name, or a placement as a
+    step takes one (a host, ``HOST:gpuN``, ``HOST:GPU3``, ``HOST:memory`` …), named as topomap names
+    it (``lot:GPU3`` → ``lot:gpu3``). The GPU itself is checked when the host is bound."""
+    if on is None or on in flow.spec.steps:
+        return on
+    where = f"{flow.path}:{flow.line('$.work.assembly.on')}: work: assembly"
+    hosts = list(flow.spec.hosts)
+    if on.partition(":")[0].strip() not in hosts:
+        raise FlowError(
+            f"{where} on {on!r}: no such host or step",
+            hint=name_hint(on.partition(":")[0].strip(), hosts + list(flow.spec.steps), "hosts and steps"),
+        )
+    place = parse_placement(on, hosts, f"{where} on {on!r}")
+    return f"{place.host}:gpus" if place.gpu == "*" else place.label()
+
+
 def names(x: str | list[str]) -> list[str]:
     """The step names of one end of an arrow (one name or a list)."""
     return x if isinstance(x, list) else [x]

@@ -26,7 +26,18 @@ import re
 from pathlib import Path
 
 from topomap.files.inputs import MAX_TOPOLOGY_BYTES, read_text
-from topomap.flow.spec import Assembly, AssemblySpec, Flow, FlowError, Limits, Split, Unit, Work, parse_volume
+from topomap.flow.spec import (
+    Assembly,
+    AssemblySpec,
+    Flow,
+    FlowError,
+    Limits,
+    Split,
+    Unit,
+    Work,
+    assembly_on,
+    parse_volume,
+)
 
 _SECONDS = {
     "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
@@ -326,13 +337,9 @@ def _assembly(flow: Flow) -> Assembly | None:
         return None
     if a.duration is None:
         raise _err(flow, "$.work.assembly", "assembly needs a duration", "assembly: {duration: 10 min}")
-    if a.on is not None and a.on not in flow.spec.hosts and a.on not in flow.spec.steps:
-        raise _err(
-            flow, "$.work.assembly.on", f"assembly on {a.on!r}: no such host or step",
-            f"hosts: {', '.join(flow.spec.hosts)}",
-        )  # fmt: skip
+    on = assembly_on(flow, a.on)  # a host or step, or a placement such as lot:gpu0 (issue 23)
     sec = _duration(flow, a.duration, "$.work.assembly.duration", "assembly duration")
-    return Assembly(sec, a.on, a.waits_for_all, a.rule)
+    return Assembly(sec, on, a.waits_for_all, a.rule)
 
 
 def _limits(flow: Flow) -> Limits:

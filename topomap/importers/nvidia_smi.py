@@ -18,6 +18,7 @@ from topomap.base.errors import ImportFailure
 from topomap.base.links import P2P_STATUS_CODES, is_path_code, parse_path
 from topomap.base.pciaddr import normalize_bus_id
 from topomap.files.kind import looks_like_query, looks_like_query_csv
+from topomap.importers.nic_legend import NicLegend, legend_notes, read_nic_legend
 from topomap.importers.nvidia_smi_q import QReport, apply_query, parse_query
 from topomap.importers.query_gpu import apply_blocks, find_blocks
 from topomap.model.nvlinks import gpu_buses, nvlink_count
@@ -33,7 +34,6 @@ _UUID_TAIL = re.compile(r" \(UUID: (GPU-[0-9a-fA-F-]+)\)$")
 _LINK_S = re.compile(r"^\s*Link (\d+): (?:([0-9.]+) GB/s|<inactive>)\s*$")
 _LINK_R = re.compile(r"^\s*Link (\d+): Remote Device ([0-9A-Fa-f:.]+): Link (\d+)\s*$")
 _P2P_CMD = re.compile(r"topo\s+-p2p\s+([rwnap]+)")
-_NIC_LEGEND = re.compile(r"^\s*NIC(\d+):\s*(\S+)\s*$")
 _LABEL = re.compile(r"^(GPU\d+|NIC\d+|[A-Za-z][\w.-]*)$")
 
 
@@ -216,7 +216,6 @@ def import_nvidia_smi(text: str, origin: str) -> Snapshot:
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     topo: _Matrix | None = None
     p2p: dict[str, _Matrix] = {}
-    nic_legend: dict[int, str] = {}
     links: dict[int, _GpuLinks] = {}
     notes: list[str] = []
     cur_gpu: int | None = None
@@ -257,16 +256,6 @@ def import_nvidia_smi(text: str, origin: str) -> Snapshot:
                     hint="split the file, one per host, import each, and join them with `topomap merge`",
                 )
             continue
-        nl = _NIC_LEGEND.match(line)
-        if nl:
-            k, name = int(nl.group(1)), nl.group(2)
-            if nic_legend.get(k, name) != name:
-                raise NvidiaSmiError(
-                    f"{origin}:{i + 1}: the NIC Legend names NIC{k} twice ({nic_legend[k]} and {name}); "
-                    "two outputs in one file?",
-                    hint="split the file, one per host",
-                )
-            nic_legend[k] = name
         g = _gpu_line(line)
         if g and ("UUID" in line or (i + 1 < len(lines) and "Link" in lines[i + 1])):
             cur_gpu, name, uuid = g
@@ -282,6 +271,7 @@ def import_nvidia_smi(text: str, origin: str) -> Snapshot:
                 links[cur_gpu].remotes[int(r.group(1))] = r.group(2)
         i += 1
     found = topo is not None or bool(links) or bool(p2p)
+    nic_legend = read_nic_legend(lines, origin, NvidiaSmiError)
     return _with_reports(text, lines, origin, _build(origin, topo, p2p, nic_legend, links, notes), found)
 
 
@@ -306,7 +296,7 @@ def _build(
     origin: str,
     topo: _Matrix | None,
     p2p: dict[str, _Matrix],
-    nic_legend: dict[int, str],
+    nic_legend: NicLegend,
     links: dict[int, _GpuLinks],
     notes: list[str],
 ) -> Snapshot:
@@ -315,10 +305,10 @@ def _build(
     gpu_labels = [x for x in labels if _is_gpu_label(x)]
     nic_labels = [x for x in labels if x not in gpu_labels]
     ids: dict[str, str] = {x: f"gpu{int(x[3:])}" for x in gpu_labels}
-    nics = _nics(nic_labels, nic_legend, ids)
+    nics = _nics(nic_labels, nic_legend.names, ids)
     unnamed_nics = bool(nic_labels) and any(n.name == f"NIC{n.index}" for n in nics)
-    if unnamed_nics:
-        notes.append("NIC names not shown (no NIC Legend)")
+    legend_said, findings = legend_notes(nic_labels, nic_legend)  # none, or one the paste cuts (issue 23)
+    notes += legend_said
     gpus = _buses_from_bridge(_gpus(gpu_labels, topo, links), notes)
     pairs = _pairs(labels, ids, gpus, topo, p2p)
     unknown = _unknown_fields(gpus, topo, p2p, links, has_gpus=bool(gpu_labels), unnamed_nics=unnamed_nics)
@@ -334,6 +324,7 @@ def _build(
         gpus=sorted(gpus, key=lambda g: g.index),
         nics=sorted(nics, key=lambda n: n.index),
         pairs=pairs,
+        findings=findings,
     )
 
 

@@ -102,7 +102,8 @@ class NcclReport:
 
 def parse_ranks(spec: str | None, snap: Snapshot) -> tuple[list[Gpu], bool]:
     """``--ranks``: ``per-gpu`` (default: one process per GPU, rank i on the i-th GPU), ``one-process``,
-    or a GPU index list ``2,3,0`` (rank i on that GPU, one process each); ``…:one-process`` for both."""
+    or a GPU index list ``2,3,0`` (``gpu2``/``GPU2`` too; rank i on that GPU, one process each);
+    ``…:one-process`` for both."""
     gpus = sorted(snap.gpus, key=lambda g: g.index)
     if not spec:
         return gpus, False
@@ -112,7 +113,7 @@ def parse_ranks(spec: str | None, snap: Snapshot) -> tuple[list[Gpu], bool]:
         return gpus, one
     by_index = {g.index: g for g in gpus}
     try:
-        chosen = [by_index[int(x)] for x in head.split(",")]
+        chosen = [by_index[int(x.strip().lower().removeprefix("gpu"))] for x in head.split(",")]  # 3, gpu3, GPU3
     except (KeyError, ValueError) as err:
         raise TopomapError(
             f"--ranks {spec!r}: not GPU indexes of this snapshot ({sorted(by_index)})",

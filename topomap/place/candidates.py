@@ -141,12 +141,12 @@ def candidates(topo: Topology, exclude: set[str]) -> tuple[list[Candidate], list
 
 
 def parse_exclude(text: str | None) -> set[str]:
-    """``--exclude 3,gpu5`` → {gpu3, gpu5}; raises ValueError on anything else."""
+    """``--exclude 3,gpu5,GPU6`` → {gpu3, gpu5, gpu6}; raises ValueError on anything else."""
     out: set[str] = set()
     for part in (text or "").replace(" ", "").split(","):
         if not part:
             continue
-        m = re.fullmatch(r"(?:gpu)?(\d+)", part)
+        m = re.fullmatch(r"(?:gpu)?(\d+)", part, re.IGNORECASE)  # GPU3: nvidia-smi's spelling
         if m is None:
             raise ValueError(part)
         out.add(f"gpu{int(m.group(1))}")
