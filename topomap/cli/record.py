@@ -13,7 +13,6 @@ import re
 import stat
 import sys
 import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
