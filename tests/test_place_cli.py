@@ -95,3 +95,19 @@ def test_gpu_groups_rule_two_islands() -> None:
     lots = snapshot_lots([("p4d", load_any(SNAP / "aws-p4d-24xlarge.json"))])  # NCCL file: NVLink unknown
     results = check(reqs, lots, None).results
     assert [r.status for r in results] == ["unknown", "unknown"] and results[0].settle
+
+
+def test_place_flow_names_each_host_on_its_own_line_without_escapes() -> None:
+    """The host heading is text, not a value: no visible ``\\x0a`` before it (issue 23 newcomer pass)."""
+    from typer.testing import CliRunner
+
+    from topomap.cli import app
+
+    root = Path(__file__).parent.parent
+    r = CliRunner().invoke(
+        app,
+        ["place", str(root / "samples/flows/tensor-parallel.yaml"), "--gpus", "4",
+         "--probe", f"lot={root / 'samples/snapshots/dgx1-v100.json'}"],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert "\\x0a" not in r.stdout and "\nHost lot\n" in r.stdout

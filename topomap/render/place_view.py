@@ -64,7 +64,7 @@ def flow_place_view(fp: FlowPlacement, width: int | None = None) -> RenderableTy
     for _, host, r in fp.steps:
         if host not in seen:
             seen.add(host)
-            parts += [esc(f"\nHost {host}", "bold"), place_view(r)]
+            parts += [Text("\nHost ", style="bold") + esc(host, "bold"), place_view(r)]
     parts += [Text("\nArrows as written (every GPU of the host)", style="bold"), summary_view(fp.before, width)]
     parts += [Text("\nArrows as placed", style="bold"), summary_view(fp.after, width)]
     return Group(*parts)
