@@ -32,6 +32,7 @@ SourceFormat = Literal[
     "gpu-list",
     "nvidia-smi-q",
     "query-gpu-csv",
+    "ibstat",
 ]
 SOURCE_FORMATS: tuple[SourceFormat, ...] = get_args(SourceFormat)
 NicKind = Literal["infiniband", "roce", "ethernet", "efa", "unknown"]
