@@ -78,11 +78,13 @@ _IBSTAT_CA = re.compile(r"^CA '[^'\s]{1,64}'\s*$")
 
 
 def looks_like_ibstat(text: str) -> bool:
-    """`ibstat` output: a ``CA 'mlx5_0'`` line followed by its ``CA type:`` or ``Number of ports:``."""
+    """`ibstat` output (a ``CA 'mlx5_0'`` line, then its ``CA type:`` or ``Number of ports:``), or
+    `ibv_devinfo`'s (``hca_id: mlx5_0``, then ``transport:``)."""
     lines = text[:65536].splitlines()
+    ca = ("CA type:", "Number of ports:")
     return any(
-        _IBSTAT_CA.match(x)
-        and any(y.strip().startswith(("CA type:", "Number of ports:")) for y in lines[k + 1 : k + 3])
+        (_IBSTAT_CA.match(x) and any(y.strip().startswith(ca) for y in lines[k + 1 : k + 3]))
+        or (x.startswith("hca_id:") and any(y.strip().startswith("transport:") for y in lines[k + 1 : k + 2]))
         for k, x in enumerate(lines)
     )
 

@@ -1,4 +1,4 @@
-"""``ibstat`` text appended to an nvidia-smi paste: each RDMA device's port state, rate and link layer.
+"""``ibstat`` (or ``ibv_devinfo``) text appended to an nvidia-smi paste: each RDMA device's port.
 
 ``ibstat`` prints one block per channel adapter, headed ``CA 'mlx5_0'``, with one ``Port N:``
 sub-block per port (``State: Active``, ``Rate: 400``, ``Link layer: InfiniBand``). The device names
@@ -6,6 +6,9 @@ are the ones `nvidia-smi topo -m` names in its NIC Legend, so a block joins the 
 the same name: its speed (the port's rate, Gb/s, while the port is Active: a port that is down has
 no trained rate), its state (as the probe records it: ``active``, ``down``, ``init``, ``armed``) and
 its kind (link layer InfiniBand: ``infiniband``; Ethernet on an RDMA device: ``roce``).
+
+``ibv_devinfo`` prints the same devices headed ``hca_id: mlx5_0``, each ``port: 1`` with its
+``state: PORT_ACTIVE (4)`` and ``link_layer``, but no rate: it settles state and kind, not speed.
 
 ``ibstat`` does not say where a device sits (no PCIe path, no NUMA node): alone, or beside an
 output without NIC names (``NIC0`` without a legend), it places nothing, and a note says why.
@@ -23,6 +26,10 @@ from topomap.model.snapshot import Nic, NicKind, Snapshot
 
 _CA = re.compile(r"^CA '([^'\s]{1,64})'\s*$")
 _PORT = re.compile(r"^\s+Port (\d{1,3}):\s*$")
+_HCA = re.compile(r"^hca_id:\s+(\S{1,64})\s*$")  # ibv_devinfo
+_HCA_PORT = re.compile(r"^\s+port:\s+(\d{1,3})\s*$")
+#: ibv_devinfo's keys → ibstat's.
+_DEVINFO_KEYS = {"state": "State", "link_layer": "Link layer"}
 MAX_CAS = 1024  # RDMA devices in one host (real hosts: under 40, SR-IOV functions included)
 #: ``State:`` as ibstat prints it → the state the probe records (sysfs ``4: ACTIVE`` → ``active``).
 _STATES = {"active": "active", "down": "down", "initializing": "init", "init": "init", "armed": "armed"}
@@ -40,7 +47,9 @@ class IbPort:
 
     @property
     def state(self) -> str | None:
-        return _STATES.get(self.fields.get("State", "").strip().lower())
+        """``Active`` (ibstat) or ``PORT_ACTIVE (4)`` (ibv_devinfo) → ``active``."""
+        raw = self.fields.get("State", "").strip().lower().removeprefix("port_").split(" (")[0]
+        return _STATES.get(raw)
 
     @property
     def rate(self) -> float | None:
@@ -72,7 +81,7 @@ def parse_ibstat(lines: list[str], origin: str) -> list[IbCa]:
     port: IbPort | None = None
     for n, raw in enumerate(lines, start=1):
         line = raw.rstrip()
-        m = _CA.match(line)
+        m = _CA.match(line) or _HCA.match(line)
         if m:
             if any(c.name == m.group(1) for c in cas):
                 raise IbstatError(
@@ -90,7 +99,7 @@ def parse_ibstat(lines: list[str], origin: str) -> list[IbCa]:
         if not line[0].isspace():
             cur = port = None  # unindented text: the block is over
             continue
-        p = _PORT.match(line)
+        p = _PORT.match(line) or _HCA_PORT.match(line)
         if p:
             port = IbPort(number=int(p.group(1)))
             cur.ports.append(port)
@@ -98,8 +107,9 @@ def parse_ibstat(lines: list[str], origin: str) -> list[IbCa]:
         key, sep, value = line.strip().partition(":")
         if not sep:
             continue
+        key = _DEVINFO_KEYS.get(key.strip(), key.strip())
         if port is not None:
-            port.fields.setdefault(key.strip(), value.strip())
+            port.fields.setdefault(key, value.strip())
         elif key.strip() == "CA type":
             cur.ca_type = value.strip() or None
     return cas
@@ -121,36 +131,39 @@ def _joined(nic: Nic, ca: IbCa) -> Nic:
 
 def apply_ibstat(snap: Snapshot, lines: list[str], origin: str) -> Snapshot:
     """Join the file's ``ibstat`` blocks to its NICs by device name (``snap`` unchanged without one)."""
-    cas = parse_ibstat(lines, origin) if any(_CA.match(x.rstrip()) for x in lines) else []
+    cas = parse_ibstat(lines, origin) if any(_CA.match(x.rstrip()) or _HCA.match(x) for x in lines) else []
     if not cas:
         return snap
     by_name = {c.name: c for c in cas}
     nics = [_joined(n, by_name[n.name]) if n.name in by_name else n for n in snap.nics]
     joined = [n.name for n in snap.nics if n.name in by_name]
+    tool = "`ibv_devinfo`" if any(_HCA.match(x) for x in lines) else "`ibstat`"
     notes = list(snap.source.notes)
     if not snap.nics:
         notes.append(
-            f"`ibstat` lists {', '.join(by_name)} but no output in this file places them "
+            f"{tool} lists {', '.join(by_name)} but no output in this file places them "
             "(append `nvidia-smi topo -m`, whose NIC Legend names them)"
         )
     elif not joined:
         notes.append(
-            f"`ibstat` names {', '.join(by_name)}; the file's NICs are {', '.join(n.name for n in snap.nics)}: "
+            f"{tool} names {', '.join(by_name)}; the file's NICs are {', '.join(n.name for n in snap.nics)}: "
             "not joined (a `topo -m` with its NIC Legend names them)"
         )
     else:
         missing = [n.name for n in snap.nics if n.name not in by_name]
         extra = [c for c in by_name if c not in joined]
         if missing:
-            notes.append(f"`ibstat` does not list {', '.join(missing)}: their speed and kind stay unknown")
+            notes.append(f"{tool} does not list {', '.join(missing)}: their speed and kind stay unknown")
         if extra:
-            notes.append(f"`ibstat` lists {', '.join(extra)}, which no matrix in the file shows")
-        down = [c.name for c in cas if c.name in joined and c.port is not None and c.port.state != "active"]
-        if down:
-            notes.append(f"`ibstat`: port of {', '.join(down)} not Active: no trained rate")
+            notes.append(f"{tool} lists {', '.join(extra)}, which no matrix in the file shows")
+        for c in cas:
+            if c.name in joined and c.port is not None and c.port.state != "active":
+                notes.append(f"{tool}: the port of {c.name} is {c.port.state or 'not Active'}: no trained rate")
     unknown = list(snap.source.unknown_fields)
-    if snap.nics and len(joined) == len(snap.nics):
-        unknown = [f for f in unknown if f not in ("nics.kind", "nics.speed_gbit_s")]
+    ports = [by_name[n].port for n in joined]
+    if snap.nics and len(joined) == len(snap.nics):  # every NIC joined: what every port says is known
+        unknown = [f for f in unknown if f != "nics.kind" or not all(p and p.kind for p in ports)]
+        unknown = [f for f in unknown if f != "nics.speed_gbit_s" or not all(p and "Rate" in p.fields for p in ports)]
     formats = [*snap.source.formats, "ibstat"] if "ibstat" not in snap.source.formats else snap.source.formats
     source = msgspec.structs.replace(snap.source, unknown_fields=unknown, notes=notes, formats=formats)
     return msgspec.structs.replace(snap, source=source, nics=nics)

@@ -90,6 +90,7 @@ CAN_CARRY: dict[SourceFormat, frozenset[Fact]] = {
             Fact.GPU_UUID,
             Fact.GPU_BUS_ID,
             Fact.PCIE_LINK,
+            Fact.FABRIC,
             Fact.MIG,
             Fact.DRIVER,
             Fact.CUDA,
@@ -110,6 +111,7 @@ CAN_CARRY: dict[SourceFormat, frozenset[Fact]] = {
     ),
     # `ibstat` appended to a paste: the port rate, state and link layer of each RDMA device, joined to
     # the NICs another output (a `topo -m` NIC Legend) names; it does not say where a device sits.
+    # `ibv_devinfo` (same reader, same format) has no rate: its importer leaves the speed unknown.
     "ibstat": frozenset({Fact.NIC_NAMES, Fact.NIC_SPEED, Fact.NIC_KIND}),
 }
 
@@ -125,7 +127,7 @@ FORMAT_WORDS: dict[SourceFormat, str] = {
     "gpu-list": "`nvidia-smi -L`",
     "nvidia-smi-q": "`nvidia-smi -q`",
     "query-gpu-csv": "`nvidia-smi --query-gpu … --format=csv`",
-    "ibstat": "`ibstat`",
+    "ibstat": "`ibstat` (or `ibv_devinfo`)",
 }
 
 #: The query that settles what a paste lacks about the GPUs themselves.
