@@ -8,8 +8,8 @@ and `ibstat` appended to a `topo -m` paste.
 
 Data (tests/data/real-topologies, origins in its README): the `nvidia-smi -q` of an 8x H100 SXM HGX
 (driver 565.57.01; thamada/nvidia-smi gls/H100SXMx8_smi.py), the DGX-1 `topo -m` (NIC names as
-headers) and the H200 node's (NIC Legend mlx5_0-9), and three public `ibstat` outputs. The Fabric
-sections spliced in below are real too, each quoted with its origin.
+headers) and the H200 node's (NIC Legend mlx5_0-9), and public `ibstat` / `ibv_devinfo` outputs
+(tests/data/real-ibstat). The Fabric sections spliced in below are real too, each quoted with its origin.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def smi(real: Path, name: str) -> str:
 
 
 def ibstat(real: Path, name: str) -> str:
-    return (real / "ibstat" / name).read_text()
+    return (real.parent / "real-ibstat" / name).read_text()
 
 
 def q_blocks(real: Path, keep: list[int]) -> str:
