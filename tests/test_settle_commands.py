@@ -322,6 +322,15 @@ def test_q_of_one_gpu_joins_its_gpu_by_uuid(real: Path) -> None:
     assert snap.gpus[0].pci_bus_id is None
 
 
+def test_q_of_one_gpu_with_its_command_line_is_that_gpu(real: Path) -> None:
+    """`nvidia-smi -q -i 3` pasted with its command line: the block is GPU 3, not GPU 0 by order."""
+    snap = import_text("$ nvidia-smi -q -i 3\n" + q_blocks(real, [3]), "q3.txt")
+    assert [g.index for g in snap.gpus] == [3] and snap.gpus[0].pci_bus_id == "0000:5d:00.0"
+    assert "gpus.count" in snap.source.unknown_fields
+    unnamed = import_text(q_blocks(real, [3]), "q.txt")  # without it nothing says which: nvidia-smi's order
+    assert [g.index for g in unnamed.gpus] == [0] and any("taken as GPU 0… in order" in n for n in unnamed.source.notes)
+
+
 # --- ibstat -----------------------------------------------------------------------------------------
 
 

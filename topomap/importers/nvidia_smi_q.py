@@ -38,6 +38,7 @@ def _key_value(line: str) -> tuple[str, str] | None:
 
 
 MAX_GPUS = 4096
+_ASKED = re.compile(r"nvidia-smi\s+(?:\S+\s+){0,4}?(?:-i|--id)[= ]?(\d{1,4})(?!\S)")
 
 
 @dataclass
@@ -122,6 +123,7 @@ class QReport:
     driver_version: str | None = None
     cuda_version: str | None = None
     attached: int | None = None  # ``Attached GPUs : 8``: how many the host has (``-i 0`` prints one block)
+    asked: int | None = None  # N of a pasted ``nvidia-smi -q -i N`` command line: the one block is GPU N
 
     @property
     def some(self) -> bool:
@@ -149,6 +151,9 @@ def parse_query(lines: list[str]) -> QReport:
         indent = len(line) - len(line.lstrip(" "))
         kv = _key_value(line)
         if indent == 0:
+            asked = _ASKED.search(line)
+            if asked and re.search(r"\s(?:-q|--query|-a)(?:\s|$)", line):
+                out.asked = int(asked.group(1))
             cur = None if kv is None or not kv[0].startswith(("Driver", "CUDA")) else cur
             if kv and kv[0] == "Driver Version":
                 out.driver_version = kv[1].strip() or None
@@ -178,6 +183,8 @@ def _index_of(snap: Snapshot, q: QReport) -> list[int]:
     found = [by_key.get(qg.uuid or "", by_key.get(qg.pci_bus_id or "")) for qg in q.gpus]
     matched = [x for x in found if x is not None]
     if len(matched) < len(found) or len(set(matched)) < len(matched):
+        if len(q.gpus) == 1 and q.asked is not None and not matched:
+            return [q.asked]  # `nvidia-smi -q -i 3` pasted with its command line
         return list(range(len(found)))  # some block unnamed in the file, or two on one GPU: nvidia-smi's order
     return matched
 
@@ -224,7 +231,10 @@ def apply_query(snap: Snapshot, q: QReport) -> Snapshot:
         return snap
     by_index = {g.index: g for g in snap.gpus}
     notes = list(snap.source.notes)
-    for k, qg in zip(_index_of(snap, q), q.gpus):
+    indices = _index_of(snap, q)
+    if q.some and indices == list(range(len(q.gpus))) and q.asked is None:
+        notes.append(f"`nvidia-smi -q` names no GPU index for its {len(q.gpus)} block(s): taken as GPU 0… in order")
+    for k, qg in zip(indices, q.gpus):
         by_index[k] = _with_block(by_index.get(k) or Gpu(index=k), qg)
         if qg.fabric_health and qg.fabric_health.lower() != "healthy":
             notes.append(f"gpu{k}: `nvidia-smi -q` reports NVLink fabric health {qg.fabric_health}")
