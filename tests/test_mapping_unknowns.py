@@ -107,7 +107,7 @@ def test_host_memory_arrow_on_an_nvlink_s_output_has_no_path_class(tmp_path: Pat
     m, ab = pair(tmp_path, NVLINK_S)
     assert (m.medium, m.via, m.path) == ("host-memory", "pcie", None)  # was PHB
     assert "gpu0's NUMA node is not recorded by this source; pin host buffers on the GPU's node: " in m.notes[0]
-    assert "pin host buffers on the GPU's node: `topomap probe` on the machine" in m.notes[0]
+    assert "pin host buffers on the GPU's node: `nvidia-smi topo -m` of a recent driver" in m.notes[0]
     assert not any("own NUMA node" in n for n in m.notes)
     assert any(n.startswith("path class between gpu0 and host memory not recorded by this source") for n in m.notes)
     assert ab.path == "NV12"
@@ -132,8 +132,8 @@ def test_memory_on_a_numa_node_the_source_does_not_record(tmp_path: Path) -> Non
     assert r.exit_code == 2 and r.stderr.replace(str(tmp_path) + "/", "") == (
         "topomap: error: pair.yaml:7: step m: lot:memory@numa0: this source (nvidia-smi) does not record NUMA "
         "nodes, so NUMA node 0 is unknown (hint: place it on lot:memory (the memory nearest each GPU), or use a "
-        "snapshot that records them: `topomap probe` on the machine (or `cat /sys/bus/pci/devices/<bus id>/numa_node`; "
-        "a recent driver's `nvidia-smi topo -m` prints a NUMA Affinity column))\n"
+        "snapshot that records them: `nvidia-smi topo -m` of a recent driver (its NUMA Affinity column) or "
+        "`topomap probe` on the machine)\n"
     )
     f.write_text(PAIR.replace("MEMORY", "lot:memory@numa3"))
     r = runner.invoke(app, ["map", str(f), "--probe", f"lot={RTX}"])

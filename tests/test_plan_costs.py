@@ -167,7 +167,7 @@ def test_replicas_duplicate_state_and_a_split_task_can_fit(tmp_path: Path) -> No
 def test_memory_unknown_says_what_settles_it(tmp_path: Path) -> None:
     r = _plan(_flow(tmp_path, _h100(tmp_path, None), "  count: 2\n  duration: 1 min\n  memory_per_task: 1 GiB\n"))
     fit = _arr(r, 1, "one card").fit
-    assert fit.verdict == "unknown" and "nvidia-smi --query-gpu=memory.total --format=csv" in fit.reason
+    assert fit.verdict == "unknown" and "--query-gpu=index,name,memory.total,pci.bus_id --format=csv" in fit.reason
 
 
 def test_memory_derived_from_the_gpu_name(tmp_path: Path) -> None:

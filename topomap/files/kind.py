@@ -1,8 +1,8 @@
 """What kind of file this is, from its content (never its name): the one place every command asks.
 
 Kinds: ``snapshot`` and ``run`` (topomap's own JSON), ``nvidia-smi`` (topo -m / -p2p / nvlink / -q
-text, --query-gpu CSV), ``nccl-xml``, ``hwloc-xml``, ``measurements`` (nvbandwidth, p2pBandwidthLatencyTest),
-``flow`` and ``requirements`` (YAML). ``None``: none of these.
+text, --query-gpu CSV, and `ibstat` appended to them), ``nccl-xml``, ``hwloc-xml``, ``measurements``
+(nvbandwidth, p2pBandwidthLatencyTest), ``flow`` and ``requirements`` (YAML). ``None``: none of these.
 """
 
 from __future__ import annotations
@@ -100,10 +100,25 @@ def looks_like_query_csv(text: str) -> bool:
     return False
 
 
+_IBSTAT_CA = re.compile(r"^CA '[^'\s]{1,64}'\s*$")
+
+
+def looks_like_ibstat(text: str) -> bool:
+    """`ibstat` output (a ``CA 'mlx5_0'`` line, then its ``CA type:`` or ``Number of ports:``), or
+    `ibv_devinfo`'s (``hca_id: mlx5_0``, then ``transport:``)."""
+    lines = text[:65536].splitlines()
+    ca = ("CA type:", "Number of ports:")
+    return any(
+        (_IBSTAT_CA.match(x) and any(y.strip().startswith(ca) for y in lines[k + 1 : k + 3]))
+        or (x.startswith("hca_id:") and any(y.strip().startswith("transport:") for y in lines[k + 1 : k + 2]))
+        for k, x in enumerate(lines)
+    )
+
+
 def looks_like_nvidia_smi(text: str) -> bool:
     """`nvidia-smi topo -m` / `-p2p` matrices, `nvidia-smi -L`-style GPU lines with UUIDs, `-q`, or
-    `--query-gpu … --format=csv`."""
-    if looks_like_query(text) or looks_like_query_csv(text):
+    `--query-gpu … --format=csv`; or `ibstat` (read appended to one of these, refused alone)."""
+    if looks_like_query(text) or looks_like_query_csv(text) or looks_like_ibstat(text):
         return True
     for line in text.splitlines()[:400]:
         toks = line.split()

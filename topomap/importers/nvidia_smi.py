@@ -18,6 +18,7 @@ from topomap.base.errors import ImportFailure
 from topomap.base.links import P2P_STATUS_CODES, is_path_code, parse_path
 from topomap.base.pciaddr import normalize_bus_id
 from topomap.files.kind import looks_like_query, looks_like_query_csv
+from topomap.importers.ibstat import apply_ibstat
 from topomap.importers.nic_legend import NicLegend, legend_notes, read_nic_legend
 from topomap.importers.nvidia_smi_q import QReport, apply_query, parse_query
 from topomap.importers.query_gpu import apply_blocks, find_blocks
@@ -276,20 +277,16 @@ def import_nvidia_smi(text: str, origin: str) -> Snapshot:
 
 
 def _with_reports(text: str, lines: list[str], origin: str, snap: Snapshot, found: bool) -> Snapshot:
-    """``snap`` joined by GPU index with the file's `nvidia-smi -q` and `--query-gpu` CSV output."""
+    """``snap`` joined by GPU with the file's `nvidia-smi -q` and `--query-gpu` CSV output, by NIC with its `ibstat`."""
     query = parse_query(lines) if looks_like_query(text) else QReport()
     csv = find_blocks(lines, origin) if looks_like_query_csv(text) else []
     if not found and not query.gpus and not csv:
         raise NvidiaSmiError(
             f"{origin}: no `nvidia-smi topo -m`, `topo -p2p`, `nvlink -s/-R`, `-q` or `--query-gpu` output found",
             hint="the header line must start with GPU0 (a --query-gpu CSV with its header line, or its command line "
-            "above `noheader` rows)",
+            "above `noheader` rows); an `ibstat` output is read appended to one of these",
         )
-    snap = apply_query(snap, query)
-    if query.gpus:
-        formats: list[SourceFormat] = [*snap.source.formats, "nvidia-smi-q"]
-        snap = msgspec.structs.replace(snap, source=msgspec.structs.replace(snap.source, formats=formats))
-    return apply_blocks(snap, csv, origin)
+    return apply_ibstat(apply_blocks(apply_query(snap, query), csv, origin), lines, origin)
 
 
 def _build(

@@ -19,7 +19,7 @@ from topomap.base.units import fmt_bandwidth, fmt_gbps
 from topomap.model.nic_ids import FAMILY_NAMES, NIC_VENDORS, NicFamilyName
 from topomap.model.nvlinks import NvlinkPart, nvlink_floor, nvlink_part
 from topomap.model.snapshot import Finding, Gpu, Nic, Snapshot
-from topomap.model.source_facts import source_knows
+from topomap.model.source_facts import Fact, settle, source_knows
 
 #: Where a bandwidth figure comes from.
 BandwidthSource = Literal["spec", "derived", "model", "measured", "unknown"]
@@ -36,13 +36,12 @@ SETTLE: dict[str, str] = {
     "fabric": "`nvidia-smi -q` (section Fabric) or `topomap probe`",
     "mig": "`nvidia-smi -q` (section MIG Mode) or `topomap probe`",
     "nic": "`nvidia-smi topo -m` (its NIC legend) or `topomap probe`",
-    "nic_speed": "`ibstat` / `ethtool <netdev>` or `topomap probe`",
-    "nic_state": "`ibstat` / `ip link` or `topomap probe`",
+    "nic_speed": settle(Fact.NIC_SPEED),
+    "nic_state": settle(Fact.NIC_SPEED),  # `ibstat` prints each port's State beside its Rate
     "gpu_model": "`nvidia-smi -L` or `topomap probe`",
-    "gpu_memory": "`nvidia-smi --query-gpu=memory.total --format=csv` or `topomap probe`",
-    "numa": "`topomap probe` on the machine (or `cat /sys/bus/pci/devices/<bus id>/numa_node`; "
-    "a recent driver's `nvidia-smi topo -m` prints a NUMA Affinity column)",
-    "driver": "`nvidia-smi` (its header) or `topomap probe`",
+    "gpu_memory": settle(Fact.GPU_MEMORY),
+    "numa": settle(Fact.NUMA),
+    "driver": settle(Fact.DRIVER),
     "pcie_link": "`nvidia-smi -q` (section GPU Link Info) or `topomap probe`",
 }
 

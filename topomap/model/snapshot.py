@@ -34,6 +34,7 @@ SourceFormat = Literal[
     "query-gpu-csv",
     "lstopo",
     "nccl-log",
+    "ibstat",
 ]
 SOURCE_FORMATS: tuple[SourceFormat, ...] = get_args(SourceFormat)
 NicKind = Literal["infiniband", "roce", "ethernet", "efa", "unknown"]

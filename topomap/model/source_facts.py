@@ -93,6 +93,7 @@ CAN_CARRY: dict[SourceFormat, frozenset[Fact]] = {
             Fact.GPU_UUID,
             Fact.GPU_BUS_ID,
             Fact.PCIE_LINK,
+            Fact.FABRIC,
             Fact.MIG,
             Fact.DRIVER,
             Fact.CUDA,
@@ -111,6 +112,10 @@ CAN_CARRY: dict[SourceFormat, frozenset[Fact]] = {
             Fact.DRIVER,
         }
     ),
+    # `ibstat` appended to a paste: the port rate, state and link layer of each RDMA device, joined to
+    # the NICs another output (a `topo -m` NIC Legend) names; it does not say where a device sits.
+    # `ibv_devinfo` (same reader, same format) has no rate: its importer leaves the speed unknown.
+    "ibstat": frozenset({Fact.NIC_NAMES, Fact.NIC_SPEED, Fact.NIC_KIND}),
 }
 
 #: In words, for notes and `show`: the output each format is.
@@ -127,6 +132,7 @@ FORMAT_WORDS: dict[SourceFormat, str] = {
     "gpu-list": "`nvidia-smi -L`",
     "nvidia-smi-q": "`nvidia-smi -q`",
     "query-gpu-csv": "`nvidia-smi --query-gpu … --format=csv`",
+    "ibstat": "`ibstat` (or `ibv_devinfo`)",
 }
 
 #: The query that settles what a paste lacks about the GPUs themselves.
@@ -136,7 +142,8 @@ QUERY_GPU_LINK = (
     "pcie.link.width.current,pcie.link.width.max --format=csv"
 )
 
-#: The command whose output carries each fact (pasted into the same file, topomap reads it).
+#: The command whose output carries each fact: pasted into the same file (appended to the others),
+#: topomap reads it (tests/test_settle_commands.py holds every command named here to that).
 SETTLE_BY: dict[Fact, str] = {
     Fact.NVLINK: "`nvidia-smi topo -m` run inside the container (or `topomap probe`)",
     Fact.NVLINK_LINKS: "`nvidia-smi nvlink -s` (or `topomap probe`)",
@@ -144,21 +151,19 @@ SETTLE_BY: dict[Fact, str] = {
     Fact.P2P: "`nvidia-smi topo -p2p rw` (or `topomap probe`)",
     Fact.NICS: "`nvidia-smi topo -m` (its NIC columns and legend) or `topomap probe`",
     Fact.NIC_NAMES: "`nvidia-smi topo -m` (its NIC legend) or `topomap probe`",
-    Fact.NIC_SPEED: "`ibstat` / `ethtool <netdev>` or `topomap probe`",
-    Fact.NIC_KIND: "`ibstat` / `ethtool <netdev>` or `topomap probe`",
+    Fact.NIC_SPEED: "`ibstat` appended to the `nvidia-smi topo -m` paste (or `topomap probe`)",
+    Fact.NIC_KIND: "`ibstat` appended to the `nvidia-smi topo -m` paste (or `topomap probe`)",
     Fact.GPU_COUNT: f"`{QUERY_GPU}` (or `nvidia-smi topo -m`, or `topomap probe`)",
     Fact.GPU_MODEL: f"`{QUERY_GPU}` (or `topomap probe`)",
     Fact.GPU_MEMORY: f"`{QUERY_GPU}` (or `topomap probe`)",
     Fact.GPU_UUID: "`nvidia-smi -L` (or `topomap probe`)",
     Fact.GPU_BUS_ID: f"`{QUERY_GPU}` (or `topomap probe`)",
-    Fact.NUMA: "`topomap probe` on the machine (or `cat /sys/bus/pci/devices/<bus id>/numa_node`; "
-    "a recent driver's `nvidia-smi topo -m` prints a NUMA Affinity column)",
+    Fact.NUMA: "`nvidia-smi topo -m` of a recent driver (its NUMA Affinity column) or `topomap probe` on the machine",
     Fact.PCIE_LINK: f"`{QUERY_GPU_LINK}` (or `nvidia-smi -q`, or `topomap probe`)",
     Fact.FABRIC: "`nvidia-smi -q` (section Fabric) or `topomap probe`",
     Fact.MIG: "`nvidia-smi -q` (section MIG Mode) or `topomap probe`",
-    Fact.DRIVER: "`nvidia-smi --query-gpu=driver_version --format=csv` (or the `nvidia-smi` header, "
-    "or `topomap probe`)",
-    Fact.CUDA: "`nvidia-smi -q` (or the `nvidia-smi` header, or `topomap probe`)",
+    Fact.DRIVER: "`nvidia-smi --query-gpu=driver_version --format=csv` (or `nvidia-smi -q`, or `topomap probe`)",
+    Fact.CUDA: "`nvidia-smi -q` (or `topomap probe`)",
 }
 
 
@@ -215,6 +220,11 @@ WHAT: dict[Fact, str] = {
 def settle(fact: Fact) -> str:
     """The command whose output carries ``fact``."""
     return SETTLE_BY[fact]
+
+
+def settle_command(fact: Fact) -> str:
+    """The first command of :func:`settle`, bare (no backquotes): for text that quotes it itself."""
+    return settle(fact).split("`")[1]
 
 
 def formats_of(snap: Snapshot) -> tuple[SourceFormat, ...]:

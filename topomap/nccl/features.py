@@ -139,7 +139,7 @@ def nvls(topo: Topology, g: Gpu, env: NcclEnv) -> Feature:
                 "compute capability or GPU model (nvidia-smi --query-gpu=name,compute_cap --format=csv)",
                 later is not None,
             ),
-            ("CUDA driver version (the header of `nvidia-smi`)", cuda is not None),
+            ("CUDA driver version (`nvidia-smi -q`, or topomap probe)", cuda is not None),
             ("whether the NVLinks go to NVSwitches (nvidia-smi nvlink -R, or topomap probe)", switch is not None),
         )
         if not known

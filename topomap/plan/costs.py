@@ -23,6 +23,7 @@ from topomap.base.units import fmt_bandwidth, fmt_bytes
 from topomap.flow.mapping import map_flow
 from topomap.flow.spec import Flow, FlowArrow, FlowError, Placement, Work
 from topomap.model.facts import gpu_memory
+from topomap.model.source_facts import Fact, settle_command
 from topomap.plan.links import fair_rates, route_hops
 from topomap.plan.result import CardMemory, Hop, Leg, MemoryFit, SharedLink
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from topomap.flow.mapping import MappedArrow
     from topomap.graph import Topology
 
-SETTLE_MEMORY = "nvidia-smi --query-gpu=memory.total --format=csv"
+SETTLE_MEMORY = settle_command(Fact.GPU_MEMORY)
 NOMINAL_MARGIN = 0.03  # a need within 3 % of a size read from a GPU's name is too close to call
 
 
