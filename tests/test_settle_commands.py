@@ -29,7 +29,7 @@ from topomap.importers import ImportFailure, import_text
 from topomap.importers.ibstat import parse_ibstat
 from topomap.importers.query_gpu import READ
 from topomap.model import facts as model_facts
-from topomap.model.facts import fabric_ready
+from topomap.model.facts import fabric_clique, fabric_ready
 from topomap.model.snapshot import Snapshot
 from topomap.model.source_facts import Fact, settle, settle_command, source_facts
 from topomap.plan import costs
@@ -220,11 +220,13 @@ def test_q_fabric_section_is_read_from_a_real_h100_q(real: Path) -> None:
     assert f is not None and (f.state, f.status, f.clique_id) == ("completed", "success", 0)
     assert f.cluster_uuid == "00000000-0000-0000-0000-000000000000"
     assert "gpus.fabric" not in snap.source.unknown_fields and source_facts(snap).knows(Fact.FABRIC)
-    # decided from what the paste says (clique 0: no multi-node NVLink domain), no longer "not recorded"
+    # decided from what the paste says, no longer "not recorded": a healthy HGX board registers with an
+    # all-zero cluster UUID and clique 0 (its NVSwitches serve this host alone), so its fabric is ready
     ans = fabric_ready(snap, snap.gpus[0])
-    assert ans.value == "no" and "clique id 0" in ans.why()
+    assert ans.value == "yes" and "NVLink domain of this host only" in ans.why()
     status, evidence, settle_by = verdicts("  - fabric_ready: {}\n", snap)["fabric_ready"]
-    assert status == "fail" and not settle_by and not any("not recorded" in e for e in evidence)
+    assert status == "pass" and not settle_by and not any("not recorded" in e for e in evidence)
+    assert fabric_clique(snap, snap.gpus[0]) is None  # and it is in no multi-node NVLink domain
 
 
 def test_a_topo_m_alone_names_q_for_the_fabric(real: Path) -> None:

@@ -18,7 +18,7 @@ from topomap.base.links import NVLINK_C2C_GBPS, NVLINK_GBPS_PER_LINK, nvlink_gen
 from topomap.base.units import fmt_bandwidth, fmt_gbps
 from topomap.model.nic_ids import FAMILY_NAMES, NIC_VENDORS, NicFamilyName
 from topomap.model.nvlinks import NvlinkPart, nvlink_floor, nvlink_part
-from topomap.model.snapshot import Finding, Gpu, Nic, Snapshot
+from topomap.model.snapshot import Fabric, Finding, Gpu, Nic, Snapshot
 from topomap.model.source_facts import Fact, settle, source_knows
 
 #: Where a bandwidth figure comes from.
@@ -469,11 +469,17 @@ def fabric_ready(snap: Snapshot, g: Gpu) -> Answer:
         return Answer("no", (f"fabric state {f.state}: Fabric Manager / NVLink training has not finished",))
     if f.status not in (None, "success"):
         return Answer("no", (f"fabric registration status {f.status}",))
+    if not _in_cluster(f):  # an HGX board: its NVSwitches serve this host alone; NVML says so this way
+        return Answer("yes", ("fabric completed, no cluster UUID: an NVLink domain of this host only",))
     if not f.clique_id:
         return Answer("no", ("fabric completed but clique id 0 (never registered in a clique)",))
-    if f.cluster_uuid is not None and set(f.cluster_uuid.replace("-", "")) <= {"0"}:
-        return Answer("no", ("fabric cluster UUID is all zeros (not registered)",))
     return Answer("yes", (f"fabric completed, clique {f.clique_id}",))
+
+
+def _in_cluster(f: Fabric) -> bool:
+    """The fabric names a multi-node NVLink cluster (a non-zero cluster UUID): GB200 NVL racks and the
+    like. HGX H100/H200 boards report completed with an all-zero UUID and clique 0."""
+    return f.cluster_uuid is not None and not set(f.cluster_uuid.replace("-", "")) <= {"0"}
 
 
 def fabric_clique(snap: Snapshot, g: Gpu) -> tuple[str, int] | None:
@@ -481,6 +487,8 @@ def fabric_clique(snap: Snapshot, g: Gpu) -> tuple[str, int] | None:
     two hosts with the same key reach each other over multi-node NVLink (NCCL's rule). None when the
     fabric is not ready, absent or not recorded."""
     f = g.fabric
-    if f is None or f.cluster_uuid is None or f.clique_id is None or not fabric_ready(snap, g).yes:
+    if f is None or f.cluster_uuid is None or f.clique_id is None or not _in_cluster(f):
+        return None
+    if not fabric_ready(snap, g).yes:
         return None
     return f.cluster_uuid, f.clique_id
