@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, get_args
 
 from topomap.base.errors import TopomapError
-from topomap.files.kind import DESCRIPTIONS, Kind, file_kind, readers
+from topomap.files.kind import DESCRIPTIONS, Kind, Topology, file_kind, readers
 
 if TYPE_CHECKING:
     from topomap.model.snapshot import Snapshot
@@ -24,7 +24,7 @@ TAKES = {
     "show": "a snapshot, a topology paste or a run record",
     "matrix": "a snapshot or a topology paste",
     "merge": "per-host snapshots or topology pastes",
-    "import": "a topology paste (nvidia-smi text, NCCL or hwloc XML)",
+    "import": "a topology paste (nvidia-smi text, NCCL or hwloc XML, lstopo text, an NCCL log with its dump)",
     "nccl": "a snapshot or a topology paste (and --log LOG)",
     "measure": "this machine's snapshot",
     "attach": "the machine's snapshot, then the measured figures",
@@ -46,7 +46,7 @@ USAGE = {
     "place": "topomap place SNAP --gpus K, or topomap place FLOW.yaml [SNAP | NAME=SNAP …] --gpus K",
     "diff": "topomap diff [FLOW.yaml] A B",
 }
-_MACHINE_KINDS = frozenset({"snapshot", "nvidia-smi", "nccl-xml", "hwloc-xml"})
+_MACHINE_KINDS: frozenset[str] = frozenset({"snapshot", *get_args(Topology)})  # every topology format kind.py knows
 
 
 def misplaced(path: str, kind: Kind, command: str) -> TopomapError:
