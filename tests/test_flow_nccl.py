@@ -4,6 +4,7 @@ NVSwitch and ten NICs), in map, render, report and plan alike."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from topomap.flow import bind, gpus_of, parse_flow
 from topomap.flow.mapping import FlowMap, MappedArrow, map_flow
 from topomap.graph import Topology, build
 from topomap.importers import load_any
-from topomap.transport.decide import decide
+from topomap.transport.decide import PairFacts, decide
 from topomap.transport.facts import snapshot_facts
 from topomap.transport.rules import NcclEnv
 
@@ -185,3 +186,19 @@ def test_nccl_on_a_compute_step_is_a_one_line_error(tmp_path: Path) -> None:
     p.write_text(_tp_text("nccl_env: {NCCL_P2P_LEVEL: FAR}\n"))
     rc, out = _cli("map", str(p))
     assert rc == 2 and "is not a path level" in out
+
+
+def test_two_gpus_and_unknown_cpu_vendor() -> None:
+    """At most two GPUs on a path beyond PXB: an AMD CPU would raise the P2P level to SYS, so an
+    unrecorded vendor leaves P2P undecided — unless NVML refuses P2P, which decides it either way."""
+    f = PairFacts(same_host=True, same_process=False, path="PHB", nvlink=False, nvml_p2p=True, amd_pair=None)
+    d = decide(f, NcclEnv())
+    assert (d.transport, d.rule) == ("unknown", "unknown") and "CPU vendor is not recorded" in d.reasons[0]
+    assert decide(f, NcclEnv((("NCCL_P2P_LEVEL", "PXB"),))).transport == "SHM"  # the level set: decided
+    assert decide(dataclasses.replace(f, amd_pair=True), NcclEnv()).transport == "P2P"
+    # the RTX 5090 pair (club-3090 #1229, a Threadripper PRO; the snapshot has no CPU model): PHB, and
+    # `topo -p2p rw` says GNS, so NVML's refusal decides SHM whatever the CPU
+    m = _map(_tp_text(), {"lot": _topo("rtx5090-pair-p2p-gns.json")})
+    (a,) = [x for x in m.arrows if x.src_step == x.dst_step]
+    assert a.nccl is not None and (a.nccl.transport, a.nccl.rule) == ("SHM", "p2p-nvml")
+    assert a.medium == "host-memory" and "NCCL_IGNORE_DISABLED_P2P" in a.nccl.env

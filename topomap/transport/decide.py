@@ -31,7 +31,7 @@ class PairFacts:
     nvlink: bool | None
     nvml_p2p: bool | None  # NVML P2P read and write both OK
     cc: tuple[str | None, str | None] = (None, None)
-    amd_pair: bool = False  # x86 AMD CPU and at most two GPUs in the system
+    amd_pair: bool | None = False  # x86 AMD CPU and at most two GPUs; None: at most two GPUs, CPU vendor unknown
     path_bw_gbs: float | None = None
     nic_src: NicFact | None = None
     nic_dst: NicFact | None = None
@@ -81,6 +81,11 @@ def _missing(f: PairFacts) -> str:
         return "the path between the GPUs is not recorded"
     if f.nvlink is None:
         return f"path {f.path} over PCIe, and whether NVLink joins them is not recorded"
+    if f.amd_pair is None:
+        return (
+            f"path {f.path} is beyond PXB and the CPU vendor is not recorded (an x86 AMD CPU with at most "
+            "two GPUs raises the P2P level to SYS; `lscpu` settles it)"
+        )
     return "not enough recorded"
 
 
@@ -107,12 +112,28 @@ def _p2p(f: PairFacts, env: NcclEnv) -> tuple[bool, str, str] | None:
         return None  # NVLink could still make it NVL
     else:
         path = f.path
+    vendor = _vendor_matters(f, env, path)
+    if vendor is not None:
+        return vendor if vendor[0] is False else None
     if path_rank(path) > path_rank(level):
         return False, rule, f"path {path} is beyond the P2P level ({level_why})"
     if f.nvml_p2p is False:
         return False, "p2p-nvml", f"path {path} is within the P2P level, but NVML reports P2P not supported"
     assumed = "" if f.nvml_p2p else " (NVML P2P status not recorded: assumed OK)"
     return True, "p2p-nvlink" if path == "NVL" else rule, f"path {path} within the P2P level ({level_why}){assumed}"
+
+
+def _vendor_matters(f: PairFacts, env: NcclEnv, path: str) -> tuple[bool, str, str] | None:
+    """Where the CPU vendor decides (at most two GPUs, no NCCL_P2P_LEVEL, a path beyond PXB up to SYS)
+    and is not recorded: NVML refusing P2P still decides it; else ``(True, …)`` — undecidable."""
+    if f.amd_pair is not None or env.level("NCCL_P2P_LEVEL") is not None:
+        return None
+    if not path_rank("PXB") < path_rank(path) <= path_rank("SYS"):
+        return None
+    if f.nvml_p2p is False:
+        why = f"path {path}: NVML reports P2P not supported (whatever the P2P level: the CPU vendor is not recorded)"
+        return False, "p2p-nvml", why
+    return True, "unknown", ""
 
 
 def _flavour(f: PairFacts, env: NcclEnv, version: str | None) -> str:

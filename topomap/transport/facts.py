@@ -66,7 +66,7 @@ def snapshot_facts(topo: Topology, a: Gpu, b: Gpu, same_process: bool | None) ->
         nvlink=has_nv,
         nvml_p2p=nvml,
         cc=(a.compute_capability, b.compute_capability),
-        amd_pair=vendor == "amd" and len(snap.gpus) <= 2,
+        amd_pair=(vendor == "amd" if vendor else None) if len(snap.gpus) <= 2 else False,
         path_bw_gbs=bw,
         nic_src=nic_fact(topo, ga),
         nic_dst=nic_fact(topo, gb),
