@@ -80,7 +80,7 @@ def test_p2p_disabled_turns_nvlink_into_shm() -> None:
     m = _map(_tp_text("nccl_env: {NCCL_P2P_DISABLE: 1}\n"), {"lot": _topo("hgx-h200-8gpu-10nic.json")})
     for a in _exchange(m):
         assert a.nccl is not None and (a.nccl.transport, a.nccl.rule) == ("SHM", "p2p-disabled-env")
-        assert (a.medium, a.via) == ("host-memory", "shm")
+        assert (a.medium, a.via) == ("host-memory", "pcie")  # staged over PCIe, as without NCCL
         assert a.path is None or not a.path.startswith("NV")  # the PCIe class (unrecorded here), never NV18
         assert a.route[1].startswith("lot/") and any(h.startswith("lot/numa") for h in a.route)
         assert "NCCL_P2P_DISABLE" in a.notes[0]

@@ -178,7 +178,7 @@ def _shm(host: str, topo: Topology, ga: str, gb: str, cls: str | None, nd: NcclD
     rt = on_host_all(host, n1 + n2[1:])
     bw = pcie_bandwidth(min(bws) if len(bws) == 2 else None)
     reasons = (nccl_note(nd), f"staged through host memory by NCCL's SHM transport; {before}", *l1, *l2)
-    return Decision("host-memory", "shm", cls, rt, bw, reasons, nccl=nd)
+    return Decision("host-memory", "pcie", cls, rt, bw, reasons, nccl=nd)  # via as any staged pair: over PCIe
 
 
 def _loopback(host: str, topo: Topology, ga: str, gb: str, nd: NcclDecision, before: str) -> Decision:
