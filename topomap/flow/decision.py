@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from topomap.model.facts import UNKNOWN_BW, Bandwidth
+from topomap.transport.decide import Decision as NcclDecision
 
 Medium = Literal["gpu-link", "host-memory", "network", "local", "unknown"]
 MEDIA: tuple[Medium, ...] = ("gpu-link", "host-memory", "network", "local", "unknown")
@@ -37,6 +38,7 @@ class Decision:
     candidates: tuple[str, ...] = ()
     settle: str | None = None
     nic_ends: tuple[NicEnd, ...] = ()
+    nccl: NcclDecision | None = None  # NCCL's transport, for an arrow NCCL sends (topomap.flow.ncclarrow)
 
 
 def on_host(host: str, node: str) -> str:

@@ -16,11 +16,13 @@ from topomap.base.units import fmt_gbps
 from topomap.flow.crosshost import NicShare, cross_host, share_nics
 from topomap.flow.decision import MEDIA, Decision, Medium, on_host
 from topomap.flow.memory import check_numa_places, placement_node
+from topomap.flow.ncclarrow import nccl_arrow, nccl_marked
 from topomap.flow.onehost import same_host
 from topomap.flow.spec import Flow, FlowArrow, FlowError, Placement
 from topomap.graph import Topology
 from topomap.graph.evidence import gpu_usable
 from topomap.model.facts import Bandwidth, BandwidthSource, gpu_pcie_link
+from topomap.transport.decide import Decision as NcclDecision
 
 
 @dataclass
@@ -53,6 +55,7 @@ class MappedArrow:
     settle: str | None = None  # for an unknown: the command whose output would decide it
     ceiling_gbps: float | None = None  # for an unknown figure over PCIe: the most it can be (see medium_summary)
     shared_nics: list[NicShare] = field(default_factory=list)  # NICs other arrows of this step use too
+    nccl: NcclDecision | None = None  # NCCL's transport, for an arrow NCCL sends (`nccl: true`)
 
     def bandwidth(self) -> Bandwidth:
         """The arrow's figure as the one Bandwidth value every view writes (``.text()``: "≥ 253 GB/s
@@ -62,8 +65,20 @@ class MappedArrow:
             self.bandwidth_gbps, self.bandwidth_source, self.bandwidth_basis, self.lower_bound, shared_by=shared
         )
 
+    def nccl_text(self) -> str | None:
+        """NCCL's transport as the views show it: ``SHM (host memory)``, ``NET, no GPUDirect RDMA``."""
+        return None if self.nccl is None else nccl_label(self.nccl)
+
+    def nccl_stands_out(self) -> bool:
+        """SHM and network hops without GPUDirect RDMA: the diagram and the report mark them."""
+        return self.nccl is not None and self.nccl.transport in ("SHM", "NET")
+
     def to_json(self) -> dict[str, object]:
-        return {
+        extra: dict[str, object] = {}
+        if self.nccl is not None:
+            n = self.nccl
+            extra["nccl"] = {"transport": n.transport, "rule": n.rule, "env": list(n.env), "detail": n.detail}
+        return extra | {
             "from": self.src,
             "to": self.dst,
             "from_step": self.src_step,
@@ -86,6 +101,17 @@ class MappedArrow:
             "settle": self.settle,
             "shared_nics": [x.to_json() for x in self.shared_nics],
         }
+
+
+def nccl_label(n: NcclDecision) -> str:
+    """One NCCL transport in a few words, the hops that stand out said so."""
+    said = {
+        "SHM": "SHM (host memory)",
+        "NET": "NET, no GPUDirect RDMA",
+        "NET+GDR": "NET+GDR",
+        "unknown": "unknown",
+    }
+    return said.get(n.transport, n.transport)
 
 
 @dataclass
@@ -196,7 +222,7 @@ def map_flow(flow: Flow, topos: dict[str, Topology | None], nic_sharing: bool = 
     if missing:
         raise FlowError(f"{flow.path}: host {missing[0]!r} is not bound to a snapshot or to null")
     check_numa_places(flow, topos)
-    decided = [(a, _decide(a, topos)) for a in flow.arrows]
+    decided = [(a, _decided(flow, a, topos)) for a in flow.arrows]
     shares = (
         share_nics([(f"{a.src.label()}→{a.dst.label()}", (a.src_step, a.dst_step), d) for a, d in decided])
         if nic_sharing
@@ -236,6 +262,7 @@ def _arrow(a: FlowArrow, d: Decision, shared: tuple[NicShare, ...] = ()) -> Mapp
         candidates=list(d.candidates),
         settle=d.settle,
         shared_nics=list(shared),
+        nccl=d.nccl,
     )
     m.notes += [x.text() for x in shared]
     if d.medium == "unknown" and d.candidates:
@@ -262,6 +289,12 @@ def _shared_bandwidth(bw: Bandwidth, shared: tuple[NicShare, ...]) -> Bandwidth:
         return bw
     basis = f"{bw.basis}; NIC {'/'.join(low.nics)} split among the {low.arrows} arrows of this step on it"
     return replace(bw, gbps=low.share_gbps, basis=basis)
+
+
+def _decided(flow: Flow, a: FlowArrow, topos: dict[str, Topology | None]) -> Decision:
+    """The arrow's decision; NCCL's transport where NCCL sends it (:mod:`topomap.flow.ncclarrow`)."""
+    d = _decide(a, topos)
+    return nccl_arrow(flow, a, d, topos) if nccl_marked(flow, a) else d
 
 
 def _decide(a: FlowArrow, topos: dict[str, Topology | None]) -> Decision:

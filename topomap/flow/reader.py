@@ -8,6 +8,7 @@ from pathlib import Path
 import networkx as nx
 
 from topomap.files.yamlfile import YamlDoc, convert, load_yaml, read_yaml
+from topomap.flow.ncclarrow import check_nccl
 from topomap.flow.spec import (
     AssemblySpec,
     Flow,
@@ -27,8 +28,8 @@ from topomap.flow.work import work_of
 
 _FIELDS = {
     "$": list(FlowSpec.__struct_fields__),
-    "step": ["kind", "on", "label", "note"],
-    "arrow": ["from", "to", "volume", "pattern", "label", "both_ways"],
+    "step": ["kind", "on", "label", "note", "nccl"],
+    "arrow": ["from", "to", "volume", "pattern", "label", "both_ways", "nccl"],
     "work": list(WorkSpec.__struct_fields__),
     "work.assembly": list(AssemblySpec.__struct_fields__),
     "work.limits": list(LimitsSpec.__struct_fields__),
@@ -71,6 +72,7 @@ def flow_from_doc(doc: YamlDoc) -> Flow:
     _read_steps(flow)
     _read_arrows(flow)
     _check_cycles(flow)
+    check_nccl(flow)
     flow.work = work_of(flow)
     return flow
 

@@ -16,6 +16,10 @@ vocabulary of the work, steps placed on hardware, and arrows between steps::
       - {from: batch-a, to: convert-a, volume: 2 GiB}
       - {from: [convert-a, convert-b], to: assemble}
 
+An ``exchange`` step or an arrow between GPU steps may say ``nccl: true`` (NCCL moves its data):
+then each GPU pair gets the transport NCCL would choose (``nccl_env:`` sets NCCL variables,
+``nccl_processes:`` is ``per-gpu`` — one process per GPU, the default — or ``per-host``).
+
 Placements (``on``): ``HOST:gpuN``, ``HOST:GPU-<uuid>``, ``HOST:<pci bus id>``, ``HOST:gpus`` (one
 replica per GPU of the host), ``HOST:memory`` (optionally ``HOST:memory@numaN``),
 ``HOST:storage``, or a bare ``HOST`` (a host with no snapshot), or a list of these.
@@ -50,6 +54,7 @@ class StepSpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     on: str | list[str]
     label: str | None = None
     note: str | None = None
+    nccl: bool = False  # an exchange step run as an NCCL collective: its GPU pairs get NCCL's transport
 
 
 class ArrowSpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, rename={"src": "from", "dst": "to"}):
@@ -59,6 +64,7 @@ class ArrowSpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, rename
     pattern: Pattern = "auto"
     label: str | None = None
     both_ways: bool = False  # an exchange in both directions (an all-reduce between two hosts): volume each way
+    nccl: bool = False  # sent by NCCL: GPU pairs get NCCL's transport (topomap.flow.ncclarrow)
 
 
 class AssemblySpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -111,6 +117,8 @@ class FlowSpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     steps: dict[str, StepSpec]
     arrows: list[ArrowSpec] = []
     requirements: Any = None  # checked by `topomap check` (check.py)
+    nccl_env: dict[str, str | int | bool] = {}  # NCCL variables for the arrows and steps marked `nccl`
+    nccl_processes: Literal["per-gpu", "per-host"] = "per-gpu"  # how NCCL's ranks map to processes
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from topomap.graph import Topology, gpu_node
 from topomap.graph.evidence import nearest_nic, nics_at_best_class, nvlink
 from topomap.model.facts import fabric_clique, fabric_ready
 from topomap.model.snapshot import Gpu
-from topomap.nccl.rules import NcclEnv, path_rank, version_tuple
+from topomap.transport.rules import NcclEnv, path_rank, version_tuple
 
 Can = Literal["yes", "no", "possible", "unknown"]
 

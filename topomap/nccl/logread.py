@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from topomap.base.errors import TopomapError
-from topomap.nccl.rules import NcclEnv, Transport
+from topomap.transport.rules import NcclEnv, Transport
 
 # host:pid:tid [dev] NCCL INFO ...  (the host may carry a launcher prefix before it)
 _HEAD = re.compile(r"(?P<host>[A-Za-z0-9_.<>\-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL INFO (?P<msg>.*)$")

@@ -9,11 +9,11 @@ from typing import Any
 from topomap.base.errors import TopomapError
 from topomap.graph import Topology, build, gpu_node
 from topomap.model.snapshot import Gpu, Snapshot
-from topomap.nccl.decide import Decision, PairFacts, decide, gdr_answer
 from topomap.nccl.facts import dump_facts, env_of, log_remote_facts, nic_fact, remote_facts, snapshot_facts
 from topomap.nccl.features import GpuFeatures, features
 from topomap.nccl.logread import Hop, NcclLog, short_bus
-from topomap.nccl.rules import NCCL_SOURCE, NcclEnv, Transport
+from topomap.transport.decide import Decision, PairFacts, decide, gdr_answer
+from topomap.transport.rules import NCCL_SOURCE, NcclEnv, Transport
 
 
 @dataclass(frozen=True)

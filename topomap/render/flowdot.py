@@ -12,6 +12,7 @@ columns (a grid, not a strip).
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from collections.abc import Callable
 
 from topomap.flow.mapping import FlowMap
@@ -44,7 +45,26 @@ def bundle_label(b: Bundle, nic_names: dict[str, str] | None = None) -> str:
     nics = b.nic_text(nic_names)
     if nics:
         lines.append(nics)
+    nccl = nccl_text(b)
+    if nccl:
+        lines.append(("⚠ " if nccl_stands_out(b) else "") + nccl)
     return "\n".join(lines)
+
+
+def nccl_text(b: Bundle) -> str:
+    """NCCL's transport over a bundle's arrows (``NCCL SHM (host memory)``, ``NCCL P2P ×20, SHM ×8``);
+    empty where NCCL sends none of them."""
+    counts = Counter(t for t in (a.nccl_text() for a in b.arrows) if t)
+    if not counts:
+        return ""
+    if len(counts) == 1:
+        return f"NCCL {next(iter(counts))}"
+    return "NCCL " + ", ".join(f"{t} ×{n}" for t, n in counts.items())
+
+
+def nccl_stands_out(b: Bundle) -> bool:
+    """A bundle with an NCCL hop through host memory (SHM) or over the network without GPUDirect RDMA."""
+    return any(a.nccl_stands_out() for a in b.arrows)
 
 
 def _edge(bld: DotBuilder, src: str, dst: str, b: Bundle, nic_names: dict[str, str] | None = None) -> None:
@@ -60,7 +80,7 @@ def _edge(bld: DotBuilder, src: str, dst: str, b: Bundle, nic_names: dict[str, s
         bundle_label(b, nic_names),
         dir="both" if b.both_ways else "forward",
         color=colour,
-        style="dashed" if b.medium == "local" else "solid",
+        style="dashed" if b.medium == "local" else ("bold,dotted" if nccl_stands_out(b) else "solid"),
         penwidth=f"{width}",
         fontcolor=colour,
         tooltip=tip,

@@ -21,6 +21,7 @@ from topomap.graph import FABRIC, Topology
 from topomap.model.facts import gpu_memory
 from topomap.render.bundles import bundles, grouped_notes
 from topomap.render.dot import origin_line
+from topomap.render.flowdot import nccl_stands_out, nccl_text
 from topomap.render.hostdot import nic_name
 from topomap.render.legend import MEDIUM_COLOURS
 from topomap.render.text import bandwidth_text, visible
@@ -96,6 +97,8 @@ def _arrows(inp: ReportInputs) -> dict[str, Any]:
             "bandwidth": "—" if g.medium == "local" else g.bandwidth_text(),
             "volume": g.volume_text(),
             "places": g.places(),
+            "nccl": nccl_text(g).removeprefix("NCCL ") or "—",
+            "nccl_out": nccl_stands_out(g),
         }
         for g in groups
     ]
@@ -119,7 +122,8 @@ def _arrows(inp: ReportInputs) -> dict[str, Any]:
         for a in inp.fmap.arrows
     ]
     slowest = [(m.medium, m.text()) for m in medium_summary(inp.fmap)]
-    return {"bundles": rows, "slowest": slowest, "notes": notes, "arrows": detail}
+    nccl = any(a.nccl is not None for a in inp.fmap.arrows)  # the NCCL column only where NCCL sends arrows
+    return {"bundles": rows, "slowest": slowest, "notes": notes, "arrows": detail, "nccl": nccl}
 
 
 def _machine(host: str, topo: Topology | None) -> dict[str, Any]:

@@ -1,0 +1,195 @@
+"""NCCL's transport rules, as NCCL 2.30.7 (github.com/NVIDIA/nccl @5067397) writes them, and the
+environment that changes them.
+
+Read from: ``src/graph/paths.cc`` (``ncclTopoCheckP2p``: P2P up to PXB by default, PATH_SYS on an
+x86 AMD CPU with at most two GPUs, ``NCCL_P2P_LEVEL`` / ``NCCL_P2P_DISABLE`` override it, NVML P2P
+read/write status must be OK; P2P read only on NVLink between two compute-capability-8.0 GPUs;
+``ncclTopoCheckGdr``: GPUDirect RDMA up to PXB, ``NCCL_NET_GDR_LEVEL``, ``NCCL_NET_GDR_READ``;
+``ncclTopoCheckNet``: the network is used between two GPUs of one host when each reaches a NIC
+within PXB faster than they reach each other, unless ``NCCL_NET_DISABLE_INTRA=1``),
+``src/transport/p2p.cc`` (direct pointer within one process unless ``NCCL_P2P_DIRECT_DISABLE=1``;
+CUMEM across processes when cuMem is on, legacy IPC otherwise; ``NCCL_P2P_READ_ENABLE``),
+``src/transport/shm.cc`` (SHM between processes of one host and one /dev/shm unless
+``NCCL_SHM_DISABLE=1``). Older releases differ where noted (cuMem is the default from 2.19).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from topomap.base.errors import TopomapError
+
+NCCL_SOURCE: Final = "NCCL 2.30.7 (github.com/NVIDIA/nccl @5067397)"
+
+Transport = Literal["P2P", "SHM", "NET", "NET+GDR", "COLLNET", "unknown"]
+TRANSPORTS: Final[tuple[Transport, ...]] = ("P2P", "SHM", "NET", "NET+GDR", "COLLNET", "unknown")
+
+#: NCCL's path types, best first (src/graph/topo.h): LOC, NVL, NVB, C2C, PIX, PXB, P2C, PXN, PHB, SYS.
+#: nvidia-smi's NODE is NCCL's PHB for these rules (NCCL has no NODE: one CPU, any number of bridges).
+PATH_ORDER: Final[tuple[str, ...]] = (
+    "LOC",
+    "NVL",
+    "NVB",
+    "C2C",
+    "PIX",
+    "PXB",
+    "P2C",
+    "PXN",
+    "PHB",
+    "SYS",
+    "NET",
+    "DIS",
+)
+_OLD_LEVELS: Final[tuple[str, ...]] = ("LOC", "PIX", "PXB", "PHB", "SYS", "SYS")  # integer NCCL_P2P_LEVEL values
+
+
+def path_rank(path: str) -> int:
+    """Position of a path type in NCCL's order; nvidia-smi's NODE counts as PHB, NV# as NVL."""
+    p = path.upper()
+    if p == "NODE":
+        p = "PHB"
+    if p.startswith("NV") and p not in PATH_ORDER:
+        p = "NVL"
+    return PATH_ORDER.index(p) if p in PATH_ORDER else PATH_ORDER.index("SYS")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule of NCCL's: a short id, what it says (with its source file), the variables that change it."""
+
+    id: str
+    text: str
+    env: tuple[str, ...]
+
+
+RULES: Final[dict[str, Rule]] = {
+    r.id: r
+    for r in (
+        Rule(
+            "other-host",
+            "different hosts never use P2P or SHM; they use the network (paths.cc, shm.cc)",
+            ("NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "NCCL_NET"),
+        ),
+        Rule(
+            "p2p-disabled-env",
+            "NCCL_P2P_DISABLE=1 turns P2P off for every pair, NVLink included (paths.cc)",
+            ("NCCL_P2P_DISABLE",),
+        ),
+        Rule(
+            "p2p-level",
+            "P2P only where the path is no longer than the P2P level: PXB by default (paths.cc)",
+            ("NCCL_P2P_LEVEL", "NCCL_P2P_DISABLE"),
+        ),
+        Rule(
+            "p2p-amd-pair",
+            "an x86 AMD CPU with at most two GPUs raises the P2P level to SYS (paths.cc)",
+            ("NCCL_P2P_LEVEL",),
+        ),
+        Rule(
+            "p2p-nvlink",
+            "NVLink (direct or through NVSwitch) is within every P2P level but LOC (paths.cc)",
+            ("NCCL_P2P_LEVEL", "NCCL_P2P_DISABLE"),
+        ),
+        Rule(
+            "p2p-nvml",
+            "NVML must report P2P read and write OK between the two GPUs, else no P2P (paths.cc)",
+            ("NCCL_IGNORE_DISABLED_P2P",),
+        ),
+        Rule(
+            "net-intra",
+            "two GPUs that each reach a NIC within PXB faster than each other use the network "
+            "(ncclTopoCheckNet, paths.cc)",
+            ("NCCL_NET_DISABLE_INTRA",),
+        ),
+        Rule(
+            "shm",
+            "GPUs of one host without P2P exchange through host shared memory (shm.cc)",
+            ("NCCL_SHM_DISABLE", "NCCL_P2P_LEVEL"),
+        ),
+        Rule(
+            "shm-disabled-env",
+            "NCCL_SHM_DISABLE=1: GPUs of one host without P2P use the network (shm.cc)",
+            ("NCCL_SHM_DISABLE",),
+        ),
+        Rule(
+            "gdr-level",
+            "GPUDirect RDMA only where the NIC is within the GDR level of the GPU: PXB by "
+            "default; both GPU and NIC must support it (ncclTopoCheckGdr, paths.cc)",
+            ("NCCL_NET_GDR_LEVEL", "NCCL_NET_GDR_READ", "NCCL_IB_HCA", "NCCL_CROSS_NIC"),
+        ),
+        Rule("unknown", "the topology does not say enough to apply NCCL's rules", ()),
+    )
+}
+
+_TRUE = ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True)
+class NcclEnv:
+    """The NCCL variables that change a transport, parsed. ``None``: not set (NCCL's default)."""
+
+    values: tuple[tuple[str, str], ...] = ()
+
+    def get(self, key: str) -> str | None:
+        return dict(self.values).get(key)
+
+    def flag(self, key: str) -> bool | None:
+        v = self.get(key)
+        return None if v is None else v.strip().lower() in _TRUE
+
+    def level(self, key: str) -> str | None:
+        """A path level variable (NCCL_P2P_LEVEL, NCCL_NET_GDR_LEVEL) as a path type: names as
+        given, integers as NCCL maps them (0 LOC, 1 PIX, 2 PXB, 3 PHB, 4-5 SYS)."""
+        v = self.get(key)
+        if v is None:
+            return None
+        v = v.strip().upper()
+        if v.isdigit():
+            return _OLD_LEVELS[min(int(v), len(_OLD_LEVELS) - 1)]
+        return "PHB" if v == "NODE" else v
+
+    def set_vars(self) -> list[str]:
+        return [f"{k}={v}" for k, v in self.values]
+
+
+def parse_env(pairs: list[str] | tuple[str, ...], base: NcclEnv | None = None) -> NcclEnv:
+    """``K=V`` strings (``--env``) over a base environment (a log's "set by environment" lines)."""
+    merged = dict(base.values if base else ())
+    for item in pairs:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key.startswith("NCCL_"):
+            raise TopomapError(f"--env {item!r}: expected NCCL_NAME=VALUE", hint="e.g. --env NCCL_P2P_LEVEL=SYS")
+        if (
+            key.endswith("_LEVEL")
+            and value.strip().upper() not in (*PATH_ORDER, "NODE")
+            and not value.strip().isdigit()
+        ):
+            raise TopomapError(f"--env {item!r}: {value!r} is not a path level", hint="LOC, NVL, PIX, PXB, PHB or SYS")
+        merged[key] = value.strip()
+    return NcclEnv(tuple(sorted(merged.items())))
+
+
+def version_tuple(version: str | None) -> tuple[int, int, int] | None:
+    """``2.20.5+cuda12.4`` → (2, 20, 5)."""
+    if not version:
+        return None
+    head = version.split("+")[0].split(".")
+    try:
+        nums = [int(x) for x in head[:3]]
+    except ValueError:
+        return None
+    while len(nums) < 3:
+        nums.append(0)
+    return (nums[0], nums[1], nums[2])
+
+
+def cumem_default(version: str | None, env: NcclEnv) -> bool | None:
+    """cuMem (``P2P/CUMEM``) rather than legacy IPC across processes: NCCL_CUMEM_ENABLE, else on from
+    2.19; None when neither the variable nor the version is known."""
+    flag = env.flag("NCCL_CUMEM_ENABLE")
+    if flag is not None:
+        return flag
+    v = version_tuple(version)
+    return None if v is None else v >= (2, 19, 0)
