@@ -86,3 +86,23 @@ def test_pdsh_needs_two_hosts(tmp_path: Path) -> None:
         ["bash", str(DEPLOY / "ssh" / "probe-pdsh.sh"), "only-one"], capture_output=True, text=True, timeout=30
     )
     assert r.returncode == 2 and "names 1 host(s); two or more are needed" in r.stderr
+
+
+def test_a_cut_hosts_last_line_does_not_swallow_the_next_hosts_line(tmp_path: Path) -> None:
+    """A host whose output is cut leaves its last line without a newline, and pdsh writes the next
+    host's labelled line straight after it (seen once under load in CI: node1's snapshot lost a line
+    to node4's cut one). The recipe's gather splits at the other host's label."""
+    script = (DEPLOY / "ssh" / "probe-pdsh.sh").read_text()
+    gather = script.split("<<'EOF'\n", 1)[1].split("\nEOF\n", 1)[0]
+    out = tmp_path / "out"
+    (out / "hosts").mkdir(parents=True)
+    (out / "logs").mkdir()
+    snap = '{\n  "a": "node1: not a label inside a string",\n  "b": 1\n}'
+    lines = [f"node1: {x}" for x in snap.split("\n")]
+    glued = 'node4: {"cut here' + lines[1]  # node4's partial line, then node1's second line
+    (out / "pdsh.out").write_text("\n".join([lines[0], glued, *lines[2:]]) + "\n")
+    (out / "pdsh.err").write_text("")
+    r = subprocess.run(["python3", "-", str(out), "node1", "node4"], input=gather, text=True, capture_output=True)
+    assert r.returncode == 0, r.stderr
+    assert json.loads((out / "hosts" / "node1.json").read_text()) == json.loads(snap)
+    assert (out / "hosts" / "node4.json").read_text() == '{"cut here\n'

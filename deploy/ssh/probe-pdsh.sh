@@ -47,6 +47,7 @@ python3 - "$OUT" "${hosts[@]}" <<'EOF'
 import os, re, sys
 out, hosts = sys.argv[1], set(sys.argv[2:])
 exited = re.compile(r"^pdsh@[^:]*: ([^:]+): .* exited with exit code (\d+)$")
+glue = re.compile(r"(" + "|".join(re.escape(h) for h in sorted(hosts, key=len, reverse=True)) + r"): ")
 def split(path):
     lines = {}
     with open(path, encoding="utf-8", errors="replace") as f:
@@ -63,6 +64,13 @@ def split(path):
             host, sep, text = line.partition(": ")
             if not sep:
                 host, sep, text = line.partition(":")  # an empty line comes as "HOST:"
+            # a host whose output was cut leaves its last line without a newline, and pdsh writes the
+            # next host's line straight after it ("node4: {partialnode1: {"): split at that label
+            glued = glue.search(text, 1) if host in hosts else None
+            while glued is not None and glued.group(1) != host:
+                lines.setdefault(host, []).append(("line", text[: glued.start(1)]))
+                host, text = glued.group(1), text[glued.end() :]
+                glued = glue.search(text, 1)
             lines.setdefault(host, []).append(("line", text))
     return lines
 stdout, stderr = split(f"{out}/pdsh.out"), split(f"{out}/pdsh.err")
