@@ -18,8 +18,10 @@ def cluster(
     snapshot: Annotated[str, typer.Argument(help="A merged snapshot (topomap merge … -o CLUSTER.json).")],
     json_out: JsonOpt = False,
 ) -> None:
-    """How many hosts of each shape, where hosts differ (driver, CUDA, GPUs, NVLink, rails, NICs, PCIe
-    widths, fabric, health) and which hosts are outliers and why. Exit 0, 2 bad input."""
+    """Sum up a merged cluster: its host shapes, differences and outliers.
+
+    How many hosts of each shape; where hosts differ (driver, CUDA, GPUs, NVLink, rails, NICs,
+    PCIe widths, fabric, health); which hosts are outliers and why. Exit 0, 2 bad input."""
     # imports inside the command keep start-up fast (the analysis and its view)
     from topomap.cluster import analyse
     from topomap.render.cluster_view import cluster_view
