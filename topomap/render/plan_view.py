@@ -89,7 +89,7 @@ def _blocks(out: Text, cols: list[str], rows: list[tuple[list[str], list[str]]])
     """The plan table as one block per row: the arrangement as its heading, then a line per figure."""
     for cells, styles in rows:
         k, _, name = cells[0].strip().partition(" ")
-        out.append(f"{k} card(s), {name}\n", style="bold")
+        out.append(f"cards: {k}, arrangement: {name}\n", style="bold")
         for col, cell, style in zip(cols[1:], cells[1:], styles[1:]):
             out.append(f"  {col}: ")
             out.append(cell + "\n", style=style)
