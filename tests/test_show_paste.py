@@ -42,4 +42,5 @@ def test_nics_by_their_legend_name_never_nic_nic0() -> None:
     assert "└── NIC7 (link layer unknown)" in bare  # GPU0's PIX NIC, by its matrix column
     named = _show("hgx-h200-8gpu-10nic-nchc-nano4.txt")
     assert "NIC mlx5_0 (link layer unknown)" in named
-    assert re.search(r"^\s+nic0\s+mlx5_0\s*$", named, re.M)  # the NIC table keeps id and legend name
+    # the NIC table keeps id and legend name (then the family the name implies)
+    assert re.search(r"^\s+nic0\s+mlx5_0\s+IB/RoCE \(CX\)\s*$", named, re.M)
