@@ -262,4 +262,16 @@ def test_what_was_not_compared_is_said_in_words_by_side() -> None:
         "gpus.mig (unknown in both)",
     ]
     text = _not_compared(entries)
-    assert text == "unknown in both: GPU UUIDs, MIG mode; unknown in dgx1: NUMA node"
+    assert text == "unknown in both: GPU UUIDs, MIG mode; unknown in dgx1: GPU NUMA nodes"  # show's words
+
+
+def test_not_compared_names_each_fact_once() -> None:
+    # The rtx4090 paste records no GPU model and no NIC speed: compared per GPU ("model", "compute
+    # capability") and per NIC ("its NIC's line rate", "line rates"), and declared unknown by the
+    # source (gpus.name, nics.speed_gbit_s); the line says each once, in show's words.
+    r = runner.invoke(app, ["diff", str(IBM), str(SAMPLES / "snapshots" / "rtx4090-8gpu-all-sys.json")])
+    line = next(x for x in r.stdout.splitlines() if x.startswith("Not compared"))
+    rtx = line.split("unknown in rtx4090-8gpu-all-sys: ")[1].split(", ")
+    assert len(rtx) == len(set(rtx)), line
+    assert "GPU models" in rtx and "compute capability" in rtx and "NIC speeds" in rtx
+    assert "model" not in rtx and "line rates" not in rtx and "its NIC's line rate" not in rtx

@@ -104,6 +104,18 @@ def test_lstopo_paste_cut_before_the_io_part_is_a_one_line_error() -> None:
         import_file(path)
 
 
+@pytest.mark.parametrize("command", ["show", "import", "matrix", "render"])
+def test_cut_lstopo_paste_on_the_command_line_says_why_not_that_it_is_the_wrong_kind(command: str) -> None:
+    # The real cut paste is lstopo text, a kind every one of these commands reads: the error is the
+    # importer's (no GPU, cut before the I/O part), never "this is lstopo text; show takes … a
+    # topology paste" with a hint that repeats the same command.
+    path = LSTOPO / "lambda-lstopo21-paste-cut.partial"
+    r = CliRunner().invoke(app, [command, str(path), *(["-o", "x.svg"] if command == "render" else [])])
+    assert r.exit_code == 2
+    assert "no GPU and no NIC" in r.output and "cut before the I/O part" in r.output
+    assert "this is `lstopo` text" not in r.output and "Traceback" not in r.output
+
+
 def test_lstopo_nvlink_matrix_cut_leaves_nvlink_unknown() -> None:
     text = (LSTOPO / "nvidia-dgx2h-console-v.txt").read_text()
     cut = text[: text.index("0000:65:00.0        25000")]

@@ -111,3 +111,18 @@ def test_place_flow_names_each_host_on_its_own_line_without_escapes() -> None:
     )  # fmt: skip
     assert r.exit_code == 0, r.output
     assert "\\x0a" not in r.stdout and "\nHost lot\n" in r.stdout
+
+
+def test_per_gpu_notes_that_say_the_same_are_said_once_with_their_gpus() -> None:
+    # The H200 paste (nvidia-smi topo -m of an older driver) has no CPU affinity column: the four
+    # chosen GPUs' "cores unknown" is one note naming them, not four; --json keeps one per GPU.
+    res = _run("place", str(SNAP / "hgx-h200-8gpu-10nic.json"), "--gpus", "4", "--nics")
+    assert res.exit_code == 0, res.output
+    assert res.stdout.count("cores unknown: the source records no CPU affinity") == 1
+    assert "• 4 GPUs gpu0–3: cores unknown: the source records no CPU affinity" in res.stdout
+    notes = json.loads(_run("place", str(SNAP / "hgx-h200-8gpu-10nic.json"), "--gpus", "4", "--json").stdout)["notes"]
+    assert [n.split(":")[0] for n in notes if "cores unknown" in n] == ["gpu0", "gpu1", "gpu2", "gpu3"]
+    # notes that differ (each GPU's own NIC) stay one per GPU
+    res = _run("place", str(SNAP / "rtx4090-8gpu-all-sys.json"), "--gpus", "4", "--nics")
+    assert "gpu0: NIC NIC0 without GPUDirect RDMA" in res.stdout
+    assert "gpu1: NIC NIC1 without GPUDirect RDMA" in res.stdout

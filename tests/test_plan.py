@@ -178,6 +178,22 @@ def _text(r: PlanResult, gantt: int | None = None) -> str:
     return console.export_text()
 
 
+def test_plan_table_on_a_narrow_terminal_is_one_block_per_arrangement() -> None:
+    # big-task on the DGX-2H sample: its table is 69 columns; on a 60-column terminal every
+    # arrangement is a block of "header: value" lines, no line of the table wider than 60
+    from topomap.render.plan_view import plan_table
+
+    r = plan_of(SAMPLES / "flows" / "big-task-dgx2.yaml", [1, 2])
+    wide = plan_table(r).plain
+    assert "  2 coordinated ★     60.9 min  62.9 min     125.8     0  1.94×  yes" in wide
+    narrow = plan_table(r, 60).plain
+    assert all(len(line) <= 60 for line in narrow.splitlines())
+    block = "cards: 2, arrangement: coordinated ★\n  parallel: 60.9 min\n  total: 62.9 min\n  card-min: 125.8\n"
+    assert block in narrow
+    assert "cards: 1, arrangement: one card\n" in narrow and "  fits: NO\n" in narrow
+    assert plan_table(r, 80).plain == wide  # it fits 80: the table as piped
+
+
 def test_terminal_view_shows_the_idle_card_and_unknown_time(tmp_path: Path) -> None:
     text = _text(plan_of(_uneven_flow(tmp_path, UNEVEN), [2]))
     assert "│ idle 52 min" in text and "2 card(s), even-static: total 84 min" in text

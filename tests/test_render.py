@@ -214,4 +214,5 @@ def test_charts_without_matplotlib_say_which_extra(
     r = runner.invoke(app, [str(out) if a == "OUT.png" else a for a in argv])
     assert r.exit_code == 2, r.output
     assert "needs matplotlib" in r.stderr and "pip install 'topomap[plot]'" in r.stderr
+    assert "pip install -e '.[plot]' in the topomap checkout" in r.stderr  # as the README installs it
     assert "\n" not in r.stderr.rstrip("\n") and not out.exists()

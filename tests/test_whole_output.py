@@ -115,3 +115,14 @@ def test_names_and_numbers_whole(name: str, argv: list[str]) -> None:
         # narrow lines without spaces would match across cells: "136" + "0" is not the value 1360)
         if any(v in line for line in piped_lines):
             assert any(v in line for line in narrow_lines), f"{name} (60 columns): {v!r} split over lines"
+
+def test_a_line_never_breaks_before_a_commands_option() -> None:
+    # rtx5090-pair-p2p-gns's origin "nvidia-smi topo -m and topo -p2p, github.com/…" broke as
+    # "topo" / "-p2p" on a 60-column terminal; numbers keep their units as before
+    from topomap.render.whole import breaks
+
+    text = "unknown host — nvidia-smi from nvidia-smi topo -m and topo -p2p, github.com/noonghunna/club-3090"
+    for width in range(20, len(text)):
+        for at in breaks(text, width):
+            assert not text[at:].startswith(("-p2p", "-m ")), (width, text[:at])
+    assert breaks("a figure of 450 GB/s", 16) == [12]  # "450 GB/s" whole on the next line

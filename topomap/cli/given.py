@@ -24,7 +24,7 @@ TAKES = {
     "show": "a snapshot, a topology paste or a run record",
     "matrix": "a snapshot or a topology paste",
     "merge": "per-host snapshots or topology pastes",
-    "import": "a topology paste (nvidia-smi text, NCCL or hwloc XML, lstopo text, an NCCL log with its dump)",
+    "import": "a topology paste (nvidia-smi text, NCCL or hwloc XML, lstopo text, an NCCL log's dump)",
     "nccl": "a snapshot or a topology paste (and --log LOG)",
     "measure": "this machine's snapshot",
     "attach": "the machine's snapshot, then the measured figures",
@@ -46,7 +46,8 @@ USAGE = {
     "place": "topomap place SNAP --gpus K, or topomap place FLOW.yaml [SNAP | NAME=SNAP …] --gpus K",
     "diff": "topomap diff [FLOW.yaml] A B",
 }
-_MACHINE_KINDS: frozenset[str] = frozenset({"snapshot", *get_args(Topology)})  # every topology format kind.py knows
+#: Every kind a machine is read from: its own reader's error (a cut paste, no GPU) is the one to show.
+_MACHINE_KINDS: frozenset[str] = frozenset({"snapshot", *get_args(Topology)})
 
 
 def misplaced(path: str, kind: Kind, command: str) -> TopomapError:

@@ -124,4 +124,5 @@ def plan(
         return
     from topomap.render.plan_view import plan_view
 
-    _console().print(plan_view(result, gantt))
+    console = _console()
+    console.print(plan_view(result, gantt, console.width))

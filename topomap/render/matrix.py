@@ -82,8 +82,22 @@ NVLINK_UNKNOWN = (
 )
 
 
+#: The legend `nvidia-smi topo -p2p` prints under its matrix (driver 570, club3090#1229).
+P2P_LEGEND = """Legend:
+
+  X    = Self
+  OK   = Status Ok
+  CNS  = Chipset not supported
+  GNS  = GPU not supported
+  TNS  = Topology not supported
+  NS   = Not supported
+  DR   = Disabled by regkey
+  U    = Unknown"""
+
+
 def render_p2p_matrix(snap: Snapshot, cap: str) -> str | None:
-    """`nvidia-smi topo -p2p <r|w|n|a>` for one capability, or None when no pair recorded it."""
+    """`nvidia-smi topo -p2p <r|w|n|a>` for one capability, legend included, or None when no pair
+    recorded it."""
     field = {"r": "read", "w": "write", "n": "nvlink", "a": "atomics"}[cap]
     ids = [f"gpu{g.index}" for g in sorted(snap.gpus, key=lambda g: g.index)]
     status = {frozenset((p.a, p.b)): getattr(p.p2p, field) for p in snap.pairs if p.p2p is not None}
@@ -93,4 +107,4 @@ def render_p2p_matrix(snap: Snapshot, cap: str) -> str | None:
     for row in ids:
         cells = ["X" if row == col else (status.get(frozenset((row, col))) or "U") for col in ids]
         lines.append(" " + _label(row) + "\t" + "\t".join(cells) + "\t")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n" + P2P_LEGEND + "\n"

@@ -3,16 +3,41 @@ what could not be ranked, the skipped GPUs, and the lines that pin a job there. 
 
 from __future__ import annotations
 
+import re
+
 from rich.console import Group, RenderableType
 from rich.text import Text
 
 from topomap.place import FlowPlacement, PlaceResult
 from topomap.render.mapview import summary_view
+from topomap.render.notes import compress
 from topomap.render.terminal import esc
+
+#: A per-GPU note: "gpu3: cores unknown: …".
+_PER_GPU = re.compile(r"^(gpu\d+): (.+)$", re.S)
 
 
 def _ids(gids: list[str]) -> str:
     return ", ".join(gids)
+
+
+def grouped_notes(notes: list[str]) -> list[str]:
+    """Per-GPU notes that say the same thing are said once with their GPUs ("4 GPUs gpu0–3: cores
+    unknown: …"), where the first of them stood; every other note as it is, in order."""
+    gpus: dict[str, list[str]] = {}
+    for n in notes:
+        m = _PER_GPU.match(n)
+        if m:
+            gpus.setdefault(m[2], []).append(m[1])
+    out: list[str] = []
+    for n in notes:
+        m = _PER_GPU.match(n)
+        if m is None:
+            out.append(n)
+        elif m[2] in gpus:
+            ids = gpus.pop(m[2])
+            out.append(f"{m[0] if len(ids) == 1 else f'{len(ids)} GPUs {compress(ids)}: {m[2]}'}")
+    return out
 
 
 def place_view(r: PlaceResult) -> RenderableType:
@@ -50,7 +75,7 @@ def place_view(r: PlaceResult) -> RenderableType:
     for what_for, line in r.commands:
         parts.append(esc(f"  {what_for + ':':<14} {line}"))
     parts.append(Text("\nNotes", style="bold"))
-    for n in r.notes:
+    for n in grouped_notes(r.notes):
         parts.append(esc(f"  • {n}", "dim"))
     return Group(*parts)
 

@@ -38,11 +38,12 @@ def _kind(a: Arrangement, r: PlanResult) -> str:
     return "one task at a time" if a.kind == "one card" and r.cards_per_task > 1 else a.kind
 
 
-def plan_table(r: PlanResult) -> Text:
+def plan_table(r: PlanResult, width: int | None = None) -> Text:
     """One row per arrangement, arrangements with equal figures (a tie) on one row. The assembly
     column shows only when it differs between rows, and the transfers column only when transfers
-    are not already inside the unit durations. Laid out as plain lines, never cut: on a console
-    narrower than a row, the row wraps between cells and every name and number stays whole."""
+    are not already inside the unit durations. Laid out as plain lines, never cut; on a terminal
+    ``width`` columns wide that a row does not fit, one block per row instead (``header: value``
+    lines, as every other table does)."""
     assemblies = {a.assembly_s for a in r.arrangements}
     cols = ["cards arrangement", "parallel"]
     cols += [] if r.includes_transfers else ["transfers"]
@@ -72,6 +73,8 @@ def plan_table(r: PlanResult) -> Text:
         return text.ljust(widths[i]) if i in left else text.rjust(widths[i])
 
     out = Text(visible(f"plan of {r.flow} on {r.lot} (calculated, not measured)") + "\n\n")
+    if width is not None and 1 + sum(widths) + 2 * (len(cols) - 1) > width:
+        return _blocks(out, cols, rows)
     out.append(" " + "  ".join(cell(i, c) for i, c in enumerate(cols)).rstrip() + "\n", style="bold")
     out.append(" " + "─" * (sum(widths) + 2 * (len(cols) - 1)) + "\n")
     for cells, styles in rows:
@@ -79,6 +82,17 @@ def plan_table(r: PlanResult) -> Text:
         for i, (c, st) in enumerate(zip(cells, styles)):
             out.append(("  " if i else "") + (cell(i, c) if i < len(cells) - 1 else c), style=st)
         out.append("\n")
+    return out
+
+
+def _blocks(out: Text, cols: list[str], rows: list[tuple[list[str], list[str]]]) -> Text:
+    """The plan table as one block per row: the arrangement as its heading, then a line per figure."""
+    for cells, styles in rows:
+        k, _, name = cells[0].strip().partition(" ")
+        out.append(f"cards: {k}, arrangement: {name}\n", style="bold")
+        for col, cell, style in zip(cols[1:], cells[1:], styles[1:]):
+            out.append(f"  {col}: ")
+            out.append(cell + "\n", style=style)
     return out
 
 
@@ -170,8 +184,8 @@ def gantt_text(
     return out
 
 
-def plan_view(r: PlanResult, gantt_cards: int | None = None) -> RenderableType:
-    parts: list[RenderableType] = [plan_table(r), *_table_notes(r)]
+def plan_view(r: PlanResult, gantt_cards: int | None = None, width: int | None = None) -> RenderableType:
+    parts: list[RenderableType] = [plan_table(r, width), *_table_notes(r)]
     best = r.best()
     if best is not None:
         parts += _best_lines(r, best)

@@ -25,7 +25,8 @@ from topomap.base.errors import TopomapError
 from topomap.base.units import fmt_bytes
 
 #: What to install for charts (matplotlib is an extra: the probe in a container needs none of it).
-PLOT_HINT = "pip install 'topomap[plot]' (matplotlib)"
+#: The README installs from a checkout (`pip install -e .`): its extra is installed the same way.
+PLOT_HINT = "pip install -e '.[plot]' in the topomap checkout, or pip install 'topomap[plot]' (matplotlib)"
 
 if TYPE_CHECKING:
     from topomap.model.facts import Bandwidth, GpuMemory

@@ -77,16 +77,37 @@ def _arrow_blocks(d: DiffResult) -> list[RenderableType]:
     return out
 
 
+#: A compared fact that is one snapshot field, said in that field's words so it is named once
+#: ("compute capability, model, compute capability, GPU models" was one fact said twice, twice).
+_AS_FIELD = {
+    ("gpu", "model"): "gpus.name",
+    ("gpu", "compute capability"): "gpus.compute_capability",
+    ("gpu", "memory"): "gpus.memory_total_bytes",
+    ("gpu", "MIG"): "gpus.mig",
+    ("numa", "NUMA node"): "gpus.numa_node",
+    ("pcie", "PCIe link"): "gpus.pcie",
+    ("nic", "its NIC's line rate"): "nics.speed_gbit_s",
+    ("nics", "line rates"): "nics.speed_gbit_s",
+    ("nics", "link layers"): "nics.kind",
+    ("software", "driver"): "software",
+    ("software", "CUDA"): "software",
+}
+
+
 def _not_compared(entries: list[NotCompared]) -> str:
-    """What could not be compared, in words as show names it, grouped by the side that cannot know it."""
+    """What could not be compared, in words as show names it, grouped by the side that cannot know
+    it, each fact once."""
     by_side: dict[str, list[str]] = {}
     for x in entries:
-        words = x.field
-        if x.kind is None:  # a snapshot field the source declares unknown: its words, else its name
-            words = unknown_in_words([x.field])[0]
-            if words == x.field and "." in x.field:
-                words = x.field.split(".", 1)[1]
-        by_side.setdefault(x.side, []).append(words)
+        field = _AS_FIELD.get((x.kind, x.field), x.field) if x.kind is not None else x.field
+        words = field
+        if x.kind is None or field != x.field:  # a snapshot field: its words, else its name
+            words = unknown_in_words([field])[0]
+            if words == field and "." in field:
+                words = field.split(".", 1)[1]
+        by_side.setdefault(x.side, [])
+        if words not in by_side[x.side]:
+            by_side[x.side].append(words)
     return "; ".join(f"unknown in {side}: " + ", ".join(words) for side, words in sorted(by_side.items()))
 
 

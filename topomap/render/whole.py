@@ -55,17 +55,22 @@ class _Natural:
 
 #: A unit after a number ("824 MiB", "200 %", "7.32 s", "450 GB/s"): the space before it never breaks.
 _UNIT = re.compile(r"^(%|[A-Za-zµ]{1,3}(/s)?)[,.;:)]*$")
+#: A command's option ("topo -p2p", "render -o -", "--format dot"): the space before it never breaks.
+_OPTION = re.compile(r"^--?[A-Za-z0-9]")
 
 
 def breaks(text: str, width: int) -> list[int]:
     """Where to start new lines so that each is at most ``width`` cells: only at a space, never between
-    a number and its unit; a word longer than ``width`` stays whole on its own line."""
+    a number and its unit nor before a command's option (``topo -p2p``); a word longer than ``width``
+    stays whole on its own line."""
     offsets: list[int] = []
     line_start = 0
     prev_end = 0
     prev_word = ""
     for m in re.finditer(r"\S+", text):
-        glued = prev_word[-1:].isdigit() and bool(_UNIT.match(m.group()))
+        glued = (prev_word[-1:].isdigit() and bool(_UNIT.match(m.group()))) or bool(
+            prev_word and _OPTION.match(m.group())
+        )
         if m.start() > line_start and cell_len(text[line_start : m.end()]) > width and not glued:
             offsets.append(m.start())
             line_start = m.start()
