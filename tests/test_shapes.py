@@ -108,3 +108,5 @@ def test_hosts_of_one_shape_share_the_graph(cluster: tuple[Path, Path]) -> None:
         alone = build(members[name]).graph
         assert dict(t.graph.nodes(data=True)) == dict(alone.nodes(data=True)), name
         assert sorted(map(repr, t.graph.edges(data=True))) == sorted(map(repr, alone.edges(data=True))), name
+    assert b.index.legs is a.index.legs  # PCIe legs: decided by the shared nodes and edges alone
+    assert topos["n0001"].index.legs is not a.index.legs

@@ -14,7 +14,7 @@ import networkx as nx
 from topomap.base.errors import TopomapError
 from topomap.graph.edges import nvlink_edge, pcie_edge
 from topomap.graph.infer import infer_tree, numa_node, nvlinks_from_pairs
-from topomap.graph.topology import FABRIC, Topology, gpu_node, natural_key, nic_node
+from topomap.graph.topology import FABRIC, Indexes, Topology, gpu_node, natural_key, nic_node
 from topomap.model.facts import gpu_pcie_link
 from topomap.model.nvlinks import gpu_buses, link_peer
 from topomap.model.snapshot import Gpu, Mig, Snapshot
@@ -204,7 +204,8 @@ class Shapes:
     a few builds repeated). The shape is every field of the snapshot except :data:`IDENTITY`; hosts
     of one shape share the graph's nodes, edges and their attribute dicts (graphs are not changed
     after :func:`build`), each with its own host node (its label names the host) and its own
-    :class:`Topology`: its own snapshot, notes and index caches."""
+    :class:`Topology`: its own snapshot, notes and index caches (but the PCIe legs, which only the
+    shared nodes and edges decide)."""
 
     def __init__(self) -> None:
         self._built: dict[bytes, Topology] = {}
@@ -230,6 +231,9 @@ class Shapes:
             inferred=first.inferred,
             notes=list(first.notes),
             nvlink_unresolved=set(first.nvlink_unresolved),
+            # PCIe legs are a function of the graph's nodes and edges alone (query.py): hosts of one
+            # shape share them; every other index (NICs, GPUs, pairs) is the host's own
+            index=Indexes(legs=first.index.legs),
         )
 
     def key(self, snap: Snapshot) -> bytes:
