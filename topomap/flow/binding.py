@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 from topomap.base.pciaddr import parse_bus_id
 from topomap.flow.spec import Flow, FlowArrow, FlowError, Pattern, Placement, Step, names, parse_placement
 from topomap.graph import Shapes, Topology
-from topomap.model.pack import collector_paused
 from topomap.model.snapshot import Snapshot
 
 #: A host's GPUs as (graph id ``gpu3``, UUID, PCI bus id); None for a host with no snapshot.
