@@ -200,6 +200,7 @@ def light_members(snap: Snapshot) -> Snapshot:
 #: skips their checks. Bounded: a process reading a few builds keeps a few entries.
 _SEEN: dict[bytes, tuple[Any, Any, Any]] = {}
 _LINKS: dict[bytes, list[NvLink]] = {}
+_HOST_LINKS: dict[bytes, list[list[NvLink]]] = {}  # all of a host's GPUs' lists, in GPU order
 _SEEN_MAX = 256
 
 
@@ -208,14 +209,22 @@ def reuse_parts(host: Snapshot) -> tuple[bytes, Snapshot | None]:
     before against the same devices, the copy to validate (those parts emptied; they are the ones
     checked before, now shared). Each GPU's NVLink list is shared with an equal one seen before."""
     enc = msgspec.json.encode
-    for g in host.gpus:
-        if g.nvlinks:
-            raw = enc(g.nvlinks)
-            same = _LINKS.get(raw)
-            if same is None and len(_LINKS) < _SEEN_MAX:
-                _LINKS[raw] = g.nvlinks
-            elif same is not None:
-                g.nvlinks = same
+    every = enc([g.nvlinks for g in host.gpus])
+    known = _HOST_LINKS.get(every)  # a host whose GPUs' NVLink lists were all seen together before
+    if known is not None and len(known) == len(host.gpus):
+        for g, links in zip(host.gpus, known):
+            g.nvlinks = links
+    else:
+        for g in host.gpus:
+            if g.nvlinks:
+                raw = enc(g.nvlinks)
+                same = _LINKS.get(raw)
+                if same is None and len(_LINKS) < _SEEN_MAX:
+                    _LINKS[raw] = g.nvlinks
+                elif same is not None:
+                    g.nvlinks = same
+        if len(_HOST_LINKS) < _SEEN_MAX:
+            _HOST_LINKS[every] = [g.nvlinks for g in host.gpus]
     key = enc(
         [
             host.pairs,
