@@ -56,7 +56,7 @@ def run_stage(stage: str, work: Path) -> dict[str, float]:
     if stage == "merge":
         from topomap.model.merge import merge
 
-        files = sorted((work / "hosts").glob("*.json"))
+        files = sorted((work / "hosts").glob("*.json"), key=os.fspath)
         snaps = [(str(f), load_snapshot(f)) for f in files]
         out["load host files"], t = _clock() - t, _clock()
         cluster = merge(snaps)

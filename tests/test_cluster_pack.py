@@ -103,3 +103,38 @@ def test_scale_bench_stages_run(tmp_path: Path) -> None:
     text, over = scale.report(results)
     assert text.splitlines()[0].split()[:3] == ["stage", "3", "hosts"]
     assert "cluster: peak RSS (GiB)" in text and over == []
+
+
+BAD_HOSTS = [
+    (b'"schema": "topomap.snapshot/1"', b'"schema": "topomap.snapshot/9", "future": 1'),  # newer, new field
+    (b'"schema": "topomap.snapshot/1"', b'"schema": "topomap.snapshot/9"'),  # newer
+    (b'"schema": "topomap.snapshot/1"', b'"schema": "topomap.snapshot/1", "schema": "topomap.snapshot/0"'),
+    (b'"schema": "topomap.snapshot/1"', b'"schema": 1'),  # not a string
+    (b'"index": 0', b'"index": "zero"'),  # a type
+    (b'"index": 0', b'"index": -1'),  # a check beyond the schema
+    (b'"index": 0', b'"index": 99999999999999999999'),  # past 64 bits
+    (b'"speed_gbit_s": 200.0', b'"speed_gbit_s": 1e300'),  # past any rate
+    (b'"hostname": "n0000"', b'"hostnme": "n0000"'),  # an unknown field
+]
+
+
+@pytest.mark.parametrize(("old", "new"), BAD_HOSTS)
+def test_a_bad_host_file_is_refused_as_before(tmp_path: Path, old: bytes, new: bytes) -> None:
+    """A host file that starts as topomap writes it is decoded in one pass (its schema read from the
+    whole); a bad one is refused with the very line the careful path (head first) gives."""
+    data = encode_snapshot(synth.host(load_snapshot(synth.BASE), 0))
+    assert data.startswith(b'{\n  "schema": ') and old in data
+    bad = data.replace(old, new, 1)
+    with pytest.raises(TopomapError) as fast:
+        decode_snapshot(bad, "n0000.json")
+    with pytest.raises(TopomapError) as careful:
+        decode_snapshot(b" " + bad, "n0000.json")  # not the written layout: the head is read first
+    assert str(fast.value) == str(careful.value) and fast.value.hint == careful.value.hint
+    assert str(fast.value).startswith("n0000.json: ") and "\n" not in str(fast.value)
+    path = tmp_path / "n0000.json"
+    path.write_bytes(bad)
+    res = CliRunner().invoke(app, ["merge", str(path), "-o", str(tmp_path / "c.json")])
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    said = str(fast.value).removeprefix("n0000.json")
+    assert " ".join(res.output.split()).startswith(" ".join(f"topomap: error: {path}{said}".split())), res.output
+    assert not (tmp_path / "c.json").exists()

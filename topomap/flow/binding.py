@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from topomap.base.pciaddr import parse_bus_id
 from topomap.flow.spec import Flow, FlowArrow, FlowError, Pattern, Placement, Step, names, parse_placement
-from topomap.graph import Topology, build
+from topomap.graph import Shapes, Topology
 from topomap.model.snapshot import Snapshot
 
 #: A host's GPUs as (graph id ``gpu3``, UUID, PCI bus id); None for a host with no snapshot.
@@ -77,7 +77,8 @@ def _cluster_hosts(flow: Flow, g: GivenSnapshot) -> list[str]:
     """A merged cluster binds every flow host named like one of its hosts; binding none is an error
     (the flow would silently run on the snapshots its file names)."""
     cluster_names = [m.host.hostname or "" for m in g.file.snapshot.members]
-    found = [h for h in flow.spec.hosts if h in set(cluster_names)]
+    named = set(cluster_names)
+    found = [h for h in flow.spec.hosts if h in named]
     if found:
         return found
     shown = ", ".join(cluster_names[:8]) + (f", … ({len(cluster_names)} in all)" if len(cluster_names) > 8 else "")
@@ -91,10 +92,12 @@ def _cluster_hosts(flow: Flow, g: GivenSnapshot) -> list[str]:
 
 def bind_hosts(flow: Flow, files: Mapping[str, SnapshotFile | None]) -> dict[str, Topology | None]:
     """Bind each flow host to its snapshot (None: a host with no snapshot; in a merged file, the
-    member of the host's name), build each distinct snapshot's graph once, and bind the flow's
-    placements and arrows to those machines. Returns each host's topology, for :func:`map_flow`."""
+    member of the host's name), build each distinct snapshot's graph once (each distinct host shape's:
+    :class:`topomap.graph.Shapes`), and bind the flow's placements and arrows to those machines.
+    Returns each host's topology, for :func:`map_flow`."""
     topos: dict[str, Topology | None] = {}
     built: dict[int, Topology] = {}
+    shapes = Shapes()
     members: dict[int, dict[str, Snapshot]] = {}
     for host, file in files.items():
         if file is None:
@@ -102,7 +105,7 @@ def bind_hosts(flow: Flow, files: Mapping[str, SnapshotFile | None]) -> dict[str
             continue
         snap = _member(file, host, members)
         if id(snap) not in built:
-            built[id(snap)] = build(snap)
+            built[id(snap)] = shapes.build(snap)
         topos[host] = built[id(snap)]
     bind(flow, gpus_of(topos))
     return topos

@@ -86,7 +86,7 @@ def _read_steps(flow: Flow) -> None:
     for name, st in spec.steps.items():
         ons = st.on if isinstance(st.on, list) else [st.on]
         line = flow.line(f"$.steps.{name}.on")
-        places = [parse_placement(on, list(spec.hosts), f"{origin}:{line}: step {name}") for on in ons]
+        places = [parse_placement(on, spec.hosts, f"{origin}:{line}: step {name}") for on in ons]
         flow.steps[name] = Step(name=name, kind=st.kind, placements=places, label=st.label)
 
 

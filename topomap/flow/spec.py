@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -262,7 +263,7 @@ def gpu_name(text: str) -> str | None:
     return f"gpu{int(m.group(1))}" if m else None
 
 
-def parse_placement(on: str, hosts: list[str], where: str) -> Placement:
+def parse_placement(on: str, hosts: Collection[str], where: str) -> Placement:
     """One placement, ``HOST[:WHAT]``: ``HOST:gpuN`` (``GPUN`` too), ``HOST:GPU-<uuid>``,
     ``HOST:<pci bus id>``, ``HOST:gpus``, ``HOST:memory[@numaN]``, ``HOST:storage`` or a bare
     ``HOST``, on one of ``hosts``. ``where`` starts every message (``f.yaml:7: step convert``)."""
@@ -276,7 +277,7 @@ def parse_placement(on: str, hosts: list[str], where: str) -> Placement:
     if host not in hosts:
         raise FlowError(
             f"{where}: unknown host {host!r}",
-            hint=name_hint(host, hosts, "hosts") + " (declare new ones under `hosts:`)",
+            hint=name_hint(host, list(hosts), "hosts") + " (declare new ones under `hosts:`)",
         )
     if what is None:
         return Placement(host=host, kind="host")

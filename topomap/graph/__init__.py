@@ -8,7 +8,17 @@ the route between two endpoints. Facts about one device take only a snapshot:
 
 from __future__ import annotations
 
-from topomap.graph.build import build
+from topomap.graph.build import Shapes, build
 from topomap.graph.topology import FABRIC, Topology, gpu_node, natural_key, nic_node, snapshot_id, snapshot_pair
 
-__all__ = ["FABRIC", "Topology", "build", "gpu_node", "natural_key", "nic_node", "snapshot_id", "snapshot_pair"]
+__all__ = [
+    "FABRIC",
+    "Shapes",
+    "Topology",
+    "build",
+    "gpu_node",
+    "natural_key",
+    "nic_node",
+    "snapshot_id",
+    "snapshot_pair",
+]

@@ -8,15 +8,21 @@ Nodes: ``host``, ``numa<N>``, PCI nodes ``pci:<bus id>`` (inferred ones ``pci:in
 
 from __future__ import annotations
 
+import msgspec
 import networkx as nx
 
 from topomap.base.errors import TopomapError
 from topomap.graph.edges import nvlink_edge, pcie_edge
 from topomap.graph.infer import infer_tree, numa_node, nvlinks_from_pairs
-from topomap.graph.topology import FABRIC, Topology, gpu_node, natural_key, nic_node
+from topomap.graph.topology import FABRIC, Indexes, Topology, gpu_node, natural_key, nic_node
 from topomap.model.facts import gpu_pcie_link
 from topomap.model.nvlinks import gpu_buses, link_peer
-from topomap.model.snapshot import Gpu, Snapshot
+from topomap.model.snapshot import Gpu, Mig, Snapshot
+
+#: Fields of a host snapshot that name the host rather than describe its shape. ``build`` reads
+#: none of them except the host node's label (``hostname``, else ``source.origin``), which
+#: :class:`Shapes` sets per host; GPU and MIG UUIDs and the capture time reach no node, edge or note.
+IDENTITY = ("source.origin", "source.captured_at", "host.hostname", "gpus[].uuid", "gpus[].mig.devices[].uuid")
 
 
 def build(snap: Snapshot) -> Topology:
@@ -191,3 +197,83 @@ def _blind_links(topo: Topology, listed: list[Gpu]) -> None:
             "active NVLinks whose peers the source does not name: which GPU pairs they join is unknown "
             "(`nvidia-smi topo -m` settles it)"
         )
+
+
+class Shapes:
+    """Graphs of many hosts, each distinct host *shape* built once (a cluster of thousands of hosts is
+    a few builds repeated). The shape is every field of the snapshot except :data:`IDENTITY`; hosts
+    of one shape share the graph's nodes, edges and their attribute dicts (graphs are not changed
+    after :func:`build`), each with its own host node (its label names the host) and its own
+    :class:`Topology`: its own snapshot, notes and index caches (but the PCIe legs, which only the
+    shared nodes and edges decide)."""
+
+    def __init__(self) -> None:
+        self._built: dict[bytes, Topology] = {}
+        self._parts: dict[int, tuple[object, bytes]] = {}  # id → (list, its bytes): lists hosts share
+        self._enc = msgspec.json.Encoder(order="deterministic")
+
+    def __len__(self) -> int:
+        return len(self._built)
+
+    def build(self, snap: Snapshot) -> Topology:
+        """The graph of one host's snapshot, shared with an earlier host of the same shape."""
+        key = self.key(snap)
+        first = self._built.get(key)
+        if first is None:
+            self._built[key] = topo = build(snap)
+            return topo
+        label = snap.host.hostname or snap.source.origin
+        return Topology(
+            snapshot=snap,
+            graph=first.graph if first.graph.nodes["host"]["label"] == label else _relabelled(first.graph, label),
+            chains=dict(first.chains),
+            locality=dict(first.locality),
+            inferred=first.inferred,
+            notes=list(first.notes),
+            nvlink_unresolved=set(first.nvlink_unresolved),
+            # PCIe legs are a function of the graph's nodes and edges alone (query.py): hosts of one
+            # shape share them; every other index (NICs, GPUs, pairs) is the host's own
+            index=Indexes(legs=first.index.legs),
+        )
+
+    def key(self, snap: Snapshot) -> bytes:
+        """The shape of a host: its snapshot's bytes without the :data:`IDENTITY` fields (the long
+        lists a packed cluster's hosts share — pairs, PCI tree, NVSwitches, NVLinks — encoded once)."""
+        rep = msgspec.structs.replace
+        gpus = [
+            rep(g, uuid=None, nvlinks=[], mig=_anonymous_mig(g.mig) if g.mig is not None else None) for g in snap.gpus
+        ]
+        bare = rep(
+            snap,
+            source=rep(snap.source, origin="", captured_at=None),
+            host=rep(snap.host, hostname=None),
+            gpus=gpus,
+            pairs=[],
+            pci=[],
+            nvswitches=[],
+        )
+        parts = [self._part(snap.pairs), self._part(snap.pci), self._part(snap.nvswitches)]
+        parts += [self._part(g.nvlinks) for g in snap.gpus]
+        return b"\n".join([self._enc.encode(bare), *parts])
+
+    def _part(self, value: object) -> bytes:
+        held = self._parts.get(id(value))
+        if held is None or held[0] is not value:
+            held = self._parts[id(value)] = (value, self._enc.encode(value))
+        return held[1]
+
+
+def _anonymous_mig(mig: Mig) -> Mig:
+    return msgspec.structs.replace(mig, devices=[msgspec.structs.replace(d, uuid=None) for d in mig.devices])
+
+
+def _relabelled(g: nx.Graph, label: str) -> nx.Graph:
+    """``g`` with its own host node labelled ``label``: every other node, every edge and their
+    attribute dicts shared with ``g`` (a copy would cost a third of a build per host). A fresh graph
+    whose node and adjacency dicts are set before any view of them is made (networkx resets its
+    cached views when they are set)."""
+    h = nx.Graph()
+    h.graph = g.graph
+    h._node = {**g._node, "host": {**g._node["host"], "label": label}}
+    h._adj = g._adj
+    return h

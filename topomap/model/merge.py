@@ -193,11 +193,18 @@ def _nics(hosts: list[Snapshot]) -> list[str]:
     """NIC line rates (per NIC name, against the most common rate) and ports not up."""
     lines: list[str] = []
     names = sorted({n.name for h in hosts for n in h.nics if n.rdma})
+    rdma = [{n.name for n in h.nics if n.rdma} for h in hosts]
+    first: dict[int, dict[str, float | None]] = {}  # host → each NIC name's first NIC's rate
+    for h in hosts:
+        rates: dict[str, float | None] = {}
+        for n in h.nics:
+            rates.setdefault(n.name, n.speed_gbit_s)
+        first[id(h)] = rates
     for name in names:
-        have = [h for h in hosts if any(n.name == name and n.rdma for n in h.nics)]
+        have = [h for h, named in zip(hosts, rdma) if name in named]
 
         def rate(h: Snapshot, name: str = name) -> float | None:
-            return next((n.speed_gbit_s for n in h.nics if n.name == name), None)
+            return first[id(h)].get(name)
 
         lines += _compare(have, f"NIC {name} line rate", rate, lambda v: f"{v:g} Gbit/s (as the host reports it)")
     down: dict[str, list[str]] = {}

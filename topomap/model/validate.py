@@ -98,10 +98,12 @@ def _host(snap: Snapshot, where: str, merged: bool = False, numbers: bool = True
             )
         if g.pcie is not None:
             for f in ("gen_current", "gen_max", "width_current", "width_max"):
-                _pcie_value(getattr(g.pcie, f), f, f"{where}: gpus[{k}].pcie.{f}")
+                if not _pcie_ok(getattr(g.pcie, f), f):  # the message (made only then) says why
+                    _pcie_value(getattr(g.pcie, f), f, f"{where}: gpus[{k}].pcie.{f}")
     for k, d in enumerate(snap.pci):
-        _pcie_value(d.link_gen, "gen", f"{where}: pci[{k}].link_gen")
-        _pcie_value(d.link_width, "width", f"{where}: pci[{k}].link_width")
+        if not (_pcie_ok(d.link_gen, "gen") and _pcie_ok(d.link_width, "width")):
+            _pcie_value(d.link_gen, "gen", f"{where}: pci[{k}].link_gen")
+            _pcie_value(d.link_width, "width", f"{where}: pci[{k}].link_width")
     for k, n in enumerate(snap.nics):
         if n.index < 0:
             raise SnapshotInvalid(f"{where}: nics[{k}].index: {n.index} is negative")
@@ -123,6 +125,10 @@ def _host(snap: Snapshot, where: str, merged: bool = False, numbers: bool = True
                 f"{where}: pci[{k}]: {d.kind} {d.id!r} is no {d.kind.upper()}'s pci_bus_id",
                 hint=f"list the device in `{d.kind}s` or give it kind `other`",
             )
+
+
+def _pcie_ok(value: int | None, field: str) -> bool:
+    return value is None or 0 <= value <= (MAX_PCIE_GEN if "gen" in field else MAX_PCIE_WIDTH)
 
 
 def _pcie_value(value: int | None, field: str, at: str) -> None:
