@@ -8,6 +8,7 @@ exchange data, :func:`topomap.graph.routes.route` gives their PCIe route and cla
 
 from __future__ import annotations
 
+from topomap.base.notes import Note
 from topomap.flow.decision import Decision, on_host, on_host_all, pcie_bandwidth
 from topomap.flow.memory import as_memory, host_path_class, placement_node
 from topomap.flow.spec import FlowArrow
@@ -73,8 +74,13 @@ def _gpu_and_memory(a: FlowArrow, topo: Topology) -> Decision:
     rt = on_host_all(host, nodes if s.kind == "gpu" else nodes[::-1])
     path = host_path_class(topo, gid, mem)
     if path is None:
+        settle = SETTLE["path"].replace("{", "{{").replace("}", "}}")
         notes.append(
-            f"path class between {gid} and host memory not recorded by this source: {SETTLE['path']} settles it"
+            Note(
+                f"path class between {{gpu}} and host memory not recorded by this source: {settle} settles it",
+                host,
+                gpu=gid,
+            )
         )
     figure, warning = with_measurement(topo.snapshot, *ends, kind, pcie_bandwidth(bw))
     return Decision("host-memory", "pcie", path, rt, figure, (*notes, *([warning] if warning else [])))
