@@ -259,3 +259,30 @@ def test_html_report_has_the_cluster_section(tmp_path: Path, merged: Snapshot) -
     assert "<p>6 hosts, 2 shape(s), 3 outlier(s)" in page
     assert "<tr><td>node01</td><td>driver version: 535.104.05 (most hosts: 550.54.15)</td></tr>" in page
     assert "Rails (rail i: GPU i's nearest RDMA NIC): not consistent." in page
+
+
+def test_no_value_held_by_most_hosts_blames_no_host(tmp_path: Path) -> None:
+    """Two different real machines merged (IBM gx3d H100 and the NCHC H200 paste): a 1–1 split has no
+    "most hosts" value, so no host is an outlier and check's rails rule names no host as the odd one."""
+    samples = Path(__file__).parent.parent / "samples" / "snapshots"
+    runner = CliRunner()
+    out = tmp_path / "two.json"
+    r = runner.invoke(
+        app,
+        ["merge", f"node-a={samples / 'ibm-gx3d-h100-8gpu.json'}", f"node-b={samples / 'hgx-h200-8gpu-10nic.json'}",
+         "-o", str(out)],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    rep = analyse(load_snapshot(out))
+    rails = rep.fact("rails")
+    assert rails.common is None and {h for o in rails.others for h in o.hosts} == {"node-a", "node-b"}
+    assert not rep.outliers
+    text = "\n".join(cluster_view(rep))
+    assert "GPU↔NIC rails: no value held by most of the 2 hosts" in text and "most hosts:" not in text
+    reqs = tmp_path / "reqs.yaml"
+    reqs.write_text("requirements:\n  - cluster: {rails_consistent: true}\n")
+    chk = runner.invoke(app, ["check", str(reqs), str(out), "--json"])
+    rule = json.loads(chk.stdout)["rules"][0]
+    assert (
+        rule["status"] == "fail" and "none held by most" in rule["summary"] and "host(s) differ" not in rule["summary"]
+    )

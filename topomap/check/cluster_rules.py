@@ -82,9 +82,15 @@ def _rails(report: ClusterReport) -> RuleResult:
     status: Status = "pass" if rails.consistent else "unknown" if rails.consistent is None else "fail"
     fact = report.fact("rails")
     odd = [f"{h}: {o.differs}" for o in fact.others for h in o.hosts]
-    evidence = [f"{fact.common_hosts} of {fact.known_hosts} host(s): {fact.common or 'no rails known'}", *odd]
+    if fact.common is None and fact.others:  # no layout held by most hosts: blame no one
+        head = f"no rails layout is held by most of the {fact.known_hosts} host(s)"
+    else:
+        head = f"{fact.common_hosts} of {fact.known_hosts} host(s): {fact.common or 'no rails known'}"
+    evidence = [head, *odd]
     evidence += [f"{h}: rails not known (no RDMA NIC or GPU↔NIC path in the source)" for h in rails.unknown]
-    if status == "fail":
+    if status == "fail" and fact.common is None:
+        summary = f"the {fact.known_hosts} host(s) have {len(fact.others)} different rails layouts, none held by most"
+    elif status == "fail":
         summary = f"{sum(len(o.hosts) for o in fact.others)} host(s) differ: " + ", ".join(
             h for o in fact.others for h in o.hosts
         )

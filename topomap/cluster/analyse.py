@@ -131,6 +131,10 @@ def _fact(
     if not groups:
         return FactReport(fact, name, shape, None, 0, 0, [], sorted(unknown))
     common = min(groups, key=lambda v: (-len(groups[v]), min(groups[v])))  # ties: the first host's value
+    if 2 * len(groups[common]) <= known:  # no value held by most hosts: nobody is the odd one out
+        each = sorted(groups, key=lambda v: (-len(groups[v]), show(v)))
+        spread = [ValueHosts(show(v), sorted(groups[v]), show(v)) for v in each]
+        return FactReport(fact, name, shape, None, 0, known, spread, sorted(unknown))
     others = []
     for v in sorted((v for v in groups if v != common), key=lambda v: (-len(groups[v]), show(v))):
         differs = _differs(v, common, show)

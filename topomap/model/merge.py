@@ -102,6 +102,11 @@ def _compare(
     if len(set(known.values())) <= 1:
         return lines
     common, n = Counter(known.values()).most_common(1)[0]
+    if 2 * n <= len(known):  # no value held by most hosts: each value with its hosts, none the odd one
+        for value in sorted(set(known.values()), key=str):
+            have = sorted(k for k, v in known.items() if v == value)
+            lines.append(f"{what}: {_names(have)} {show(value)} (no value held by most hosts)")
+        return lines
     for value in sorted({v for v in known.values() if v != common}, key=str):
         odd = sorted(k for k, v in known.items() if v == value)
         lines.append(f"{what}: {_names(odd)} {show(value)}; {n} of {len(known)} hosts {show(common)}")
@@ -168,6 +173,12 @@ def _rail_lines(hosts: list[Snapshot]) -> list[str]:
     if len(set(known.values())) <= 1:
         return lines
     common, n = Counter(known.values()).most_common(1)[0]
+    if 2 * n <= len(known):  # no layout held by most hosts: each host's, none the odd one
+        out = [line for line in lines if "unknown on" in line]
+        for name, layout in sorted(known.items()):
+            shown = "; ".join(f"{g}→{show_rail(v)}" for g, v in layout[:4]) + ("; …" if len(layout) > 4 else "")
+            out.append(f"GPU↔NIC rail layout: {name}: {shown} (no layout held by most hosts)")
+        return out
     usual = dict(common)
     out = [line for line in lines if "unknown on" in line]
     for name, layout in sorted(known.items()):

@@ -44,7 +44,10 @@ def _facts(facts: list[FactReport]) -> list[str]:
     same = [f for f in facts if not f.others and f.common is not None]
     out = ["Where hosts differ:" if differ else "Where hosts differ: nowhere"]
     for f in differ:
-        out.append(f"  {f.name}: {f.common_hosts} of {f.known_hosts} hosts {visible(f.common or '')}")
+        if f.common is None:  # no value held by most hosts: each value with its hosts, no outlier
+            out.append(f"  {f.name}: no value held by most of the {f.known_hosts} hosts")
+        else:
+            out.append(f"  {f.name}: {f.common_hosts} of {f.known_hosts} hosts {visible(f.common)}")
         for o in f.others:
             out.append(f"    {len(o.hosts)} host(s) {visible(o.differs or o.value)}: {hosts_text(o.hosts, None)}")
     if same:
