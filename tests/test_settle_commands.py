@@ -411,3 +411,18 @@ def test_ibstat_of_two_machines_in_one_file_is_refused(real: Path) -> None:
     with pytest.raises(ImportFailure) as exc:
         import_text(smi(real, DGX1) + ibstat(real, L2FWD) + ibstat(real, MOONCAKE), "two.txt")
     assert "two.txt:" in str(exc.value) and "CA 'mlx5_0' twice" in str(exc.value)
+
+
+def test_show_says_what_the_importer_said_of_an_ibstat_from_elsewhere(real: Path, tmp_path: Path) -> None:
+    """An `ibstat` appended from another machine (the Mooncake output has mlx5_10, the H200 paste's legend
+    does not): `show` prints the importer's notes, not only the graph's (found by the newcomer trial)."""
+    from typer.testing import CliRunner
+
+    from topomap.cli import app
+
+    ib = Path(__file__).parent / "data" / "real-ibstat" / "cx7-cx6dx-mixed-roce-mooncake1999.txt"
+    paste = tmp_path / "h200-ibstat.txt"
+    paste.write_text(smi(real, H200) + "\n" + ib.read_text())
+    out = CliRunner().invoke(app, ["show", str(paste)]).stdout
+    assert "note: `ibstat` lists mlx5_10, which no matrix in the file shows" in out
+    assert "note: `ibstat` does not list mlx5_2" in out

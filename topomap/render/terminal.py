@@ -365,8 +365,10 @@ def show(snap: Snapshot, topo: Topology | None = None, width: int | None = None)
         parts.append(numa_table(snap, width))
     if topo is not None:
         parts.append(machine_tree(topo))
-        for note in topo.notes:
-            parts.append(esc(f"note: {note}", style="dim"))
+    # what the importer said about the file (an appended output that joined only in part, a `-q -i`,
+    # a cut dump), then what building the machine inferred: each once
+    for note in dict.fromkeys([*snap.source.notes, *(topo.notes if topo is not None else [])]):
+        parts.append(esc(f"note: {note}", style="dim"))
     if snap.measurements:
         # start-up: only a snapshot with measurements needs these (about 5 ms of every other `show`,
         # python -X importtime, and `show` is over its start-up budget)
