@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich import box
 from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -55,7 +56,7 @@ def nccl_view(report: NcclReport) -> list[Table | Text]:
     if report.env.values:
         out.append(Text("environment: " + " ".join(report.env.set_vars())))
     has_log = any(e.observed is not None for e in report.entries)
-    t = Table(show_lines=False)
+    t = Table(show_lines=False, box=box.SIMPLE_HEAD)
     for col in (
         "ranks",
         "GPUs",
@@ -81,7 +82,7 @@ def nccl_view(report: NcclReport) -> list[Table | Text]:
         t.add_row(*row)
     out.append(t)
     if report.nics:
-        n = Table(title="NIC per GPU")
+        n = Table(title="NIC per GPU", box=box.SIMPLE_HEAD, title_justify="left")
         for col in ("GPU", "NIC", "path", "GPUDirect RDMA", "why"):
             n.add_column(col)
         for g in report.nics:

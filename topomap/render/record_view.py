@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -111,7 +112,7 @@ def _cards_table(run: Run) -> Table:
     title = "Per card (observed, NVML): " + ", ".join(f"{n}× {name}" for name, n in names.items())
     pcie = any(c.pcie_rx_peak_bytes_s is not None or c.pcie_tx_peak_bytes_s is not None for c in cs)
     nvlink = any(c.nvlink_rx_peak_bytes_s is not None or c.nvlink_tx_peak_bytes_s is not None for c in cs)
-    t = Table(title=_cell(title), title_justify="left")
+    t = Table(title=_cell(title), title_justify="left", box=box.SIMPLE_HEAD)
     if not (pcie and nvlink):
         absent = " and ".join(x for x, have in (("PCIe", pcie), ("NVLink", nvlink)) if not have)
         t.caption, t.caption_justify = f"{absent} throughput: not given by NVML for these cards (unknown)", "left"
@@ -178,7 +179,7 @@ def _peak(values: Sequence[float | None]) -> float | None:
 def _host_table(run: Run) -> Table:
     h = run.host
     peaks = host_peaks(run)
-    t = Table(title="Host (psutil; rusage for CPU time)", title_justify="left", show_header=False)
+    t = Table(title="Host (psutil; rusage for CPU time)", title_justify="left", show_header=False, box=box.SIMPLE_HEAD)
     t.add_column("what")
     t.add_column("value", justify="right")
     t.add_column("source")
@@ -272,7 +273,7 @@ def run_diff_view(d: RunDiff) -> RenderableType:
         if d.rows_marked
         else f"Observed in each run (none marked better: {d.verdict})"
     )
-    t = Table(title=title, title_justify="left")
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
     t.add_column("quantity")
     t.add_column(_cell(d.names[0]), justify="right")
     t.add_column(_cell(d.names[1]), justify="right")
