@@ -77,4 +77,4 @@ def test_cli_json_has_features_and_text_groups_them(tmp_path: Path) -> None:
     data = json.loads(r.stdout)
     assert data["features"][0]["mnnvl"]["can"] == "yes" and data["features"][0]["nvls"]["env"] == "NCCL_NVLS_ENABLE"
     text = CliRunner().invoke(app, ["nccl", str(path)]).stdout
-    assert "multi-node NVLink: yes for gpu0–gpu3" in text
+    assert "multi-node NVLink: yes for gpu0–3" in text

@@ -130,3 +130,15 @@ def model_from_name(name: str) -> GpuModel | None:
     """The product an NVML/nvidia-smi name names (``"NVIDIA H100 80GB HBM3"``,
     ``"Tesla V100-SXM2-16GB"``); exact after normalising case, vendor words and separators."""
     return _BY_NAME.get(_norm(name))
+
+
+def model_of(name: str | None, device_id: str | None) -> GpuModel | None:
+    """The product a GPU is, by its name first, else by its PCI device id; None when neither tells."""
+    found = model_from_name(name) if name else None
+    return found if found is not None or not device_id else model_from_device_id(device_id)
+
+
+def cc_major(compute_capability: str | None) -> int | None:
+    """``"9.0"`` → 9; None when absent or not a number."""
+    head = (compute_capability or "").split(".")[0]
+    return int(head) if head.isdigit() else None

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring
 
+from topomap.base.devices import model_from_device_id
 from topomap.base.errors import ImportFailure
 from topomap.base.pathclass import classify_chains
 from topomap.model.nvlinks import gpu_buses, nvlink_count
@@ -132,3 +133,12 @@ def nvlinks_from_bandwidth(gpus: list[Gpu], ends: list[tuple[str, str] | None], 
                 )
                 for k in range(count)
             ]
+
+
+def gpu_identity(model: str | None, device_id: str | None) -> tuple[str | None, str | None, list[str]]:
+    """A GPU's name and architecture as a topology file gives them: the name it prints, else the
+    device table's product for its PCI device id (then name and architecture are ``derived``)."""
+    known = model_from_device_id(device_id) if device_id else None
+    if model or known is None:
+        return model, None, []
+    return known.name, known.architecture, ["name", "architecture"]

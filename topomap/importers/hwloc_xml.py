@@ -14,10 +14,18 @@ from dataclasses import dataclass, field
 
 from topomap import __version__
 from topomap.base.cpus import cpus_from_hex_mask, format_cpulist
-from topomap.base.devices import format_device_id, model_from_device_id
+from topomap.base.devices import format_device_id
 from topomap.base.errors import ImportFailure
 from topomap.base.pciaddr import normalize_bus_id, parse_bus_id
-from topomap.importers._tree import RDMA_NAMES, Placed, nic_kind, nvlinks_from_bandwidth, parse_xml, tree_pairs
+from topomap.importers._tree import (
+    RDMA_NAMES,
+    Placed,
+    gpu_identity,
+    nic_kind,
+    nvlinks_from_bandwidth,
+    parse_xml,
+    tree_pairs,
+)
 from topomap.model.nic_ids import pci_id
 from topomap.model.nvlinks import nvswitches_from_links
 from topomap.model.snapshot import Gpu, Host, Nic, NicKind, NumaNode, NvSwitch, PciDevice, Snapshot, Source
@@ -239,14 +247,13 @@ def _devices(
             o.set("topomap_gpu", str(i))
         m = _PCI_TYPE_IDS.match(d.obj.get("pci_type") or "")
         dev_id = format_device_id(int(m.group(2), 16)) if m and m.group(1).lower() == "10de" else None
-        known = model_from_device_id(dev_id) if dev_id else None
-        derived = [] if model or known is None else ["name", "architecture"]
+        name, architecture, derived = gpu_identity(model, dev_id)
         gpus.append(
             Gpu(
                 index=i,
                 uuid=uuid,
-                name=model or (known.name if known else None),
-                architecture=known.architecture if known and derived else None,
+                name=name,
+                architecture=architecture,
                 pci_device_id=dev_id,
                 derived=derived,
                 pci_bus_id=d.bus,

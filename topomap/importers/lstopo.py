@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 
 from topomap import __version__
 from topomap.base.cpus import format_cpulist
-from topomap.base.devices import format_device_id, model_from_device_id
+from topomap.base.devices import format_device_id
 from topomap.base.errors import ImportFailure
 from topomap.base.pciaddr import normalize_bus_id, parse_bus_id
-from topomap.importers._tree import RDMA_NAMES, Placed, nic_kind, nvlinks_from_bandwidth, tree_pairs
+from topomap.importers._tree import RDMA_NAMES, Placed, gpu_identity, nic_kind, nvlinks_from_bandwidth, tree_pairs
 from topomap.model.nvlinks import nvswitches_from_links
 from topomap.model.snapshot import Gpu, Host, Nic, NumaNode, PciDevice, Snapshot, Source
 
@@ -387,15 +387,14 @@ def _gpus(w: _Walk) -> tuple[list[Gpu], dict[str, Placed], dict[str, int]]:
         dev_id = format_device_id(int(device, 16)) if device and vendor == "10de" else None
         model = next((c.attrs["GPUModel"] for c in o.children if "GPUModel" in c.attrs), None)
         uuid = next((c.attrs["NVIDIAUUID"] for c in o.children if "NVIDIAUUID" in c.attrs), None)
-        known = model_from_device_id(dev_id) if dev_id else None
-        derived = [] if model or known is None else ["name", "architecture"]
+        name, architecture, derived = gpu_identity(model, dev_id)
         cpus = w.numa_cpus.get(numa) if numa is not None else None
         gpus.append(
             Gpu(
                 index=i,
                 uuid=uuid,
-                name=model or (known.name if known else None),
-                architecture=known.architecture if known and derived else None,
+                name=name,
+                architecture=architecture,
                 pci_device_id=dev_id,
                 derived=derived,
                 pci_bus_id=bus if parse_bus_id(bus) else None,

@@ -30,7 +30,11 @@ from topomap.importers.nccl_xml import PHB_NOTE
 from topomap.model.nvlinks import nvswitches_from_links
 from topomap.model.snapshot import Gpu, Host, Nic, NumaNode, NvLink, PciDevice, Snapshot, Source
 
-_HEAD = re.compile(r"(?P<host>[A-Za-z0-9_.<>\-]+):(?P<pid>\d+):(?P<tid>\d+) \[\d+\] NCCL INFO (?P<msg>.*)$")
+#: ``host:pid:tid [dev] NCCL INFO message`` (a launcher prefix may stand before the host); nccl/logread
+#: reads the same lines for their channels.
+INFO_LINE = re.compile(
+    r"(?P<host>[A-Za-z0-9_.<>\-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL INFO (?P<msg>.*)$"
+)
 _SYSTEM = re.compile(r"^=== System : max(?:Bw|Width) ")
 _END = re.compile(r"^=+\s*$")
 _CPU = re.compile(r"^CPU/(?P<id>[0-9A-Fa-f-]+)(?: \((?P<arch>-?\d+)/(?P<vendor>-?\d+)/(?P<model>-?\d+)\))?\s*$")
@@ -82,7 +86,7 @@ def _lines(text: str) -> list[tuple[int, tuple[str, str, str], str]]:
     """(line number, (host, pid, tid), message with its indentation) of every NCCL INFO line."""
     out = []
     for no, raw in enumerate(text.splitlines(), 1):
-        m = _HEAD.search(raw.rstrip())
+        m = INFO_LINE.search(raw.rstrip())
         if m:
             msg = m.group("msg")
             out.append((no, (m.group("host"), m.group("pid"), m.group("tid")), msg))

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from topomap.base.devices import model_from_device_id, model_from_name
+from topomap.base.devices import cc_major, model_of
 from topomap.base.links import NVLINK_C2C_GBPS, NVLINK_GBPS_PER_LINK, nvlink_generation_for_cc, pcie_bandwidth_gbps
 from topomap.base.units import fmt_bandwidth, fmt_gbps
 from topomap.model.nic_ids import FAMILY_NAMES, NIC_VENDORS, NicFamilyName
@@ -159,9 +159,7 @@ def gpu_memory(gpu: Gpu) -> GpuMemory:
     PCI device id), else a size written in the name ("Tesla V100-SXM3-32GB-H"), labelled derived."""
     if gpu.memory_total_bytes is not None:
         return GpuMemory(gpu.memory_total_bytes, "snapshot")
-    model = (model_from_name(gpu.name) if gpu.name else None) or (
-        model_from_device_id(gpu.pci_device_id) if gpu.pci_device_id else None
-    )
+    model = model_of(gpu.name, gpu.pci_device_id)
     if model is not None and model.memory_gb:
         return GpuMemory(int(model.memory_gb * 2**30), f"derived from the model ({model.name}), nominal")
     m = _NAME_GB.search(gpu.name or "")
@@ -177,19 +175,13 @@ def gpu_model_name(gpu: Gpu) -> tuple[str | None, bool]:
 
 def model_nvlink_generation(gpu: Gpu) -> tuple[int | None, str]:
     """NVLink generation implied by the GPU model (device table) or compute capability: derived."""
-    m = model_from_name(gpu.name) if gpu.name else None
-    if m is None and gpu.pci_device_id:
-        m = model_from_device_id(gpu.pci_device_id)
+    m = model_of(gpu.name, gpu.pci_device_id)
     if m is not None and m.nvlink_generation is not None:
         return m.nvlink_generation, f"the model ({m.name})"
-    if gpu.compute_capability:
-        try:
-            major = int(gpu.compute_capability.split(".")[0])
-        except ValueError:
-            return None, ""
-        gen = nvlink_generation_for_cc(major)
-        if gen is not None:
-            return gen, f"compute capability {gpu.compute_capability}"
+    major = cc_major(gpu.compute_capability)
+    gen = nvlink_generation_for_cc(major) if major is not None else None
+    if gen is not None:
+        return gen, f"compute capability {gpu.compute_capability}"
     return None, ""
 
 
@@ -197,9 +189,7 @@ def c2c_bandwidth(gpu: Gpu) -> Bandwidth:
     """A Grace CPU's memory to its GPU over NVLink-C2C, per direction. Published for Grace Hopper
     (GH200: one GPU on the link); for other parts (GB200 shares a Grace between two GPUs) or an
     unknown model the figure is unknown."""
-    model = model_from_name(gpu.name) if gpu.name else None
-    if model is None and gpu.pci_device_id:
-        model = model_from_device_id(gpu.pci_device_id)
+    model = model_of(gpu.name, gpu.pci_device_id)
     hopper = (model is not None and model.architecture == "hopper") or "GH200" in (gpu.name or "")
     if hopper:
         return Bandwidth(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from topomap.base.devices import model_from_device_id, model_from_name, parse_device_id
+from topomap.base.devices import model_of, parse_device_id
 from topomap.base.links import NVLINK_GBPS_PER_LINK
 from topomap.base.pciaddr import parse_bus_id
 from topomap.model.snapshot import Gpu, NvLink, NvSwitch
@@ -212,9 +212,7 @@ def _norm(name: str) -> str:
 def nvlink_part(gpu: Gpu) -> NvlinkPart | None:
     """The product a GPU is, for its NVLink: by the device table's model (name or PCI device id), else by
     the NVML names and device ids of the parts that table does not list (export variants, Turing)."""
-    model = (model_from_name(gpu.name) if gpu.name else None) or (
-        model_from_device_id(gpu.pci_device_id) if gpu.pci_device_id else None
-    )
+    model = model_of(gpu.name, gpu.pci_device_id)
     if model is not None and model.name in _BY_MODEL:
         return _BY_MODEL[model.name]
     if gpu.name:

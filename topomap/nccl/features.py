@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from topomap.base.devices import model_from_name
+from topomap.base.devices import cc_major, model_of
 from topomap.graph import Topology, gpu_node
 from topomap.graph.evidence import nearest_nic, nics_at_best_class, nvlink
 from topomap.model.facts import fabric_clique, fabric_ready
@@ -106,13 +106,10 @@ def _on_nvswitch(topo: Topology, g: Gpu) -> bool | None:
 
 def _hopper_or_later(g: Gpu) -> tuple[bool | None, str]:
     """Compute capability 9.0+ from the probe, else from the model's architecture."""
-    cc = g.compute_capability
-    if cc:
-        try:
-            return int(cc.split(".")[0]) >= 9, f"compute capability {cc}"
-        except ValueError:
-            pass
-    model = model_from_name(g.name) if g.name else None
+    major = cc_major(g.compute_capability)
+    if major is not None:
+        return major >= 9, f"compute capability {g.compute_capability}"
+    model = model_of(g.name, g.pci_device_id)
     if model is not None:
         return model.architecture in ("hopper", "blackwell"), f"{model.name} ({model.architecture})"
     return None, ""

@@ -11,10 +11,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from topomap.base.errors import TopomapError
+from topomap.importers.nccl_log import INFO_LINE
 from topomap.transport.rules import NcclEnv, Transport
 
-# host:pid:tid [dev] NCCL INFO ...  (the host may carry a launcher prefix before it)
-_HEAD = re.compile(r"(?P<host>[A-Za-z0-9_.<>\-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL INFO (?P<msg>.*)$")
 _PREFIX = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\[rank\d+\]:|\S+?\s*\|\s*|\d+:\s)")
 _CHANNEL = re.compile(
     r"^(?:Channel|Ring) (?P<ch>\d+)(?:/\d+)? : (?P<src>\d+)(?:\[(?P<sdev>[0-9a-fA-F]+)\])? -> "
@@ -145,7 +144,7 @@ def read_log(text: str, path: str) -> NcclLog:
         v = _VERSION.search(line)
         if v and log.version is None:
             log.version = v.group("v")
-        m = _HEAD.search(line)
+        m = INFO_LINE.search(line)
         if m is None:
             continue
         log.nccl_lines += 1

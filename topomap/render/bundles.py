@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from topomap.base.units import fmt_bytes, fmt_gbps, fmt_seconds
 from topomap.flow.mapping import FlowMap, MappedArrow
-from topomap.render.notes import NoteLine, compress, group_notes
+from topomap.render.notes import NoteLine, compress, group_notes, ranges
 
 _PLACEMENT = re.compile(r"^(?P<host>.*):(?P<what>gpu(?P<n>\d+)|memory(?:@numa\d+)?|storage)$", re.S)
 
@@ -36,24 +36,10 @@ def compress_places(labels: list[str]) -> str:
     out: list[str] = []
     for item in order:
         if item.startswith("gpu:") and item[4:] in gpus:
-            out.append(f"{item[4:]}:gpu" + _ranges(sorted(gpus[item[4:]])))
+            out.append(f"{item[4:]}:gpu" + ranges(sorted(gpus[item[4:]])).replace(", ", ","))
         else:
             out.append(item)
     return ", ".join(out)
-
-
-def _ranges(ns: list[int]) -> str:
-    """[0, 1, 2, 5] → `0–2,5`."""
-    parts: list[str] = []
-    start = prev = ns[0]
-    for n in ns[1:]:
-        if n == prev + 1:
-            prev = n
-            continue
-        parts.append(str(start) if start == prev else f"{start}–{prev}")
-        start = prev = n
-    parts.append(str(start) if start == prev else f"{start}–{prev}")
-    return ",".join(parts)
 
 
 @dataclass

@@ -10,6 +10,7 @@ from rich.text import Text
 from topomap.nccl.features import Feature
 from topomap.nccl.predict import NcclReport
 from topomap.nccl.rules import NCCL_SOURCE
+from topomap.render.notes import compress
 
 _STYLE = {"SHM": "yellow", "NET": "red", "unknown": "magenta"}
 _CAN = {"yes": "green", "possible": "cyan", "unknown": "magenta"}
@@ -26,26 +27,9 @@ def _features(report: NcclReport) -> list[Text]:
         for f, gpus in groups.items():
             t = Text(f"{title}: ")
             t.append(f.can, style=_CAN.get(f.can, ""))
-            t.append(f" for {_gpu_list(gpus)}: {f.why} (changed by {f.env})")
+            t.append(f" for {compress(gpus)}: {f.why} (changed by {f.env})")
             out.append(t)
     return out
-
-
-def _gpu_list(gpus: list[str]) -> str:
-    """gpu0, gpu1, gpu2, gpu5 → "gpu0–gpu2, gpu5"."""
-    nums = sorted(int(g[3:]) for g in gpus if g.startswith("gpu") and g[3:].isdigit())
-    if len(nums) != len(gpus):
-        return ", ".join(gpus)
-    runs: list[str] = []
-    start = prev = nums[0]
-    for n in [*nums[1:], None]:
-        if n is not None and n == prev + 1:
-            prev = n
-            continue
-        runs.append(f"gpu{start}" if start == prev else f"gpu{start}–gpu{prev}")
-        if n is not None:
-            start = prev = n
-    return ", ".join(runs)
 
 
 def nccl_view(report: NcclReport) -> list[Table | Text]:
