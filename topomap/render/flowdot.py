@@ -293,6 +293,8 @@ def _flow_only(
         b.invisible(spans[k - 2][1], spans[k][0], weight="0")
     edges(b)
     media: set[str] = {a.medium for a in fmap.arrows}
+    if any(a.nccl_stands_out() for a in fmap.arrows):  # the dotted style needs its key, as colours have theirs
+        footer.insert(0, "dotted arrow (⚠): NCCL goes through host memory (SHM) or without GPUDirect RDMA there")
     b.graph_label(graph_label(f"flow {fmap.flow.name}", footer, flow_legend_rows(media)))
     return b.source()
 
