@@ -191,11 +191,12 @@ def test_nccl_on_a_compute_step_is_a_one_line_error(tmp_path: Path) -> None:
 def test_two_gpus_and_unknown_cpu_vendor() -> None:
     """At most two GPUs on a path beyond PXB: an AMD CPU would raise the P2P level to SYS, so an
     unrecorded vendor leaves P2P undecided — unless NVML refuses P2P, which decides it either way."""
-    f = PairFacts(same_host=True, same_process=False, path="PHB", nvlink=False, nvml_p2p=True, amd_pair=None)
+    f = PairFacts(same_host=True, same_process=False, path="PHB", nvlink=False, nvml_p2p=True, local_gpus=2)
     d = decide(f, NcclEnv())
-    assert (d.transport, d.rule) == ("unknown", "unknown") and "CPU vendor is not recorded" in d.reasons[0]
+    assert (d.transport, d.rule) == ("unknown", "unknown") and "the CPU vendor or the number of GPUs is not recorded" in d.reasons[0]
     assert decide(f, NcclEnv((("NCCL_P2P_LEVEL", "PXB"),))).transport == "SHM"  # the level set: decided
-    assert decide(dataclasses.replace(f, amd_pair=True), NcclEnv()).transport == "P2P"
+    assert decide(dataclasses.replace(f, cpu="amd"), NcclEnv()).transport == "P2P"
+    assert decide(dataclasses.replace(f, cpu="intel"), NcclEnv()).transport == "SHM"
     # the RTX 5090 pair (club-3090 #1229, a Threadripper PRO; the snapshot has no CPU model): PHB, and
     # `topo -p2p rw` says GNS, so NVML's refusal decides SHM whatever the CPU
     m = _map(_tp_text(), {"lot": _topo("rtx5090-pair-p2p-gns.json")})

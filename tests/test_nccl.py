@@ -8,7 +8,7 @@ import pytest
 
 from topomap.base.errors import TopomapError
 from topomap.importers import load_any
-from topomap.nccl.decide import PairFacts, decide
+from topomap.nccl.decide import NicFact, PairFacts, decide
 from topomap.nccl.logread import read_log, transport_of
 from topomap.nccl.predict import compare_log, predict_snapshot
 from topomap.nccl.rules import NcclEnv, parse_env
@@ -93,7 +93,9 @@ def test_decide_rules() -> None:
     pcie = PairFacts(same_host=True, same_process=False, path="PXB", nvlink=False, nvml_p2p=True)
     assert decide(pcie, NcclEnv(), "2.18.1").detail == "IPC/write over PCIe"
     assert decide(pcie, NcclEnv(), "2.21.5").detail == "CUMEM/write over PCIe"
-    amd = PairFacts(same_host=True, same_process=False, path="SYS", nvlink=False, nvml_p2p=True, amd_pair=True)
+    amd = PairFacts(
+        same_host=True, same_process=False, path="SYS", nvlink=False, nvml_p2p=True, cpu="amd", local_gpus=2
+    )
     assert decide(amd, NcclEnv()).rule == "p2p-amd-pair"
     gns = PairFacts(same_host=True, same_process=False, path="PIX", nvlink=False, nvml_p2p=False)
     assert decide(gns, NcclEnv()).transport == "SHM" and decide(gns, NcclEnv()).rule == "p2p-nvml"
@@ -102,6 +104,51 @@ def test_decide_rules() -> None:
     assert no_shm.detail.startswith("the network")
     a100 = PairFacts(same_host=True, same_process=True, path="NVL", nvlink=True, nvml_p2p=True, cc=("8.0", "8.0"))
     assert decide(a100, NcclEnv()).detail == "direct pointer/read over NVLink"
+
+
+def test_p2p_level_by_release_family() -> None:
+    """NCCL's default P2P level moved (paths.cc): before 2.23 SYS except on Intel/ARM/Zhaoxin (PXB); since
+    2.23 PXB except x86 AMD with at most two GPUs (SYS); 2.7-2.8 kept PHB on non-Broadwell Intel."""
+
+    def pair(path: str, cpu: str | None, n: int | None) -> PairFacts:
+        return PairFacts(True, False, path, False, True, cpu=cpu, local_gpus=n)
+
+    eight_amd_sys = pair("SYS", "amd", 8)
+    assert decide(eight_amd_sys, NcclEnv(), "2.21.5").transport == "P2P"
+    assert decide(eight_amd_sys, NcclEnv(), "2.21.5").rule == "p2p-cpu-level"
+    assert decide(eight_amd_sys, NcclEnv(), "2.23.4").transport == "SHM"
+    assert decide(pair("SYS", "amd", 2), NcclEnv(), "2.26.2").transport == "P2P"
+    assert decide(pair("PHB", "intel", 8), NcclEnv(), "2.18.3").transport == "SHM"
+    assert decide(pair("PHB", "intel", 8), NcclEnv(), "2.8.4").transport == "P2P"  # PHB level on Skylake
+    assert decide(pair("PHB", "intel-bdw", 8), NcclEnv(), "2.8.4").transport == "SHM"
+    assert decide(pair("PHB", "arm", 8), NcclEnv(), "2.12.12").transport == "SHM"
+    # the vendor decides only beyond PXB: within it every family allows P2P
+    assert decide(pair("PXB", None, 8), NcclEnv(), "2.12.12").transport == "P2P"
+    unknown_cpu = decide(pair("SYS", None, 8), NcclEnv(), "2.12.12")
+    assert unknown_cpu.transport == "unknown" and "CPU vendor" in unknown_cpu.reasons[0]
+    # no version known: the newest family decides, and says where 2.9-2.22 would differ
+    guess = decide(eight_amd_sys, NcclEnv())
+    assert guess.transport == "SHM" and "NCCL 2.9-2.22 would allow P2P" in guess.reasons[0]
+
+
+def test_gdr_read_rule() -> None:
+    """Sends read GPU memory over the NIC only from a GPU with an NVLink peer: before Ampere since 2.12,
+    every GPU before 2.12 (ncclTopoCheckGdr); receives are not asked."""
+    nic = NicFact("mlx5_0", "PIX", True)
+
+    def hop(cc: str, peer: bool, side: str) -> PairFacts:
+        return PairFacts(
+            False, False, None, None, None, (cc, cc), nic_src=nic, nic_dst=nic, nvlink_peer=(peer, peer), side=side
+        )  # type: ignore[arg-type]
+
+    assert decide(hop("7.5", False, "send"), NcclEnv(), "2.18.3").transport == "NET"
+    assert decide(hop("7.5", False, "send"), NcclEnv(), "2.18.3").rule == "other-host"
+    assert "NVLink peer" in decide(hop("7.5", False, "send"), NcclEnv(), "2.18.3").reasons[1]
+    assert decide(hop("7.5", False, "receive"), NcclEnv(), "2.18.3").transport == "NET+GDR"
+    assert decide(hop("7.0", True, "send"), NcclEnv(), "2.18.3").transport == "NET+GDR"
+    assert decide(hop("8.0", False, "send"), NcclEnv(), "2.18.3").transport == "NET+GDR"
+    assert decide(hop("8.0", False, "send"), NcclEnv(), "2.11.4").transport == "NET"
+    assert decide(hop("7.5", False, "send"), parse_env(["NCCL_NET_GDR_READ=1"]), "2.18.3").transport == "NET+GDR"
 
 
 def test_bad_logs() -> None:
@@ -198,3 +245,33 @@ def test_log_with_only_a_topology_tree_is_predicted_from_it() -> None:
     assert {(p["predicted"], p["rule"]) for p in data["pairs"]} == {("P2P", "p2p-nvlink")}
     assert data["nics"][0]["path"] == "PIX" and data["nics"][0]["gdr"] == "yes"
     assert "no channel lines; predicted from the log's own topology dump" in data["notes"][0]
+
+
+def test_containers_and_release_family_from_the_cli() -> None:
+    """``--ranks 0,1:containers``: another hostname is another host to NCCL, so even NVLink-joined GPUs
+    of the real H200 paste use the network (GDR: each GPU's NIC is PIX); ``--nccl-version`` picks the
+    release family, and an unknown CPU vendor then leaves the SYS pairs unknown, saying why."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from topomap.cli import app
+
+    h200 = str(SAMPLES / "hgx-h200-8gpu-10nic.json")
+    r = CliRunner().invoke(app, ["nccl", h200, "--ranks", "0,1:containers", "--json"])
+    assert r.exit_code == 0, r.output
+    pairs = json.loads(r.output)["pairs"]
+    assert [(p["src_gpu"], p["dst_gpu"], p["predicted"], p["rule"]) for p in pairs] == [
+        ("gpu0", "gpu1", "NET+GDR", "other-container"),
+        ("gpu1", "gpu0", "NET+GDR", "other-container"),
+    ]
+    rtx = str(SAMPLES / "rtx4090-8gpu-all-sys.json")
+    old = CliRunner().invoke(app, ["nccl", rtx, "--nccl-version", "2.18.3"])
+    assert old.exit_code == 0 and "rules of NCCL 2.18.3's release family" in old.output
+    assert "NCCL 2.18.3 sets the P2P level by CPU vendor, which is not recorded" in old.output
+    new = CliRunner().invoke(app, ["nccl", rtx, "--json"])
+    assert {p["predicted"] for p in json.loads(new.output)["pairs"]} == {"SHM"}  # PXB level: vendor moot
+    bad = CliRunner().invoke(app, ["nccl", rtx, "--nccl-version", "latest"])
+    assert bad.exit_code == 2 and "--nccl-version 'latest': not an NCCL release" in bad.output
+    bad = CliRunner().invoke(app, ["nccl", rtx, "--ranks", "0,1:pods"])
+    assert bad.exit_code == 2 and "'pods' is not a rank mode" in bad.output

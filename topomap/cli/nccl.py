@@ -24,7 +24,14 @@ def nccl(
     ] = None,
     log: Annotated[str | None, typer.Option("--log", help="An NCCL_DEBUG=INFO log to compare with.")] = None,
     ranks: Annotated[
-        str | None, typer.Option("--ranks", help="per-gpu (default), one-process, or GPU list 0,1,2,3")
+        str | None,
+        typer.Option("--ranks", help="per-gpu (default), one-process, containers, or GPU list 0,1,2,3[:MODE]"),
+    ] = None,
+    version: Annotated[
+        str | None,
+        typer.Option(
+            "--nccl-version", help="NCCL release whose rules apply where the log does not say (default: newest)."
+        ),
     ] = None,
     env: Annotated[
         list[str] | None, typer.Option("--env", help="NCCL_X=Y that changes the prediction (repeat).")
@@ -40,14 +47,17 @@ def nccl(
     from topomap.nccl.predict import predict_snapshot
     from topomap.nccl.rules import parse_env
     from topomap.render.nccl_view import nccl_view
+    from topomap.transport.rules import version_tuple
 
     extra = parse_env(env or [])
+    if version is not None and version_tuple(version) is None:
+        raise TopomapError(f"--nccl-version {version!r}: not an NCCL release", hint="e.g. --nccl-version 2.18.3")
     snapshot = _load(snap) if snap else None
     if log is not None:
         text = decode_text(read_bytes(log, "NCCL log", 64 * 1024 * 1024), log)
-        report = _from_log(text, log, snapshot, extra, ranks)
+        report = _from_log(text, log, snapshot, extra, (ranks, version))
     elif snapshot is not None:
-        report = predict_snapshot(snapshot, extra, ranks)
+        report = predict_snapshot(snapshot, extra, ranks, version)
     else:
         raise TopomapError(
             "nccl needs a snapshot, a log, or both", hint="topomap nccl SNAP, or topomap nccl --log LOG [SNAP]"
@@ -63,7 +73,9 @@ def nccl(
         console.print(part)
 
 
-def _from_log(text: str, path: str, snapshot: Snapshot | None, extra: NcclEnv, ranks: str | None) -> NcclReport:
+def _from_log(
+    text: str, path: str, snapshot: Snapshot | None, extra: NcclEnv, how: tuple[str | None, str | None]
+) -> NcclReport:
     """Compare the log's channel lines with the prediction. Without a snapshot, the facts come from
     the log: its path rows where it has them, else its topology tree (NCCL's own view, imported as a
     snapshot). A log with a tree and no channel lines is a prediction from that tree."""
@@ -72,6 +84,7 @@ def _from_log(text: str, path: str, snapshot: Snapshot | None, extra: NcclEnv, r
     from topomap.nccl.logread import read_log
     from topomap.nccl.predict import compare_log, predict_snapshot
 
+    ranks, version = how
     dump: Snapshot | None = None
     if snapshot is None:
         try:
@@ -83,11 +96,11 @@ def _from_log(text: str, path: str, snapshot: Snapshot | None, extra: NcclEnv, r
     except TopomapError:
         if dump is None:
             raise
-        report = predict_snapshot(dump, extra, ranks)
+        report = predict_snapshot(dump, extra, ranks, version)
         report.notes.insert(0, f"{path}: no channel lines; predicted from the log's own topology dump")
         return report
     use = snapshot if snapshot is not None else (dump if not parsed.gpu_paths else None)
-    report = compare_log(parsed, use, extra)
+    report = compare_log(parsed, use, extra, version)
     if use is dump and dump is not None:
         report.notes.insert(0, "facts from the log's own topology tree (imported as a snapshot)")
     return report

@@ -4,6 +4,9 @@ so a flow can ask it too — re-exported here."""
 
 from __future__ import annotations
 
+from typing import Literal
+
+from topomap.base.devices import model_from_name
 from topomap.nccl.logread import NcclLog
 from topomap.transport.decide import NicFact, PairFacts
 from topomap.transport.facts import cpu_vendor, nccl_pci_bw, nic_fact, remote_facts, snapshot_facts
@@ -23,9 +26,17 @@ __all__ = [
 ]
 
 
-def dump_facts(log: NcclLog, bus_a: str | None, bus_b: str | None, same_process: bool | None) -> PairFacts:
-    """PairFacts from NCCL's own path dump in the log (``GPU/4E000 :GPU/0-4f000 (4/24.0/PHB) …``).
-    NCCL's path type already includes NVLink; P2P refused by the driver shows as "Could not enable P2P"."""
+def dump_facts(
+    log: NcclLog,
+    ranks: tuple[int, int],
+    buses: tuple[str | None, str | None],
+    same_process: bool | None,
+    host: str | None = None,
+) -> PairFacts:
+    """PairFacts from NCCL's own path dump in the log (``GPU/4E000 :GPU/0-4f000 (4/24.0/PHB) …``), the
+    dump's CPU line, the communicator's local rank count and the ranks' GPU models. NCCL's path type
+    already includes NVLink; P2P refused by the driver shows as "Could not enable P2P"."""
+    bus_a, bus_b = buses
     path = log.gpu_paths.get((bus_a or "", bus_b or "")) or log.gpu_paths.get((bus_b or "", bus_a or ""))
     nv = None if path is None else path in ("NVL", "NVB")
     refused = (bus_a, bus_b) in log.p2p_refused or (bus_b, bus_a) in log.p2p_refused
@@ -35,9 +46,49 @@ def dump_facts(log: NcclLog, bus_a: str | None, bus_b: str | None, same_process:
         path=path,
         nvlink=nv,
         nvml_p2p=False if refused else None,
+        cc=(log_cc(log, ranks[0]), log_cc(log, ranks[1])),
+        cpu=log.cpus.get(host or "") if host else (next(iter(log.cpus.values())) if len(log.cpus) == 1 else None),
+        local_gpus=local_gpus(log, host),
         path_bw_gbs=log.path_bw.get((bus_a or "", bus_b or "")),
         how="from NCCL's topology dump in the log" if path else "the log has no topology dump for this pair",
     )
+
+
+#: compute capability by architecture, for the GPU models nccl-tests names (only >= 8.0 and == 8.0 matter)
+_ARCH_CC = {"volta": "7.0", "turing": "7.5", "ada": "8.9", "hopper": "9.0", "blackwell": "10.0"}
+
+
+def log_cc(log: NcclLog, rank: int) -> str | None:
+    """A rank's compute capability from the GPU model nccl-tests printed for it, or None."""
+    name = log.gpu_models.get(rank)
+    model = model_from_name(name) if name else None
+    if model is None:
+        return None
+    if model.architecture == "ampere":
+        return "8.0" if any(k in model.name for k in ("A100", "A30", "A800")) else "8.6"
+    return _ARCH_CC.get(model.architecture)
+
+
+def local_gpus(log: NcclLog, host: str | None) -> int | None:
+    """The communicator's GPUs on ``host`` (what NCCL's topology holds): the init line's localRanks,
+    else the GPUs of the dump when the log is one host's, else None."""
+    if host and host in log.local_ranks:
+        return log.local_ranks[host]
+    hosts = {r.host for r in log.ranks.values() if r.host}
+    if len(hosts) <= 1 and log.gpu_paths:
+        return len({a for a, _ in log.gpu_paths} | {b for _, b in log.gpu_paths})
+    return None
+
+
+def log_nvlink_peer(log: NcclLog, bus: str | None) -> bool | None:
+    """Whether the GPU at ``bus`` has an NVLink peer in the dump (or is its only GPU); None without it."""
+    if not bus:
+        return None
+    rows = {b: t for (a, b), t in log.gpu_paths.items() if a == bus}
+    if not rows:  # its dump row names no other GPU: alone in NCCL's topology (NCCL counts that as a peer)
+        in_dump = bus in log.dump_ranks or any(b == bus for _h, b, _n in log.gpu_net_paths)
+        return True if in_dump and set(log.dump_ranks) <= {bus} else None
+    return any(t in ("NVL", "NVB") for t in rows.values())
 
 
 #: NCCL's path numbers as its GDR lines print them ("distance 7 > 4"), per release family
@@ -83,10 +134,25 @@ def log_nic_fact(log: NcclLog, host: str | None, bus: str | None, nic: int | Non
     return NicFact(name, path, capable)
 
 
-def log_remote_facts(log: NcclLog, host: str | None, bus: str | None, nic: int | None, level_name: str) -> PairFacts:
-    """PairFacts for a network line of a log given without a snapshot."""
+def log_remote_facts(
+    log: NcclLog,
+    where: tuple[str | None, str | None, int | None],
+    level_name: str,
+    side: Literal["send", "receive"] = "send",
+    rank: int | None = None,
+) -> PairFacts:
+    """PairFacts for a network line of a log given without a snapshot, seen from the GPU at ``bus`` on
+    ``host`` (``where`` = host, bus, NCCL's NIC index) that sends (``side="send"``) or receives."""
+    host, bus, nic = where
     fact = log_nic_fact(log, host, bus, nic, level_name)
-    return PairFacts(False, False, None, None, None, nic_src=fact, how="ranks on different hosts; NIC as the log shows")
+    cc = log_cc(log, rank) if rank is not None else None
+    peer = log_nvlink_peer(log, bus)
+    how = "ranks on different hosts; NIC as the log shows"
+    if side == "receive":
+        return PairFacts(
+            False, False, None, None, None, (None, cc), nic_dst=fact, nvlink_peer=(None, peer), side="receive", how=how
+        )
+    return PairFacts(False, False, None, None, None, (cc, None), nic_src=fact, nvlink_peer=(peer, None), how=how)
 
 
 def env_of(log: NcclLog | None, extra: NcclEnv) -> NcclEnv:

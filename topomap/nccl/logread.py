@@ -102,6 +102,12 @@ class NcclLog:
     hca_gdr: dict[tuple[str, int], bool] = field(default_factory=dict)
     gpu_hca: dict[tuple[str, str, int], tuple[bool, int, int]] = field(default_factory=dict)  # enabled, d, level
     gpu_net_paths: dict[tuple[str, str, int], str] = field(default_factory=dict)  # (host, GPU bus, NET) → path
+    # what NCCL's P2P level and GDR reads depend on: the CPU kind per host (the dump's "CPU/0 (1/2/-1)"),
+    # the communicator's GPUs per host ("localRanks 4"), the GPU model per rank (nccl-tests' "#  Rank  0
+    # Group  0 Pid 1 on host device  0 [0x1b] NVIDIA A100-SXM4-80GB" lines)
+    cpus: dict[str, str] = field(default_factory=dict)
+    local_ranks: dict[str, int] = field(default_factory=dict)
+    gpu_models: dict[int, str] = field(default_factory=dict)
 
 
 def short_bus(text: str) -> str:
@@ -146,6 +152,7 @@ def read_log(text: str, path: str) -> NcclLog:
             log.version = v.group("v")
         m = INFO_LINE.search(line)
         if m is None:
+            _read_test_rank(log, line)
             continue
         log.nccl_lines += 1
         _read_message(log, env, m, no)
@@ -163,6 +170,8 @@ def read_log(text: str, path: str) -> NcclLog:
 
 def _read_message(log: NcclLog, env: dict[str, str], m: re.Match[str], no: int) -> None:
     msg, host, pid = m.group("msg").strip(), m.group("host"), int(m.group("pid"))
+    if _read_host(log, msg, host):
+        return
     if msg.startswith(("Channel ", "Ring ")) and ("->" in msg or "[" in msg or " via " in msg):
         c = _CHANNEL.match(msg)
         if c is None:
@@ -215,6 +224,47 @@ def _read_message(log: NcclLog, env: dict[str, str], m: re.Match[str], no: int) 
         for c in _DUMP_CELL.finditer(net.group("rest")):
             if c.group("kind") == "GPU":
                 log.gpu_net_paths.setdefault((host, short_bus(c.group("id")), index), c.group("type"))
+
+
+_CPU_LINE = re.compile(r"^CPU/[0-9A-Fa-f-]+ \((?P<arch>-?\d+)/(?P<vendor>-?\d+)/(?P<model>-?\d+)\)\s*$")
+_LOCAL_RANKS = re.compile(r"\bnRanks \d+ nNodes \d+ localRanks (?P<n>\d+)\b")
+_TEST_RANK = re.compile(
+    r"^#\s*Rank\s+(?P<rank>\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+\S+\s+device\s+\d+\s+\[[^\]]*\]\s+(?P<name>.+?)\s*$"
+)
+
+
+def nccl_cpu_kind(arch: int, vendor: int, model: int) -> str | None:
+    """NCCL's CPU numbers (src/include/graph.h: arch 1 x86, 2 POWER, 3 ARM; vendor 1 Intel, 2 AMD, 3
+    Zhaoxin; Intel model 1 Broadwell) as a kind of ``transport.rules.CPU_KINDS``."""
+    if arch == 3:
+        return "arm"
+    if arch == 2:
+        return "power"
+    if arch != 1:
+        return None
+    return {1: "intel-bdw" if model == 1 else "intel", 2: "amd", 3: "zhaoxin"}.get(vendor)
+
+
+def _read_host(log: NcclLog, msg: str, host: str) -> bool:
+    """The dump's CPU line (the first per host: NCCL asks its first CPU) and the communicator's local
+    rank count; True when the line was one."""
+    cpu = _CPU_LINE.match(msg)
+    if cpu:
+        kind = nccl_cpu_kind(int(cpu.group("arch")), int(cpu.group("vendor")), int(cpu.group("model")))
+        if kind is not None:
+            log.cpus.setdefault(host, kind)
+        return True
+    local = _LOCAL_RANKS.search(msg)
+    if local:
+        log.local_ranks[host] = max(log.local_ranks.get(host, 0), int(local.group("n")))
+    return False
+
+
+def _read_test_rank(log: NcclLog, line: str) -> None:
+    """nccl-tests' rank table: the GPU model of each rank."""
+    t = _TEST_RANK.match(line.strip())
+    if t:
+        log.gpu_models.setdefault(int(t.group("rank")), t.group("name"))
 
 
 def _read_network(log: NcclLog, msg: str, host: str) -> bool:

@@ -3,8 +3,8 @@ dump), what the log says it chose, and the reason for every difference."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
 
 from topomap.base.errors import TopomapError
 from topomap.graph import Topology, build, gpu_node
@@ -13,7 +13,8 @@ from topomap.nccl.facts import dump_facts, env_of, log_remote_facts, nic_fact, r
 from topomap.nccl.features import GpuFeatures, features
 from topomap.nccl.logread import Hop, NcclLog, short_bus
 from topomap.transport.decide import Decision, PairFacts, decide, gdr_answer
-from topomap.transport.rules import NCCL_SOURCE, NcclEnv, Transport
+from topomap.transport.facts import has_nvlink_peer
+from topomap.transport.rules import NCCL_SOURCE, NcclEnv, Transport, rules_used
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ class NcclReport:
     def to_json(self) -> dict[str, Any]:
         same, total = self.agreement
         return {
-            "rules": NCCL_SOURCE,
+            "rules": rules_used(self.version),
             "source": self.source,
             "nccl_version": self.version,
             "env": self.env.set_vars(),
@@ -100,56 +101,99 @@ class NcclReport:
         }
 
 
-def parse_ranks(spec: str | None, snap: Snapshot) -> tuple[list[Gpu], bool]:
+#: how ranks run on the host: one process per GPU, one process for all, or one container per rank
+RANK_MODES = ("per-gpu", "one-process", "containers")
+
+
+def parse_ranks(spec: str | None, snap: Snapshot) -> tuple[list[Gpu], str]:
     """``--ranks``: ``per-gpu`` (default: one process per GPU, rank i on the i-th GPU), ``one-process``,
-    or a GPU index list ``2,3,0`` (``gpu2``/``GPU2`` too; rank i on that GPU, one process each);
-    ``…:one-process`` for both."""
+    ``containers`` (one container per rank, each with its own hostname, as Docker and Kubernetes give),
+    or a GPU index list ``2,3,0`` (``gpu2``/``GPU2`` too; rank i on that GPU); ``LIST:MODE`` for both."""
     gpus = sorted(snap.gpus, key=lambda g: g.index)
     if not spec:
-        return gpus, False
+        return gpus, "per-gpu"
     head, _, tail = spec.partition(":")
-    one = "one-process" in (head, tail)
-    if head in ("per-gpu", "one-process"):
-        return gpus, one
+    mode = next((m for m in RANK_MODES if m in (head, tail)), "per-gpu")
+    if tail and tail not in RANK_MODES:
+        raise TopomapError(f"--ranks {spec!r}: {tail!r} is not a rank mode", hint="per-gpu, one-process or containers")
+    if head in RANK_MODES:
+        return gpus, mode
     by_index = {g.index: g for g in gpus}
     try:
         chosen = [by_index[int(x.strip().lower().removeprefix("gpu"))] for x in head.split(",")]  # 3, gpu3, GPU3
     except (KeyError, ValueError) as err:
         raise TopomapError(
-            f"--ranks {spec!r}: not GPU indexes of this snapshot ({sorted(by_index)})",
-            hint="--ranks 0,1,2,3 or --ranks one-process",
+            f"--ranks {spec!r}: not GPU indexes of this snapshot ({sorted(by_index)}) nor a rank mode",
+            hint="--ranks 0,1,2,3, --ranks one-process or --ranks containers",
         ) from err
-    return chosen, one
+    return chosen, mode
 
 
-def predict_snapshot(snap: Snapshot, env: NcclEnv, ranks: str | None = None) -> NcclReport:
-    """Every ordered pair of ranks on the snapshot's host."""
+_MODE_NOTE = {
+    "per-gpu": "one process per GPU",
+    "one-process": "one process for all GPUs",
+    "containers": "one container per rank (its own hostname and /dev/shm)",
+}
+
+
+def predict_snapshot(snap: Snapshot, env: NcclEnv, ranks: str | None = None, version: str | None = None) -> NcclReport:
+    """Every ordered pair of ranks on the snapshot's host, by the rules of NCCL ``version`` (default:
+    the newest release family)."""
     topo = build(snap)
-    gpus, one = parse_ranks(ranks, snap)
+    gpus, mode = parse_ranks(ranks, snap)
+
+    def facts(a: Gpu, b: Gpu) -> PairFacts:
+        f = snapshot_facts(topo, a, b, mode == "one-process", len(gpus))
+        return replace(f, same_container=False) if mode == "containers" else f
+
     entries = [
-        Entry(i, j, gpu_node(a), gpu_node(b), decide(snapshot_facts(topo, a, b, one), env))
+        Entry(i, j, gpu_node(a), gpu_node(b), decide(facts(a, b), env, version))
         for i, a in enumerate(gpus)
         for j, b in enumerate(gpus)
         if i != j
     ]
     report = NcclReport(
         entries,
-        nics=_nics(topo, gpus, env),
+        nics=_nics(topo, gpus, env, version),
         features=features(topo, gpus, env),
         env=env,
+        version=version,
         source=snap.source.origin or snap.source.kind,
     )
-    report.notes.append("ranks: " + ("one process for all GPUs" if one else "one process per GPU"))
+    report.notes.append("ranks: " + _MODE_NOTE[mode])
+    if version is None:
+        report.notes.append(
+            f"rules of the newest NCCL release family ({NCCL_SOURCE}); --nccl-version 2.18.3 predicts for an older one"
+        )
+    if snap.host.virtualization:
+        report.notes.append(
+            f"a virtual machine ({snap.host.virtualization}): the hypervisor may refuse P2P that the path allows; "
+            "`nvidia-smi topo -p2p rw` in the VM tells it"
+        )
     return report
 
 
-def _nics(topo: Topology, gpus: list[Gpu], env: NcclEnv) -> list[GpuNic]:
+def _nics(topo: Topology, gpus: list[Gpu], env: NcclEnv, version: str | None) -> list[GpuNic]:
+    """Each GPU's NIC and GPUDirect RDMA: ``yes``, ``no``, ``receive only`` (sends stage through host
+    memory: a GPU before Ampere without an NVLink peer) or ``unknown``."""
     out = []
     for g in gpus:
         nic = nic_fact(topo, gpu_node(g))
-        ans = gdr_answer(nic, env, g.compute_capability)
-        gdr = "unknown" if ans is None else ("yes" if ans[0] else "no")
-        out.append(GpuNic(gpu_node(g), nic.name, nic.path, gdr, ans[1] if ans else "NIC path or GDR support unknown"))
+        peer = has_nvlink_peer(topo, g, gpus)
+        recv = gdr_answer(nic, env, g.compute_capability, peer, version=version)
+        send = gdr_answer(nic, env, g.compute_capability, peer, read=True, version=version)
+        if recv is not None and recv[0] and send is None:
+            gdr, why = "unknown", (
+                f"receives: {recv[1]}; sends unknown: the GPU's compute capability or NVLink peers are not "
+                "recorded (NCCL reads GPU memory over the NIC from a GPU before Ampere only with an NVLink peer)"
+            )
+        elif recv is None or send is None:
+            gdr, why = "unknown", "the NIC's path to the GPU or its GDR support is not recorded"
+        elif recv[0] and not send[0]:
+            gdr, why = "receive only", send[1]
+        else:
+            gdr, why = ("yes" if recv[0] else "no"), recv[1]
+        out.append(GpuNic(gpu_node(g), nic.name, nic.path, gdr, why))
     return out
 
 
@@ -165,9 +209,12 @@ def _snapshot_gpu(snap: Snapshot, log: NcclLog, rank: int) -> Gpu | None:
     return next((g for g in snap.gpus if g.index == idx), None)
 
 
-def compare_log(log: NcclLog, snap: Snapshot | None, extra: NcclEnv) -> NcclReport:
-    """Each (rank pair, observed transport) of the log against the prediction."""
+def compare_log(log: NcclLog, snap: Snapshot | None, extra: NcclEnv, version: str | None = None) -> NcclReport:
+    """Each (rank pair, observed transport) of the log against the prediction; ``version`` stands in for
+    a log that does not print its NCCL version."""
     env = env_of(log, extra)
+    if log.version is None and version is not None:
+        log = replace(log, version=version)
     topo = build(snap) if snap is not None else None
     seen: dict[tuple[int, int, Transport], Hop] = {}
     for h in log.hops:
@@ -205,7 +252,9 @@ def _entry(
     gb = _snapshot_gpu(snap, log, dst) if snap is not None else None
     hosts_known = ra is not None and rb is not None and ra.host is not None and rb.host is not None
     if hosts_known and ra is not None and rb is not None and ra.host != rb.host:
-        facts = remote_facts(topo, ga) if topo is not None else _log_remote(log, env, hop)
+        side: Literal["send", "receive"] = "receive" if hop.side == "receive" else "send"
+        local = gb if side == "receive" else ga
+        facts = remote_facts(topo, local, side) if topo is not None else _log_remote(log, env, hop)
     elif not hosts_known:
         return Entry(
             src,
@@ -220,9 +269,10 @@ def _entry(
     else:
         same_pid = ra.pid == rb.pid if ra is not None and rb is not None and ra.pid and rb.pid else None
         if topo is not None and ga is not None and gb is not None:
-            facts = snapshot_facts(topo, ga, gb, same_pid)
+            facts = snapshot_facts(topo, ga, gb, same_pid, _local_count(log, ra.host if ra else None))
         else:
-            facts = dump_facts(log, ra.bus if ra else None, rb.bus if rb else None, same_pid)
+            buses = (ra.bus if ra else None, rb.bus if rb else None)
+            facts = dump_facts(log, (src, dst), buses, same_pid, ra.host if ra else None)
     d = decide(facts, env, log.version)
     return Entry(src, dst, _name(ga, ra), _name(gb, rb), d, observed, via, explain(d, observed, via, env))
 
@@ -234,7 +284,19 @@ def _log_remote(log: NcclLog, env: NcclEnv, hop: Hop) -> PairFacts:
     rank = proxy if proxy is not None else hop.local
     info = log.ranks.get(rank)
     host = info.host if info is not None and info.host else hop.host
-    return log_remote_facts(log, host, info.bus if info else None, nic, env.level("NCCL_NET_GDR_LEVEL") or "PXB")
+    side: Literal["send", "receive"] = "receive" if hop.side == "receive" else "send"
+    where = (host, info.bus if info else None, nic)
+    return log_remote_facts(log, where, env.level("NCCL_NET_GDR_LEVEL") or "PXB", side, hop.local)
+
+
+def _local_count(log: NcclLog, host: str | None) -> int | None:
+    """The communicator's GPUs on ``host``: the log's localRanks, else the ranks it shows there."""
+    if host is None:
+        return None
+    if host in log.local_ranks:
+        return log.local_ranks[host]
+    on_host = [r for r in log.ranks.values() if r.host == host]
+    return len(on_host) or None
 
 
 def _name(g: Gpu | None, info: Any) -> str | None:

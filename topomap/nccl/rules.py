@@ -14,6 +14,7 @@ from topomap.transport.rules import (
     cumem_default,
     parse_env,
     path_rank,
+    rules_used,
     version_tuple,
 )
 
@@ -28,5 +29,6 @@ __all__ = [
     "cumem_default",
     "parse_env",
     "path_rank",
+    "rules_used",
     "version_tuple",
 ]

@@ -9,7 +9,7 @@ from rich.text import Text
 
 from topomap.nccl.features import Feature
 from topomap.nccl.predict import NcclReport
-from topomap.nccl.rules import NCCL_SOURCE
+from topomap.nccl.rules import rules_used
 from topomap.render.notes import compress
 
 _STYLE = {"SHM": "yellow", "NET": "red", "unknown": "magenta"}
@@ -32,11 +32,22 @@ def _features(report: NcclReport) -> list[Text]:
     return out
 
 
+def _unknowns(report: NcclReport) -> list[Text]:
+    """Why each ``unknown`` prediction is unknown, once per reason, with the pairs it holds for."""
+    by_reason: dict[str, list[str]] = {}
+    for e in report.entries:
+        if e.decision.transport == "unknown" and e.decision.reasons:
+            by_reason.setdefault("; ".join(e.decision.reasons), []).append(f"{e.src_rank}->{e.dst_rank}")
+    out = []
+    for reason, pairs in by_reason.items():
+        shown = ", ".join(pairs) if len(pairs) <= 6 else f"{len(pairs)} pairs ({', '.join(pairs[:3])}, …)"
+        out.append(Text(f"unknown for {shown}: {reason}"))
+    return out
+
+
 def nccl_view(report: NcclReport) -> list[Table | Text]:
     """The pairs table, the NIC table (snapshot only), then agreement, notes and skipped lines."""
-    out: list[Table | Text] = [Text(f"NCCL transports ({report.source}); rules of {NCCL_SOURCE}")]
-    if report.version:
-        out.append(Text(f"log: NCCL {report.version}"))
+    out: list[Table | Text] = [Text(f"NCCL transports ({report.source}); rules of {rules_used(report.version)}")]
     if report.env.values:
         out.append(Text("environment: " + " ".join(report.env.set_vars())))
     has_log = any(e.observed is not None for e in report.entries)
@@ -75,6 +86,7 @@ def nccl_view(report: NcclReport) -> list[Table | Text]:
             )
         out.append(n)
     out.extend(_features(report))
+    out.extend(_unknowns(report))
     same, total = report.agreement
     if total:
         out.append(Text(f"agreement: {same}/{total} (rank pair, transport) entries as predicted"))

@@ -7,8 +7,18 @@ log; the rules are NCCL's (:mod:`topomap.transport.rules`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
-from topomap.transport.rules import RULES, NcclEnv, Transport, cumem_default, path_rank
+from topomap.transport.rules import (
+    RULES,
+    NcclEnv,
+    Transport,
+    cumem_default,
+    gdr_read_needs_nvlink,
+    p2p_default_level,
+    path_rank,
+    version_tuple,
+)
 
 
 @dataclass(frozen=True)
@@ -31,11 +41,16 @@ class PairFacts:
     nvlink: bool | None
     nvml_p2p: bool | None  # NVML P2P read and write both OK
     cc: tuple[str | None, str | None] = (None, None)
-    amd_pair: bool | None = False  # x86 AMD CPU and at most two GPUs; None: at most two GPUs, CPU vendor unknown
+    cpu: str | None = None  # NCCL's CPU kind (rules.CPU_KINDS), None not recorded
+    local_gpus: int | None = None  # GPUs of the communicator on this host (NCCL's topology), None unknown
     path_bw_gbs: float | None = None
     nic_src: NicFact | None = None
     nic_dst: NicFact | None = None
     how: str = ""  # where the facts come from (snapshot, log dump)
+    # each end has an NVLink peer among the host's GPUs (or is the only GPU): GPUDirect RDMA reads
+    nvlink_peer: tuple[bool | None, bool | None] = (None, None)
+    side: Literal["send", "receive"] = "send"  # a network hop seen from the sender (reads) or receiver
+    same_container: bool | None = True  # False: each rank in its own container (own hostname or /dev/shm)
 
 
 @dataclass(frozen=True)
@@ -57,83 +72,87 @@ def _d(transport: Transport, rule: str, detail: str, *reasons: str) -> Decision:
 def decide(f: PairFacts, env: NcclEnv, version: str | None = None) -> Decision:
     """The transport NCCL chooses from ``f``'s source to its destination (NCCL 2.30.7 rules)."""
     if not f.same_host:
-        return _network(f, env, "other-host", "the ranks are on different hosts")
-    p2p = _p2p(f, env)
+        return _network(f, env, "other-host", "the ranks are on different hosts", version)
+    if f.same_container is False:
+        why = (
+            "the ranks run in separate containers: NCCL tells hosts apart by hostname and boot id, and "
+            "P2P and SHM both need one /dev/shm"
+        )
+        return _network(f, env, "other-container", why, version)
+    p2p = _p2p(f, env, version)
     if p2p is None:
-        return _d("unknown", "unknown", "", f"P2P cannot be decided: {_missing(f)}", f.how)
+        return _d("unknown", "unknown", "", f"P2P cannot be decided: {_missing(f, version)}", f.how)
     ok, rule, why = p2p
     if ok:
-        net = _net_intra(f, env)
+        net = _net_intra(f, env, version)
         if net is not None:
             return net
         return _d("P2P", rule, _flavour(f, env, version), why)
-    net = _net_intra(f, env)
+    net = _net_intra(f, env, version)
     if net is not None:
         return net
     if env.flag("NCCL_SHM_DISABLE"):
-        return _network(f, env, "shm-disabled-env", f"{why}; NCCL_SHM_DISABLE=1")
+        return _network(f, env, "shm-disabled-env", f"{why}; NCCL_SHM_DISABLE=1", version)
     d = _d("SHM", rule, "through host memory (P2P refused)", why)
     return Decision("SHM", rule, tuple(dict.fromkeys((*d.env, *RULES["shm"].env))), d.detail, d.reasons)
 
 
-def _missing(f: PairFacts) -> str:
+def _missing(f: PairFacts, version: str | None) -> str:
     if f.path is None:
         return "the path between the GPUs is not recorded"
     if f.nvlink is None:
         return f"path {f.path} over PCIe, and whether NVLink joins them is not recorded"
-    if f.amd_pair is None:
-        return (
-            f"path {f.path} is beyond PXB and the CPU vendor is not recorded (an x86 AMD CPU with at most "
-            "two GPUs raises the P2P level to SYS; `lscpu` settles it)"
-        )
-    return "not enough recorded"
+    why = p2p_default_level(version, f.cpu, f.local_gpus).why
+    return f"path {f.path} is beyond PXB, and {why} (`lscpu` tells the CPU vendor)"
 
 
-def _level(f: PairFacts, env: NcclEnv) -> tuple[str, str, str]:
-    """The P2P level in force, the rule that set it, and why."""
+def _level(f: PairFacts, env: NcclEnv, version: str | None) -> tuple[str | None, str, str]:
+    """The P2P level in force (None: not decidable), the rule that set it, and why."""
     if env.flag("NCCL_P2P_DISABLE"):
         return "DIS-LEVEL", "p2p-disabled-env", "NCCL_P2P_DISABLE=1"
     user = env.level("NCCL_P2P_LEVEL")
     if user is not None:
         return user, "p2p-level", f"NCCL_P2P_LEVEL={env.get('NCCL_P2P_LEVEL')}"
-    if f.amd_pair:
-        return "SYS", "p2p-amd-pair", "AMD x86 CPU with at most two GPUs: P2P level SYS"
-    return "PXB", "p2p-level", "default P2P level PXB"
+    lv = p2p_default_level(version, f.cpu, f.local_gpus)
+    return lv.level, lv.rule, lv.why
 
 
-def _p2p(f: PairFacts, env: NcclEnv) -> tuple[bool, str, str] | None:
+def _p2p(f: PairFacts, env: NcclEnv, version: str | None) -> tuple[bool, str, str] | None:
     """(P2P allowed, rule, why), or None when the facts cannot decide it."""
-    level, rule, level_why = _level(f, env)
+    level, rule, level_why = _level(f, env, version)
     if level == "DIS-LEVEL":
         return False, rule, level_why
     if f.nvlink:
         path = "NVL"
-    elif f.path is None or (f.nvlink is None and path_rank(f.path) > path_rank(level)):
+    elif f.path is None or (f.nvlink is None and (level is None or path_rank(f.path) > path_rank(level))):
         return None  # NVLink could still make it NVL
     else:
         path = f.path
-    vendor = _vendor_matters(f, env, path)
-    if vendor is not None:
-        return vendor if vendor[0] is False else None
+    if level is None:  # every family's level is PXB or wider: a path within PXB is P2P whatever it is
+        if path_rank(path) > path_rank("PXB"):
+            if f.nvml_p2p is False:
+                return False, "p2p-nvml", f"path {path}: NVML reports P2P not supported (whatever the P2P level)"
+            return None
+        level, rule, level_why = "PXB", "p2p-level", "P2P level PXB or wider"
     if path_rank(path) > path_rank(level):
-        return False, rule, f"path {path} is beyond the P2P level ({level_why})"
+        return False, rule, f"path {path} is beyond the P2P level ({level_why}){_older(f, version, path)}"
     if f.nvml_p2p is False:
         return False, "p2p-nvml", f"path {path} is within the P2P level, but NVML reports P2P not supported"
     assumed = "" if f.nvml_p2p else " (NVML P2P status not recorded: assumed OK)"
-    return True, "p2p-nvlink" if path == "NVL" else rule, f"path {path} within the P2P level ({level_why}){assumed}"
+    why = f"path {path} within the P2P level ({level_why}){assumed}{_older(f, version, path)}"
+    return True, "p2p-nvlink" if path == "NVL" else rule, why
 
 
-def _vendor_matters(f: PairFacts, env: NcclEnv, path: str) -> tuple[bool, str, str] | None:
-    """Where the CPU vendor decides (at most two GPUs, no NCCL_P2P_LEVEL, a path beyond PXB up to SYS)
-    and is not recorded: NVML refusing P2P still decides it; else ``(True, …)`` — undecidable."""
-    if f.amd_pair is not None or env.level("NCCL_P2P_LEVEL") is not None:
-        return None
-    if not path_rank("PXB") < path_rank(path) <= path_rank("SYS"):
-        return None
-    if f.nvml_p2p is False:
-        why = f"path {path}: NVML reports P2P not supported (whatever the P2P level: the CPU vendor is not recorded)"
-        return False, "p2p-nvml", why
-    return True, "unknown", ""
+def _older(f: PairFacts, version: str | None, path: str) -> str:
+    """With no NCCL version known, say where NCCL 2.9-2.22's CPU rule would decide otherwise."""
+    if version is not None or path == "NVL":
+        return ""
+    new = p2p_default_level(None, f.cpu, f.local_gpus).level
+    old = p2p_default_level("2.22.3", f.cpu, f.local_gpus).level
+    if new is None or old is None or (path_rank(path) <= path_rank(new)) == (path_rank(path) <= path_rank(old)):
+        return ""
+    verdict = "allow" if path_rank(path) <= path_rank(old) else "refuse"
+    return f"; NCCL 2.9-2.22 would {verdict} P2P here (its level is {old} on this CPU): the NCCL version is not known"
 
 
 def _flavour(f: PairFacts, env: NcclEnv, version: str | None) -> str:
@@ -159,9 +178,10 @@ def _flavour(f: PairFacts, env: NcclEnv, version: str | None) -> str:
     return f"{how}/{rw} over {medium}"
 
 
-def _net_intra(f: PairFacts, env: NcclEnv) -> Decision | None:
-    """ncclTopoCheckNet: both GPUs reach a NIC within PXB faster than each other."""
-    if env.flag("NCCL_NET_DISABLE_INTRA") or f.nvlink or f.path_bw_gbs is None:
+def _net_intra(f: PairFacts, env: NcclEnv, version: str | None) -> Decision | None:
+    """ncclTopoCheckNet (NCCL 2.14 and later): both GPUs reach a NIC within PXB faster than each other."""
+    v = version_tuple(version)
+    if env.flag("NCCL_NET_DISABLE_INTRA") or f.nvlink or f.path_bw_gbs is None or (v is not None and v < (2, 14, 0)):
         return None
     nics = (f.nic_src, f.nic_dst)
     if any(n is None or n.path is None or n.bw_gbs is None for n in nics):
@@ -179,14 +199,19 @@ def _net_intra(f: PairFacts, env: NcclEnv) -> Decision | None:
             env,
             "net-intra",
             f"each GPU reaches a NIC within PXB faster than the {f.path_bw_gbs:g} GB/s between them",
+            version,
         )
     return None
 
 
-def _network(f: PairFacts, env: NcclEnv, rule: str, why: str) -> Decision:
-    """NET or NET+GDR: GPUDirect RDMA on the source's NIC (the send side reads GPU memory)."""
-    nic = f.nic_src
-    gdr = gdr_answer(nic, env, f.cc[0], f.nvlink)
+def _network(f: PairFacts, env: NcclEnv, rule: str, why: str, version: str | None = None) -> Decision:
+    """NET or NET+GDR: GPUDirect RDMA on the NIC of the end that printed the hop — the sender reads GPU
+    memory (``[send]``), the receiver writes it (``[receive]``)."""
+    send = f.side == "send"
+    nic = f.nic_src if send else f.nic_dst
+    cc = f.cc[0] if send else f.cc[1]
+    peer = f.nvlink_peer[0] if send else f.nvlink_peer[1]
+    gdr = gdr_answer(nic, env, cc, peer, read=send, version=version)
     name = nic.name if nic and nic.name else "its NIC"
     if gdr is None:  # the network for sure, but NET and NET+GDR are different answers: not guessed
         return _d(
@@ -194,32 +219,69 @@ def _network(f: PairFacts, env: NcclEnv, rule: str, why: str) -> Decision:
             rule,
             f"the network via {name}; GPUDirect RDMA unknown",
             why,
-            "GPUDirect RDMA cannot be decided: the NIC's path to the GPU or its GDR support is not recorded "
-            "(a snapshot of the host, or NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH in the log, tells it)",
+            "GPUDirect RDMA cannot be decided: the NIC's path to the GPU, its GDR support, or (for sends from "
+            "a GPU before Ampere) an NVLink peer is not recorded (a snapshot of the host, or "
+            "NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH in the log, tells it)",
         )
     ok, gdr_why = gdr
     if ok:
         d = _d("NET+GDR", rule, f"via {name} with GPUDirect RDMA", why, gdr_why)
     else:
         d = _d("NET", rule, f"via {name}, staged through host memory", why, gdr_why)
-    return Decision(d.transport, d.rule, tuple(dict.fromkeys((*d.env, *RULES["gdr-level"].env))), d.detail, d.reasons)
+    env_vars = (*d.env, *RULES["gdr-level"].env, *(RULES["gdr-read"].env if send else ()))
+    return Decision(d.transport, d.rule, tuple(dict.fromkeys(env_vars)), d.detail, d.reasons)
 
 
 def gdr_answer(
-    nic: NicFact | None, env: NcclEnv, cc: str | None = None, nvlink: bool | None = None
+    nic: NicFact | None,
+    env: NcclEnv,
+    cc: str | None = None,
+    nvlink_peer: bool | None = None,
+    *,
+    read: bool = False,
+    version: str | None = None,
 ) -> tuple[bool, str] | None:
-    """GPUDirect RDMA between a GPU and its NIC (ncclTopoCheckGdr), or None when unknown."""
+    """GPUDirect RDMA between a GPU and its NIC (ncclTopoCheckGdr), or None when unknown. ``read``: the
+    GPU sends (the NIC reads its memory), where NCCL asks more; ``nvlink_peer``: the GPU has an NVLink
+    peer among the host's GPUs or is the only one."""
     if nic is None:
         return None
     if nic.gdr_capable is False:
         return False, "GPU or NIC does not support GPUDirect RDMA (peermem / dma-buf missing)"
-    if nic.path is None:
-        return None
     level = env.level("NCCL_NET_GDR_LEVEL") or "PXB"
-    if path_rank(nic.path) > path_rank(level):
+    path = nic.path
+    v = version_tuple(version)
+    if path == "P2C" and env.get("NCCL_NET_GDR_C2C") != "0" and (v is None or v >= (2, 27, 0)):
+        path = "C2C"  # NCCL_NET_GDR_C2C (default on): a NIC on the CPU reached over C2C counts as C2C
+    if path is not None and path_rank(path) > path_rank(level):
         return False, f"NIC {nic.name} is {nic.path} from the GPU, beyond the GDR level {level}"
-    if env.get("NCCL_NET_GDR_READ") == "0":
-        return False, "NCCL_NET_GDR_READ=0: sends stage through host memory"
-    if nic.gdr_capable is None:
+    if read:  # NCCL asks this before the distance; either refusing is a "no", so the order is free
+        refused = _read_refused(env, cc, nvlink_peer, version)
+        if refused is not True:
+            return refused
+    if path is None or nic.gdr_capable is None:
         return None
     return True, f"NIC {nic.name} is {nic.path} from the GPU, within the GDR level {level}"
+
+
+def _read_refused(
+    env: NcclEnv, cc: str | None, nvlink_peer: bool | None, version: str | None
+) -> tuple[bool, str] | Literal[True] | None:
+    """The send-side condition of ncclTopoCheckGdr: True when it passes, (False, why) when it refuses,
+    None when it cannot be decided."""
+    read_env = env.get("NCCL_NET_GDR_READ")
+    if read_env is not None and read_env.strip() == "0":
+        return False, "NCCL_NET_GDR_READ=0: sends stage through host memory"
+    if read_env is not None and read_env.strip().lstrip("-").isdigit() and int(read_env) > 0:
+        return True
+    needs = gdr_read_needs_nvlink(version, cc)
+    if needs is False or nvlink_peer is True:
+        return True
+    if needs is None or nvlink_peer is None:
+        return None
+    v = version_tuple(version)
+    which = f"every GPU in NCCL {version}" if v is not None and v < (2, 12, 0) else f"a compute-capability-{cc} GPU"
+    return False, (
+        f"sends stage through host memory: for {which} NCCL reads GPU memory over the NIC only when the GPU has "
+        "an NVLink peer (NCCL_NET_GDR_READ=1 forces it)"
+    )

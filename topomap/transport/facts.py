@@ -3,6 +3,9 @@ that :mod:`topomap.nccl.facts` builds from NCCL's own topology dump in a log."""
 
 from __future__ import annotations
 
+import re
+from typing import Literal
+
 from topomap.graph import Topology, gpu_node
 from topomap.graph.evidence import nearest_nic, nvlink, pcie_p2p, pcie_path_class
 from topomap.model.facts import gpu_pcie_link
@@ -14,13 +17,29 @@ from topomap.transport.rules import path_rank
 _SYS_BW = {"intel": 10.0, "amd": 16.0}
 
 
+#: Broadwell server parts: "Xeon E5-2698 v4", or /proc/cpuinfo's "GenuineIntel family 6 model 79" (86: Xeon D)
+_BROADWELL = re.compile(r"\be[57]-\d{4}\w* v4\b|\bfamily 6 model (?:79|86)\b")
+
+
 def cpu_vendor(cpu_model: str | None) -> str | None:
     """``intel``, ``amd`` or None, from the snapshot's CPU model text."""
+    kind = cpu_kind(cpu_model)
+    return "intel" if kind == "intel-bdw" else (kind if kind in ("intel", "amd") else None)
+
+
+def cpu_kind(cpu_model: str | None) -> str | None:
+    """NCCL's CPU kind (``rules.CPU_KINDS``) from the snapshot's CPU model text, or None."""
     text = (cpu_model or "").lower()
-    if "amd" in text or "epyc" in text:
+    if "amd" in text or "epyc" in text or "ryzen" in text or "threadripper" in text:
         return "amd"
     if "intel" in text or "xeon" in text:
-        return "intel"
+        return "intel-bdw" if _BROADWELL.search(text) else "intel"
+    if "zhaoxin" in text:
+        return "zhaoxin"
+    if any(k in text for k in ("neoverse", "grace", "aarch64", "arm", "ampere altra")):
+        return "arm"
+    if "power" in text:
+        return "power"
     return None
 
 
@@ -43,8 +62,23 @@ def nic_fact(topo: Topology, gid: str) -> NicFact:
     return NicFact(choice.nic.name, cls, capable, bw)
 
 
-def snapshot_facts(topo: Topology, a: Gpu, b: Gpu, same_process: bool | None) -> PairFacts:
-    """PairFacts for two GPUs of the snapshot's host."""
+def has_nvlink_peer(topo: Topology, g: Gpu, gpus: list[Gpu] | None = None) -> bool | None:
+    """Whether ``g`` has an NVLink peer among ``gpus`` (default: the host's GPUs), or is alone there —
+    what NCCL asks before GPUDirect RDMA reads; None when NVLink is not recorded for some pair."""
+    others = [o for o in (gpus if gpus is not None else topo.snapshot.gpus) if o.index != g.index]
+    if not others:
+        return True
+    answers = [nvlink(topo, gpu_node(g), gpu_node(o)).usable for o in others]
+    if any(a.yes for a in answers):
+        return True
+    return False if all(a.no for a in answers) else None
+
+
+def snapshot_facts(
+    topo: Topology, a: Gpu, b: Gpu, same_process: bool | None, local_gpus: int | None = None
+) -> PairFacts:
+    """PairFacts for two GPUs of the snapshot's host; ``local_gpus``: the GPUs the job uses there
+    (default: all of the host's)."""
     ga, gb = gpu_node(a), gpu_node(b)
     nv = nvlink(topo, ga, gb).usable
     has_nv = True if nv.yes else (False if nv.no else None)
@@ -52,6 +86,7 @@ def snapshot_facts(topo: Topology, a: Gpu, b: Gpu, same_process: bool | None) ->
     p2p = pcie_p2p(topo, ga, gb)
     nvml = None if p2p.assumed or p2p.value == "unknown" else p2p.yes
     snap = topo.snapshot
+    kind = cpu_kind(snap.host.cpu_model)
     vendor = cpu_vendor(snap.host.cpu_model)
     bw: float | None = None
     if not has_nv:
@@ -66,16 +101,43 @@ def snapshot_facts(topo: Topology, a: Gpu, b: Gpu, same_process: bool | None) ->
         nvlink=has_nv,
         nvml_p2p=nvml,
         cc=(a.compute_capability, b.compute_capability),
-        amd_pair=(vendor == "amd" if vendor else None) if len(snap.gpus) <= 2 else False,
+        cpu=kind,
+        local_gpus=local_gpus if local_gpus is not None else len(snap.gpus),
         path_bw_gbs=bw,
         nic_src=nic_fact(topo, ga),
         nic_dst=nic_fact(topo, gb),
         how="from the snapshot",
+        nvlink_peer=(has_nvlink_peer(topo, a), has_nvlink_peer(topo, b)),
     )
 
 
-def remote_facts(topo: Topology | None, a: Gpu | None) -> PairFacts:
-    """PairFacts for two ranks on different hosts: only the source's NIC matters."""
+def remote_facts(topo: Topology | None, a: Gpu | None, side: Literal["send", "receive"] = "send") -> PairFacts:
+    """PairFacts for two ranks on different hosts, seen from ``a``: the sender's GPU (``side="send"``) or
+    the receiver's; only that GPU's NIC matters."""
     nic = nic_fact(topo, gpu_node(a)) if topo is not None and a is not None else None
     cc = a.compute_capability if a is not None else None
-    return PairFacts(False, False, None, None, None, (cc, None), nic_src=nic, how="ranks on different hosts")
+    peer = has_nvlink_peer(topo, a) if topo is not None and a is not None else None
+    if side == "receive":
+        return PairFacts(
+            False,
+            False,
+            None,
+            None,
+            None,
+            (None, cc),
+            nic_dst=nic,
+            nvlink_peer=(None, peer),
+            side="receive",
+            how="ranks on different hosts",
+        )
+    return PairFacts(
+        False,
+        False,
+        None,
+        None,
+        None,
+        (cc, None),
+        nic_src=nic,
+        nvlink_peer=(peer, None),
+        how="ranks on different hosts",
+    )

@@ -1,4 +1,6 @@
-"""NCCL's transport rules, as NCCL 2.30.7 (github.com/NVIDIA/nccl @5067397) writes them, and the
+"""NCCL's transport rules, as NCCL 2.30.7 (github.com/NVIDIA/nccl @5067397) writes them, the release
+families where older NCCL decided otherwise (read from the repository's tags v2.6.4 to v2.30.7: the
+default P2P level by CPU, the GPUDirect RDMA read rule, ncclTopoCheckNet from 2.14), and the
 environment that changes them.
 
 Read from: ``src/graph/paths.cc`` (``ncclTopoCheckP2p``: P2P up to PXB by default, PATH_SYS on an
@@ -72,6 +74,12 @@ RULES: Final[dict[str, Rule]] = {
             ("NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "NCCL_NET"),
         ),
         Rule(
+            "other-container",
+            "ranks in separate containers use the network: another hostname is another host to NCCL, and "
+            "P2P and SHM need one /dev/shm (paths.cc, p2p.cc, shm.cc)",
+            ("NCCL_HOSTID", "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA"),
+        ),
+        Rule(
             "p2p-disabled-env",
             "NCCL_P2P_DISABLE=1 turns P2P off for every pair, NVLink included (paths.cc)",
             ("NCCL_P2P_DISABLE",),
@@ -83,7 +91,13 @@ RULES: Final[dict[str, Rule]] = {
         ),
         Rule(
             "p2p-amd-pair",
-            "an x86 AMD CPU with at most two GPUs raises the P2P level to SYS (paths.cc)",
+            "an x86 AMD CPU with at most two GPUs raises the P2P level to SYS (paths.cc, NCCL 2.23 and later)",
+            ("NCCL_P2P_LEVEL",),
+        ),
+        Rule(
+            "p2p-cpu-level",
+            "NCCL before 2.23 sets the P2P level by CPU: SYS by default, PXB on Intel, ARM and Zhaoxin "
+            "(2.9-2.22; before 2.9: PXB on ARM and Broadwell, PHB on other Intel) (paths.cc)",
             ("NCCL_P2P_LEVEL",),
         ),
         Rule(
@@ -111,6 +125,12 @@ RULES: Final[dict[str, Rule]] = {
             "shm-disabled-env",
             "NCCL_SHM_DISABLE=1: GPUs of one host without P2P use the network (shm.cc)",
             ("NCCL_SHM_DISABLE",),
+        ),
+        Rule(
+            "gdr-read",
+            "sends read GPU memory through GPUDirect RDMA only from a GPU with an NVLink peer (or alone), "
+            "before Ampere (NCCL 2.12 and later; every GPU before 2.12) (ncclTopoCheckGdr, paths.cc)",
+            ("NCCL_NET_GDR_READ",),
         ),
         Rule(
             "gdr-level",
@@ -169,6 +189,69 @@ def parse_env(pairs: list[str] | tuple[str, ...], base: NcclEnv | None = None) -
             raise TopomapError(f"--env {item!r}: {value!r} is not a path level", hint="LOC, NVL, PIX, PXB, PHB or SYS")
         merged[key] = value.strip()
     return NcclEnv(tuple(sorted(merged.items())))
+
+
+#: NCCL's CPU kinds for the P2P level (ncclTopoCpuType): the vendor, with Broadwell told apart (before
+#: 2.9 it alone of Intel's CPUs kept P2P within PXB).
+CPU_KINDS: Final = ("intel", "intel-bdw", "amd", "zhaoxin", "arm", "power")
+
+
+@dataclass(frozen=True)
+class Level:
+    """The P2P level NCCL's defaults set (``None``: it depends on what is not recorded), with the rule
+    and the reason."""
+
+    level: str | None
+    rule: str
+    why: str
+
+
+def p2p_default_level(version: str | None, cpu: str | None, local_gpus: int | None) -> Level:
+    """NCCL's default P2P level (no NCCL_P2P_LEVEL) by release family, CPU kind and the number of GPUs
+    of this communicator on the host (``src/graph/paths.cc`` ``ncclTopoCheckP2p`` at v2.6.4, v2.8.4,
+    v2.22.3 and v2.23.4). An unknown version takes the newest family's rule."""
+    v = version_tuple(version)
+    if v is None or v >= (2, 23, 0):
+        if cpu is None or (cpu == "amd" and local_gpus is None):
+            if local_gpus is not None and local_gpus > 2:
+                return Level("PXB", "p2p-level", "default P2P level PXB")
+            return Level(None, "unknown", "the CPU vendor or the number of GPUs is not recorded")
+        if cpu == "amd" and local_gpus is not None and local_gpus <= 2:
+            return Level("SYS", "p2p-amd-pair", f"AMD x86 CPU with {local_gpus} GPU(s): P2P level SYS")
+        return Level("PXB", "p2p-level", "default P2P level PXB")
+    fam = f"NCCL {version}"
+    if cpu is None:
+        return Level(None, "unknown", f"{fam} sets the P2P level by CPU vendor, which is not recorded")
+    if v >= (2, 9, 0):
+        if cpu in ("intel", "intel-bdw", "arm", "zhaoxin"):
+            return Level("PXB", "p2p-cpu-level", f"{fam} on an {cpu.split('-')[0]} CPU: P2P level PXB")
+        return Level("SYS", "p2p-cpu-level", f"{fam} on an {cpu} CPU: P2P level SYS")
+    if cpu in ("arm", "intel-bdw"):
+        return Level("PXB", "p2p-cpu-level", f"{fam} on an {cpu} CPU: P2P level PXB")
+    if cpu == "intel" and v >= (2, 7, 0):
+        return Level("PHB", "p2p-cpu-level", f"{fam} on an Intel CPU (not Broadwell): P2P level PHB")
+    return Level("SYS", "p2p-cpu-level", f"{fam} on an {cpu} CPU: P2P level SYS")
+
+
+def gdr_read_needs_nvlink(version: str | None, cc: str | None) -> bool | None:
+    """Whether a send (GPUDirect RDMA *read* of GPU memory) needs the GPU to have an NVLink peer, with
+    NCCL_NET_GDR_READ unset: every GPU before 2.12, pre-Ampere GPUs (compute capability < 8.0) since."""
+    v = version_tuple(version)
+    if v is not None and v < (2, 12, 0):
+        return True
+    if cc is None:
+        return None
+    try:
+        return float(cc) < 8.0
+    except ValueError:
+        return None
+
+
+def rules_used(version: str | None) -> str:
+    """Which rules a prediction follows, in words."""
+    if version is None:
+        return f"the newest release family, {NCCL_SOURCE}"
+    return f"NCCL {version}'s release family (NCCL's source at its tags, github.com/NVIDIA/nccl)"
 
 
 def version_tuple(version: str | None) -> tuple[int, int, int] | None:
