@@ -193,7 +193,8 @@ def test_two_gpus_and_unknown_cpu_vendor() -> None:
     unrecorded vendor leaves P2P undecided — unless NVML refuses P2P, which decides it either way."""
     f = PairFacts(same_host=True, same_process=False, path="PHB", nvlink=False, nvml_p2p=True, local_gpus=2)
     d = decide(f, NcclEnv())
-    assert (d.transport, d.rule) == ("unknown", "unknown") and "the CPU vendor or the number of GPUs is not recorded" in d.reasons[0]
+    assert (d.transport, d.rule) == ("unknown", "unknown")
+    assert "the CPU vendor or the number of GPUs is not recorded" in d.reasons[0]
     assert decide(f, NcclEnv((("NCCL_P2P_LEVEL", "PXB"),))).transport == "SHM"  # the level set: decided
     assert decide(dataclasses.replace(f, cpu="amd"), NcclEnv()).transport == "P2P"
     assert decide(dataclasses.replace(f, cpu="intel"), NcclEnv()).transport == "SHM"

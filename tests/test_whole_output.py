@@ -116,6 +116,7 @@ def test_names_and_numbers_whole(name: str, argv: list[str]) -> None:
         if any(v in line for line in piped_lines):
             assert any(v in line for line in narrow_lines), f"{name} (60 columns): {v!r} split over lines"
 
+
 def test_a_line_never_breaks_before_a_commands_option() -> None:
     # rtx5090-pair-p2p-gns's origin "nvidia-smi topo -m and topo -p2p, github.com/…" broke as
     # "topo" / "-p2p" on a 60-column terminal; numbers keep their units as before
