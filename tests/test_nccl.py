@@ -8,6 +8,7 @@ import pytest
 
 from topomap.base.errors import TopomapError
 from topomap.importers import load_any
+from topomap.model.snapshot import Snapshot
 from topomap.nccl.decide import NicFact, PairFacts, decide
 from topomap.nccl.logread import read_log, transport_of
 from topomap.nccl.predict import compare_log, predict_snapshot
@@ -275,3 +276,28 @@ def test_containers_and_release_family_from_the_cli() -> None:
     assert bad.exit_code == 2 and "--nccl-version 'latest': not an NCCL release" in bad.output
     bad = CliRunner().invoke(app, ["nccl", rtx, "--ranks", "0,1:pods"])
     assert bad.exit_code == 2 and "'pods' is not a rank mode" in bad.output
+
+
+def test_several_nodes_from_a_merged_snapshot() -> None:
+    """A merged snapshot is several nodes: ranks host by host, NVLink P2P inside each host, and the same
+    local rank on the two hosts joined over the network with GPUDirect RDMA (each H200/A100 NIC is PIX)."""
+    import msgspec
+
+    from topomap.model.merge import merge
+
+    def named(file: str, name: str) -> Snapshot:
+        snap = load_any(str(SAMPLES / file))
+        return msgspec.structs.replace(snap, host=msgspec.structs.replace(snap.host, hostname=name))
+
+    cluster = merge([("a", named("hgx-h200-8gpu-10nic.json", "a")), ("b", named("hgx-a100-8gpu-8nic.json", "b"))])
+    report = predict_snapshot(cluster, NcclEnv())
+    by = {(e.src_rank, e.dst_rank): e for e in report.entries}
+    assert len(report.entries) == 2 * 56 + 2 * 8
+    assert (by[(9, 10)].src_gpu, by[(9, 10)].decision.transport) == ("b:gpu1", "P2P")
+    assert (by[(0, 8)].dst_gpu, by[(0, 8)].decision.transport, by[(0, 8)].decision.rule) == (
+        "b:gpu0",
+        "NET+GDR",
+        "other-host",
+    )
+    assert by[(15, 7)].decision.detail == "via mlx5_7 with GPUDirect RDMA"
+    assert (0, 9) not in by  # across hosts only the ring neighbours

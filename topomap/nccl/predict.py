@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from topomap.base.errors import TopomapError
 from topomap.graph import Topology, build, gpu_node
-from topomap.model.snapshot import Gpu, Snapshot
+from topomap.model.snapshot import Gpu, Snapshot, hosts_of
 from topomap.nccl.facts import dump_facts, env_of, log_remote_facts, nic_fact, remote_facts, snapshot_facts
 from topomap.nccl.features import GpuFeatures, features
 from topomap.nccl.logread import Hop, NcclLog, short_bus
@@ -138,7 +138,9 @@ _MODE_NOTE = {
 
 def predict_snapshot(snap: Snapshot, env: NcclEnv, ranks: str | None = None, version: str | None = None) -> NcclReport:
     """Every ordered pair of ranks on the snapshot's host, by the rules of NCCL ``version`` (default:
-    the newest release family)."""
+    the newest release family); a merged snapshot is several nodes (:func:`predict_cluster`)."""
+    if snap.source.kind == "merge":
+        return predict_cluster(snap, env, ranks, version)
     topo = build(snap)
     gpus, mode = parse_ranks(ranks, snap)
 
@@ -173,6 +175,68 @@ def predict_snapshot(snap: Snapshot, env: NcclEnv, ranks: str | None = None, ver
     return report
 
 
+def predict_cluster(snap: Snapshot, env: NcclEnv, ranks: str | None, version: str | None) -> NcclReport:
+    """Several nodes from a merged snapshot: ranks host by host (``--ranks`` applies on every host), every
+    pair inside a host, and across hosts the pairs NCCL's rings join by default — the same local rank on
+    consecutive hosts, both ways, each decided for the sender's side."""
+    hosts = hosts_of(snap)
+    parts = [predict_snapshot(h, env, ranks, version) for h in hosts]
+    counts = [len({e.src_rank for e in p.entries}) or 1 for p in parts]
+    base = [sum(counts[:i]) for i in range(len(hosts))]
+    entries: list[Entry] = []
+    for h, part, off in zip(hosts, parts, base, strict=True):
+        name = h.host.hostname or "?"
+        entries += [
+            replace(
+                e,
+                src_rank=e.src_rank + off,
+                dst_rank=e.dst_rank + off,
+                src_gpu=f"{name}:{e.src_gpu}",
+                dst_gpu=f"{name}:{e.dst_gpu}",
+            )
+            for e in part.entries
+        ]
+    for i in range(len(hosts) - 1 if len(hosts) > 2 else 1):
+        entries += _across(hosts, (i, (i + 1) % len(hosts)), (base, counts), env, version)
+    report = NcclReport(entries, env=env, version=version, source=snap.source.origin or "merged snapshot")
+    for h, part in zip(hosts, parts, strict=True):
+        report.nics += [replace(n, gpu=f"{h.host.hostname}:{n.gpu}") for n in part.nics]
+    report.notes.append(
+        f"{len(hosts)} hosts, ranks host by host; across hosts, the same local rank on consecutive hosts "
+        "(NCCL's rings join those by default)"
+    )
+    report.notes += [n for n in parts[0].notes if not n.startswith("ranks:")][:1] if parts else []
+    return report
+
+
+def _across(
+    hosts: list[Snapshot],
+    pair: tuple[int, int],
+    layout: tuple[list[int], list[int]],
+    env: NcclEnv,
+    version: str | None,
+) -> list[Entry]:
+    """Network entries between the same local ranks of two hosts, both directions."""
+    base, counts = layout
+    out = []
+    for a, b in (pair, pair[::-1]):
+        ta = build(hosts[a])
+        gpus = sorted(hosts[a].gpus, key=lambda g: g.index)
+        others = sorted(hosts[b].gpus, key=lambda g: g.index)
+        for k in range(min(counts[a], counts[b], len(gpus), len(others))):
+            d = decide(remote_facts(ta, gpus[k]), env, version)
+            out.append(
+                Entry(
+                    base[a] + k,
+                    base[b] + k,
+                    f"{hosts[a].host.hostname}:{gpu_node(gpus[k])}",
+                    f"{hosts[b].host.hostname}:{gpu_node(others[k])}",
+                    d,
+                )
+            )
+    return out
+
+
 def _nics(topo: Topology, gpus: list[Gpu], env: NcclEnv, version: str | None) -> list[GpuNic]:
     """Each GPU's NIC and GPUDirect RDMA: ``yes``, ``no``, ``receive only`` (sends stage through host
     memory: a GPU before Ampere without an NVLink peer) or ``unknown``."""
@@ -183,9 +247,12 @@ def _nics(topo: Topology, gpus: list[Gpu], env: NcclEnv, version: str | None) ->
         recv = gdr_answer(nic, env, g.compute_capability, peer, version=version)
         send = gdr_answer(nic, env, g.compute_capability, peer, read=True, version=version)
         if recv is not None and recv[0] and send is None:
-            gdr, why = "unknown", (
-                f"receives: {recv[1]}; sends unknown: the GPU's compute capability or NVLink peers are not "
-                "recorded (NCCL reads GPU memory over the NIC from a GPU before Ampere only with an NVLink peer)"
+            gdr, why = (
+                "unknown",
+                (
+                    f"receives: {recv[1]}; sends unknown: the GPU's compute capability or NVLink peers are not "
+                    "recorded (NCCL reads GPU memory over the NIC from a GPU before Ampere only with an NVLink peer)"
+                ),
             )
         elif recv is None or send is None:
             gdr, why = "unknown", "the NIC's path to the GPU or its GDR support is not recorded"
