@@ -301,3 +301,44 @@ def test_several_nodes_from_a_merged_snapshot() -> None:
     )
     assert by[(15, 7)].decision.detail == "via mlx5_7 with GPUDirect RDMA"
     assert (0, 9) not in by  # across hosts only the ring neighbours
+
+
+def test_multi_node_nvlink_clique_is_p2p_across_hosts() -> None:
+    """Two hosts whose GPUs share a fabric cluster UUID and clique (a GB200 NVL rack) use P2P over the
+    fabric (ncclTopoCheckMNNVL); NCCL_MNNVL_ENABLE=0, another clique, or NCCL before 2.20 use the network.
+    A log says it with "MNNVL 1" in its init lines (lines below written in NCCL 2.26's formats)."""
+    import msgspec
+
+    from topomap.model.merge import merge
+    from topomap.model.snapshot import Fabric
+
+    def node(name: str, clique: int) -> Snapshot:
+        snap = load_any(str(SAMPLES / "hgx-h200-8gpu-10nic.json"))
+        fab = Fabric(cluster_uuid="6f1c1b2e-0000-4000-8000-00000000beef", clique_id=clique, state="completed")
+        gpus = [msgspec.structs.replace(g, fabric=fab) for g in snap.gpus]
+        return msgspec.structs.replace(snap, gpus=gpus, host=msgspec.structs.replace(snap.host, hostname=name))
+
+    rack = predict_snapshot(merge([("a", node("a", 7)), ("b", node("b", 7))]), NcclEnv())
+    by = {(e.src_rank, e.dst_rank): e.decision for e in rack.entries}
+    assert (by[(0, 8)].transport, by[(0, 8)].rule) == ("P2P", "p2p-mnnvl")
+    off = predict_snapshot(merge([("a", node("a", 7)), ("b", node("b", 7))]), parse_env(["NCCL_MNNVL_ENABLE=0"]))
+    assert {e.decision.rule for e in off.entries if e.src_rank // 8 != e.dst_rank // 8} == {"other-host"}
+    apart = predict_snapshot(merge([("a", node("a", 7)), ("b", node("b", 8))]), NcclEnv())
+    assert {e.decision.transport for e in apart.entries if e.src_rank // 8 != e.dst_rank // 8} == {"NET+GDR"}
+    old = predict_snapshot(merge([("a", node("a", 7)), ("b", node("b", 7))]), NcclEnv(), None, "2.19.4")
+    assert {e.decision.rule for e in old.entries if e.src_rank // 8 != e.dst_rank // 8} == {"other-host"}
+
+    text = "\n".join(
+        (
+            "a:1:1 [0] NCCL INFO NCCL version 2.26.2+cuda12.8",
+            "a:1:1 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 1",
+            "b:2:2 [0] NCCL INFO comm 0x2 rank 1 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 1",
+            "a:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] via P2P/MNNVL/read",
+            "b:2:2 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] via P2P/MNNVL/read",
+        )
+    )
+    report = compare_log(read_log(text, "mnnvl.log"), None, NcclEnv())
+    assert [(e.decision.transport, e.decision.rule, e.observed) for e in report.entries] == [
+        ("P2P", "p2p-mnnvl", "P2P"),
+        ("P2P", "p2p-mnnvl", "P2P"),
+    ]

@@ -108,6 +108,10 @@ class NcclLog:
     cpus: dict[str, str] = field(default_factory=dict)
     local_ranks: dict[str, int] = field(default_factory=dict)
     gpu_models: dict[int, str] = field(default_factory=dict)
+    # multi-node NVLink: the init line's "MNNVL 1" (None: never said); the clique's size ("cliqueSize 8")
+    mnnvl: bool | None = None
+    clique_size: int | None = None
+    nranks: int | None = None
 
 
 def short_bus(text: str) -> str:
@@ -227,7 +231,8 @@ def _read_message(log: NcclLog, env: dict[str, str], m: re.Match[str], no: int) 
 
 
 _CPU_LINE = re.compile(r"^CPU/[0-9A-Fa-f-]+ \((?P<arch>-?\d+)/(?P<vendor>-?\d+)/(?P<model>-?\d+)\)\s*$")
-_LOCAL_RANKS = re.compile(r"\bnRanks \d+ nNodes \d+ localRanks (?P<n>\d+)\b")
+_LOCAL_RANKS = re.compile(r"\bnRanks (?P<total>\d+) nNodes \d+ localRanks (?P<n>\d+)\b")
+_MNNVL = re.compile(r"\bMNNVL (?P<on>[01])\b(?: cliqueId \S+ cliqueSize (?P<size>\d+))?")
 _TEST_RANK = re.compile(
     r"^#\s*Rank\s+(?P<rank>\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+\S+\s+device\s+\d+\s+\[[^\]]*\]\s+(?P<name>.+?)\s*$"
 )
@@ -257,6 +262,12 @@ def _read_host(log: NcclLog, msg: str, host: str) -> bool:
     local = _LOCAL_RANKS.search(msg)
     if local:
         log.local_ranks[host] = max(log.local_ranks.get(host, 0), int(local.group("n")))
+        log.nranks = max(log.nranks or 0, int(local.group("total")))
+    mn = _MNNVL.search(msg)
+    if mn:
+        log.mnnvl = bool(log.mnnvl) or mn.group("on") == "1"
+        if mn.group("size"):
+            log.clique_size = int(mn.group("size"))
     return False
 
 

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from topomap.base.errors import TopomapError
 from topomap.graph import Topology, build, gpu_node
+from topomap.model.facts import fabric_clique
 from topomap.model.snapshot import Gpu, Snapshot, hosts_of
 from topomap.nccl.facts import dump_facts, env_of, log_remote_facts, nic_fact, remote_facts, snapshot_facts
 from topomap.nccl.features import GpuFeatures, features
@@ -224,7 +225,9 @@ def _across(
         gpus = sorted(hosts[a].gpus, key=lambda g: g.index)
         others = sorted(hosts[b].gpus, key=lambda g: g.index)
         for k in range(min(counts[a], counts[b], len(gpus), len(others))):
-            d = decide(remote_facts(ta, gpus[k]), env, version)
+            ca, cb = fabric_clique(hosts[a], gpus[k]), fabric_clique(hosts[b], others[k])
+            mnnvl = ca is not None and ca == cb
+            d = decide(replace(remote_facts(ta, gpus[k]), mnnvl=mnnvl), env, version)
             out.append(
                 Entry(
                     base[a] + k,
@@ -322,6 +325,7 @@ def _entry(
         side: Literal["send", "receive"] = "receive" if hop.side == "receive" else "send"
         local = gb if side == "receive" else ga
         facts = remote_facts(topo, local, side) if topo is not None else _log_remote(log, env, hop)
+        facts = replace(facts, mnnvl=_log_mnnvl(log))
     elif not hosts_known:
         return Entry(
             src,
@@ -354,6 +358,18 @@ def _log_remote(log: NcclLog, env: NcclEnv, hop: Hop) -> PairFacts:
     side: Literal["send", "receive"] = "receive" if hop.side == "receive" else "send"
     where = (host, info.bus if info else None, nic)
     return log_remote_facts(log, where, env.level("NCCL_NET_GDR_LEVEL") or "PXB", side, hop.local)
+
+
+def _log_mnnvl(log: NcclLog) -> bool | None:
+    """Whether the log's communicator spans one multi-node NVLink clique: "MNNVL 1" with a clique as big
+    as the communicator (or no size said); "MNNVL 0" says no; a smaller clique leaves pairs unknown."""
+    if log.mnnvl is None:
+        return None
+    if not log.mnnvl:
+        return False
+    if log.clique_size is not None and log.nranks is not None and log.clique_size < log.nranks:
+        return None
+    return True
 
 
 def _local_count(log: NcclLog, host: str | None) -> int | None:

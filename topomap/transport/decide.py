@@ -51,6 +51,7 @@ class PairFacts:
     nvlink_peer: tuple[bool | None, bool | None] = (None, None)
     side: Literal["send", "receive"] = "send"  # a network hop seen from the sender (reads) or receiver
     same_container: bool | None = True  # False: each rank in its own container (own hostname or /dev/shm)
+    mnnvl: bool | None = None  # two hosts' GPUs in one multi-node NVLink clique (fabric cluster UUID + clique)
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,10 @@ def _d(transport: Transport, rule: str, detail: str, *reasons: str) -> Decision:
 def decide(f: PairFacts, env: NcclEnv, version: str | None = None) -> Decision:
     """The transport NCCL chooses from ``f``'s source to its destination (NCCL 2.30.7 rules)."""
     if not f.same_host:
+        v = version_tuple(version)
+        if f.mnnvl and env.get("NCCL_MNNVL_ENABLE") != "0" and (v is None or v >= (2, 20, 0)):
+            why = "the GPUs share a multi-node NVLink clique (fabric cluster UUID and clique id)"
+            return _d("P2P", "p2p-mnnvl", "MNNVL over the NVLink fabric", why)
         return _network(f, env, "other-host", "the ranks are on different hosts", version)
     if f.same_container is False:
         why = (

@@ -74,6 +74,12 @@ RULES: Final[dict[str, Rule]] = {
             ("NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "NCCL_NET"),
         ),
         Rule(
+            "p2p-mnnvl",
+            "GPUs of different hosts in one multi-node NVLink clique (same fabric cluster UUID and clique id) "
+            "use P2P over the fabric (ncclTopoCheckMNNVL, paths.cc, NCCL 2.20 and later)",
+            ("NCCL_MNNVL_ENABLE",),
+        ),
+        Rule(
             "other-container",
             "ranks in separate containers use the network: another hostname is another host to NCCL, and "
             "P2P and SHM need one /dev/shm (paths.cc, p2p.cc, shm.cc)",
