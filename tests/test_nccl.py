@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -105,6 +106,13 @@ def test_decide_rules() -> None:
     assert no_shm.detail.startswith("the network")
     a100 = PairFacts(same_host=True, same_process=True, path="NVL", nvlink=True, nvml_p2p=True, cc=("8.0", "8.0"))
     assert decide(a100, NcclEnv()).detail == "direct pointer/read over NVLink"
+    # NVLink through another GPU (NVB) is within PXB but beyond NCCL_P2P_LEVEL=NVL, and never reads
+    nvb = dataclasses.replace(a100, path="NVB")
+    assert (decide(nvb, NcclEnv()).transport, decide(nvb, NcclEnv()).detail) == (
+        "P2P",
+        "direct pointer/write over NVLink",
+    )
+    assert decide(nvb, parse_env(["NCCL_P2P_LEVEL=NVL"])).transport == "SHM"
 
 
 def test_p2p_level_by_release_family() -> None:

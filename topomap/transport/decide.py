@@ -128,7 +128,7 @@ def _p2p(f: PairFacts, env: NcclEnv, version: str | None) -> tuple[bool, str, st
     if level == "DIS-LEVEL":
         return False, rule, level_why
     if f.nvlink:
-        path = "NVL"
+        path = f.path if f.path in ("NVL", "NVB") else "NVL"  # NVB: NVLink through another GPU
     elif f.path is None or (f.nvlink is None and (level is None or path_rank(f.path) > path_rank(level))):
         return None  # NVLink could still make it NVL
     else:
@@ -145,7 +145,7 @@ def _p2p(f: PairFacts, env: NcclEnv, version: str | None) -> tuple[bool, str, st
         return False, "p2p-nvml", f"path {path} is within the P2P level, but NVML reports P2P not supported"
     assumed = "" if f.nvml_p2p else " (NVML P2P status not recorded: assumed OK)"
     why = f"path {path} within the P2P level ({level_why}){assumed}{_older(f, version, path)}"
-    return True, "p2p-nvlink" if path == "NVL" else rule, why
+    return True, "p2p-nvlink" if path in ("NVL", "NVB") else rule, why
 
 
 def _older(f: PairFacts, version: str | None, path: str) -> str:
@@ -170,7 +170,7 @@ def _flavour(f: PairFacts, env: NcclEnv, version: str | None) -> str:
     elif f.cc[0] is None or f.cc[1] is None:
         read = None
     else:
-        read = bool(f.nvlink) and f.cc[0] == f.cc[1] == "8.0"
+        read = bool(f.nvlink) and f.path != "NVB" and f.cc[0] == f.cc[1] == "8.0"  # PATH_NVL only
     rw = {True: "read", False: "write", None: "read or write"}[read]
     if f.same_process and not env.flag("NCCL_P2P_DIRECT_DISABLE"):
         how = "direct pointer"
