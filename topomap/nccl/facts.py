@@ -124,6 +124,8 @@ def log_nic_fact(log: NcclLog, host: str | None, bus: str | None, nic: int | Non
     if nic is None or host is None:
         return None
     name = log.hca_names.get((host, nic), f"NET/{nic}")
+    if log.network.get(host, "").lower() == "socket":
+        return NicFact(name, None, False, no_gdr_why="NCCL uses its Socket transport (TCP): no GPUDirect RDMA")
     path = log.gpu_net_paths.get((host, bus, nic)) if bus else None
     gdr_line = log.gpu_hca.get((host, bus, nic)) if bus else None
     if path is None and gdr_line is not None:

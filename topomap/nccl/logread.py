@@ -110,6 +110,7 @@ class NcclLog:
     gpu_models: dict[int, str] = field(default_factory=dict)
     # multi-node NVLink: the init line's "MNNVL 1" (None: never said); the clique's size ("cliqueSize 8")
     mnnvl: bool | None = None
+    network: dict[str, str] = field(default_factory=dict)  # host → "Using network IB" / "Socket" / a plugin
     clique_size: int | None = None
     nranks: int | None = None
 
@@ -232,6 +233,7 @@ def _read_message(log: NcclLog, env: dict[str, str], m: re.Match[str], no: int) 
 
 _CPU_LINE = re.compile(r"^CPU/[0-9A-Fa-f-]+ \((?P<arch>-?\d+)/(?P<vendor>-?\d+)/(?P<model>-?\d+)\)\s*$")
 _LOCAL_RANKS = re.compile(r"\bnRanks (?P<total>\d+) nNodes \d+ localRanks (?P<n>\d+)\b")
+_USING_NETWORK = re.compile(r"^Using network (?P<name>\S+)")
 _MNNVL = re.compile(r"\bMNNVL (?P<on>[01])\b(?: cliqueId \S+ cliqueSize (?P<size>\d+))?")
 _TEST_RANK = re.compile(
     r"^#\s*Rank\s+(?P<rank>\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+\S+\s+device\s+\d+\s+\[[^\]]*\]\s+(?P<name>.+?)\s*$"
@@ -263,6 +265,10 @@ def _read_host(log: NcclLog, msg: str, host: str) -> bool:
     if local:
         log.local_ranks[host] = max(log.local_ranks.get(host, 0), int(local.group("n")))
         log.nranks = max(log.nranks or 0, int(local.group("total")))
+    net = _USING_NETWORK.match(msg)
+    if net:
+        log.network[host] = net.group("name")
+        return True
     mn = _MNNVL.search(msg)
     if mn:
         log.mnnvl = bool(log.mnnvl) or mn.group("on") == "1"

@@ -29,6 +29,7 @@ class NicFact:
     path: str | None  # NCCL path type (PIX, PXB, PHB, SYS...), None unknown
     gdr_capable: bool | None  # GPU and NIC support GPUDirect RDMA (peermem / dma-buf), None unknown
     bw_gbs: float | None = None
+    no_gdr_why: str | None = None  # why GPUDirect RDMA is impossible, when gdr_capable is False
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,14 @@ def _p2p(f: PairFacts, env: NcclEnv, version: str | None) -> tuple[bool, str, st
         return False, rule, level_why
     if f.nvlink:
         path = f.path if f.path in ("NVL", "NVB") else "NVL"  # NVB: NVLink through another GPU
+    elif level is not None and f.path is None and path_rank(level) <= path_rank("LOC"):
+        return False, rule, f"every path between two GPUs is beyond the P2P level ({level_why})"
+    elif level is not None and f.path is None and path_rank(level) >= path_rank("SYS"):
+        path = "SYS"  # any path between two GPUs of a host is within SYS: the path does not matter
+        if f.nvml_p2p is False:
+            return False, "p2p-nvml", f"within the P2P level ({level_why}), but NVML reports P2P not supported"
+        assumed = "" if f.nvml_p2p else " (NVML P2P status not recorded: assumed OK)"
+        return True, rule, f"any path is within the P2P level ({level_why}){assumed}"
     elif f.path is None or (f.nvlink is None and (level is None or path_rank(f.path) > path_rank(level))):
         return None  # NVLink could still make it NVL
     else:
@@ -252,7 +261,7 @@ def gdr_answer(
     if nic is None:
         return None
     if nic.gdr_capable is False:
-        return False, "GPU or NIC does not support GPUDirect RDMA (peermem / dma-buf missing)"
+        return False, nic.no_gdr_why or "GPU or NIC does not support GPUDirect RDMA (peermem / dma-buf missing)"
     level = env.level("NCCL_NET_GDR_LEVEL") or "PXB"
     path = nic.path
     v = version_tuple(version)
