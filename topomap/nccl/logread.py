@@ -1,7 +1,9 @@
 """Read an NCCL INFO log (NCCL 2.9 and later, and older channel lines): channel lines, version,
 "set by environment" lines, communicator init lines, NCCL's topology dump — through launcher
-prefixes (``[1,0]<stdout>:``, ``[rank0]:``), host names and pids. A truncated line is skipped and
-counted; a log with nothing usable is an error.
+prefixes (``[1,0]<stdout>:``, ``[rank0]:``, Ray's ``(Worker pid=…)``, timestamps), host names and
+pids, and lines that name no host at all. nccl-tests' "Using devices" lines give each rank's host,
+pid and bus; NCCL's ``nNodes``/``localRanks`` line and ``NCCL_HOSTID`` say which ranks NCCL counts
+on one host. A truncated line is skipped and counted; a log with nothing usable is an error.
 """
 
 from __future__ import annotations
@@ -12,16 +14,29 @@ from dataclasses import dataclass, field
 
 from topomap.base.errors import TopomapError
 from topomap.importers.nccl_log import INFO_LINE
-from topomap.transport.rules import NcclEnv, Transport
+from topomap.transport.rules import NcclEnv, Transport, version_tuple
 
 _PREFIX = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\[rank\d+\]:|\S+?\s*\|\s*|\d+:\s)")
 _CHANNEL = re.compile(
     r"^(?:Channel|Ring) (?P<ch>\d+)(?:/\d+)? : (?P<src>\d+)(?:\[(?P<sdev>[0-9a-fA-F]+)\])? -> "
     r"(?P<dst>\d+)(?:\[(?P<ddev>[0-9a-fA-F]+)\])?(?: \[(?P<dir>send|receive)\])? "
-    r"via (?P<via>\S+(?: pointer)?(?:/\S+)*)\s*$"
+    r"via (?P<via>\S.*?)\s*$"
 )
+#: NCCL's ring listing ("Ring 00 : 1 -> 0 -> 1"), not a connection: read nothing from it
+_RING_LIST = re.compile(r"^Ring \d+ : -?\d+ -> -?\d+ -> -?\d+\s*$")
+#: a line with "NCCL INFO" but no ``host:pid:tid [dev]`` before it (pasted without prefixes,
+#: timestamps instead of the host, ``[0]<stdout>[0]``): its host and pid are not known
+_BARE_LINE = re.compile(r"(?:^|[\s\]])(?:\[(?P<dev>\d+)\] ?)?NCCL INFO (?P<msg>.*)$")
+#: nccl-tests: "#  Rank  1 Group  0 Pid  34424 on  n014 device  0 [0000:81:00] NVIDIA A100-PCIE-40GB"
+_TESTS_RANK = re.compile(
+    r"^#\s+Rank\s+(?P<rank>\d+)\s+Group\s+\d+\s+Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)\s+device\s+(?P<dev>\d+)"
+    r"\s+\[(?:[0-9a-fA-F]{4}:)?(?:0x)?(?P<bus>[0-9a-fA-F]{1,2})(?::(?P<devfn>[0-9a-fA-F]{2}))?\]"
+)
+#: "comm 0x… rank 0 nRanks 3 nNodes 3 localRanks 1 localRank 0 MNNVL 0" (2.19 and later)
+_NODES = re.compile(r"rank (?P<rank>\d+) nRanks (?P<n>\d+) nNodes (?P<nodes>\d+) localRanks (?P<local>\d+)")
+UNNAMED = "(no host in the line)"
 _VERSION = re.compile(r"NCCL version (?P<v>\d+\.\d+\.\d+\S*)")
-_ENV = re.compile(r"^(?P<k>NCCL_[A-Z0-9_]+) set by environment to (?P<v>.*?)\.?\s*$")
+_ENV = re.compile(r"^(?P<k>NCCL_[A-Z0-9_]+) set (?:by environment )?to (?P<v>.*?)\.?\s*$")
 _INIT = re.compile(
     r"comm 0x[0-9a-f]+ rank (?P<rank>\d+) nranks (?P<n>\d+) cudaDev (?P<cuda>\d+)(?: nvmlDev (?P<nvml>\d+))? "
     r"busId (?P<bus>[0-9a-fA-F]+)(?: commId (?P<comm>0x[0-9a-f]+))?"
@@ -108,6 +123,12 @@ class NcclLog:
     cpus: dict[str, str] = field(default_factory=dict)
     local_ranks: dict[str, int] = field(default_factory=dict)
     gpu_models: dict[int, str] = field(default_factory=dict)
+    # 2.24 and later name the GPU of a GDR line by its rank: (host, rank, NIC, enabled, d, level) until
+    # the ranks' bus ids are known
+    gdr_by_rank: list[tuple[str, int, int, bool, int, int]] = field(default_factory=list)
+    hostids: dict[tuple[str, int], str] = field(default_factory=dict)  # (host, pid) → NCCL_HOSTID it printed
+    nodes: dict[int, tuple[int, int]] = field(default_factory=dict)  # rank → (nNodes, localRanks)
+    ring_lines: int = 0  # "Ring 00 : 1 -> 0 -> 1" listings (no transport in them)
 
 
 def short_bus(text: str) -> str:
@@ -118,6 +139,8 @@ def short_bus(text: str) -> str:
 def transport_of(via: str) -> Transport:
     """The family a channel line's ``via`` names: P2P/..., SHM/..., NET/.../GDRDMA, COLLNET."""
     head = via.split("/")[0].upper()
+    if head == "DIRECT SHARED MEMORY":  # NCCL 2.11 and older: shm.cc's name for SHM
+        return "SHM"
     if head == "P2P":
         return "P2P"
     if head == "SHM":
@@ -133,10 +156,12 @@ _USING = re.compile(r"^NET/\w+ : Using (?P<list>(?:\[\d+\]\S+\s*)+)")
 _USING_ONE = re.compile(r"\[(?P<i>\d+)\](?P<name>[^:\s]+)")
 _HCA_GDR = re.compile(r"GPU Direct RDMA (?P<on>Enabled|Disabled) for HCA (?P<i>\d+) '(?P<name>[^']+)'")
 _GPU_GDR = re.compile(
-    r"GPU Direct RDMA (?P<on>Enabled|Disabled) for GPU (?P<bus>[0-9A-Fa-f-]+)(?:\[\d+\])? / HCA (?P<i>\d+) "
-    r"\(distance (?P<d>\d+) (?:<=|>|<|>=) (?P<t>\d+)\)"
+    r"GPU Direct RDMA (?P<on>Enabled|Disabled) for GPU (?P<bus>[0-9A-Fa-f-]+)(?:\[\d+\])? / HCA (?P<i>[0-9a-fA-F]+) "
+    r"\(distance (?P<d>\d+) (?:<=|>|<|>=) (?P<t>\d+)\)(?P<mode>.* mode )?"
 )
-_ENV_WANTED = re.compile(r"^NCCL_(P2P|SHM|NET|IB|CROSS|CUMEM|PXN|ALGO|PROTO|SOCKET|TOPO|NVLS|MNNVL|COLLNET)")
+_ENV_WANTED = re.compile(
+    r"^NCCL_(P2P|SHM|NET|IB|CROSS|CUMEM|PXN|ALGO|PROTO|SOCKET|TOPO|NVLS|MNNVL|COLLNET|HOSTID|IGNORE_DISABLED_P2P)"
+)
 _REFUSED = re.compile(r"Could not enable P2P between dev \d+\(=(?P<a>[0-9a-f]+)\) and dev \d+\(=(?P<b>[0-9a-f]+)\)")
 
 
@@ -151,11 +176,16 @@ def read_log(text: str, path: str) -> NcclLog:
         if v and log.version is None:
             log.version = v.group("v")
         m = INFO_LINE.search(line)
-        if m is None:
+        if m is not None:
+            msg, host, pid = m.group("msg").strip(), m.group("host"), int(m.group("pid"))
+        elif (bare := _BARE_LINE.search(line)) is not None:
+            msg, host, pid = bare.group("msg").strip(), UNNAMED, 0
+        else:
+            _tests_rank(log, line)
             _read_test_rank(log, line)
             continue
         log.nccl_lines += 1
-        _read_message(log, env, m, no)
+        _read_message(log, env, (msg, host, pid), no)
     log.env = NcclEnv(tuple(sorted(env.items())))
     _fill_ranks(log)
     if not log.hops and not log.gpu_paths:
@@ -168,42 +198,75 @@ def read_log(text: str, path: str) -> NcclLog:
     return log
 
 
-def _read_message(log: NcclLog, env: dict[str, str], m: re.Match[str], no: int) -> None:
-    msg, host, pid = m.group("msg").strip(), m.group("host"), int(m.group("pid"))
+def _tests_rank(log: NcclLog, line: str) -> None:
+    """nccl-tests' "#  Rank  1 Group  0 Pid  34424 on  n014 device  0 [0000:81:00] …": the rank's host,
+    pid and bus (device 0, function 0 of the bus when only the bus is printed)."""
+    t = _TESTS_RANK.match(line)
+    if t is None:
+        return
+    r = log.ranks.setdefault(int(t.group("rank")), RankInfo())
+    r.host, r.pid = r.host or t.group("host"), r.pid or int(t.group("pid"))
+    r.cuda_dev = int(t.group("dev")) if r.cuda_dev is None else r.cuda_dev
+    devfn = int(t.group("devfn") or "0", 16)
+    r.bus = r.bus or short_bus(f"{int(t.group('bus'), 16):x}{devfn:02x}0")
+
+
+def _read_channel(log: NcclLog, msg: str, host: str, pid: int, no: int) -> None:
+    if _RING_LIST.match(msg):
+        log.ring_lines += 1
+        return
+    c = _CHANNEL.match(msg)
+    if c is None:
+        log.skipped.append(f"line {no}: channel line cut or not understood: {msg[:60]!r}")
+        return
+    hop = Hop(
+        int(c.group("src")),
+        int(c.group("dst")),
+        c.group("sdev"),
+        c.group("ddev"),
+        transport_of(c.group("via")),
+        c.group("via"),
+        host,
+        pid,
+        no,
+        c.group("dir"),
+    )
+    log.hops.append(hop)
+    nic, _proxy = hop.nic
+    if nic is not None and hop.via.upper().startswith("NET/SOCKET/"):
+        log.hca_gdr.setdefault((host, nic), False)  # NCCL's socket transport has no GPUDirect (host memory only)
+    _note_rank(log, host, pid, c)
+
+
+def _read_message(log: NcclLog, env: dict[str, str], line: tuple[str, str, int], no: int) -> None:
+    msg, host, pid = line
     if _read_host(log, msg, host):
         return
     if msg.startswith(("Channel ", "Ring ")) and ("->" in msg or "[" in msg or " via " in msg):
-        c = _CHANNEL.match(msg)
-        if c is None:
-            log.skipped.append(f"line {no}: channel line cut or not understood: {msg[:60]!r}")
-            return
-        log.hops.append(
-            Hop(
-                int(c.group("src")),
-                int(c.group("dst")),
-                c.group("sdev"),
-                c.group("ddev"),
-                transport_of(c.group("via")),
-                c.group("via"),
-                host,
-                pid,
-                no,
-                c.group("dir"),
-            )
-        )
-        _note_rank(log, host, pid, c)
+        _read_channel(log, msg, host, pid, no)
         return
     e = _ENV.match(msg)
     if e and _ENV_WANTED.match(e.group("k")):
-        env[e.group("k")] = e.group("v").strip()
+        if e.group("k") == "NCCL_HOSTID":
+            log.hostids[(host, pid)] = e.group("v").strip()
+        else:
+            env[e.group("k")] = e.group("v").strip()
         return
     i = _INIT.search(msg)
     if i:
         r = log.ranks.setdefault(int(i.group("rank")), RankInfo())
-        r.host, r.pid, r.cuda_dev, r.bus = host, pid, int(i.group("cuda")), short_bus(i.group("bus"))
+        r.host, r.pid = (host, pid) if host != UNNAMED else (r.host, r.pid)
+        r.cuda_dev, r.bus = int(i.group("cuda")), short_bus(i.group("bus"))
         r.nvml_dev = int(i.group("nvml")) if i.group("nvml") else None
         if i.group("comm"):
             log.comms.add(i.group("comm"))
+        return
+    n = _NODES.search(msg)
+    if n:
+        log.nodes[int(n.group("rank"))] = (int(n.group("nodes")), int(n.group("local")))
+        r = log.ranks.setdefault(int(n.group("rank")), RankInfo())
+        if host != UNNAMED and r.host is None:
+            r.host, r.pid = host, pid
         return
     if _read_network(log, msg, host):
         return
@@ -276,8 +339,13 @@ def _read_network(log: NcclLog, msg: str, host: str) -> bool:
         return True
     gpu = _GPU_GDR.search(msg)
     if gpu:
-        key = (host, short_bus(gpu.group("bus")), int(gpu.group("i")))
-        log.gpu_hca[key] = (gpu.group("on") == "Enabled", int(gpu.group("d")), int(gpu.group("t")))
+        on, d, t = gpu.group("on") == "Enabled", int(gpu.group("d")), int(gpu.group("t"))
+        v = version_tuple(log.version)
+        nic = int(gpu.group("i"), 16 if v is None or v >= (2, 22, 0) else 10)  # %lx netId from 2.22 on
+        if gpu.group("mode") or (v is not None and v >= (2, 24, 0)):  # 2.24+: "for GPU <rank>"
+            log.gdr_by_rank.append((host, int(gpu.group("bus")), nic, on, d, t))
+        else:
+            log.gpu_hca[(host, short_bus(gpu.group("bus")), nic)] = (on, d, t)
         return True
     hca = _HCA_GDR.search(msg)
     if hca:
@@ -297,7 +365,7 @@ def _note_rank(log: NcclLog, host: str, pid: int, c: re.Match[str]) -> None:
             log.ranks.setdefault(int(c.group(key)), RankInfo()).bus = short_bus(bus)
     local = "dst" if c.group("dir") == "receive" else "src"
     r = log.ranks.setdefault(int(c.group(local)), RankInfo())
-    if r.host is None:
+    if r.host is None and host != UNNAMED:
         r.host, r.pid = host, pid
     if r.nvml_dev is None and c.group(local[0] + "dev") and len(c.group(local[0] + "dev")) < 3:
         r.nvml_dev = int(c.group(local[0] + "dev"))
@@ -328,25 +396,93 @@ def transports_seen(log: NcclLog) -> Counter[str]:
 
 
 def _fill_ranks(log: NcclLog) -> None:
-    """What the log implies about ranks it does not name: one host and one pid in every NCCL line →
-    every rank runs there; ranks of NCCL's topology dump take their bus id from it, and when only the
-    dump's rank-less GPUs remain they go to the remaining ranks in bus order (single-process ranks
-    follow CUDA order, which is bus order by default) — noted in ``inferred``."""
-    hosts = {(h.host, h.pid) for h in log.hops} | {(r.host, r.pid) for r in log.ranks.values() if r.host}
-    all_ranks = {h.src for h in log.hops} | {h.dst for h in log.hops} | set(log.ranks)
-    if len(hosts) == 1:
-        host, pid = next(iter(hosts))
-        for rank in all_ranks:
-            r = log.ranks.setdefault(rank, RankInfo())
-            r.host, r.pid = r.host or host, r.pid or pid
-        log.inferred.append(f"every NCCL line comes from {host} pid {pid}: all ranks are one process there")
+    """What the log implies about ranks it does not name (each step noted in ``inferred``): which
+    ranks share a host (:func:`_place_hosts`), one process when one pid prints everything, the bus
+    ids of NCCL's topology dump, and the GPU of 2.24+ GDR lines (named by rank)."""
+    _place_hosts(log)
+    _one_process(log)
+    _dump_buses(log)
+    for host, rank, nic, on, d, t in log.gdr_by_rank:
+        bus = log.ranks.get(rank, RankInfo()).bus
+        if bus is not None:
+            log.gpu_hca.setdefault((host, bus, nic), (on, d, t))
+
+
+def _all_ranks(log: NcclLog) -> set[int]:
+    return {h.src for h in log.hops} | {h.dst for h in log.hops} | set(log.ranks)
+
+
+def _place_hosts(log: NcclLog) -> None:
+    """Hosts as NCCL counts them. A process that printed ``NCCL_HOSTID`` is on that host id (NCCL
+    compares host hashes, not names); a P2P or SHM line joins its two ranks on one host (NCCL uses
+    neither across hosts); "nNodes 1" puts every rank on one host; a rank whose line says
+    "localRanks 1" has every peer on another host. Ranks joined to no named host get a placeholder
+    name, one per group, so that two groups never count as one host."""
+    for r in log.ranks.values():
+        if r.host is not None and r.pid is not None and (r.host, r.pid) in log.hostids:
+            r.host = f"hostid {log.hostids[(r.host, r.pid)]}"
+    if log.hostids:
+        log.inferred.append("NCCL_HOSTID set: ranks of those processes are on the host id they printed")
+    parent: dict[int, int] = {rank: rank for rank in _all_ranks(log)}
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for h in log.hops:
+        if h.transport in ("P2P", "SHM"):
+            parent[find(h.src)] = find(h.dst)
+    if log.nodes and all(nodes == 1 for nodes, _local in log.nodes.values()):
+        ranks = sorted(parent)
+        for rank in ranks[1:]:
+            parent[find(rank)] = find(ranks[0])
+    named: dict[int, str] = {}
+    for rank, info in log.ranks.items():
+        if info.host is not None:
+            named.setdefault(find(rank), info.host)
+    alone = {rank for rank, (_n, local) in log.nodes.items() if local == 1}
+    for rank in sorted(parent):
+        info = log.ranks.setdefault(rank, RankInfo())
+        if info.host is None and find(rank) in named:
+            info.host = named[find(rank)]
+        elif info.host is None and any(h.local in alone and rank in (h.src, h.dst) for h in log.hops):
+            info.host = f"(host of rank {rank}: another host)"
+            log.inferred.append(f"rank {rank} is on another host than its peer (its peer's line says localRanks 1)")
+
+
+def _one_process(log: NcclLog) -> None:
+    """One host and one pid in every NCCL line: ranks on that host whose pid the log does not print
+    are assumed to run in that process (an assumption: other processes' lines may have been cut)."""
+    hosts = {(h.host, h.pid) for h in log.hops if h.host != UNNAMED}
+    hosts |= {(r.host, r.pid) for r in log.ranks.values() if r.host and r.pid and not r.host.startswith("(")}
+    if len(hosts) != 1:
+        return
+    host, pid = next(iter(hosts))
+    for rank in _all_ranks(log):
+        r = log.ranks.setdefault(rank, RankInfo())
+        if r.host in (None, host) and not _net_only(log, rank):
+            r.host, r.pid = host, r.pid or pid
+    log.inferred.append(f"every NCCL line comes from {host} pid {pid}: its ranks are assumed to be one process")
+
+
+def _net_only(log: NcclLog, rank: int) -> bool:
+    """The rank appears only as the far end of network lines: where it runs is not in the log."""
+    seen = [h for h in log.hops if rank in (h.src, h.dst)]
+    return bool(seen) and all(h.transport.startswith("NET") and h.local != rank for h in seen)
+
+
+def _dump_buses(log: NcclLog) -> None:
+    """Ranks of NCCL's topology dump take their bus id from it; when only the dump's rank-less GPUs
+    remain they go to the remaining ranks in bus order (single-process ranks follow CUDA order, which
+    is bus order by default)."""
     for bus, rank in log.dump_ranks.items():
         log.ranks.setdefault(rank, RankInfo()).bus = bus
     buses = sorted({a for a, _ in log.gpu_paths} | {b for _, b in log.gpu_paths}, key=lambda b: int(b, 16))
-    free = [b for b in buses if b not in log.dump_ranks]
     named = {r.bus for r in log.ranks.values() if r.bus}
-    free = [b for b in free if b not in named]
-    rankless = sorted(r for r in all_ranks if not log.ranks.get(r, RankInfo()).bus)
+    free = [b for b in buses if b not in log.dump_ranks and b not in named]
+    rankless = sorted(r for r in _all_ranks(log) if not log.ranks.get(r, RankInfo()).bus)
     if free and len(free) == len(rankless):
         for rank, bus in zip(rankless, free):
             log.ranks.setdefault(rank, RankInfo()).bus = bus
