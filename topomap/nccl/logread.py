@@ -442,6 +442,13 @@ def _place_hosts(log: NcclLog) -> None:
     for rank, info in log.ranks.items():
         if info.host is not None:
             named.setdefault(find(rank), info.host)
+    groups: dict[int, list[int]] = {}
+    for rank in parent:
+        groups.setdefault(find(rank), []).append(rank)
+    for root, members in sorted(groups.items()):
+        if root not in named and len(members) > 1:  # joined by P2P/SHM lines that name no host
+            named[root] = f"(unnamed host {len(named) + 1})"
+            log.inferred.append(f"ranks {sorted(members)} share one host the lines do not name (P2P/SHM between them)")
     alone = {rank for rank, (_n, local) in log.nodes.items() if local == 1}
     for rank in sorted(parent):
         info = log.ranks.setdefault(rank, RankInfo())
