@@ -18,7 +18,7 @@ from topomap.transport.rules import NcclEnv, Transport, version_tuple
 
 _PREFIX = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\[rank\d+\]:|\S+?\s*\|\s*|\d+:\s)")
 _CHANNEL = re.compile(
-    r"^(?:Channel|Ring) (?P<ch>\d+)(?:/\d+)? : (?P<src>\d+)(?:\[(?P<sdev>[0-9a-fA-F]+)\])? -> "
+    r"^(?:(?:Channel|Ring) (?P<ch>\d+)(?:/\d+)? : )?(?P<src>\d+)(?:\[(?P<sdev>[0-9a-fA-F]+)\])? -> "
     r"(?P<dst>\d+)(?:\[(?P<ddev>[0-9a-fA-F]+)\])?(?: \[(?P<dir>send|receive)\])? "
     r"via (?P<via>\S.*?)\s*$"
 )
@@ -29,12 +29,19 @@ _RING_LIST = re.compile(r"^Ring \d+ : -?\d+ -> -?\d+ -> -?\d+\s*$")
 _BARE_LINE = re.compile(r"(?:^|[\s\]])(?:\[(?P<dev>\d+)\] ?)?NCCL INFO (?P<msg>.*)$")
 #: nccl-tests: "#  Rank  1 Group  0 Pid  34424 on  n014 device  0 [0000:81:00] NVIDIA A100-PCIE-40GB"
 _TESTS_RANK = re.compile(
-    r"^#\s+Rank\s+(?P<rank>\d+)\s+Group\s+\d+\s+Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)\s+device\s+(?P<dev>\d+)"
+    r"^#\s+Rank\s+(?P<rank>\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)\s+device\s+(?P<dev>\d+)"
     r"\s+\[(?:[0-9a-fA-F]{4}:)?(?:0x)?(?P<bus>[0-9a-fA-F]{1,2})(?::(?P<devfn>[0-9a-fA-F]{2}))?\]"
 )
 #: "comm 0x… rank 0 nRanks 3 nNodes 3 localRanks 1 localRank 0 MNNVL 0" (2.19 and later)
 _NODES = re.compile(r"rank (?P<rank>\d+) nRanks (?P<n>\d+) nNodes (?P<nodes>\d+) localRanks (?P<local>\d+)")
 UNNAMED = "(no host in the line)"
+#: NCCL 2.0-2.3: "host:pid:tid [dev] INFO 0 -> 1 via direct shared memory" (no "NCCL", no channel number)
+_OLD_INFO = re.compile(
+    r"(?P<host>[A-Za-z0-9_.\-]+):(?P<pid>\d+):\d+ \[\d+\] INFO (?P<msg>\d+(?:\[[0-9a-fA-F]+\])? -> .*)$"
+)
+#: a channel line pasted alone: "9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA"
+_LONE_HOP = re.compile(r"^(?P<msg>(?:(?:Channel|Ring) \d+(?:/\d+)? : )?\d+(?:\[[0-9a-fA-F]+\])? -> \d+.* via \S.*)$")
+_HOP_START = re.compile(r"^\d+(?:\[[0-9a-fA-F]+\])? -> ")
 _VERSION = re.compile(r"NCCL version (?P<v>\d+\.\d+\.\d+\S*)")
 _ENV = re.compile(r"^(?P<k>NCCL_[A-Z0-9_]+) set (?:by environment )?to (?P<v>.*?)\.?\s*$")
 _INIT = re.compile(
@@ -126,6 +133,8 @@ class NcclLog:
     # 2.24 and later name the GPU of a GDR line by its rank: (host, rank, NIC, enabled, d, level) until
     # the ranks' bus ids are known
     gdr_by_rank: list[tuple[str, int, int, bool, int, int]] = field(default_factory=list)
+    gdr_by_cuda: list[tuple[str, int, int, int, bool, int, int]] = field(default_factory=list)  # 2.4: + pid
+    no_gdr_module: set[str] = field(default_factory=set)  # hosts with "GPU Direct RDMA Disabled … (no module)"
     hostids: dict[tuple[str, int], str] = field(default_factory=dict)  # (host, pid) → NCCL_HOSTID it printed
     nodes: dict[int, tuple[int, int]] = field(default_factory=dict)  # rank → (nNodes, localRanks)
     ring_lines: int = 0  # "Ring 00 : 1 -> 0 -> 1" listings (no transport in them)
@@ -156,8 +165,8 @@ _USING = re.compile(r"^NET/\w+ : Using (?P<list>(?:\[\d+\]\S+\s*)+)")
 _USING_ONE = re.compile(r"\[(?P<i>\d+)\](?P<name>[^:\s]+)")
 _HCA_GDR = re.compile(r"GPU Direct RDMA (?P<on>Enabled|Disabled) for HCA (?P<i>\d+) '(?P<name>[^']+)'")
 _GPU_GDR = re.compile(
-    r"GPU Direct RDMA (?P<on>Enabled|Disabled) for GPU (?P<bus>[0-9A-Fa-f-]+)(?:\[\d+\])? / HCA (?P<i>[0-9a-fA-F]+) "
-    r"\(distance (?P<d>\d+) (?:<=|>|<|>=) (?P<t>\d+)\)(?P<mode>.* mode )?"
+    r"GPU Direct RDMA (?P<on>Enabled|Disabled) for GPU (?P<bus>[0-9A-Fa-f-]+)(?P<cuda>\[\d+\])? "
+    r"/ HCA (?P<i>[0-9a-fA-F]+) \(distance (?P<d>\d+) (?:<=|>|<|>=) (?P<t>\d+)\)(?P<mode>.* mode )?"
 )
 _ENV_WANTED = re.compile(
     r"^NCCL_(P2P|SHM|NET|IB|CROSS|CUMEM|PXN|ALGO|PROTO|SOCKET|TOPO|NVLS|MNNVL|COLLNET|HOSTID|IGNORE_DISABLED_P2P)"
@@ -178,7 +187,9 @@ def read_log(text: str, path: str) -> NcclLog:
         m = INFO_LINE.search(line)
         if m is not None:
             msg, host, pid = m.group("msg").strip(), m.group("host"), int(m.group("pid"))
-        elif (bare := _BARE_LINE.search(line)) is not None:
+        elif (legacy := _OLD_INFO.search(line)) is not None:
+            msg, host, pid = legacy.group("msg").strip(), legacy.group("host"), int(legacy.group("pid"))
+        elif (bare := _BARE_LINE.search(line) or _LONE_HOP.match(line)) is not None:
             msg, host, pid = bare.group("msg").strip(), UNNAMED, 0
         else:
             _tests_rank(log, line)
@@ -242,7 +253,9 @@ def _read_message(log: NcclLog, env: dict[str, str], line: tuple[str, str, int],
     msg, host, pid = line
     if _read_host(log, msg, host):
         return
-    if msg.startswith(("Channel ", "Ring ")) and ("->" in msg or "[" in msg or " via " in msg):
+    if (msg.startswith(("Channel ", "Ring ")) and ("->" in msg or "[" in msg or " via " in msg)) or _HOP_START.match(
+        msg
+    ):
         _read_channel(log, msg, host, pid, no)
         return
     e = _ENV.match(msg)
@@ -268,7 +281,7 @@ def _read_message(log: NcclLog, env: dict[str, str], line: tuple[str, str, int],
         if host != UNNAMED and r.host is None:
             r.host, r.pid = host, pid
         return
-    if _read_network(log, msg, host):
+    if _read_network(log, msg, host, pid):
         return
     refused = _REFUSED.search(msg)
     if refused:
@@ -292,7 +305,7 @@ def _read_message(log: NcclLog, env: dict[str, str], line: tuple[str, str, int],
 _CPU_LINE = re.compile(r"^CPU/[0-9A-Fa-f-]+ \((?P<arch>-?\d+)/(?P<vendor>-?\d+)/(?P<model>-?\d+)\)\s*$")
 _LOCAL_RANKS = re.compile(r"\bnRanks \d+ nNodes \d+ localRanks (?P<n>\d+)\b")
 _TEST_RANK = re.compile(
-    r"^#\s*Rank\s+(?P<rank>\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+\S+\s+device\s+\d+\s+\[[^\]]*\]\s+(?P<name>.+?)\s*$"
+    r"^#\s*Rank\s+(?P<rank>\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+\S+\s+device\s+\d+\s+\[[^\]]*\]\s+(?P<name>.+?)\s*$"
 )
 
 
@@ -330,7 +343,7 @@ def _read_test_rank(log: NcclLog, line: str) -> None:
         log.gpu_models.setdefault(int(t.group("rank")), t.group("name"))
 
 
-def _read_network(log: NcclLog, msg: str, host: str) -> bool:
+def _read_network(log: NcclLog, msg: str, host: str, pid: int) -> bool:
     """NIC names, GPUDirect support per NIC and per GPU–NIC distance; True when the line was one."""
     using = _USING.match(msg)
     if using:
@@ -344,12 +357,16 @@ def _read_network(log: NcclLog, msg: str, host: str) -> bool:
         nic = int(gpu.group("i"), 16 if v is None or v >= (2, 22, 0) else 10)  # %lx netId from 2.22 on
         if gpu.group("mode") or (v is not None and v >= (2, 24, 0)):  # 2.24+: "for GPU <rank>"
             log.gdr_by_rank.append((host, int(gpu.group("bus")), nic, on, d, t))
+        elif gpu.group("cuda"):  # 2.4: "for GPU <cudaDev>[<nvmlDev>]", printed by that GPU's process
+            log.gdr_by_cuda.append((host, pid, int(gpu.group("bus")), nic, on, d, t))
         else:
             log.gpu_hca[(host, short_bus(gpu.group("bus")), nic)] = (on, d, t)
         return True
     hca = _HCA_GDR.search(msg)
     if hca:
         log.hca_gdr[(host, int(hca.group("i")))] = hca.group("on") == "Enabled"
+        if msg.rstrip().endswith("(no module)"):  # no peer-memory module: no NIC of this host does GPUDirect
+            log.no_gdr_module.add(host)
         log.hca_names.setdefault((host, int(hca.group("i"))), hca.group("name"))
         return True
     return False
@@ -406,6 +423,14 @@ def _fill_ranks(log: NcclLog) -> None:
         bus = log.ranks.get(rank, RankInfo()).bus
         if bus is not None:
             log.gpu_hca.setdefault((host, bus, nic), (on, d, t))
+    for host, pid, cuda, nic, on, d, t in log.gdr_by_cuda:
+        match = [r.bus for r in log.ranks.values() if (r.host, r.pid) == (host, pid) and r.cuda_dev in (None, cuda)]
+        if len(match) == 1 and match[0] is not None:
+            log.gpu_hca.setdefault((host, match[0], nic), (on, d, t))
+    for h in log.hops:
+        index, _proxy = h.nic
+        if h.host in log.no_gdr_module and index is not None:
+            log.hca_gdr.setdefault((h.host, index), False)
 
 
 def _all_ranks(log: NcclLog) -> set[int]:
