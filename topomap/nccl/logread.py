@@ -482,6 +482,25 @@ def _place_hosts(log: NcclLog) -> None:
         elif info.host is None and any(h.local in alone and rank in (h.src, h.dst) for h in log.hops):
             info.host = f"(host of rank {rank}: another host)"
             log.inferred.append(f"rank {rank} is on another host than its peer (its peer's line says localRanks 1)")
+        elif info.host is None and (twin := _same_gpu_peer(log, rank)) is not None:
+            info.host = f"(host of rank {rank}: another host)"
+            log.inferred.append(
+                f"rank {rank} is on another host than rank {twin}: both use GPU {info.bus}, and NCCL refuses "
+                "two ranks on one GPU"
+            )
+
+
+def _same_gpu_peer(log: NcclLog, rank: int) -> int | None:
+    """A rank with a known host that a network line joins to ``rank`` and that has the same GPU bus id."""
+    bus = log.ranks[rank].bus
+    for h in log.hops:
+        if rank not in (h.src, h.dst) or not h.transport.startswith("NET"):
+            continue
+        peer = h.dst if h.src == rank else h.src
+        info = log.ranks.get(peer)
+        if bus and info is not None and info.host is not None and info.bus == bus:
+            return peer
+    return None
 
 
 def _one_process(log: NcclLog) -> None:
