@@ -13,7 +13,9 @@ from typer.testing import CliRunner
 
 from topomap.base.errors import TopomapError
 from topomap.cli import app
+from topomap.cli.nccl import _from_log
 from topomap.nccl.logread import read_log, transport_of
+from topomap.nccl.rules import TRANSPORTS, NcclEnv
 
 LOGS = Path(__file__).parent / "data" / "real-nccl-logs"
 SAMPLES = Path(__file__).parent.parent / "samples" / "snapshots"
@@ -204,6 +206,12 @@ def test_old_and_bare_line_formats() -> None:
         "ray",
     )
     assert ray.gpu_hca[("w", "9a000", 0)] == (True, 4, 4)
+    repeated = read_log(  # a vLLM-on-Ray log (DeepSeek-V2.5, NCCL 2.21.5): Ray folds repeated lines
+        "(RayWorkerWrapper pid=660) deepseek-v2-5-0:660:660 [6] NCCL INFO Channel 23/0 : 6[6] -> 7[7] via "
+        "P2P/IPC/read [repeated 310x across cluster]",
+        "ray2",
+    )
+    assert repeated.hops[0].via == "P2P/IPC/read" and repeated.hops[0].host == "deepseek-v2-5-0"
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in LOGS.glob("*.log")))
@@ -216,8 +224,14 @@ def test_every_cut_of_every_log_reads_or_says_why(name: str) -> None:
             log = read_log(text[:end], name)
         except TopomapError as err:
             assert "\n" not in str(err)
-            continue
-        assert all(h.transport in ("P2P", "SHM", "NET", "NET+GDR", "COLLNET", "unknown") for h in log.hops)
+        else:
+            assert all(h.transport in ("P2P", "SHM", "NET", "NET+GDR", "COLLNET", "unknown") for h in log.hops)
+        try:  # the whole command's path: the dump imported as a snapshot, the prediction, the comparison
+            report = _from_log(text[:end], name, None, NcclEnv(), (None, None))
+        except TopomapError as err:
+            assert "\n" not in str(err)
+        else:
+            assert all(e.decision.transport in TRANSPORTS for e in report.entries)
 
 
 def test_one_host_of_a_two_host_run_same_gpu_means_another_host() -> None:

@@ -35,6 +35,8 @@ _TESTS_RANK = re.compile(
 #: "comm 0x… rank 0 nRanks 3 nNodes 3 localRanks 1 localRank 0 MNNVL 0" (2.19 and later)
 _NODES = re.compile(r"rank (?P<rank>\d+) nRanks (?P<n>\d+) nNodes (?P<nodes>\d+) localRanks (?P<local>\d+)")
 UNNAMED = "(no host in the line)"
+#: Ray's log deduplication appends " [repeated 14x across cluster]" to a line
+_RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 #: NCCL 2.0-2.3: "host:pid:tid [dev] INFO 0 -> 1 via direct shared memory" (no "NCCL", no channel number)
 _OLD_INFO = re.compile(
     r"(?P<host>[A-Za-z0-9_.\-]+):(?P<pid>\d+):\d+ \[\d+\] INFO (?P<msg>\d+(?:\[[0-9a-fA-F]+\])? -> .*)$"
@@ -180,7 +182,7 @@ def read_log(text: str, path: str) -> NcclLog:
     env: dict[str, str] = {}
     for no, raw in enumerate(text.splitlines(), 1):
         log.lines += 1
-        line = _PREFIX.sub("", raw.strip(), count=1)
+        line = _RAY_REPEAT.sub("", _PREFIX.sub("", raw.strip(), count=1))
         v = _VERSION.search(line)
         if v and log.version is None:
             log.version = v.group("v")
