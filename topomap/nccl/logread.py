@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
 
 from topomap.base.errors import TopomapError
 from topomap.importers.nccl_log import INFO_LINE
-from topomap.transport.rules import NcclEnv, Transport, version_tuple
+from topomap.nccl.logdata import UNNAMED, Hop, NcclLog, RankInfo, short_bus, transport_of
+from topomap.nccl.loghosts import fill_ranks
+from topomap.transport.rules import NcclEnv, version_tuple
+
+__all__ = ["UNNAMED", "Hop", "NcclLog", "RankInfo", "read_log", "short_bus", "transport_of", "transports_seen"]
 
 _PREFIX = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\[rank\d+\]:|\S+?\s*\|\s*|\d+:\s)")
 _CHANNEL = re.compile(
@@ -34,7 +37,6 @@ _TESTS_RANK = re.compile(
 )
 #: "comm 0x… rank 0 nRanks 3 nNodes 3 localRanks 1 localRank 0 MNNVL 0" (2.19 and later)
 _NODES = re.compile(r"rank (?P<rank>\d+) nRanks (?P<n>\d+) nNodes (?P<nodes>\d+) localRanks (?P<local>\d+)")
-UNNAMED = "(no host in the line)"
 #: Ray's log deduplication appends " [repeated 14x across cluster]" to a line
 _RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 #: NCCL 2.0-2.3: "host:pid:tid [dev] INFO 0 -> 1 via direct shared memory" (no "NCCL", no channel number)
@@ -56,111 +58,6 @@ _DUMP_CELL = re.compile(
     r"(?P<kind>GPU|NET|CPU)/(?P<id>[0-9A-Fa-f-]+) \((?P<n>\d+)/(?P<bw>[0-9.]+)/(?P<type>[A-Z0-9]+)\)"
 )
 _DUMP_GPU = re.compile(r"- GPU/(?P<bus>[0-9A-Fa-f-]+) \((?P<rank>\d+)\)")
-
-
-@dataclass(frozen=True)
-class Hop:
-    """One channel line: rank to rank, the transport family, and what the line said."""
-
-    src: int
-    dst: int
-    src_dev: str | None  # nvmlDev (2.12+) or bus id (older), as printed
-    dst_dev: str | None
-    transport: Transport
-    via: str
-    host: str
-    pid: int
-    line: int
-    side: str | None = None  # "send" or "receive" for network lines: the rank whose host printed it
-
-    @property
-    def local(self) -> int:
-        """The rank on the host that printed the line (the receiver for ``[receive]``)."""
-        return self.dst if self.side == "receive" else self.src
-
-    @property
-    def nic(self) -> tuple[int | None, int | None]:
-        """(NCCL's NIC index, proxy rank for PXN) from ``NET/IB/3/GDRDMA`` or ``NET/IB/0(5)/GDRDMA``."""
-        m = _NET_VIA.match(self.via)
-        if m is None:
-            return None, None
-        proxy = m.group("proxy")
-        return int(m.group("nic")), int(proxy) if proxy is not None else None
-
-
-_NET_VIA = re.compile(r"^NET/[^/]+/(?P<nic>\d+)(?:\((?P<proxy>\d+)\))?")
-
-
-@dataclass
-class RankInfo:
-    host: str | None = None
-    pid: int | None = None
-    cuda_dev: int | None = None
-    nvml_dev: int | None = None
-    bus: str | None = None  # NCCL's short bus id, e.g. "38000" → 0000:38:00.0
-
-
-@dataclass
-class NcclLog:
-    """What a log says; ``skipped`` lists what could not be read (line number and why)."""
-
-    path: str
-    version: str | None = None
-    env: NcclEnv = field(default_factory=NcclEnv)
-    hops: list[Hop] = field(default_factory=list)
-    ranks: dict[int, RankInfo] = field(default_factory=dict)
-    comms: set[str] = field(default_factory=set)
-    gpu_paths: dict[tuple[str, str], str] = field(default_factory=dict)  # (bus, bus) → NCCL path type
-    path_bw: dict[tuple[str, str], float] = field(default_factory=dict)
-    dump_ranks: dict[str, int] = field(default_factory=dict)  # bus → rank from the "=== System" tree
-    skipped: list[str] = field(default_factory=list)
-    lines: int = 0
-    nccl_lines: int = 0
-    p2p_refused: set[tuple[str, str]] = field(default_factory=set)
-    inferred: list[str] = field(default_factory=list)  # "Could not enable P2P between dev a and b"
-    # the network: NCCL's NIC index → name ("NET/IB : Using [0]mlx5_0:1/IB …"), GPUDirect support per
-    # NIC ("GPU Direct RDMA Disabled for HCA 0 'mlx5_0'"), per GPU and NIC the distance NCCL weighed
-    # ("GPU Direct RDMA Enabled for GPU 18000 / HCA 3 (distance 4 <= 5)") and the dump's GPU→NET paths
-    # NCCL numbers NICs per host: every key starts with the host that printed the line
-    hca_names: dict[tuple[str, int], str] = field(default_factory=dict)
-    hca_gdr: dict[tuple[str, int], bool] = field(default_factory=dict)
-    gpu_hca: dict[tuple[str, str, int], tuple[bool, int, int]] = field(default_factory=dict)  # enabled, d, level
-    gpu_net_paths: dict[tuple[str, str, int], str] = field(default_factory=dict)  # (host, GPU bus, NET) → path
-    # what NCCL's P2P level and GDR reads depend on: the CPU kind per host (the dump's "CPU/0 (1/2/-1)"),
-    # the communicator's GPUs per host ("localRanks 4"), the GPU model per rank (nccl-tests' "#  Rank  0
-    # Group  0 Pid 1 on host device  0 [0x1b] NVIDIA A100-SXM4-80GB" lines)
-    cpus: dict[str, str] = field(default_factory=dict)
-    local_ranks: dict[str, int] = field(default_factory=dict)
-    gpu_models: dict[int, str] = field(default_factory=dict)
-    # 2.24 and later name the GPU of a GDR line by its rank: (host, rank, NIC, enabled, d, level) until
-    # the ranks' bus ids are known
-    gdr_by_rank: list[tuple[str, int, int, bool, int, int]] = field(default_factory=list)
-    gdr_by_cuda: list[tuple[str, int, int, int, bool, int, int]] = field(default_factory=list)  # 2.4: + pid
-    no_gdr_module: set[str] = field(default_factory=set)  # hosts with "GPU Direct RDMA Disabled … (no module)"
-    hostids: dict[tuple[str, int], str] = field(default_factory=dict)  # (host, pid) → NCCL_HOSTID it printed
-    nodes: dict[int, tuple[int, int]] = field(default_factory=dict)  # rank → (nNodes, localRanks)
-    ring_lines: int = 0  # "Ring 00 : 1 -> 0 -> 1" listings (no transport in them)
-
-
-def short_bus(text: str) -> str:
-    """NCCL's bus id (``0-4e000``, ``4E000``, ``101c0``) in one spelling: lower case, no system prefix."""
-    return text.split("-")[-1].lower().lstrip("0") or "0"
-
-
-def transport_of(via: str) -> Transport:
-    """The family a channel line's ``via`` names: P2P/..., SHM/..., NET/.../GDRDMA, COLLNET."""
-    head = via.split("/")[0].upper()
-    if head == "DIRECT SHARED MEMORY":  # NCCL 2.11 and older: shm.cc's name for SHM
-        return "SHM"
-    if head == "P2P":
-        return "P2P"
-    if head == "SHM":
-        return "SHM"
-    if head == "NET":
-        return "NET+GDR" if "GDRDMA" in via.upper().split("/") else "NET"
-    if head.startswith("COLLNET"):
-        return "COLLNET"
-    return "unknown"
 
 
 _USING = re.compile(r"^NET/\w+ : Using (?P<list>(?:\[\d+\]\S+\s*)+)")
@@ -200,7 +97,7 @@ def read_log(text: str, path: str) -> NcclLog:
         log.nccl_lines += 1
         _read_message(log, env, (msg, host, pid), no)
     log.env = NcclEnv(tuple(sorted(env.items())))
-    _fill_ranks(log)
+    fill_ranks(log)
     if not log.hops and not log.gpu_paths:
         what = "no NCCL INFO lines" if log.nccl_lines == 0 else "no channel lines and no topology dump"
         raise TopomapError(
@@ -412,131 +309,3 @@ def _read_dump_row(log: NcclLog, host: str, bus: str, rest: str, no: int) -> Non
 
 def transports_seen(log: NcclLog) -> Counter[str]:
     return Counter(h.transport for h in log.hops)
-
-
-def _fill_ranks(log: NcclLog) -> None:
-    """What the log implies about ranks it does not name (each step noted in ``inferred``): which
-    ranks share a host (:func:`_place_hosts`), one process when one pid prints everything, the bus
-    ids of NCCL's topology dump, and the GPU of 2.24+ GDR lines (named by rank)."""
-    _place_hosts(log)
-    _one_process(log)
-    _dump_buses(log)
-    for host, rank, nic, on, d, t in log.gdr_by_rank:
-        bus = log.ranks.get(rank, RankInfo()).bus
-        if bus is not None:
-            log.gpu_hca.setdefault((host, bus, nic), (on, d, t))
-    for host, pid, cuda, nic, on, d, t in log.gdr_by_cuda:
-        match = [r.bus for r in log.ranks.values() if (r.host, r.pid) == (host, pid) and r.cuda_dev in (None, cuda)]
-        if len(match) == 1 and match[0] is not None:
-            log.gpu_hca.setdefault((host, match[0], nic), (on, d, t))
-    for h in log.hops:
-        index, _proxy = h.nic
-        if h.host in log.no_gdr_module and index is not None:
-            log.hca_gdr.setdefault((h.host, index), False)
-
-
-def _all_ranks(log: NcclLog) -> set[int]:
-    return {h.src for h in log.hops} | {h.dst for h in log.hops} | set(log.ranks)
-
-
-def _place_hosts(log: NcclLog) -> None:
-    """Hosts as NCCL counts them. A process that printed ``NCCL_HOSTID`` is on that host id (NCCL
-    compares host hashes, not names); a P2P or SHM line joins its two ranks on one host (NCCL uses
-    neither across hosts); "nNodes 1" puts every rank on one host; a rank whose line says
-    "localRanks 1" has every peer on another host. Ranks joined to no named host get a placeholder
-    name, one per group, so that two groups never count as one host."""
-    for r in log.ranks.values():
-        if r.host is not None and r.pid is not None and (r.host, r.pid) in log.hostids:
-            r.host = f"hostid {log.hostids[(r.host, r.pid)]}"
-    if log.hostids:
-        log.inferred.append("NCCL_HOSTID set: ranks of those processes are on the host id they printed")
-    parent: dict[int, int] = {rank: rank for rank in _all_ranks(log)}
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for h in log.hops:
-        if h.transport in ("P2P", "SHM"):
-            parent[find(h.src)] = find(h.dst)
-    if log.nodes and all(nodes == 1 for nodes, _local in log.nodes.values()):
-        ranks = sorted(parent)
-        for rank in ranks[1:]:
-            parent[find(rank)] = find(ranks[0])
-    named: dict[int, str] = {}
-    for rank, info in log.ranks.items():
-        if info.host is not None:
-            named.setdefault(find(rank), info.host)
-    groups: dict[int, list[int]] = {}
-    for rank in parent:
-        groups.setdefault(find(rank), []).append(rank)
-    for root, members in sorted(groups.items()):
-        if root not in named and len(members) > 1:  # joined by P2P/SHM lines that name no host
-            named[root] = f"(unnamed host {len(named) + 1})"
-            log.inferred.append(f"ranks {sorted(members)} share one host the lines do not name (P2P/SHM between them)")
-    alone = {rank for rank, (_n, local) in log.nodes.items() if local == 1}
-    for rank in sorted(parent):
-        info = log.ranks.setdefault(rank, RankInfo())
-        if info.host is None and find(rank) in named:
-            info.host = named[find(rank)]
-        elif info.host is None and any(h.local in alone and rank in (h.src, h.dst) for h in log.hops):
-            info.host = f"(host of rank {rank}: another host)"
-            log.inferred.append(f"rank {rank} is on another host than its peer (its peer's line says localRanks 1)")
-        elif info.host is None and (twin := _same_gpu_peer(log, rank)) is not None:
-            info.host = f"(host of rank {rank}: another host)"
-            log.inferred.append(
-                f"rank {rank} is on another host than rank {twin}: both use GPU {info.bus}, and NCCL refuses "
-                "two ranks on one GPU"
-            )
-
-
-def _same_gpu_peer(log: NcclLog, rank: int) -> int | None:
-    """A rank with a known host that a network line joins to ``rank`` and that has the same GPU bus id."""
-    bus = log.ranks[rank].bus
-    for h in log.hops:
-        if rank not in (h.src, h.dst) or not h.transport.startswith("NET"):
-            continue
-        peer = h.dst if h.src == rank else h.src
-        info = log.ranks.get(peer)
-        if bus and info is not None and info.host is not None and info.bus == bus:
-            return peer
-    return None
-
-
-def _one_process(log: NcclLog) -> None:
-    """One host and one pid in every NCCL line: ranks on that host whose pid the log does not print
-    are assumed to run in that process (an assumption: other processes' lines may have been cut)."""
-    hosts = {(h.host, h.pid) for h in log.hops if h.host != UNNAMED}
-    hosts |= {(r.host, r.pid) for r in log.ranks.values() if r.host and r.pid and not r.host.startswith("(")}
-    if len(hosts) != 1:
-        return
-    host, pid = next(iter(hosts))
-    for rank in _all_ranks(log):
-        r = log.ranks.setdefault(rank, RankInfo())
-        if r.host in (None, host) and not _net_only(log, rank):
-            r.host, r.pid = host, r.pid or pid
-    log.inferred.append(f"every NCCL line comes from {host} pid {pid}: its ranks are assumed to be one process")
-
-
-def _net_only(log: NcclLog, rank: int) -> bool:
-    """The rank appears only as the far end of network lines: where it runs is not in the log."""
-    seen = [h for h in log.hops if rank in (h.src, h.dst)]
-    return bool(seen) and all(h.transport.startswith("NET") and h.local != rank for h in seen)
-
-
-def _dump_buses(log: NcclLog) -> None:
-    """Ranks of NCCL's topology dump take their bus id from it; when only the dump's rank-less GPUs
-    remain they go to the remaining ranks in bus order (single-process ranks follow CUDA order, which
-    is bus order by default)."""
-    for bus, rank in log.dump_ranks.items():
-        log.ranks.setdefault(rank, RankInfo()).bus = bus
-    buses = sorted({a for a, _ in log.gpu_paths} | {b for _, b in log.gpu_paths}, key=lambda b: int(b, 16))
-    named = {r.bus for r in log.ranks.values() if r.bus}
-    free = [b for b in buses if b not in log.dump_ranks and b not in named]
-    rankless = sorted(r for r in _all_ranks(log) if not log.ranks.get(r, RankInfo()).bus)
-    if free and len(free) == len(rankless):
-        for rank, bus in zip(rankless, free):
-            log.ranks.setdefault(rank, RankInfo()).bus = bus
-        log.inferred.append(f"ranks {rankless} matched to the dump's GPUs {free} in bus order")
