@@ -92,12 +92,13 @@ def log_nvlink_peer(log: NcclLog, bus: str | None) -> bool | None:
 
 
 #: NCCL's path numbers as its GDR lines print them ("distance 7 > 4"), per release family
-#: (src/graph/topo.h): PXN arrived in 2.12, C2C in 2.20, P2C in 2.28.
+#: (src/graph/topo.h; 2.4: src/include/topo.h ncclPathDist): PXN arrived in 2.12, C2C in 2.20, P2C in 2.28.
 _NUMBERING: tuple[tuple[tuple[int, int, int], tuple[str, ...]], ...] = (
     ((2, 28, 0), ("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS", "NET")),
     ((2, 20, 0), ("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "PXN", "PHB", "SYS", "NET")),
     ((2, 12, 0), ("LOC", "NVL", "NVB", "PIX", "PXB", "PXN", "PHB", "SYS", "NET")),
-    ((0, 0, 0), ("LOC", "NVL", "NVB", "PIX", "PXB", "PHB", "SYS", "NET")),
+    ((2, 5, 0), ("LOC", "NVL", "NVB", "PIX", "PXB", "PHB", "SYS", "NET")),
+    ((0, 0, 0), ("PIX", "PXB", "PHB", "PHB", "SYS")),  # 2.4: PIX PXB PHB NODE SYS (NODE is PHB here)
 )
 
 

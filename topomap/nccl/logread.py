@@ -1,27 +1,53 @@
 """Read an NCCL INFO log (NCCL 2.9 and later, and older channel lines): channel lines, version,
 "set by environment" lines, communicator init lines, NCCL's topology dump — through launcher
-prefixes (``[1,0]<stdout>:``, ``[rank0]:``), host names and pids. A truncated line is skipped and
-counted; a log with nothing usable is an error.
+prefixes (``[1,0]<stdout>:``, ``[rank0]:``, Ray's ``(Worker pid=…)``, timestamps), host names and
+pids, and lines that name no host at all. nccl-tests' "Using devices" lines give each rank's host,
+pid and bus; NCCL's ``nNodes``/``localRanks`` line and ``NCCL_HOSTID`` say which ranks NCCL counts
+on one host. A truncated line is skipped and counted; a log with nothing usable is an error.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
 
 from topomap.base.errors import TopomapError
 from topomap.importers.nccl_log import INFO_LINE
-from topomap.transport.rules import NcclEnv, Transport
+from topomap.nccl.logdata import UNNAMED, Hop, NcclLog, RankInfo, short_bus, transport_of
+from topomap.nccl.loghosts import fill_ranks
+from topomap.transport.rules import NcclEnv, version_tuple
+
+__all__ = ["UNNAMED", "Hop", "NcclLog", "RankInfo", "read_log", "short_bus", "transport_of", "transports_seen"]
 
 _PREFIX = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\[rank\d+\]:|\S+?\s*\|\s*|\d+:\s)")
 _CHANNEL = re.compile(
-    r"^(?:Channel|Ring) (?P<ch>\d+)(?:/\d+)? : (?P<src>\d+)(?:\[(?P<sdev>[0-9a-fA-F]+)\])? -> "
+    r"^(?:(?:Channel|Ring) (?P<ch>\d+)(?:/\d+)? : )?(?P<src>\d+)(?:\[(?P<sdev>[0-9a-fA-F]+)\])? -> "
     r"(?P<dst>\d+)(?:\[(?P<ddev>[0-9a-fA-F]+)\])?(?: \[(?P<dir>send|receive)\])? "
-    r"via (?P<via>\S+(?: pointer)?(?:/\S+)*)\s*$"
+    r"via (?P<via>\S.*?)\s*$"
 )
+#: NCCL's ring listing ("Ring 00 : 1 -> 0 -> 1"), not a connection: read nothing from it
+_RING_LIST = re.compile(r"^Ring \d+ : -?\d+ -> -?\d+ -> -?\d+\s*$")
+#: a line with "NCCL INFO" but no ``host:pid:tid [dev]`` before it (pasted without prefixes,
+#: timestamps instead of the host, ``[0]<stdout>[0]``): its host and pid are not known
+_BARE_LINE = re.compile(r"(?:^|[\s\]])(?:\[(?P<dev>\d+)\] ?)?NCCL INFO (?P<msg>.*)$")
+#: nccl-tests: "#  Rank  1 Group  0 Pid  34424 on  n014 device  0 [0000:81:00] NVIDIA A100-PCIE-40GB"
+_TESTS_RANK = re.compile(
+    r"^#\s+Rank\s+(?P<rank>\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)\s+device\s+(?P<dev>\d+)"
+    r"\s+\[(?:[0-9a-fA-F]{4}:)?(?:0x)?(?P<bus>[0-9a-fA-F]{1,2})(?::(?P<devfn>[0-9a-fA-F]{2}))?\]"
+)
+#: "comm 0x… rank 0 nRanks 3 nNodes 3 localRanks 1 localRank 0 MNNVL 0" (2.19 and later)
+_NODES = re.compile(r"rank (?P<rank>\d+) nRanks (?P<n>\d+) nNodes (?P<nodes>\d+) localRanks (?P<local>\d+)")
+#: Ray's log deduplication appends " [repeated 14x across cluster]" to a line
+_RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+#: NCCL 2.0-2.3: "host:pid:tid [dev] INFO 0 -> 1 via direct shared memory" (no "NCCL", no channel number)
+_OLD_INFO = re.compile(
+    r"(?P<host>[A-Za-z0-9_.\-]+):(?P<pid>\d+):\d+ \[\d+\] INFO (?P<msg>\d+(?:\[[0-9a-fA-F]+\])? -> .*)$"
+)
+#: a channel line pasted alone: "9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA"
+_LONE_HOP = re.compile(r"^(?P<msg>(?:(?:Channel|Ring) \d+(?:/\d+)? : )?\d+(?:\[[0-9a-fA-F]+\])? -> \d+.* via \S.*)$")
+_HOP_START = re.compile(r"^\d+(?:\[[0-9a-fA-F]+\])? -> ")
 _VERSION = re.compile(r"NCCL version (?P<v>\d+\.\d+\.\d+\S*)")
-_ENV = re.compile(r"^(?P<k>NCCL_[A-Z0-9_]+) set by environment to (?P<v>.*?)\.?\s*$")
+_ENV = re.compile(r"^(?P<k>NCCL_[A-Z0-9_]+) set (?:by environment )?to (?P<v>.*?)\.?\s*$")
 _INIT = re.compile(
     r"comm 0x[0-9a-f]+ rank (?P<rank>\d+) nranks (?P<n>\d+) cudaDev (?P<cuda>\d+)(?: nvmlDev (?P<nvml>\d+))? "
     r"busId (?P<bus>[0-9a-fA-F]+)(?: commId (?P<comm>0x[0-9a-f]+))?"
@@ -34,114 +60,16 @@ _DUMP_CELL = re.compile(
 _DUMP_GPU = re.compile(r"- GPU/(?P<bus>[0-9A-Fa-f-]+) \((?P<rank>\d+)\)")
 
 
-@dataclass(frozen=True)
-class Hop:
-    """One channel line: rank to rank, the transport family, and what the line said."""
-
-    src: int
-    dst: int
-    src_dev: str | None  # nvmlDev (2.12+) or bus id (older), as printed
-    dst_dev: str | None
-    transport: Transport
-    via: str
-    host: str
-    pid: int
-    line: int
-    side: str | None = None  # "send" or "receive" for network lines: the rank whose host printed it
-
-    @property
-    def local(self) -> int:
-        """The rank on the host that printed the line (the receiver for ``[receive]``)."""
-        return self.dst if self.side == "receive" else self.src
-
-    @property
-    def nic(self) -> tuple[int | None, int | None]:
-        """(NCCL's NIC index, proxy rank for PXN) from ``NET/IB/3/GDRDMA`` or ``NET/IB/0(5)/GDRDMA``."""
-        m = _NET_VIA.match(self.via)
-        if m is None:
-            return None, None
-        proxy = m.group("proxy")
-        return int(m.group("nic")), int(proxy) if proxy is not None else None
-
-
-_NET_VIA = re.compile(r"^NET/[^/]+/(?P<nic>\d+)(?:\((?P<proxy>\d+)\))?")
-
-
-@dataclass
-class RankInfo:
-    host: str | None = None
-    pid: int | None = None
-    cuda_dev: int | None = None
-    nvml_dev: int | None = None
-    bus: str | None = None  # NCCL's short bus id, e.g. "38000" → 0000:38:00.0
-
-
-@dataclass
-class NcclLog:
-    """What a log says; ``skipped`` lists what could not be read (line number and why)."""
-
-    path: str
-    version: str | None = None
-    env: NcclEnv = field(default_factory=NcclEnv)
-    hops: list[Hop] = field(default_factory=list)
-    ranks: dict[int, RankInfo] = field(default_factory=dict)
-    comms: set[str] = field(default_factory=set)
-    gpu_paths: dict[tuple[str, str], str] = field(default_factory=dict)  # (bus, bus) → NCCL path type
-    path_bw: dict[tuple[str, str], float] = field(default_factory=dict)
-    dump_ranks: dict[str, int] = field(default_factory=dict)  # bus → rank from the "=== System" tree
-    skipped: list[str] = field(default_factory=list)
-    lines: int = 0
-    nccl_lines: int = 0
-    p2p_refused: set[tuple[str, str]] = field(default_factory=set)
-    inferred: list[str] = field(default_factory=list)  # "Could not enable P2P between dev a and b"
-    # the network: NCCL's NIC index → name ("NET/IB : Using [0]mlx5_0:1/IB …"), GPUDirect support per
-    # NIC ("GPU Direct RDMA Disabled for HCA 0 'mlx5_0'"), per GPU and NIC the distance NCCL weighed
-    # ("GPU Direct RDMA Enabled for GPU 18000 / HCA 3 (distance 4 <= 5)") and the dump's GPU→NET paths
-    # NCCL numbers NICs per host: every key starts with the host that printed the line
-    hca_names: dict[tuple[str, int], str] = field(default_factory=dict)
-    hca_gdr: dict[tuple[str, int], bool] = field(default_factory=dict)
-    gpu_hca: dict[tuple[str, str, int], tuple[bool, int, int]] = field(default_factory=dict)  # enabled, d, level
-    gpu_net_paths: dict[tuple[str, str, int], str] = field(default_factory=dict)  # (host, GPU bus, NET) → path
-    # what NCCL's P2P level and GDR reads depend on: the CPU kind per host (the dump's "CPU/0 (1/2/-1)"),
-    # the communicator's GPUs per host ("localRanks 4"), the GPU model per rank (nccl-tests' "#  Rank  0
-    # Group  0 Pid 1 on host device  0 [0x1b] NVIDIA A100-SXM4-80GB" lines)
-    cpus: dict[str, str] = field(default_factory=dict)
-    local_ranks: dict[str, int] = field(default_factory=dict)
-    gpu_models: dict[int, str] = field(default_factory=dict)
-    # multi-node NVLink: the init line's "MNNVL 1" (None: never said); the clique's size ("cliqueSize 8")
-    mnnvl: bool | None = None
-    network: dict[str, str] = field(default_factory=dict)  # host → "Using network IB" / "Socket" / a plugin
-    clique_size: int | None = None
-    nranks: int | None = None
-
-
-def short_bus(text: str) -> str:
-    """NCCL's bus id (``0-4e000``, ``4E000``, ``101c0``) in one spelling: lower case, no system prefix."""
-    return text.split("-")[-1].lower().lstrip("0") or "0"
-
-
-def transport_of(via: str) -> Transport:
-    """The family a channel line's ``via`` names: P2P/..., SHM/..., NET/.../GDRDMA, COLLNET."""
-    head = via.split("/")[0].upper()
-    if head == "P2P":
-        return "P2P"
-    if head == "SHM":
-        return "SHM"
-    if head == "NET":
-        return "NET+GDR" if "GDRDMA" in via.upper().split("/") else "NET"
-    if head.startswith("COLLNET"):
-        return "COLLNET"
-    return "unknown"
-
-
 _USING = re.compile(r"^NET/\w+ : Using (?P<list>(?:\[\d+\]\S+\s*)+)")
 _USING_ONE = re.compile(r"\[(?P<i>\d+)\](?P<name>[^:\s]+)")
 _HCA_GDR = re.compile(r"GPU Direct RDMA (?P<on>Enabled|Disabled) for HCA (?P<i>\d+) '(?P<name>[^']+)'")
 _GPU_GDR = re.compile(
-    r"GPU Direct RDMA (?P<on>Enabled|Disabled) for GPU (?P<bus>[0-9A-Fa-f-]+)(?:\[\d+\])? / HCA (?P<i>\d+) "
-    r"\(distance (?P<d>\d+) (?:<=|>|<|>=) (?P<t>\d+)\)"
+    r"GPU Direct RDMA (?P<on>Enabled|Disabled) for GPU (?P<bus>[0-9A-Fa-f-]+)(?P<cuda>\[\d+\])? "
+    r"/ HCA (?P<i>[0-9a-fA-F]+) \(distance (?P<d>\d+) (?:<=|>|<|>=) (?P<t>\d+)\)(?P<mode>.* mode )?"
 )
-_ENV_WANTED = re.compile(r"^NCCL_(P2P|SHM|NET|IB|CROSS|CUMEM|PXN|ALGO|PROTO|SOCKET|TOPO|NVLS|MNNVL|COLLNET)")
+_ENV_WANTED = re.compile(
+    r"^NCCL_(P2P|SHM|NET|IB|CROSS|CUMEM|PXN|ALGO|PROTO|SOCKET|TOPO|NVLS|MNNVL|COLLNET|HOSTID|IGNORE_DISABLED_P2P)"
+)
 _REFUSED = re.compile(r"Could not enable P2P between dev \d+\(=(?P<a>[0-9a-f]+)\) and dev \d+\(=(?P<b>[0-9a-f]+)\)")
 
 
@@ -151,18 +79,25 @@ def read_log(text: str, path: str) -> NcclLog:
     env: dict[str, str] = {}
     for no, raw in enumerate(text.splitlines(), 1):
         log.lines += 1
-        line = _PREFIX.sub("", raw.strip(), count=1)
+        line = _RAY_REPEAT.sub("", _PREFIX.sub("", raw.strip(), count=1))
         v = _VERSION.search(line)
         if v and log.version is None:
             log.version = v.group("v")
         m = INFO_LINE.search(line)
-        if m is None:
+        if m is not None:
+            msg, host, pid = m.group("msg").strip(), m.group("host"), int(m.group("pid"))
+        elif (legacy := _OLD_INFO.search(line)) is not None:
+            msg, host, pid = legacy.group("msg").strip(), legacy.group("host"), int(legacy.group("pid"))
+        elif (bare := _BARE_LINE.search(line) or _LONE_HOP.match(line)) is not None:
+            msg, host, pid = bare.group("msg").strip(), UNNAMED, 0
+        else:
+            _tests_rank(log, line)
             _read_test_rank(log, line)
             continue
         log.nccl_lines += 1
-        _read_message(log, env, m, no)
+        _read_message(log, env, (msg, host, pid), no)
     log.env = NcclEnv(tuple(sorted(env.items())))
-    _fill_ranks(log)
+    fill_ranks(log)
     if not log.hops and not log.gpu_paths:
         what = "no NCCL INFO lines" if log.nccl_lines == 0 else "no channel lines and no topology dump"
         raise TopomapError(
@@ -173,44 +108,79 @@ def read_log(text: str, path: str) -> NcclLog:
     return log
 
 
-def _read_message(log: NcclLog, env: dict[str, str], m: re.Match[str], no: int) -> None:
-    msg, host, pid = m.group("msg").strip(), m.group("host"), int(m.group("pid"))
+def _tests_rank(log: NcclLog, line: str) -> None:
+    """nccl-tests' "#  Rank  1 Group  0 Pid  34424 on  n014 device  0 [0000:81:00] …": the rank's host,
+    pid and bus (device 0, function 0 of the bus when only the bus is printed)."""
+    t = _TESTS_RANK.match(line)
+    if t is None:
+        return
+    r = log.ranks.setdefault(int(t.group("rank")), RankInfo())
+    r.host, r.pid = r.host or t.group("host"), r.pid or int(t.group("pid"))
+    r.cuda_dev = int(t.group("dev")) if r.cuda_dev is None else r.cuda_dev
+    devfn = int(t.group("devfn") or "0", 16)
+    r.bus = r.bus or short_bus(f"{int(t.group('bus'), 16):x}{devfn:02x}0")
+
+
+def _read_channel(log: NcclLog, msg: str, host: str, pid: int, no: int) -> None:
+    if _RING_LIST.match(msg):
+        log.ring_lines += 1
+        return
+    c = _CHANNEL.match(msg)
+    if c is None:
+        log.skipped.append(f"line {no}: channel line cut or not understood: {msg[:60]!r}")
+        return
+    hop = Hop(
+        int(c.group("src")),
+        int(c.group("dst")),
+        c.group("sdev"),
+        c.group("ddev"),
+        transport_of(c.group("via")),
+        c.group("via"),
+        host,
+        pid,
+        no,
+        c.group("dir"),
+    )
+    log.hops.append(hop)
+    nic, _proxy = hop.nic
+    if nic is not None and hop.via.upper().startswith("NET/SOCKET/"):
+        log.hca_gdr.setdefault((host, nic), False)  # NCCL's socket transport has no GPUDirect (host memory only)
+    _note_rank(log, host, pid, c)
+
+
+def _read_message(log: NcclLog, env: dict[str, str], line: tuple[str, str, int], no: int) -> None:
+    msg, host, pid = line
     if _read_host(log, msg, host):
         return
-    if msg.startswith(("Channel ", "Ring ")) and ("->" in msg or "[" in msg or " via " in msg):
-        c = _CHANNEL.match(msg)
-        if c is None:
-            log.skipped.append(f"line {no}: channel line cut or not understood: {msg[:60]!r}")
-            return
-        log.hops.append(
-            Hop(
-                int(c.group("src")),
-                int(c.group("dst")),
-                c.group("sdev"),
-                c.group("ddev"),
-                transport_of(c.group("via")),
-                c.group("via"),
-                host,
-                pid,
-                no,
-                c.group("dir"),
-            )
-        )
-        _note_rank(log, host, pid, c)
+    if (msg.startswith(("Channel ", "Ring ")) and ("->" in msg or "[" in msg or " via " in msg)) or _HOP_START.match(
+        msg
+    ):
+        _read_channel(log, msg, host, pid, no)
         return
     e = _ENV.match(msg)
     if e and _ENV_WANTED.match(e.group("k")):
-        env[e.group("k")] = e.group("v").strip()
+        if e.group("k") == "NCCL_HOSTID":
+            log.hostids[(host, pid)] = e.group("v").strip()
+        else:
+            env[e.group("k")] = e.group("v").strip()
         return
     i = _INIT.search(msg)
     if i:
         r = log.ranks.setdefault(int(i.group("rank")), RankInfo())
-        r.host, r.pid, r.cuda_dev, r.bus = host, pid, int(i.group("cuda")), short_bus(i.group("bus"))
+        r.host, r.pid = (host, pid) if host != UNNAMED else (r.host, r.pid)
+        r.cuda_dev, r.bus = int(i.group("cuda")), short_bus(i.group("bus"))
         r.nvml_dev = int(i.group("nvml")) if i.group("nvml") else None
         if i.group("comm"):
             log.comms.add(i.group("comm"))
         return
-    if _read_network(log, msg, host):
+    n = _NODES.search(msg)
+    if n:
+        log.nodes[int(n.group("rank"))] = (int(n.group("nodes")), int(n.group("local")))
+        r = log.ranks.setdefault(int(n.group("rank")), RankInfo())
+        if host != UNNAMED and r.host is None:
+            r.host, r.pid = host, pid
+        return
+    if _read_network(log, msg, host, pid):
         return
     refused = _REFUSED.search(msg)
     if refused:
@@ -236,7 +206,7 @@ _LOCAL_RANKS = re.compile(r"\bnRanks (?P<total>\d+) nNodes \d+ localRanks (?P<n>
 _USING_NETWORK = re.compile(r"^Using network (?P<name>\S+)")
 _MNNVL = re.compile(r"\bMNNVL (?P<on>[01])\b(?: cliqueId \S+ cliqueSize (?P<size>\d+))?")
 _TEST_RANK = re.compile(
-    r"^#\s*Rank\s+(?P<rank>\d+)\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+\S+\s+device\s+\d+\s+\[[^\]]*\]\s+(?P<name>.+?)\s*$"
+    r"^#\s*Rank\s+(?P<rank>\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+\S+\s+device\s+\d+\s+\[[^\]]*\]\s+(?P<name>.+?)\s*$"
 )
 
 
@@ -284,7 +254,7 @@ def _read_test_rank(log: NcclLog, line: str) -> None:
         log.gpu_models.setdefault(int(t.group("rank")), t.group("name"))
 
 
-def _read_network(log: NcclLog, msg: str, host: str) -> bool:
+def _read_network(log: NcclLog, msg: str, host: str, pid: int) -> bool:
     """NIC names, GPUDirect support per NIC and per GPU–NIC distance; True when the line was one."""
     using = _USING.match(msg)
     if using:
@@ -293,12 +263,21 @@ def _read_network(log: NcclLog, msg: str, host: str) -> bool:
         return True
     gpu = _GPU_GDR.search(msg)
     if gpu:
-        key = (host, short_bus(gpu.group("bus")), int(gpu.group("i")))
-        log.gpu_hca[key] = (gpu.group("on") == "Enabled", int(gpu.group("d")), int(gpu.group("t")))
+        on, d, t = gpu.group("on") == "Enabled", int(gpu.group("d")), int(gpu.group("t"))
+        v = version_tuple(log.version)
+        nic = int(gpu.group("i"), 16 if v is None or v >= (2, 22, 0) else 10)  # %lx netId from 2.22 on
+        if gpu.group("mode") or (v is not None and v >= (2, 24, 0)):  # 2.24+: "for GPU <rank>"
+            log.gdr_by_rank.append((host, int(gpu.group("bus")), nic, on, d, t))
+        elif gpu.group("cuda"):  # 2.4: "for GPU <cudaDev>[<nvmlDev>]", printed by that GPU's process
+            log.gdr_by_cuda.append((host, pid, int(gpu.group("bus")), nic, on, d, t))
+        else:
+            log.gpu_hca[(host, short_bus(gpu.group("bus")), nic)] = (on, d, t)
         return True
     hca = _HCA_GDR.search(msg)
     if hca:
         log.hca_gdr[(host, int(hca.group("i")))] = hca.group("on") == "Enabled"
+        if msg.rstrip().endswith("(no module)"):  # no peer-memory module: no NIC of this host does GPUDirect
+            log.no_gdr_module.add(host)
         log.hca_names.setdefault((host, int(hca.group("i"))), hca.group("name"))
         return True
     return False
@@ -314,7 +293,7 @@ def _note_rank(log: NcclLog, host: str, pid: int, c: re.Match[str]) -> None:
             log.ranks.setdefault(int(c.group(key)), RankInfo()).bus = short_bus(bus)
     local = "dst" if c.group("dir") == "receive" else "src"
     r = log.ranks.setdefault(int(c.group(local)), RankInfo())
-    if r.host is None:
+    if r.host is None and host != UNNAMED:
         r.host, r.pid = host, pid
     if r.nvml_dev is None and c.group(local[0] + "dev") and len(c.group(local[0] + "dev")) < 3:
         r.nvml_dev = int(c.group(local[0] + "dev"))
@@ -342,29 +321,3 @@ def _read_dump_row(log: NcclLog, host: str, bus: str, rest: str, no: int) -> Non
 
 def transports_seen(log: NcclLog) -> Counter[str]:
     return Counter(h.transport for h in log.hops)
-
-
-def _fill_ranks(log: NcclLog) -> None:
-    """What the log implies about ranks it does not name: one host and one pid in every NCCL line →
-    every rank runs there; ranks of NCCL's topology dump take their bus id from it, and when only the
-    dump's rank-less GPUs remain they go to the remaining ranks in bus order (single-process ranks
-    follow CUDA order, which is bus order by default) — noted in ``inferred``."""
-    hosts = {(h.host, h.pid) for h in log.hops} | {(r.host, r.pid) for r in log.ranks.values() if r.host}
-    all_ranks = {h.src for h in log.hops} | {h.dst for h in log.hops} | set(log.ranks)
-    if len(hosts) == 1:
-        host, pid = next(iter(hosts))
-        for rank in all_ranks:
-            r = log.ranks.setdefault(rank, RankInfo())
-            r.host, r.pid = r.host or host, r.pid or pid
-        log.inferred.append(f"every NCCL line comes from {host} pid {pid}: all ranks are one process there")
-    for bus, rank in log.dump_ranks.items():
-        log.ranks.setdefault(rank, RankInfo()).bus = bus
-    buses = sorted({a for a, _ in log.gpu_paths} | {b for _, b in log.gpu_paths}, key=lambda b: int(b, 16))
-    free = [b for b in buses if b not in log.dump_ranks]
-    named = {r.bus for r in log.ranks.values() if r.bus}
-    free = [b for b in free if b not in named]
-    rankless = sorted(r for r in all_ranks if not log.ranks.get(r, RankInfo()).bus)
-    if free and len(free) == len(rankless):
-        for rank, bus in zip(rankless, free):
-            log.ranks.setdefault(rank, RankInfo()).bus = bus
-        log.inferred.append(f"ranks {rankless} matched to the dump's GPUs {free} in bus order")
