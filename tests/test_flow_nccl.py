@@ -204,3 +204,19 @@ def test_two_gpus_and_unknown_cpu_vendor() -> None:
     (a,) = [x for x in m.arrows if x.src_step == x.dst_step]
     assert a.nccl is not None and (a.nccl.transport, a.nccl.rule) == ("SHM", "p2p-nvml")
     assert a.medium == "host-memory" and "NCCL_IGNORE_DISABLED_P2P" in a.nccl.env
+
+
+def test_nccl_version_in_the_flow_picks_the_release_family(tmp_path: Path) -> None:
+    """``nccl_version:`` applies that release's rules: on the RTX 4090 paste (SYS pairs, no CPU model
+    recorded) the newest rules say SHM whatever the CPU; 2.18's P2P level depends on the vendor, so the
+    arrows are unknown and say `lscpu` settles it. A version that is not one is a one-line error."""
+    topos: dict[str, Topology | None] = {"lot": _topo("rtx4090-8gpu-all-sys.json")}
+    new = _exchange(_map(_tp_text(), topos))
+    assert {a.nccl.transport for a in new if a.nccl is not None} == {"SHM"}
+    old = _exchange(_map(_tp_text("nccl_version: 2.18.3\n"), topos))
+    assert {a.nccl.transport for a in old if a.nccl is not None} == {"unknown"}
+    assert all(a.nccl is not None and "`lscpu`" in a.nccl.reasons[0] for a in old)
+    p = tmp_path / "tp.yaml"
+    p.write_text(_tp_text("nccl_version: newest\n").replace("../snapshots/", f"{SNAPS}/"))
+    rc, out = _cli("map", str(p))
+    assert rc == 2 and "nccl_version: 'newest' is not an NCCL release" in out

@@ -25,7 +25,7 @@ from topomap.model.facts import SETTLE, UNKNOWN_BW, Bandwidth
 from topomap.transport.decide import Decision as NcclDecision
 from topomap.transport.decide import decide
 from topomap.transport.facts import remote_facts, snapshot_facts
-from topomap.transport.rules import PATH_ORDER, RULES, NcclEnv
+from topomap.transport.rules import PATH_ORDER, RULES, NcclEnv, version_tuple
 
 #: NCCL's transport → the flow's medium (NET and NET+GDR are the network; unknown is decided apart).
 MEDIUM_OF: dict[str, Medium] = {
@@ -63,6 +63,12 @@ def check_nccl(flow: Flow) -> None:
             raise FlowError(
                 f"{origin}:{line}: nccl_env: {key}={value!r} is not a path level", hint="LOC, NVL, PIX, PXB, PHB or SYS"
             )
+    if spec.nccl_version is not None and version_tuple(spec.nccl_version) is None:
+        line = flow.line("$.nccl_version")
+        raise FlowError(
+            f"{origin}:{line}: nccl_version: {spec.nccl_version!r} is not an NCCL release",
+            hint="e.g. nccl_version: 2.21.5",
+        )
     for name, st in spec.steps.items():
         if not st.nccl:
             continue
@@ -113,13 +119,13 @@ def nccl_arrow(flow: Flow, a: FlowArrow, base: Decision, topos: dict[str, Topolo
             return base
     env, per_host = nccl_env(flow), flow.spec.nccl_processes == "per-host"
     if s.host != d.host:
-        return _cross_host(a, base, topos, env)
+        return _cross_host(a, base, topos, (env, flow.spec.nccl_version))
     topo = topos.get(s.host)
     ga, gb = (topo.gpu(s.gpu or ""), topo.gpu(d.gpu or "")) if topo is not None else (None, None)
     if topo is None or ga is None or gb is None:
         why = f"NCCL's transport unknown: {s.host} has no snapshot" if topo is None else "NCCL's transport unknown"
         return replace(base, reasons=(why, *base.reasons))
-    nd = decide(snapshot_facts(topo, ga, gb, per_host), env)
+    nd = decide(snapshot_facts(topo, ga, gb, per_host), env, flow.spec.nccl_version)
     return _same_host(a, base, topo, nd)
 
 
@@ -207,19 +213,22 @@ def _gdr_said(nd: NcclDecision, host: str) -> str:
     return f"GPUDirect RDMA on {host} unknown: whether NCCL uses it is not decided"
 
 
-def _cross_host(a: FlowArrow, base: Decision, topos: dict[str, Topology | None], env: NcclEnv) -> Decision:
+def _cross_host(
+    a: FlowArrow, base: Decision, topos: dict[str, Topology | None], rules: tuple[NcclEnv, str | None]
+) -> Decision:
     """Two hosts: NCCL's network from each sending side (both for an arrow both ways); multi-node
     NVLink where topomap found the GPUs in one fabric clique (NCCL's P2P over MNNVL)."""
     if base.via == "mnnvl":
         note = "NCCL P2P over multi-node NVLink (one fabric clique; NCCL_MNNVL_ENABLE=0 would turn it off)"
         return replace(base, reasons=(note, *base.reasons))
+    env, version = rules
     sides = [(a.src, a.dst)] + ([(a.dst, a.src)] if a.both_ways else [])
     decided: list[NcclDecision] = []
     notes: list[str] = []
     for src, _dst in sides:
         topo = topos.get(src.host)
         gpu = topo.gpu(src.gpu or "") if topo is not None else None
-        nd = decide(remote_facts(topo, gpu), env)
+        nd = decide(remote_facts(topo, gpu), env, version)
         decided.append(nd)
         lead = f"from {src.label()}: " if a.both_ways else ""
         notes += [lead + nccl_note(nd), lead + _gdr_said(nd, src.host)]

@@ -18,7 +18,8 @@ vocabulary of the work, steps placed on hardware, and arrows between steps::
 
 An ``exchange`` step or an arrow between GPU steps may say ``nccl: true`` (NCCL moves its data):
 then each GPU pair gets the transport NCCL would choose (``nccl_env:`` sets NCCL variables,
-``nccl_processes:`` is ``per-gpu`` — one process per GPU, the default — or ``per-host``).
+``nccl_processes:`` is ``per-gpu`` — one process per GPU, the default — or ``per-host``;
+``nccl_version:`` names the NCCL release whose rules apply).
 
 Placements (``on``): ``HOST:gpuN``, ``HOST:GPU-<uuid>``, ``HOST:<pci bus id>``, ``HOST:gpus`` (one
 replica per GPU of the host), ``HOST:memory`` (optionally ``HOST:memory@numaN``),
@@ -120,6 +121,7 @@ class FlowSpec(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     requirements: Any = None  # checked by `topomap check` (check.py)
     nccl_env: dict[str, str | int | bool] = {}  # NCCL variables for the arrows and steps marked `nccl`
     nccl_processes: Literal["per-gpu", "per-host"] = "per-gpu"  # how NCCL's ranks map to processes
+    nccl_version: str | None = None  # the NCCL release whose rules apply (default: the newest family)
 
 
 @dataclass(frozen=True)
