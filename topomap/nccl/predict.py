@@ -406,6 +406,11 @@ def explain(d: Decision, observed: Transport, via: str, env: NcclEnv) -> str | N
                 "; '/read' shows NCCL saw NVLink between two compute-capability-8.0 GPUs (P2P read is used only there)"
             )
         return f"prediction unknown ({'; '.join(d.reasons)}){extra}"
+    if observed == "P2P" and p in ("NET", "NET+GDR") and d.rule == "other-host":
+        return (
+            "NCCL used P2P between hosts: multi-node NVLink (one fabric clique; the log's 'MNNVL 1' init line "
+            "or `nvidia-smi -q`'s Fabric section with a cluster UUID tells it)"
+        )
     if observed == "P2P" and p in ("SHM", "NET", "NET+GDR"):
         return (
             "NCCL used P2P beyond what the facts allow: NVLink the snapshot does not record, "
