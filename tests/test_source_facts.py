@@ -198,7 +198,7 @@ def test_show_names_what_a_paste_without_path_classes_cannot_know(real: Path, na
     line = next(x for x in r.stdout.splitlines() if x.startswith("this source cannot know: "))
     assert "PCI tree" not in line and "NIC speeds" not in line and "NIC bus ids" not in line
     assert "the PCIe path between devices" in line and "the NICs" in line
-    assert "  recorded by: `nvidia-smi topo -m` (which GPUs NVLink joins, the PCIe path between devices" in r.stdout
+    assert "\nrecorded by: `nvidia-smi topo -m` (which GPUs NVLink joins, the PCIe path between devices" in r.stdout
     # a `topo -m` carries path classes: the tree inferred from them is still named
     a100 = import_text(text_of(real, "a100-sxm4-80gb-8gpu-8nic-roce-deepep13.txt"), "a.txt")
     assert "pci" in cannot_know(a100).fields

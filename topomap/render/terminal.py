@@ -192,7 +192,7 @@ def cannot_know_text(snap: Snapshot) -> Text:
         return t
     ways = [f"`{cmd}` ({', '.join(WHAT[f] for f in facts)})" for cmd, facts in gaps.settled_by().items()]
     ways.append("`topomap probe` on the machine (all of it)")
-    t.append_text(esc(f"  recorded by: {'; '.join(ways)}", style="dim"))
+    t.append_text(esc(f"recorded by: {'; '.join(ways)}", style="dim"))
     t.append("\n")
     return t
 
