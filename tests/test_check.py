@@ -175,3 +175,48 @@ def test_gpu_links_beyond_the_class_is_unknown_where_nvlink_is_unknown() -> None
     assert any("topo -m" in s for s in r.settle)
     rtx = load_any(SAMPLES / "snapshots" / "rtx4090-8gpu-all-sys.json")
     assert check(rules, [Lot("rtx", build(rtx))], None).results[0].status == "fail"
+
+
+L40S_P2P = (
+    Path(__file__).resolve().parent
+    / "data"
+    / "real-topologies"
+    / "nvidia-smi"
+    / ("l40s-8gpu-1nic-topo-query-gpu-p2p-record.txt")
+)
+
+
+def test_gpu_links_names_the_p2p_status_the_source_lacks_and_what_settles_it() -> None:
+    """The newcomer trial: the real L40S record carries `nvidia-smi topo -p2p` once (read as the write
+    status: OK for every pair), no read status; check said "P2P status not recorded" and pointed at
+    `topo -p2p rw`. It names the read status as the one missing and `topo -p2p r` as what settles it."""
+    lot = Lot("l40s", build(load_any(L40S_P2P)))
+    reqs, _ = parse_requirements("requirements:\n  - gpu_links: {min: SYS}\n", "r.yaml")
+    (result,) = check(reqs, [lot], None).results
+    status, ev = result.status, result.evidence
+    assert status == "unknown"
+    assert "gpu0–gpu1: PIX, P2P read status not recorded (write OK; P2P needs both)" in ev
+    assert "gpu0–gpu5: SYS, P2P read status not recorded (write OK; P2P needs both)" in ev
+    assert result.settle == ["`nvidia-smi topo -p2p r` (or `topomap probe`)"]
+    assert not any(e.endswith("P2P status not recorded") for e in ev)
+
+
+def test_one_p2p_status_recorded_not_ok_is_no_p2p() -> None:
+    """P2P needs both read and write: a write status recorded as NS decides "no" though the read one
+    is missing (the real L40S record with one pair's write status set to NS)."""
+    import msgspec
+
+    from topomap.graph.evidence import pcie_p2p
+    from topomap.model.snapshot import P2P
+
+    snap = load_any(L40S_P2P)
+    pairs = [
+        msgspec.structs.replace(p, p2p=P2P(write="NS")) if {p.a, p.b} == {"gpu0", "gpu1"} else p for p in snap.pairs
+    ]
+    topo = build(msgspec.structs.replace(snap, pairs=pairs))
+    no = pcie_p2p(topo, "gpu0", "gpu1")
+    assert no.value == "no" and not no.assumed
+    assert no.reasons == ("P2P read status not recorded by this source (write NS; P2P needs both)",)
+    ok = pcie_p2p(topo, "gpu2", "gpu3")  # write OK, read missing: NCCL's rule, saying which status lacks
+    assert ok.assumed and ok.settle == "`nvidia-smi topo -p2p r` (or `topomap probe`)"
+    assert ok.reasons[0].startswith("P2P read status not recorded by this source (write OK; P2P needs both): ")

@@ -140,7 +140,7 @@ def test_probe_to_stdout_for_pipelines(tmp_path: Path) -> None:
     snap = json.loads(r.stdout)
     assert snap["schema"].startswith("topomap.snapshot/") and snap["source"]["kind"] == "probe"
     assert len(snap["gpus"]) == 8  # from sysfs
-    assert "wrote stdout:" in r.stderr.decode()
+    assert "topomap probe: 8 GPU(s), " in r.stderr.decode() and "wrote stdout" not in r.stderr.decode()
 
 
 def test_probe_time_limits_are_options_and_checked(tmp_path: Path) -> None:

@@ -216,7 +216,8 @@ def test_debug_after_the_command_shows_the_traceback(tmp_path: Path) -> None:
 
 def test_render_writes_dot_graphml_and_json_to_stdout() -> None:
     r = runner.invoke(app, ["render", SNAP, "-o", "-", "--format", "dot"])
-    assert r.exit_code == 0 and r.stdout.startswith("digraph topomap {") and r.stderr == "wrote stdout\n"
+    # stdout is no file: nothing announces one (the newcomer trial saw "wrote stdout")
+    assert r.exit_code == 0 and r.stdout.startswith("digraph topomap {") and r.stderr == ""
     r = runner.invoke(app, ["render", SNAP, "-o", "-", "--format", "graphml"])
     assert r.exit_code == 0 and "<graphml" in r.stdout
     r = runner.invoke(app, ["render", SNAP, "-o", "-", "--format", "json", "--json"])
@@ -360,3 +361,19 @@ def test_a_flow_with_its_requirements_first_is_still_a_flow(tmp_path: Path) -> N
     assert json.loads(_ok(["map", "--json", str(path)]))["flow"] == "tensor-parallel"
     r = runner.invoke(app, ["check", str(path)])
     assert r.exit_code == 0 and r.stdout.startswith("PASS")  # 8 H100s on the flow's own IBM lot
+
+
+def test_no_command_announces_stdout_as_a_file(tmp_path: Path) -> None:
+    """The newcomer trial: `render -o -` said "wrote stdout" on stderr. Writing to stdout names no
+    file: render, report and a run's timeline say nothing; merge says its count alone."""
+    flow = str(ROOT / "samples" / "flows" / "tensor-parallel.yaml")
+    run = str(ROOT / "samples" / "records" / "two-cards.json")
+    for args in (["render", flow, "-o", "-"], ["report", flow, "-o", "-"], ["render", run, "-o", "-"]):
+        r = runner.invoke(app, args)
+        assert r.exit_code == 0 and r.stdout and r.stderr == "", args
+    ibm = str(ROOT / "samples" / "snapshots" / "ibm-gx3d-h100-8gpu.json")
+    r = runner.invoke(app, ["merge", f"a={ibm}", f"b={ibm}", "-o", "-"])
+    assert r.exit_code == 0 and r.stderr == "topomap merge: 2 hosts, 0 consistency note(s)\n"
+    out = tmp_path / "c.json"
+    r = runner.invoke(app, ["merge", f"a={ibm}", f"b={ibm}", "-o", str(out)])
+    assert r.stderr == f"wrote {out}: 2 hosts, 0 consistency note(s)\n"

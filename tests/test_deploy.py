@@ -270,3 +270,43 @@ def test_kubernetes_manifest_what_schemas_cannot_catch() -> None:
     assert f"GPU_NODES={key}={value}" in text
     ((lk, lv),) = spec["selector"]["matchLabels"].items()
     assert f"LABEL={lk}={lv}" in text
+
+
+def test_the_ssh_and_pdsh_recipes_share_one_gather_and_merge(tmp_path: Path) -> None:
+    """Both ssh recipes named the hosts that sent nothing and merged the rest with the same loop,
+    copied; it lives once in deploy/ssh/merge-gathered.sh, which both source. Run on its own here:
+    two real snapshots (samples/), one host whose probe failed, one whose output is not JSON."""
+    helper = DEPLOY / "ssh" / "merge-gathered.sh"
+    for name in ("probe-hosts.sh", "probe-pdsh.sh"):
+        text = (DEPLOY / "ssh" / name).read_text()
+        assert '. "$(dirname "${BASH_SOURCE[0]}")/merge-gathered.sh"' in text and "merge_gathered " in text
+        assert "A host counts" not in text and "merge needs two or more" not in text
+    out = tmp_path / "out"
+    (out / "hosts").mkdir(parents=True)
+    (out / "logs").mkdir()
+    snaps = ROOT / "samples" / "snapshots"
+    for h, rc, data, err in (
+        ("a", 0, (snaps / "ibm-gx3d-h100-8gpu.json").read_text(), ""),
+        ("b", 0, (snaps / "hgx-h200-8gpu-10nic.json").read_text(), ""),
+        ("c", 255, "", "ssh: connect to host c port 22: No route to host\n"),
+        ("d", 0, '{"cut', ""),
+    ):
+        (out / "hosts" / f"{h}.json").write_text(data)
+        (out / "logs" / f"{h}.err").write_text(err)
+        (out / "logs" / f"{h}.exit").write_text(f"{rc}\n")
+    env = {
+        **os.environ,
+        "OUT": str(out),
+        "TOPOMAP_LOCAL": f"{sys.executable} -m topomap",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    r = subprocess.run(
+        ["bash", "-c", f'. "{helper}"; merge_gathered 1 a b c d'], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 1, r.stderr
+    assert "topomap-probe: no snapshot from c (exit status 255): ssh: connect to host c port 22" in r.stderr
+    assert "topomap-probe: no snapshot from d (exit status 0)" in r.stderr
+    assert "topomap-probe: 2 of 4 host(s) sent nothing: c d" in r.stderr
+    cluster = json.loads((out / "cluster.json").read_text())
+    assert [m["host"]["hostname"] for m in cluster["members"]] == ["a", "b"]
+    assert not (out / "hosts" / "d.json").exists()

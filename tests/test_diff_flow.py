@@ -214,3 +214,43 @@ def test_piped_at_80_columns_no_lot_name_is_cut() -> None:
     for name in ("ibm-gx3d-h100-8gpu", "hgx-h200-8gpu-10nic"):
         assert any(t.rstrip(":,.") == name for t in tokens)
         assert not [t for t in tokens if name.startswith(t) and t != name and len(t) > 4], name
+
+
+A100_ROCE = REAL / "nvidia-smi" / "a100-sxm4-80gb-8gpu-8nic-roce-deepep13.txt"
+
+
+def test_a_nearer_nic_on_the_arrows_route_decides_and_agrees_with_the_listing() -> None:
+    """The newcomer trial: the README's two-host pipeline on the real A100 RoCE paste (gpu7's NIC
+    mlx5_7 and gpu0's mlx5_0 are PXB) against the real H200 paste (each GPU has a PIX NIC). Before:
+    "no arrow differs" (exit 3) while "nearest NIC PXB → PIX" sat under "differences on what the flow
+    uses". The network arrow's NIC distance is a quality of that arrow (ranked as diff ranks a GPU's
+    nearest NIC), so the arrow is better and every used difference is one an arrow carries."""
+    a, b = import_file(A100_ROCE), import_file(H200)
+    d = diff_snapshots(a, b, names=("a100", "h200"), flow=read_flow(PIPE))
+    net = next(r for r in d.arrows if r.a.medium == "network")
+    assert net.direction == "better" and net.qualities == ["its NIC nearer: PXB → PIX at both ends"]
+    assert [r.direction for r in d.arrows if r is not net] == ["neutral", "neutral"]
+    assert d.verdict == "b-better" and d.exit_status == 1
+    assert d.summary() == "h200 is better for this flow: 1 of 3 arrows better on h200, 0 worse."
+    assert d.used() == ["2 GPUs: nearest NIC PXB → PIX"]
+    # the listing and the verdict agree: each GPU whose nearest NIC changes under "used" is an end of
+    # an arrow that changes for it; swapped, the same arrow is worse
+    back = diff_snapshots(b, a, names=("h200", "a100"), flow=read_flow(PIPE))
+    rev = next(r for r in back.arrows if r.a.medium == "network")
+    assert rev.direction == "worse" and rev.qualities == ["its NIC farther: PIX → PXB at both ends"]
+    assert back.verdict == "a-better"
+
+
+def test_a_one_host_flows_network_arrow_to_an_unbound_host_takes_its_nic_distance() -> None:
+    """doc-conversion sends gpu0's and gpu1's results over the network to a workstation with no
+    snapshot: the lot's end of those two arrows is PXB on the A100 paste, PIX on the H200 one."""
+    d = diff_snapshots(
+        import_file(A100_ROCE),
+        import_file(H200),
+        names=("a100", "h200"),
+        flow=read_flow(SAMPLES / "flows" / "doc-conversion.yaml"),
+    )
+    better = [r for r in d.arrows if r.direction == "better"]
+    assert [(r.src, r.dst) for r in better] == [("lot:gpu0", "workstation"), ("lot:gpu1", "workstation")]
+    assert all(r.qualities == ["its NIC nearer: PXB → PIX at its source"] for r in better)
+    assert d.verdict == "b-better" and d.used() == ["2 GPUs: nearest NIC PXB → PIX"]

@@ -94,7 +94,8 @@ def test_static_nccl_file_without_gpu_or_nvlink_elements_leaves_nvlink_unknown()
     status, _, _ = verdict(s, "  - gpu_links: {min: nvlink}\n")
     assert status == "unknown"
     text = show_text(s)
-    assert "which GPU pairs NVLink joins" in text and "unknown: this source does not record NVLink" in text
+    assert "cannot know: which GPUs NVLink joins" in text and "unknown: this source does not record NVLink" in text
+    assert "recorded by: `nvidia-smi topo -m` (which GPUs NVLink joins)" in text
 
 
 def test_nccl_file_with_nvlink_elements_records_nvlink() -> None:

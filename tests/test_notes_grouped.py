@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
 from typer.testing import CliRunner
 
 from topomap.base.notes import Note
@@ -125,3 +126,47 @@ def test_a_note_is_its_text_and_plain_notes_group_only_with_equals() -> None:
     lines = group_notes([("same device", 1), ("same device", 2), ("other", 2)])
     assert [(x.text, x.rows) for x in lines] == [("same device", [1, 2]), ("other", [2])]
     assert compress(["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "eth0", "gpu07"]) == "mlx5_0, mlx5_3–5, eth0, gpu07"
+
+
+def test_merge_says_a_line_rate_no_source_records_once_for_the_nics() -> None:
+    """The newcomer trial: merging IBM's gx3d dump (NIC line rates recorded, 200 Gb/s) with the real
+    A100 `topo -m` paste (mlx5_0–7, no line rates) printed "NIC mlx5_N line rate: unknown on c" eight
+    times, once per NIC. Said once, with the NICs as a set."""
+    from topomap.importers import load_any
+    from topomap.model.merge import consistency
+
+    ibm, a100 = load_any(SNAPS / "ibm-gx3d-h100-8gpu.json"), load_any(SNAPS / "hgx-a100-8gpu-8nic.json")
+    hosts = [
+        msgspec.structs.replace(s, host=msgspec.structs.replace(s.host, hostname=n))
+        for s, n in ((ibm, "a"), (ibm, "b"), (a100, "c"))
+    ]
+    lines = consistency(hosts)
+    rates = [line for line in lines if "line rate" in line]
+    assert rates == ["NIC line rate of 8 NICs mlx5_0–7: unknown on c (not in their source)"]
+
+
+def test_a_grace_gpu_note_is_typed_and_said_once_for_its_gpus(tmp_path: Path) -> None:
+    """A GB200 tray (the test suite's fake NVML: 4 GPUs, each its own NUMA node 2–5) made one plain
+    "Grace-class GPU (gpuN's own memory is NUMA node M)" note per GPU; typed, it groups into one."""
+    from tests.conftest import run_probe
+    from tests.fakes import machines
+    from topomap.flow import bind, gpus_of, map_flow, read_flow
+    from topomap.graph import build
+
+    snap = run_probe(machines.gb200_tray(), tmp_path).snapshot
+    flow = tmp_path / "f.yaml"
+    flow.write_text(
+        "flow: f\nhosts: {lot: null}\nsteps:\n  m: {kind: input, on: lot:memory}\n"
+        "  g: {kind: compute, on: lot:gpus}\narrows:\n  - {from: m, to: g, volume: 1 GiB}\n"
+    )
+    f = read_flow(flow)
+    topos = {"lot": build(snap)}
+    bind(f, gpus_of(topos))  # type: ignore[arg-type]
+    fmap = map_flow(f, topos)  # type: ignore[arg-type]
+    grace = [n for a in fmap.arrows for n in a.notes if n.startswith("Grace-class")]
+    assert len(grace) == 4 and all(isinstance(n, Note) for n in grace)
+    lines = [x.text for x in group_notes((n, 1) for n in grace)]
+    assert lines == [
+        "Grace-class GPU: ‹GPU›'s own memory is ‹NUMA node›, host memory is over NVLink-C2C, not PCIe "
+        "(‹GPU› ↔ ‹NUMA node›: gpu0 ↔ numa2, gpu1 ↔ numa3, gpu2 ↔ numa4, gpu3 ↔ numa5)"
+    ]

@@ -181,3 +181,15 @@ def test_72_gpu_nvswitch_domain_is_fast() -> None:
         assert k == 1 or (r.slowest is not None and r.slowest.text.startswith("NV18 through NVSwitch"))
     assert place_gpus(topo, 8).ties == 2 * 30260340  # C(36, 8) on each NUMA node
     assert time.perf_counter() - start < 5
+
+
+def test_a_gpu_without_a_usable_nic_says_why_once() -> None:
+    """The newcomer trial: `place --nics` on the real DGX-2H (hwloc XML, no NIC) read "no usable NIC
+    recorded (no usable NIC recorded)"; with every port of IBM's eight NICs down, the reason nested
+    the same words. The note is evidence's reason, said once."""
+    r = place_gpus(_topo(SNAP / "dgx2h-16gpu.json"), 2, nics=True)
+    assert [n for n in r.notes if "NIC" in n] == ["gpu0: no usable NIC recorded", "gpu1: no usable NIC recorded"]
+    snap = load_any(SNAP / "ibm-gx3d-h100-8gpu.json")
+    down = msgspec.structs.replace(snap, nics=[msgspec.structs.replace(n, state="Down") for n in snap.nics])
+    r = place_gpus(build(down), 1, nics=True)
+    assert [n for n in r.notes if "NIC" in n] == ["gpu0: no usable NIC recorded (every port is down)"]

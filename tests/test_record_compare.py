@@ -264,3 +264,36 @@ def test_run_series_must_line_up_with_their_times(tmp_path: Path) -> None:
     assert is_run_file(f)  # its schema names a run record; the record loader then refuses it
     r = CliRunner().invoke(app, ["show", str(f)])
     assert r.exit_code == 2 and "nested deeper" in r.output
+
+
+def test_runs_of_different_commands_are_not_comparable_before_anything_is_ranked(runs: tuple[Run, Run]) -> None:
+    """The newcomer trial: a nvbandwidth run against an nccl-tests run was ranked ("B did better:
+    … 1.62× faster") and only then flagged "not fully comparable". Now the first line says they do
+    not compare, nothing is ranked or marked, and the exit status is 1 (both succeeded)."""
+    a, b = runs
+    nvb = _with(a, command=["nvbandwidth", "-t", "device_to_device_memcpy_read_ce"], label="nvbandwidth")
+    nccl = _with(b, command=["./build/all_reduce_perf", "-b", "8", "-e", "128M", "-g", "2"], label="nccl-tests")
+    assert a.duration_s is not None and b.duration_s is not None and b.duration_s < a.duration_s * 0.9
+    d = diff_runs(nvb, nccl, ("nvbandwidth", "nccl-tests"))
+    assert d.verdict == "different commands" and d.better is None
+    assert d.headline[0] == "Not comparable, so neither is ranked: the two runs ran different commands (below)."
+    assert not any("did better" in line for line in d.headline)
+    assert all(r.better is None for r in d.rows) and not d.rows_marked and not d.ok
+    # a failed run does not make the other "better" either, when they ran different commands
+    failed = diff_runs(nvb, _with(nccl, exit_status=1), ("nvbandwidth", "nccl-tests"))
+    assert failed.better is None and failed.headline[0].startswith("Not comparable")
+    assert "nccl-tests failed (exit 1)" in failed.headline[1]
+
+
+def test_the_cli_says_not_comparable_first_for_two_commands(runs: tuple[Run, Run], tmp_path: Path) -> None:
+    a, b = runs
+    pa, pb = tmp_path / "nvbandwidth.json", tmp_path / "nccl-tests.json"
+    pa.write_bytes(encode_run(_with(a, command=["nvbandwidth"], label=None)))
+    pb.write_bytes(encode_run(_with(b, command=["./build/all_reduce_perf", "-g", "2"], label=None)))
+    r = runner.invoke(app, ["diff", str(pa), str(pb)], env={"COLUMNS": "200"})
+    assert r.exit_code == 1
+    lines = r.output.splitlines()
+    assert lines[0].startswith("Not comparable, so neither is ranked")
+    assert "did better" not in r.output and "Not fully comparable" not in r.output
+    j = json.loads(runner.invoke(app, ["diff", str(pa), str(pb), "--json"]).stdout)
+    assert j["better"] is None and j["verdict"] == "different commands"

@@ -23,7 +23,7 @@ from topomap.graph import build
 from topomap.importers import ImportFailure, import_text
 from topomap.model.merge import merge
 from topomap.model.snapshot import Snapshot
-from topomap.model.source_facts import QUERY_GPU, Fact, format_gaps, formats_of, source_facts, source_knows
+from topomap.model.source_facts import QUERY_GPU, Fact, cannot_know, formats_of, source_facts, source_knows
 
 runner = CliRunner()
 L40S = "l40s-8gpu-1nic-topo-query-gpu-p2p-record.txt"
@@ -167,11 +167,41 @@ def test_topo_m_without_nics_still_fails_gdr_nic(real: Path) -> None:
 
 def test_show_says_what_the_format_cannot_carry(real: Path, tmp_path: Path) -> None:
     snap = import_text(p2p_only(real), "p2p.txt")
-    assert {"which GPUs NVLink joins", "the NICs"} <= set(format_gaps(snap))
+    assert {Fact.NVLINK, Fact.NICS} <= set(cannot_know(snap).facts)
     f = tmp_path / "p2p.txt"
     f.write_text(p2p_only(real))
     r = runner.invoke(app, ["show", str(f)], env={"COLUMNS": "400"})
-    assert r.exit_code == 0 and "which GPUs NVLink joins, the NICs" in r.stdout
+    assert r.exit_code == 0 and "which GPUs NVLink joins, per-link NVLink state, the PCIe path" in r.stdout
+    assert "`nvidia-smi topo -m` (which GPUs NVLink joins, the PCIe path between devices, the NICs" in r.stdout
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt"),
+    [
+        ("h100-sxm-8gpu-q-fabric-thamada.txt", "nvidia-smi-q"),
+        ("l40s-8gpu-query-gpu-pcie-mlperf-v4.txt", "query-gpu-csv"),
+    ],
+)
+def test_show_names_what_a_paste_without_path_classes_cannot_know(real: Path, name: str, fmt: str) -> None:
+    """The newcomer trial: `show` of a real `nvidia-smi -q` or `--query-gpu` paste said it cannot know
+    "the PCI tree (structure inferred from path classes)" — a source with no path classes infers no
+    tree. It names what the output cannot carry (CAN_CARRY) and the command that records each
+    (SETTLE_BY); NIC details are not listed beside "the NICs" themselves."""
+    snap = import_text(text_of(real, name), name)
+    assert snap.source.formats == [fmt]
+    gaps = cannot_know(snap)
+    assert {Fact.NVLINK, Fact.PATH, Fact.P2P, Fact.NICS, Fact.NUMA} <= set(gaps.facts)
+    assert not {Fact.NIC_SPEED, Fact.NIC_KIND, Fact.NIC_NAMES} & set(gaps.facts)
+    assert "pci" not in gaps.fields and not [f for f in gaps.fields if f.startswith("nics.")]
+    assert gaps.settled_by()["nvidia-smi topo -m"] == [Fact.NVLINK, Fact.PATH, Fact.NICS, Fact.NUMA]
+    r = runner.invoke(app, ["show", str(real / "nvidia-smi" / name)], env={"COLUMNS": "1000"})
+    line = next(x for x in r.stdout.splitlines() if x.startswith("this source cannot know: "))
+    assert "PCI tree" not in line and "NIC speeds" not in line and "NIC bus ids" not in line
+    assert "the PCIe path between devices" in line and "the NICs" in line
+    assert "\nrecorded by: `nvidia-smi topo -m` (which GPUs NVLink joins, the PCIe path between devices" in r.stdout
+    # a `topo -m` carries path classes: the tree inferred from them is still named
+    a100 = import_text(text_of(real, "a100-sxm4-80gb-8gpu-8nic-roce-deepep13.txt"), "a.txt")
+    assert "pci" in cannot_know(a100).fields
 
 
 # --- `--query-gpu … --format=csv` ---------------------------------------------------------------------------

@@ -127,3 +127,19 @@ def test_a_line_never_breaks_before_a_commands_option() -> None:
         for at in breaks(text, width):
             assert not text[at:].startswith(("-p2p", "-m ")), (width, text[:at])
     assert breaks("a figure of 450 GB/s", 16) == [12]  # "450 GB/s" whole on the next line
+
+
+def test_an_option_too_wide_to_keep_beside_its_command_breaks_before_it() -> None:
+    """`show`'s "recorded by:" names `nvidia-smi --query-gpu=index,name,memory.total,pci.bus_id
+    --format=csv`: kept together with its command, each option made a line wider than a 50-column
+    terminal. An option stays beside the word before it only where the two fit one line."""
+    from topomap.render.whole import breaks
+
+    text = "recorded by: `nvidia-smi --query-gpu=index,name,memory.total,pci.bus_id --format=csv` (GPU memory)"
+    lines = [text[a:b].rstrip() for a, b in zip([0, *breaks(text, 50)], [*breaks(text, 50), len(text)])]
+    assert lines == [
+        "recorded by: `nvidia-smi",
+        "--query-gpu=index,name,memory.total,pci.bus_id",
+        "--format=csv` (GPU memory)",
+    ]
+    assert not [at for at in breaks(text, 120)]  # wide enough: one line

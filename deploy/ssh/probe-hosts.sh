@@ -14,6 +14,8 @@
 # Exit status: 0 when every host sent a snapshot; 1 when a host sent nothing (each is named, with
 # its last error line, and the others are still merged into OUT/cluster.json); 2 on usage.
 set -uo pipefail
+# shellcheck source=merge-gathered.sh
+. "$(dirname "${BASH_SOURCE[0]}")/merge-gathered.sh"
 
 SSH=${SSH:-ssh -o BatchMode=yes -o ConnectTimeout=10}
 TOPOMAP=${TOPOMAP:-topomap}
@@ -52,30 +54,6 @@ export -f probe_one
 export SSH TOPOMAP OUT TOPOMAP_PROBE_ARGS
 printf '%s\n' "${hosts[@]}" | xargs -P "$PARALLEL" -I{} bash -c 'probe_one "$1"' _ {}
 
-# A host counts when its probe exited 0 or 3 (host-only) and its snapshot is whole JSON.
-args=()
-missing=()
-for h in "${hosts[@]}"; do
-    f="$OUT/hosts/$h.json"
-    rc=$(cat "$OUT/logs/$h.exit" 2>/dev/null)
-    if { [ "$rc" = 0 ] || [ "$rc" = 3 ]; } && [ -s "$f" ] &&
-        python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$f" 2>/dev/null; then
-        args+=("$h=$f")
-    else
-        last=$(sed '/^[[:space:]]*$/d' "$OUT/logs/$h.err" 2>/dev/null | tail -n 1)
-        echo "topomap-probe: no snapshot from $h${last:+: $last}" >&2
-        rm -f "$f"
-        missing+=("$h")
-    fi
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-    echo "topomap-probe: ${#missing[@]} of ${#hosts[@]} host(s) sent nothing: ${missing[*]}" >&2
-fi
-if [ "${#args[@]}" -lt 2 ]; then
-    echo "topomap-probe: ${#args[@]} snapshot(s) in $OUT/hosts; merge needs two or more" >&2
-    exit 1
-fi
-# shellcheck disable=SC2086
-${TOPOMAP_LOCAL:-topomap} merge "${args[@]}" -o "$OUT/cluster.json" || exit 1
-# 0 when every host sent a snapshot; 1 when one sent nothing (the others are merged all the same)
-[ "${#missing[@]}" -eq 0 ]
+# Name the hosts that sent nothing, merge the others (deploy/ssh/merge-gathered.sh, shared with
+# probe-pdsh.sh)
+merge_gathered 0 "${hosts[@]}"

@@ -5,7 +5,8 @@ that group them: a two-host flow over eight NICs each makes the same note sixtee
 NIC and host. :class:`Note` is still the text (a ``str``, so JSON, tests and ``in`` see the sentence)
 and carries its kind — the template, the sentence with each subject as a ``{slot}`` — its subjects
 (slot → device name) and its host, so that `topomap.render.notes.group_notes` can say it once:
-"NIC speed not recorded on node-a and node-b: 8 NICs mlx5_0, mlx5_3–9".
+"NIC speed not recorded on node-a and node-b: 8 NICs mlx5_0, mlx5_3–9". :func:`compress` writes
+such a set of names, for the views and for the lines ``merge`` keeps in a cluster file alike.
 """
 
 from __future__ import annotations
@@ -54,3 +55,44 @@ def _whole(value: str) -> re.Pattern[str]:
 
 def _rebuild(template: str, host: str | None, subjects: tuple[tuple[str, str], ...]) -> Note:
     return Note(template, host, **dict(subjects))
+
+
+#: A device name ending in a number (``mlx5_3``: ``mlx5_``, ``3``, ``""``).
+NUMBERED = re.compile(r"^(?P<pre>.*?)(?P<n>\d+)(?P<post>\D*)$", re.S)
+
+
+def compress(names: list[str]) -> str:
+    """``mlx5_0, mlx5_3, … mlx5_9`` → ``mlx5_0, mlx5_3–9``: names that differ only by a final number
+    as ranges, others listed once each, in order."""
+    order: list[tuple[str, str]] = []
+    numbers: dict[tuple[str, str], list[int]] = {}
+    for name in names:
+        m = NUMBERED.match(name)
+        plain = m is None or (m["n"].startswith("0") and m["n"] != "0")  # gpu07: not a number to range
+        key = (name, "\0") if plain or m is None else (m["pre"], m["post"])
+        if key not in numbers:
+            numbers[key] = []
+            order.append(key)
+        if key[1] != "\0" and m is not None:
+            numbers[key].append(int(m["n"]))
+    parts = []
+    for pre, post in order:
+        if post == "\0":
+            parts.append(pre)
+        else:
+            parts += [f"{pre}{r}{post}" for r in ranges(sorted(set(numbers[pre, post]))).split(", ")]
+    return ", ".join(parts)
+
+
+def ranges(ns: list[int]) -> str:
+    """[0, 1, 2, 5] → ``0–2, 5``."""
+    parts: list[str] = []
+    start = prev = ns[0]
+    for n in ns[1:]:
+        if n == prev + 1:
+            prev = n
+            continue
+        parts.append(str(start) if start == prev else f"{start}–{prev}")
+        start = prev = n
+    parts.append(str(start) if start == prev else f"{start}–{prev}")
+    return ", ".join(parts)

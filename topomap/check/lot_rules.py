@@ -28,7 +28,15 @@ from topomap.check.requirements import (
 )
 from topomap.check.results import Finding, Lot, RuleResult, Status, tally
 from topomap.graph import Topology, natural_key
-from topomap.graph.evidence import gpu_usable, memory_node, nearest_nic, nvlink, pcie_p2p, pcie_path_class
+from topomap.graph.evidence import (
+    gpu_usable,
+    memory_node,
+    nearest_nic,
+    nvlink,
+    p2p_unrecorded,
+    pcie_p2p,
+    pcie_path_class,
+)
 from topomap.model.facts import fabric_ready, gpu_memory, gpu_model_name
 from topomap.model.snapshot import Gpu
 from topomap.model.source_facts import Fact, SourceFacts, settle, source_facts
@@ -216,7 +224,8 @@ def _gpu_pair(topo: Topology, a: str, b: str, least: str) -> tuple[Status, str, 
             return "unknown", f"{cls} but {p2p.why()}; NVLink unknown", nv.usable.settle or settle(Fact.NVLINK)
         return "fail", f"{cls} but {p2p.why()}", None
     if p2p.assumed or p2p.value == "unknown":
-        return "unknown", f"{cls}, P2P status not recorded", settle(Fact.P2P)
+        missing, how = p2p_unrecorded(topo, a, b)
+        return "unknown", f"{cls}, {missing.replace(' by this source', '')}", how
     return "pass", f"{cls}, {p2p.why()}", None
 
 

@@ -17,7 +17,7 @@ import typer
 
 from topomap.base.errors import TopomapError
 from topomap.cli.given import USAGE, Given, flow_command_files, sort_files
-from topomap.cli.output import output_format
+from topomap.cli.output import output_format, wrote
 from topomap.cli.wiring import (
     FilesArg,
     FlowOpt,
@@ -201,7 +201,7 @@ def _flow_dot(flow_file: str, machines: list[str], probe: list[str], view: str, 
 def _wrote(output: str, data: bytes) -> None:
     """Write a diagram (``-``: stdout) and say so on stderr, whatever its format."""
     _write(output, data)
-    print(f"wrote {'stdout' if output == '-' else output}", file=sys.stderr)
+    wrote(output)
 
 
 _INSTALL_GRAPHVIZ = "install Graphviz (apt-get install graphviz / brew install graphviz / conda install graphviz)"

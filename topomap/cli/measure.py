@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from topomap.base.errors import TopomapError
+from topomap.cli.output import wrote
 from topomap.cli.wiring import JsonOpt, _console, _err, _guard, _load, _print_json, _write, app
 
 
@@ -103,11 +104,12 @@ def measure(
         for f in out.snapshot.findings:
             if f.source == "measure":
                 console.print(visible(f"[{f.severity}] {f.subject}: {f.text}"), markup=False)
-    print(
-        f"wrote {output or 'stdout'}: {len(out.snapshot.measurements)} measurement(s), {out.jobs} test(s), "
-        f"{out.failed} failed; used at most {out.memory_per_gpu_bytes // 2**20} MiB per GPU "
-        f"and {out.pinned_host_bytes // 2**20} MiB of pinned host memory at a time",
-        file=sys.stderr,
+    wrote(
+        output,
+        f"{len(out.snapshot.measurements)} measurement(s), {out.jobs} test(s), {out.failed} failed; used at "
+        f"most {out.memory_per_gpu_bytes // 2**20} MiB per GPU and {out.pinned_host_bytes // 2**20} MiB of "
+        "pinned host memory at a time",
+        "measure",
     )
 
 

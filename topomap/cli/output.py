@@ -96,6 +96,16 @@ def _refuse_special(path: str, st: os.stat_result) -> None:
         )
 
 
+def wrote(output: str | None, detail: str = "", command: str = "") -> None:
+    """Say on stderr what was written: ``wrote FILE`` (``: detail``). Stdout (``-``, or None where
+    stdout is the default) is no file and is not announced: only the detail is said, as
+    ``topomap COMMAND: detail``, and with no detail nothing is."""
+    if output not in (None, "-"):
+        print(f"wrote {output}" + (f": {detail}" if detail else ""), file=sys.stderr)
+    elif detail:
+        print(f"topomap {command}: {detail}" if command else f"topomap: {detail}", file=sys.stderr)
+
+
 def output_format(path: str, default: str) -> str:
     """The format an output path names (its suffix, lower case). A character device such as
     ``/dev/null`` has no suffix and takes ``default``: the output is made, checked and thrown away."""

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from topomap.base.errors import TopomapError
-from topomap.cli.output import output_format
+from topomap.cli.output import output_format, wrote
 from topomap.cli.wiring import FilesArg, FlowOpt, JsonOpt, ProbeOpt, _console, _guard, _write, app
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ def plan(
         from topomap.render.gantt import gantt_image  # matplotlib, only when drawing
 
         _write(output, gantt_image(result, output_format(output, "svg"), gantt))
-        print(f"wrote {output}", file=sys.stderr)
+        wrote(output)
     if json_out:
         _print_plan_json(result.to_json(every_unit))
         return

@@ -19,6 +19,7 @@ import typer
 
 from topomap.base.errors import TopomapError
 from topomap.base.units import fmt_seconds
+from topomap.cli.output import wrote
 from topomap.cli.wiring import _console, _current_context, _guard, _print_json, _refuse_input, _write, app
 
 if TYPE_CHECKING:
@@ -222,7 +223,7 @@ def render_run(path: str, output: str, fmt: str) -> None:
     from topomap.render.timeline import timeline_image
 
     _write(output, timeline_image(load_run(path), fmt))
-    print(f"wrote {'stdout' if output == '-' else output}", file=sys.stderr)
+    wrote(output)
 
 
 def _refuse_snapshot_options(outputs: tuple[str, str] | None, tolerance: float | None) -> None:

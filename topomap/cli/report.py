@@ -6,13 +6,12 @@ Jinja2, the planner) is imported when it runs: inside the functions below, to ke
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from topomap.base.errors import TopomapError
-from topomap.cli.output import output_format
+from topomap.cli.output import output_format, wrote
 from topomap.cli.wiring import FilesArg, FlowOpt, JsonOpt, ProbeOpt, _guard, _print_json, _write, app
 
 if TYPE_CHECKING:
@@ -67,7 +66,7 @@ def report(
     _add_cluster(inp, topos)
     page = report_html(inp).encode()
     _write(output, page)
-    print(f"wrote {'stdout' if output == '-' else output}", file=sys.stderr)
+    wrote(output)
     if json_out and output != "-":  # with -o - the page is the output
         _print_json({"output": output, "bytes": len(page), "arrows": len(fmap.arrows), "diagram": inp.svg is not None})
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from topomap.base.errors import TopomapError
+from topomap.cli.output import wrote
 from topomap.cli.wiring import JsonOpt, _console, _guard, _load, _print_json, _write, app
 
 if TYPE_CHECKING:
@@ -85,11 +86,7 @@ def probe(
         _write("-", data)
     elif output:
         s = out.snapshot
-        print(
-            f"wrote {'stdout' if output == '-' else output}: {len(s.gpus)} GPU(s), {len(s.nics)} NIC(s), "
-            f"{len(s.problems)} problem(s)",
-            file=sys.stderr,
-        )
+        wrote(output, f"{len(s.gpus)} GPU(s), {len(s.nics)} NIC(s), {len(s.problems)} problem(s)", "probe")
     if not found_gpus:
         print(
             "topomap: no NVIDIA driver/GPU found: NVML and CUDA did not answer "
@@ -269,8 +266,7 @@ def merge(
     notes = consistency_notes(merged)
     for line in notes:
         print(f"topomap: merge: {visible(line)}", file=sys.stderr)  # host names are data: no raw ESC
-    where = "stdout" if output == "-" else output
-    print(f"wrote {where}: {len(merged.members)} hosts, {len(notes)} consistency note(s)", file=sys.stderr)
+    wrote(output, f"{len(merged.members)} hosts, {len(notes)} consistency note(s)", "merge")
     if json_out and output != "-":
         _print_json(Merged(output, len(merged.members), notes))
 

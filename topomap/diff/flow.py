@@ -166,8 +166,9 @@ def _quality_changes(qa: dict[str, Quality], qb: dict[str, Quality]) -> tuple[li
         if a is None or b is None or "unknown" in (a.value, b.value):
             blind = blind or any(q is not None and q.value == "unknown" for q in (a, b))
             continue
-        if a.value != b.value:
-            (gained if b.value == b.good else lost).append(b.better if b.value == b.good else b.worse)
+        change = b.change_from(a)
+        if change is not None:
+            (gained if change[0] else lost).append(change[1])
     return _both_ends(lost), _both_ends(gained), blind
 
 

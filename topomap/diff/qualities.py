@@ -1,6 +1,7 @@
 """What an arrow of a flow can gain or lose on another lot without changing its medium or a known
-figure: GPUDirect RDMA at a GPU end of a network arrow, a crossing of the inter-socket link, a NIC
-shared with other arrows of the same flow arrow, a GPU's PCIe link trained below its width on the
+figure: GPUDirect RDMA at a GPU end of a network arrow and how near its NIC is (the PCIe path class,
+the inter-socket link crossed at SYS), a crossing of the inter-socket link, a NIC shared with other
+arrows of the same flow arrow, a GPU's PCIe link trained below its width on the
 route. Every answer is asked of the function that decides it for ``map`` — the mapped arrow itself
 (:class:`~topomap.flow.mapping.MappedArrow`: medium, path class, route) and ``topomap.graph.evidence``
 (the GPU's NIC, its path class and GPUDirect; ``topomap.model.facts.gpu_pcie_link`` for the trained
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from topomap.base.links import class_rank
 from topomap.flow.mapping import FlowMap, MappedArrow
 from topomap.graph import Topology
 from topomap.graph.evidence import nearest_nic, nics_at_best_class
@@ -18,15 +20,30 @@ from topomap.model.facts import NicChoice, Tri, gpu_pcie_link
 
 @dataclass(frozen=True)
 class Quality:
-    """One quality of an arrow on one lot: ``key`` names it (``gdr node-a:gpu7``), ``value`` is
+    """One quality of an arrow on one lot: ``key`` names it (``gdr its source``), ``value`` is
     yes / no / unknown, ``good`` the value that is better for the arrow; ``worse`` and ``better``
-    say what a change to this lot's value means ("loses GPUDirect RDMA at node-a:gpu7")."""
+    say what a change to this lot's value means ("loses GPUDirect RDMA at its source"). A NIC
+    distance (``where`` set: "at its source") has a PCIe path class for ``value`` (PIX … SYS, or
+    unknown): nearer is better, and the words name both classes."""
 
     key: str
-    value: Tri
-    good: Tri
+    value: str
+    good: str
     worse: str
     better: str
+    where: str = ""
+
+    def change_from(self, a: Quality) -> tuple[bool, str] | None:
+        """This lot's value against A's: (gained, the words), None when equal or unknown on a side."""
+        if a.value == self.value or "unknown" in (a.value, self.value):
+            return None
+        if not self.where:
+            gained = self.value == self.good
+            return gained, self.better if gained else self.worse
+        nearer = class_rank(self.value) < class_rank(a.value)
+        if "SYS" in (a.value, self.value):  # the inter-socket link: the words that say so
+            return nearer, self.better if nearer else self.worse
+        return nearer, f"its NIC {'nearer' if nearer else 'farther'}: {a.value} → {self.value} {self.where}"
 
 
 def arrow_qualities(a: MappedArrow, fmap: FlowMap, topos: dict[str, Topology | None]) -> dict[str, Quality]:
@@ -41,10 +58,9 @@ def arrow_qualities(a: MappedArrow, fmap: FlowMap, topos: dict[str, Topology | N
             leg = _nic_leg(topo, place.gpu, _route_nic(a, place.host))
             gdr = f"GPUDirect RDMA at {end}"
             out[f"gdr {end}"] = Quality(f"gdr {end}", leg.gdr.value, "yes", f"loses {gdr}", f"gains {gdr}")
-            crosses: Tri = "unknown" if leg.path is None else "yes" if leg.path == "SYS" else "no"
             link = f"the inter-socket link to its NIC at {end}"
-            out[f"socket {end}"] = Quality(
-                f"socket {end}", crosses, "no", f"crosses {link}", f"no longer crosses {link}"
+            out[f"nic {end}"] = Quality(
+                f"nic {end}", leg.path or "unknown", "", f"crosses {link}", f"no longer crosses {link}", f"at {end}"
             )
         shared = _nic_sharing(a, fmap)
         if shared:

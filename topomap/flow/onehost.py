@@ -63,10 +63,8 @@ def _gpu_and_memory(a: FlowArrow, topo: Topology) -> Decision:
     gpu = topo.gpu(gid)
     if gpu is not None and gpu.gpu_numa_node is not None:  # Grace: the CPU's memory is over C2C, not PCIe
         rt = on_host_all(host, [gid, mem] if s.kind == "gpu" else [mem, gid])
-        notes.append(
-            f"Grace-class GPU ({gid}'s own memory is NUMA node {gpu.gpu_numa_node}): host memory over "
-            "NVLink-C2C, not PCIe"
-        )
+        said = "Grace-class GPU: {gpu}'s own memory is {numa}, host memory is over NVLink-C2C, not PCIe"
+        notes.append(Note(said, host, gpu=gid, numa=f"numa{gpu.gpu_numa_node}"))
         figure, warning = with_measurement(topo.snapshot, *ends, kind, c2c_bandwidth(gpu))
         return Decision("host-memory", "c2c", None, rt, figure, (*notes, *([warning] if warning else [])))
     nodes, bw, _, leg_notes = pcie_leg(topo, gid, mem)

@@ -44,10 +44,8 @@ def gpu_usable(topo: Topology, gid: str) -> Answer:
     if g is None:
         return Answer("no", (f"{gid} is not in this snapshot",))
     if g.lost:
-        return Answer(
-            "no",
-            (f"{gid} was lost during the probe (fell off the bus): reset or reseat it; `dmesg` shows Xid 79",),
-        )
+        lost = f"{gid} was lost during the probe (fell off the bus): reset or reseat it; `dmesg` shows Xid 79"
+        return Answer("no", (lost,))
     return Answer("yes")
 
 
@@ -241,6 +239,9 @@ def pcie_p2p(topo: Topology, a: str, b: str) -> Answer:
     if p2p is not None and p2p.read is not None and p2p.write is not None:
         reasons.append(f"P2P read {p2p.read}, write {p2p.write}")
         verdict = "yes" if p2p.read == "OK" and p2p.write == "OK" else "no"
+    elif p2p is not None and {p2p.read, p2p.write} - {None, "OK", "U"}:  # one recorded, not OK: needs both
+        reasons.append(p2p_unrecorded(topo, a, b)[0])
+        verdict = "no"
     if cuda is not None and cuda.can_access_peer is False:
         reasons.append("cuDeviceCanAccessPeer = 0")
         verdict = "no"
@@ -254,19 +255,28 @@ def pcie_p2p(topo: Topology, a: str, b: str) -> Answer:
     if verdict is not None:
         return Answer(verdict, ("; ".join(reasons),))
     cls = pcie_path_class(topo, a, b)
+    missing, how = p2p_unrecorded(topo, a, b)
     if cls is None:
-        return Answer("unknown", ("P2P status and PCIe path not recorded by this source",), SETTLE["p2p"])
+        return Answer("unknown", (missing.replace("P2P status not", "P2P status and PCIe path not"),), how)
     ok = cls in NCCL_P2P_LEVELS
     outcome = "peer-to-peer assumed" if ok else "staged through host memory"
     return Answer(
         "yes" if ok else "no",
-        (
-            f"P2P status not recorded by this source: assumed NCCL's rule (PCIe P2P only up to PXB); "
-            f"this pair is {cls} → {outcome}",
-        ),
-        SETTLE["p2p"],
+        (f"{missing}: assumed NCCL's rule (PCIe P2P only up to PXB); this pair is {cls} → {outcome}",),
+        how,
         assumed=True,
     )
+
+
+def p2p_unrecorded(topo: Topology, a: str, b: str) -> tuple[str, str]:
+    """Which P2P status (read, write) a source did not record for two GPUs, what settles it."""
+    p2p = getattr(snapshot_pair(topo, a, b), "p2p", None)
+    got = {k: v for k, v in (("read", p2p.read), ("write", p2p.write)) if v is not None} if p2p else {}
+    if len(got) != 1:
+        return "P2P status not recorded by this source", SETTLE["p2p"]
+    (have, value), lack = next(iter(got.items())), "write" if "read" in got else "read"
+    how = f"`nvidia-smi topo -p2p {lack[0]}` (or `topomap probe`)"
+    return f"P2P {lack} status not recorded by this source ({have} {value}; P2P needs both)", how
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Hashable
 
 from topomap import __version__
 from topomap.base.errors import TopomapError
+from topomap.base.notes import compress
 from topomap.model.facts import fabric_clique, fabric_ready
 from topomap.model.snapshot import Host, Snapshot, Source, hosts_of
 
@@ -211,13 +212,18 @@ def _nics(hosts: list[Snapshot]) -> list[str]:
         for n in h.nics:
             rates.setdefault(n.name, n.speed_gbit_s)
         first[id(h)] = rates
+    said: dict[str, list[str]] = {}  # one finding → the NICs it is true of (said once for them all)
     for name in names:
         have = [h for h, named in zip(hosts, rdma) if name in named]
 
         def rate(h: Snapshot, name: str = name) -> float | None:
             return first[id(h)].get(name)
 
-        lines += _compare(have, f"NIC {name} line rate", rate, lambda v: f"{v:g} Gbit/s (as the host reports it)")
+        for line in _compare(have, "NIC line rate", rate, lambda v: f"{v:g} Gbit/s (as the host reports it)"):
+            said.setdefault(line, []).append(name)
+    for line, nics in said.items():
+        who = f"NIC {nics[0]}" if len(nics) == 1 else f"NIC line rate of {len(nics)} NICs {compress(nics)}"
+        lines.append(line.replace("NIC line rate", who if len(nics) > 1 else f"{who} line rate", 1))
     down: dict[str, list[str]] = {}
     for h in hosts:
         for n in h.nics:

@@ -284,14 +284,42 @@ def source_knows(snap: Snapshot, fact: Fact | str) -> bool:
     return not any(fact == u or fact.startswith(u + ".") for u in unknown)
 
 
-def format_gaps(snap: Snapshot) -> list[str]:
-    """What the source's kind cannot carry beyond the fields it lists as unknown, in words (a `topo
-    -p2p` paste: "the NICs", "which GPUs NVLink joins"), for the views that say what a source lacks."""
+@dataclass(frozen=True)
+class Gaps:
+    """What a snapshot's source cannot know: ``facts`` it does not carry (its kind of output cannot,
+    or this file left them out), in :class:`Fact` order; ``fields`` the finer snapshot fields it
+    lacks that no fact covers (``gpus.compute_capability``, ``pairs.cuda``, ``pci``)."""
+
+    facts: tuple[Fact, ...]
+    fields: tuple[str, ...]
+
+    def settled_by(self) -> dict[str, list[Fact]]:
+        """The facts grouped by the command whose output carries them (:func:`settle_command`, bare:
+        ``nvidia-smi topo -m``), in the order the commands first appear."""
+        out: dict[str, list[Fact]] = {}
+        for f in self.facts:
+            out.setdefault(settle_command(f), []).append(f)
+        return out
+
+
+def cannot_know(snap: Snapshot) -> Gaps:
+    """What the snapshot's source cannot know, each once, asked of :data:`CAN_CARRY` and the fields
+    the file lacked. Detail of something absent altogether is not listed again: NIC names, speeds,
+    kinds and bus ids where the source has no NICs; the PCI tree where it has no path classes to
+    infer one from (a `-q` or `--query-gpu` paste: "the PCIe path between devices" says it)."""
     facts = source_facts(snap)
-    if not facts.formats:
-        return []
-    unknown = set(snap.source.unknown_fields)
-    nic_detail = (Fact.NIC_NAMES, Fact.NIC_SPEED, Fact.NIC_KIND) if not facts.knows(Fact.NICS) else ()
-    return [
-        WHAT[f] for f in Fact if not facts.knows(f) and f not in nic_detail and not any(x in unknown for x in FIELDS[f])
+    unknown = list(dict.fromkeys(snap.source.unknown_fields))
+    if facts.formats:
+        missing = [f for f in Fact if not facts.knows(f)]
+    else:  # a snapshot that names no output: only what it lists as unknown
+        missing = [f for f in Fact if any(x in unknown for x in FIELDS[f])]
+    no_nics = Fact.NICS in missing
+    if no_nics:
+        missing = [f for f in missing if f not in (Fact.NIC_NAMES, Fact.NIC_SPEED, Fact.NIC_KIND)]
+    covered = {x for f in Fact for x in FIELDS[f]}
+    fields = [
+        x
+        for x in unknown
+        if x not in covered and not (no_nics and x.startswith("nics.")) and not (x == "pci" and Fact.PATH in missing)
     ]
+    return Gaps(tuple(missing), tuple(fields))

@@ -196,7 +196,7 @@ def _notes(space: Space, gpus: list[ChosenGpu], ordinal_note: str, ords: dict[st
     if space.nics:
         for g in gpus:
             if g.nic is None:
-                notes.append(f"{g.gid}: no usable NIC recorded ({g.nic_why})")
+                notes.append(f"{g.gid}: {g.nic_why or 'no usable NIC recorded'}")  # evidence says why, once
             elif g.gdr != "yes":
                 notes.append(f"{g.gid}: NIC {g.nic} without GPUDirect RDMA — {g.nic_why}")
         names = [g.nic for g in gpus if g.nic]

@@ -55,8 +55,9 @@ class RunDiff:
 
     @property
     def ok(self) -> bool:
-        """Both runs succeeded, and produced the same outputs where checked."""
-        return self.both_succeeded and (self.outputs is None or self.outputs.same)
+        """Both runs of one command succeeded, and produced the same outputs where checked."""
+        comparable = self.verdict != "different commands"
+        return comparable and self.both_succeeded and (self.outputs is None or self.outputs.same)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -113,7 +114,8 @@ class Verdict:
     """Which run did better and why; the headline's first lines say exactly this."""
 
     better: str | None  # "A", "B", or None
-    why: str  # "faster", "tie", "only one succeeded", "neither succeeded", "results differ", "no duration"
+    why: str  # "different commands", "faster", "tie", "only one succeeded", "neither succeeded", "results differ",
+    # "no duration"
     lines: list[str]
 
     @property
@@ -123,13 +125,25 @@ class Verdict:
 
 
 def verdict(a: Run, b: Run, names: tuple[str, str], outputs: OutputsCheck | None = None) -> Verdict:
-    """The one decision of which run did better. A run that succeeded beats one that failed
+    """The one decision of which run did better. Runs of different commands are not compared at
+    all (a nvbandwidth run against an nccl-tests run): they are said to be not comparable before
+    anything else, and neither is ranked. A run that succeeded beats one that failed
     (whatever the outputs: a failed run's outputs are incomplete by nature). Two that succeeded
     but produced different outputs are not ranked: a faster wrong answer is not better, and the
     outputs alone do not say which one is right, so their times are given as facts only. Else the
     shorter wall time, beyond :data:`NOISE`."""
     na, nb = names
     ok_a, ok_b = a.exit_status == 0, b.exit_status == 0
+    if a.command != b.command:  # before any ranking: two different pieces of work do not compare
+        return Verdict(
+            None,
+            "different commands",
+            [
+                "Not comparable, so neither is ranked: the two runs ran different commands (below).",
+                f"As facts only: {na} {_status(a)} after {fmt_seconds(a.duration_s)}, "
+                f"{nb} {_status(b)} after {fmt_seconds(b.duration_s)} (observed wall time).",
+            ],
+        )
     if not ok_a and not ok_b:
         return Verdict(None, "neither succeeded", [f"Neither run succeeded: {na} {_status(a)}, {nb} {_status(b)}."])
     if ok_a != ok_b:

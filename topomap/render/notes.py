@@ -9,15 +9,15 @@ Pure data: no rich, no Graphviz.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from topomap.base.notes import Note
+from topomap.base.notes import NUMBERED, Note, compress, ranges
+
+__all__ = ["NOUNS", "NoteLine", "and_list", "compress", "group_notes", "ranges"]
 
 #: The noun a slot's devices are counted in ("8 NICs"); a slot not here is listed without one.
 NOUNS = {"nic": "NIC", "gpu": "GPU", "numa": "NUMA node", "bridge": "bridge", "host": "host"}
-_NUMBERED = re.compile(r"^(?P<pre>.*?)(?P<n>\d+)(?P<post>\D*)$", re.S)
 
 
 @dataclass
@@ -93,7 +93,7 @@ def _fill(template: str, host: str, tuples: tuple[tuple[tuple[str, str], ...], .
     numbers = _shared_number(tuples, varying)
     if len(varying) > 1 and numbers is not None:
         for k in varying:
-            m = _NUMBERED.match(values[k][0])
+            m = NUMBERED.match(values[k][0])
             filled[k] = f"{m['pre']}N{m['post']}" if m else k
         tail = f", N = {ranges(numbers)}"
     elif len(varying) > 1:
@@ -132,7 +132,7 @@ def _shared_number(tuples: tuple[tuple[tuple[str, str], ...], ...], varying: lis
         d = dict(t)
         ns = set()
         for k in varying:
-            m = _NUMBERED.match(d.get(k, ""))
+            m = NUMBERED.match(d.get(k, ""))
             if m is None or shapes.setdefault(k, (m["pre"], m["post"])) != (m["pre"], m["post"]):
                 return None
             ns.add(int(m["n"]))
@@ -140,43 +140,6 @@ def _shared_number(tuples: tuple[tuple[tuple[str, str], ...], ...], varying: lis
             return None
         out.append(ns.pop())
     return sorted(set(out))
-
-
-def compress(names: list[str]) -> str:
-    """``mlx5_0, mlx5_3, … mlx5_9`` → ``mlx5_0, mlx5_3–9``: names that differ only by a final number
-    as ranges, others listed once each, in order."""
-    order: list[tuple[str, str]] = []
-    numbers: dict[tuple[str, str], list[int]] = {}
-    for name in names:
-        m = _NUMBERED.match(name)
-        plain = m is None or (m["n"].startswith("0") and m["n"] != "0")  # gpu07: not a number to range
-        key = (name, "\0") if plain or m is None else (m["pre"], m["post"])
-        if key not in numbers:
-            numbers[key] = []
-            order.append(key)
-        if key[1] != "\0" and m is not None:
-            numbers[key].append(int(m["n"]))
-    parts = []
-    for pre, post in order:
-        if post == "\0":
-            parts.append(pre)
-        else:
-            parts += [f"{pre}{r}{post}" for r in ranges(sorted(set(numbers[pre, post]))).split(", ")]
-    return ", ".join(parts)
-
-
-def ranges(ns: list[int]) -> str:
-    """[0, 1, 2, 5] → ``0–2, 5``."""
-    parts: list[str] = []
-    start = prev = ns[0]
-    for n in ns[1:]:
-        if n == prev + 1:
-            prev = n
-            continue
-        parts.append(str(start) if start == prev else f"{start}–{prev}")
-        start = prev = n
-    parts.append(str(start) if start == prev else f"{start}–{prev}")
-    return ", ".join(parts)
 
 
 def and_list(items: list[str]) -> str:

@@ -265,7 +265,8 @@ def run_diff_view(d: RunDiff) -> RenderableType:
     parts: list[RenderableType] = [_lines(d.headline, style="bold")]
     if d.warnings:
         said = [f"  ! {w}".replace("\n", "\n      ") for w in d.warnings]  # a multi-line command, indented
-        parts.append(_lines(["Not fully comparable:", *"\n".join(said).split("\n")], style="yellow"))
+        title = "Not comparable:" if d.verdict == "different commands" else "Not fully comparable:"
+        parts.append(_lines([title, *"\n".join(said).split("\n")], style="yellow"))
     if d.arrangement:
         parts.append(_lines(["Arrangement (expected to differ): " + "; ".join(d.arrangement)]))
     title = (

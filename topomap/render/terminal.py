@@ -17,7 +17,7 @@ from topomap.graph.evidence import edge_bandwidth, gpu_pairs_nvlink_summary
 from topomap.graph.query import tree_parents
 from topomap.model.facts import SETTLE, fabric_ready, gpu_memory, gpu_pcie_link, nic_family
 from topomap.model.snapshot import Gpu, Snapshot
-from topomap.model.source_facts import format_gaps
+from topomap.model.source_facts import WHAT, cannot_know
 from topomap.render.text import bandwidth_text, memory_text, nic_words, visible
 
 #: A free-text column is never planned narrower than this (or its widest cell, when narrower).
@@ -174,11 +174,26 @@ def header(snap: Snapshot) -> Text:
     if h.environment:
         t.append_text(esc("  ".join(f"{k}={v}" for k, v in sorted(h.environment.items()))))
         t.append("\n")
-    gaps = unknown_in_words(s.unknown_fields) + format_gaps(snap)  # model.source_facts: what the format cannot carry
-    if gaps:
-        words = ", ".join(gaps)
-        t.append_text(esc(f"this source cannot know: {words}", style="dim"))
-        t.append("\n")
+    t.append_text(cannot_know_text(snap))
+    return t
+
+
+def cannot_know_text(snap: Snapshot) -> Text:
+    """What the source cannot know (model.source_facts.cannot_know), and the command that records
+    each of it (its SETTLE_BY, grouped by command); empty when it knows everything."""
+    gaps = cannot_know(snap)
+    words = [WHAT[f] for f in gaps.facts] + unknown_in_words(list(gaps.fields))
+    t = Text()
+    if not words:
+        return t
+    t.append_text(esc(f"this source cannot know: {', '.join(words)}", style="dim"))
+    t.append("\n")
+    if snap.source.kind == "probe":  # what a probe lacks, a call failed to give (its problems say which)
+        return t
+    ways = [f"`{cmd}` ({', '.join(WHAT[f] for f in facts)})" for cmd, facts in gaps.settled_by().items()]
+    ways.append("`topomap probe` on the machine (all of it)")
+    t.append_text(esc(f"recorded by: {'; '.join(ways)}", style="dim"))
+    t.append("\n")
     return t
 
 

@@ -61,8 +61,8 @@ _OPTION = re.compile(r"^--?[A-Za-z0-9]")
 
 def breaks(text: str, width: int) -> list[int]:
     """Where to start new lines so that each is at most ``width`` cells: only at a space, never between
-    a number and its unit nor before a command's option (``topo -p2p``); a word longer than ``width``
-    stays whole on its own line."""
+    a number and its unit nor before a command's option (``topo -p2p``) where the two fit one line; a
+    word longer than ``width`` stays whole on its own line."""
     offsets: list[int] = []
     line_start = 0
     prev_end = 0
@@ -71,6 +71,7 @@ def breaks(text: str, width: int) -> list[int]:
         glued = (prev_word[-1:].isdigit() and bool(_UNIT.match(m.group()))) or bool(
             prev_word and _OPTION.match(m.group())
         )
+        glued = glued and cell_len(text[prev_end - len(prev_word) : m.end()]) <= width  # a pair too wide breaks
         if m.start() > line_start and cell_len(text[line_start : m.end()]) > width and not glued:
             offsets.append(m.start())
             line_start = m.start()
