@@ -12,6 +12,7 @@ from topomap.importers import load_any
 from topomap.model.snapshot import Snapshot
 from topomap.nccl.decide import NicFact, PairFacts, decide
 from topomap.nccl.logread import read_log, transport_of
+from topomap.nccl.nodes import predict
 from topomap.nccl.predict import compare_log, predict_snapshot
 from topomap.nccl.rules import NcclEnv, parse_env
 
@@ -298,7 +299,7 @@ def test_several_nodes_from_a_merged_snapshot() -> None:
         return msgspec.structs.replace(snap, host=msgspec.structs.replace(snap.host, hostname=name))
 
     cluster = merge([("a", named("hgx-h200-8gpu-10nic.json", "a")), ("b", named("hgx-a100-8gpu-8nic.json", "b"))])
-    report = predict_snapshot(cluster, NcclEnv())
+    report = predict(cluster, NcclEnv())
     by = {(e.src_rank, e.dst_rank): e for e in report.entries}
     assert len(report.entries) == 2 * 56 + 2 * 8
     assert (by[(9, 10)].src_gpu, by[(9, 10)].decision.transport) == ("b:gpu1", "P2P")
@@ -326,14 +327,14 @@ def test_multi_node_nvlink_clique_is_p2p_across_hosts() -> None:
         gpus = [msgspec.structs.replace(g, fabric=fab) for g in snap.gpus]
         return msgspec.structs.replace(snap, gpus=gpus, host=msgspec.structs.replace(snap.host, hostname=name))
 
-    rack = predict_snapshot(merge([("a", node("a", 7)), ("b", node("b", 7))]), NcclEnv())
+    rack = predict(merge([("a", node("a", 7)), ("b", node("b", 7))]), NcclEnv())
     by = {(e.src_rank, e.dst_rank): e.decision for e in rack.entries}
     assert (by[(0, 8)].transport, by[(0, 8)].rule) == ("P2P", "p2p-mnnvl")
-    off = predict_snapshot(merge([("a", node("a", 7)), ("b", node("b", 7))]), parse_env(["NCCL_MNNVL_ENABLE=0"]))
+    off = predict(merge([("a", node("a", 7)), ("b", node("b", 7))]), parse_env(["NCCL_MNNVL_ENABLE=0"]))
     assert {e.decision.rule for e in off.entries if e.src_rank // 8 != e.dst_rank // 8} == {"other-host"}
-    apart = predict_snapshot(merge([("a", node("a", 7)), ("b", node("b", 8))]), NcclEnv())
+    apart = predict(merge([("a", node("a", 7)), ("b", node("b", 8))]), NcclEnv())
     assert {e.decision.transport for e in apart.entries if e.src_rank // 8 != e.dst_rank // 8} == {"NET+GDR"}
-    old = predict_snapshot(merge([("a", node("a", 7)), ("b", node("b", 7))]), NcclEnv(), None, "2.19.4")
+    old = predict(merge([("a", node("a", 7)), ("b", node("b", 7))]), NcclEnv(), None, "2.19.4")
     assert {e.decision.rule for e in old.entries if e.src_rank // 8 != e.dst_rank // 8} == {"other-host"}
 
     text = "\n".join(

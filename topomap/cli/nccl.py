@@ -44,7 +44,7 @@ def nccl(
     that decides it; with --log, what NCCL did and why it differs. Exit 0, 2 bad input."""
     # imports inside the command keep start-up fast (networkx, the graph)
     from topomap.files.inputs import decode_text, read_bytes
-    from topomap.nccl.predict import predict_snapshot
+    from topomap.nccl.nodes import predict
     from topomap.nccl.rules import parse_env
     from topomap.render.nccl_view import nccl_view
     from topomap.transport.rules import version_tuple
@@ -57,7 +57,7 @@ def nccl(
         text = decode_text(read_bytes(log, "NCCL log", 64 * 1024 * 1024), log)
         report = _from_log(text, log, snapshot, extra, (ranks, version))
     elif snapshot is not None:
-        report = predict_snapshot(snapshot, extra, ranks, version)
+        report = predict(snapshot, extra, ranks, version)
     else:
         raise TopomapError(
             "nccl needs a snapshot, a log, or both", hint="topomap nccl SNAP, or topomap nccl --log LOG [SNAP]"
