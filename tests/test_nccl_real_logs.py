@@ -293,6 +293,19 @@ def test_patched_p2p_consumer_cards() -> None:
     assert log.hca_names == {("myles-MC62-G40-00", 0): "enp100s0"}
     data = _run("rtx4090-patched-p2p-4gpu-p2p-level-sys-tinygrad22.log")
     assert _count(data) == (0, 3, 3)
+    # the post's command line set NCCL_P2P_LEVEL=SYS: every path passes that level, path or no path
+    r = CliRunner().invoke(
+        app,
+        [
+            "nccl",
+            "--log",
+            str(LOGS / "rtx4090-patched-p2p-4gpu-p2p-level-sys-tinygrad22.log"),
+            "--env",
+            "NCCL_P2P_LEVEL=SYS",
+            "--json",
+        ],
+    )
+    assert r.exit_code == 0 and _count(json.loads(r.stdout)) == (3, 3, 0)
 
 
 def test_h200_vm_dump_of_one_host_lines_of_the_other() -> None:
