@@ -28,6 +28,7 @@ WITH_TOPOLOGY = (
     "a100pcie-amd-2node-gdr-level-sys-gdrdma-nccltests293.log",
     "a100sxm4-4gpu-nv-pairs-shm-cumem-read.log",
     "h20-vm-2node-pxn-plugin-gdr-pix-nccltests321.log",
+    "h200-vm-fulldump-gdrdma-nccltests256.log",
     "p40-softroce-3node-nogdr-nccl2205.log",
     "rtx4090-8gpu-shm-nccltests307.log",
 )
@@ -61,7 +62,7 @@ def test_total_agreement_where_the_topology_is_given() -> None:
     same = sum(c[0] for c in per_file.values())
     total = sum(c[1] for c in per_file.values())
     unknown = sum(c[2] for c in per_file.values())
-    assert (same, total, unknown) == (34, 35, 1), per_file
+    assert (same, total, unknown) == (36, 37, 1), per_file
     assert same == total - unknown  # every miss is an unknown, none a wrong answer
 
 
@@ -292,3 +293,30 @@ def test_patched_p2p_consumer_cards() -> None:
     assert log.hca_names == {("myles-MC62-G40-00", 0): "enp100s0"}
     data = _run("rtx4090-patched-p2p-4gpu-p2p-level-sys-tinygrad22.log")
     assert _count(data) == (0, 3, 3)
+    # the post's command line set NCCL_P2P_LEVEL=SYS: every path passes that level, path or no path
+    r = CliRunner().invoke(
+        app,
+        [
+            "nccl",
+            "--log",
+            str(LOGS / "rtx4090-patched-p2p-4gpu-p2p-level-sys-tinygrad22.log"),
+            "--env",
+            "NCCL_P2P_LEVEL=SYS",
+            "--json",
+        ],
+    )
+    assert r.exit_code == 0 and _count(json.loads(r.stdout)) == (3, 3, 0)
+
+
+def test_h200_vm_dump_of_one_host_lines_of_the_other() -> None:
+    """nccl-tests#256: an H200 KVM guest's dump (node_2: every GPU and NIC behind an emulated bridge
+    NCCL rates PCI[0.2], each GPU PIX to its own NIC, NVSwitch) and two [receive] lines of node1.
+    The dump lists its ranks (8-15) — so ranks 10 and 15 run on node_2 — and the lines' NICs
+    (NET/IB/14, NET/IB/11) are the receiving GPU's own NIC in the dump (NET/0-e, NET/0-b)."""
+    log = read_log((LOGS / "h200-vm-fulldump-gdrdma-nccltests256.log").read_text(), "256")
+    assert log.ranks[15].host == "node_2" and log.ranks[15].bus == "d8000" and log.ranks[7].host == "node1"
+    pairs = _pairs(_run("h200-vm-fulldump-gdrdma-nccltests256.log"))
+    assert pairs[(15, 7, "NET+GDR")]["predicted"] == "NET+GDR" and pairs[(15, 7, "NET+GDR")]["detail"].endswith(
+        "NET/b with GPUDirect RDMA"
+    )
+    assert pairs[(10, 2, "NET+GDR")]["detail"] == "via NET/e with GPUDirect RDMA"

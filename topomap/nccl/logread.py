@@ -189,6 +189,9 @@ def _read_message(log: NcclLog, env: dict[str, str], line: tuple[str, str, int],
     d = _DUMP_GPU.search(msg)
     if d:
         log.dump_ranks[short_bus(d.group("bus"))] = int(d.group("rank"))
+        r = log.ranks.setdefault(int(d.group("rank")), RankInfo())
+        if r.host is None and host != UNNAMED:  # a host's dump lists the GPUs of its own ranks
+            r.host = host
     row = _DUMP_ROW.match(msg)
     if row:
         _read_dump_row(log, host, short_bus(row.group("bus")), row.group("rest"), no)
