@@ -351,3 +351,23 @@ def test_multi_node_nvlink_clique_is_p2p_across_hosts() -> None:
         ("P2P", "p2p-mnnvl", "P2P"),
         ("P2P", "p2p-mnnvl", "P2P"),
     ]
+
+
+def test_gdr_said_by_the_log_decides_either_side() -> None:
+    """NCCL 2.4 names the GPU of its GDR lines by CUDA device: the printing process's "GPU Direct RDMA
+    Disabled for GPU 2[2] / HCA 0 (distance 3 >= 2)" decides its network hops (nv_peer_memory#56); a
+    pair printed by both ends is decided by the end whose facts tell it (nccl#899, "(no module)" on one
+    host): never by what was observed."""
+    old = {
+        (e.src_rank, e.dst_rank): e
+        for e in compare_log(_log("nccl24-2node-ring-gdr-distance-nvpeermem56.log"), None, NcclEnv()).entries
+    }
+    for pair in ((2, 6), (3, 6), (6, 2)):
+        assert (old[pair].decision.transport, old[pair].observed) == ("NET", "NET")
+        assert "GPU Direct RDMA Disabled for this GPU / HCA 0" in old[pair].decision.reasons[-1]
+    assert old[(0, 2)].decision.transport == "unknown"  # a P2P hop with no topology stays unknown
+    both = compare_log(_log("peermem-no-module-2node-nccl899.log"), None, NcclEnv()).entries
+    assert [(e.src_rank, e.dst_rank, e.decision.transport, e.observed) for e in both] == [
+        (0, 1, "NET", "NET"),
+        (1, 0, "NET", "NET"),
+    ]

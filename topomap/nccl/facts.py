@@ -118,7 +118,9 @@ def distance_path(distance: int, level: int, version: str | None, level_name: st
     return found.pop() if len(found) == 1 else None
 
 
-def log_nic_fact(log: NcclLog, host: str | None, bus: str | None, nic: int | None, level_name: str) -> NicFact | None:
+def log_nic_fact(
+    log: NcclLog, host: str | None, bus: str | None, nic: int | None, level_name: str, pid: int | None = None
+) -> NicFact | None:
     """The NIC a network line names (``NET/IB/3``) on ``host``, as the log describes it for the GPU at
     ``bus``: its name, the path from the dump or the GDR line's distance, and GPUDirect support (a
     "Disabled for HCA" line says no; an "Enabled" line for the NIC or any GPU with it says yes)."""
@@ -129,8 +131,18 @@ def log_nic_fact(log: NcclLog, host: str | None, bus: str | None, nic: int | Non
         return NicFact(name, None, False, no_gdr_why="NCCL uses its Socket transport (TCP): no GPUDirect RDMA")
     path = log.gpu_net_paths.get((host, bus, nic)) if bus else None
     gdr_line = log.gpu_hca.get((host, bus, nic)) if bus else None
+    if gdr_line is None and pid is not None:  # NCCL 2.4 names the GPU by CUDA device: the printing process's line
+        said = {(on, d, t) for h, p, _c, n, on, d, t in log.gdr_by_cuda if (h, p, n) == (host, pid, nic)}
+        gdr_line = said.pop() if len(said) == 1 else None
     if path is None and gdr_line is not None:
         path = distance_path(gdr_line[1], gdr_line[2], log.version, level_name)
+        if path is None and not gdr_line[0]:  # NCCL said so itself: the NIC is beyond its GDR level
+            why = (
+                f"the log: GPU Direct RDMA Disabled for this GPU / HCA {nic} (distance {gdr_line[1]} vs {gdr_line[2]})"
+            )
+            return NicFact(name, None, False, no_gdr_why=why)
+        if path is None:  # enabled: within the level in force, whatever its name
+            path = level_name
     capable = log.hca_gdr.get((host, nic))
     if capable is None and any(on for (h, _b, i), (on, _d, _t) in log.gpu_hca.items() if (h, i) == (host, nic)):
         capable = True
@@ -143,11 +155,12 @@ def log_remote_facts(
     level_name: str,
     side: Literal["send", "receive"] = "send",
     rank: int | None = None,
+    pid: int | None = None,
 ) -> PairFacts:
     """PairFacts for a network line of a log given without a snapshot, seen from the GPU at ``bus`` on
     ``host`` (``where`` = host, bus, NCCL's NIC index) that sends (``side="send"``) or receives."""
     host, bus, nic = where
-    fact = log_nic_fact(log, host, bus, nic, level_name)
+    fact = log_nic_fact(log, host, bus, nic, level_name, pid)
     cc = log_cc(log, rank) if rank is not None else None
     peer = log_nvlink_peer(log, bus)
     how = "ranks on different hosts; NIC as the log shows"

@@ -219,12 +219,14 @@ def compare_log(log: NcclLog, snap: Snapshot | None, extra: NcclEnv, version: st
     if log.version is None and version is not None:
         log = replace(log, version=version)
     topo = build(snap) if snap is not None else None
-    seen: dict[tuple[int, int, Transport], Hop] = {}
-    for h in log.hops:
-        seen.setdefault((h.src, h.dst, h.transport), h)
+    seen: dict[tuple[int, int, Transport], dict[str | None, Hop]] = {}
+    for h in log.hops:  # one line per side: a network entry may be printed by its sender and its receiver
+        seen.setdefault((h.src, h.dst, h.transport), {}).setdefault(h.side, h)
     entries = []
-    for (src, dst, observed), hop in seen.items():
-        entries.append(_entry(log, snap, topo, env, src, dst, observed, hop))
+    for (src, dst, observed), sides in seen.items():
+        tried = [_entry(log, snap, topo, env, src, dst, observed, hop) for hop in sides.values()]
+        # the first side whose facts decide it (the sender's first): never chosen by what was observed
+        entries.append(next((e for e in tried if e.decision.transport != "unknown"), tried[0]))
     entries.sort(key=lambda e: (e.src_rank, e.dst_rank, str(e.observed)))
     report = NcclReport(
         entries, env=env, version=log.version, source=log.path, notes=list(log.inferred), skipped=list(log.skipped)
@@ -290,7 +292,8 @@ def _log_remote(log: NcclLog, env: NcclEnv, hop: Hop) -> PairFacts:
     host = info.host if info is not None and info.host else hop.host
     side: Literal["send", "receive"] = "receive" if hop.side == "receive" else "send"
     where = (host, info.bus if info else None, nic)
-    return log_remote_facts(log, where, env.level("NCCL_NET_GDR_LEVEL") or "PXB", side, hop.local)
+    pid = hop.pid if proxy is None else None  # the printing process is the local rank's
+    return log_remote_facts(log, where, env.level("NCCL_NET_GDR_LEVEL") or "PXB", side, hop.local, pid)
 
 
 def _log_mnnvl(log: NcclLog) -> bool | None:
