@@ -9,7 +9,7 @@ from typing import Literal
 from topomap.base.devices import model_from_name
 from topomap.nccl.logread import NcclLog
 from topomap.transport.decide import NicFact, PairFacts
-from topomap.transport.facts import cpu_vendor, nccl_pci_bw, nic_fact, remote_facts, snapshot_facts
+from topomap.transport.facts import cpu_vendor, nccl_pci_bw, nic_fact, one_end_facts, remote_facts, snapshot_facts
 from topomap.transport.rules import NcclEnv, version_tuple
 
 __all__ = [
@@ -162,13 +162,7 @@ def log_remote_facts(
     host, bus, nic = where
     fact = log_nic_fact(log, host, bus, nic, level_name, pid)
     cc = log_cc(log, rank) if rank is not None else None
-    peer = log_nvlink_peer(log, bus)
-    how = "ranks on different hosts; NIC as the log shows"
-    if side == "receive":
-        return PairFacts(
-            False, False, None, None, None, (None, cc), nic_dst=fact, nvlink_peer=(None, peer), side="receive", how=how
-        )
-    return PairFacts(False, False, None, None, None, (cc, None), nic_src=fact, nvlink_peer=(peer, None), how=how)
+    return one_end_facts((fact, cc, log_nvlink_peer(log, bus)), side, "ranks on different hosts; NIC as the log shows")
 
 
 def env_of(log: NcclLog | None, extra: NcclEnv) -> NcclEnv:

@@ -117,27 +117,17 @@ def remote_facts(topo: Topology | None, a: Gpu | None, side: Literal["send", "re
     nic = nic_fact(topo, gpu_node(a)) if topo is not None and a is not None else None
     cc = a.compute_capability if a is not None else None
     peer = has_nvlink_peer(topo, a) if topo is not None and a is not None else None
+    return one_end_facts((nic, cc, peer), side, "ranks on different hosts")
+
+
+def one_end_facts(
+    end: tuple[NicFact | None, str | None, bool | None], side: Literal["send", "receive"], how: str
+) -> PairFacts:
+    """PairFacts for a network hop between hosts from what one end knows (its NIC, compute capability
+    and whether it has an NVLink peer), put at the sender's place or the receiver's."""
+    nic, cc, peer = end
     if side == "receive":
         return PairFacts(
-            False,
-            False,
-            None,
-            None,
-            None,
-            (None, cc),
-            nic_dst=nic,
-            nvlink_peer=(None, peer),
-            side="receive",
-            how="ranks on different hosts",
+            False, False, None, None, None, (None, cc), nic_dst=nic, nvlink_peer=(None, peer), side="receive", how=how
         )
-    return PairFacts(
-        False,
-        False,
-        None,
-        None,
-        None,
-        (cc, None),
-        nic_src=nic,
-        nvlink_peer=(peer, None),
-        how="ranks on different hosts",
-    )
+    return PairFacts(False, False, None, None, None, (cc, None), nic_src=nic, nvlink_peer=(peer, None), how=how)
