@@ -14,6 +14,7 @@ error line naming the file; never a traceback; on 0 with ``--json`` every pair's
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
@@ -204,7 +205,7 @@ def test_every_cut(name: str, tmp_path: Path) -> None:
     ends = [0] + [m.end() for m in re.finditer(rb"\n", raw)]
     for at in ends:
         _feed(tmp_path, raw[:at], None, as_json=True)
-    for a, b in zip(ends, ends[1:]):
+    for a, b in itertools.pairwise(ends):
         _feed(tmp_path, raw[: (a + b) // 2], None, as_json=False)
 
 
@@ -260,3 +261,152 @@ def test_directory_and_missing_file(as_json: bool, tmp_path: Path) -> None:
         r = _run(log, None, as_json)
         _check(r, log, as_json)
         assert r.exit_code == 2
+
+
+# --- what the fault run found: minimal reproducers ---
+
+
+def _pairs(tmp: Path, text: str) -> tuple[Result, list[tuple[int, int, str, str | None]]]:
+    """Run a small log given as text (--json); the result and its (src, dst, predicted, observed) pairs."""
+    r = _feed(tmp, text.encode(), None, as_json=True)
+    if r.exit_code != 0:
+        return r, []
+    pairs = json.loads(r.stdout)["pairs"]
+    return r, sorted((p["src_rank"], p["dst_rank"], p["predicted"], p["observed"]) for p in pairs)
+
+
+_PLX = (  # two GPUs under one PLX switch: the first lines of h100-plx-dump-nccl1519.log, shortened
+    "h:1:2 [0] NCCL INFO CPU/1 (1/1/2)\n"
+    "h:1:2 [0] NCCL INFO + PCI[24.0] - PCI/82000 (10b5879610b58796)\n"
+    "h:1:2 [0] NCCL INFO               + PCI[24.0] - GPU/84000 (4)\n"
+    "h:1:2 [0] NCCL INFO               + PCI[24.0] - GPU/85000 (5)\n"
+)
+
+
+def test_plx_dump_reproducer_base(tmp_path: Path) -> None:
+    """The base of the dump reproducers below: two GPUs behind one switch, P2P both ways."""
+    r, pairs = _pairs(tmp_path, _PLX)
+    assert r.exit_code == 0 and pairs == [(0, 1, "P2P", None), (1, 0, "P2P", None)]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="importers/nccl_log.py _walk: a GPU line printed twice (a duplicated log line) becomes a second GPU "
+    "with the same bus id; the dump then has 3 GPUs and 6 pairs (fix: skip a bus already in f.pci)",
+)
+def test_repeated_gpu_line_is_one_gpu(tmp_path: Path) -> None:
+    lines = _PLX.splitlines(keepends=True)
+    r, pairs = _pairs(tmp_path, "".join([*lines[:3], lines[2], *lines[3:]]))
+    assert r.exit_code == 0 and pairs == [(0, 1, "P2P", None), (1, 0, "P2P", None)]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="importers/nccl_log.py import_nccl_log: a CPU line printed twice makes two roots; the second, which "
+    "holds the tree, is skipped as 'the same CPU printed twice', leaving an empty dump: exit 2 (fix: walk it "
+    "too, merging, with buses already seen skipped)",
+)
+def test_repeated_cpu_line_keeps_the_tree(tmp_path: Path) -> None:
+    lines = _PLX.splitlines(keepends=True)
+    r, pairs = _pairs(tmp_path, "".join([lines[0], *lines]))
+    assert r.exit_code == 0 and pairs == [(0, 1, "P2P", None), (1, 0, "P2P", None)]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="importers/nccl_log.py import_nccl_log takes dumps[0], the first dump with a CPU line, even when it "
+    "was cut right after it and a whole dump follows: exit 2 (fix: the first dump with a GPU or a NIC)",
+)
+def test_a_dump_cut_after_its_cpu_line_does_not_hide_the_next(tmp_path: Path) -> None:
+    header = "h:1:2 [0] NCCL INFO === System : maxBw 24.0 totalBw 24.0 ===\n"
+    r, pairs = _pairs(tmp_path, header + _PLX.splitlines(keepends=True)[0] + header + _PLX)
+    assert r.exit_code == 0 and pairs == [(0, 1, "P2P", None), (1, 0, "P2P", None)]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="nccl/logread.py read_log: a last line cut mid-word ('via NET/IB/0/GDR', no newline: the file was "
+    "cut while written) is read as a whole channel line, observed NET (no GPUDirect), and not listed as "
+    "skipped (fix: a last line with no line end is skipped as cut, or its via checked against NCCL's forms)",
+)
+def test_cut_last_channel_line_is_skipped_not_read_as_plain_net(tmp_path: Path) -> None:
+    text = (
+        "h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA\n"
+        "h:1:2 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDR"
+    )
+    r, pairs = _pairs(tmp_path, text)
+    assert r.exit_code == 0 and {p[3] for p in pairs} == {"NET+GDR"}
+    assert any("line 2" in s for s in json.loads(r.stdout)["skipped"])
+
+
+def test_an_unreadable_dump_is_named_with_its_line(tmp_path: Path) -> None:
+    """A dump cut right after its CPU line and no channel lines: the error names the dump's line (it said
+    "no topology dump" before: the importer's reason was dropped by cli/nccl.py)."""
+    header = "h:1:2 [0] NCCL INFO === System : maxBw 24.0 totalBw 24.0 ===\n"
+    r, _ = _pairs(tmp_path, header + _PLX.splitlines(keepends=True)[0])
+    assert r.exit_code == 2
+    assert f"{tmp_path / 'fuzzed.log'}:1: NCCL topology dump with no GPU and no NIC" in r.stderr
+
+
+def test_what_the_dump_lacks_is_said() -> None:
+    """h100-plx-dump-nccl1519.log is an excerpt: its dump's start and end were cut. The reading says so."""
+    r = _run(LOGS / "h100-plx-dump-nccl1519.log", None, as_json=True)
+    notes = json.loads(r.stdout)["notes"]
+    assert any("start is cut" in n for n in notes)
+    assert any("cut after log line 16" in n for n in notes)
+
+
+@pytest.mark.parametrize(
+    ("value", "pair_0_1"),
+    [("SYS", "P2P"), ("99", "P2P"), ("FOO", "SHM"), ("-1", "SHM"), ("PHB", "P2P"), ("PXB", "SHM")],
+)
+def test_odd_p2p_level_from_the_log_is_read_as_nccl_reads_it(value: str, pair_0_1: str, tmp_path: Path) -> None:
+    """nccl-tests#307's 8x RTX 4090 (PHB between GPU 0 and 1; NCCL's default level PXB gives SHM) with an
+    NCCL_P2P_LEVEL line put in front. NCCL's ncclGetLevel (src/graph/paths.cc) takes a path name, or an
+    old-style integer (clamped: 99 is SYS), and ignores anything else (FOO, -1: its default applies)."""
+    env = f"node031:1936469:1936469 [0] NCCL INFO NCCL_P2P_LEVEL set by environment to {value}\n"
+    r, pairs = _pairs(tmp_path, env + (LOGS / "rtx4090-8gpu-shm-nccltests307.log").read_text())
+    assert r.exit_code == 0
+    assert next(p for p in pairs if p[:2] == (0, 1))[2] == pair_0_1
+
+
+_DUMP_ONLY = {"a100-interleaved-dumps-fastvideo256.log", "h100-plx-dump-nccl1519.log"}
+_DUMP_ONLY |= {"h200-vm-dump-nccltests256.log", "nccl25-maxwidth-dump-nccl340.log"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(
+            n,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="importers/nccl_log.py read_dumps: a dump line printed twice is a second node (see the "
+                "reproducers above); fix: skip a message identical to the previous one of the same host:pid:tid",
+            ),
+        )
+        if n in _DUMP_ONLY
+        else n
+        for n in NAMES
+    ],
+)
+def test_a_log_printed_twice_reads_the_same(name: str, tmp_path: Path) -> None:
+    """Every line twice (stdout and stderr both captured into one file): the same pairs as the log."""
+    base = _run(LOGS / name, None, as_json=True)
+    twice = _feed(tmp_path, b"".join(ln for ln in _lines(name) for _ in (0, 1)), None, as_json=True)
+    assert twice.exit_code == base.exit_code
+    if base.exit_code == 0:
+        assert json.loads(twice.stdout)["pairs"] == json.loads(base.stdout)["pairs"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_launcher_prefix_crlf_and_bom_read_the_same(name: str, tmp_path: Path) -> None:
+    """mpirun's ``[1,0]<stdout>:``, torchrun's ``[rank3]:``, Windows line ends and a byte-order mark
+    change nothing that is read."""
+    base = _run(LOGS / name, None, as_json=True)
+    rnd = random.Random(0)
+    for op in ("prefix", "crlf", "bom"):
+        r = _feed(tmp_path, b"".join(MUTATIONS[op](_lines(name), rnd)), None, as_json=True)
+        assert r.exit_code == base.exit_code, op
+        if base.exit_code == 0:
+            assert json.loads(r.stdout)["pairs"] == json.loads(base.stdout)["pairs"], op
