@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import multiprocessing
+import os
 import random
 import re
 from collections.abc import Callable
@@ -410,3 +412,45 @@ def test_launcher_prefix_crlf_and_bom_read_the_same(name: str, tmp_path: Path) -
         assert r.exit_code == base.exit_code, op
         if base.exit_code == 0:
             assert json.loads(r.stdout)["pairs"] == json.loads(base.stdout)["pairs"], op
+
+
+def _finishes_within(seconds: float, log: Path) -> int | None:
+    """`topomap nccl --log LOG --json` in a forked child: its exit status, or None when it had not
+    finished after ``seconds`` (then it is killed)."""
+    ctx = multiprocessing.get_context("fork")
+    child = ctx.Process(target=lambda: os._exit(_run(log, None, as_json=True).exit_code))
+    child.start()
+    child.join(seconds)
+    if child.is_alive():
+        child.kill()
+        child.join()
+        return None
+    return child.exitcode
+
+
+_REAL = (LOGS / "l20-1proc-direct-nccl1817.log").read_text()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="importers/nccl_log.py INFO_LINE (used by both readers) is searched from every position of a run of "
+    "host-name characters: a 200,000-character line of them (progress dots, a hex blob) takes minutes, "
+    "quadratic (fix: (?<![A-Za-z0-9_.<>\\-]) before the host group)",
+)
+def test_a_long_line_of_name_characters_does_not_hang(tmp_path: Path) -> None:
+    log = tmp_path / "long.log"
+    log.write_text("." * 200_000 + "\n" + _REAL)
+    assert _finishes_within(3, log) == 0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="nccl/logread.py _CHANNEL: 'via (\\S+(?: pointer)?(?:/\\S+)*)\\s*$' backtracks exponentially in the "
+    "number of '/' in a via that does not end the line (22 parts: 2 s, 40: hours) (fix: 'via (\\S+(?: pointer\\S*)?)"
+    "\\s*$', the same lines, linear)",
+)
+def test_a_channel_line_with_many_slashes_does_not_hang(tmp_path: Path) -> None:
+    log = tmp_path / "slashes.log"
+    bad = "h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via " + "/".join(["ab"] * 40) + " !\n"
+    log.write_text(bad + _REAL)
+    assert _finishes_within(3, log) == 0
