@@ -5,7 +5,8 @@ The inputs are the real logs of tests/data/real-nccl-logs (origins in its README
 logs arrive broken: cut at every line boundary and mid-line, lines dropped, duplicated, shuffled, two
 logs interleaved, launcher prefixes, CRLF, a byte-order mark, NUL and invalid UTF-8 bytes, absurd
 numbers in channel lines, ranks out of range, dump rows naming GPUs not in the tree, odd values in
-"set by environment" lines; and files that are no log at all (empty, binary, a directory, missing).
+"set by environment" lines, rich console markup in the log's words; and files that are no log at all
+(empty, binary, a directory, missing).
 Each goes through the real command line (typer's CliRunner on ``topomap.cli.app``), with and without
 ``--json``, with and without a snapshot beside it. What must hold every time: exit 0 or 2; on 2 one
 error line naming the file; never a traceback; on 0 with ``--json`` every pair's ``predicted`` and
@@ -144,7 +145,23 @@ def _odd_lines(lines: list[bytes], rnd: random.Random) -> list[bytes]:
     return out
 
 
+MARKUP = (b"[/]", b"[bold]", b"[link=x]", b"[/bold]", b"\\[", b"[#ff0000 on red]")
+
+
+def _markup(lines: list[bytes], rnd: random.Random) -> list[bytes]:
+    """Rich console markup in the log's words (a via, a NIC or host name): text, never a style or a crash."""
+    out = []
+    for ln in lines:
+        body = ln.rstrip(b"\r\n")
+        if body and rnd.random() < 0.4:
+            at = rnd.choice([len(body), *(m.end() for m in re.finditer(rb"[/\]]", body))])
+            body = body[:at] + rnd.choice(MARKUP) + body[at:]
+        out.append(body + ln[len(ln.rstrip(b"\r\n")) :])
+    return out
+
+
 MUTATIONS: dict[str, Callable[[list[bytes], random.Random], list[bytes]]] = {
+    "markup": _markup,
     "drop": _drop,
     "duplicate": _duplicate,
     "shuffle": _shuffle,
@@ -454,3 +471,15 @@ def test_a_channel_line_with_many_slashes_does_not_hang(tmp_path: Path) -> None:
     bad = "h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via " + "/".join(["ab"] * 40) + " !\n"
     log.write_text(bad + _REAL)
     assert _finishes_within(3, log) == 0
+
+
+def test_console_markup_in_a_log_is_text(tmp_path: Path) -> None:
+    """A via or NIC name with rich markup in it was parsed as markup by the text view's table: MarkupError,
+    exit 4 (render/nccl_view.py now puts every cell in as Text)."""
+    text = (
+        "h:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_[/]:1/IB ; OOB ib0:1.2.3.4<0>\n"
+        "h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC[/]\n"
+        "h:1:2 [0] NCCL INFO Channel 01/0 : 1[1] -> 0[0] via SHM/[bold]x\n"
+    )
+    r = _feed(tmp_path, text.encode(), None, as_json=False)
+    assert r.exit_code == 0 and "P2P/IPC[/]" in r.stdout and "SHM/[bold]x" in r.stdout
