@@ -420,12 +420,16 @@ def test_a_log_printed_twice_reads_the_same(name: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_launcher_prefix_crlf_and_bom_read_the_same(name: str, tmp_path: Path) -> None:
-    """mpirun's ``[1,0]<stdout>:``, torchrun's ``[rank3]:``, Windows line ends and a byte-order mark
-    change nothing that is read."""
+    """mpirun's ``[1,0]<stdout>:``, torchrun's ``[rank3]:``, Windows line ends, a byte-order mark and
+    UTF-16 (PowerShell's ``>``) change nothing that is read."""
     base = _run(LOGS / name, None, as_json=True)
     rnd = random.Random(0)
-    for op in ("prefix", "crlf", "bom"):
-        r = _feed(tmp_path, b"".join(MUTATIONS[op](_lines(name), rnd)), None, as_json=True)
+    for op in ("prefix", "crlf", "bom", "utf-16"):
+        if op == "utf-16":
+            data = (LOGS / name).read_text().encode("utf-16")
+        else:
+            data = b"".join(MUTATIONS[op](_lines(name), rnd))
+        r = _feed(tmp_path, data, None, as_json=True)
         assert r.exit_code == base.exit_code, op
         if base.exit_code == 0:
             assert json.loads(r.stdout)["pairs"] == json.loads(base.stdout)["pairs"], op
