@@ -86,21 +86,41 @@ def _from_log(
 
     ranks, version = how
     dump: Snapshot | None = None
+    dump_error: TopomapError | None = None
     if snapshot is None:
         try:
             dump = import_nccl_log(text, path)
-        except TopomapError:
-            dump = None
+        except TopomapError as err:
+            dump_error = err
     try:
         parsed = read_log(text, path)
     except TopomapError:
         if dump is None:
+            if dump_error is not None and _has_dump(text, path):
+                raise dump_error from None  # a dump is there but unreadable: its line and why, not "no dump"
             raise
         report = predict_snapshot(dump, extra, ranks, version)
-        report.notes.insert(0, f"{path}: no channel lines; predicted from the log's own topology dump")
+        report.notes[:0] = [f"{path}: no channel lines; predicted from the log's own topology dump", *_gaps(dump)]
         return report
     use = snapshot if snapshot is not None else (dump if not parsed.gpu_paths else None)
     report = compare_log(parsed, use, extra, version)
     if use is dump and dump is not None:
-        report.notes.insert(0, "facts from the log's own topology tree (imported as a snapshot)")
+        report.notes[:0] = ["facts from the log's own topology tree (imported as a snapshot)", *_gaps(dump)]
     return report
+
+
+def _has_dump(text: str, path: str) -> bool:
+    """Whether the log holds the start of a topology dump (a CPU line), readable or not."""
+    # imports inside the function keep start-up fast
+    from topomap.importers.nccl_log import read_dumps
+
+    try:
+        return any(d.roots for d in read_dumps(text, path))
+    except TopomapError:
+        return True
+
+
+def _gaps(dump: Snapshot) -> list[str]:
+    """What the log's topology dump does not hold, as the importer noted it: its cut start or end, and
+    the dumps of other processes and hosts it did not read."""
+    return [n for n in dump.source.notes if " cut" in n or "not read" in n]

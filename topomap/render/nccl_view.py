@@ -64,16 +64,17 @@ def nccl_view(report: NcclReport) -> list[Table | Text]:
         t.add_column(col)
     for e in report.entries:
         p = e.decision.transport
+        # every cell a Text: a log's words ("via P2P/IPC[/]", a NIC named "[bold]") are not rich markup
         row: list[RenderableType] = [
-            f"{e.src_rank}->{e.dst_rank}",
-            f"{e.src_gpu or '?'}->{e.dst_gpu or '?'}",
+            Text(f"{e.src_rank}->{e.dst_rank}"),
+            Text(f"{e.src_gpu or '?'}->{e.dst_gpu or '?'}"),
             Text(p, style=_STYLE.get(p, "")),
-            e.decision.detail,
-            e.decision.rule,
-            ", ".join(e.decision.env[:3]),
+            Text(e.decision.detail),
+            Text(e.decision.rule),
+            Text(", ".join(e.decision.env[:3])),
         ]
         if has_log:
-            row += [e.via or "", e.why_different or "same"]
+            row += [Text(e.via or ""), Text(e.why_different or "same")]
         t.add_row(*row)
     out.append(t)
     if report.nics:
@@ -82,7 +83,11 @@ def nccl_view(report: NcclReport) -> list[Table | Text]:
             n.add_column(col)
         for g in report.nics:
             n.add_row(
-                g.gpu, g.nic or "none", g.path or "?", Text(g.gdr, style="" if g.gdr == "yes" else "yellow"), g.why
+                Text(g.gpu),
+                Text(g.nic or "none"),
+                Text(g.path or "?"),
+                Text(g.gdr, style="" if g.gdr == "yes" else "yellow"),
+                Text(g.why),
             )
         out.append(n)
     out.extend(_features(report))

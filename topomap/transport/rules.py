@@ -166,14 +166,19 @@ class NcclEnv:
 
     def level(self, key: str) -> str | None:
         """A path level variable (NCCL_P2P_LEVEL, NCCL_NET_GDR_LEVEL) as a path type: names as
-        given, integers as NCCL maps them (0 LOC, 1 PIX, 2 PXB, 3 PHB, 4-5 SYS)."""
+        given, integers as NCCL maps them (0 LOC, 1 PIX, 2 PXB, 3 PHB, 4-5 SYS). Any other value
+        (``FOO``, ``-1``: a log can say anything) is None, NCCL's default, as ncclGetLevel
+        (src/graph/paths.cc) ignores a value that is neither a path name nor starts with a digit."""
         v = self.get(key)
         if v is None:
             return None
         v = v.strip().upper()
-        if v.isdigit():
-            return _OLD_LEVELS[min(int(v), len(_OLD_LEVELS) - 1)]
-        return "PHB" if v == "NODE" else v
+        digits = v[: len(v) - len(v.lstrip("0123456789"))]
+        if digits:  # strtol: the leading digits
+            return _OLD_LEVELS[min(int(digits), len(_OLD_LEVELS) - 1)]
+        if v == "NODE":
+            return "PHB"
+        return v if v in PATH_ORDER[: PATH_ORDER.index("SYS") + 1] else None
 
     def set_vars(self) -> list[str]:
         return [f"{k}={v}" for k, v in self.values]
