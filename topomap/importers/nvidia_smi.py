@@ -19,6 +19,7 @@ from topomap.base.links import P2P_STATUS_CODES, is_path_code, parse_path
 from topomap.base.pciaddr import normalize_bus_id
 from topomap.files.kind import looks_like_query, looks_like_query_csv
 from topomap.importers.ibstat import apply_ibstat
+from topomap.importers.lscpu import apply_lscpu
 from topomap.importers.nic_legend import NicLegend, legend_notes, read_nic_legend
 from topomap.importers.nvidia_smi_q import QReport, apply_query, parse_query
 from topomap.importers.query_gpu import apply_blocks, find_blocks
@@ -277,7 +278,8 @@ def import_nvidia_smi(text: str, origin: str) -> Snapshot:
 
 
 def _with_reports(text: str, lines: list[str], origin: str, snap: Snapshot, found: bool) -> Snapshot:
-    """``snap`` joined by GPU with the file's `nvidia-smi -q` and `--query-gpu` CSV output, by NIC with its `ibstat`."""
+    """``snap`` joined by GPU with the file's `nvidia-smi -q` and `--query-gpu` CSV output, by NIC with its
+    `ibstat`, and the host's CPU model from its `lscpu` lines."""
     query = parse_query(lines) if looks_like_query(text) else QReport()
     csv = find_blocks(lines, origin) if looks_like_query_csv(text) else []
     if not found and not query.gpus and not csv:
@@ -286,7 +288,7 @@ def _with_reports(text: str, lines: list[str], origin: str, snap: Snapshot, foun
             hint="the header line must start with GPU0 (a --query-gpu CSV with its header line, or its command line "
             "above `noheader` rows); an `ibstat` output is read appended to one of these",
         )
-    return apply_ibstat(apply_blocks(apply_query(snap, query), csv, origin), lines, origin)
+    return apply_lscpu(apply_ibstat(apply_blocks(apply_query(snap, query), csv, origin), lines, origin), lines)
 
 
 def _build(
