@@ -37,6 +37,12 @@ _LINK_S = re.compile(r"^\s*Link (\d+): (?:([0-9.]+) GB/s|<inactive>)\s*$")
 _LINK_R = re.compile(r"^\s*Link (\d+): Remote Device ([0-9A-Fa-f:.]+): Link (\d+)\s*$")
 _P2P_CMD = re.compile(r"topo\s+-p2p\s+([rwnap]+)")
 _LABEL = re.compile(r"^(GPU\d+|NIC\d+|[A-Za-z][\w.-]*)$")
+# Two labels or two cells glued where a paste lost the tab between them ("NIC7NIC8", "SYSSYS",
+# "PXBSYS"; nccl-tests#311): nvidia-smi never writes one such token, so each is read as its parts.
+_GLUED_LABELS = re.compile(r"^(?:(?:GPU|NIC)\d+){2,}$")
+_LABEL_PART = re.compile(r"(?:GPU|NIC)\d+")
+_GLUED_CELLS = re.compile(r"^(?:NV\d+|PIX|PXB|PHB|NODE|SYS|SOC|X){2,}$")
+_CELL_PART = re.compile(r"NV\d+|PIX|PXB|PHB|NODE|SYS|SOC|X")
 
 
 class NvidiaSmiError(ImportFailure):
@@ -50,6 +56,7 @@ class _Matrix:
     trailing: dict[str, dict[str, str]] = field(default_factory=dict)
     columns: list[str] = field(default_factory=list)
     short: dict[str, int] = field(default_factory=dict)  # GPU rows with fewer trailing values → line
+    glued: list[int] = field(default_factory=list)  # lines whose cells were glued (a lost tab), read apart
 
 
 @dataclass
@@ -80,10 +87,25 @@ def _header_labels(line: str) -> tuple[list[str], list[str]] | None:
         if col in work:
             columns.append(col)
             work = work.replace(col, " ")
-    toks = work.split()
+    toks = [p for t in work.split() for p in (_LABEL_PART.findall(t) if _GLUED_LABELS.match(t) else [t])]
     if not toks or toks[0] != "GPU0" or not all(_LABEL.match(t) for t in toks):
         return None
     return toks, columns
+
+
+def _cells(body: str) -> tuple[list[tuple[str, int]], bool]:
+    """The cells of a matrix row, each with the offset where its text ends, and whether any were
+    glued (two codes in one token, the tab between them lost): those are read as their parts."""
+    out: list[tuple[str, int]] = []
+    glued = False
+    for mt in re.finditer(r"\S+", body):
+        tok = mt.group()
+        if _GLUED_CELLS.match(tok):
+            glued = True
+            out.extend((part, mt.end()) for part in _CELL_PART.findall(tok))
+        else:
+            out.append((tok, mt.end()))
+    return out, glued
 
 
 def _split_trailing(rest: str, columns: list[str]) -> tuple[dict[str, str], bool]:
@@ -125,14 +147,15 @@ def _parse_matrix(
                 raise NvidiaSmiError(f"{origin}:{i + 1}: row {label} out of order (expected {labels[len(rows_seen)]})")
             break
         body = head[1] if len(head) > 1 else ""
-        matches = list(re.finditer(r"\S+", body))
+        matches, glued = _cells(body)
+        if glued:
+            m.glued.append(i + 1)
         if len(matches) < n:
             raise NvidiaSmiError(
                 f"{origin}:{i + 1}: row {label} has {len(matches)} cells but the header names {n} devices",
                 hint="the paste may be cut; copy the whole `nvidia-smi topo -m` output",
             )
-        for col, mt in zip(labels, matches[:n]):
-            cell = mt.group()
+        for col, (cell, _end) in zip(labels, matches[:n]):
             if col == label:
                 if cell != "X":
                     raise NvidiaSmiError(f"{origin}:{i + 1}: row {label} should have X on the diagonal, got {cell!r}")
@@ -144,7 +167,7 @@ def _parse_matrix(
                 )
             m.cells[(label, col)] = cell
         if label.startswith("GPU") and label[3:].isdigit():
-            m.trailing[label], short = _split_trailing(body[matches[n - 1].end() :], columns)
+            m.trailing[label], short = _split_trailing(body[matches[n - 1][1] :], columns)
             if short:
                 m.short[label] = i + 1
         rows_seen.append(label)
@@ -239,6 +262,11 @@ def import_nvidia_smi(text: str, origin: str) -> Snapshot:
             start = i
             m, i = _parse_matrix(lines, i, origin, labels, columns)
             _unglue(m, origin, notes)
+            if m.glued:
+                notes.append(
+                    f"lines {', '.join(map(str, m.glued))}: two cells in one token (the tab between them lost in the "
+                    "paste) read as two"
+                )
             is_p2p = bool(m.cells) and all(v in P2P_CODES for v in m.cells.values())
             if is_p2p:
                 caps = p2p_caps or "rw"
