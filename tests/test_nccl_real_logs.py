@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from topomap.base.errors import TopomapError
 from topomap.cli import app
 from topomap.cli.nccl import _from_log
+from topomap.importers import import_text
 from topomap.nccl.logread import read_log, transport_of
 from topomap.nccl.rules import TRANSPORTS, NcclEnv
 
@@ -409,3 +410,15 @@ def test_rtx4090_pair_whose_path_row_came_in_a_fourth_excerpt() -> None:
     assert pairs[(2, 3, "SHM")]["predicted"] == "SHM" and pairs[(2, 3, "SHM")]["rule"] == "p2p-level"
     assert pairs[(3, 4, "SHM")]["predicted"] == "SHM"  # SYS across the sockets
     assert all(p["predicted"] == p["observed"] for p in pairs.values())
+
+
+def test_lscpu_lines_beside_a_topology() -> None:
+    """The `lscpu` reader: one model sets the host's CPU (the AMD pair above); `Vendor ID` alone does
+    too; two different models (two hosts pasted together) set none and say why."""
+    base = (LOGS / "rtx5060ti-patched-p2p-phb-cumem-p2pbench.topo.txt").read_text().split("\n$ lscpu")[0]
+    vendor = import_text(base + "\nVendor ID:                GenuineIntel\n", "vendor")
+    assert vendor.host.cpu_model == "GenuineIntel"
+    two = import_text(base + "\nModel name: AMD EPYC 7543 32-Core Processor\nModel name: Intel(R) Xeon(R)\n", "two")
+    assert two.host.cpu_model is None and any("name 2 CPUs" in n for n in two.source.notes)
+    r = CliRunner().invoke(app, ["nccl", "--log", str(LOGS / "rtx5060ti-patched-p2p-phb-cumem-p2pbench.log"), "--json"])
+    assert r.exit_code == 0  # without the matrix: PHB unknown, the host split only

@@ -18,6 +18,7 @@ from topomap.base.errors import ImportFailure
 from topomap.base.links import P2P_STATUS_CODES, is_path_code, parse_path
 from topomap.base.pciaddr import normalize_bus_id
 from topomap.files.kind import looks_like_query, looks_like_query_csv
+from topomap.importers.glued import row_cells, split_glued_labels
 from topomap.importers.ibstat import apply_ibstat
 from topomap.importers.lscpu import apply_lscpu
 from topomap.importers.nic_legend import NicLegend, legend_notes, read_nic_legend
@@ -37,12 +38,6 @@ _LINK_S = re.compile(r"^\s*Link (\d+): (?:([0-9.]+) GB/s|<inactive>)\s*$")
 _LINK_R = re.compile(r"^\s*Link (\d+): Remote Device ([0-9A-Fa-f:.]+): Link (\d+)\s*$")
 _P2P_CMD = re.compile(r"topo\s+-p2p\s+([rwnap]+)")
 _LABEL = re.compile(r"^(GPU\d+|NIC\d+|[A-Za-z][\w.-]*)$")
-# Two labels or two cells glued where a paste lost the tab between them ("NIC7NIC8", "SYSSYS",
-# "PXBSYS"; nccl-tests#311): nvidia-smi never writes one such token, so each is read as its parts.
-_GLUED_LABELS = re.compile(r"^(?:(?:GPU|NIC)\d+){2,}$")
-_LABEL_PART = re.compile(r"(?:GPU|NIC)\d+")
-_GLUED_CELLS = re.compile(r"^(?:NV\d+|PIX|PXB|PHB|NODE|SYS|SOC|X){2,}$")
-_CELL_PART = re.compile(r"NV\d+|PIX|PXB|PHB|NODE|SYS|SOC|X")
 
 
 class NvidiaSmiError(ImportFailure):
@@ -87,25 +82,10 @@ def _header_labels(line: str) -> tuple[list[str], list[str]] | None:
         if col in work:
             columns.append(col)
             work = work.replace(col, " ")
-    toks = [p for t in work.split() for p in (_LABEL_PART.findall(t) if _GLUED_LABELS.match(t) else [t])]
+    toks = split_glued_labels(work.split())
     if not toks or toks[0] != "GPU0" or not all(_LABEL.match(t) for t in toks):
         return None
     return toks, columns
-
-
-def _cells(body: str) -> tuple[list[tuple[str, int]], bool]:
-    """The cells of a matrix row, each with the offset where its text ends, and whether any were
-    glued (two codes in one token, the tab between them lost): those are read as their parts."""
-    out: list[tuple[str, int]] = []
-    glued = False
-    for mt in re.finditer(r"\S+", body):
-        tok = mt.group()
-        if _GLUED_CELLS.match(tok):
-            glued = True
-            out.extend((part, mt.end()) for part in _CELL_PART.findall(tok))
-        else:
-            out.append((tok, mt.end()))
-    return out, glued
 
 
 def _split_trailing(rest: str, columns: list[str]) -> tuple[dict[str, str], bool]:
@@ -147,7 +127,7 @@ def _parse_matrix(
                 raise NvidiaSmiError(f"{origin}:{i + 1}: row {label} out of order (expected {labels[len(rows_seen)]})")
             break
         body = head[1] if len(head) > 1 else ""
-        matches, glued = _cells(body)
+        matches, glued = row_cells(body)
         if glued:
             m.glued.append(i + 1)
         if len(matches) < n:
