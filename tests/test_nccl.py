@@ -41,8 +41,8 @@ def test_rtx4090_dump_predicts_shm_where_nccl_used_it() -> None:
     assert by_pair[(0, 1)].decision.transport == "SHM" and by_pair[(0, 1)].observed == "SHM"
     assert "PHB" in by_pair[(0, 1)].decision.reasons[0]
     assert "SYS" in by_pair[(3, 4)].decision.reasons[0]
-    assert by_pair[(2, 3)].decision.transport == "unknown"  # both rows were cut from the pasted dump
-    assert report.agreement == (7, 8)
+    assert by_pair[(2, 3)].decision.transport == "SHM"  # GPU/50000's row: the fourth excerpt of the post
+    assert report.agreement == (8, 8)
 
 
 def test_env_p2p_level_sys_turns_the_rtx_pairs_into_p2p() -> None:
@@ -189,7 +189,7 @@ def test_cli_json_and_errors() -> None:
     assert {"src_rank", "dst_rank", "src_gpu", "dst_gpu", "predicted", "rule", "env", "observed"} <= set(
         data["pairs"][0]
     )
-    assert data["agreement"] == {"same": 7, "total": 8}
+    assert data["agreement"] == {"same": 8, "total": 8}
     bad = CliRunner().invoke(app, ["nccl", "--log", str(LOGS / "torchtitan1570-launcher-prefix-nvls.log")])
     assert bad.exit_code == 2
 

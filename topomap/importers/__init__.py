@@ -6,6 +6,7 @@ goes through :func:`load_any`, so a raw nvidia-smi paste works wherever a snapsh
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import msgspec
@@ -20,6 +21,10 @@ from topomap.model.validate import validate_snapshot
 __all__ = ["ImportFailure", "import_file", "import_text", "load_any"]
 
 FORMATS = ("nvidia-smi", "nccl-xml", "hwloc-xml", "lstopo", "nccl-log")
+
+#: terminal colour/underline codes: nvidia-smi underlines the topo -m header even when its output is
+#: captured by a program (p2p-bench's p2p_evidence.json holds "\x1b[4mGPU0\tGPU1…\x1b[0m")
+_ANSI_SGR = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def read_text(path: str | Path) -> str:
@@ -37,6 +42,8 @@ def read_text(path: str | Path) -> str:
 
 def import_text(text: str, origin: str, fmt: str = "auto") -> Snapshot:
     """Import text of the given (or detected) format; the result passes validate_snapshot."""
+    if "\x1b[" in text:
+        text = _ANSI_SGR.sub("", text)
     if fmt == "auto":
         if text.lstrip("\ufeff \t\r\n").startswith("{"):
             return decode_snapshot(text.lstrip("\ufeff").encode(), origin)  # already a snapshot: validate it

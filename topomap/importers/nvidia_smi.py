@@ -18,7 +18,9 @@ from topomap.base.errors import ImportFailure
 from topomap.base.links import P2P_STATUS_CODES, is_path_code, parse_path
 from topomap.base.pciaddr import normalize_bus_id
 from topomap.files.kind import looks_like_query, looks_like_query_csv
+from topomap.importers.glued import row_cells, split_glued_labels
 from topomap.importers.ibstat import apply_ibstat
+from topomap.importers.lscpu import apply_lscpu
 from topomap.importers.nic_legend import NicLegend, legend_notes, read_nic_legend
 from topomap.importers.nvidia_smi_q import QReport, apply_query, parse_query
 from topomap.importers.query_gpu import apply_blocks, find_blocks
@@ -49,6 +51,7 @@ class _Matrix:
     trailing: dict[str, dict[str, str]] = field(default_factory=dict)
     columns: list[str] = field(default_factory=list)
     short: dict[str, int] = field(default_factory=dict)  # GPU rows with fewer trailing values → line
+    glued: list[int] = field(default_factory=list)  # lines whose cells were glued (a lost tab), read apart
 
 
 @dataclass
@@ -79,7 +82,7 @@ def _header_labels(line: str) -> tuple[list[str], list[str]] | None:
         if col in work:
             columns.append(col)
             work = work.replace(col, " ")
-    toks = work.split()
+    toks = split_glued_labels(work.split())
     if not toks or toks[0] != "GPU0" or not all(_LABEL.match(t) for t in toks):
         return None
     return toks, columns
@@ -124,14 +127,15 @@ def _parse_matrix(
                 raise NvidiaSmiError(f"{origin}:{i + 1}: row {label} out of order (expected {labels[len(rows_seen)]})")
             break
         body = head[1] if len(head) > 1 else ""
-        matches = list(re.finditer(r"\S+", body))
+        matches, glued = row_cells(body)
+        if glued:
+            m.glued.append(i + 1)
         if len(matches) < n:
             raise NvidiaSmiError(
                 f"{origin}:{i + 1}: row {label} has {len(matches)} cells but the header names {n} devices",
                 hint="the paste may be cut; copy the whole `nvidia-smi topo -m` output",
             )
-        for col, mt in zip(labels, matches[:n]):
-            cell = mt.group()
+        for col, (cell, _end) in zip(labels, matches[:n]):
             if col == label:
                 if cell != "X":
                     raise NvidiaSmiError(f"{origin}:{i + 1}: row {label} should have X on the diagonal, got {cell!r}")
@@ -143,7 +147,7 @@ def _parse_matrix(
                 )
             m.cells[(label, col)] = cell
         if label.startswith("GPU") and label[3:].isdigit():
-            m.trailing[label], short = _split_trailing(body[matches[n - 1].end() :], columns)
+            m.trailing[label], short = _split_trailing(body[matches[n - 1][1] :], columns)
             if short:
                 m.short[label] = i + 1
         rows_seen.append(label)
@@ -238,6 +242,11 @@ def import_nvidia_smi(text: str, origin: str) -> Snapshot:
             start = i
             m, i = _parse_matrix(lines, i, origin, labels, columns)
             _unglue(m, origin, notes)
+            if m.glued:
+                notes.append(
+                    f"lines {', '.join(map(str, m.glued))}: two cells in one token (the tab between them lost in the "
+                    "paste) read as two"
+                )
             is_p2p = bool(m.cells) and all(v in P2P_CODES for v in m.cells.values())
             if is_p2p:
                 caps = p2p_caps or "rw"
@@ -277,7 +286,8 @@ def import_nvidia_smi(text: str, origin: str) -> Snapshot:
 
 
 def _with_reports(text: str, lines: list[str], origin: str, snap: Snapshot, found: bool) -> Snapshot:
-    """``snap`` joined by GPU with the file's `nvidia-smi -q` and `--query-gpu` CSV output, by NIC with its `ibstat`."""
+    """``snap`` joined by GPU with the file's `nvidia-smi -q` and `--query-gpu` CSV output, by NIC with its
+    `ibstat`, and the host's CPU model from its `lscpu` lines."""
     query = parse_query(lines) if looks_like_query(text) else QReport()
     csv = find_blocks(lines, origin) if looks_like_query_csv(text) else []
     if not found and not query.gpus and not csv:
@@ -286,7 +296,7 @@ def _with_reports(text: str, lines: list[str], origin: str, snap: Snapshot, foun
             hint="the header line must start with GPU0 (a --query-gpu CSV with its header line, or its command line "
             "above `noheader` rows); an `ibstat` output is read appended to one of these",
         )
-    return apply_ibstat(apply_blocks(apply_query(snap, query), csv, origin), lines, origin)
+    return apply_lscpu(apply_ibstat(apply_blocks(apply_query(snap, query), csv, origin), lines, origin), lines)
 
 
 def _build(
