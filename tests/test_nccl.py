@@ -371,3 +371,12 @@ def test_gdr_said_by_the_log_decides_either_side() -> None:
         (0, 1, "NET", "NET"),
         (1, 0, "NET", "NET"),
     ]
+
+
+def test_switch_variables_read_as_nccl_reads_them() -> None:
+    """NCCL reads its switches as integers (strtoll): NCCL_P2P_DISABLE=yes reads 0 and keeps P2P; a
+    *_DISABLE acts at 1 only; 0x1 is 1."""
+    nvl = PairFacts(same_host=True, same_process=False, path="NVL", nvlink=True, nvml_p2p=True)
+    assert decide(nvl, parse_env(["NCCL_P2P_DISABLE=yes"])).transport == "P2P"
+    assert decide(nvl, parse_env(["NCCL_P2P_DISABLE=2"])).transport == "P2P"
+    assert decide(nvl, parse_env(["NCCL_P2P_DISABLE=0x1"])).transport == "SHM"

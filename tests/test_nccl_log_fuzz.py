@@ -31,7 +31,6 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
 from topomap.cli import app
-from topomap.nccl.logread import _CHANNEL
 
 LOGS = Path(__file__).parent / "data" / "real-nccl-logs"
 SAMPLES = Path(__file__).parent.parent / "samples" / "snapshots"
@@ -322,46 +321,24 @@ def test_plx_dump_reproducer_base(tmp_path: Path) -> None:
     assert r.exit_code == 0 and pairs == [(0, 1, "P2P", None), (1, 0, "P2P", None)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="importers/nccl_log.py _walk: a GPU line printed twice (a duplicated log line) becomes a second GPU "
-    "with the same bus id; the dump then has 3 GPUs and 6 pairs (fix: skip a bus already in f.pci)",
-)
 def test_repeated_gpu_line_is_one_gpu(tmp_path: Path) -> None:
     lines = _PLX.splitlines(keepends=True)
     r, pairs = _pairs(tmp_path, "".join([*lines[:3], lines[2], *lines[3:]]))
     assert r.exit_code == 0 and pairs == [(0, 1, "P2P", None), (1, 0, "P2P", None)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="importers/nccl_log.py import_nccl_log: a CPU line printed twice makes two roots; the second, which "
-    "holds the tree, is skipped as 'the same CPU printed twice', leaving an empty dump: exit 2 (fix: walk it "
-    "too, merging, with buses already seen skipped)",
-)
 def test_repeated_cpu_line_keeps_the_tree(tmp_path: Path) -> None:
     lines = _PLX.splitlines(keepends=True)
     r, pairs = _pairs(tmp_path, "".join([lines[0], *lines]))
     assert r.exit_code == 0 and pairs == [(0, 1, "P2P", None), (1, 0, "P2P", None)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="importers/nccl_log.py import_nccl_log takes dumps[0], the first dump with a CPU line, even when it "
-    "was cut right after it and a whole dump follows: exit 2 (fix: the first dump with a GPU or a NIC)",
-)
 def test_a_dump_cut_after_its_cpu_line_does_not_hide_the_next(tmp_path: Path) -> None:
     header = "h:1:2 [0] NCCL INFO === System : maxBw 24.0 totalBw 24.0 ===\n"
     r, pairs = _pairs(tmp_path, header + _PLX.splitlines(keepends=True)[0] + header + _PLX)
     assert r.exit_code == 0 and pairs == [(0, 1, "P2P", None), (1, 0, "P2P", None)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="nccl/logread.py read_log: a last line cut mid-word ('via NET/IB/0/GDR', no newline: the file was "
-    "cut while written) is read as a whole channel line, observed NET (no GPUDirect), and not listed as "
-    "skipped (fix: a last line with no line end is skipped as cut, or its via checked against NCCL's forms)",
-)
 def test_cut_last_channel_line_is_skipped_not_read_as_plain_net(tmp_path: Path) -> None:
     text = (
         "h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA\n"
@@ -453,25 +430,12 @@ def _finishes_within(seconds: float, log: Path) -> int | None:
 _REAL = (LOGS / "l20-1proc-direct-nccl1817.log").read_text()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="importers/nccl_log.py INFO_LINE (used by both readers) is searched from every position of a run of "
-    "host-name characters: a 200,000-character line of them (progress dots, a hex blob) takes minutes, "
-    "quadratic (fix: (?<![A-Za-z0-9_.<>\\-]) before the host group)",
-)
 def test_a_long_line_of_name_characters_does_not_hang(tmp_path: Path) -> None:
     log = tmp_path / "long.log"
     log.write_text("." * 200_000 + "\n" + _REAL)
     assert _finishes_within(3, log) == 0
 
 
-@pytest.mark.xfail(
-    "(?:/\\S+)*" in _CHANNEL.pattern,  # main's reader (via (?P<via>\\S.*?)) no longer backtracks
-    strict=True,
-    reason="nccl/logread.py _CHANNEL: 'via (\\S+(?: pointer)?(?:/\\S+)*)\\s*$' backtracks exponentially in the "
-    "number of '/' in a via that does not end the line (22 parts: 2 s, 40: hours) (fix: 'via (\\S+(?: pointer\\S*)?)"
-    "\\s*$', the same lines, linear)",
-)
 def test_a_channel_line_with_many_slashes_does_not_hang(tmp_path: Path) -> None:
     log = tmp_path / "slashes.log"
     bad = "h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via " + "/".join(["ab"] * 40) + " !\n"
@@ -491,13 +455,6 @@ def test_console_markup_in_a_log_is_text(tmp_path: Path) -> None:
     assert r.exit_code == 0 and "P2P/IPC[/]" in r.stdout and "SHM/[bold]x" in r.stdout
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="importers/nccl_log.py _lines/read_dumps: a dump's last line cut mid-id with no line end (the log cut "
-    "while written) is read whole: 'GPU/85' becomes a phantom GPU at 0000:00:08.5 paired with the real one; "
-    "'GPU/8' fails the whole log (exit 2, 'not an NCCL bus id') (fix: a last line with no line end is cut: "
-    "dropped, and the dump noted as cut there)",
-)
 @pytest.mark.parametrize("cut", ["GPU/85", "GPU/8"])
 def test_a_dump_cut_mid_id_at_the_end_is_a_partial_reading(cut: str, tmp_path: Path) -> None:
     lines = _PLX.splitlines(keepends=True)

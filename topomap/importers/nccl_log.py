@@ -32,8 +32,11 @@ from topomap.model.snapshot import Gpu, Host, Nic, NumaNode, NvLink, PciDevice, 
 
 #: ``host:pid:tid [dev] NCCL INFO message`` (a launcher prefix may stand before the host); nccl/logread
 #: reads the same lines for their channels.
+#: the host group starts where a name starts (the look-behind): searched from every position of a long
+#: run of name characters (progress dots, a hex blob) it would be quadratic
 INFO_LINE = re.compile(
-    r"(?P<host>[A-Za-z0-9_.<>\-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL INFO (?P<msg>.*)$"
+    r"(?<![A-Za-z0-9_.<>\-])(?P<host>[A-Za-z0-9_.<>\-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] "
+    r"NCCL INFO (?P<msg>.*)$"
 )
 _SYSTEM = re.compile(r"^=== System : max(?:Bw|Width) ")
 _END = re.compile(r"^=+\s*$")
@@ -83,14 +86,28 @@ def nccl_bus(ident: str) -> str | None:
 
 
 def _lines(text: str) -> list[tuple[int, tuple[str, str, str], str]]:
-    """(line number, (host, pid, tid), message with its indentation) of every NCCL INFO line."""
-    out = []
-    for no, raw in enumerate(text.splitlines(), 1):
+    """(line number, (host, pid, tid), message with its indentation) of every NCCL INFO line. A line
+    printed twice in a row by one thread (a log pasted or teed twice) counts once; a last line with no
+    line end inside a dump (the log cut while written: ``GPU/85`` may be ``GPU/85000``) is dropped."""
+    out: list[tuple[int, tuple[str, str, str], str]] = []
+    last: dict[tuple[str, str, str], str] = {}
+    raws = text.splitlines()
+    for no, raw in enumerate(raws, 1):
         m = INFO_LINE.search(raw.rstrip())
-        if m:
-            msg = m.group("msg")
-            out.append((no, (m.group("host"), m.group("pid"), m.group("tid")), msg))
+        if not m:
+            continue
+        key, msg = (m.group("host"), m.group("pid"), m.group("tid")), m.group("msg")
+        if last.get(key) == msg:
+            continue
+        last[key] = msg
+        if no == len(raws) and not text.endswith(("\n", "\r")) and _TREE_LINE.match(msg.strip()):
+            continue
+        out.append((no, key, msg))
     return out
+
+
+#: a line of the dump's tree or of its path rows (not a header, not a channel line)
+_TREE_LINE = re.compile(r"^(?:\+ |[A-Z]{3}/)")
 
 
 def read_dumps(text: str, origin: str) -> list[_Dump]:
@@ -178,6 +195,10 @@ def _walk(node: _Node, chain: list[str], parent: str, numa: int | None, f: _Foun
             f.nics.append((c, None, [*chain, f"net:{c.ident}"], numa))
 
 
+def _holds_device(node: _Node) -> bool:
+    return node.kind in ("GPU", "NIC", "NET") or any(_holds_device(c) for c in node.children)
+
+
 def import_nccl_log(text: str, origin: str) -> Snapshot:
     dumps = [d for d in read_dumps(text, origin) if d.roots]
     if not dumps:
@@ -185,7 +206,8 @@ def import_nccl_log(text: str, origin: str) -> Snapshot:
             f"{origin}: no NCCL topology dump ('=== System : maxBw' and 'CPU/...' lines) in this log",
             hint="run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH and keep the lines after '=== System'",
         )
-    d = dumps[0]
+    # the first dump that holds a device: one cut right after its CPU line does not hide the next
+    d = next((x for x in dumps if any(_holds_device(r) for r in x.roots)), dumps[0])
     f = _Found()
     for cpu in d.roots:
         last = cpu.ident.split("-")[-1]

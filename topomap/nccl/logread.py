@@ -41,7 +41,8 @@ _NODES = re.compile(r"rank (?P<rank>\d+) nRanks (?P<n>\d+) nNodes (?P<nodes>\d+)
 _RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 #: NCCL 2.0-2.3: "host:pid:tid [dev] INFO 0 -> 1 via direct shared memory" (no "NCCL", no channel number)
 _OLD_INFO = re.compile(
-    r"(?P<host>[A-Za-z0-9_.\-]+):(?P<pid>\d+):\d+ \[\d+\] INFO (?P<msg>\d+(?:\[[0-9a-fA-F]+\])? -> .*)$"
+    r"(?<![A-Za-z0-9_.\-])(?P<host>[A-Za-z0-9_.\-]+):(?P<pid>\d+):\d+ \[\d+\] INFO "
+    r"(?P<msg>\d+(?:\[[0-9a-fA-F]+\])? -> .*)$"
 )
 #: a channel line pasted alone: "9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA"
 _LONE_HOP = re.compile(r"^(?P<msg>(?:(?:Channel|Ring) \d+(?:/\d+)? : )?\d+(?:\[[0-9a-fA-F]+\])? -> \d+.* via \S.*)$")
@@ -77,8 +78,12 @@ def read_log(text: str, path: str) -> NcclLog:
     """Parse a log's text. Raises TopomapError (one line) only when nothing usable is in it."""
     log = NcclLog(path)
     env: dict[str, str] = {}
-    for no, raw in enumerate(text.splitlines(), 1):
+    raws = text.splitlines()
+    for no, raw in enumerate(raws, 1):
         log.lines += 1
+        if no == len(raws) and not text.endswith(("\n", "\r")) and _cut_via(raw):
+            log.skipped.append(f"line {no}: the log ends inside this channel line: {raw.strip()[-40:]!r}")
+            continue
         line = _RAY_REPEAT.sub("", _PREFIX.sub("", raw.strip(), count=1))
         v = _VERSION.search(line)
         if v and log.version is None:
@@ -106,6 +111,17 @@ def read_log(text: str, path: str) -> NcclLog:
             "'Channel .. via ..' lines",
         )
     return log
+
+
+#: the words NCCL ends a channel line's ``via`` with (p2p.cc, shm.cc, net.cc)
+_VIA_WORDS = ("GDRDMA", "Shared", "read", "CE", "direct", "pointer", "CUMEM", "IPC", "MNNVL", "indirect")
+
+
+def _cut_via(raw: str) -> bool:
+    """A last line, with no line end, whose ``via`` stops inside one of NCCL's words (``…/GDR``): cut."""
+    _, sep, via = raw.rstrip().rpartition(" via ")
+    tail = via.rsplit("/", 1)[-1].split(" ")[-1]
+    return bool(sep) and bool(tail) and any(w != tail and w.startswith(tail) for w in _VIA_WORDS)
 
 
 def _tests_rank(log: NcclLog, line: str) -> None:

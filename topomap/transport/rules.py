@@ -148,7 +148,20 @@ RULES: Final[dict[str, Rule]] = {
     )
 }
 
-_TRUE = ("1", "true", "yes", "on")
+
+def strtol(text: str) -> int:
+    """An integer as C's ``strtol(text, NULL, 0)`` reads it (NCCL's parameters): leading blanks, a sign,
+    ``0x`` hex or a leading ``0`` octal, the leading digits; no digits read 0 (``yes`` is 0)."""
+    t = text.strip()
+    sign = -1 if t.startswith("-") else 1
+    t = t[1:] if t[:1] in "+-" else t
+    base, digits = 10, "0123456789"
+    if t[:2].lower() == "0x":
+        base, digits, t = 16, "0123456789abcdefABCDEF", t[2:]
+    elif t.startswith("0"):
+        base, digits = 8, "01234567"
+    head = t[: len(t) - len(t.lstrip(digits))]
+    return sign * int(head, base) if head else 0
 
 
 @dataclass(frozen=True)
@@ -161,8 +174,16 @@ class NcclEnv:
         return dict(self.values).get(key)
 
     def flag(self, key: str) -> bool | None:
+        """Whether a switch variable is on, as NCCL reads it (an integer; ``yes`` reads 0): a
+        ``*_DISABLE`` acts at 1 (NCCL compares ``== 1``), NCCL_P2P_DIRECT_DISABLE and ``*_ENABLE`` at any
+        non-zero value. None: not set."""
         v = self.get(key)
-        return None if v is None else v.strip().lower() in _TRUE
+        if v is None:
+            return None
+        n = strtol(v)
+        if key.endswith("_DISABLE") and key != "NCCL_P2P_DIRECT_DISABLE":
+            return n == 1
+        return n != 0
 
     def level(self, key: str) -> str | None:
         """A path level variable (NCCL_P2P_LEVEL, NCCL_NET_GDR_LEVEL) as a path type: names as
