@@ -310,6 +310,8 @@ def test_several_nodes_from_a_merged_snapshot() -> None:
     )
     assert by[(15, 7)].decision.detail == "via mlx5_7 with GPUDirect RDMA"
     assert (0, 9) not in by  # across hosts only the ring neighbours
+    assert [f.gpu for f in report.features][7:9] == ["a:gpu7", "b:gpu0"]  # PXN, NVLS, MNNVL per host's GPU
+    assert report.features[0].pxn.can == "no" and "PIX" in report.features[0].pxn.why
 
 
 def test_multi_node_nvlink_clique_is_p2p_across_hosts() -> None:

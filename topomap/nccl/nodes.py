@@ -47,6 +47,7 @@ def predict_cluster(snap: Snapshot, env: NcclEnv, ranks: str | None, version: st
     report = NcclReport(entries, env=env, version=version, source=snap.source.origin or "merged snapshot")
     for h, part in zip(hosts, parts, strict=True):
         report.nics += [replace(n, gpu=f"{h.host.hostname}:{n.gpu}") for n in part.nics]
+        report.features += [replace(f, gpu=f"{h.host.hostname}:{f.gpu}") for f in part.features]
     report.notes.append(
         f"{len(hosts)} hosts, ranks host by host; across hosts, the same local rank on consecutive hosts "
         "(NCCL's rings join those by default)"
