@@ -50,8 +50,15 @@ def nccl(
     from topomap.transport.rules import version_tuple
 
     extra = parse_env(env or [])
-    if version is not None and version_tuple(version) is None:
+    parts = version_tuple(version) if version is not None else None
+    if version is not None and parts is None:
         raise TopomapError(f"--nccl-version {version!r}: not an NCCL release", hint="e.g. --nccl-version 2.18.3")
+    if parts is not None and parts[0] != 2:
+        # NCCL 1.x had none of 2.x's P2P/SHM/NET transports, and there is no 3.x: no rules are known for them
+        raise TopomapError(
+            f"--nccl-version {version!r}: not an NCCL 2.x release (the rules held are NCCL 2.0 to 2.30)",
+            hint="e.g. --nccl-version 2.18.3",
+        )
     snapshot = _load(snap) if snap else None
     if log is not None:
         text = decode_text(read_bytes(log, "NCCL log", 64 * 1024 * 1024), log)
@@ -104,6 +111,12 @@ def _from_log(
         return report
     use = snapshot if snapshot is not None else (dump if not parsed.gpu_paths else None)
     report = compare_log(parsed, use, extra, version)
+    if snapshot is not None:
+        report.notes.insert(0, f"facts from the snapshot: {snapshot.source.origin or snapshot.source.kind}")
+    if ranks is not None:
+        report.notes.append(
+            f"--ranks {ranks} not used: with --log, the log says which ranks share a host and a process"
+        )
     if use is dump and dump is not None:
         report.notes[:0] = ["facts from the log's own topology tree (imported as a snapshot)", *_gaps(dump)]
     return report
