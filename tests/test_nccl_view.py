@@ -82,3 +82,18 @@ def test_nccl_version_outside_2x_is_a_one_line_error() -> None:
         assert err.count("\n") == 1 and "not an NCCL 2.x release" in err and "Traceback" not in err
     code, out, _ = _nccl(snap, "--nccl-version", "2.0")
     assert code == 0 and "rules of NCCL 2.0's release family" in out
+
+
+def test_lscpu_appended_settles_the_readme_unknown(tmp_path: Path) -> None:
+    """The README's fifth command: the RTX 4090 paste under NCCL 2.18.3 is unknown (the CPU vendor
+    decides that release's P2P level); its `lscpu` line appended, as the README says, decides it: an
+    AMD CPU sets level SYS, and every pair is P2P over PCIe."""
+    real = Path(__file__).parent / "data" / "real-topologies" / "nvidia-smi" / "rtx4090-8gpu-2nic-go-gpuallocator17.txt"
+    lot = tmp_path / "lot.txt"
+    lot.write_text(real.read_text() + "Model name:                           AMD EPYC 7543 32-Core Processor\n")
+    code, out, _ = _nccl(str(SAMPLES / "rtx4090-8gpu-all-sys.json"), "--nccl-version", "2.18.3", "--json")
+    assert code == 0 and {p["predicted"] for p in json.loads(out)["pairs"]} == {"unknown"}
+    code, out, _ = _nccl(str(lot), "--nccl-version", "2.18.3", "--json")
+    pairs = json.loads(out)["pairs"]
+    assert code == 0 and len(pairs) == 56 and {p["predicted"] for p in pairs} == {"P2P"}
+    assert {p["rule"] for p in pairs} == {"p2p-cpu-level"}
