@@ -30,11 +30,34 @@ def test_text_gives_each_decisions_reasons_as_json_does() -> None:
     for pair in json.loads(raw)["pairs"]:
         for reason in pair["reasons"]:
             assert reason in text
-    assert (
-        "why P2P for 3->4, 7->0: rule p2p-level: P2P only where the path is no longer than the P2P level: "
-        "PXB by default (paths.cc); here: path SYS within the P2P level (NCCL_P2P_LEVEL=SYS) "
-        "(NVML P2P status not recorded: assumed OK) (changed by NCCL_P2P_LEVEL, NCCL_P2P_DISABLE)"
-    ) in text
+    lines = text.splitlines()
+    head = lines.index(
+        "why P2P — rule p2p-level: P2P only where the path is no longer than the P2P level: PXB by default "
+        "(paths.cc) (changed by NCCL_P2P_LEVEL, NCCL_P2P_DISABLE)"
+    )
+    assert lines[head + 2] == (
+        "  3->4, 7->0: path SYS within the P2P level (NCCL_P2P_LEVEL=SYS) (NVML P2P status not recorded: assumed OK)"
+    )
+
+
+def test_the_rule_is_said_once_for_pairs_with_different_facts(tmp_path: Path) -> None:
+    """A merged snapshot: eight NET+GDR hops, each through its own NIC, under one rule line that lists
+    every variable --json lists (the table's column shows three)."""
+    h200 = str(SAMPLES / "hgx-h200-8gpu-10nic.json")
+    a100 = str(SAMPLES / "hgx-a100-8gpu-8nic.json")
+    cluster = str(tmp_path / "cluster.json")
+    assert CliRunner().invoke(app, ["merge", f"a={h200}", f"b={a100}", "-o", cluster]).exit_code == 0
+    code, text, _ = _nccl(cluster)
+    _, raw, _ = _nccl(cluster, "--json")
+    assert code == 0
+    env = next(p["env"] for p in json.loads(raw)["pairs"] if p["predicted"] == "NET+GDR")
+    rule = (
+        "why NET+GDR — rule other-host: different hosts never use P2P or SHM; they use the network "
+        f"(paths.cc, shm.cc) (changed by {', '.join(env)})"
+    )
+    assert text.count(rule) == 1 and len(env) > 3
+    assert "  0->8: the ranks are on different hosts; NIC mlx5_0 is PIX from the GPU, within the GDR level PXB" in text
+    assert text.count("rule other-host:") == 1
 
 
 def test_a_why_different_shared_by_pairs_is_said_once() -> None:

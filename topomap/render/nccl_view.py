@@ -38,27 +38,26 @@ def _pairs(pairs: list[str]) -> str:
 
 
 def _why(report: NcclReport) -> list[Text]:
-    """Why each prediction is what it is — the decision's own reasons (``reasons`` in --json), the rule
-    in words and every variable that would change it — once per reason, with the pairs it holds for.
-    An ``unknown`` reads "unknown for …: why, and what would settle it"."""
-    groups: dict[tuple[str, str, str, tuple[str, ...]], list[str]] = {}
+    """Why each prediction is what it is: per transport and rule, one line with the rule in words and
+    every variable that would change it, then the decision's own reasons (``reasons`` in --json), once
+    per reason, with the pairs it holds for. An ``unknown`` reads "unknown for …: why, and what would
+    settle it"."""
+    rules: dict[tuple[str, str, tuple[str, ...]], dict[str, list[str]]] = {}
     for e in report.entries:
         d = e.decision
-        key = (d.transport, d.rule, "; ".join(d.reasons), d.env)
-        groups.setdefault(key, []).append(f"{e.src_rank}->{e.dst_rank}")
-    out = []
-    for (transport, rule, reason, env), pairs in groups.items():
+        by_reason = rules.setdefault((d.transport, d.rule, d.env), {})
+        by_reason.setdefault("; ".join(d.reasons), []).append(f"{e.src_rank}->{e.dst_rank}")
+    out: list[Text] = []
+    for (transport, rule, env), by_reason in rules.items():
         if transport == "unknown":
-            if reason:
-                out.append(Text(f"unknown for {_pairs(pairs)}: {reason}"))
+            out.extend(Text(f"unknown for {_pairs(pairs)}: {why}") for why, pairs in by_reason.items() if why)
             continue
         t = Text("why ")
         t.append(transport, style=_STYLE.get(transport, ""))
-        said = RULES[rule].text if rule in RULES else rule
-        t.append(f" for {_pairs(pairs)}: rule {rule}: {said}" + (f"; here: {reason}" if reason else ""))
-        if env:
-            t.append(f" (changed by {', '.join(env)})")
+        said = RULES[rule].text if rule in RULES else ""
+        t.append(f" — rule {rule}" + (f": {said}" if said else "") + (f" (changed by {', '.join(env)})" if env else ""))
         out.append(t)
+        out.extend(Text(f"  {_pairs(pairs)}: {why or 'no further facts'}") for why, pairs in by_reason.items())
     return out
 
 
