@@ -22,26 +22,40 @@ def nccl(
     snap: Annotated[
         str | None, typer.Argument(help="Snapshot (or raw nvidia-smi/NCCL/hwloc file) of the machine.")
     ] = None,
-    log: Annotated[str | None, typer.Option("--log", help="An NCCL_DEBUG=INFO log to compare with.")] = None,
+    log: Annotated[
+        str | None,
+        typer.Option(
+            "--log",
+            help="An NCCL_DEBUG=INFO log (NCCL_DEBUG_SUBSYS=INIT,GRAPH adds NCCL's topology): what NCCL did, "
+            "against the prediction.",
+        ),
+    ] = None,
     ranks: Annotated[
         str | None,
-        typer.Option("--ranks", help="per-gpu (default), one-process, containers, or GPU list 0,1,2,3[:MODE]"),
+        typer.Option(
+            "--ranks",
+            help="per-gpu (one process per GPU, the default), one-process, containers (one per rank), or GPU "
+            "indexes 0,1,2,3[:MODE]. A --log with channel lines says it instead.",
+        ),
     ] = None,
     version: Annotated[
         str | None,
         typer.Option(
-            "--nccl-version", help="NCCL release whose rules apply where the log does not say (default: newest)."
+            "--nccl-version",
+            help="NCCL 2.x release whose rules apply (2.18.3) where the log does not say (default: newest).",
         ),
     ] = None,
     env: Annotated[
-        list[str] | None, typer.Option("--env", help="NCCL_X=Y that changes the prediction (repeat).")
+        list[str] | None,
+        typer.Option("--env", help="NCCL_X=Y as exported before the run (repeat); with --log, overrides the log's."),
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Predict NCCL's transport per rank pair, or explain an NCCL log.
 
-    Per ordered rank pair, the transport NCCL will choose (P2P, SHM, NET, NET+GDR) and the rule
-    that decides it; with --log, what NCCL did and why it differs. Exit 0, 2 bad input."""
+    Per ordered rank pair, the transport NCCL will choose (P2P, SHM, NET, NET+GDR), the rule that
+    decides it and the variables that would change it; per GPU its NIC, GPUDirect RDMA, PXN, NVLS.
+    `topomap nccl SNAP`, `topomap nccl --log LOG [SNAP]`. Exit 0, 2 bad input."""
     # imports inside the command keep start-up fast (networkx, the graph)
     from topomap.files.inputs import decode_text, read_bytes
     from topomap.nccl.nodes import predict
