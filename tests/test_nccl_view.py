@@ -120,3 +120,26 @@ def test_lscpu_appended_settles_the_readme_unknown(tmp_path: Path) -> None:
     pairs = json.loads(out)["pairs"]
     assert code == 0 and len(pairs) == 56 and {p["predicted"] for p in pairs} == {"P2P"}
     assert {p["rule"] for p in pairs} == {"p2p-cpu-level"}
+
+
+def test_a_log_given_as_the_snapshot_is_read_as_the_log() -> None:
+    """nccl-tests#307 given where a snapshot goes: its first topology dump is a cut piece with three of
+    the eight GPUs (P2P under one PCIe switch); read as --log it is NCCL's own eight SHM hops, as
+    `--log` reads them — the same answer either way. A snapshot saved from the log stays a snapshot."""
+    log = str(LOGS / "rtx4090-8gpu-shm-nccltests307.log")
+    code, raw, _ = _nccl(log, "--json")
+    _, same, _ = _nccl("--log", log, "--json")
+    assert code == 0
+    got = json.loads(raw)
+    assert got["pairs"] == json.loads(same)["pairs"]
+    assert got["agreement"] == {"same": 8, "total": 8}
+    assert got["notes"][0] == f"{log} is an NCCL log: read as --log {log}"
+
+
+def test_a_snapshot_saved_from_a_log_is_not_reread_as_a_log(tmp_path: Path) -> None:
+    saved = str(tmp_path / "dump.json")
+    log = str(LOGS / "h100-plx-dump-nccl1519.log")
+    assert CliRunner().invoke(app, ["import", log, "-o", saved]).exit_code == 0
+    code, raw, _ = _nccl(saved, "--json")
+    assert code == 0 and not any("read as --log" in n for n in json.loads(raw)["notes"])
+    assert {p["predicted"] for p in json.loads(raw)["pairs"]} == {"P2P"}  # three GPUs under one switch: PIX

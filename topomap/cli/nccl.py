@@ -74,9 +74,14 @@ def nccl(
             hint="e.g. --nccl-version 2.18.3",
         )
     snapshot = _load(snap) if snap else None
+    as_log = log is None and snap is not None and snapshot is not None and _raw_log(snapshot, snap)
+    if as_log:  # `topomap nccl run.log`: its channel lines too, not only its first topology dump
+        log, snapshot = snap, None
     if log is not None:
         text = decode_text(read_bytes(log, "NCCL log", 64 * 1024 * 1024), log)
         report = _from_log(text, log, snapshot, extra, (ranks, version))
+        if as_log:
+            report.notes.insert(0, f"{log} is an NCCL log: read as --log {log}")
     elif snapshot is not None:
         report = predict(snapshot, extra, ranks, version)
     else:
@@ -134,6 +139,17 @@ def _from_log(
     if use is dump and dump is not None:
         report.notes[:0] = ["facts from the log's own topology tree (imported as a snapshot)", *_gaps(dump)]
     return report
+
+
+def _raw_log(snapshot: Snapshot, path: str) -> bool:
+    """The file itself is an NCCL log (imported from its topology dump), not a snapshot saved from one."""
+    if snapshot.source.kind != "nccl-log":
+        return False
+    try:
+        with open(path, "rb") as f:
+            return not f.read(4096).lstrip().startswith(b"{")
+    except OSError:  # it was just read: unreadable now is no log to reread
+        return False
 
 
 def _has_dump(text: str, path: str) -> bool:
