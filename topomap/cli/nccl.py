@@ -22,26 +22,40 @@ def nccl(
     snap: Annotated[
         str | None, typer.Argument(help="Snapshot (or raw nvidia-smi/NCCL/hwloc file) of the machine.")
     ] = None,
-    log: Annotated[str | None, typer.Option("--log", help="An NCCL_DEBUG=INFO log to compare with.")] = None,
+    log: Annotated[
+        str | None,
+        typer.Option(
+            "--log",
+            help="An NCCL_DEBUG=INFO log (NCCL_DEBUG_SUBSYS=INIT,GRAPH adds NCCL's topology): what NCCL did, "
+            "against the prediction.",
+        ),
+    ] = None,
     ranks: Annotated[
         str | None,
-        typer.Option("--ranks", help="per-gpu (default), one-process, containers, or GPU list 0,1,2,3[:MODE]"),
+        typer.Option(
+            "--ranks",
+            help="per-gpu (one process per GPU, the default), one-process, containers (one per rank), or GPU "
+            "indexes 0,1,2,3[:MODE]. A --log with channel lines says it instead.",
+        ),
     ] = None,
     version: Annotated[
         str | None,
         typer.Option(
-            "--nccl-version", help="NCCL release whose rules apply where the log does not say (default: newest)."
+            "--nccl-version",
+            help="NCCL 2.x release whose rules apply (2.18.3) where the log does not say (default: newest).",
         ),
     ] = None,
     env: Annotated[
-        list[str] | None, typer.Option("--env", help="NCCL_X=Y that changes the prediction (repeat).")
+        list[str] | None,
+        typer.Option("--env", help="NCCL_X=Y as exported before the run (repeat); with --log, overrides the log's."),
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Predict NCCL's transport per rank pair, or explain an NCCL log.
 
-    Per ordered rank pair, the transport NCCL will choose (P2P, SHM, NET, NET+GDR) and the rule
-    that decides it; with --log, what NCCL did and why it differs. Exit 0, 2 bad input."""
+    Per ordered rank pair, the transport NCCL will choose (P2P, SHM, NET, NET+GDR), the rule that
+    decides it and the variables that would change it; per GPU its NIC, GPUDirect RDMA, PXN, NVLS.
+    `topomap nccl SNAP`, `topomap nccl --log LOG [SNAP]`. Exit 0, 2 bad input."""
     # imports inside the command keep start-up fast (networkx, the graph)
     from topomap.files.inputs import decode_text, read_bytes
     from topomap.nccl.nodes import predict
@@ -50,12 +64,24 @@ def nccl(
     from topomap.transport.rules import version_tuple
 
     extra = parse_env(env or [])
-    if version is not None and version_tuple(version) is None:
+    parts = version_tuple(version) if version is not None else None
+    if version is not None and parts is None:
         raise TopomapError(f"--nccl-version {version!r}: not an NCCL release", hint="e.g. --nccl-version 2.18.3")
+    if parts is not None and parts[0] != 2:
+        # NCCL 1.x had none of 2.x's P2P/SHM/NET transports, and there is no 3.x: no rules are known for them
+        raise TopomapError(
+            f"--nccl-version {version!r}: not an NCCL 2.x release (the rules held are NCCL 2.0 to 2.30)",
+            hint="e.g. --nccl-version 2.18.3",
+        )
     snapshot = _load(snap) if snap else None
+    as_log = log is None and snap is not None and snapshot is not None and _raw_log(snapshot, snap)
+    if as_log:  # `topomap nccl run.log`: its channel lines too, not only its first topology dump
+        log, snapshot = snap, None
     if log is not None:
         text = decode_text(read_bytes(log, "NCCL log", 64 * 1024 * 1024), log)
         report = _from_log(text, log, snapshot, extra, (ranks, version))
+        if as_log:
+            report.notes.insert(0, f"{log} is an NCCL log: read as --log {log}")
     elif snapshot is not None:
         report = predict(snapshot, extra, ranks, version)
     else:
@@ -104,9 +130,26 @@ def _from_log(
         return report
     use = snapshot if snapshot is not None else (dump if not parsed.gpu_paths else None)
     report = compare_log(parsed, use, extra, version)
+    if snapshot is not None:
+        report.notes.insert(0, f"facts from the snapshot: {snapshot.source.origin or snapshot.source.kind}")
+    if ranks is not None:
+        report.notes.append(
+            f"--ranks {ranks} not used: with --log, the log says which ranks share a host and a process"
+        )
     if use is dump and dump is not None:
         report.notes[:0] = ["facts from the log's own topology tree (imported as a snapshot)", *_gaps(dump)]
     return report
+
+
+def _raw_log(snapshot: Snapshot, path: str) -> bool:
+    """The file itself is an NCCL log (imported from its topology dump), not a snapshot saved from one."""
+    if snapshot.source.kind != "nccl-log":
+        return False
+    try:
+        with open(path, "rb") as f:
+            return not f.read(4096).lstrip().startswith(b"{")
+    except OSError:  # it was just read: unreadable now is no log to reread
+        return False
 
 
 def _has_dump(text: str, path: str) -> bool:

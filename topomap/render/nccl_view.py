@@ -9,7 +9,7 @@ from rich.text import Text
 
 from topomap.nccl.features import Feature
 from topomap.nccl.predict import NcclReport
-from topomap.nccl.rules import rules_used
+from topomap.nccl.rules import RULES, rules_used
 from topomap.render.notes import compress
 
 _STYLE = {"SHM": "yellow", "NET": "red", "unknown": "magenta"}
@@ -32,17 +32,52 @@ def _features(report: NcclReport) -> list[Text]:
     return out
 
 
-def _unknowns(report: NcclReport) -> list[Text]:
-    """Why each ``unknown`` prediction is unknown, once per reason, with the pairs it holds for."""
-    by_reason: dict[str, list[str]] = {}
+def _pairs(pairs: list[str]) -> str:
+    """Rank pairs as a short list: all of them up to six, else the count and the first three."""
+    return ", ".join(pairs) if len(pairs) <= 6 else f"{len(pairs)} pairs ({', '.join(pairs[:3])}, …)"
+
+
+def _why(report: NcclReport) -> list[Text]:
+    """Why each prediction is what it is: per transport and rule, one line with the rule in words and
+    every variable that would change it, then the decision's own reasons (``reasons`` in --json), once
+    per reason, with the pairs it holds for. An ``unknown`` reads "unknown for …: why, and what would
+    settle it"."""
+    rules: dict[tuple[str, str, tuple[str, ...]], dict[str, list[str]]] = {}
     for e in report.entries:
-        if e.decision.transport == "unknown" and e.decision.reasons:
-            by_reason.setdefault("; ".join(e.decision.reasons), []).append(f"{e.src_rank}->{e.dst_rank}")
-    out = []
-    for reason, pairs in by_reason.items():
-        shown = ", ".join(pairs) if len(pairs) <= 6 else f"{len(pairs)} pairs ({', '.join(pairs[:3])}, …)"
-        out.append(Text(f"unknown for {shown}: {reason}"))
+        d = e.decision
+        by_reason = rules.setdefault((d.transport, d.rule, d.env), {})
+        by_reason.setdefault("; ".join(d.reasons), []).append(f"{e.src_rank}->{e.dst_rank}")
+    out: list[Text] = []
+    for (transport, rule, env), by_reason in rules.items():
+        if transport == "unknown":
+            out.extend(Text(f"unknown for {_pairs(pairs)}: {why}") for why, pairs in by_reason.items() if why)
+            continue
+        t = Text("why ")
+        t.append(transport, style=_STYLE.get(transport, ""))
+        said = RULES[rule].text if rule in RULES else ""
+        t.append(f" — rule {rule}" + (f": {said}" if said else "") + (f" (changed by {', '.join(env)})" if env else ""))
+        out.append(t)
+        out.extend(Text(f"  {_pairs(pairs)}: {why or 'no further facts'}") for why, pairs in by_reason.items())
     return out
+
+
+def _footnotes(report: NcclReport) -> dict[str, str]:
+    """A long "why different" that several pairs share, numbered once ("[1]") instead of repeated on
+    every row; the text itself follows the table."""
+    count: dict[str, int] = {}
+    for e in report.entries:
+        if e.why_different:
+            count[e.why_different] = count.get(e.why_different, 0) + 1
+    shared = [w for w, n in count.items() if n > 1 and len(w) > 40]
+    return {w: f"[{i}]" for i, w in enumerate(shared, 1)}
+
+
+def _no_pairs(report: NcclReport) -> str:
+    """Why the pairs table would be empty: one GPU, or no channel line between two ranks."""
+    gpus = len(report.nics) or len(report.features)
+    if gpus == 1:
+        return "the source holds one GPU (NCCL needs two ranks for a channel)"
+    return "no two ranks to pair (see the notes)"
 
 
 def nccl_view(report: NcclReport) -> list[Table | Text]:
@@ -51,6 +86,7 @@ def nccl_view(report: NcclReport) -> list[Table | Text]:
     if report.env.values:
         out.append(Text("environment: " + " ".join(report.env.set_vars())))
     has_log = any(e.observed is not None for e in report.entries)
+    marks = _footnotes(report)
     t = Table(show_lines=False, box=box.SIMPLE_HEAD)
     for col in (
         "ranks",
@@ -74,9 +110,13 @@ def nccl_view(report: NcclReport) -> list[Table | Text]:
             Text(", ".join(e.decision.env[:3])),
         ]
         if has_log:
-            row += [Text(e.via or ""), Text(e.why_different or "same")]
+            why = e.why_different
+            row += [Text(e.via or ""), Text(marks.get(why, why) if why else "same")]
         t.add_row(*row)
-    out.append(t)
+    out.append(t if report.entries else Text("no GPU pairs: " + _no_pairs(report)))
+    for why, mark in marks.items():
+        pairs = [f"{e.src_rank}->{e.dst_rank}" for e in report.entries if e.why_different == why]
+        out.append(Text(f"{mark} why different for {_pairs(pairs)}: {why}"))
     if report.nics:
         n = Table(title="NIC per GPU", box=box.SIMPLE_HEAD, title_justify="left")
         for col in ("GPU", "NIC", "path", "GPUDirect RDMA", "why"):
@@ -91,10 +131,12 @@ def nccl_view(report: NcclReport) -> list[Table | Text]:
             )
         out.append(n)
     out.extend(_features(report))
-    out.extend(_unknowns(report))
+    out.extend(_why(report))
     same, total = report.agreement
     if total:
-        out.append(Text(f"agreement: {same}/{total} (rank pair, transport) entries as predicted"))
+        unknown = sum(1 for e in report.entries if e.observed is not None and e.decision.transport == "unknown")
+        left = f" ({unknown} predicted unknown: the 'unknown for' lines say what would settle them)" if unknown else ""
+        out.append(Text(f"agreement: {same}/{total} (rank pair, transport) entries as predicted{left}"))
     for note in report.notes:
         out.append(Text(f"note: {note}"))
     for skip in report.skipped:
