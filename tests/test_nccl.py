@@ -48,7 +48,7 @@ def test_rtx4090_dump_predicts_shm_where_nccl_used_it() -> None:
 def test_env_p2p_level_sys_turns_the_rtx_pairs_into_p2p() -> None:
     report = compare_log(_log("rtx4090-8gpu-shm-nccltests307.log"), None, parse_env(["NCCL_P2P_LEVEL=SYS"]))
     e = next(e for e in report.entries if (e.src_rank, e.dst_rank) == (0, 1))
-    assert e.decision.transport == "P2P" and e.decision.detail.startswith("direct pointer")
+    assert e.decision.transport == "P2P" and e.decision.detail.startswith("P2P/direct pointer")
     assert e.why_different is not None and "refused P2P" in e.why_different
 
 
@@ -94,8 +94,8 @@ def test_snapshot_prediction_nvswitch_and_pcie() -> None:
 
 def test_decide_rules() -> None:
     pcie = PairFacts(same_host=True, same_process=False, path="PXB", nvlink=False, nvml_p2p=True)
-    assert decide(pcie, NcclEnv(), "2.18.1").detail == "IPC/write over PCIe"
-    assert decide(pcie, NcclEnv(), "2.21.5").detail == "CUMEM/write over PCIe"
+    assert decide(pcie, NcclEnv(), "2.18.1").detail == "P2P/IPC over PCIe"
+    assert decide(pcie, NcclEnv(), "2.21.5").detail == "P2P/CUMEM over PCIe"
     amd = PairFacts(
         same_host=True, same_process=False, path="SYS", nvlink=False, nvml_p2p=True, cpu="amd", local_gpus=2
     )
@@ -106,12 +106,12 @@ def test_decide_rules() -> None:
     assert no_shm.rule == "shm-disabled-env" and no_shm.transport == "unknown"
     assert no_shm.detail.startswith("the network")
     a100 = PairFacts(same_host=True, same_process=True, path="NVL", nvlink=True, nvml_p2p=True, cc=("8.0", "8.0"))
-    assert decide(a100, NcclEnv()).detail == "direct pointer/read over NVLink"
+    assert decide(a100, NcclEnv()).detail == "P2P/direct pointer/read over NVLink"
     # NVLink through another GPU (NVB) is within PXB but beyond NCCL_P2P_LEVEL=NVL, and never reads
     nvb = dataclasses.replace(a100, path="NVB")
     assert (decide(nvb, NcclEnv()).transport, decide(nvb, NcclEnv()).detail) == (
         "P2P",
-        "direct pointer/write over NVLink",
+        "P2P/direct pointer over NVLink",
     )
     assert decide(nvb, parse_env(["NCCL_P2P_LEVEL=NVL"])).transport == "SHM"
 

@@ -82,7 +82,7 @@ def test_leonardo_a100_nvlink_pair_with_p2p_level_nvl() -> None:
     for key in ((0, 1, "P2P"), (1, 0, "P2P")):
         assert pairs[key]["predicted"] == "P2P" and pairs[key]["rule"] == "p2p-nvlink"
         assert pairs[key]["via"] == "P2P/direct pointer/read"
-        assert pairs[key]["detail"].startswith("direct pointer")
+        assert pairs[key]["detail"].startswith("P2P/direct pointer")
 
 
 def test_a100_nvlink_pairs_p2p_and_node_pairs_shm() -> None:

@@ -61,18 +61,12 @@ def nccl(
     from topomap.nccl.nodes import predict
     from topomap.nccl.rules import parse_env
     from topomap.render.nccl_view import nccl_view
-    from topomap.transport.rules import version_tuple
+    from topomap.transport.rules import version_problem
 
     extra = parse_env(env or [])
-    parts = version_tuple(version) if version is not None else None
-    if version is not None and parts is None:
-        raise TopomapError(f"--nccl-version {version!r}: not an NCCL release", hint="e.g. --nccl-version 2.18.3")
-    if parts is not None and parts[0] != 2:
-        # NCCL 1.x had none of 2.x's P2P/SHM/NET transports, and there is no 3.x: no rules are known for them
-        raise TopomapError(
-            f"--nccl-version {version!r}: not an NCCL 2.x release (the rules held are NCCL 2.0 to 2.30)",
-            hint="e.g. --nccl-version 2.18.3",
-        )
+    problem = version_problem(version) if version is not None else None
+    if problem:
+        raise TopomapError(f"--nccl-version {version!r}: {problem}", hint="e.g. --nccl-version 2.18.3")
     snapshot = _load(snap) if snap else None
     as_log = log is None and snap is not None and snapshot is not None and _raw_log(snapshot, snap)
     if as_log:  # `topomap nccl run.log`: its channel lines too, not only its first topology dump

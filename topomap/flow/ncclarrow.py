@@ -25,7 +25,7 @@ from topomap.model.facts import SETTLE, UNKNOWN_BW, Bandwidth
 from topomap.transport.decide import Decision as NcclDecision
 from topomap.transport.decide import decide
 from topomap.transport.facts import remote_facts, snapshot_facts
-from topomap.transport.rules import PATH_ORDER, RULES, NcclEnv, version_tuple
+from topomap.transport.rules import PATH_ORDER, RULES, NcclEnv, version_problem
 
 #: NCCL's transport → the flow's medium (NET and NET+GDR are the network; unknown is decided apart).
 MEDIUM_OF: dict[str, Medium] = {
@@ -63,12 +63,10 @@ def check_nccl(flow: Flow) -> None:
             raise FlowError(
                 f"{origin}:{line}: nccl_env: {key}={value!r} is not a path level", hint="LOC, NVL, PIX, PXB, PHB or SYS"
             )
-    if spec.nccl_version is not None and version_tuple(spec.nccl_version) is None:
-        line = flow.line("$.nccl_version")
-        raise FlowError(
-            f"{origin}:{line}: nccl_version: {spec.nccl_version!r} is not an NCCL release",
-            hint="e.g. nccl_version: 2.21.5",
-        )
+    problem = version_problem(spec.nccl_version) if spec.nccl_version is not None else None
+    if problem:
+        what = f"{origin}:{flow.line('$.nccl_version')}: nccl_version: {spec.nccl_version!r} is {problem}"
+        raise FlowError(what, hint="e.g. nccl_version: '2.21.5' (quoted)")
     for name, st in spec.steps.items():
         if not st.nccl:
             continue
@@ -133,7 +131,9 @@ def nccl_note(nd: NcclDecision) -> str:
     """The arrow's note: NCCL's transport, how, the rule and why, and what would change it."""
     head = f"NCCL {nd.transport}" if nd.transport != "unknown" else "NCCL transport unknown"
     detail = f" ({nd.detail})" if nd.detail else ""
-    why = "; ".join(nd.reasons)
+    if nd.detail.startswith(f"{nd.transport}/"):  # already in NCCL's words: "NCCL P2P/CUMEM over NVLink"
+        head, detail = f"NCCL {nd.detail}", ""
+    why = "; ".join(r for r in nd.reasons if not r.startswith("which P2P flavour"))  # the medium, not the flavour
     change = f"; {', '.join(nd.env)} would change it" if nd.env else ""
     return f"{head}{detail} — rule {nd.rule}: {RULES[nd.rule].text}" + (f"; {why}" if why else "") + change
 

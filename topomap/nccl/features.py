@@ -166,7 +166,10 @@ def mnnvl(topo: Topology, g: Gpu, env: NcclEnv) -> Feature:
     if ready.yes:  # registered, but in no multi-host cluster (the driver reports no cluster UUID)
         return Feature("no", "fabric registered with no cluster UUID: an NVLink domain of this host only", var)
     if ready.value == "unknown":
-        return Feature("unknown", "; ".join(ready.reasons) or "fabric state not recorded", var)
+        if _on_nvswitch(topo, g) is False:  # multi-node NVLink runs through NVSwitches
+            return Feature("no", "its NVLinks do not go to NVSwitches (direct links, bridges, or none)", var)
+        why = "; ".join(ready.reasons) or "fabric state not recorded"
+        return Feature("unknown", f"{why} ({ready.settle} tells it)" if ready.settle else why, var)
     if g.fabric is not None and g.fabric.state == "not-supported":
         return Feature("no", "the GPU has no NVLink fabric (not an NVLink-domain system)", var)
     return Feature("no", "; ".join(ready.reasons) or "fabric not registered", var)

@@ -132,4 +132,5 @@ def _dump_buses(log: NcclLog) -> None:
     if free and len(free) == len(rankless):
         for rank, bus in zip(rankless, free):
             log.ranks.setdefault(rank, RankInfo()).bus = bus
-        log.inferred.append(f"ranks {rankless} matched to the dump's GPUs {free} in bus order")
+        pairs = ", ".join(f"{r}→{b}" for r, b in zip(rankless, free, strict=True))
+        log.inferred.append(f"ranks without a bus id matched to the dump's GPUs in bus order: {pairs}")

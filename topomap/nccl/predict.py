@@ -14,7 +14,7 @@ from topomap.nccl.features import GpuFeatures, features
 from topomap.nccl.logread import Hop, NcclLog, short_bus
 from topomap.transport.decide import Decision, PairFacts, decide, gdr_answer
 from topomap.transport.facts import has_nvlink_peer
-from topomap.transport.rules import NCCL_SOURCE, NcclEnv, Transport, rules_used
+from topomap.transport.rules import NcclEnv, Transport, rules_used
 
 
 @dataclass(frozen=True)
@@ -120,13 +120,30 @@ def parse_ranks(spec: str | None, snap: Snapshot) -> tuple[list[Gpu], str]:
         return gpus, mode
     by_index = {g.index: g for g in gpus}
     try:
-        chosen = [by_index[int(x.strip().lower().removeprefix("gpu"))] for x in head.split(",")]  # 3, gpu3, GPU3
+        chosen = [by_index[i] for i in _indexes(head)]
     except (KeyError, ValueError) as err:
+        have = ", ".join(str(i) for i in sorted(by_index))
         raise TopomapError(
-            f"--ranks {spec!r}: not GPU indexes of this snapshot ({sorted(by_index)}) nor a rank mode",
-            hint="--ranks 0,1,2,3, --ranks one-process or --ranks containers",
+            f"--ranks {spec!r}: not GPU indexes of this snapshot ({have}) nor a rank mode",
+            hint="--ranks 0,1,2,3, --ranks 0-3, --ranks one-process or --ranks containers",
         ) from err
+    twice = sorted({g.index for g in chosen if chosen.count(g) > 1})
+    if twice:
+        raise TopomapError(
+            f"--ranks {spec!r}: gpu{twice[0]} is given twice; NCCL refuses two ranks on one GPU",
+            hint="one rank per GPU",
+        )
     return chosen, mode
+
+
+def _indexes(text: str) -> list[int]:
+    """``0,1,2``, ``gpu3``/``GPU3``, ``0-3`` (a range) → GPU indexes; ValueError on anything else."""
+    out: list[int] = []
+    for part in text.split(","):
+        item = part.strip().lower().removeprefix("gpu")
+        lo, dash, hi = item.partition("-")
+        out += list(range(int(lo), int(hi) + 1)) if dash else [int(item)]
+    return out
 
 
 _MODE_NOTE = {
@@ -162,9 +179,7 @@ def predict_snapshot(snap: Snapshot, env: NcclEnv, ranks: str | None = None, ver
     )
     report.notes.append("ranks: " + _MODE_NOTE[mode])
     if version is None:
-        report.notes.append(
-            f"rules of the newest NCCL release family ({NCCL_SOURCE}); --nccl-version 2.18.3 predicts for an older one"
-        )
+        report.notes.append("no NCCL version given: --nccl-version 2.18.3 predicts for an older release")
     if snap.host.virtualization:
         report.notes.append(
             f"a virtual machine ({snap.host.virtualization}): the hypervisor may refuse P2P that the path allows; "
@@ -280,7 +295,9 @@ def _entry(
             buses = (ra.bus if ra else None, rb.bus if rb else None)
             facts = dump_facts(log, (src, dst), buses, same_pid, ra.host if ra else None)
     d = decide(facts, env, log.version)
-    return Entry(src, dst, _name(ga, ra), _name(gb, rb), d, observed, via, explain(d, observed, via, env))
+    cross = ra is not None and rb is not None and ra.host != rb.host
+    names = (_name(ga, ra, cross), _name(gb, rb, cross))
+    return Entry(src, dst, *names, d, observed, via, explain(d, observed, via, env))
 
 
 def _log_remote(log: NcclLog, env: NcclEnv, hop: Hop) -> PairFacts:
@@ -318,12 +335,13 @@ def _local_count(log: NcclLog, host: str | None) -> int | None:
     return len(on_host) or None
 
 
-def _name(g: Gpu | None, info: Any) -> str | None:
-    if g is not None:
-        return gpu_node(g)
-    if info is not None and info.bus:
-        return f"bus {info.bus}"
-    return None
+def _name(g: Gpu | None, info: Any, with_host: bool = False) -> str | None:
+    """The GPU a rank ran on: the snapshot's name, else its bus id; ``host:`` first for a hop between hosts."""
+    name = gpu_node(g) if g is not None else (f"bus {info.bus}" if info is not None and info.bus else None)
+    host = getattr(info, "host", None)
+    if with_host and host and not host.startswith("("):
+        return f"{host}:{name or '?'}"
+    return name
 
 
 def _unknown(why: str) -> Decision:

@@ -6,7 +6,7 @@ log; the rules are NCCL's (:mod:`topomap.transport.rules`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from topomap.transport.rules import (
@@ -17,6 +17,7 @@ from topomap.transport.rules import (
     gdr_read_needs_nvlink,
     p2p_default_level,
     path_rank,
+    strtol,
     version_tuple,
 )
 
@@ -87,19 +88,21 @@ def decide(f: PairFacts, env: NcclEnv, version: str | None = None) -> Decision:
         return _network(f, env, "other-container", why, version)
     p2p = _p2p(f, env, version)
     if p2p is None:
-        return _d("unknown", "unknown", "", f"P2P cannot be decided: {_missing(f, version)}", f.how)
+        d = _d("unknown", "unknown", "", f"P2P cannot be decided: {_missing(f, version)}")
+        return replace(d, env=RULES["p2p-level"].env)  # setting the level decides it
     ok, rule, why = p2p
     if ok:
         net = _net_intra(f, env, version)
         if net is not None:
             return net
-        return _d("P2P", rule, _flavour(f, env, version), why)
+        words, settle = _flavour(f, env, version)
+        return _d("P2P", rule, words, why, settle)
     net = _net_intra(f, env, version)
     if net is not None:
         return net
     if env.flag("NCCL_SHM_DISABLE"):
         return _network(f, env, "shm-disabled-env", f"{why}; NCCL_SHM_DISABLE=1", version)
-    d = _d("SHM", rule, "through host memory (P2P refused)", why)
+    d = _d("SHM", rule, "through host memory (no P2P for this pair)", why)
     return Decision("SHM", rule, tuple(dict.fromkeys((*d.env, *RULES["shm"].env))), d.detail, d.reasons)
 
 
@@ -107,7 +110,10 @@ def _missing(f: PairFacts, version: str | None) -> str:
     if f.path is None:
         return "the path between the GPUs is not recorded"
     if f.nvlink is None:
-        return f"path {f.path} over PCIe, and whether NVLink joins them is not recorded"
+        return (
+            f"path {f.path} over PCIe, and whether NVLink joins them is not recorded "
+            "(`nvidia-smi topo -m` or `nvidia-smi nvlink --status` tells it)"
+        )
     why = p2p_default_level(version, f.cpu, f.local_gpus).why
     return f"path {f.path} is beyond PXB, and {why} (`lscpu` tells the CPU vendor)"
 
@@ -169,27 +175,36 @@ def _older(f: PairFacts, version: str | None, path: str) -> str:
     return f"; NCCL 2.9-2.22 would {verdict} P2P here (its level is {old} on this CPU): the NCCL version is not known"
 
 
-def _flavour(f: PairFacts, env: NcclEnv, version: str | None) -> str:
-    """direct pointer (one process) / CUMEM / IPC, and read or write (p2p.cc)."""
+def _flavour(f: PairFacts, env: NcclEnv, version: str | None) -> tuple[str, str]:
+    """P2P in the words of NCCL's channel lines (p2p.cc): ``P2P/direct pointer`` in one process,
+    ``P2P/CUMEM`` or ``P2P/IPC`` across processes, ``/read`` where NCCL reads; alternatives where the
+    facts leave them open (``CUMEM|IPC``, ``[/read]``), with what would settle them."""
     read_env = env.get("NCCL_P2P_READ_ENABLE")
     if read_env is not None:
-        read: bool | None = read_env.strip() in ("1", "true")
+        read: bool | None = strtol(read_env) != 0
     elif f.nvlink is False or (f.path is not None and f.path != "NVL" and not f.nvlink):
         read = False
     elif f.cc[0] is None or f.cc[1] is None:
         read = None
     else:
         read = bool(f.nvlink) and f.path != "NVB" and f.cc[0] == f.cc[1] == "8.0"  # PATH_NVL only
-    rw = {True: "read", False: "write", None: "read or write"}[read]
+    open_: list[str] = []
     if f.same_process and not env.flag("NCCL_P2P_DIRECT_DISABLE"):
-        how = "direct pointer"
-    elif f.same_process is None:
-        how = "direct pointer (one process) or CUMEM/IPC (several)"
+        hows = ["direct pointer"]
     else:
         cumem = cumem_default(version, env)
-        how = {True: "CUMEM", False: "IPC", None: "CUMEM or IPC"}[cumem]
+        hows = {True: ["CUMEM"], False: ["IPC"], None: ["CUMEM", "IPC"]}[cumem]
+        if cumem is None:
+            open_.append("CUMEM from NCCL 2.19 or NCCL_CUMEM_ENABLE=1")
+        if f.same_process is None:
+            hows = ["direct pointer", *hows]
+            open_.append("direct pointer when one process drives both GPUs")
+    if read is None:
+        open_.append("/read only between two compute-capability-8.0 GPUs on NVLink")
+    suffix = {True: "/read", False: "", None: "[/read]"}[read]
     medium = "NVLink" if f.nvlink else ("PCIe" if f.nvlink is False or f.path not in (None, "NVL") else "?")
-    return f"{how}/{rw} over {medium}"
+    words = f"P2P/{'|'.join(hows)}{suffix} over {medium}"
+    return words, (f"which P2P flavour: {'; '.join(open_)}" if open_ else "")
 
 
 def _net_intra(f: PairFacts, env: NcclEnv, version: str | None) -> Decision | None:

@@ -98,13 +98,13 @@ RULES: Final[dict[str, Rule]] = {
         Rule(
             "p2p-amd-pair",
             "an x86 AMD CPU with at most two GPUs raises the P2P level to SYS (paths.cc, NCCL 2.23 and later)",
-            ("NCCL_P2P_LEVEL",),
+            ("NCCL_P2P_LEVEL", "NCCL_P2P_DISABLE"),
         ),
         Rule(
             "p2p-cpu-level",
             "NCCL before 2.23 sets the P2P level by CPU: SYS by default, PXB on Intel, ARM and Zhaoxin "
             "(2.9-2.22; before 2.9: PXB on ARM and Broadwell, PHB on other Intel) (paths.cc)",
-            ("NCCL_P2P_LEVEL",),
+            ("NCCL_P2P_LEVEL", "NCCL_P2P_DISABLE"),
         ),
         Rule(
             "p2p-nvlink",
@@ -226,6 +226,14 @@ def parse_env(pairs: list[str] | tuple[str, ...], base: NcclEnv | None = None) -
 #: NCCL's CPU kinds for the P2P level (ncclTopoCpuType): the vendor, with Broadwell told apart (before
 #: 2.9 it alone of Intel's CPUs kept P2P within PXB).
 CPU_KINDS: Final = ("intel", "intel-bdw", "amd", "zhaoxin", "arm", "power")
+_CPU_WORDS: Final = {
+    "intel": "an Intel",
+    "intel-bdw": "an Intel Broadwell",
+    "amd": "an AMD",
+    "zhaoxin": "a Zhaoxin",
+    "arm": "an ARM",
+    "power": "a POWER",
+}
 
 
 @dataclass(frozen=True)
@@ -247,7 +255,8 @@ def p2p_default_level(version: str | None, cpu: str | None, local_gpus: int | No
         if cpu is None or (cpu == "amd" and local_gpus is None):
             if local_gpus is not None and local_gpus > 2:
                 return Level("PXB", "p2p-level", "default P2P level PXB")
-            return Level(None, "unknown", "the CPU vendor or the number of GPUs is not recorded")
+            missing = "the number of the job's GPUs on the host is" if cpu == "amd" else "the CPU vendor is"
+            return Level(None, "unknown", f"{missing} not recorded (an x86 AMD CPU with at most two GPUs: level SYS)")
         if cpu == "amd" and local_gpus is not None and local_gpus <= 2:
             return Level("SYS", "p2p-amd-pair", f"AMD x86 CPU with {local_gpus} GPU(s): P2P level SYS")
         return Level("PXB", "p2p-level", "default P2P level PXB")
@@ -256,13 +265,13 @@ def p2p_default_level(version: str | None, cpu: str | None, local_gpus: int | No
         return Level(None, "unknown", f"{fam} sets the P2P level by CPU vendor, which is not recorded")
     if v >= (2, 9, 0):
         if cpu in ("intel", "intel-bdw", "arm", "zhaoxin"):
-            return Level("PXB", "p2p-cpu-level", f"{fam} on an {cpu.split('-')[0]} CPU: P2P level PXB")
-        return Level("SYS", "p2p-cpu-level", f"{fam} on an {cpu} CPU: P2P level SYS")
+            return Level("PXB", "p2p-cpu-level", f"{fam} on {_CPU_WORDS[cpu]} CPU: P2P level PXB")
+        return Level("SYS", "p2p-cpu-level", f"{fam} on {_CPU_WORDS[cpu]} CPU: P2P level SYS")
     if cpu in ("arm", "intel-bdw"):
-        return Level("PXB", "p2p-cpu-level", f"{fam} on an {cpu} CPU: P2P level PXB")
+        return Level("PXB", "p2p-cpu-level", f"{fam} on {_CPU_WORDS[cpu]} CPU: P2P level PXB")
     if cpu == "intel" and v >= (2, 7, 0):
         return Level("PHB", "p2p-cpu-level", f"{fam} on an Intel CPU (not Broadwell): P2P level PHB")
-    return Level("SYS", "p2p-cpu-level", f"{fam} on an {cpu} CPU: P2P level SYS")
+    return Level("SYS", "p2p-cpu-level", f"{fam} on {_CPU_WORDS.get(cpu, 'this')} CPU: P2P level SYS")
 
 
 def gdr_read_needs_nvlink(version: str | None, cc: str | None) -> bool | None:
@@ -284,6 +293,17 @@ def rules_used(version: str | None) -> str:
     if version is None:
         return f"the newest release family, {NCCL_SOURCE}"
     return f"NCCL {version}'s release family (NCCL's source at its tags, github.com/NVIDIA/nccl)"
+
+
+def version_problem(version: str) -> str | None:
+    """Why ``version`` is not a release whose rules are held (None when it is one): not a version, or
+    not 2.x (NCCL 1.x had none of 2.x's transports, and there is no 3.x)."""
+    parts = version_tuple(version)
+    if parts is None:
+        return "not an NCCL release"
+    if parts[0] != 2:
+        return "not an NCCL 2.x release (the rules held are NCCL 2.0 to 2.30)"
+    return None
 
 
 def version_tuple(version: str | None) -> tuple[int, int, int] | None:
