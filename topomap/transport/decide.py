@@ -112,7 +112,7 @@ def _missing(f: PairFacts, version: str | None) -> str:
     if f.nvlink is None:
         return (
             f"path {f.path} over PCIe, and whether NVLink joins them is not recorded "
-            "(`nvidia-smi topo -m` or `nvidia-smi nvlink --status` tells it)"
+            "(`nvidia-smi topo -m` or `nvidia-smi nvlink -s` tells it)"
         )
     why = p2p_default_level(version, f.cpu, f.local_gpus).why
     return f"path {f.path} is beyond PXB, and {why} (`lscpu` tells the CPU vendor)"
