@@ -382,3 +382,15 @@ def test_switch_variables_read_as_nccl_reads_them() -> None:
     assert decide(nvl, parse_env(["NCCL_P2P_DISABLE=yes"])).transport == "P2P"
     assert decide(nvl, parse_env(["NCCL_P2P_DISABLE=2"])).transport == "P2P"
     assert decide(nvl, parse_env(["NCCL_P2P_DISABLE=0x1"])).transport == "SHM"
+
+
+def test_nccl_tests_rank_table_gives_each_ranks_gpu_model() -> None:
+    """nccl-tests' "#  Rank  1 Group  0 Pid … device  0 [0000:81:00] NVIDIA A100-PCIE-40GB" names each
+    rank's GPU: compute capability 8.0, so its sends may read GPU memory over the NIC without an NVLink
+    peer (ncclTopoCheckGdr, 2.12 and later)."""
+    from topomap.nccl.facts import log_cc
+
+    log = _log("a100pcie-2node-gdr-level-sys-nccltests350.log")
+    assert log.gpu_models[1] == "NVIDIA A100-PCIE-40GB" and log_cc(log, 1) == "8.0"
+    two = _log("h20-2pods-same-node-socket-nccl1781.log")  # "nRanks 2 nNodes 2 localRanks 1"
+    assert set(two.local_ranks.values()) == {1} and two.nranks == 2

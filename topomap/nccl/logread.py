@@ -34,6 +34,7 @@ _BARE_LINE = re.compile(r"(?:^|[\s\]])(?:\[(?P<dev>\d+)\] ?)?NCCL INFO (?P<msg>.
 _TESTS_RANK = re.compile(
     r"^#\s+Rank\s+(?P<rank>\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)\s+device\s+(?P<dev>\d+)"
     r"\s+\[(?:[0-9a-fA-F]{4}:)?(?:0x)?(?P<bus>[0-9a-fA-F]{1,2})(?::(?P<devfn>[0-9a-fA-F]{2}))?\]"
+    r"(?:\s+(?P<name>\S.*?))?\s*$"
 )
 #: "comm 0x… rank 0 nRanks 3 nNodes 3 localRanks 1 localRank 0 MNNVL 0" (2.19 and later)
 _NODES = re.compile(r"rank (?P<rank>\d+) nRanks (?P<n>\d+) nNodes (?P<nodes>\d+) localRanks (?P<local>\d+)")
@@ -97,7 +98,6 @@ def read_log(text: str, path: str) -> NcclLog:
             msg, host, pid = bare.group("msg").strip(), UNNAMED, 0
         else:
             _tests_rank(log, line)
-            _read_test_rank(log, line)
             continue
         log.nccl_lines += 1
         _read_message(log, env, (msg, host, pid), no)
@@ -135,6 +135,8 @@ def _tests_rank(log: NcclLog, line: str) -> None:
     r.cuda_dev = int(t.group("dev")) if r.cuda_dev is None else r.cuda_dev
     devfn = int(t.group("devfn") or "0", 16)
     r.bus = r.bus or short_bus(f"{int(t.group('bus'), 16):x}{devfn:02x}0")
+    if t.group("name"):  # the GPU model: its compute capability decides GDR reads and P2P read
+        log.gpu_models.setdefault(int(t.group("rank")), t.group("name"))
 
 
 def _read_channel(log: NcclLog, msg: str, host: str, pid: int, no: int) -> None:
@@ -192,6 +194,9 @@ def _read_message(log: NcclLog, env: dict[str, str], line: tuple[str, str, int],
     n = _NODES.search(msg)
     if n:
         log.nodes[int(n.group("rank"))] = (int(n.group("nodes")), int(n.group("local")))
+        if host != UNNAMED:  # the communicator's GPUs on this host (NCCL's topology) and in all
+            log.local_ranks[host] = max(log.local_ranks.get(host, 0), int(n.group("local")))
+        log.nranks = max(log.nranks or 0, int(n.group("n")))
         r = log.ranks.setdefault(int(n.group("rank")), RankInfo())
         if host != UNNAMED and r.host is None:
             r.host, r.pid = host, pid
@@ -221,12 +226,8 @@ def _read_message(log: NcclLog, env: dict[str, str], line: tuple[str, str, int],
 
 
 _CPU_LINE = re.compile(r"^CPU/[0-9A-Fa-f-]+ \((?P<arch>-?\d+)/(?P<vendor>-?\d+)/(?P<model>-?\d+)\)\s*$")
-_LOCAL_RANKS = re.compile(r"\bnRanks (?P<total>\d+) nNodes \d+ localRanks (?P<n>\d+)\b")
 _USING_NETWORK = re.compile(r"^Using network (?P<name>\S+)")
 _MNNVL = re.compile(r"\bMNNVL (?P<on>[01])\b(?: cliqueId \S+ cliqueSize (?P<size>\d+))?")
-_TEST_RANK = re.compile(
-    r"^#\s*Rank\s+(?P<rank>\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+\S+\s+device\s+\d+\s+\[[^\]]*\]\s+(?P<name>.+?)\s*$"
-)
 
 
 def nccl_cpu_kind(arch: int, vendor: int, model: int) -> str | None:
@@ -242,18 +243,14 @@ def nccl_cpu_kind(arch: int, vendor: int, model: int) -> str | None:
 
 
 def _read_host(log: NcclLog, msg: str, host: str) -> bool:
-    """The dump's CPU line (the first per host: NCCL asks its first CPU) and the communicator's local
-    rank count; True when the line was one."""
+    """The dump's CPU line (the first per host: NCCL asks its first CPU), the network NCCL uses and
+    multi-node NVLink; True when the line was only that."""
     cpu = _CPU_LINE.match(msg)
     if cpu:
         kind = nccl_cpu_kind(int(cpu.group("arch")), int(cpu.group("vendor")), int(cpu.group("model")))
         if kind is not None:
             log.cpus.setdefault(host, kind)
         return True
-    local = _LOCAL_RANKS.search(msg)
-    if local:
-        log.local_ranks[host] = max(log.local_ranks.get(host, 0), int(local.group("n")))
-        log.nranks = max(log.nranks or 0, int(local.group("total")))
     net = _USING_NETWORK.match(msg)
     if net:
         log.network[host] = net.group("name")
@@ -264,13 +261,6 @@ def _read_host(log: NcclLog, msg: str, host: str) -> bool:
         if mn.group("size"):
             log.clique_size = int(mn.group("size"))
     return False
-
-
-def _read_test_rank(log: NcclLog, line: str) -> None:
-    """nccl-tests' rank table: the GPU model of each rank."""
-    t = _TEST_RANK.match(line.strip())
-    if t:
-        log.gpu_models.setdefault(int(t.group("rank")), t.group("name"))
 
 
 def _read_network(log: NcclLog, msg: str, host: str, pid: int) -> bool:
