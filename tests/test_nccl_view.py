@@ -143,3 +143,23 @@ def test_a_snapshot_saved_from_a_log_is_not_reread_as_a_log(tmp_path: Path) -> N
     code, raw, _ = _nccl(saved, "--json")
     assert code == 0 and not any("read as --log" in n for n in json.loads(raw)["notes"])
     assert {p["predicted"] for p in json.loads(raw)["pairs"]} == {"P2P"}  # three GPUs under one switch: PIX
+
+
+def test_a_summary_line_comes_first() -> None:
+    """Before the table, one line: how many pairs get each transport and by which rule, most first (the
+    trial's first wish): the H200 paste is 56 P2P over NVLink; the 4-host nccl-tests#311 log is 15 network
+    entries with GPUDirect and 8 P2P ones."""
+    from topomap.importers import load_any
+    from topomap.nccl.nodes import predict
+    from topomap.nccl.rules import NcclEnv
+    from topomap.render.nccl_view import summary
+
+    snap = load_any(str(Path(__file__).parent.parent / "samples" / "snapshots" / "hgx-h200-8gpu-10nic.json"))
+    assert summary(predict(snap, NcclEnv())) == "predicted for 56 rank pairs: 56 P2P (p2p-nvlink)"
+    logs = Path(__file__).parent / "data" / "real-nccl-logs"
+    name = "a100sxm4-amd-4node-collnet-fallback-pxn-gdrdma-nccltests311"
+    r = CliRunner().invoke(app, ["nccl", "--log", str(logs / f"{name}.log"), str(logs / f"{name}.topo.txt")])
+    lines = r.output.splitlines()
+    assert r.exit_code == 0 and lines[2] == (
+        "predicted for 23 (rank pair, transport) entries: 15 NET+GDR (other-host), 8 P2P (p2p-nvlink)"
+    )

@@ -80,11 +80,25 @@ def _no_pairs(report: NcclReport) -> str:
     return "no two ranks to pair (see the notes)"
 
 
+def summary(report: NcclReport) -> str:
+    """One line first: how many pairs get each transport, and by which rule (most pairs first)."""
+    counts: dict[tuple[str, str], int] = {}
+    for e in report.entries:
+        key = (e.decision.transport, e.decision.rule)
+        counts[key] = counts.get(key, 0) + 1
+    parts = [f"{n} {t} ({rule})" for (t, rule), n in sorted(counts.items(), key=lambda kv: -kv[1])]
+    n = len(report.entries)
+    unit = "(rank pair, transport) entries" if report.compared else "rank pairs"
+    return f"predicted for {n} {unit}: " + ", ".join(parts)
+
+
 def nccl_view(report: NcclReport) -> list[Table | Text]:
     """The pairs table, the NIC table (snapshot only), then agreement, notes and skipped lines."""
     out: list[Table | Text] = [Text(f"NCCL transports ({report.source}); rules of {rules_used(report.version)}")]
     if report.env.values:
         out.append(Text("environment: " + " ".join(report.env.set_vars())))
+    if report.entries:
+        out.append(Text(summary(report)))
     has_log = any(e.observed is not None for e in report.entries)
     marks = _footnotes(report)
     t = Table(show_lines=False, box=box.SIMPLE_HEAD)
