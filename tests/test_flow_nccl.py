@@ -220,3 +220,12 @@ def test_nccl_version_in_the_flow_picks_the_release_family(tmp_path: Path) -> No
     p.write_text(_tp_text("nccl_version: newest\n").replace("../snapshots/", f"{SNAPS}/"))
     rc, out = _cli("map", str(p))
     assert rc == 2 and "nccl_version: 'newest' is not an NCCL release" in out
+
+
+def test_an_unquoted_version_is_a_yaml_number_and_the_error_says_to_quote_it(tmp_path: Path) -> None:
+    """``nccl_version: 2.21`` is a float to YAML: one line naming the line and field, and the hint to
+    quote it."""
+    p = tmp_path / "tp.yaml"
+    p.write_text(_tp_text("nccl_version: 2.21\n").replace("../snapshots/", f"{SNAPS}/"))
+    rc, out = _cli("map", str(p))
+    assert rc == 2 and "got `float` (at nccl_version)" in out and "quote it" in out

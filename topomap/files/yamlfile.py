@@ -227,6 +227,8 @@ def convert(
             msg = f"{msg}; expected one of {', '.join(choices)}"
             close = difflib.get_close_matches(e.group(1).strip("'\""), choices, n=1, cutoff=0.5)
             hint = f"did you mean `{close[0]}`?" if close else f"expected one of: {', '.join(choices)}"
+        if hint is None and re.match(r"Expected `str(?: \| null)?`, got `(?:float|int)`", msg):
+            hint = "YAML read this value as a number: quote it (e.g. '2.21')"
         for old, new in (renames or {}).items():
             msg = msg.replace(f"`{old}`", f"`{new}`")
         place = at.replace("$.", "").replace("$", "") or "top level"
