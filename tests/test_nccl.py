@@ -310,6 +310,16 @@ def test_several_nodes_from_a_merged_snapshot() -> None:
     )
     assert by[(15, 7)].decision.detail == "via mlx5_7 with GPUDirect RDMA"
     assert (0, 9) not in by  # across hosts only the ring neighbours
+    # --ranks applies on every host: ranks 0-1 on a:gpu2,gpu3 and 2-3 on b:gpu2,gpu3, joined across hosts
+    picked = predict(cluster, NcclEnv(), "2,3").entries
+    across = [(e.src_gpu, e.dst_gpu) for e in picked if e.decision.rule == "other-host"]
+    assert across == [("a:gpu2", "b:gpu2"), ("a:gpu3", "b:gpu3"), ("b:gpu2", "a:gpu2"), ("b:gpu3", "a:gpu3")]
+    assert sorted({(e.src_rank, e.dst_rank) for e in picked if e.decision.rule == "other-host"}) == [
+        (0, 2),
+        (1, 3),
+        (2, 0),
+        (3, 1),
+    ]
     assert [f.gpu for f in report.features][7:9] == ["a:gpu7", "b:gpu0"]  # PXN, NVLS, MNNVL per host's GPU
     assert report.features[0].pxn.can == "no" and "PIX" in report.features[0].pxn.why
 

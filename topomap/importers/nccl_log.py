@@ -32,12 +32,11 @@ from topomap.model.snapshot import Gpu, Host, Nic, NumaNode, NvLink, PciDevice, 
 
 #: ``host:pid:tid [dev] NCCL INFO message`` (a launcher prefix may stand before the host); nccl/logread
 #: reads the same lines for their channels.
-#: the host group starts where a name starts (the look-behind): searched from every position of a long
-#: run of name characters (progress dots, a hex blob) it would be quadratic
-INFO_LINE = re.compile(
-    r"(?<![A-Za-z0-9_.<>\-])(?P<host>[A-Za-z0-9_.<>\-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] "
-    r"NCCL INFO (?P<msg>.*)$"
-)
+#: ``host:pid:tid [dev] `` before NCCL's words. The host group starts where a name starts (the
+#: look-behind): searched from every position of a long run of name characters (progress dots, a hex
+#: blob) it would be quadratic.
+LINE_HEAD = r"(?<![A-Za-z0-9_.<>\-])(?P<host>[A-Za-z0-9_.<>\-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] "
+INFO_LINE = re.compile(LINE_HEAD + r"NCCL INFO (?P<msg>.*)$")
 _SYSTEM = re.compile(r"^=== System : max(?:Bw|Width) ")
 _END = re.compile(r"^=+\s*$")
 _CPU = re.compile(r"^CPU/(?P<id>[0-9A-Fa-f-]+)(?: \((?P<arch>-?\d+)/(?P<vendor>-?\d+)/(?P<model>-?\d+)\))?\s*$")

@@ -12,7 +12,7 @@ import re
 from collections import Counter
 
 from topomap.base.errors import TopomapError
-from topomap.importers.nccl_log import INFO_LINE
+from topomap.importers.nccl_log import INFO_LINE, LINE_HEAD
 from topomap.nccl.logdata import UNNAMED, Hop, NcclLog, RankInfo, short_bus, transport_of
 from topomap.nccl.loghosts import fill_ranks
 from topomap.transport.rules import NcclEnv, version_tuple
@@ -41,10 +41,7 @@ _NODES = re.compile(r"rank (?P<rank>\d+) nRanks (?P<n>\d+) nNodes (?P<nodes>\d+)
 #: Ray's log deduplication appends " [repeated 14x across cluster]" to a line
 _RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
 #: NCCL 2.0-2.3: "host:pid:tid [dev] INFO 0 -> 1 via direct shared memory" (no "NCCL", no channel number)
-_OLD_INFO = re.compile(
-    r"(?<![A-Za-z0-9_.\-])(?P<host>[A-Za-z0-9_.\-]+):(?P<pid>\d+):\d+ \[\d+\] INFO "
-    r"(?P<msg>\d+(?:\[[0-9a-fA-F]+\])? -> .*)$"
-)
+_OLD_INFO = re.compile(LINE_HEAD + r"INFO (?P<msg>\d+(?:\[[0-9a-fA-F]+\])? -> .*)$")
 #: a channel line pasted alone: "9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA"
 _LONE_HOP = re.compile(r"^(?P<msg>(?:(?:Channel|Ring) \d+(?:/\d+)? : )?\d+(?:\[[0-9a-fA-F]+\])? -> \d+.* via \S.*)$")
 _HOP_START = re.compile(r"^\d+(?:\[[0-9a-fA-F]+\])? -> ")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from topomap.graph import build, gpu_node
+from topomap.graph import Topology, build, gpu_node
 from topomap.model.facts import fabric_clique
-from topomap.model.snapshot import Snapshot, hosts_of
-from topomap.nccl.predict import Entry, NcclReport, predict_snapshot
+from topomap.model.snapshot import Gpu, Snapshot, hosts_of
+from topomap.nccl.predict import NO_VERSION_NOTE, Entry, NcclReport, parse_ranks, predict_snapshot
 from topomap.transport.decide import decide
 from topomap.transport.facts import remote_facts
 from topomap.transport.rules import NcclEnv
@@ -25,12 +25,11 @@ def predict_cluster(snap: Snapshot, env: NcclEnv, ranks: str | None, version: st
     """Several nodes from a merged snapshot: ranks host by host (``--ranks`` applies on every host), every
     pair inside a host, and across hosts the pairs NCCL's rings join by default — the same local rank on
     consecutive hosts, both ways, each decided for the sender's side."""
-    hosts = hosts_of(snap)
-    parts = [predict_snapshot(h, env, ranks, version) for h in hosts]
-    counts = [len({e.src_rank for e in p.entries}) or 1 for p in parts]
-    base = [sum(counts[:i]) for i in range(len(hosts))]
+    hosts = [(h, build(h), parse_ranks(ranks, h)[0]) for h in hosts_of(snap)]
+    parts = [predict_snapshot(h, env, ranks, version, topo) for h, topo, _ in hosts]
+    base = [sum(len(chosen) for _, _, chosen in hosts[:i]) for i in range(len(hosts))]
     entries: list[Entry] = []
-    for h, part, off in zip(hosts, parts, base, strict=True):
+    for (h, _, _), part, off in zip(hosts, parts, base, strict=True):
         name = h.host.hostname or "?"
         entries += [
             replace(
@@ -43,44 +42,38 @@ def predict_cluster(snap: Snapshot, env: NcclEnv, ranks: str | None, version: st
             for e in part.entries
         ]
     for i in range(len(hosts) - 1 if len(hosts) > 2 else 1):
-        entries += _across(hosts, (i, (i + 1) % len(hosts)), (base, counts), env, version)
+        j = (i + 1) % len(hosts)
+        entries += _across((hosts[i], base[i]), (hosts[j], base[j]), env, version)
+        entries += _across((hosts[j], base[j]), (hosts[i], base[i]), env, version)
     report = NcclReport(entries, env=env, version=version, source=snap.source.origin or "merged snapshot")
-    for h, part in zip(hosts, parts, strict=True):
+    for (h, _, _), part in zip(hosts, parts, strict=True):
         report.nics += [replace(n, gpu=f"{h.host.hostname}:{n.gpu}") for n in part.nics]
         report.features += [replace(f, gpu=f"{h.host.hostname}:{f.gpu}") for f in part.features]
     report.notes.append(
         f"{len(hosts)} hosts, ranks host by host; across hosts, the same local rank on consecutive hosts "
         "(NCCL's rings join those by default)"
     )
-    report.notes += [n for n in parts[0].notes if not n.startswith("ranks:")][:1] if parts else []
+    if version is None:
+        report.notes.append(NO_VERSION_NOTE)
     return report
 
 
-def _across(
-    hosts: list[Snapshot],
-    pair: tuple[int, int],
-    layout: tuple[list[int], list[int]],
-    env: NcclEnv,
-    version: str | None,
-) -> list[Entry]:
-    """Network entries between the same local ranks of two hosts, both directions."""
-    base, counts = layout
+_Host = tuple[Snapshot, Topology, list[Gpu]]  # a host, its graph, the GPUs its ranks run on
+
+
+def _across(src: tuple[_Host, int], dst: tuple[_Host, int], env: NcclEnv, version: str | None) -> list[Entry]:
+    """Network entries from each rank of one host to the same local rank of another (first rank ``base``),
+    decided for the sender; P2P over multi-node NVLink where both GPUs are in one fabric clique."""
+    (sa, ta, ga), base_a = src
+    (sb, _, gb), base_b = dst
     out = []
-    for a, b in (pair, pair[::-1]):
-        ta = build(hosts[a])
-        gpus = sorted(hosts[a].gpus, key=lambda g: g.index)
-        others = sorted(hosts[b].gpus, key=lambda g: g.index)
-        for k in range(min(counts[a], counts[b], len(gpus), len(others))):
-            ca, cb = fabric_clique(hosts[a], gpus[k]), fabric_clique(hosts[b], others[k])
-            mnnvl = ca is not None and ca == cb
-            d = decide(replace(remote_facts(ta, gpus[k]), mnnvl=mnnvl), env, version)
-            out.append(
-                Entry(
-                    base[a] + k,
-                    base[b] + k,
-                    f"{hosts[a].host.hostname}:{gpu_node(gpus[k])}",
-                    f"{hosts[b].host.hostname}:{gpu_node(others[k])}",
-                    d,
-                )
+    for k, (g, other) in enumerate(zip(ga, gb, strict=False)):
+        clique = fabric_clique(sa, g)
+        mnnvl = clique is not None and clique == fabric_clique(sb, other)
+        d = decide(replace(remote_facts(ta, g), mnnvl=mnnvl), env, version)
+        out.append(
+            Entry(
+                base_a + k, base_b + k, f"{sa.host.hostname}:{gpu_node(g)}", f"{sb.host.hostname}:{gpu_node(other)}", d
             )
+        )
     return out

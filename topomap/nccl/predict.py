@@ -101,6 +101,8 @@ class NcclReport:
         }
 
 
+NO_VERSION_NOTE = "no NCCL version given: --nccl-version 2.18.3 predicts for an older release"
+
 #: how ranks run on the host: one process per GPU, one process for all, or one container per rank
 RANK_MODES = ("per-gpu", "one-process", "containers")
 
@@ -153,10 +155,13 @@ _MODE_NOTE = {
 }
 
 
-def predict_snapshot(snap: Snapshot, env: NcclEnv, ranks: str | None = None, version: str | None = None) -> NcclReport:
+def predict_snapshot(
+    snap: Snapshot, env: NcclEnv, ranks: str | None = None, version: str | None = None, topo: Topology | None = None
+) -> NcclReport:
     """Every ordered pair of ranks on the snapshot's host, by the rules of NCCL ``version`` (default:
-    the newest release family). One host: a merged snapshot goes to :func:`topomap.nccl.nodes.predict`."""
-    topo = build(snap)
+    the newest release family); ``topo``: the snapshot's graph when the caller has built it. One host:
+    a merged snapshot goes to :func:`topomap.nccl.nodes.predict`."""
+    topo = topo if topo is not None else build(snap)
     gpus, mode = parse_ranks(ranks, snap)
 
     def facts(a: Gpu, b: Gpu) -> PairFacts:
@@ -179,7 +184,7 @@ def predict_snapshot(snap: Snapshot, env: NcclEnv, ranks: str | None = None, ver
     )
     report.notes.append("ranks: " + _MODE_NOTE[mode])
     if version is None:
-        report.notes.append("no NCCL version given: --nccl-version 2.18.3 predicts for an older release")
+        report.notes.append(NO_VERSION_NOTE)
     if snap.host.virtualization:
         report.notes.append(
             f"a virtual machine ({snap.host.virtualization}): the hypervisor may refuse P2P that the path allows; "

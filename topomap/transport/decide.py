@@ -73,12 +73,13 @@ def _d(transport: Transport, rule: str, detail: str, *reasons: str) -> Decision:
 
 
 def decide(f: PairFacts, env: NcclEnv, version: str | None = None) -> Decision:
-    """The transport NCCL chooses from ``f``'s source to its destination (NCCL 2.30.7 rules)."""
+    """The transport NCCL chooses from ``f``'s source to its destination, by the rules of NCCL
+    ``version``'s release family (the newest when None)."""
     if not f.same_host:
         v = version_tuple(version)
         if f.mnnvl and env.get("NCCL_MNNVL_ENABLE") != "0" and (v is None or v >= (2, 20, 0)):
             why = "the GPUs share a multi-node NVLink clique (fabric cluster UUID and clique id)"
-            return _d("P2P", "p2p-mnnvl", "MNNVL over the NVLink fabric", why)
+            return _d("P2P", "p2p-mnnvl", "P2P/MNNVL over the NVLink fabric", why)
         return _network(f, env, "other-host", "the ranks are on different hosts", version)
     if f.same_container is False:
         why = (
@@ -119,9 +120,10 @@ def _missing(f: PairFacts, version: str | None) -> str:
 
 
 def _level(f: PairFacts, env: NcclEnv, version: str | None) -> tuple[str | None, str, str]:
-    """The P2P level in force (None: not decidable), the rule that set it, and why."""
+    """The P2P level in force (None: not decidable), the rule that set it, and why. NCCL_P2P_DISABLE=1
+    is level LOC, as NCCL's ncclGetLevel makes it: beyond every path between two GPUs, NVLink too."""
     if env.flag("NCCL_P2P_DISABLE"):
-        return "DIS-LEVEL", "p2p-disabled-env", "NCCL_P2P_DISABLE=1"
+        return "LOC", "p2p-disabled-env", "NCCL_P2P_DISABLE=1"
     user = env.level("NCCL_P2P_LEVEL")
     if user is not None:
         return user, "p2p-level", f"NCCL_P2P_LEVEL={env.get('NCCL_P2P_LEVEL')}"
@@ -132,34 +134,29 @@ def _level(f: PairFacts, env: NcclEnv, version: str | None) -> tuple[str | None,
 def _p2p(f: PairFacts, env: NcclEnv, version: str | None) -> tuple[bool, str, str] | None:
     """(P2P allowed, rule, why), or None when the facts cannot decide it."""
     level, rule, level_why = _level(f, env, version)
-    if level == "DIS-LEVEL":
-        return False, rule, level_why
     if f.nvlink:
         path = f.path if f.path in ("NVL", "NVB") else "NVL"  # NVB: NVLink through another GPU
-    elif level is not None and f.path is None and path_rank(level) <= path_rank("LOC"):
-        return False, rule, f"every path between two GPUs is beyond the P2P level ({level_why})"
-    elif level is not None and f.path is None and path_rank(level) >= path_rank("SYS"):
-        path = "SYS"  # any path between two GPUs of a host is within SYS: the path does not matter
-        if f.nvml_p2p is False:
-            return False, "p2p-nvml", f"within the P2P level ({level_why}), but NVML reports P2P not supported"
-        assumed = "" if f.nvml_p2p else " (NVML P2P status not recorded: assumed OK)"
-        return True, rule, f"any path is within the P2P level ({level_why}){assumed}"
-    elif f.path is None or (f.nvlink is None and (level is None or path_rank(f.path) > path_rank(level))):
-        return None  # NVLink could still make it NVL
-    else:
+    elif f.path is not None and f.nvlink is False:
         path = f.path
+    elif level is not None and path_rank(level) in (path_rank("LOC"), path_rank("SYS")):
+        path = f.path or "SYS"  # a level no path between two GPUs passes, or every one does
+    elif f.path is not None and level is not None and path_rank(f.path) <= path_rank(level):
+        path = f.path  # within the level whether NVLink joins them or not
+    else:
+        return None  # the path, or NVLink that could make it NVL, is not recorded
+    shown = f"path {path}" if f.path is not None or f.nvlink else "any path"
     if level is None:  # every family's level is PXB or wider: a path within PXB is P2P whatever it is
         if path_rank(path) > path_rank("PXB"):
             if f.nvml_p2p is False:
-                return False, "p2p-nvml", f"path {path}: NVML reports P2P not supported (whatever the P2P level)"
+                return False, "p2p-nvml", f"{shown}: NVML reports P2P not supported (whatever the P2P level)"
             return None
         level, rule, level_why = "PXB", "p2p-level", "P2P level PXB or wider"
     if path_rank(path) > path_rank(level):
-        return False, rule, f"path {path} is beyond the P2P level ({level_why}){_older(f, version, path)}"
+        return False, rule, f"{shown} is beyond the P2P level ({level_why}){_older(f, version, path)}"
     if f.nvml_p2p is False:
-        return False, "p2p-nvml", f"path {path} is within the P2P level, but NVML reports P2P not supported"
+        return False, "p2p-nvml", f"{shown} is within the P2P level, but NVML reports P2P not supported"
     assumed = "" if f.nvml_p2p else " (NVML P2P status not recorded: assumed OK)"
-    why = f"path {path} within the P2P level ({level_why}){assumed}{_older(f, version, path)}"
+    why = f"{shown} within the P2P level ({level_why}){assumed}{_older(f, version, path)}"
     return True, "p2p-nvlink" if path in ("NVL", "NVB") else rule, why
 
 
