@@ -307,11 +307,12 @@ def _gdr_gpu(topo: Topology, gid: str, rule: GdrNicRule, facts: SourceFacts) -> 
         return "fail", f"nearest usable NIC {nic.name} is {choice.path}", None
     if choice.gdr.no:
         return "fail", choice.gdr.why(), None
-    if rule.min_gbit_s:
-        if nic.speed_gbit_s is None:
-            return "unknown", f"NIC {nic.name} ({choice.path}) speed not recorded", settle(Fact.NIC_SPEED)
-        if nic.speed_gbit_s < rule.min_gbit_s:
-            return "fail", f"NIC {nic.name} ({choice.path}) runs at {nic.speed_gbit_s:g} Gb/s", None
+    if rule.min_gbit_s and nic.speed_gbit_s is not None and nic.speed_gbit_s < rule.min_gbit_s:
+        return "fail", f"NIC {nic.name} ({choice.path}) runs at {nic.speed_gbit_s:g} Gb/s", None
+    if choice.gdr.value == "unknown":  # the NIC's own ability (evidence.nearest_nic), never assumed (issue 30)
+        return "unknown", choice.gdr.why(), choice.gdr.settle
+    if rule.min_gbit_s and nic.speed_gbit_s is None:
+        return "unknown", f"NIC {nic.name} ({choice.path}) speed not recorded", settle(Fact.NIC_SPEED)
     return "pass", f"{nic.name} {choice.path}", None
 
 

@@ -28,7 +28,7 @@ from topomap.model.facts import (
     NicChoice,
     Tri,
     findings_about,
-    nic_family,
+    nic_gdr,
     nic_usable,
     nvlink_bundle_bandwidth,
 )
@@ -440,21 +440,27 @@ def nics_at_best_class(topo: Topology, node: str) -> tuple[NicChoice, ...]:
 
 
 def _gdr(topo: Topology, gid: str, nic: Nic, cls: str) -> Answer:
+    """GPUDirect RDMA between a GPU and a NIC at path class ``cls``: the path within NCCL's GDR level,
+    neither the source nor a finding saying no, and the NIC able to (:func:`~topomap.model.facts.nic_gdr`:
+    the source's word, else its family's rule). An NIC whose ability is unknown leaves it unknown."""
     g = topo.gpu(gid)
     if cls not in NCCL_P2P_LEVELS:
         return Answer("no", (f"NIC {nic.name} is {cls} to {gid}; data bounces through host memory",))
-    if nic.gdr is False or (g is not None and g.gdr is False):
-        return Answer("no", (f"the source says GPUDirect RDMA is off for {gid} / {nic.name}",))
-    family = nic_family(nic)
-    if family.gdr.no:
-        return Answer("no", (f"NIC {nic.name} is {cls} to {gid}, but {family.gdr.why()}",))
+    if g is not None and g.gdr is False:
+        return Answer("no", (f"the source says GPUDirect RDMA is off for {gid}",))
+    able = nic_gdr(nic)
+    if able.no:
+        return Answer("no", (f"NIC {nic.name} is {cls} to {gid}, but {able.why()}",))
     missing = findings_about(topo.snapshot, ("gpudirect-missing",), "host")
     if missing:
         return Answer("no", (f"NIC {nic.name} is {cls} to {gid}, but {missing[0].text}",))
+    if able.value == "unknown":
+        return Answer("unknown", (f"NIC {nic.name} is {cls} to {gid}", *able.reasons), able.settle)
     ready = findings_about(topo.snapshot, ("gpudirect-ready",), "host")
     if ready:
         return Answer("yes", (f"NIC {nic.name} is {cls} to {gid}; {ready[0].text}",))
-    return Answer("yes", (f"NIC {nic.name} is {cls} to {gid}",))
+    said = able.reasons if nic.gdr is True else ()  # the source's own word is said; a family's rule is not
+    return Answer("yes", (f"NIC {nic.name} is {cls} to {gid}", *said))
 
 
 # --- memory ------------------------------------------------------------------------------------------

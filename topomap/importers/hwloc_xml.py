@@ -18,7 +18,6 @@ from topomap.base.devices import format_device_id
 from topomap.base.errors import ImportFailure
 from topomap.base.pciaddr import normalize_bus_id, parse_bus_id
 from topomap.importers._tree import (
-    RDMA_NAMES,
     Placed,
     gpu_identity,
     nic_kind,
@@ -26,7 +25,7 @@ from topomap.importers._tree import (
     parse_xml,
     tree_pairs,
 )
-from topomap.model.nic_ids import pci_id
+from topomap.model.nic_ids import is_rdma_name, pci_id
 from topomap.model.nvlinks import nvswitches_from_links
 from topomap.model.snapshot import Gpu, Host, Nic, NicKind, NumaNode, NvSwitch, PciDevice, Snapshot, Source
 
@@ -206,7 +205,7 @@ def _osdev_is(o: ET.Element, version: str, what: str) -> bool:
             return t == (3 if what == "openfabrics" else 2)
         return bool(t & (32 if what == "openfabrics" else 16))
     name = o.get("name") or ""
-    return name.startswith(RDMA_NAMES) == (what == "openfabrics")
+    return is_rdma_name(name) == (what == "openfabrics")
 
 
 def _nic_kind(cls: str, rdma: list[str], net: list[str], fabrics: list[ET.Element]) -> NicKind:
