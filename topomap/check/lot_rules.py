@@ -301,8 +301,9 @@ def _gdr_gpu(topo: Topology, gid: str, rule: GdrNicRule, facts: SourceFacts) -> 
     nic = choice.nic
     if nic is None:
         return "fail", choice.gdr.why(), None
-    if choice.path is None:
-        return "unknown", choice.gdr.why(), choice.gdr.settle or settle(Fact.NICS)
+    if choice.path is None:  # no NIC of the host can do GPUDirect RDMA: a fail whatever the paths
+        status: Status = "fail" if choice.gdr.no else "unknown"
+        return status, choice.gdr.why(), None if choice.gdr.no else choice.gdr.settle or settle(Fact.NICS)
     if class_rank(choice.path) > class_rank(rule.max_path):
         return "fail", f"nearest usable NIC {nic.name} is {choice.path}", None
     if choice.gdr.no:

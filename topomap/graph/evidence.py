@@ -33,7 +33,7 @@ from topomap.model.facts import (
     nvlink_bundle_bandwidth,
 )
 from topomap.model.snapshot import Nic, Snapshot
-from topomap.model.source_facts import Fact, source_facts, source_knows
+from topomap.model.source_facts import Fact, settle, source_facts, source_knows
 
 # --- one GPU -----------------------------------------------------------------------------------------
 
@@ -417,6 +417,9 @@ def nics_at_best_class(topo: Topology, node: str) -> tuple[NicChoice, ...]:
     down = [n for n in all_nics if nic_usable(n).no]
     nics = [n for n in all_nics if not nic_usable(n).no]
     skipped = tuple(f"skipped NIC {n.name}: port {n.state}" for n in down)
+    if not nics and not down and not source_knows(snap, Fact.NICS):  # `topo -p2p`, `nvlink -s`: not "none"
+        why = f"no NIC listed: this source does not record NICs (settle it with {settle(Fact.NICS)})"
+        return (NicChoice(None, None, Answer("unknown", (why,), settle(Fact.NICS)), skipped),)
     if not nics:
         why = "no usable NIC recorded" + (" (every port is down)" if down else "")
         return (NicChoice(None, None, Answer("no", (why,)), skipped),)
@@ -431,7 +434,11 @@ def nics_at_best_class(topo: Topology, node: str) -> tuple[NicChoice, ...]:
             best = sorted((c for c in classed if c[0] == top), key=lambda c: c[1])
             return tuple(NicChoice(n, cls, _gdr(topo, node, n, cls), skipped) for _, _, n, cls in best)
         why = f"the source gives no path between {node} and any NIC"
-        return (NicChoice(nics[0], None, Answer("unknown", (why,), SETTLE["nic"]), skipped),)
+        # no NIC of the host able to do GPUDirect RDMA: no, whatever the paths
+        cannot = all(nic_gdr(n).no for n in nics)
+        said = f"no NIC of this host does GPUDirect RDMA ({nic_gdr(nics[0]).why()})"
+        gdr = Answer("no", (said,)) if cannot else Answer("unknown", (why,), SETTLE["nic"])
+        return (NicChoice(nics[0], None, gdr, skipped),)
     numa = node if node.startswith("numa") else numa_of(topo, node)
     numa_id = topo.graph.nodes[numa].get("label") if numa in topo.graph else None
     same = [n for n in nics if numa and numa_id == f"NUMA {n.numa_node}"]

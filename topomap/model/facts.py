@@ -369,6 +369,7 @@ class NicFamily:
             "broadcom": "RoCE (BCM)",
             "intel": "RDMA (Intel)",
             "ethernet": "TCP only",
+            "gvnic": "TCP (gVNIC)",
             "rdma": {"infiniband": "IB (?)", "roce": "RoCE (?)"}.get(self.transport, "RDMA (?)"),
         }.get(self.family, "unknown")
 
@@ -379,7 +380,7 @@ def nic_family(nic: Nic) -> NicFamily:
     is neither InfiniBand nor RoCE (SRD over AWS's fabric, through libfabric); ConnectX is InfiniBand or
     RoCE by its port's link layer; Broadcom (bnxt_re) and Intel (irdma) RDMA run over Ethernet; a NIC with
     no RDMA device carries TCP only."""
-    fam = family_of_ids(nic.pci_vendor_id, nic.pci_device_id) if nic.rdma or nic.pci_vendor_id == "0x1d0f" else None
+    fam = family_of_ids(nic.pci_vendor_id, nic.pci_device_id, nic.rdma)
     evidence = f"PCI vendor {nic.pci_vendor_id}" if fam else ""
     if fam is None and nic.rdma:
         fam = family_of_name(nic.name)

@@ -25,7 +25,7 @@ def pci_id(text: str | None) -> str | None:
     return f"0x{int(t, 16):04x}"
 
 
-NicFamilyName = Literal["efa", "connectx", "broadcom", "intel", "ethernet", "rdma", "unknown"]
+NicFamilyName = Literal["efa", "connectx", "broadcom", "intel", "gvnic", "ethernet", "rdma", "unknown"]
 #: What a family implies for GPUDirect RDMA by itself: yes (the hardware does it), no, or unknown
 #: (it depends on more than the family: the device generation, the driver, the plugin).
 GdrRule = Literal["yes", "no", "unknown"]
@@ -52,6 +52,7 @@ class NicFamilyRow:
     settle: str | None = None
     devices: tuple[str, ...] | None = None
     not_devices: tuple[str, ...] = ()
+    rdma: bool = True  # known by its ids only with an RDMA device (a ConnectX port without one is Ethernet)
 
 
 #: The command that settles an EFA's GPUDirect RDMA, in the order a renter can run them.
@@ -83,6 +84,7 @@ FAMILIES: tuple[NicFamilyRow, ...] = (
         "device id) and libfabric's FI_HMEM for aws-ofi-nccl",
         EFA_SETTLE,
         devices=("0xefa0", "0xefa1", "0xefa2", "0xefa3"),  # efa0..efa3; 0xec20 is the ENA (plain Ethernet)
+        rdma=False,  # the device id tells EFA whether the source saw its RDMA device or not
     ),
     NicFamilyRow(
         "connectx",
@@ -112,6 +114,19 @@ FAMILIES: tuple[NicFamilyRow, ...] = (
         "unknown",
         "GPUDirect RDMA over an Intel NIC needs the irdma driver's peer-memory or dma-buf support",
         VERBS_SETTLE,
+    ),
+    NicFamilyRow(
+        "gvnic",
+        "Google gVNIC (TCP; GPUDirect-TCPX/TCPXO through Google's NCCL plugin)",
+        "0x1ae0",  # Google, Inc.: 0x0042 Compute Engine Virtual Ethernet [gVNIC]
+        (),
+        "ethernet",
+        "unknown",
+        "a gVNIC has no RDMA; on A3 machines Google's GPUDirect-TCPX(O) NCCL plugin moves GPU memory over TCP "
+        "without host staging, elsewhere NCCL's sockets stage through host memory",
+        "NCCL's log (`NCCL_DEBUG=INFO`: 'Using network GPUDirectTCPX' or FasTrak, and its channel lines)",
+        devices=("0x0042",),
+        rdma=False,
     ),
 )
 
@@ -146,11 +161,12 @@ def family_of_name(name: str) -> NicFamilyName | None:
     return next((row.family for row in FAMILIES if name.startswith(row.names)), None)
 
 
-def family_of_ids(vendor: str | None, device: str | None) -> NicFamilyName | None:
+def family_of_ids(vendor: str | None, device: str | None, rdma: bool = True) -> NicFamilyName | None:
     """The family PCI ids tell: the vendor's row, unless the device id is one the row excludes (or,
-    where the row lists its devices, is known and not among them). None: no row for the vendor."""
+    where the row lists its devices, is known and not among them), or the row needs an RDMA device the
+    source did not see (``rdma``). None: no row for the vendor."""
     row = next((r for r in FAMILIES if vendor is not None and r.vendor == vendor), None)
-    if row is None:
+    if row is None or (row.rdma and not rdma):
         return None
     if device is not None and (device in row.not_devices or (row.devices is not None and device not in row.devices)):
         return None
