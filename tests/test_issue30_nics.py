@@ -22,7 +22,7 @@ from topomap.check import Lot, check, parse_requirements
 from topomap.cli import app
 from topomap.graph import build
 from topomap.graph.evidence import nearest_nic, nvlink
-from topomap.importers import load_any
+from topomap.importers import import_text, load_any
 from topomap.model.facts import nic_family, nic_gdr
 from topomap.model.source_facts import source_knows
 from topomap.nccl.logread import read_log
@@ -137,3 +137,46 @@ def test_p2p_read_means_nvlink_when_the_prediction_has_no_read() -> None:
     _, forced = _json(*args)
     read = [p for p in forced["pairs"] if p["observed"] == "P2P" and p["via"].endswith("/read")]
     assert read and all(not p["same"] and p["why_different"].startswith("NCCL reads (/read)") for p in read)
+
+
+def _error(path: Path) -> tuple[int, str]:
+    r = CliRunner().invoke(app, ["show", str(path)])
+    return r.exit_code, r.output
+
+
+def test_an_empty_file_says_empty(tmp_path: Path) -> None:
+    """Issue 30 item 9: "empty", not "unknown format"."""
+    (tmp_path / "paste.txt").write_text("")
+    (tmp_path / "blank.txt").write_text("\n \n")
+    for name, said in (("paste.txt", "is empty (0 bytes)"), ("blank.txt", "holds only blank space")):
+        code, out = _error(tmp_path / name)
+        assert code == 2 and said in out and "unknown format" not in out and out.count("\n") == 1
+
+
+def test_a_json_that_is_not_a_snapshot_says_what_it_is(tmp_path: Path) -> None:
+    """A saved `topomap nccl --json` given where a snapshot goes, a JSON Schema, another tool's JSON."""
+    _, doc = _json("nccl", str(P4DE))
+    (tmp_path / "nccl.json").write_text(json.dumps(doc))
+    (tmp_path / "other.json").write_text('{"metadata": {"x": 1}, "results": []}')
+    code, out = _error(tmp_path / "nccl.json")
+    assert code == 2 and "`topomap nccl --json` output, not a snapshot" in out and "missing or invalid" not in out
+    code, out = _error(tmp_path / "other.json")
+    assert code == 2 and "keys metadata, results" in out and "topomap import" in out
+    code, out = _error(Path(__file__).parents[1] / "topomap" / "schema" / "snapshot.schema.json")
+    assert code == 2 and "a JSON Schema" in out
+
+
+def test_hwloc_subtrees_side_by_side_are_read_and_a_trimmed_excerpt_is_named() -> None:
+    """NVIDIA's GPUDirect Storage guide publishes a DGX-2's NUMANode L#3 I/O as five hwloc subtrees, each
+    trimmed ("..." and no closing tags): refused as an excerpt, not "junk after document element". The
+    DGX-2H's own hwloc XML cut into its four host-bridge subtrees, side by side, reads as one fragment."""
+    code, out = _error(REAL / "hwloc" / "nvidia-gds-guide-dgx2-numa3-io-excerpt.partial")
+    assert code == 2 and "not all closed" in out and "junk after" not in out
+    import xml.etree.ElementTree as ET
+
+    whole = ET.parse(REAL / "hwloc" / "nvidia-dgx2h.xml").getroot()
+    bridges = [e for e in whole.iter("object") if e.get("type") == "Bridge" and e.get("depth") == "0"]
+    text = "\n".join(ET.tostring(b, encoding="unicode") for b in bridges)
+    snap = import_text(text, "dgx2h-io.xml")
+    assert len(snap.gpus) == 16 and any("sibling <object> subtrees" in n for n in snap.source.notes)
+    assert len(snap.gpus) == len(load_any(REAL / "hwloc" / "nvidia-dgx2h.xml").gpus)
