@@ -255,7 +255,7 @@ def test_log_with_only_a_topology_tree_is_predicted_from_it() -> None:
     assert {(p["predicted"], p["rule"]) for p in data["pairs"]} == {("P2P", "p2p-nvlink")}
     # the dump names its NICs NET/n, no family: GPUDirect RDMA is unknown, never assumed (issue 30)
     assert data["nics"][0]["path"] == "PIX" and data["nics"][0]["gdr"] == "unknown"
-    assert "family (InfiniBand, RoCE or EFA) is not recorded" in data["nics"][0]["why"]
+    assert "family (InfiniBand, RoCE or EFA, vendor not recorded) is not known" in data["nics"][0]["why"]
     assert "no channel lines; predicted from the log's own topology dump" in data["notes"][0]
 
 

@@ -37,7 +37,7 @@ from topomap.graph.evidence import (
     pcie_p2p,
     pcie_path_class,
 )
-from topomap.model.facts import fabric_ready, gpu_memory, gpu_model_name
+from topomap.model.facts import fabric_ready, gpu_memory, gpu_model_name, nic_gdr
 from topomap.model.snapshot import Gpu
 from topomap.model.source_facts import Fact, SourceFacts, settle, source_facts
 from topomap.place import PlaceError, place_gpus
@@ -310,8 +310,9 @@ def _gdr_gpu(topo: Topology, gid: str, rule: GdrNicRule, facts: SourceFacts) -> 
         return "fail", choice.gdr.why(), None
     if rule.min_gbit_s and nic.speed_gbit_s is not None and nic.speed_gbit_s < rule.min_gbit_s:
         return "fail", f"NIC {nic.name} ({choice.path}) runs at {nic.speed_gbit_s:g} Gb/s", None
-    if choice.gdr.value == "unknown":  # the NIC's own ability (evidence.nearest_nic), never assumed (issue 30)
-        return "unknown", choice.gdr.why(), choice.gdr.settle
+    if choice.gdr.value == "unknown":  # the NIC's own ability (model.facts.nic_gdr), never assumed (issue 30)
+        able = nic_gdr(nic)  # said per NIC, so GPUs that share one share the line
+        return "unknown", f"{nic.name} {choice.path}, GPUDirect RDMA unknown: {'; '.join(able.reasons)}", able.settle
     if rule.min_gbit_s and nic.speed_gbit_s is None:
         return "unknown", f"NIC {nic.name} ({choice.path}) speed not recorded", settle(Fact.NIC_SPEED)
     return "pass", f"{nic.name} {choice.path}", None

@@ -395,7 +395,8 @@ def nic_family(nic: Nic) -> NicFamily:
         return NicFamily("unknown", "network device", "network", Answer("unknown", (), SETTLE["nic"]), "")
     row = family_row(fam) if fam is not None else None
     if row is None:
-        why = f"{nic.name}'s family (InfiniBand, RoCE or EFA) is not recorded, and GPUDirect RDMA depends on it"
+        could = {"infiniband": "an InfiniBand HCA", "roce": "a RoCE NIC"}.get(layer or "", "InfiniBand, RoCE or EFA")
+        why = f"{nic.name}'s family ({could}, vendor not recorded) is not known, and GPUDirect RDMA depends on it"
         label = "RDMA NIC, family not recorded (InfiniBand, RoCE or EFA)"
         return NicFamily(
             "rdma", label, layer or "rdma", Answer("unknown", (why,), SETTLE["nic_family"]), "an RDMA device"
