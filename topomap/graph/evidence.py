@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from topomap.base.devices import model_from_name
 from topomap.base.links import NCCL_P2P_LEVELS, PCIE_CLASSES, class_rank
+from topomap.graph.gpudirect import mirror_bits, pair_gdr, unplaced_gdr
 from topomap.graph.query import numa_of, structural_class
 from topomap.graph.topology import FABRIC, Topology, natural_key, snapshot_pair
 from topomap.model.facts import (
@@ -28,7 +29,6 @@ from topomap.model.facts import (
     NicChoice,
     Tri,
     findings_about,
-    nic_gdr,
     nic_usable,
     nvlink_bundle_bandwidth,
 )
@@ -377,7 +377,7 @@ def _spread(topo: Topology, gid: str, options: tuple[NicChoice, ...]) -> NicChoi
     dev = g.cuda_ordinal if g.cuda_ordinal is not None else g.index
     base = dev % local_gpus
     if count & (count - 1) == 0:
-        base = _mirror_bits(base, count)
+        base = mirror_bits(base, count)
     per_gpu = -(-count // local_gpus)
     channels = tuple(options[(base + c) % count] for c in range(per_gpu))
     pick = channels[0]
@@ -395,16 +395,6 @@ def _spread(topo: Topology, gid: str, options: tuple[NicChoice, ...]) -> NicChoi
         equally_near=names,
         channels=tuple(c.nic.name for c in channels if c.nic is not None),
     )
-
-
-def _mirror_bits(val: int, pow2: int) -> int:
-    """NCCL's mirrorBits (src/graph/topo.cc): the low log2(pow2) bits of ``val``, reversed."""
-    mirror, b, mb = 0, 1, pow2 >> 1
-    while b < pow2:
-        if val & b:
-            mirror |= mb
-        b, mb = b << 1, mb >> 1
-    return mirror
 
 
 def nics_at_best_class(topo: Topology, node: str) -> tuple[NicChoice, ...]:
@@ -432,42 +422,14 @@ def nics_at_best_class(topo: Topology, node: str) -> tuple[NicChoice, ...]:
         if classed:
             top = min(c[0] for c in classed)
             best = sorted((c for c in classed if c[0] == top), key=lambda c: c[1])
-            return tuple(NicChoice(n, cls, _gdr(topo, node, n, cls), skipped) for _, _, n, cls in best)
+            return tuple(NicChoice(n, cls, pair_gdr(topo, node, n, cls), skipped) for _, _, n, cls in best)
         why = f"the source gives no path between {node} and any NIC"
-        # no NIC of the host able to do GPUDirect RDMA: no, whatever the paths
-        cannot = all(nic_gdr(n).no for n in nics)
-        said = f"no NIC of this host does GPUDirect RDMA ({nic_gdr(nics[0]).why()})"
-        gdr = Answer("no", (said,)) if cannot else Answer("unknown", (why,), SETTLE["nic"])
-        return (NicChoice(nics[0], None, gdr, skipped),)
+        return (NicChoice(nics[0], None, unplaced_gdr(nics, why), skipped),)
     numa = node if node.startswith("numa") else numa_of(topo, node)
     numa_id = topo.graph.nodes[numa].get("label") if numa in topo.graph else None
     same = [n for n in nics if numa and numa_id == f"NUMA {n.numa_node}"]
     host = Answer("no", ("host memory is not a GPU: no GPUDirect",))
     return (NicChoice((same or nics)[0], None, host, skipped),)
-
-
-def _gdr(topo: Topology, gid: str, nic: Nic, cls: str) -> Answer:
-    """GPUDirect RDMA between a GPU and a NIC at path class ``cls``: the path within NCCL's GDR level,
-    neither the source nor a finding saying no, and the NIC able to (:func:`~topomap.model.facts.nic_gdr`:
-    the source's word, else its family's rule). An NIC whose ability is unknown leaves it unknown."""
-    g = topo.gpu(gid)
-    if cls not in NCCL_P2P_LEVELS:
-        return Answer("no", (f"NIC {nic.name} is {cls} to {gid}; data bounces through host memory",))
-    if g is not None and g.gdr is False:
-        return Answer("no", (f"the source says GPUDirect RDMA is off for {gid}",))
-    able = nic_gdr(nic)
-    if able.no:
-        return Answer("no", (f"NIC {nic.name} is {cls} to {gid}, but {able.why()}",))
-    missing = findings_about(topo.snapshot, ("gpudirect-missing",), "host")
-    if missing:
-        return Answer("no", (f"NIC {nic.name} is {cls} to {gid}, but {missing[0].text}",))
-    if able.value == "unknown":
-        return Answer("unknown", (f"NIC {nic.name} is {cls} to {gid}", *able.reasons), able.settle)
-    ready = findings_about(topo.snapshot, ("gpudirect-ready",), "host")
-    if ready:
-        return Answer("yes", (f"NIC {nic.name} is {cls} to {gid}; {ready[0].text}",))
-    said = able.reasons if nic.gdr is True else ()  # the source's own word is said; a family's rule is not
-    return Answer("yes", (f"NIC {nic.name} is {cls} to {gid}", *said))
 
 
 # --- memory ------------------------------------------------------------------------------------------
