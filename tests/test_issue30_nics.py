@@ -84,6 +84,19 @@ def test_nccl_map_place_and_diff_follow_the_one_answer_on_p4de() -> None:
     assert not any("no GPUDirect" in note for a in mapped["arrows"] for note in a["notes"])
 
 
+def test_diff_of_a_connectx_lot_and_p4de_does_not_say_gpudirect_is_lost(tmp_path: Path) -> None:
+    """`diff` said a network arrow onto the p4de "loses GPUDirect RDMA at both ends"; unknown is not lost."""
+    flow = tmp_path / "two.yaml"
+    flow.write_text(
+        "flow: two\nhosts: {a: null, b: null}\nsteps:\n  x: {kind: compute, on: a:gpu0}\n"
+        "  y: {kind: compute, on: b:gpu0}\narrows:\n  - {from: x, to: y, volume: 512 MiB}\n"
+    )
+    cx = SAMPLES / "snapshots" / "hgx-h200-8gpu-10nic.json"
+    r = CliRunner().invoke(app, ["diff", "--flow", str(flow), str(cx), str(P4DE)])
+    assert r.exit_code in (0, 1) and "loses GPUDirect" not in r.output and "GPUDirect RDMA lost" not in r.output
+    assert "GPUDirect RDMA → no GPUDirect" not in r.output
+
+
 def test_the_p4d_log_against_its_topology_file_never_blames_the_input() -> None:
     """`nccl --log` used to say "GPUDirect RDMA used although not predicted: the NIC is closer than
     recorded" on EFA; the prediction now says unknown where the file does not settle it."""
