@@ -37,7 +37,7 @@ from topomap.graph.evidence import (
     pcie_p2p,
     pcie_path_class,
 )
-from topomap.model.facts import fabric_ready, gpu_memory, gpu_model_name
+from topomap.model.facts import fabric_ready, gpu_memory, gpu_model_name, nic_gdr
 from topomap.model.snapshot import Gpu
 from topomap.model.source_facts import Fact, SourceFacts, settle, source_facts
 from topomap.place import PlaceError, place_gpus
@@ -301,17 +301,20 @@ def _gdr_gpu(topo: Topology, gid: str, rule: GdrNicRule, facts: SourceFacts) -> 
     nic = choice.nic
     if nic is None:
         return "fail", choice.gdr.why(), None
-    if choice.path is None:
-        return "unknown", choice.gdr.why(), choice.gdr.settle or settle(Fact.NICS)
+    if choice.path is None:  # no NIC of the host can do GPUDirect RDMA: a fail whatever the paths
+        status: Status = "fail" if choice.gdr.no else "unknown"
+        return status, choice.gdr.why(), None if choice.gdr.no else choice.gdr.settle or settle(Fact.NICS)
     if class_rank(choice.path) > class_rank(rule.max_path):
         return "fail", f"nearest usable NIC {nic.name} is {choice.path}", None
     if choice.gdr.no:
         return "fail", choice.gdr.why(), None
-    if rule.min_gbit_s:
-        if nic.speed_gbit_s is None:
-            return "unknown", f"NIC {nic.name} ({choice.path}) speed not recorded", settle(Fact.NIC_SPEED)
-        if nic.speed_gbit_s < rule.min_gbit_s:
-            return "fail", f"NIC {nic.name} ({choice.path}) runs at {nic.speed_gbit_s:g} Gb/s", None
+    if rule.min_gbit_s and nic.speed_gbit_s is not None and nic.speed_gbit_s < rule.min_gbit_s:
+        return "fail", f"NIC {nic.name} ({choice.path}) runs at {nic.speed_gbit_s:g} Gb/s", None
+    if choice.gdr.value == "unknown":  # the NIC's own ability (model.facts.nic_gdr), never assumed (issue 30)
+        able = nic_gdr(nic)  # said per NIC, so GPUs that share one share the line
+        return "unknown", f"{nic.name} {choice.path}, GPUDirect RDMA unknown: {'; '.join(able.reasons)}", able.settle
+    if rule.min_gbit_s and nic.speed_gbit_s is None:
+        return "unknown", f"NIC {nic.name} ({choice.path}) speed not recorded", settle(Fact.NIC_SPEED)
     return "pass", f"{nic.name} {choice.path}", None
 
 

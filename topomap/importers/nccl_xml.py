@@ -19,7 +19,7 @@ from topomap.base.errors import ImportFailure
 from topomap.base.links import nvlink_generation_for_cc, pcie_gen_from_speed_text
 from topomap.base.pciaddr import normalize_bus_id, parse_bus_id
 from topomap.importers._tree import Placed, parse_xml, tree_pairs
-from topomap.model.nic_ids import pci_id
+from topomap.model.nic_ids import is_rdma_name, layer_of_name, pci_id
 from topomap.model.nvlinks import nvswitches_from_links
 from topomap.model.snapshot import (
     Gpu,
@@ -252,9 +252,6 @@ def _nic(net: ET.Element | None, bus: str | None, numa: int | None, cls: int | N
     )
 
 
-RDMA_NAMES = ("mlx5", "mlx4", "ib", "bnxt_re", "irdma", "erdma", "qedr", "hns")
-
-
 def _nic_kind(r: _NicRec) -> NicKind:
     """The link layer where the file implies it: PCI class 0x0207 is an InfiniBand controller,
     0x0200 an Ethernet one (a ConnectX port's class follows its configured link type), so an RDMA
@@ -262,9 +259,10 @@ def _nic_kind(r: _NicRec) -> NicKind:
     cls = r.pci_class >> 8 if r.pci_class is not None else None
     if cls == 0x0207:
         return "infiniband"
-    if r.name.startswith(("rdmap", "efa")):
-        return "efa"
-    if r.name.startswith(RDMA_NAMES):
+    named = layer_of_name(r.name)  # EFA's names, rdma-core's ibp…/rocep… (model/nic_ids, the one table)
+    if named is not None:
+        return named
+    if is_rdma_name(r.name):
         return "roce" if cls == 0x0200 else "unknown"
     if r.name.startswith(("eth", "ens", "enp")):
         return "ethernet"

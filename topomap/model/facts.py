@@ -16,7 +16,7 @@ from typing import Literal
 from topomap.base.devices import cc_major, model_of
 from topomap.base.links import NVLINK_C2C_GBPS, NVLINK_GBPS_PER_LINK, nvlink_generation_for_cc, pcie_bandwidth_gbps
 from topomap.base.units import fmt_bandwidth, fmt_gbps
-from topomap.model.nic_ids import FAMILY_NAMES, NIC_VENDORS, NicFamilyName
+from topomap.model.nic_ids import NicFamilyName, family_of_ids, family_of_name, family_row, layer_of_name
 from topomap.model.nvlinks import NvlinkPart, nvlink_floor, nvlink_part
 from topomap.model.snapshot import Fabric, Finding, Gpu, Nic, Snapshot
 from topomap.model.source_facts import Fact, settle, source_knows
@@ -36,6 +36,7 @@ SETTLE: dict[str, str] = {
     "fabric": "`nvidia-smi -q` (section Fabric) or `topomap probe`",
     "mig": "`nvidia-smi -q` (section MIG Mode) or `topomap probe`",
     "nic": "`nvidia-smi topo -m` (its NIC legend) or `topomap probe`",
+    "nic_family": "`ibv_devinfo` or `ls /sys/class/infiniband` (the RDMA device names), or `topomap probe`",
     "nic_speed": settle(Fact.NIC_SPEED),
     "nic_state": settle(Fact.NIC_SPEED),  # `ibstat` prints each port's State beside its Rate
     "gpu_model": "`nvidia-smi -L` or `topomap probe`",
@@ -350,7 +351,7 @@ def nic_usable(nic: Nic) -> Answer:
 class NicFamily:
     """What a NIC is and what that implies: ``transport`` is the link an arrow crosses (``infiniband``,
     ``roce``, ``efa``, ``ethernet`` (TCP sockets), ``rdma`` (RDMA, link layer not recorded)); ``gdr``
-    what the family implies for GPUDirect RDMA (the path and the source's own flag decide the rest)."""
+    what the family implies for GPUDirect RDMA (:func:`nic_gdr` adds the source's own word, the path the rest)."""
 
     family: NicFamilyName
     label: str
@@ -368,72 +369,56 @@ class NicFamily:
             "broadcom": "RoCE (BCM)",
             "intel": "RDMA (Intel)",
             "ethernet": "TCP only",
+            "gvnic": "TCP (gVNIC)",
             "rdma": {"infiniband": "IB (?)", "roce": "RoCE (?)"}.get(self.transport, "RDMA (?)"),
         }.get(self.family, "unknown")
 
 
 def nic_family(nic: Nic) -> NicFamily:
     """The NIC's family from its PCI vendor/device ids, else its RDMA device name, else what the source
-    says of it (link layer, RDMA or not). AWS EFA is neither InfiniBand nor RoCE (SRD over AWS's
-    fabric, through libfabric); ConnectX is InfiniBand or RoCE by its port's link layer; Broadcom
-    (bnxt_re) and Intel (irdma) RDMA run over Ethernet; a NIC with no RDMA device carries TCP only."""
-    fam: NicFamilyName | None = None
-    evidence = ""
-    if nic.pci_vendor_id in NIC_VENDORS and (nic.rdma or NIC_VENDORS[nic.pci_vendor_id] == "efa"):
-        fam, evidence = NIC_VENDORS[nic.pci_vendor_id], f"PCI vendor {nic.pci_vendor_id}"
-        if fam == "efa" and not (nic.pci_device_id or "").startswith("0xefa"):
-            fam = None  # Amazon's ENA (0xec20) and others: not EFA
+    says of it (link layer, RDMA or not), by the one table :data:`topomap.model.nic_ids.FAMILIES`. AWS EFA
+    is neither InfiniBand nor RoCE (SRD over AWS's fabric, through libfabric); ConnectX is InfiniBand or
+    RoCE by its port's link layer; Broadcom (bnxt_re) and Intel (irdma) RDMA run over Ethernet; a NIC with
+    no RDMA device carries TCP only."""
+    fam = family_of_ids(nic.pci_vendor_id, nic.pci_device_id, nic.rdma)
+    evidence = f"PCI vendor {nic.pci_vendor_id}" if fam else ""
     if fam is None and nic.rdma:
-        fam = next((f for prefixes, f in FAMILY_NAMES if nic.name.startswith(prefixes)), None)
+        fam = family_of_name(nic.name)
         evidence = f"RDMA device name {nic.name}" if fam else ""
     if fam is None and nic.kind == "efa":
         fam, evidence = "efa", "the source's link layer"
-    if fam == "efa":
-        return _efa(nic, evidence)
-    layer = nic.kind if nic.kind in ("infiniband", "roce") else None
+    layer = nic.kind if nic.kind in ("infiniband", "roce") else layer_of_name(nic.name) if nic.rdma else None
     if fam is None and not nic.rdma:
-        known = nic.kind == "ethernet" or nic.pci_vendor_id is not None
-        no = Answer("no", (f"NIC {nic.name} has no RDMA device: NCCL uses TCP sockets, staged through host memory",))
-        if known:
-            return NicFamily("ethernet", "plain Ethernet (no RDMA)", "ethernet", no, "no RDMA device")
-        return NicFamily("unknown", "network device", "network", Answer("unknown", ()), "")
-    if fam is None:
+        if nic.kind == "ethernet" or nic.pci_vendor_id is not None:
+            why = f"NIC {nic.name} has no RDMA device: NCCL uses TCP sockets, staged through host memory"
+            return NicFamily("ethernet", "plain Ethernet (no RDMA)", "ethernet", Answer("no", (why,)), "no RDMA device")
+        return NicFamily("unknown", "network device", "network", Answer("unknown", (), SETTLE["nic"]), "")
+    row = family_row(fam) if fam is not None else None
+    if row is None:
+        could = {"infiniband": "an InfiniBand HCA", "roce": "a RoCE NIC"}.get(layer or "", "InfiniBand, RoCE or EFA")
+        why = f"{nic.name}'s family ({could}, vendor not recorded) is not known, and GPUDirect RDMA depends on it"
         label = "RDMA NIC, family not recorded (InfiniBand, RoCE or EFA)"
-        return NicFamily("rdma", label, layer or "rdma", Answer("unknown", ()), "an RDMA device")
-    gdr_yes = Answer("yes", (f"{nic.name} is a ConnectX: GPUDirect RDMA with nvidia-peermem or dma-buf",))
-    maybe = Answer(
-        "unknown",
-        (f"GPUDirect RDMA over {nic.name} needs the driver's peer-memory or dma-buf support",),
-        "NCCL's log (`NCCL_DEBUG=INFO`: 'GPU Direct RDMA Enabled for ... HCA')",
-    )
-    if fam == "connectx":
+        return NicFamily(
+            "rdma", label, layer or "rdma", Answer("unknown", (why,), SETTLE["nic_family"]), "an RDMA device"
+        )
+    gdr = Answer(row.gdr, (f"{nic.name}: {row.gdr_why}",), row.settle)
+    if row.family == "connectx":
         what = {"infiniband": "InfiniBand", "roce": "RoCE"}.get(layer or "", "InfiniBand or RoCE")
-        return NicFamily("connectx", f"NVIDIA ConnectX ({what})", layer or "rdma", gdr_yes, evidence)
-    if fam == "broadcom":
-        return NicFamily("broadcom", "Broadcom RDMA Ethernet (bnxt_re, RoCE)", "roce", maybe, evidence)
-    return NicFamily("intel", "Intel RDMA Ethernet (irdma: iWARP or RoCEv2)", layer or "roce", maybe, evidence)
+        return NicFamily("connectx", f"{row.label} ({what})", layer or "rdma", gdr, evidence)
+    return NicFamily(row.family, row.label, row.layer or layer or "roce", gdr, evidence)
 
 
-def _efa(nic: Nic, evidence: str) -> NicFamily:
-    """AWS EFA: GPUDirect RDMA on p4d/p4de/p5 (EFA with RDMA read) with the efa kernel driver and NCCL's
-    aws-ofi-nccl plugin; the first EFA (0xefa0: p3dn, c5n) has no RDMA read, so no GPUDirect."""
-    if nic.pci_device_id == "0xefa0":
-        gdr = Answer("no", (f"{nic.name} is a first-generation EFA (0xefa0): no RDMA read, no GPUDirect RDMA",))
-    elif nic.pci_device_id is not None and nic.pci_device_id.startswith("0xefa"):
-        gdr = Answer(
-            "yes",
-            (
-                f"{nic.name} is an EFA with RDMA read ({nic.pci_device_id}): GPUDirect RDMA with the efa driver "
-                "and the aws-ofi-nccl plugin",
-            ),
-        )
-    else:
-        gdr = Answer(
-            "unknown",
-            (f"{nic.name} is an EFA; GPUDirect RDMA needs EFA with RDMA read (p4d, p4de, p5) and aws-ofi-nccl",),
-            "`fi_info -p efa -v` (FI_HMEM) or the instance type",
-        )
-    return NicFamily("efa", "AWS EFA (SRD; neither InfiniBand nor RoCE)", "efa", gdr, evidence)
+def nic_gdr(nic: Nic, origin: str | None = None) -> Answer:
+    """Can this NIC do GPUDirect RDMA at all (the path to a GPU aside): the one answer every view shows
+    (``show``'s GDR column; :func:`topomap.graph.evidence.nearest_nic` adds the path). The source's own
+    word first (NCCL's ``gdr`` attribute, or a fact filled in later with its origin: ``Nic.gdr``), else
+    what the family implies (:func:`nic_family`); unknown where neither says, with what settles it."""
+    where = f" ({origin})" if origin else ""
+    if nic.gdr is True:
+        return Answer("yes", (f"the source records GPUDirect RDMA support for {nic.name}{where}",))
+    if nic.gdr is False:
+        return Answer("no", (f"the source records no GPUDirect RDMA for {nic.name}{where}",))
+    return nic_family(nic).gdr
 
 
 def nic_link_layer(nic: Nic) -> str:

@@ -15,7 +15,7 @@ from topomap.base.units import fmt_bandwidth, fmt_bytes
 from topomap.graph import FABRIC, Topology, natural_key
 from topomap.graph.evidence import edge_bandwidth, gpu_pairs_nvlink_summary
 from topomap.graph.query import tree_parents
-from topomap.model.facts import SETTLE, fabric_ready, gpu_memory, gpu_pcie_link, nic_family
+from topomap.model.facts import SETTLE, fabric_ready, gpu_memory, gpu_pcie_link, nic_family, nic_gdr
 from topomap.model.snapshot import Gpu, Snapshot
 from topomap.model.source_facts import WHAT, cannot_know
 from topomap.render.text import bandwidth_text, memory_text, nic_words, visible
@@ -267,7 +267,7 @@ def nic_table(snap: Snapshot, width: int | None = None) -> RenderableType:
     rows = []
     for n in sorted(snap.nics, key=lambda n: n.index):
         rate = "—" if n.speed_gbit_s is None else f"{n.speed_gbit_s:g} Gb/s"
-        gdr = _dash(None if n.gdr is None else ("yes" if n.gdr else "no"))
+        gdr = nic_gdr(n).value  # the NIC's own answer every view asks (model.facts.nic_gdr), issue 30
         family = nic_family(n).short  # one decision (model.facts.nic_family), issue 19 item 5
         values = (f"nic{n.index}", n.name, family, _dash(n.pci_bus_id), _dash(n.numa_node), rate, _dash(n.state))
         rows.append([esc(v) for v in (*values, ", ".join(n.netdevs) or "—", gdr)])
