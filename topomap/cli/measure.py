@@ -76,12 +76,17 @@ def measure(
         opts.timeout_s = timeout
     if pairs is not None:
         opts.pairs = parse_pairs(pairs)
-    if snapshot is not None:
-        snap = _load(snapshot)
-    else:
+    given = _load(snapshot) if snapshot is not None else None
+    from topomap.probe.bindings import PROBE_HINT, missing_bindings, missing_sentence
+
+    missing = missing_bindings()
+    if "cuda-bindings" in missing:  # the copies run through cuda.bindings (the `probe` extra)
+        _err(missing_sentence(missing, "measure", "nothing can be measured"), 3, PROBE_HINT)
+    if given is None:
         from topomap.probe import probe
 
-        snap = probe().snapshot
+        given = probe().snapshot
+    snap = given
     try:
         plan(snap, opts)  # refuse before the progress bar starts
         bar, update = _progress_bar()
