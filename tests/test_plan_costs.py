@@ -298,6 +298,10 @@ def test_cli_plan_mistakes_are_one_line(args: list[str], message: str, tmp_path:
     assert r.exit_code == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
-def test_a_flow_without_work_cannot_be_planned() -> None:
-    r = runner.invoke(app, ["plan", str(SAMPLES / "flows" / "two-host-pipeline.yaml")])
+def test_a_flow_without_work_cannot_be_planned(tmp_path: Path) -> None:
+    pipeline = (SAMPLES / "flows" / "two-host-pipeline.yaml").read_text()
+    flow = tmp_path / "no-work.yaml"  # the sample pipeline without its work block
+    flow.write_text(pipeline[: pipeline.index("work:")] + pipeline[pipeline.index("steps:") :])
+    flow.write_text(flow.read_text().replace("../snapshots/", f"{SAMPLES / 'snapshots'}/"))
+    r = runner.invoke(app, ["plan", str(flow)])
     assert r.exit_code == 2 and "has no units to plan" in r.stderr
