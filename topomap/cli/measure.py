@@ -57,7 +57,8 @@ def measure(
 
     Verified copy bandwidth and latency per GPU and GPU pair, added to the snapshot (needs a GPU).
 
-    Exit 0 measured (findings recorded); 2 bad input; 3 no GPU CUDA can use.
+    Exit 0 measured (findings recorded); 2 bad input; 3 no GPU CUDA can use, or cuda-bindings
+    not installed (the `probe` extra).
     """
     from topomap.measure.run import MeasureOptions, NoGpuError, parse_pairs, parse_size, plan
     from topomap.measure.run import measure as run_measure

@@ -60,7 +60,8 @@ def probe(
     """Probe this machine (NVML + CUDA + sysfs) and write a snapshot.
 
     Exit 0 with problems recorded; exit 3 when no NVIDIA driver/GPU answered (a host-only
-    snapshot is still written). With --measure, the snapshot also carries measured figures.
+    snapshot is still written), or when the NVIDIA bindings are not installed (the `probe` extra:
+    nothing is written). With --measure, the snapshot also carries measured figures.
     """
     from topomap.model.codec import encode_checked  # start-up: see the module docstring
     from topomap.probe import probe as run_probe

@@ -83,8 +83,8 @@ def _ok(value: Any) -> bool:
 
 
 def import_pynvml() -> Any:
-    """The ``pynvml`` module (ImportError when not installed). Lazy: the binding is the ``probe``
-    extra and loads libnvidia-ml's wrapper; only a real probe or record needs it."""
+    """The ``pynvml`` module (ImportError when not installed). Lazy: the binding is optional (the
+    ``probe`` extra) and loads libnvidia-ml's wrapper; only a real probe or record needs it."""
     import pynvml
 
     return pynvml
