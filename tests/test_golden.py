@@ -63,7 +63,7 @@ def regenerate(path: Path, name: str, code: int, got_code: int, got: str, mode: 
     return None
 
 
-@pytest.mark.parametrize(("name", "argv", "code"), CASES, ids=[c.name for c in CASES])
+@pytest.mark.parametrize(("name", "argv", "code"), [(*c, c.exit) for c in CASES], ids=[c.name for c in CASES])
 def test_golden(name: str, argv: list[str], code: int, tmp_path: Path) -> None:
     got_code, got = _run(argv, tmp_path)
     path = GOLDEN / f"{name}.txt"
@@ -92,8 +92,9 @@ def test_a_regeneration_that_changes_an_exit_status_is_refused_unless_asked_twic
 def test_a_case_states_its_exit_in_itself_or_in_exits_or_exits_0() -> None:
     from tests.golden.cases import Case, _case
 
-    assert _case(("show-x", ["show", "x"])) == Case("show-x", ["show", "x"], 0)
-    assert _case(("show-x", ["show", "x"], 2)).exit == 2
+    plain = _case(("show-x", ["show", "x"]))
+    assert plain == ("show-x", ["show", "x"]) and plain.exit == 0 and (plain.name, plain.argv) == tuple(plain)
+    assert _case(("show-x", ["show", "x"], 2)).exit == 2 and _case(Case("x", [], 3)).exit == 3
     some = next(iter(EXITS))
     assert _case((some, ["x"])).exit == EXITS[some] != 0
     assert all(code != 0 for code in EXITS.values())  # 0 is every other case's, unstated

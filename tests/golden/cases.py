@@ -5,14 +5,14 @@ goldens; review ``git diff tests/data/golden`` before committing them.
 Each case states its exit status (issue 33 item 6), so a regeneration cannot turn a passing command
 into a failing one unseen: a case is ``(name, argv)`` when the command exits 0, ``(name, argv, exit)``
 when it does not; a family of cases whose status depends on the sample states it in :data:`EXITS`
-by name. ``TOPOMAP_GOLDEN=1`` refuses to write a golden whose command exits otherwise than its case
-states; ``TOPOMAP_GOLDEN=2`` writes it anyway (and the plain run then fails until the case says so).
+by name. :func:`cases` gives each as a :class:`Case`, still the ``(name, argv)`` pair it always was.
+``TOPOMAP_GOLDEN=1`` refuses to write a golden whose command exits otherwise than its case states;
+``TOPOMAP_GOLDEN=2`` writes it anyway (and the plain run then fails until the case says so).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "samples"
@@ -23,13 +23,28 @@ def _rel(p: Path) -> str:
     return str(p.relative_to(ROOT))
 
 
-class Case(NamedTuple):
-    """One command whose output is pinned in ``tests/data/golden/NAME.txt``; ``OUT.ext`` in argv is
-    a file it writes, compared too. ``exit``: the status the command must exit with."""
+class Case(tuple[str, list[str]]):
+    """One command whose output is pinned in ``tests/data/golden/NAME.txt``: ``(name, argv)`` as a
+    pair (so ``for name, argv in cases()`` reads it), and ``exit``, the status the command must exit
+    with. ``OUT.ext`` in argv is a file it writes, compared too."""
 
-    name: str
-    argv: list[str]
-    exit: int = 0
+    exit: int
+
+    def __new__(cls, name: str, argv: list[str], exit: int = 0) -> Case:
+        case = super().__new__(cls, (name, argv))
+        case.exit = exit
+        return case
+
+    @property
+    def name(self) -> str:
+        return self[0]
+
+    @property
+    def argv(self) -> list[str]:
+        return self[1]
+
+    def __repr__(self) -> str:
+        return f"Case({self.name!r}, {self.argv!r}, exit={self.exit})"
 
 
 #: The exit status of the cases that do not exit 0 and do not state it in the case itself (families
@@ -54,7 +69,7 @@ EXITS: dict[str, int] = {
     "check-tensor-parallel-on-dgx2h-16gpu": 1,
     "check-tensor-parallel-on-rtx4090-8gpu-all-sys": 1,
     "check-tensor-parallel-on-rtx5090-pair-p2p-gns": 1,
-    # diff: 1 the lots differ, 3 cannot tell which is better for the flow
+    # diff: 1 the lots differ, 3 cannot confirm (a side does not record what the comparison needs)
     "diff-aws-p4d-24xlarge-vs-azure-ndv4": 1,
     "diff-azure-ndv4-vs-dgx1-v100": 1,
     "diff-dgx1-v100-vs-dgx2h-16gpu": 1,
@@ -165,7 +180,9 @@ def cases() -> list[Case]:
 
 
 def _case(c: tuple[str, list[str]] | tuple[str, list[str], int] | Case) -> Case:
-    """A case with its exit status: its own third field, else :data:`EXITS`, else 0."""
+    """A case with its exit status: its own, else :data:`EXITS`, else 0."""
+    if isinstance(c, Case):
+        return c
     if len(c) == 3:
-        return Case(*c)
+        return Case(c[0], c[1], c[2])
     return Case(c[0], c[1], EXITS.get(c[0], 0))
