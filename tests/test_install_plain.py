@@ -17,9 +17,10 @@ from tests.conftest import SAMPLES
 ROOT = Path(__file__).resolve().parents[1]
 EXTRAS = ("pynvml", "cuda", "psutil", "matplotlib")  # probe, record, plot
 BLOCKER = f'''"""Installed by tests/test_install_plain.py: the extras' modules are not installed here."""
+import os
 import sys
 
-BLOCKED = {EXTRAS!r}
+BLOCKED = tuple(os.environ.get("TOPOMAP_TEST_BLOCK", "{",".join(EXTRAS)}").split(","))
 
 
 class _NotInstalled:
@@ -144,3 +145,22 @@ def test_the_commands_that_need_an_extra_say_which_in_one_line(
     r = _topomap(plain, *args, cwd=tmp_path)
     assert (r.returncode, r.stderr, r.stdout) == (code, line + "\n", "")
     assert list(tmp_path.iterdir()) == []  # nothing written, no host-only snapshot, no record
+
+
+def test_with_one_binding_missing_the_probe_goes_on_and_records_what_to_install(
+    plain: dict[str, str], tmp_path: Path
+) -> None:
+    """nvidia-ml-py without cuda-bindings (an image that ships one): the probe runs (here no driver
+    answers: exit 3, a host-only snapshot) and the snapshot's problem says what to install."""
+    import json
+
+    env = {**plain, "TOPOMAP_TEST_BLOCK": "cuda"}
+    r = _topomap(env, "probe", "-o", str(tmp_path / "p.json"), cwd=tmp_path)
+    assert r.returncode == 3 and "needs the NVIDIA bindings" not in r.stderr, r.stderr
+    problems = json.loads((tmp_path / "p.json").read_text())["problems"]
+    assert {
+        "source": "cuda",
+        "call": "import cuda.bindings",
+        "error": "cuda-bindings not installed (No module named 'cuda'): pip install 'topomap[probe]'",
+    }.items() <= next(p for p in problems if p["source"] == "cuda").items()
+
