@@ -163,4 +163,3 @@ def test_with_one_binding_missing_the_probe_goes_on_and_records_what_to_install(
         "call": "import cuda.bindings",
         "error": "cuda-bindings not installed (No module named 'cuda'): pip install 'topomap[probe]'",
     }.items() <= next(p for p in problems if p["source"] == "cuda").items()
-
