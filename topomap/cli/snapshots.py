@@ -16,7 +16,7 @@ import typer
 
 from topomap.base.errors import TopomapError
 from topomap.cli.output import wrote
-from topomap.cli.wiring import JsonOpt, _console, _guard, _load, _print_json, _write, app
+from topomap.cli.wiring import JsonOpt, _console, _err, _guard, _load, _print_json, _write, app
 
 if TYPE_CHECKING:
     from topomap.model.snapshot import Snapshot
@@ -60,10 +60,12 @@ def probe(
     """Probe this machine (NVML + CUDA + sysfs) and write a snapshot.
 
     Exit 0 with problems recorded; exit 3 when no NVIDIA driver/GPU answered (a host-only
-    snapshot is still written). With --measure, the snapshot also carries measured figures.
+    snapshot is still written), or when the NVIDIA bindings are not installed (the `probe` extra:
+    nothing is written). With --measure, the snapshot also carries measured figures.
     """
     from topomap.model.codec import encode_checked  # start-up: see the module docstring
     from topomap.probe import probe as run_probe
+    from topomap.probe.bindings import PROBE_HINT, missing_bindings, missing_sentence
     from topomap.probe.guarded import CALL_TIMEOUT_S, TOTAL_BUDGET_S
 
     limits = {"--call-timeout": call_timeout, "--budget": budget}
@@ -71,6 +73,9 @@ def probe(
     for name, value in limits.items():
         if value is not None and not value > 0:
             raise TopomapError(f"{name} {value:g}: seconds must be above 0", hint=f"e.g. {name} {defaults[name]:g}")
+    missing = missing_bindings()
+    if len(missing) == 2:  # the `probe` extra is not installed (one of them alone: a problem recorded)
+        _err(missing_sentence(missing, "probe", "nothing can be probed"), 3, PROBE_HINT)
     out = run_probe(
         sysfs_root=sysfs_root,
         call_timeout_s=call_timeout or CALL_TIMEOUT_S,

@@ -13,13 +13,12 @@ import re
 from dataclasses import dataclass
 
 from topomap.base.links import PCIE_CLASSES, class_rank
-from topomap.graph import Topology, natural_key
+from topomap.graph import Topology
 from topomap.graph.evidence import gpu_link, gpu_usable, memory_node, nics_at_best_class, pcie_path_class
 from topomap.model.facts import SETTLE, NicChoice
 
 #: Link tiers, best last: staged through host memory, PCIe peer-to-peer, NVLink (direct or NVSwitch).
 STAGED, P2P, NVLINK = 1, 2, 3
-TIER_WORDS = {STAGED: "staged through host memory", P2P: "PCIe peer-to-peer", NVLINK: "NVLink"}
 
 
 @dataclass(frozen=True)
@@ -151,7 +150,3 @@ def parse_exclude(text: str | None) -> set[str]:
             raise ValueError(part)
         out.add(f"gpu{int(m.group(1))}")
     return out
-
-
-def sorted_gids(gids: set[str] | list[str]) -> list[str]:
-    return sorted(gids, key=natural_key)

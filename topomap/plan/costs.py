@@ -158,11 +158,6 @@ def share(legs: list[Leg], cards: list[str], work: Work) -> tuple[list[CardCosts
     return out, links
 
 
-def shared_costs(legs: list[Leg], cards: list[str], work: Work) -> list[CardCosts]:
-    """Per-unit transfer seconds for each of ``cards`` when all of them move data at once (model)."""
-    return share(legs, cards, work)[0]
-
-
 def _storage_hop(lg: Leg, declared: float | None) -> tuple[Hop, ...]:
     """The declared storage rate as one more hop that every transfer to or from that storage crosses."""
     if not lg.other.endswith(":storage") or declared is None:
