@@ -131,6 +131,8 @@ def _nv_state(topo: Topology, a: str, b: str) -> tuple[str | None, int | None]:
     nv = nvlink(topo, a, b)
     if nv.usable.value == "unknown":
         return None, None
+    if nv.usable.yes and nv.via == "xgmi":  # AMD (issue 35): the link family and count, not an NV# code
+        return f"XGMI ({nv.links or '?'} link{'s' if (nv.links or 0) != 1 else ''})", nv.links
     if nv.usable.yes:
         return f"NV{nv.links}", nv.links
     if nv.links:

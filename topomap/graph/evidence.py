@@ -33,7 +33,7 @@ from topomap.model.facts import (
     nvlink_bundle_bandwidth,
 )
 from topomap.model.snapshot import Nic, Snapshot
-from topomap.model.source_facts import Fact, settle, source_facts, source_knows
+from topomap.model.source_facts import Fact, is_amd_source, settle, settle_for, source_facts, source_knows
 
 # --- one GPU -----------------------------------------------------------------------------------------
 
@@ -65,7 +65,19 @@ class NvlinkFact:
 
     @property
     def path(self) -> str | None:
+        if self.via == "xgmi":  # AMD Infinity Fabric (issue 35): topomap's XGMI path code
+            return "XGMI"
         return f"NV{self.links}" if self.links else None
+
+    @property
+    def link_name(self) -> str:
+        """The GPU link family in words: "NVLink", or "XGMI" on AMD GPUs (issue 35)."""
+        return "XGMI" if self.via == "xgmi" else "NVLink"
+
+
+#: The ``via`` of a GPU link (NVLink direct or through NVSwitch, AMD's XGMI): every view that asks
+#: "is this a GPU link, not PCIe P2P" asks this (issue 35).
+GPU_LINK_VIAS = ("nvlink", "nvswitch", "xgmi")
 
 
 def nvlink_route(topo: Topology, a: str, b: str) -> tuple[tuple[str, ...], int, str] | None:
@@ -74,6 +86,8 @@ def nvlink_route(topo: Topology, a: str, b: str) -> tuple[tuple[str, ...], int, 
     g = topo.graph
     if a == b or a not in g or b not in g:
         return None
+    if g.has_edge(a, b) and g.edges[a, b].get("kind") == "xgmi":  # AMD: a mesh, direct (issue 35)
+        return (a, b), int(g.edges[a, b].get("count") or 0), "xgmi"
     direct = g.edges[a, b]["count"] if g.has_edge(a, b) and g.edges[a, b].get("kind") == "nvlink" else 0
     sw = 0
     if FABRIC in g and g.has_edge(a, FABRIC) and g.has_edge(b, FABRIC):
@@ -114,7 +128,7 @@ def nvlink(topo: Topology, a: str, b: str) -> NvlinkFact:
                 Answer(
                     "unknown",
                     (_nvlink_silence(snap),),
-                    SETTLE["nvlink"],
+                    settle_for(snap, Fact.NVLINK) if is_amd_source(snap) else SETTLE["nvlink"],
                 ),
                 None,
                 "none",
@@ -133,6 +147,10 @@ def nvlink(topo: Topology, a: str, b: str) -> NvlinkFact:
     nodes, count, via = r
     bw = _route_bandwidth(topo, nodes)
     reasons: list[str] = [f"{count} link(s) {'through the NVSwitch fabric' if via == 'nvswitch' else 'direct'}"]
+    if via == "xgmi":
+        hops = topo.graph.edges[a, b].get("hops")
+        many = f", {hops} XGMI hops (through other GPUs' links)" if hops and hops > 1 else ""
+        reasons = [(f"XGMI, {count} link(s) direct" if count else "XGMI (link count not recorded)") + many]
     blockers: list[str] = []
     for x in (ga, gb):
         if x.mig is not None and x.mig.enabled:
@@ -161,7 +179,7 @@ def nvlink(topo: Topology, a: str, b: str) -> NvlinkFact:
         reasons.append("NVML NVLink P2P status OK")
     if pair is not None and pair.cuda is not None and pair.cuda.can_access_peer:
         reasons.append("CUDA peer access OK")
-    return NvlinkFact(Answer("yes", tuple(reasons)), count, via, nodes, bw)
+    return NvlinkFact(Answer("yes", tuple(reasons)), count or None if via == "xgmi" else count, via, nodes, bw)
 
 
 def nvlink_edge_usable(topo: Topology, u: str, v: str) -> Answer:
@@ -181,6 +199,8 @@ def _nvlink_silence(snap: Snapshot) -> str:
     """Why a source says nothing about NVLink, in its own terms."""
     if snap.source.kind == "nccl-xml":
         return "this NCCL topology file has no NVLink elements (NCCL adds NVLink from NVML at run time)"
+    if is_amd_source(snap):
+        return f"{source_facts(snap).words()} does not say which GPUs XGMI joins"
     return source_facts(snap).why_not(Fact.NVLINK)  # "`nvidia-smi topo -p2p` does not carry which GPUs NVLink joins"
 
 

@@ -14,7 +14,14 @@ from dataclasses import dataclass
 
 from topomap.base.links import PCIE_CLASSES, class_rank
 from topomap.graph import Topology
-from topomap.graph.evidence import gpu_link, gpu_usable, memory_node, nics_at_best_class, pcie_path_class
+from topomap.graph.evidence import (
+    GPU_LINK_VIAS,
+    gpu_link,
+    gpu_usable,
+    memory_node,
+    nics_at_best_class,
+    pcie_path_class,
+)
 from topomap.model.facts import SETTLE, NicChoice
 
 #: Link tiers, best last: staged through host memory, PCIe peer-to-peer, NVLink (direct or NVSwitch).
@@ -57,12 +64,13 @@ def pair_link(topo: Topology, a: str, b: str) -> PairLink:
     """Rank the link between two usable GPUs from :func:`topomap.graph.evidence.gpu_link`."""
     gl = gpu_link(topo, a, b)
     nv = gl.nvlink
-    if gl.medium == "gpu-link" and gl.via in ("nvlink", "nvswitch"):
+    if gl.medium == "gpu-link" and gl.via in GPU_LINK_VIAS:
         bw = nv.bandwidth
         links = nv.links or 0
         strength = round(bw.gbps * 1000) if bw.gbps is not None else links
         via = "through NVSwitch" if gl.via == "nvswitch" else "direct"
-        return PairLink(a, b, NVLINK, strength, True, f"NV{links} {via}, {bw.text()}", links, max(strength, 0))
+        code = "XGMI" if gl.via == "xgmi" else f"NV{links}"  # AMD (issue 35)
+        return PairLink(a, b, NVLINK, strength, True, f"{code} {via}, {bw.text()}", links, max(strength, 0))
     cls = pcie_path_class(topo, a, b)
     where = cls or "PCIe path unknown"
     nv_unknown = nv.usable.value == "unknown"

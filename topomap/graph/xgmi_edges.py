@@ -1,0 +1,35 @@
+"""XGMI edges of an AMD host's graph (issue 35): one edge per XGMI-joined GPU pair, with its link count,
+hops and bandwidth from :func:`topomap.model.xgmi.xgmi_bandwidth`. XGMI is a mesh (MI300X: every GPU to
+every other), not a switch: no hub node."""
+
+from __future__ import annotations
+
+from topomap.graph.topology import Topology
+from topomap.model.xgmi import xgmi_bandwidth, xgmi_links
+
+
+def add_xgmi_edges(topo: Topology) -> None:
+    """Add an ``xgmi`` edge for every pair of the snapshot whose path is XGMI."""
+    snap, g = topo.snapshot, topo.graph
+    by_id = {f"gpu{x.index}": x for x in snap.gpus}
+    for p in snap.pairs:
+        if p.path != "XGMI" or p.a not in by_id or p.b not in by_id or p.a not in g or p.b not in g:
+            continue
+        a, b = by_id[p.a], by_id[p.b]
+        if a.lost or b.lost:
+            continue
+        bw = xgmi_bandwidth(p, a, b, snap)
+        links, _ = xgmi_links(p, a, snap)
+        g.add_edge(
+            p.a,
+            p.b,
+            kind="xgmi",
+            count=links or 0,
+            hops=p.xgmi.hops if p.xgmi is not None else None,
+            generation=None,
+            bandwidth_gbps=bw.gbps,
+            bandwidth_source=bw.source,
+            bandwidth_basis=bw.basis,
+            bandwidth_tag=bw.tag,
+            lower_bound=bw.lower_bound,
+        )
