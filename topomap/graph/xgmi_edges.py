@@ -33,3 +33,20 @@ def add_xgmi_edges(topo: Topology) -> None:
             bandwidth_tag=bw.tag,
             lower_bound=bw.lower_bound,
         )
+
+
+def xgmi_summary(topo: Topology, gid: str) -> str:
+    """One line for an AMD GPU's XGMI in `show`: the peers XGMI joins, links and rate, or why unknown."""
+    g = topo.graph
+    peers = sorted((v for v in g.neighbors(gid) if g.edges[gid, v].get("kind") == "xgmi"), key=lambda x: int(x[3:]))
+    if not peers:
+        return "no XGMI (PCIe only)" if any(p.path is not None for p in topo.snapshot.pairs) else "unknown"
+    rates = {(g.edges[gid, v].get("bandwidth_gbps"), g.edges[gid, v].get("bandwidth_source")) for v in peers}
+    hops = sorted({g.edges[gid, v].get("hops") or 1 for v in peers})
+    far = f" ({sum(1 for v in peers if (g.edges[gid, v].get('hops') or 1) > 1)} over {max(hops)} hops)" if max(hops) > 1 else ""
+    if len(rates) == 1:
+        gbps, source = next(iter(rates))
+        rate = f", {gbps:g} GB/s per pair ({source})" if gbps is not None else ", rate unknown"
+    else:
+        rate = ", rates differ per pair"
+    return f"XGMI to {len(peers)} GPU(s){far}{rate}"

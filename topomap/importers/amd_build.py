@@ -115,14 +115,14 @@ def _pair(facts: AmdFacts, a: Gpu, b: Gpu, notes: list[str]) -> Pair:
     if link == "XGMI":
         notes.append(HOPS_NOTE)
         return Pair(a=ids[0], b=ids[1], path="XGMI", pcie_path="SYS" if same_numa is False else None,
-                    p2p=p2p, xgmi=_xgmi(facts, i, j, w, h))  # fmt: skip
+                    p2p=p2p, xgmi=_xgmi(facts, i, j, w, h), link_weight=w or None)  # fmt: skip
     if link == "PCIE":
         far = same_numa is False or (h is not None and h >= 3) or (w is not None and w > 2 * PCIE_WEIGHT)
         path = "SYS" if far else "NODE"
         if path == "NODE":
             notes.append(SAME_NODE_NOTE)
-        return Pair(a=ids[0], b=ids[1], path=path, pcie_path=path, p2p=p2p)
-    return Pair(a=ids[0], b=ids[1], path=None, p2p=p2p)
+        return Pair(a=ids[0], b=ids[1], path=path, pcie_path=path, p2p=p2p, link_weight=w or None)
+    return Pair(a=ids[0], b=ids[1], path=None, p2p=p2p, link_weight=w or None)
 
 
 def _xgmi(facts: AmdFacts, i: int, j: int, weight: int | None, hops: int | None) -> XgmiPair:

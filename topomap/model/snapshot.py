@@ -229,6 +229,7 @@ class Pair(_S, kw_only=True):
     p2p: P2P | None = None
     cuda: CudaPeer | None = None
     xgmi: XgmiPair | None = None  # issue 35: XGMI between two AMD GPUs (path XGMI), else None
+    link_weight: I64 | None = None  # issue 35: AMD's link weight for the pair as rocm-smi / amd-smi print it
 
 
 class PciDevice(_S, kw_only=True):

@@ -14,6 +14,7 @@ from rich.tree import Tree
 from topomap.base.units import fmt_bandwidth, fmt_bytes
 from topomap.graph import FABRIC, Topology, natural_key
 from topomap.graph.evidence import edge_bandwidth, gpu_pairs_nvlink_summary
+from topomap.graph.xgmi_edges import xgmi_summary
 from topomap.graph.query import tree_parents
 from topomap.model.facts import SETTLE, fabric_ready, gpu_memory, gpu_pcie_link, nic_family, nic_gdr
 from topomap.model.snapshot import Gpu, Snapshot
@@ -127,7 +128,10 @@ def _pcie(g: Gpu) -> str:
 
 
 def _nvlink(topo: Topology | None, g: Gpu) -> str:
-    """NVLink as evidence decides it: active links and the bundle rate with its source, or unknown."""
+    """NVLink as evidence decides it: active links and the bundle rate with its source, or unknown; an
+    AMD GPU's XGMI (issue 35)."""
+    if g.vendor == "amd" and topo is not None:
+        return xgmi_summary(topo, f"gpu{g.index}")
     if topo is None:
         return "—"
     return gpu_pairs_nvlink_summary(topo, f"gpu{g.index}")
@@ -160,6 +164,8 @@ def header(snap: Snapshot) -> Text:
     t.append_text(esc(f" — {origin}" + (f" at {s.captured_at}" if s.captured_at else "")))
     t.append("\n")
     versions = f"driver {_dash(sw.driver_version)}  CUDA {_dash(sw.cuda_driver_version)}  NVML {_dash(sw.nvml_version)}"
+    if snap.gpus and all(g.vendor == "amd" for g in snap.gpus):  # issue 35: no CUDA or NVML on AMD GPUs
+        versions = f"driver {_dash(sw.driver_version)}  (AMD GPUs: ROCm; no CUDA, no NVML)"
     t.append_text(esc(versions))
     t.append("\n")
     bits = [f"CPU {h.cpu_model}" if h.cpu_model else None]
@@ -242,7 +248,8 @@ def gpu_tables(snap: Snapshot, topo: Topology | None = None, width: int | None =
     gpus = sorted(snap.gpus, key=lambda g: g.index)
     ident_cols = [Column("NVML"), Column("CUDA"), Column("UUID"), Column("bus id"), Column("name", text=True)]
     caps_cols = [Column(c) for c in ("NVML", "memory", "CC", "NUMA", "CPUs")]
-    caps_cols += [Column(c, text=True) for c in ("PCIe", "NVLink", "MIG", "fabric")]
+    link = "XGMI" if any(g.vendor == "amd" for g in gpus) else "NVLink"  # AMD's GPU link (issue 35)
+    caps_cols += [Column(c, text=True) for c in ("PCIe", link, "MIG", "fabric")]
     ident: list[list[Text]] = []
     caps: list[list[Text]] = []
     for g in gpus:
@@ -353,6 +360,13 @@ def machine_tree(topo: Topology) -> Tree:
         for u, v, d in sorted(direct, key=lambda e: (natural_key(e[0]), natural_key(e[1]))):
             inferred = " (inferred)" if d.get("inferred") else ""
             nv.add(esc(f"{u} ↔ {v}: NV{d.get('count')} · {_edge_bw(d)}{inferred}"))
+    xgmi = [(u, v, d) for u, v, d in g.edges(data=True) if d.get("kind") == "xgmi"]
+    if xgmi:  # AMD Infinity Fabric: a mesh of GPU pairs (issue 35)
+        xg = root.add("XGMI (Infinity Fabric)")
+        for u, v, d in sorted(xgmi, key=lambda e: (natural_key(e[0]), natural_key(e[1]))):
+            links = f"{d.get('count')} link(s)" if d.get("count") else "links not recorded"
+            hops = f", {d.get('hops')} hops" if (d.get("hops") or 1) > 1 else ""
+            xg.add(esc(f"{u} ↔ {v}: XGMI {links}{hops} · {_edge_bw(d)}"))
     return root
 
 
