@@ -43,7 +43,11 @@ def xgmi_summary(topo: Topology, gid: str) -> str:
         return "no XGMI (PCIe only)" if any(p.path is not None for p in topo.snapshot.pairs) else "unknown"
     rates = {(g.edges[gid, v].get("bandwidth_gbps"), g.edges[gid, v].get("bandwidth_source")) for v in peers}
     hops = sorted({g.edges[gid, v].get("hops") or 1 for v in peers})
-    far = f" ({sum(1 for v in peers if (g.edges[gid, v].get('hops') or 1) > 1)} over {max(hops)} hops)" if max(hops) > 1 else ""
+    far = (
+        f" ({sum(1 for v in peers if (g.edges[gid, v].get('hops') or 1) > 1)} over {max(hops)} hops)"
+        if max(hops) > 1
+        else ""
+    )
     if len(rates) == 1:
         gbps, source = next(iter(rates))
         rate = f", {gbps:g} GB/s per pair ({source})" if gbps is not None else ", rate unknown"

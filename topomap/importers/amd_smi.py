@@ -220,7 +220,12 @@ def read_amd_smi_json(text: str, facts: AmdFacts) -> None:
             if not isinstance(link, dict) or "bdf" not in link:
                 continue
             dst = int(link["gpu"]) if isinstance(link.get("gpu"), int) else _index_of(facts, str(link["bdf"]), order)
-            for key, section in (("weight", "weight"), ("num_hops", "hops"), ("link_type", "link"), ("bandwidth", "bw")):
+            for key, section in (
+                ("weight", "weight"),
+                ("num_hops", "hops"),
+                ("link_type", "link"),
+                ("bandwidth", "bw"),
+            ):
                 if key in link:
                     _cell(facts, section, src, dst, str(link[key]))
             if "link_status" in link:

@@ -19,8 +19,8 @@ from topomap.base.errors import ImportFailure
 from topomap.base.links import nvlink_generation_for_cc, pcie_gen_from_speed_text
 from topomap.base.pciaddr import normalize_bus_id, parse_bus_id
 from topomap.importers._tree import Placed, parse_xml, tree_pairs
-from topomap.model.nic_ids import is_rdma_name, layer_of_name, pci_id
 from topomap.importers.rccl_xml import RCCL_NOTE, rccl_xgmi
+from topomap.model.nic_ids import is_rdma_name, layer_of_name, pci_id
 from topomap.model.nvlinks import nvswitches_from_links
 from topomap.model.snapshot import (
     Gpu,
@@ -243,7 +243,9 @@ class _Tree:
         if g is not None and (vendor == "0x1002" or g.get("gcn")):
             rec.amd, rec.sm = True, None  # RCCL writes the CU count as sm=: not a compute capability
             rec.device_id = (el.get("device") or "").lower() or None
-            rec.xgmi = [(normalize_bus_id(x.get("target") or "") or "", _int(x.get("count")) or 0) for x in g.findall("xgmi")]
+            rec.xgmi = [
+                (normalize_bus_id(x.get("target") or "") or "", _int(x.get("count")) or 0) for x in g.findall("xgmi")
+            ]
         return rec
 
 

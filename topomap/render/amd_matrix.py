@@ -10,7 +10,7 @@ PCIe on one NUMA node: 40 and 2; across NUMA nodes the weight depends on the NUM
 
 from __future__ import annotations
 
-from topomap.importers.amd_build import PCIE_WEIGHT, XGMI_WEIGHT
+from topomap.model.amd_pairs import PCIE_WEIGHT, XGMI_WEIGHT
 from topomap.model.snapshot import Pair, Snapshot
 
 _SPACER_WIDTH = 90
@@ -30,7 +30,9 @@ def _cells(p: Pair | None) -> tuple[str, str, str]:
         return str(p.link_weight), "2" if p.path != "SYS" else "3", "PCIE"
     if p.path == "XGMI":
         x = p.xgmi
-        weight = x.weight if x is not None and x.weight else (XGMI_WEIGHT * x.hops if x is not None and x.hops else None)
+        weight = (
+            x.weight if x is not None and x.weight else (XGMI_WEIGHT * x.hops if x is not None and x.hops else None)
+        )
         return (str(weight) if weight else "N/A"), "1", "XGMI"
     if p.path in ("PIX", "PXB", "PHB", "NODE"):
         return str(2 * PCIE_WEIGHT), "2", "PCIE"
@@ -48,7 +50,9 @@ def render_rocm_smi_topo(snap: Snapshot) -> str:
         for a in gpus:
             cells = []
             for b in gpus:
-                cells.append("0" if a.index == b.index else _cells(pairs.get(frozenset((f"gpu{a.index}", f"gpu{b.index}"))))[k])
+                cells.append(
+                    "0" if a.index == b.index else _cells(pairs.get(frozenset((f"gpu{a.index}", f"gpu{b.index}"))))[k]
+                )
             rows.append(f"GPU{a.index}".ljust(6) + "".join(c.ljust(12) for c in cells))
         blocks.append("\n".join(rows))
     numa = [_spacer("Numa Nodes")]
@@ -56,4 +60,11 @@ def render_rocm_smi_topo(snap: Snapshot) -> str:
         node = "N/A" if g.numa_node is None else str(g.numa_node)
         numa.append(f"GPU[{g.index}]\t\t: (Topology) Numa Node: {node}")
     blocks.append("\n".join(numa))
-    return _spacer("ROCm System Management Interface") + "\n" + "\n\n".join(blocks) + "\n" + _spacer("End of ROCm SMI Log") + "\n"
+    return (
+        _spacer("ROCm System Management Interface")
+        + "\n"
+        + "\n\n".join(blocks)
+        + "\n"
+        + _spacer("End of ROCm SMI Log")
+        + "\n"
+    )

@@ -14,8 +14,8 @@ from rich.tree import Tree
 from topomap.base.units import fmt_bandwidth, fmt_bytes
 from topomap.graph import FABRIC, Topology, natural_key
 from topomap.graph.evidence import edge_bandwidth, gpu_pairs_nvlink_summary
-from topomap.graph.xgmi_edges import xgmi_summary
 from topomap.graph.query import tree_parents
+from topomap.graph.xgmi_edges import xgmi_summary
 from topomap.model.facts import SETTLE, fabric_ready, gpu_memory, gpu_pcie_link, nic_family, nic_gdr
 from topomap.model.snapshot import Gpu, Snapshot
 from topomap.model.source_facts import WHAT, cannot_know

@@ -4,7 +4,7 @@ neutral facts as NCCL's (:class:`~topomap.transport.decide.PairFacts`) and RCCL'
 
 from __future__ import annotations
 
-from topomap.transport.decide import Decision, PairFacts, P2pFlavour
+from topomap.transport.decide import Decision, P2pFlavour, PairFacts
 from topomap.transport.rccl_rules import RCCL_RULES, net_intra_default_off, rccl_p2p_level
 from topomap.transport.rules import NcclEnv, path_rank, strtol
 
@@ -24,12 +24,16 @@ def decide_rccl(f: PairFacts, env: NcclEnv, version: str | None = None) -> Decis
     if not f.same_host or f.same_container is False:
         why = "the ranks are on different hosts" if not f.same_host else "the ranks run in separate containers"
         gdr = f.nic_src if f.side == "send" else f.nic_dst
-        on = gdr is not None and gdr.gdr_capable and gdr.path is not None and path_rank(gdr.path) <= path_rank(
-            env.level("NCCL_NET_GDR_LEVEL") or "PXB"
+        on = (
+            gdr is not None
+            and gdr.gdr_capable
+            and gdr.path is not None
+            and path_rank(gdr.path) <= path_rank(env.level("NCCL_NET_GDR_LEVEL") or "PXB")
         )
         detail = "NET/GDRDMA" if on else "NET (through host memory)"
         return _d("NET+GDR" if on else "NET", "rccl-other-host", detail, why)
     path = _path(f)
+    level: str | None
     if env.flag("NCCL_P2P_DISABLE"):
         level, rule, why = "LOC", "rccl-p2p-disabled-env", "NCCL_P2P_DISABLE=1"
     elif env.level("NCCL_P2P_LEVEL") is not None:
@@ -54,7 +58,9 @@ def decide_rccl(f: PairFacts, env: NcclEnv, version: str | None = None) -> Decis
     if not net_intra_default_off(version) or env.flag("NCCL_NET_DISABLE_INTRA") is False:
         pass  # the network between GPUs of one host is possible here; not modelled beyond SHM
     if env.flag("NCCL_SHM_DISABLE"):
-        return _d("NET", "rccl-other-host", "NET (SHM disabled)", f"{word} beyond the P2P level ({why}); NCCL_SHM_DISABLE=1")
+        return _d(
+            "NET", "rccl-other-host", "NET (SHM disabled)", f"{word} beyond the P2P level ({why}); NCCL_SHM_DISABLE=1"
+        )
     return _d("SHM", "rccl-shm", "through host memory (no P2P for this pair)", f"{word} beyond the P2P level ({why})")
 
 

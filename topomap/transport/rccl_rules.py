@@ -44,7 +44,7 @@ RCCL_TAGS: Final = {
 #: RCCL's rules in words, by id (the ids the NCCL view shows beside each pair).
 RCCL_RULES: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
     "rccl-p2p-level": (
-        "RCCL's P2P level is SYS (\"use P2P whenever we can\"), PXB on an Intel, ARM or Zhaoxin CPU "
+        'RCCL\'s P2P level is SYS ("use P2P whenever we can"), PXB on an Intel, ARM or Zhaoxin CPU '
         "(paths.cc, RCCL 2.10-2.21)",
         ("NCCL_P2P_LEVEL", "NCCL_P2P_DISABLE"),
     ),
