@@ -197,7 +197,7 @@ def matrix(
     """Print the GPU/NIC matrix as `nvidia-smi topo -m` prints it.
 
     The matrix exactly as nvidia-smi lays it out, legends included; --p2p for `topo -p2p`,
-    --bandwidth for measured GB/s beside nominal. AMD GPUs: first `rocm-smi --showtopo`'s tables."""
+    --bandwidth for measured GB/s beside nominal. AMD GPUs: then `rocm-smi --showtopo`'s tables."""
     if bandwidth:
         from topomap.render.bandwidth_matrix import bandwidth_json, render_bandwidth_matrix  # start-up: see above
 
@@ -236,11 +236,11 @@ def matrix(
             raise TopomapError(f"{snapshot}: this snapshot records no P2P status", hint="probe the machine")
         sys.stdout.write(text)
         return
-    if snap.gpus and all(g.vendor == "amd" for g in snap.gpus):  # issue 35: rocm-smi's shape, then topomap's
+    sys.stdout.write(render_matrix(snap))
+    if snap.gpus and all(g.vendor == "amd" for g in snap.gpus):  # issue 35: then rocm-smi's own shape
         from topomap.render.amd_matrix import render_rocm_smi_topo  # start-up: see above
 
-        sys.stdout.write(render_rocm_smi_topo(snap) + "\n")
-    sys.stdout.write(render_matrix(snap))
+        sys.stdout.write("\nAs `rocm-smi --showtopo` prints it:\n\n" + render_rocm_smi_topo(snap))
 
 
 @app.command()

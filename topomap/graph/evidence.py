@@ -20,6 +20,7 @@ from topomap.base.links import NCCL_P2P_LEVELS, PCIE_CLASSES, class_rank
 from topomap.graph.gpudirect import mirror_bits, pair_gdr, unplaced_gdr
 from topomap.graph.query import numa_of, structural_class
 from topomap.graph.topology import FABRIC, Topology, natural_key, snapshot_pair
+from topomap.graph.xgmi_edges import xgmi_reason, xgmi_summary
 from topomap.model.facts import (
     P2P_BLOCKERS,
     SETTLE,
@@ -148,9 +149,7 @@ def nvlink(topo: Topology, a: str, b: str) -> NvlinkFact:
     bw = _route_bandwidth(topo, nodes)
     reasons: list[str] = [f"{count} link(s) {'through the NVSwitch fabric' if via == 'nvswitch' else 'direct'}"]
     if via == "xgmi":
-        hops = topo.graph.edges[a, b].get("hops")
-        many = f", {hops} XGMI hops (through other GPUs' links)" if hops and hops > 1 else ""
-        reasons = [(f"XGMI, {count} link(s) direct" if count else "XGMI (link count not recorded)") + many]
+        reasons = [xgmi_reason(topo, a, b)]
     blockers: list[str] = []
     for x in (ga, gb):
         if x.mig is not None and x.mig.enabled:
@@ -467,6 +466,8 @@ def gpu_pairs_nvlink_summary(topo: Topology, gid: str) -> str:
         return "—"
     if g.lost:
         return "unknown (GPU lost during the probe)"
+    if g.vendor == "amd":  # AMD's GPU link (issue 35)
+        return xgmi_summary(topo, gid)
     snap = topo.snapshot
     active = [x for x in g.nvlinks if x.active]
     peers = sorted(

@@ -54,3 +54,11 @@ def xgmi_summary(topo: Topology, gid: str) -> str:
     else:
         rate = ", rates differ per pair"
     return f"XGMI to {len(peers)} GPU(s){far}{rate}"
+
+
+def xgmi_reason(topo: Topology, a: str, b: str) -> str:
+    """Why two GPUs are on XGMI, in words: links and hops of their edge."""
+    e = topo.graph.edges[a, b]
+    count, hops = e.get("count"), e.get("hops")
+    many = f", {hops} XGMI hops (through other GPUs' links)" if hops and hops > 1 else ""
+    return (f"XGMI, {count} link(s) direct" if count else "XGMI (link count not recorded)") + many

@@ -14,8 +14,8 @@ directly linked or not (AMD's maintainer in ROCm/rocm-systems#5763); they are ke
 and read only for PCIe pairs (2: one CPU node, 3: two, 4: further).
 
 A PCIe pair on one NUMA node is recorded NODE: KFD's route goes through the CPU and does not show a
-PCIe switch the two GPUs may share, so NODE is the farthest it can be (a lower bound holds); `lspci -tv`
-settles it. Across NUMA nodes: SYS.
+PCIe switch the two GPUs may share, so NODE is the farthest it can be (a lower bound holds); `topomap probe`
+settles it (it reads the PCI tree). Across NUMA nodes: SYS.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ INTER_CPU_FALLBACK = 10  # rocm_smi.cc when the inter-CPU weight cannot be read
 
 SAME_NODE_NOTE = (
     "PCIe GPU pairs on one NUMA node are recorded NODE: AMD's route goes through the CPU and does not show a "
-    "PCIe switch the GPUs may share (`lspci -tv` settles it)"
+    "PCIe switch the GPUs may share (`topomap probe` on the machine reads the PCI tree and settles it)"
 )
 HOPS_NOTE = (
     "XGMI hops are read from the link weight (15 per hop), not from the tools' hops column, which says 1 for "

@@ -49,7 +49,8 @@ class AmdResult:
 
 
 def import_amdsmi() -> Any:
-    """The ``amdsmi`` module, imported with its prints captured; raises what the import raised."""
+    """The ``amdsmi`` module, imported with its prints captured; raises what the import raised. Lazy: the
+    binding is optional (the ``amd`` extra) and loads libamd_smi.so; only a probe of an AMD host needs it."""
     sink = io.StringIO()
     with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
         import amdsmi

@@ -130,8 +130,6 @@ def _pcie(g: Gpu) -> str:
 def _nvlink(topo: Topology | None, g: Gpu) -> str:
     """NVLink as evidence decides it: active links and the bundle rate with its source, or unknown; an
     AMD GPU's XGMI (issue 35)."""
-    if g.vendor == "amd" and topo is not None:
-        return xgmi_summary(topo, f"gpu{g.index}")
     if topo is None:
         return "—"
     return gpu_pairs_nvlink_summary(topo, f"gpu{g.index}")
