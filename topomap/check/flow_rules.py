@@ -47,7 +47,8 @@ def _bandwidth(rule: ArrowBandwidthRule, a: MappedArrow) -> tuple[Finding, str |
     if cmp.verdict == "better-b":
         return Finding(name, "pass", _bw(a)), None
     if cmp.verdict == "better-a":
-        return Finding(name, "fail", f"{_bw(a)} < {rule.min_gbps:g} over {a.medium}"), None
+        whole = f" ({a.bandwidth().range_text()})" if a.lower_bound else ""
+        return Finding(name, "fail", f"{_bw(a)}{whole} < {rule.min_gbps:g} over {a.medium}"), None
     text = f"{_bw(a)} ({a.bandwidth().range_text()}), which does not settle ≥ {rule.min_gbps:g}"
     return Finding(name, "unknown", text), cmp.settle or settle(Fact.NVLINK_LINKS)
 

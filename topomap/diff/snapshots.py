@@ -207,15 +207,27 @@ def _gpu_pairs(out: DiffResult, ta: Topology, tb: Topology) -> None:
                 out.changes[-1] = msgspec.structs.replace(out.changes[-1], direction=direction, why=why)
             if na or nb:
                 continue  # NVLink carries the pair on at least one side: its PCIe path is not the story
-            _pcie_pair(out, subject, ta, tb, (a, b), (ma, mb))
+            _pcie_pair(out, subject, ta, tb, (a, b), (ma, mb), nvlink_unknown=sa is None or sb is None)
 
 
 def _pcie_pair(
-    out: DiffResult, subject: str, ta: Topology, tb: Topology, on_a: tuple[str, str], on_b: tuple[str, str]
+    out: DiffResult,
+    subject: str,
+    ta: Topology,
+    tb: Topology,
+    on_a: tuple[str, str],
+    on_b: tuple[str, str],
+    nvlink_unknown: bool = False,
 ) -> None:
-    """A GPU pair without NVLink on either side: its PCIe path class and P2P."""
+    """A GPU pair without NVLink on either side: its PCIe path class and P2P. Where a side does not
+    record NVLink (a static NCCL file), NVLink may carry the pair there: a class change is listed but
+    not ranked, with what settles it."""
     ca, cb = pcie_path_class(ta, *on_a), pcie_path_class(tb, *on_b)
     _cmp(out, "pair", subject, "path", ca, cb, better=lambda x, y: None if x == y else class_rank(y) < class_rank(x))
+    last = out.changes[-1] if out.changes else None
+    if nvlink_unknown and last is not None and last.kind == "pair" and last.subject == subject:
+        why = f"cannot tell: NVLink is not recorded, and may carry the pair; {SETTLE['nvlink']} settles it"
+        out.changes[-1] = msgspec.structs.replace(last, direction="unknown", why=why)
     pa, pb = pcie_p2p(ta, *on_a), pcie_p2p(tb, *on_b)
     if pa.value != pb.value and "unknown" not in (pa.value, pb.value):
         d: Direction = "better" if pb.yes else "worse"
