@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from topomap.base.links import class_rank
+from topomap.base.links import class_rank, nic_bandwidth_gbps
 from topomap.base.units import fmt_bytes
 from topomap.check.names import model_matches
 from topomap.check.requirements import (
@@ -37,7 +37,8 @@ from topomap.graph.evidence import (
     pcie_p2p,
     pcie_path_class,
 )
-from topomap.model.facts import fabric_ready, gpu_memory, gpu_model_name, nic_gdr
+from topomap.model.facts import Bandwidth, fabric_ready, gpu_memory, gpu_model_name, nic_gdr
+from topomap.model.ranking import meets
 from topomap.model.snapshot import Gpu
 from topomap.model.source_facts import Fact, SourceFacts, settle, source_facts
 from topomap.place import PlaceError, place_gpus
@@ -322,8 +323,10 @@ def _gdr_gpu(topo: Topology, gid: str, rule: GdrNicRule, facts: SourceFacts) -> 
         return "fail", f"nearest usable NIC {nic.name} is {choice.path}", None
     if choice.gdr.no:
         return "fail", choice.gdr.why(), None
-    if rule.min_gbit_s and nic.speed_gbit_s is not None and nic.speed_gbit_s < rule.min_gbit_s:
-        return "fail", f"NIC {nic.name} ({choice.path}) runs at {nic.speed_gbit_s:g} Gb/s", None
+    if rule.min_gbit_s and nic.speed_gbit_s is not None:
+        line_rate = Bandwidth(nic_bandwidth_gbps(nic.speed_gbit_s), "spec", "the NIC's line rate")
+        if meets(line_rate, nic_bandwidth_gbps(rule.min_gbit_s)).verdict == "better-a":  # short of the minimum
+            return "fail", f"NIC {nic.name} ({choice.path}) runs at {nic.speed_gbit_s:g} Gb/s", None
     if choice.gdr.value == "unknown":  # the NIC's own ability (model.facts.nic_gdr), never assumed (issue 30)
         able = nic_gdr(nic)  # said per NIC, so GPUs that share one share the line
         return "unknown", f"{nic.name} {choice.path}, GPUDirect RDMA unknown: {'; '.join(able.reasons)}", able.settle

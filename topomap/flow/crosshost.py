@@ -13,7 +13,8 @@ from topomap.flow.decision import Decision, NicEnd, on_host, on_host_all
 from topomap.flow.memory import as_memory, placement_node
 from topomap.flow.spec import FlowArrow, Placement
 from topomap.graph import FABRIC, Topology
-from topomap.graph.evidence import edge_bandwidth, nearest_nic
+from topomap.graph.edges import edge_bandwidth
+from topomap.graph.evidence import nearest_nic
 from topomap.graph.query import pcie_leg
 from topomap.model.facts import SETTLE, UNKNOWN_BW, Bandwidth, fabric_ready, nic_family
 

@@ -56,13 +56,21 @@ class MappedArrow:
     ceiling_gbps: float | None = None  # for an unknown figure over PCIe: the most it can be (see medium_summary)
     shared_nics: list[NicShare] = field(default_factory=list)  # NICs other arrows of this step use too
     nccl: NcclDecision | None = None  # NCCL's transport, for an arrow NCCL sends (`nccl: true`)
+    bandwidth_high_gbps: float | None = None  # the figure's high end (a range over parts not known; None: exact)
+    bandwidth_settle: str | None = None  # what would make an inexact figure exact
 
     def bandwidth(self) -> Bandwidth:
         """The arrow's figure as the one Bandwidth value every view writes (``.text()``: "≥ 253 GB/s
         derived", the ≥ of a lower bound and a shared NIC included)."""
         shared = max((x.arrows for x in self.shared_nics), default=0)
         return Bandwidth(
-            self.bandwidth_gbps, self.bandwidth_source, self.bandwidth_basis, self.lower_bound, shared_by=shared
+            self.bandwidth_gbps,
+            self.bandwidth_source,
+            self.bandwidth_basis,
+            self.lower_bound,
+            shared_by=shared,
+            high_gbps=self.bandwidth_high_gbps,
+            settle=self.bandwidth_settle,
         )
 
     def nccl_text(self) -> str | None:
@@ -91,6 +99,7 @@ class MappedArrow:
             "bandwidth_source": self.bandwidth_source,
             "bandwidth_basis": self.bandwidth_basis,
             "lower_bound": self.lower_bound,
+            "bandwidth_high_gbps": self.bandwidth_high_gbps,
             "volume_bytes": self.volume_bytes,
             "seconds": self.seconds,
             "both_ways": self.both_ways,
@@ -263,6 +272,8 @@ def _arrow(a: FlowArrow, d: Decision, shared: tuple[NicShare, ...] = ()) -> Mapp
         settle=d.settle,
         shared_nics=list(shared),
         nccl=d.nccl,
+        bandwidth_high_gbps=bw.high_gbps if bw.gbps is not None else None,
+        bandwidth_settle=bw.settle if bw.gbps is not None else None,
     )
     m.notes += [x.text() for x in shared]
     if d.medium == "unknown" and d.candidates:
@@ -288,7 +299,8 @@ def _shared_bandwidth(bw: Bandwidth, shared: tuple[NicShare, ...]) -> Bandwidth:
     if low.share_gbps is None or low.share_gbps >= bw.gbps:
         return bw
     basis = f"{bw.basis}; NIC {'/'.join(low.nics)} split among the {low.arrows} arrows of this step on it"
-    return replace(bw, gbps=low.share_gbps, basis=basis)
+    high = bw.high
+    return replace(bw, gbps=low.share_gbps, basis=basis, high_gbps=min(high, low.share_gbps) if high else None)
 
 
 def _decided(flow: Flow, a: FlowArrow, topos: dict[str, Topology | None]) -> Decision:

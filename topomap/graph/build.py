@@ -77,14 +77,15 @@ def _tree_from_pci(topo: Topology) -> None:
         if parent not in g:
             pd = by_id.get(d.parent)
             g.add_node(parent, kind=pd.kind if pd else "bridge", label=d.parent, inferred=False)
-        gen, width = d.link_gen, d.link_width
+        gen, width, placeholder = d.link_gen, d.link_width, d.link_placeholder
         leaf = gpu_of_bus.get(d.id)
         if leaf is not None:
             # a GPU's own link: the trained width at the highest generation (idle GPUs drop their speed)
             link = gpu_pcie_link(leaf)
             gen = link.gen if link.gen is not None else gen
             width = link.width if link.width is not None else width
-        pcie_edge(topo, parent, n, gen, width)
+            placeholder = placeholder or link.placeholder
+        pcie_edge(topo, parent, n, gen, width, placeholder)
         if leaf is not None and gpu_pcie_link(leaf).downtrained:
             g.edges[parent, n]["note"] = gpu_pcie_link(leaf).note
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Literal
 
-from topomap.base.devices import model_from_name
 from topomap.base.links import NCCL_P2P_LEVELS, PCIE_CLASSES, class_rank
+from topomap.base.part_names import model_from_name
+from topomap.graph.edges import edge_bandwidth
 from topomap.graph.gpudirect import mirror_bits, pair_gdr, unplaced_gdr
 from topomap.graph.query import numa_of, structural_class
 from topomap.graph.topology import FABRIC, Topology, natural_key, snapshot_pair
@@ -31,8 +32,8 @@ from topomap.model.facts import (
     Tri,
     findings_about,
     nic_usable,
-    nvlink_bundle_bandwidth,
 )
+from topomap.model.nvlink_rate import nvlink_bundle_bandwidth
 from topomap.model.snapshot import Nic, Snapshot
 from topomap.model.source_facts import Fact, is_amd_source, settle, settle_for, source_facts, source_knows
 
@@ -215,18 +216,6 @@ def _route_bandwidth(topo: Topology, nodes: tuple[str, ...]) -> Bandwidth:
         if best is None or best.gbps is None or bw.gbps < best.gbps:
             best = bw
     return best or UNKNOWN_BW
-
-
-def edge_bandwidth(e: dict[str, Any]) -> Bandwidth:
-    """The Bandwidth an NVLink edge carries (set by nvlink_bundle_bandwidth when the graph was built)."""
-    return Bandwidth(
-        e.get("bandwidth_gbps"),
-        e.get("bandwidth_source", "unknown"),
-        str(e.get("bandwidth_basis", "")),
-        bool(e.get("lower_bound", False)),
-        e.get("generation"),
-        str(e.get("bandwidth_tag", "")),
-    )
 
 
 def pcie_path_class(topo: Topology, a: str, b: str) -> str | None:
@@ -484,8 +473,9 @@ def gpu_pairs_nvlink_summary(topo: Topology, gid: str) -> str:
         total = f"/{len(g.nvlinks)}" if listed_all else ""
         text = f"{len(active)}{total} active" + ("" if listed_all else " (links down not listed)")
         model = model_from_name(g.name) if g.name else None
-        if model is not None and model.nvlink_links and len(active) < model.nvlink_links and model.form == "sxm":
-            text += f" — {model.nvlink_links - len(active)} fewer than an {model.name} has"
+        full = model.full_links if model is not None and model.links else 0
+        if model is not None and full and len(active) < full and model.form == "sxm" and len(active) not in model.links:
+            text += f" — {full - len(active)} fewer than an {model.name} has"
         return text + f", {bw.text()} ({bw.tag})" if bw.gbps is not None else text
     if peers:
         counts = sorted({(nvlink_route(topo, gid, o) or ((), 0, ""))[1] for o in peers})

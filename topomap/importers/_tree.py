@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring
 
-from topomap.base.devices import model_from_device_id
 from topomap.base.errors import ImportFailure
+from topomap.base.part_names import model_from_device_id
 from topomap.base.pathclass import classify_chains
 from topomap.model.nic_ids import layer_of_name
 from topomap.model.nvlinks import gpu_buses, nvlink_count

@@ -14,16 +14,17 @@ from dataclasses import dataclass
 from typing import Literal
 
 from topomap.base.amd_parts import amd_part, looks_amd
-from topomap.base.devices import cc_major, model_of
-from topomap.base.links import NVLINK_C2C_GBPS, NVLINK_GBPS_PER_LINK, nvlink_generation_for_cc, pcie_bandwidth_gbps
+from topomap.base.links import pcie_bandwidth_gbps
+from topomap.base.part_names import model_of
+from topomap.base.parts import NVLINK_C2C_GBPS, nvlink_generation_of_cc
 from topomap.base.units import fmt_bandwidth, fmt_gbps
 from topomap.model.nic_ids import NicFamilyName, family_of_ids, family_of_name, family_row, layer_of_name
-from topomap.model.nvlinks import NvlinkPart, nvlink_floor, nvlink_part
 from topomap.model.snapshot import Fabric, Finding, Gpu, Nic, Snapshot
 from topomap.model.source_facts import Fact, settle, source_knows
 
-#: Where a bandwidth figure comes from.
-BandwidthSource = Literal["spec", "derived", "model", "measured", "unknown"]
+#: Where a bandwidth figure comes from. "topology-file": a figure a static topology file carries (a
+#: cloud's NCCL_TOPO_FILE writes the same PCIe placeholder on every link), not read from the machine.
+BandwidthSource = Literal["spec", "derived", "model", "measured", "unknown", "topology-file"]
 
 Tri = Literal["yes", "no", "unknown"]
 
@@ -45,6 +46,9 @@ SETTLE: dict[str, str] = {
     "numa": settle(Fact.NUMA),
     "driver": settle(Fact.DRIVER),
     "pcie_link": "`nvidia-smi -q` (section GPU Link Info) or `topomap probe`",
+    "pcie_link_machine": "`nvidia-smi -q -d PCIE` on the machine (GPU Link Info; LnkSta in lspci -vv says the same)",
+    "nvlink_part": "`nvidia-smi -L` or `nvidia-smi --query-gpu=index,name --format=csv` (the GPU model; append it "
+    "to the paste)",
 }
 
 
@@ -74,7 +78,12 @@ class Answer:
 
 @dataclass(frozen=True)
 class Bandwidth:
-    """GB/s per direction with where it comes from. ``lower_bound``: at least this much."""
+    """GB/s per direction with where it comes from, as a range (issue 30 item 1): ``gbps`` is its low
+    end (exact figure: the figure), ``high_gbps`` its high end (None: the same as ``gbps`` for an exact
+    figure, unbounded for a lower bound). ``lower_bound``: at least ``gbps``, perhaps more. ``links``:
+    the NVLinks the figure covers (0: not an NVLink bundle). ``settle``: the command whose output
+    would make an inexact figure exact. Two figures are ranked only by :func:`topomap.model.ranking.
+    compare_bandwidth`, never by their ``gbps``."""
 
     gbps: float | None
     source: BandwidthSource
@@ -83,10 +92,45 @@ class Bandwidth:
     generation: int | None = None
     tag: str = ""  # the basis in two or three words: "driver-reported", "NVLink 4 nominal", "lower bound"
     shared_by: int = 0  # a network arrow's NIC carries this many arrows of its step at once (0: not shared)
+    high_gbps: float | None = None
+    links: int = 0
+    settle: str | None = None
+
+    @property
+    def high(self) -> float | None:
+        """The most this figure can be: ``high_gbps``, else ``gbps`` when exact, else None (unbounded)."""
+        if self.high_gbps is not None:
+            return self.high_gbps
+        return None if self.lower_bound else self.gbps
+
+    @property
+    def exact(self) -> bool:
+        return self.gbps is not None and not self.lower_bound
 
     def text(self) -> str:
-        text = fmt_bandwidth(self.gbps, self.source, self.lower_bound)
+        """A figure in a view: "450 GB/s spec", "≥ 200 GB/s derived", or with its source in words
+        ("15.8 GB/s, from the topology file; not the machine's")."""
+        words = SOURCE_WORDS.get(self.source)
+        text = fmt_bandwidth(self.gbps, None if words else self.source, self.lower_bound)
+        if words and self.gbps is not None:
+            text += f", {words}"
         return text + (f" (NIC shared by {self.shared_by} arrows)" if self.shared_by > 1 else "")
+
+    def range_text(self) -> str:
+        """The whole range: "200–900 GB/s", "≥ 200 GB/s" (no upper end known), "300 GB/s", "unknown"."""
+        if self.gbps is None:
+            return "unknown"
+        high = self.high
+        if high is None:
+            return f"≥ {fmt_gbps(self.gbps)} GB/s"
+        if self.exact or abs(high - self.gbps) <= high * 1e-9:
+            return f"{fmt_gbps(self.gbps)} GB/s"
+        return f"{fmt_gbps(self.gbps)}–{fmt_gbps(high)} GB/s"
+
+
+#: Sources whose figure is not the machine's and so never ranks (:func:`topomap.model.ranking.
+#: compare_bandwidth`), with the words a view writes after the figure.
+SOURCE_WORDS: dict[str, str] = {"topology-file": "from the topology file; not the machine's"}
 
 
 UNKNOWN_BW = Bandwidth(None, "unknown", "not recorded by this source")
@@ -107,7 +151,8 @@ P2P_BLOCKERS = ("p2p-corrupt", "measure-hang", "acs-redirect")
 
 @dataclass(frozen=True)
 class PcieLinkFact:
-    """A GPU's own PCIe link: generation at its best (idle GPUs lower their speed), width as trained."""
+    """A GPU's own PCIe link: generation at its best (idle GPUs lower their speed), width as trained.
+    ``placeholder``: the figures are a static topology file's, not read from the machine."""
 
     gen: int | None
     width: int | None
@@ -115,10 +160,23 @@ class PcieLinkFact:
     width_max: int | None
     downtrained: bool
     note: str | None
+    placeholder: bool = False
 
     @property
     def gbps(self) -> float | None:
         return pcie_bandwidth_gbps(self.gen, self.width)
+
+    def bandwidth(self) -> Bandwidth:
+        """The link's nominal figure per direction: spec, or the topology file's (never ranked) with
+        what settles it."""
+        gbps = self.gbps
+        if gbps is None:
+            return UNKNOWN_BW
+        basis = f"PCIe Gen{self.gen} x{self.width} (nominal)"
+        if self.placeholder:
+            why = f"{basis}, as the topology file writes it"
+            return Bandwidth(gbps, "topology-file", why, high_gbps=gbps, settle=SETTLE["pcie_link_machine"])
+        return Bandwidth(gbps, "spec", basis, high_gbps=gbps)
 
 
 def gpu_pcie_link(gpu: Gpu) -> PcieLinkFact:
@@ -137,7 +195,15 @@ def gpu_pcie_link(gpu: Gpu) -> PcieLinkFact:
             f"{fmt_gbps(pcie_bandwidth_gbps(gen, width))} GB/s instead of "
             f"{fmt_gbps(pcie_bandwidth_gbps(gen, p.width_max))} (reseat the card or check the slot/riser)"
         )
-    return PcieLinkFact(gen, width, p.gen_max, p.width_max, down, note)
+    return PcieLinkFact(gen, width, p.gen_max, p.width_max, down, note, p.placeholder)
+
+
+def pcie_placeholders(snap: Snapshot) -> bool:
+    """Whether the snapshot's PCIe figures are a static topology file's placeholders (a cloud's
+    NCCL_TOPO_FILE, :mod:`topomap.importers.nccl_xml`), not the machine's."""
+    return any(g.pcie is not None and g.pcie.placeholder for g in snap.gpus) or any(
+        d.link_placeholder for d in snap.pci
+    )
 
 
 @dataclass(frozen=True)
@@ -179,12 +245,11 @@ def gpu_model_name(gpu: Gpu) -> tuple[str | None, bool]:
 
 
 def model_nvlink_generation(gpu: Gpu) -> tuple[int | None, str]:
-    """NVLink generation implied by the GPU model (device table) or compute capability: derived."""
+    """NVLink generation implied by the GPU model or compute capability (the parts table): derived."""
     m = model_of(gpu.name, gpu.pci_device_id)
     if m is not None and m.nvlink_generation is not None:
         return m.nvlink_generation, f"the model ({m.name})"
-    major = cc_major(gpu.compute_capability)
-    gen = nvlink_generation_for_cc(major) if major is not None else None
+    gen = nvlink_generation_of_cc(gpu.compute_capability)
     if gen is not None:
         return gen, f"compute capability {gpu.compute_capability}"
     return None, ""
@@ -202,128 +267,6 @@ def c2c_bandwidth(gpu: Gpu) -> Bandwidth:
         )
     why = "the GPU model is not recorded" if model is None and not gpu.name else f"not published for {gpu.name}"
     return Bandwidth(None, "unknown", f"NVLink-C2C rate per GPU: {why} (Grace Hopper: {NVLINK_C2C_GBPS:g} GB/s)")
-
-
-def nvlink_bundle_bandwidth(gpu: Gpu, count: int, snap: Snapshot | None = None) -> Bandwidth:
-    """Bandwidth of ``count`` NVLinks of a GPU, per direction, from the best evidence there is:
-    the per-link rate the driver (or file) reports (never above the part's published total); else the
-    part's published figure (:func:`~topomap.model.nvlinks.nvlink_part`: the model, export variants
-    included); else a floor over every part the GPU could be (same NVLink generation or compute
-    capability when known, any part otherwise: :func:`~topomap.model.nvlinks.nvlink_floor`), labelled a
-    lower bound unless all those parts agree; unknown when no known part has that many links."""
-    if count <= 0:
-        return Bandwidth(None, "unknown", "no NVLink")
-    active = [x for x in gpu.nvlinks if x.active]
-    speeds = {x.speed_gbps for x in active if x.speed_gbps}
-    gens = {x.generation for x in active if x.generation is not None}
-    gen = gens.pop() if len(gens) == 1 else None
-    part = nvlink_part(gpu)
-    if len(speeds) == 1:
-        return _reported_bandwidth(speeds.pop(), count, gen, part, snap)
-    if part is not None and part.cc == "8.6" and part.links == 4:
-        return Bandwidth(
-            part.gbps_per_link * count,
-            "spec",
-            f"{count} links × {part.gbps_per_link:g} GB/s per link (GA102 NVLink bridge, nominal)",
-            generation=3,
-            tag="GA102 bridge nominal",
-        )
-    if part is not None and gen is not None and not part.export and part.gbps_per_link == NVLINK_GBPS_PER_LINK.get(gen):
-        rate = part.gbps_per_link  # the generation the links report, at the rate this part runs them
-        return Bandwidth(
-            rate * count,
-            "spec",
-            f"{count} links × {rate:g} GB/s per link (NVLink {gen}, nominal)",
-            generation=gen,
-            tag=f"NVLink {gen} nominal",
-        )
-    if part is not None:
-        return _part_bandwidth(part, count)
-    cc = gpu.compute_capability if gpu.compute_capability else None
-    floor = nvlink_floor(count, generation=gen) if gen is not None else nvlink_floor(count, cc=cc)
-    what = f"NVLink {gen}" if gen is not None else f"compute capability {cc}" if cc else "model unknown"
-    if floor.gbps is None or floor.per_link is None:
-        floor = nvlink_floor(count)  # a generation / capability no listed part has: any part
-    if floor.gbps is None or floor.per_link is None:
-        return Bandwidth(
-            None,
-            "unknown",
-            f"{count} links, {what}: no known part has that many (settle it with the GPU model: {SETTLE['gpu_model']})",
-        )
-    source: BandwidthSource = "spec" if gen is not None else "derived"
-    if floor.exact:
-        return Bandwidth(
-            floor.gbps,
-            source,
-            f"{count} links × {floor.per_link:.4g} GB/s per link ({what}: every such part alike, nominal)",
-            generation=gen,
-            tag=f"{what}, nominal",
-        )
-    return Bandwidth(
-        floor.gbps,
-        source,
-        f"{count} links, {what}: at least {floor.per_link:.4g} GB/s per link, the slowest part that can report "
-        f"NV{count} ({floor.slowest}); the GPU model settles it ({SETTLE['gpu_model']})",
-        lower_bound=True,
-        generation=gen,
-        tag=f"lower bound, {what}",
-    )
-
-
-_SIGNALLING_MARGIN = 26.5625 / 25 + 1e-3
-
-
-def _reported_bandwidth(
-    rate: float, count: int, gen: int | None, part: NvlinkPart | None, snap: Snapshot | None
-) -> Bandwidth:
-    """Links × the reported per-link rate; an export variant whose published total is lower keeps its total.
-    Drivers print a link's signalling rate (26.562 GB/s for NVLink 4's nominal 25: +6.25 %), so only a
-    figure beyond that margin over the published total is capped."""
-    reporter = (
-        {"hwloc-xml": "hwloc", "lstopo": "hwloc", "nccl-log": "NCCL"}.get(snap.source.kind, "driver")
-        if snap is not None
-        else "driver"
-    )
-    if part is not None and rate * count > part.per_direction_gbps * _SIGNALLING_MARGIN:
-        return Bandwidth(
-            part.per_direction_gbps,
-            "spec",
-            f"{count} links × {rate:g} GB/s per link ({reporter}-reported rate), capped at the "
-            f"{part.name}'s published {part.total_gbps:g} GB/s in total both ways",
-            generation=gen,
-            tag=f"{part.name} published total",
-        )
-    return Bandwidth(
-        rate * count,
-        "spec",
-        f"{count} links × {rate:g} GB/s per link ({reporter}-reported rate)",
-        generation=gen,
-        tag=f"{reporter}-reported rate",
-    )
-
-
-def _part_bandwidth(part: NvlinkPart, count: int) -> Bandwidth:
-    """``count`` links of a known part: its published total over its links; where the link count is
-    not published, the least per link (its die's most links) and never above its total."""
-    gbps = min(count * part.gbps_per_link, part.per_direction_gbps)
-    if part.links is None:
-        return Bandwidth(
-            gbps,
-            "derived",
-            f"{count} links, {part.name}: {part.total_gbps:g} GB/s in total both ways ({part.source}); "
-            f"at least {part.gbps_per_link:.4g} GB/s per link",
-            lower_bound=gbps < part.per_direction_gbps,
-            generation=part.generation,
-            tag=f"{part.name}, link count not published",
-        )
-    return Bandwidth(
-        gbps,
-        "derived",
-        f"{count} links × {part.gbps_per_link:.4g} GB/s per link ({part.name}: {part.total_gbps:g} GB/s over "
-        f"{part.links} links in total both ways, {part.source})",
-        generation=part.generation,
-        tag=f"{part.name} published",
-    )
 
 
 @dataclass(frozen=True)

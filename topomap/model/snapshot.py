@@ -111,6 +111,7 @@ class PcieLink(_S, kw_only=True):
     width_current: I64 | None = None
     gen_max: I64 | None = None
     width_max: I64 | None = None
+    placeholder: bool = False  # the figures are a static topology file's (the same on every link), not the machine's
 
 
 class NvLink(_S, kw_only=True):
@@ -242,6 +243,7 @@ class PciDevice(_S, kw_only=True):
     link_gen: I64 | None = None
     link_width: I64 | None = None
     inferred: bool = False  # built to fit a path class, not read from the machine
+    link_placeholder: bool = False  # link_gen/link_width are a static topology file's placeholders
 
 
 class NvSwitch(_S, kw_only=True):

@@ -240,7 +240,13 @@ def _pcie(nv: NvmlCalls, target: str, handle: Any) -> PcieLink:
             ("width_max", "nvmlDeviceGetMaxPcieLinkWidth"),
         )
     }
-    return PcieLink(**{k: int(v) if _ok(v) else None for k, v in vals.items()})
+    got = {k: int(v) if _ok(v) else None for k, v in vals.items()}
+    return PcieLink(
+        gen_current=got["gen_current"],
+        width_current=got["width_current"],
+        gen_max=got["gen_max"],
+        width_max=got["width_max"],
+    )
 
 
 def _cpu_affinity(nv: NvmlCalls, target: str, handle: Any, cpu_count: int | None) -> str | None:

@@ -11,11 +11,11 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from topomap.base.units import fmt_bandwidth, fmt_bytes
+from topomap.base.units import fmt_bytes
 from topomap.graph import FABRIC, Topology, natural_key
-from topomap.graph.evidence import edge_bandwidth, gpu_pairs_nvlink_summary
+from topomap.graph.edges import edge_bandwidth
+from topomap.graph.evidence import gpu_pairs_nvlink_summary
 from topomap.graph.query import tree_parents
-from topomap.graph.xgmi_edges import xgmi_summary
 from topomap.model.facts import SETTLE, fabric_ready, gpu_memory, gpu_pcie_link, nic_family, nic_gdr
 from topomap.model.snapshot import Gpu, Snapshot
 from topomap.model.source_facts import WHAT, cannot_know
@@ -118,7 +118,7 @@ def _pcie(g: Gpu) -> str:
         return "—"
     text = f"Gen{_dash(link.gen)} " + (f"x{link.width}" if link.width else "width unknown")
     if link.gbps is not None:
-        text += f" ({fmt_bandwidth(link.gbps, 'spec')})"
+        text += f" ({link.bandwidth().text()})"
     p = g.pcie
     if link.downtrained:
         text += f" — trained below its x{link.width_max}"
