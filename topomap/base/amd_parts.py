@@ -1,7 +1,9 @@
 """AMD Instinct and Radeon GPUs by PCI device id and name: what the id implies (issue 35).
 
-Kept apart from the NVIDIA parts table until the two are one (a helper is unifying that table):
-the same shape of facts, read the same way. A figure filled from here is *derived*, and says so.
+The AMD rows of the one parts table (:data:`topomap.base.parts.GPU_PARTS` holds them, ``vendor`` "amd",
+``link`` "xgmi": ``links`` are XGMI links per GPU, ``gbps_per_link`` an XGMI link's data rate per
+direction), with what only AMD's parts carry (the LLVM target, the XGMI lane rate) beside them. A
+figure filled from here is *derived*, and says so.
 
 Sources:
 - device ids: the PCI ID database (pciutils pci.ids, vendor ``1002``) as the real outputs kept in
@@ -28,74 +30,58 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Final
+
+from topomap.base.parts import AMD_GPU_PARTS, GpuPart
+
+#: The LLVM target and XGMI lane rate (GT/s) of each AMD part, by name.
+_GFX: Final = {
+    "AMD Instinct MI300X": ("gfx942", 32.0),
+    "AMD Instinct MI300X VF": ("gfx942", 32.0),
+    "AMD Instinct MI308X": ("gfx942", None),
+    "AMD Instinct MI325X": ("gfx942", None),
+    "AMD Instinct MI300A": ("gfx942", None),
+    "AMD Instinct MI355X": ("gfx950", None),
+    "AMD Instinct MI350X": ("gfx950", None),
+    "AMD Instinct MI250X": ("gfx90a", 25.0),
+    "AMD Instinct MI250": ("gfx90a", 25.0),
+    "AMD Instinct MI210": ("gfx90a", None),
+    "AMD Instinct MI100": ("gfx908", 23.0),
+    "AMD Instinct MI60 / MI50": ("gfx906", None),
+    "Radeon Pro Vega II": ("gfx906", None),
+    "AMD Radeon RX 7900 XTX": ("gfx1100", None),
+}
 
 
 @dataclass(frozen=True)
 class AmdPart:
-    """One AMD GPU product. ``xgmi_links``: XGMI links per GPU when all are up (None: not published or
-    it depends on the board); ``xgmi_gts``: GT/s per lane of a 16-lane XGMI link (None: not published)."""
+    """An AMD row of the parts table as the AMD code reads it: ``xgmi_links`` per GPU (None: not
+    published or it depends on the board), ``xgmi_gts`` GT/s per lane of a 16-lane link (None: not
+    published), the LLVM target ``gfx``."""
 
     name: str
-    gfx: str  # LLVM target, "gfx942"
+    gfx: str
     memory_gb: float | None
-    form: str  # "oam", "pcie", "apu"
+    form: str
     device_ids: tuple[int, ...]
-    spellings: tuple[str, ...] = ()
-    xgmi_links: int | None = None
-    xgmi_gts: float | None = None
-    source: str = "AMD product page"
+    xgmi_links: int | None
+    xgmi_gts: float | None
+    architecture: str
+    source: str
 
     @property
     def xgmi_gbps_per_link(self) -> float | None:
         """GB/s per XGMI link per direction: GT/s × 16 lanes / 8 bits."""
         return None if self.xgmi_gts is None else self.xgmi_gts * 16 / 8
 
-    @property
-    def architecture(self) -> str:
-        return {"gfx942": "cdna3", "gfx950": "cdna4", "gfx90a": "cdna2", "gfx908": "cdna1"}.get(self.gfx, "rdna")
+
+def _view(p: GpuPart) -> AmdPart:
+    gfx, gts = _GFX.get(p.name, ("", None))
+    return AmdPart(p.name, gfx, p.memory_gb, p.form, p.device_ids, max(p.links) if p.links else None, gts,
+                   p.architecture, p.source_of("xgmi"))  # fmt: skip
 
 
-_XGMI_300X = "amd-smi xgmi (amdsmi CHANGELOG, ROCm 6.1): 32 Gb/s per lane, 512 Gb/s per link"
-_XGMI_250 = "ROCm docs, MI250 microarchitecture: 25 GT/s, 50 GB/s per 16-wide link"
-
-AMD_PARTS: tuple[AmdPart, ...] = (
-    AmdPart(
-        "AMD Instinct MI300X", "gfx942", 192, "oam", (0x74A1,), ("MI300X", "AMD Instinct MI300X OAM"), 7, 32, _XGMI_300X
-    ),
-    AmdPart("AMD Instinct MI300X VF", "gfx942", 192, "oam", (0x74B5,), ("MI300X VF",), 7, 32, _XGMI_300X),
-    AmdPart("AMD Instinct MI308X", "gfx942", 192, "oam", (0x74A2,), ("MI308X",), 7, None),
-    AmdPart("AMD Instinct MI325X", "gfx942", 256, "oam", (0x74A5,), ("MI325X",), 7, None),
-    AmdPart("AMD Instinct MI300A", "gfx942", 128, "apu", (0x74A0,), ("MI300A",), None, None),
-    AmdPart("AMD Instinct MI355X", "gfx950", 288, "oam", (0x75A3,), ("MI355X",), 7, None),
-    AmdPart("AMD Instinct MI350X", "gfx950", 288, "oam", (0x75A0,), ("MI350X",), 7, None),
-    AmdPart(
-        "AMD Instinct MI250X",
-        "gfx90a",
-        64,
-        "oam",
-        (0x7408,),
-        ("MI250X", "AMD Instinct MI250X/MI250"),
-        None,
-        25,
-        _XGMI_250,
-    ),
-    AmdPart("AMD Instinct MI250", "gfx90a", 64, "oam", (0x740C,), ("MI250",), None, 25, _XGMI_250),
-    AmdPart("AMD Instinct MI210", "gfx90a", 64, "pcie", (0x740F,), ("MI210",), None, None),
-    AmdPart(
-        "AMD Instinct MI100",
-        "gfx908",
-        32,
-        "pcie",
-        (0x738C,),
-        ("MI100",),
-        3,
-        23,
-        "ROCm docs, MI100 microarchitecture: hives of four over 23 GT/s links",
-    ),
-    AmdPart("AMD Instinct MI60 / MI50", "gfx906", 32, "pcie", (0x66A1,), ("MI50", "MI60", "Vega 20"), None, None),
-    AmdPart("Radeon Pro Vega II", "gfx906", 32, "pcie", (0x66A3,), ("Radeon Pro Vega II Duo",), None, None),
-    AmdPart("AMD Radeon RX 7900 XTX", "gfx1100", 24, "pcie", (0x744C,), ("Radeon RX 7900 XTX",), 0, None),
-)
+AMD_PARTS: Final[tuple[AmdPart, ...]] = tuple(_view(p) for p in AMD_GPU_PARTS)
 
 _NOISE = re.compile(r"\b(amd|instinct|radeon|advanced micro devices|inc|oam)\b")
 
@@ -107,8 +93,8 @@ def _norm(name: str) -> str:
 
 _BY_ID = {d: p for p in AMD_PARTS for d in p.device_ids}
 _BY_NAME: dict[str, AmdPart] = {}
-for _p in AMD_PARTS:
-    for _s in (_p.name, *_p.spellings):
+for _g, _p in zip(AMD_GPU_PARTS, AMD_PARTS):
+    for _s in (_g.name, *_g.spellings):
         _BY_NAME.setdefault(_norm(_s), _p)
 
 #: AMD's PCI vendor id.

@@ -13,7 +13,6 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from topomap.base.amd_parts import amd_part, looks_amd
 from topomap.base.links import pcie_bandwidth_gbps
 from topomap.base.part_names import model_of
 from topomap.base.parts import NVLINK_C2C_GBPS, nvlink_generation_of_cc
@@ -227,9 +226,6 @@ def gpu_memory(gpu: Gpu) -> GpuMemory:
     PCI device id), else a size written in the name ("Tesla V100-SXM3-32GB-H"), labelled derived."""
     if gpu.memory_total_bytes is not None:
         return GpuMemory(gpu.memory_total_bytes, "snapshot")
-    amd = amd_part(gpu.name, gpu.pci_device_id) if gpu.vendor == "amd" or looks_amd(gpu.name) else None
-    if amd is not None and amd.memory_gb:  # AMD parts (issue 35): MI300X 192 GB, MI325X 256 GB, ...
-        return GpuMemory(int(amd.memory_gb * 1e9), f"derived from the model ({amd.name}), nominal")
     model = model_of(gpu.name, gpu.pci_device_id)
     if model is not None and model.memory_gb:
         return GpuMemory(int(model.memory_gb * 2**30), f"derived from the model ({model.name}), nominal")
