@@ -322,7 +322,7 @@ def gpu_link(topo: Topology, a: str, b: str) -> GpuLink:
             candidates=("gpu-link over NVLink", "gpu-link over PCIe P2P", "host-memory (staged)")
             if not p2p.no or p2p.assumed
             else ("gpu-link over NVLink", "host-memory (staged)"),
-            settle=SETTLE["nvlink"],
+            settle=settle_for(topo.snapshot, Fact.NVLINK),  # AMD's command on AMD GPUs (issue 35)
         )
     nv_reasons = nv.usable.reasons if nv.links else ()
     if p2p.yes:
