@@ -9,7 +9,7 @@ import typer
 
 from topomap.base.errors import TopomapError
 from topomap.cli.given import USAGE, Given, file_of, sort_files
-from topomap.cli.wiring import JsonOpt, ProbeOpt, _console, _guard, _load, _print_json, app
+from topomap.cli.wiring import JsonOpt, LotTypeOpt, ProbeOpt, _console, _guard, _load, _print_json, app
 from topomap.files.kind import DESCRIPTIONS, file_kind
 
 
@@ -29,6 +29,7 @@ def diff(
     ] = None,
     match: Annotated[str, typer.Option("--match", help="index (default) or structure")] = "index",
     json_out: JsonOpt = False,
+    lot_type: LotTypeOpt = None,
     outputs: Annotated[
         tuple[str, str] | None, typer.Option("--outputs", help="Two runs: also compare DIR_A and DIR_B.")
     ] = None,
@@ -144,6 +145,7 @@ def check(
         str | None, typer.Option("--flow", help="The flow the rules speak of (the same as giving it).")
     ] = None,
     json_out: JsonOpt = False,
+    lot_type: LotTypeOpt = None,
 ) -> None:
     """Gate lots on requirements: PASS, FAIL or UNKNOWN per rule.
 

@@ -37,5 +37,6 @@ def nvlink_edge(topo: Topology, a: str, b: str, count: int, ga: Gpu) -> None:
         bandwidth_source=bw.source,
         bandwidth_basis=bw.basis,
         bandwidth_tag=bw.tag,
+        bandwidth_detail=bw.detail,
         lower_bound=bw.lower_bound,
     )

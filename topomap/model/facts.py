@@ -18,11 +18,12 @@ from topomap.base.links import NVLINK_C2C_GBPS, NVLINK_GBPS_PER_LINK, nvlink_gen
 from topomap.base.units import fmt_bandwidth, fmt_gbps
 from topomap.model.nic_ids import FAMILY_NAMES, NIC_VENDORS, NicFamilyName
 from topomap.model.nvlinks import NvlinkPart, nvlink_floor, nvlink_part
+from topomap.model.origins import fact_origin, relabel
 from topomap.model.snapshot import Fabric, Finding, Gpu, Nic, Snapshot
 from topomap.model.source_facts import Fact, settle, source_knows
 
-#: Where a bandwidth figure comes from.
-BandwidthSource = Literal["spec", "derived", "model", "measured", "unknown"]
+#: Where a bandwidth figure comes from (``declared``, ``catalogue``: a declared lot's, topomap.model.origins).
+BandwidthSource = Literal["spec", "derived", "model", "measured", "unknown", "declared", "catalogue"]
 
 Tri = Literal["yes", "no", "unknown"]
 
@@ -81,9 +82,11 @@ class Bandwidth:
     generation: int | None = None
     tag: str = ""  # the basis in two or three words: "driver-reported", "NVLink 4 nominal", "lower bound"
     shared_by: int = 0  # a network arrow's NIC carries this many arrows of its step at once (0: not shared)
+    detail: str = ""  # a catalogue figure's entry ("aws/p4de.24xlarge"), printed beside its source
 
     def text(self) -> str:
-        text = fmt_bandwidth(self.gbps, self.source, self.lower_bound)
+        source = f"{self.source} ({self.detail})" if self.detail else self.source
+        text = fmt_bandwidth(self.gbps, source, self.lower_bound)
         return text + (f" (NIC shared by {self.shared_by} arrows)" if self.shared_by > 1 else "")
 
 
@@ -154,11 +157,13 @@ class GpuMemory:
 _NAME_GB = re.compile(r"(\d+)\s*GB\b", re.IGNORECASE)
 
 
-def gpu_memory(gpu: Gpu) -> GpuMemory:
-    """The memory of one card: the snapshot's figure; else the model's (device table, from the name or the
-    PCI device id), else a size written in the name ("Tesla V100-SXM3-32GB-H"), labelled derived."""
+def gpu_memory(gpu: Gpu, snap: Snapshot | None = None) -> GpuMemory:
+    """The memory of one card: the snapshot's figure (with ``snap``: "declared" or "catalogue (…)" where a
+    declared lot or the catalogue gave it); else the model's (device table, from the name or the PCI device
+    id), else a size written in the name ("Tesla V100-SXM3-32GB-H"), labelled derived."""
     if gpu.memory_total_bytes is not None:
-        return GpuMemory(gpu.memory_total_bytes, "snapshot")
+        origin = fact_origin(snap, "gpus.memory_total_bytes")
+        return GpuMemory(gpu.memory_total_bytes, origin.with_value() if origin is not None else "snapshot")
     model = model_of(gpu.name, gpu.pci_device_id)
     if model is not None and model.memory_gb:
         return GpuMemory(int(model.memory_gb * 2**30), f"derived from the model ({model.name}), nominal")
@@ -200,6 +205,11 @@ def c2c_bandwidth(gpu: Gpu) -> Bandwidth:
 
 
 def nvlink_bundle_bandwidth(gpu: Gpu, count: int, snap: Snapshot | None = None) -> Bandwidth:
+    """:func:`_bundle_bandwidth`, declared / catalogue where the NVLink topology was (origins.relabel)."""
+    return relabel(_bundle_bandwidth(gpu, count, snap), fact_origin(snap, "pairs.nvlink"), f"NV{count}")
+
+
+def _bundle_bandwidth(gpu: Gpu, count: int, snap: Snapshot | None = None) -> Bandwidth:
     """Bandwidth of ``count`` NVLinks of a GPU, per direction, from the best evidence there is:
     the per-link rate the driver (or file) reports (never above the part's published total); else the
     part's published figure (:func:`~topomap.model.nvlinks.nvlink_part`: the model, export variants
