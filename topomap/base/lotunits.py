@@ -135,7 +135,7 @@ def parse_price(text: str) -> Price | None:
 
 
 def fmt_money(amount: float, currency: str) -> str:
-    """ "1,234.56 USD"; under 10 with cents, else whole units."""
-    if amount < 10:
+    """ "12.18 USD", "287.52 USD" (with cents under 1,000), "1,434 USD" (whole units above)."""
+    if amount < 1000:
         return f"{amount:,.2f} {currency}"
     return f"{amount:,.0f} {currency}"

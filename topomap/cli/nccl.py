@@ -83,6 +83,12 @@ def nccl(
         raise TopomapError(
             "nccl needs a snapshot, a log, or both", hint="topomap nccl SNAP, or topomap nccl --log LOG [SNAP]"
         )
+    if snapshot is not None:  # facts a declared lot or --lot-type gave, not read (topomap.model.origins)
+        from topomap.model.origins import filled_summary
+
+        said = filled_summary(snapshot)
+        if said is not None:
+            report.notes.append(said)
     if json_out:
         _print_json(report.to_json())
         return

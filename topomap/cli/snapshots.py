@@ -298,7 +298,7 @@ def _is_file(arg: str) -> bool:
 @app.command()
 @_guard
 def schema(
-    which: Annotated[str, typer.Argument(help="snapshot, flow, requirements or run")] = "snapshot",
+    which: Annotated[str, typer.Argument(help="snapshot, flow, requirements, run or lot")] = "snapshot",
     json_out: JsonOpt = False,
 ) -> None:
     """Print the JSON Schema of a topomap file format.

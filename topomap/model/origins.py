@@ -104,3 +104,18 @@ def relabel(bw: _B, origin: FactOrigin | None, what: str) -> _B:
     detail = (origin.detail or "") if origin.origin == "catalogue" else ""
     out: _B = dataclasses.replace(fields, source=origin.source, basis=basis, tag=tag, detail=detail)
     return out
+
+
+def filled_summary(snap: Snapshot) -> str | None:
+    """One line for views that list notes (nccl, map): which facts were not read from the machine, and
+    from where ("not read from the machine: GPU links NVSwitch (NV12 every GPU pair) (catalogue
+    aws/p4d.24xlarge) …"); None where every fact was read."""
+    records = [f for f in _first_host(snap).source.filled if f.field not in ("gpus.gdr", "nvswitches")]
+    if not records:
+        return None
+    words = ", ".join(f"{f.lot_field} {f.value}" for f in records)
+    first = fact_origin(snap, records[0].field)
+    where = first.inner() if first is not None else "a declared lot"
+    if any(f.origin != records[0].origin or f.detail != records[0].detail for f in records):
+        where = "a declared lot and the catalogue"
+    return f"not read from the machine ({where}): {words}"

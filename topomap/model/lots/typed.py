@@ -96,6 +96,8 @@ class Given:
 
 
 def _shown(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))  # YAML's 400 read as 400.0 by a str | float field
     return repr(value) if isinstance(value, str) else str(value)
 
 
@@ -219,7 +221,7 @@ def _links(v: Any, model: GpuModel | None, g: Given | None) -> GpuLinks | None:
         raise g.fail("gpu_links", "not a GPU link kind", hint=f"did you mean `{close[0]}`?" if close else hint)
     k = int(m.group(1))
     if not model.nvlink_links or k > model.nvlink_links:
-        have = f"has {model.nvlink_links}" if model.nvlink_links else "has no NVLink"
+        have = f"has ({model.nvlink_links})" if model.nvlink_links else "has (it has no NVLink)"
         raise g.fail("gpu_links", f"more NVLinks than the {model.name} {have}", hint=hint)
     return GpuLinks("nvlink", k)
 
