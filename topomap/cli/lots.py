@@ -21,7 +21,7 @@ def lots(
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """List the catalogue of public instance types, each fact with its source.
+    """List the catalogue of public instance types and their sources.
 
     `type: aws/p4de.24xlarge` in a declared lot, or `--lot-type aws/p4de.24xlarge` beside a paste, uses an
     entry; every fact it gives is labelled `catalogue` wherever it is used. A fact no public page was

@@ -11,6 +11,7 @@ check" with the command whose output shows it, never "short". The verdict: ``as 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -103,7 +104,7 @@ def check_promise(promised: Snapshot, received: Snapshot, names: tuple[str, str]
 
 
 def _named(line: PromiseLine, host: str | None) -> PromiseLine:
-    return line if host is None else PromiseLine(line.fact, line.status, line.promised, line.received, host, line.settle)
+    return line if host is None else dataclasses.replace(line, host=host)
 
 
 def _hosts(promised: int, received: int) -> PromiseLine:
@@ -230,7 +231,8 @@ def _nics(want: Snapshot, h: _Host, topo: Topology) -> list[PromiseLine]:
             out.append(h.cannot("NIC fabric", first.kind, Fact.NIC_KIND))
         else:
             odd = sorted({f.label for f in families if f.transport != _TRANSPORT[first.kind]})
-            text = ", ".join(sorted({f.label for f in families}))
+            seen = {f.label if f.family != "rdma" else f"{f.transport} (its link layer)" for f in families}
+            text = ", ".join(sorted(seen))
             out.append(PromiseLine("NIC fabric", "short" if odd else "as promised", first.kind, text))
     if first is not None and first.gdr:
         out.append(_gdr(h, topo))

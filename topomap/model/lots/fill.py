@@ -189,7 +189,7 @@ def _rate(h: _Host) -> None:
     rate = h.lot.nic_rate_gbit
     if rate is None or not h.nics:
         return
-    if not h.facts.knows(Fact.NIC_SPEED) and all(n.speed_gbit_s is None for n in h.nics):
+    if all(n.speed_gbit_s is None for n in h.nics):  # none recorded, whatever the source could carry
         h.nics = [msgspec.structs.replace(n, speed_gbit_s=rate) if n.rdma else n for n in h.nics]
         h.fill("nics.rate")
         return
@@ -203,7 +203,7 @@ def _fabric(h: _Host, kind: str) -> None:
     if fabric is None or not h.nics:
         return
     families = [nic_family(n) for n in h.nics if n.rdma]
-    if all(f.transport in ("rdma", "network") for f in families) and not h.facts.knows(Fact.NIC_KIND):
+    if families and all(f.transport in ("rdma", "network") for f in families):  # no NIC's link layer decided
         h.nics = [msgspec.structs.replace(n, kind=kind) if n.rdma and n.kind == "unknown" else n for n in h.nics]
         h.fill("nics.fabric")
         return
