@@ -79,6 +79,58 @@ def cases() -> list[tuple[str, list[str]]]:
         out.append((f"attach-{bw.stem}", ["attach", _rel(a100), _rel(bw), "-o", "OUT.json"]))
     for fx in sorted((ROOT / "tests" / "data" / "fixtures").glob("nvbandwidth*")):
         out.append((f"attach-{fx.name}", ["attach", _rel(snaps[0]), _rel(fx), "-o", "-"]))
-    for kind in ("snapshot", "flow", "requirements", "run"):
+    for kind in ("snapshot", "flow", "requirements", "run", "lot"):
         out.append((f"schema-{kind}", ["schema", kind]))
+    return out + lot_cases()
+
+
+def lot_cases() -> list[tuple[str, list[str]]]:
+    """Declared lots and the catalogue (issue 31): the three sample lots through every command, the
+    catalogue, --lot-type beside real pastes, promised against received, and costs."""
+    out: list[tuple[str, list[str]]] = []
+    lots = sorted((SAMPLES / "lots").glob("*.yaml"))
+    one_host = [lot for lot in lots if "hosts:" not in lot.read_text()]
+    tp_flow, tp_reqs = SAMPLES / "flows" / "tensor-parallel.yaml", SAMPLES / "requirements" / "tensor-parallel.yaml"
+    for lot in lots:
+        n = lot.stem
+        out += [
+            (f"lot-show-{n}", ["show", _rel(lot)]),
+            (f"lot-show-json-{n}", ["show", "--json", _rel(lot)]),
+            (f"lot-matrix-{n}", ["matrix", _rel(lot)]),
+            (f"lot-render-{n}", ["render", _rel(lot), "-o", "OUT.dot"]),
+            (f"lot-nccl-{n}", ["nccl", _rel(lot)]),
+        ]
+    for lot in one_host:
+        n = lot.stem
+        out += [
+            (f"lot-place-{n}", ["place", _rel(lot), "--gpus", "2"]),
+            (f"lot-check-{n}", ["check", _rel(tp_reqs), "--probe", f"lot={_rel(lot)}", "--flow", _rel(tp_flow)]),
+            (f"lot-map-{n}", ["map", _rel(tp_flow), f"lot={_rel(lot)}"]),
+        ]
+    nvswitch = SAMPLES / "lots" / "one-host-nvswitch.yaml"
+    llm = SAMPLES / "flows" / "llm-batch-h100.yaml"
+    out += [
+        ("lot-plan-cost", ["plan", _rel(llm), f"lot={_rel(nvswitch)}", "--cards", "2,4,8"]),
+        ("lot-plan-cost-json", ["plan", "--json", _rel(llm), f"lot={_rel(nvswitch)}", "--cards", "2,8"]),
+        ("lot-report", ["report", _rel(llm), f"lot={_rel(nvswitch)}", "-o", "OUT.html"]),
+        ("lot-diff-cost", ["diff", _rel(nvswitch), _rel(SAMPLES / "lots" / "b200-two-180gb.yaml"), "--flow",
+                           _rel(llm)]),
+        ("lots", ["lots"]),
+        ("lots-json", ["lots", "--json"]),
+        ("lots-p4de", ["lots", "aws/p4de.24xlarge"]),
+    ]
+    p4d, p4de = REAL / "nccl-xml" / "aws-p4d-24xlarge.xml", REAL / "nccl-xml" / "aws-p4de-24xlarge.xml"
+    log = ROOT / "tests" / "data" / "real-nccl-logs" / "a100-p4d-ipc-read-nccl527.log"
+    gcp = REAL / "nvidia-smi" / "gcp-gke-a4-b200-8gpu-8nic.txt"
+    out += [
+        ("lot-type-show-p4de", ["show", _rel(p4de), "--lot-type", "aws/p4de.24xlarge"]),
+        ("lot-type-check-p4de", ["check", _rel(tp_reqs), "--probe", f"lot={_rel(p4de)}", "--flow", _rel(tp_flow),
+                                 "--lot-type", "aws/p4de.24xlarge"]),
+        ("lot-type-nccl-p4d", ["nccl", "--log", _rel(log), _rel(p4d), "--lot-type", "aws/p4d.24xlarge"]),
+        ("lot-type-map-p4d", ["map", _rel(tp_flow), f"lot={_rel(p4d)}", "--lot-type", "aws/p4d.24xlarge"]),
+        ("lot-promise-nvswitch-ibm", ["diff", _rel(nvswitch), _rel(SAMPLES / "snapshots" / "ibm-gx3d-h100-8gpu.json")]),
+        ("lot-promise-two-hosts-h200", ["diff", _rel(SAMPLES / "lots" / "two-host-ib.yaml"),
+                                        _rel(SAMPLES / "snapshots" / "hgx-h200-8gpu-10nic.json")]),
+        ("lot-promise-json-gcp", ["diff", "--json", _rel(SAMPLES / "lots" / "b200-two-180gb.yaml"), _rel(gcp)]),
+    ]  # fmt: skip
     return out

@@ -269,6 +269,10 @@ def _pcie(want: Snapshot, h: _Host) -> list[PromiseLine]:
     ]
     if slower or narrower:
         return [PromiseLine("PCIe link", "short", promised, "trained lower: " + _few(slower + narrower))]
+    if width and any(x.width is None for x in links):
+        gens = ", ".join(sorted({f"Gen{x.gen}" for x in links}))
+        text = f"{gens}, width not recorded"
+        return [PromiseLine("PCIe link", "cannot check", promised, text, settle=settle(Fact.PCIE_LINK))]
     text = ", ".join(sorted({f"Gen{x.gen} x{x.width}" if x.width else f"Gen{x.gen}" for x in links}))
     return [PromiseLine("PCIe link", "as promised", promised, text)]
 

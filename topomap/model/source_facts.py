@@ -204,6 +204,10 @@ class SourceFacts:
     def why_not(self, fact: Fact) -> str:
         """One line: this source does not carry ``fact`` (for an UNKNOWN's evidence): the kind of
         output cannot, or this one output left it out (a `topo -m` of an older driver: no NUMA column)."""
+        if self.formats == ("declared",):  # a lot as a catalogue describes it: it says, or leaves out
+            if fact in CAN_CARRY["declared"]:
+                return f"this declared lot does not give {WHAT[fact]}"
+            return f"a declared lot does not carry {WHAT[fact]} (a probe of the machine does)"
         if any(fact in CAN_CARRY.get(f, frozenset()) for f in self.formats):
             return f"this {self.words()} output does not record {WHAT[fact]}"
         return f"{self.words()} does not carry {WHAT[fact]}"

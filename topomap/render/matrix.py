@@ -5,8 +5,8 @@ Pure text so users can diff it against what nvidia-smi printed on the machine.
 
 from __future__ import annotations
 
-from topomap.model.snapshot import Gpu, Snapshot
 from topomap.model.origins import filled_summary
+from topomap.model.snapshot import Gpu, Snapshot
 from topomap.model.source_facts import source_knows
 from topomap.render.text import visible
 
