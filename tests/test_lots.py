@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 from typer.testing import CliRunner
 
@@ -19,7 +20,7 @@ from topomap.model.facts import gpu_memory, nvlink_bundle_bandwidth
 from topomap.model.filled_facts import nic_speed
 from topomap.model.lots import LotError, read_lot
 from topomap.model.origins import fact_origin
-from topomap.model.snapshot import hosts_of
+from topomap.model.snapshot import Snapshot, hosts_of
 from topomap.model.source_facts import Fact, source_facts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -214,3 +215,48 @@ def test_nvlink_bundle_of_a_catalogue_filled_paste_says_catalogue_and_its_entry(
     snap = with_lot_type(load_any(xml), "aws/p4d.24xlarge")
     bw = nvlink_bundle_bandwidth(snap.gpus[0], 12, snap)
     assert bw.source == "catalogue" and bw.text() == "300 GB/s catalogue (aws/p4d.24xlarge)"
+
+
+def _as_probed(snap: Snapshot) -> Snapshot:
+    """A declared host as if a probe had read every one of its facts (the shortfalls set per test)."""
+    src = msgspec.structs.replace(snap.source, kind="probe", formats=["probe"], filled=[], unknown_fields=[])
+    return msgspec.structs.replace(snap, source=src, lot=None)
+
+
+PROMISE = (
+    "lot: p\ngpus: {model: H100 SXM 80GB, count: 8, memory: 80 GB}\ngpu_links: nvswitch\n"
+    "nics: {count: 8, rate: 400 Gb/s, fabric: infiniband}\npcie: {gen: 5, width: 16}\n"
+)
+
+
+def test_promise_kept_is_as_promised_and_each_shortfall_is_short() -> None:
+    from topomap.diff.promise import check_promise
+
+    promised = read_lot(PROMISE, "p.yaml")
+    kept = _as_probed(promised)
+    assert check_promise(promised, kept, ("p.yaml", "probe.json")).verdict == "as promised"
+    rep = msgspec.structs.replace
+    fewer = rep(kept, gpus=kept.gpus[:7], pairs=[p for p in kept.pairs if "gpu7" not in (p.a, p.b)])
+    other = rep(kept, gpus=[rep(g, name="NVIDIA H100 PCIe") for g in kept.gpus])
+    slower = rep(kept, nics=[rep(n, speed_gbit_s=200.0) for n in kept.nics])
+    narrower = rep(kept, gpus=[rep(g, pcie=rep(g.pcie, width_current=8)) for g in kept.gpus])
+    nv12 = rep(kept, pairs=[rep(p, path="NV12", nvlinks=12) for p in kept.pairs], nvswitches=[])
+    for received, fact in ((fewer, "GPUs"), (other, "GPU model"), (slower, "NIC rate"), (narrower, "PCIe link"),
+                           (nv12, "NVLink")):  # fmt: skip
+        result = check_promise(promised, received, ("p.yaml", "probe.json"))
+        assert [x.fact for x in result.lines if x.status == "short"] == [fact]
+        assert result.verdict == "short of the promise" and result.exit_status == 1
+
+
+def test_promise_against_a_paste_without_nvlink_says_so_not_short() -> None:
+    code, out, _ = _run("diff", str(NVSWITCH), str(ROOT / "samples/snapshots/rtx4090-8gpu-all-sys.json"))
+    assert code == 1 and "SHORT         NVLink" in out and "no usable NVLink" in out
+    p4d = ROOT / "tests/data/real-topologies/nccl-xml/aws-p4d-24xlarge.xml"
+    code, out, _ = _run("diff", "--json", str(NVSWITCH), str(p4d))
+    doc = json.loads(out)
+    assert code == 1 and doc["verdict"] == "short of the promise"
+    assert [x["fact"] for x in doc["facts"] if x["status"] == "short"] == ["PCIe link"]  # Gen3 links, Gen5 promised
+    model = next(x for x in doc["facts"] if x["fact"] == "GPU model")
+    assert model["status"] == "cannot check"  # the static file names no GPU model: not "another model"
+    nvl = next(x for x in doc["facts"] if x["fact"] == "NVLink")
+    assert nvl["status"] == "cannot check" and nvl["settle"].startswith("`nvidia-smi topo -m`")
