@@ -129,7 +129,7 @@ def test_the_fault_matrix(tmp_path: Path) -> None:
     small = dataclasses.replace(mi300x_8(), gpus=mi300x_8().gpus[:3])
     m = amd_only(small)
     write_sysfs(m, tmp_path)
-    base, log, _ = run(m, tmp_path)
+    _base, log, _ = run(m, tmp_path)
     calls = sorted({fn for fn, _ in log.log})
     assert {"amdsmi_init", "amdsmi_shut_down", "amdsmi_topo_get_link_weight", "amdsmi_is_P2P_accessible"} <= set(calls)
     kinds = _kinds()

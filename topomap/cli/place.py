@@ -10,7 +10,18 @@ import typer
 
 from topomap.base.errors import TopomapError
 from topomap.cli.given import USAGE, sort_files
-from topomap.cli.wiring import FlowOpt, JsonOpt, ProbeOpt, _console, _guard, _load, _print_json, _print_wide, app
+from topomap.cli.wiring import (
+    FlowOpt,
+    JsonOpt,
+    LotTypeOpt,
+    ProbeOpt,
+    _console,
+    _guard,
+    _load,
+    _print_json,
+    _print_wide,
+    app,
+)
 
 
 @app.command()
@@ -31,6 +42,7 @@ def place(
     probe: ProbeOpt = None,
     flow_opt: FlowOpt = None,
     json_out: JsonOpt = False,
+    lot_type: LotTypeOpt = None,
 ) -> None:
     """Pick the best K GPUs (and NICs, cores) for a job, with the reasons.
 

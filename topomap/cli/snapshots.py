@@ -16,7 +16,7 @@ import typer
 
 from topomap.base.errors import TopomapError
 from topomap.cli.output import wrote
-from topomap.cli.wiring import JsonOpt, _console, _err, _guard, _load, _print_json, _write, app
+from topomap.cli.wiring import JsonOpt, LotTypeOpt, _console, _err, _guard, _load, _print_json, _write, app
 
 if TYPE_CHECKING:
     from topomap.model.snapshot import Snapshot
@@ -157,6 +157,7 @@ def import_(
 def show(
     snapshot: Annotated[str, typer.Argument(help="Snapshot JSON, or a raw nvidia-smi/NCCL/hwloc file.")],
     json_out: JsonOpt = False,
+    lot_type: LotTypeOpt = None,
 ) -> None:
     """Show a machine: its GPUs, NICs, NUMA nodes, tree and problems.
 
@@ -192,6 +193,7 @@ def matrix(
     snapshot: Annotated[str, typer.Argument(help="Snapshot JSON, or a raw nvidia-smi/NCCL/hwloc file.")],
     p2p: Annotated[str | None, typer.Option("--p2p", help="Print `topo -p2p` for r, w, n or a instead.")] = None,
     json_out: JsonOpt = False,
+    lot_type: LotTypeOpt = None,
     bandwidth: Annotated[bool, typer.Option("--bandwidth", help="Measured GB/s beside nominal instead.")] = False,
 ) -> None:
     """Print the GPU/NIC matrix as `nvidia-smi topo -m` prints it.
@@ -305,7 +307,7 @@ def _is_file(arg: str) -> bool:
 @app.command()
 @_guard
 def schema(
-    which: Annotated[str, typer.Argument(help="snapshot, flow, requirements or run")] = "snapshot",
+    which: Annotated[str, typer.Argument(help="snapshot, flow, requirements, run or lot")] = "snapshot",
     json_out: JsonOpt = False,
 ) -> None:
     """Print the JSON Schema of a topomap file format.

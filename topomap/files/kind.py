@@ -2,7 +2,8 @@
 
 Kinds: ``snapshot`` and ``run`` (topomap's own JSON), ``nvidia-smi`` (topo -m / -p2p / nvlink / -q
 text, --query-gpu CSV, and `ibstat` appended to them), ``nccl-xml``, ``hwloc-xml``, ``measurements``
-(nvbandwidth, p2pBandwidthLatencyTest), ``flow`` and ``requirements`` (YAML). ``None``: none of these.
+(nvbandwidth, p2pBandwidthLatencyTest), ``flow``, ``requirements`` and ``lot`` (a declared lot: YAML whose
+top level has ``lot:``). ``None``: none of these.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ Kind = Literal[
     "measurements",
     "flow",
     "requirements",
+    "lot",
 ]
 Topology = Literal["nvidia-smi", "nccl-xml", "hwloc-xml", "lstopo", "nccl-log", "amd-smi"]
 
@@ -41,6 +43,7 @@ DESCRIPTIONS: dict[Kind, str] = {
     "measurements": "measured bandwidth (nvbandwidth or p2pBandwidthLatencyTest output)",
     "flow": "a flow file (YAML)",
     "requirements": "a requirements file (YAML)",
+    "lot": "a declared lot (YAML: a lot as a catalogue describes it)",
 }
 
 _GPU_LINE = re.compile(r"^GPU (\d+): (.*)$")
@@ -53,6 +56,7 @@ _LSTOPO = re.compile(  # lstopo's root line, then a CPU-side object indented und
 )
 _YAML_FLOW = re.compile(r"^flow\s*:", re.MULTILINE)
 _YAML_REQUIREMENTS = re.compile(r"^requirements\s*:", re.MULTILINE)
+_YAML_LOT = re.compile(r"^lot\s*:", re.MULTILINE)
 
 
 def topology_format(text: str) -> Topology | None:
@@ -162,13 +166,16 @@ def measurement_tool(text: str) -> Literal["nvbandwidth", "p2pBandwidthLatencyTe
     return None
 
 
-def yaml_kind(text: str) -> Literal["flow", "requirements"] | None:
-    """A flow or requirements file, by its top-level keys: a `flow:` key makes a flow, whatever
-    comes first (a flow may carry its own `requirements:`, above or below it)."""
+def yaml_kind(text: str) -> Literal["flow", "requirements", "lot"] | None:
+    """A flow, requirements file or declared lot, by its top-level keys: a `flow:` key makes a flow, whatever
+    comes first (a flow may carry its own `requirements:`, above or below it); then `requirements:`; a
+    top-level `lot:` (and neither of those) makes a declared lot."""
     head = text[:65536]
     if _YAML_FLOW.search(head):
         return "flow"
-    return "requirements" if _YAML_REQUIREMENTS.search(head) else None
+    if _YAML_REQUIREMENTS.search(head):
+        return "requirements"
+    return "lot" if _YAML_LOT.search(head) else None
 
 
 def json_kind(head: str) -> Literal["snapshot", "run"] | None:

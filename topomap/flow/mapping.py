@@ -22,6 +22,7 @@ from topomap.flow.spec import Flow, FlowArrow, FlowError, Placement
 from topomap.graph import Topology
 from topomap.graph.evidence import gpu_usable
 from topomap.model.facts import Bandwidth, BandwidthSource, gpu_pcie_link
+from topomap.model.origins import fact_origin
 from topomap.transport.decide import Decision as NcclDecision
 
 
@@ -54,6 +55,7 @@ class MappedArrow:
     candidates: list[str] = field(default_factory=list)  # for an unknown medium: what it could be
     settle: str | None = None  # for an unknown: the command whose output would decide it
     ceiling_gbps: float | None = None  # for an unknown figure over PCIe: the most it can be (see medium_summary)
+    ceiling_source: str = "spec"  # "declared" / "catalogue …" where a lot gave the PCIe generation (model.origins)
     shared_nics: list[NicShare] = field(default_factory=list)  # NICs other arrows of this step use too
     nccl: NcclDecision | None = None  # NCCL's transport, for an arrow NCCL sends (`nccl: true`)
     bandwidth_high_gbps: float | None = None  # the figure's high end (a range over parts not known; None: exact)
@@ -149,6 +151,7 @@ class MediumSummary:
     slowest: MappedArrow | None
     unknown: tuple[MappedArrow, ...]
     ceiling_gbps: float | None
+    ceiling_source: str = "spec"
 
     def unknown_names(self) -> str:
         names = [f"{a.src} → {a.dst}" for a in self.unknown]
@@ -163,7 +166,8 @@ class MediumSummary:
             return f"{n} arrow(s) stay on their device (no transfer)"
         parts = [f"{n} arrow(s)"]
         if self.unknown:
-            bound = f" (≤ {fmt_gbps(self.ceiling_gbps)} GB/s spec, the PCIe x16 ceiling)" if self.ceiling_gbps else ""
+            ceiling, src = fmt_gbps(self.ceiling_gbps), self.ceiling_source
+            bound = f" (≤ {ceiling} GB/s {src}, the PCIe x16 ceiling)" if self.ceiling_gbps else ""
             every = "all" if len(self.unknown) == n else f"{len(self.unknown)} of {n}"
             parts.append(f"bandwidth unknown for {every}{bound}: {self.unknown_names()}")
         a = self.slowest
@@ -197,7 +201,8 @@ def medium_summary(fmap: FlowMap) -> list[MediumSummary]:
         unknown = tuple(a for a in arrows if a.bandwidth_gbps is None)
         ceilings = [a.ceiling_gbps for a in unknown]
         ceiling = max(c for c in ceilings if c is not None) if unknown and None not in ceilings else None
-        out.append(MediumSummary(medium, arrows, slowest, unknown, ceiling))
+        src = next((a.ceiling_source for a in unknown if a.ceiling_gbps == ceiling), "spec")
+        out.append(MediumSummary(medium, arrows, slowest, unknown, ceiling, src))
     return out
 
 
@@ -222,6 +227,16 @@ def _ceiling(a: FlowArrow, d: Decision, topos: dict[str, Topology | None]) -> fl
     return min(rates) if rates else None
 
 
+def _ceiling_source(d: Decision, topos: dict[str, Topology | None]) -> str:
+    """Where the ceiling's PCIe generation comes from: "spec", or a lot's ("declared", "catalogue …")."""
+    for hop in d.route:
+        topo = topos.get(hop.rpartition("/")[0])
+        origin = fact_origin(topo.snapshot, "gpus.pcie") if topo is not None else None
+        if origin is not None:
+            return origin.inner()
+    return "spec"
+
+
 def map_flow(flow: Flow, topos: dict[str, Topology | None], nic_sharing: bool = True) -> FlowMap:
     """Classify every concrete arrow of a bound flow (``topos`` from :func:`topomap.flow.bind_hosts`).
 
@@ -241,6 +256,7 @@ def map_flow(flow: Flow, topos: dict[str, Topology | None], nic_sharing: bool = 
     for (a, d), shared in zip(decided, shares):
         m = _arrow(a, d, shared)
         m.ceiling_gbps = _ceiling(a, d, topos)
+        m.ceiling_source = _ceiling_source(d, topos) if m.ceiling_gbps is not None else "spec"
         out.arrows.append(m)
     return out
 

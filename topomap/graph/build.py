@@ -18,6 +18,7 @@ from topomap.graph.topology import FABRIC, Indexes, Topology, gpu_node, natural_
 from topomap.graph.xgmi_edges import add_xgmi_edges
 from topomap.model.facts import gpu_pcie_link
 from topomap.model.nvlinks import gpu_buses, link_peer
+from topomap.model.origins import fact_origin
 from topomap.model.snapshot import Gpu, Mig, Snapshot
 
 #: Fields of a host snapshot that name the host rather than describe its shape. ``build`` reads
@@ -138,6 +139,8 @@ def _nvlinks(topo: Topology) -> None:
         for x in listed
         for link in x.nvlinks
     )
+    if not listed and _declared_switches(topo, by_id):
+        return
     if not listed or blind:
         nvlinks_from_pairs(topo, by_id)
         if blind and not any(d.get("kind") == "nvlink" for _, _, d in g.edges(data=True)):
@@ -177,6 +180,21 @@ def _nvlinks(topo: Topology) -> None:
             f"{named}: active NVLinks to a partner the source does not name (an NVLink bridge): "
             "which GPU pairs they join is unknown (`nvidia-smi topo -m` settles it)"
         )
+
+
+def _declared_switches(topo: Topology, by_id: dict[str, Gpu]) -> bool:
+    """NVSwitches a declared lot or the catalogue gives (``Source.filled``), with each GPU's link count:
+    one hub, labelled with its origin (a switch no tool saw is neither read nor inferred)."""
+    origin = fact_origin(topo.snapshot, "nvswitches")
+    links = {gid: n for sw in topo.snapshot.nvswitches for gid, n in sw.links.items() if gid in by_id and n > 0}
+    if origin is None or not links:
+        return False
+    label = f"NVSwitch fabric ({origin.inner()})"
+    topo.graph.add_node(FABRIC, kind="nvswitch", label=label, switches=len(topo.snapshot.nvswitches), inferred=False)
+    for gid in sorted(links, key=natural_key):
+        if not by_id[gid].lost:
+            nvlink_edge(topo, gid, FABRIC, links[gid], by_id[gid])
+    return True
 
 
 def _blind_links(topo: Topology, listed: list[Gpu]) -> None:

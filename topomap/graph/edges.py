@@ -36,6 +36,7 @@ def nvlink_edge(topo: Topology, a: str, b: str, count: int, ga: Gpu) -> None:
         bandwidth_source=bw.source,
         bandwidth_basis=bw.basis,
         bandwidth_tag=bw.tag,
+        bandwidth_detail=bw.detail,
         lower_bound=bw.lower_bound,
         bandwidth_high_gbps=bw.high_gbps,
         bandwidth_settle=bw.settle,
@@ -54,4 +55,5 @@ def edge_bandwidth(e: dict[str, Any]) -> Bandwidth:
         high_gbps=e.get("bandwidth_high_gbps"),
         links=int(e.get("count", 0) or 0),
         settle=e.get("bandwidth_settle"),
+        detail=str(e.get("bandwidth_detail", "")),  # a catalogue figure's entry
     )

@@ -33,6 +33,7 @@ from topomap.model.facts import (
     findings_about,
     nic_usable,
 )
+from topomap.model.filled_facts import lot_gdr, said
 from topomap.model.nvlink_rate import nvlink_bundle_bandwidth
 from topomap.model.snapshot import Nic, Snapshot
 from topomap.model.source_facts import Fact, is_amd_source, settle, settle_for, source_facts, source_knows
@@ -432,7 +433,7 @@ def nics_at_best_class(topo: Topology, node: str) -> tuple[NicChoice, ...]:
             best = sorted((c for c in classed if c[0] == top), key=lambda c: c[1])
             return tuple(NicChoice(n, cls, pair_gdr(topo, node, n, cls), skipped) for _, _, n, cls in best)
         why = f"the source gives no path between {node} and any NIC"
-        return (NicChoice(nics[0], None, unplaced_gdr(nics, why), skipped),)
+        return (NicChoice(nics[0], None, lot_gdr(snap, nics) or unplaced_gdr(nics, why), skipped),)
     numa = node if node.startswith("numa") else numa_of(topo, node)
     numa_id = topo.graph.nodes[numa].get("label") if numa in topo.graph else None
     same = [n for n in nics if numa and numa_id == f"NUMA {n.numa_node}"]
@@ -457,8 +458,7 @@ def gpu_pairs_nvlink_summary(topo: Topology, gid: str) -> str:
         return "unknown (GPU lost during the probe)"
     if g.vendor == "amd":  # AMD's GPU link (issue 35)
         return xgmi_summary(topo, gid)
-    snap = topo.snapshot
-    active = [x for x in g.nvlinks if x.active]
+    snap, active = topo.snapshot, [x for x in g.nvlinks if x.active]
     peers = sorted(
         (o for o in (f"gpu{x.index}" for x in snap.gpus) if o != gid and nvlink_route(topo, gid, o) is not None),
         key=natural_key,
@@ -479,7 +479,7 @@ def gpu_pairs_nvlink_summary(topo: Topology, gid: str) -> str:
         return text + f", {bw.text()} ({bw.tag})" if bw.gbps is not None else text
     if peers:
         counts = sorted({(nvlink_route(topo, gid, o) or ((), 0, ""))[1] for o in peers})
-        return f"NV{'/'.join(map(str, counts))} to {len(peers)} GPU(s) (from the matrix)"
+        return f"NV{'/'.join(map(str, counts))} to {len(peers)} GPU(s) ({said(snap, 'pairs.nvlink')})"
     if not source_knows(snap, "nvlink"):
         return f"unknown: this source does not record NVLink (settle it with {SETTLE['nvlink']})"
     return "none"

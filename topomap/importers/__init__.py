@@ -70,6 +70,10 @@ def import_text(text: str, origin: str, fmt: str = "auto") -> Snapshot:
             return decode_snapshot(text.lstrip("\ufeff").encode(), origin)  # already a snapshot: validate it
         found = topology_format(text)
         kind = yaml_kind(text) if found is None else None
+        if kind == "lot":  # a declared lot: a lot as a catalogue describes it (topomap.model.lots)
+            from topomap.model.lots import read_lot  # lazy: start-up, as the parsers below
+
+            return read_lot(text, origin)
         if kind is not None:
             yaml_kind_words = f"{kind} file"
             raise ImportFailure(

@@ -18,12 +18,14 @@ from topomap.base.part_names import model_of
 from topomap.base.parts import NVLINK_C2C_GBPS, nvlink_generation_of_cc
 from topomap.base.units import fmt_bandwidth, fmt_gbps
 from topomap.model.nic_ids import NicFamilyName, family_of_ids, family_of_name, family_row, layer_of_name
+from topomap.model.origins import fact_origin
 from topomap.model.snapshot import Fabric, Finding, Gpu, Nic, Snapshot
 from topomap.model.source_facts import Fact, settle, source_knows
 
 #: Where a bandwidth figure comes from. "topology-file": a figure a static topology file carries (a
-#: cloud's NCCL_TOPO_FILE writes the same PCIe placeholder on every link), not read from the machine.
-BandwidthSource = Literal["spec", "derived", "model", "measured", "unknown", "topology-file"]
+#: cloud's NCCL_TOPO_FILE writes the same PCIe placeholder on every link), not read from the machine;
+#: "declared", "catalogue": a declared lot's or the catalogue of public instance types' (topomap.model.origins).
+BandwidthSource = Literal["spec", "derived", "model", "measured", "unknown", "topology-file", "declared", "catalogue"]
 
 Tri = Literal["yes", "no", "unknown"]
 
@@ -94,6 +96,7 @@ class Bandwidth:
     high_gbps: float | None = None
     links: int = 0
     settle: str | None = None
+    detail: str = ""  # a catalogue figure's entry ("aws/p4de.24xlarge"), printed beside its source
 
     @property
     def high(self) -> float | None:
@@ -110,7 +113,8 @@ class Bandwidth:
         """A figure in a view: "450 GB/s spec", "≥ 200 GB/s derived", or with its source in words
         ("15.8 GB/s, from the topology file; not the machine's")."""
         words = SOURCE_WORDS.get(self.source)
-        text = fmt_bandwidth(self.gbps, None if words else self.source, self.lower_bound)
+        source = f"{self.source} ({self.detail})" if self.detail else self.source
+        text = fmt_bandwidth(self.gbps, None if words else source, self.lower_bound)
         if words and self.gbps is not None:
             text += f", {words}"
         return text + (f" (NIC shared by {self.shared_by} arrows)" if self.shared_by > 1 else "")
@@ -221,11 +225,13 @@ class GpuMemory:
 _NAME_GB = re.compile(r"(\d+)\s*GB\b", re.IGNORECASE)
 
 
-def gpu_memory(gpu: Gpu) -> GpuMemory:
-    """The memory of one card: the snapshot's figure; else the model's (device table, from the name or the
-    PCI device id), else a size written in the name ("Tesla V100-SXM3-32GB-H"), labelled derived."""
+def gpu_memory(gpu: Gpu, snap: Snapshot | None = None) -> GpuMemory:
+    """The memory of one card: the snapshot's figure (with ``snap``: "declared" or "catalogue (…)" where a
+    declared lot or the catalogue gave it); else the model's (device table, from the name or the PCI device
+    id), else a size written in the name ("Tesla V100-SXM3-32GB-H"), labelled derived."""
     if gpu.memory_total_bytes is not None:
-        return GpuMemory(gpu.memory_total_bytes, "snapshot")
+        origin = fact_origin(snap, "gpus.memory_total_bytes")
+        return GpuMemory(gpu.memory_total_bytes, origin.with_value() if origin is not None else "snapshot")
     model = model_of(gpu.name, gpu.pci_device_id)
     if model is not None and model.memory_gb:
         return GpuMemory(int(model.memory_gb * 2**30), f"derived from the model ({model.name}), nominal")

@@ -16,10 +16,17 @@ from topomap.base.parts import GpuPart
 from topomap.base.units import fmt_gbps
 from topomap.model.facts import SETTLE, Bandwidth, BandwidthSource
 from topomap.model.nvlinks import nvlink_part
+from topomap.model.origins import fact_origin, relabel
 from topomap.model.snapshot import Gpu, Snapshot
 
 
 def nvlink_bundle_bandwidth(gpu: Gpu, count: int, snap: Snapshot | None = None) -> Bandwidth:
+    """:func:`_bundle_bandwidth`, ``declared`` / ``catalogue`` where a declared lot or the catalogue gave
+    the NVLink topology (:func:`topomap.model.origins.relabel`): such a figure is never ``spec``."""
+    return relabel(_bundle_bandwidth(gpu, count, snap), fact_origin(snap, "pairs.nvlink"), f"NV{count}")
+
+
+def _bundle_bandwidth(gpu: Gpu, count: int, snap: Snapshot | None = None) -> Bandwidth:
     """``count`` NVLinks of a GPU, per direction, as a range from the best evidence there is: a
     per-link rate the driver (or file) printed, read as the data rate it stands for (26.562 GB/s is
     NVLink 4's signalling rate for 25) and never above the part's published total; else the part's

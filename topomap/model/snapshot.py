@@ -18,7 +18,9 @@ from topomap.base.links import P2PStatus
 SCHEMA = "topomap.snapshot/1"
 SCHEMA_VERSION = 1
 
-SourceKind = Literal["probe", "nvidia-smi", "nccl-xml", "hwloc-xml", "merge", "lstopo", "nccl-log", "amd-smi"]
+SourceKind = Literal[
+    "probe", "nvidia-smi", "nccl-xml", "hwloc-xml", "merge", "lstopo", "nccl-log", "declared", "amd-smi"
+]
 #: The outputs one file held (a paste may hold several): what each can carry is
 #: ``topomap.model.source_facts.CAN_CARRY``.
 SourceFormat = Literal[
@@ -35,6 +37,7 @@ SourceFormat = Literal[
     "lstopo",
     "nccl-log",
     "ibstat",
+    "declared",  # a declared lot (a catalogue line written as YAML): topomap.model.lots
     # AMD (issue 35): `rocm-smi --showtopo` and its --showtopoweight/--showtopohops/--showtopotype/
     # --shownodesbw/--showtoponuma parts, `amd-smi topology` (table or --json), `amd-smi static`,
     # `amd-smi list`, `amd-smi` (its GPU table), `amd-smi xgmi`, `rocminfo`
@@ -47,7 +50,9 @@ SourceFormat = Literal[
     "rocminfo",
 ]
 SOURCE_FORMATS: tuple[SourceFormat, ...] = get_args(SourceFormat)
-NicKind = Literal["infiniband", "roce", "ethernet", "efa", "unknown"]
+NicKind = Literal["infiniband", "roce", "ethernet", "efa", "unknown", "slingshot", "tcpx", "tcpxo"]
+#: Where a fact filled into a snapshot comes from: a declared lot, or the catalogue of public instance types.
+FillOrigin = Literal["declared", "catalogue"]
 PciKind = Literal["host-bridge", "bridge", "switch-upstream", "switch-downstream", "gpu", "nic", "nvswitch", "other"]
 RemoteType = Literal["gpu", "switch", "cpu", "unknown"]
 GpuVendor = Literal["nvidia", "amd"]
@@ -68,6 +73,22 @@ class _S(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Base: strict decoding, keyword construction."""
 
 
+class Filled(_S, kw_only=True):
+    """One fact that no tool output gave: a declared lot's, or the catalogue's where a paste lacked it.
+    ``field`` is the snapshot field it fills (``nics.speed_gbit_s``, the names ``unknown_fields`` uses);
+    ``lot_field`` the lot's own key (``nics.rate``); ``value`` the value as the lot or catalogue writes it;
+    ``detail`` the catalogue entry (``aws/p4de.24xlarge``) or the lot file; ``source_url`` and ``says``
+    the public page a catalogue fact comes from and what it says there."""
+
+    field: str
+    origin: FillOrigin
+    lot_field: str
+    value: str
+    detail: str | None = None
+    source_url: str | None = None
+    says: str | None = None
+
+
 class Source(_S, kw_only=True):
     """Where a snapshot came from and what that source could not know."""
 
@@ -78,6 +99,7 @@ class Source(_S, kw_only=True):
     unknown_fields: list[str] = []  # dotted field names this source cannot provide
     notes: list[str] = []
     formats: list[SourceFormat] = []  # the outputs read (`topo-m`, `nvlink-status` …); [] before they were recorded
+    filled: list[Filled] = []  # facts a declared lot or the catalogue gave, not read (topomap.model.origins)
 
 
 class NumaNode(_S, kw_only=True):
@@ -304,6 +326,29 @@ class Finding(_S, kw_only=True):
     source: str = "probe"  # "sysfs", "nvml", "measure", ...
 
 
+PricedPer = Literal["gpu-hour", "host-hour", "lot-hour"]
+
+
+class LotPrice(_S, kw_only=True):
+    """A rental price as the lot gives it (``topomap.base.lotunits.Price``): never converted."""
+
+    amount: Annotated[float, msgspec.Meta(ge=0, le=1e12)]
+    currency: str
+    per: PricedPer
+    text: str
+
+
+class LotTerms(_S, kw_only=True):
+    """What a declared lot says beside its hardware: its name, catalogue type, hosts, price and the
+    rental periods offered (seconds)."""
+
+    name: str
+    type: str | None = None
+    hosts: I64 = 1
+    price: LotPrice | None = None
+    periods_s: list[Annotated[float, msgspec.Meta(gt=0, le=1e10)]] = []
+
+
 class Snapshot(_S, kw_only=True):
     schema: str = SCHEMA
     source: Source
@@ -318,6 +363,7 @@ class Snapshot(_S, kw_only=True):
     members: list[Snapshot] = []  # a merged cluster: one snapshot per host (source.kind "merge")
     measurements: list[Measurement] = []  # measured or imported figures (bandwidth, latency)
     findings: list[Finding] = []  # health and truth checks
+    lot: LotTerms | None = None  # a declared lot's terms (name, price, periods); None for a probe or paste
 
 
 def hosts_of(snap: Snapshot) -> list[Snapshot]:

@@ -224,7 +224,7 @@ def exchange_seconds(
 def card_memory(topo: Topology, card: str) -> CardMemory:
     """A card's memory: the snapshot's figure, else the size in the GPU's name (derived), else unknown."""
     gpu = next(g for g in topo.snapshot.gpus if f"gpu{g.index}" == card)
-    mem = gpu_memory(gpu)
+    mem = gpu_memory(gpu, topo.snapshot)
     return CardMemory(card, mem.total_bytes, mem.source)
 
 
