@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from typer.testing import CliRunner
 
 from tests.conftest import REAL, SAMPLES
@@ -144,9 +143,7 @@ def test_amd_smi_topology_json_as_the_cli_writes_it() -> None:
 def test_rccl_topology_files_name_amd_gpus_and_their_xgmi() -> None:
     s = import_file(AMD / "rccl-xml" / "topo_8p_940.xml")
     assert [g.name for g in s.gpus] == ["AMD Instinct MI300X"] * 8 and s.gpus[0].compute_capability is None
-    assert len(s.nics) == 8 and {p.path for p in s.pairs if p.a.startswith("gpu") and p.b.startswith("gpu")} == {
-        "XGMI"
-    }
+    assert len(s.nics) == 8 and {p.path for p in s.pairs if p.a.startswith("gpu") and p.b.startswith("gpu")} == {"XGMI"}
     gcd = import_file(AMD / "rccl-xml" / "topo_8p_90a.xml")  # MI250X: three XGMI peers per GCD
     xgmi = [p for p in gcd.pairs if p.path == "XGMI"]
     assert len(xgmi) == 12 and pair(gcd, 0, 1).path == "XGMI" and pair(gcd, 0, 7).path != "XGMI"

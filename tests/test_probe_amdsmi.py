@@ -34,7 +34,9 @@ DEVICE = 1
 
 def amd_only(amd: object = None) -> FakeMachine:
     """A ROCm host: no NVIDIA driver, no libcuda, eight MI300X."""
-    return FakeMachine(name="mi300x", gpus=[], roots=[], init_error=12, cuda_missing_library=True, amd=amd or mi300x_8())
+    return FakeMachine(
+        name="mi300x", gpus=[], roots=[], init_error=12, cuda_missing_library=True, amd=amd or mi300x_8()
+    )
 
 
 def amd_devices(fn: str, args: tuple[object, ...]) -> tuple[int, ...]:

@@ -59,7 +59,7 @@ class AmdSmiMemoryType(enum.IntEnum):
     GTT = 2
 
 
-class amdsmi_processor_handle:  # noqa: N801 - the binding's own name
+class amdsmi_processor_handle:
     def __init__(self, index: int) -> None:
         self.index = index
 
