@@ -84,7 +84,7 @@ EXITS: dict[str, int] = {
     "diff-mi300x-8gpu-8nic-vs-rtx4090-8gpu-all-sys": 1,
     "diff-flow-mi300x-vs-h100-tensor-parallel": 3,
     # declared lots (issue 31): a rule the lot leaves open is UNKNOWN (3);
-    # promised against received: 1 short, 3 cannot tell
+    # promised against received: 1 short of the promise, 3 cannot tell
     "lot-check-b200-two-180gb": 1,
     "lot-check-one-host-nvswitch": 3,
     "lot-diff-cost": 3,
