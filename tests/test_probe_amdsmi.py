@@ -27,7 +27,9 @@ from topomap.graph.evidence import gpu_link
 from topomap.model.codec import decode_snapshot, encode_snapshot
 from topomap.model.snapshot import Snapshot
 from topomap.probe import probe
+from topomap.probe.amd_join import _amd_on_bus
 from topomap.probe.amdsmi_calls import STATUS_NAMES
+from topomap.probe.sysfs import PciFunction, SysfsResult
 
 DEVICE = 1
 
@@ -194,3 +196,30 @@ def test_a_binding_without_its_library_prints_nothing_into_the_snapshot(tmp_path
     problems = json.loads(out.stdout)
     assert len(problems) == 1 and problems[0][0] == "import amdsmi"
     assert "cannot load libamd_smi.so (KeyError: 'libamd_smi.so')" in problems[0][1]
+
+
+def _fn(bus: str, vendor: str, cls: int) -> PciFunction:
+    return PciFunction(bus, ["pci0000:00", bus], vendor, "0x74a1", cls, 0, "0-15", 5, 16, 5, 16, None)
+
+
+def test_amd_smi_is_asked_where_the_bus_shows_an_amd_gpu() -> None:
+    """An Instinct is a processing accelerator (class 0x12), a Radeon a display (0x03); an AMD NIC or
+    bridge does not make the probe ask AMD SMI (and an NVIDIA host records no AMD SMI problem)."""
+    r = SysfsResult()
+    r.functions["0000:0c:00.0"] = _fn("0000:0c:00.0", "0x1002", 0x120000)
+    assert _amd_on_bus(r)
+    r.functions = {"0000:03:00.0": _fn("0000:03:00.0", "0x1002", 0x030000)}
+    assert _amd_on_bus(r)
+    r.functions = {
+        "0000:00:18.0": _fn("0000:00:18.0", "0x1022", 0x060000),
+        "0000:05:00.0": _fn("0000:05:00.0", "0x10de", 0x030200),
+    }
+    assert not _amd_on_bus(r)
+
+
+def test_an_nvidia_host_never_asks_amd_smi(tmp_path: Path) -> None:
+    m = machines.consumer_pair()
+    write_sysfs(m, tmp_path)
+    out = probe(nvml_lib=FakeNvml(m), cuda_driver=FakeCuda(m), sysfs_root=str(tmp_path), env={}, now=FIXED_NOW)
+    assert not [p for p in out.snapshot.problems if p.source == "amdsmi"]
+    assert {g.vendor for g in out.snapshot.gpus} == {None}

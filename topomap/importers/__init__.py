@@ -91,8 +91,9 @@ def import_text(text: str, origin: str, fmt: str = "auto") -> Snapshot:
             raise ImportFailure(
                 f"{origin}: unknown format",
                 hint="expected `nvidia-smi topo -m` (or topo -p2p / nvlink -s / nvlink -R / -q / --query-gpu CSV) "
-                "text, an NCCL topology XML (<system>), an hwloc XML (<topology>), `lstopo` text "
-                "or an NCCL INFO log with its topology dump (NCCL_DEBUG_SUBSYS=GRAPH)",
+                "text, an NCCL topology XML (<system>), an hwloc XML (<topology>), `lstopo` text, "
+                "an NCCL INFO log with its topology dump (NCCL_DEBUG_SUBSYS=GRAPH), or AMD's `rocm-smi --showtopo`, "
+                "`amd-smi topology` / `static` / `list` or `rocminfo`",
             )
         fmt = found
     if fmt not in FORMATS:

@@ -88,7 +88,7 @@ def _pair(facts: AmdFacts, a: Gpu, b: Gpu, notes: list[str]) -> Pair:
 
 
 def _unknown(facts: AmdFacts, gpus: list[Gpu], pairs: list[Pair]) -> list[str]:
-    out = ["nics", "gpus.nvlinks", "gpus.fabric", "gpus.mig", "pairs.cuda", "pci"]
+    out = ["nics", "gpus.nvlinks", "gpus.fabric", "gpus.mig", "pci"]
     if any(p.path is None for p in pairs):
         out.append("pairs.path")
     if not facts.access:
@@ -106,5 +106,4 @@ def _unknown(facts: AmdFacts, gpus: list[Gpu], pairs: list[Pair]) -> list[str]:
             out.append(field)
     if not any(g.driver for g in facts.gpus.values()):
         out.append("software.driver_version")
-    out.append("software.cuda_driver_version")
     return out

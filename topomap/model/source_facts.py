@@ -296,6 +296,18 @@ WHAT: dict[Fact, str] = {
 }
 
 
+#: The facts whose words differ on AMD GPUs (issue 35): the GPU link is XGMI.
+WHAT_AMD: dict[Fact, str] = {
+    Fact.NVLINK: "which GPUs XGMI joins",
+    Fact.NVLINK_LINKS: "per-link XGMI state and rate",
+}
+
+
+def what(fact: Fact, amd: bool = False) -> str:
+    """A fact in words, in the vendor's terms."""
+    return WHAT_AMD.get(fact, WHAT[fact]) if amd else WHAT[fact]
+
+
 def settle(fact: Fact) -> str:
     """The command whose output carries ``fact``."""
     return SETTLE_BY[fact]

@@ -20,7 +20,7 @@ from topomap.model.facts import SETTLE, fabric_ready, gpu_memory, gpu_pcie_link,
 from topomap.model.filled_facts import named, nic_speed
 from topomap.model.origins import fact_origin, relabel
 from topomap.model.snapshot import Gpu, Snapshot
-from topomap.model.source_facts import WHAT, cannot_know
+from topomap.model.source_facts import cannot_know, what
 from topomap.render.text import bandwidth_text, memory_text, nic_words, visible
 
 #: A free-text column is never planned narrower than this (or its widest cell, when narrower).
@@ -192,7 +192,7 @@ def cannot_know_text(snap: Snapshot) -> Text:
     """What the source cannot know (model.source_facts.cannot_know), and the command that records
     each of it (its SETTLE_BY, grouped by command); empty when it knows everything."""
     gaps = cannot_know(snap)
-    words = [WHAT[f] for f in gaps.facts] + unknown_in_words(list(gaps.fields))
+    words = [what(f, gaps.amd) for f in gaps.facts] + unknown_in_words(list(gaps.fields))
     t = Text()
     if not words:
         return t
@@ -200,7 +200,7 @@ def cannot_know_text(snap: Snapshot) -> Text:
     t.append("\n")
     if snap.source.kind == "probe":  # what a probe lacks, a call failed to give (its problems say which)
         return t
-    ways = [f"`{cmd}` ({', '.join(WHAT[f] for f in facts)})" for cmd, facts in gaps.settled_by().items()]
+    ways = [f"`{cmd}` ({', '.join(what(f, gaps.amd) for f in facts)})" for cmd, facts in gaps.settled_by().items()]
     ways.append("`topomap probe` on the machine (all of it)")
     t.append_text(esc(f"recorded by: {'; '.join(ways)}", style="dim"))
     t.append("\n")
