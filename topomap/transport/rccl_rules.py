@@ -73,7 +73,7 @@ RCCL_RULES: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
 def rccl_rules_used(version: str | None) -> str:
     """Which RCCL rules a prediction follows, in words."""
     if version is None:
-        return f"RCCL's newest rules read, {RCCL_SOURCE}"
+        return f"{RCCL_SOURCE}, the newest RCCL source read"
     v = version_tuple(version)
     if v is not None and v > (2, 21, 5):
         return f"RCCL {version}: newer than the newest RCCL source read ({RCCL_SOURCE}); its rules are assumed"
