@@ -116,6 +116,9 @@ CAN_CARRY: dict[SourceFormat, frozenset[Fact]] = {
     # the NICs another output (a `topo -m` NIC Legend) names; it does not say where a device sits.
     # `ibv_devinfo` (same reader, same format) has no rate: its importer leaves the speed unknown.
     "ibstat": frozenset({Fact.NIC_NAMES, Fact.NIC_SPEED, Fact.NIC_KIND}),
+    # an nccl-tests output: its rank table names each rank's host, GPU model and bus id; only the GPUs the run
+    # used, never how they are linked (the lot the results imply, issue 32)
+    "nccl-tests": frozenset({Fact.GPU_MODEL, Fact.GPU_BUS_ID}),
 }
 
 #: In words, for notes and `show`: the output each format is.
@@ -133,6 +136,7 @@ FORMAT_WORDS: dict[SourceFormat, str] = {
     "nvidia-smi-q": "`nvidia-smi -q`",
     "query-gpu-csv": "`nvidia-smi --query-gpu … --format=csv`",
     "ibstat": "`ibstat` (or `ibv_devinfo`)",
+    "nccl-tests": "an nccl-tests output's rank table",
 }
 
 #: The query that settles what a paste lacks about the GPUs themselves.
