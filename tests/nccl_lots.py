@@ -118,3 +118,44 @@ def lot_snapshot(name: str, d: dict[str, Any]) -> Snapshot:
         nics=nics,
         pairs=_pairs(lot, n, nics),
     )
+
+
+def accuracy() -> list[dict[str, Any]]:
+    """Each real output read with ``topomap nccl --tests FILE LOT`` (the lot built above): measured peak,
+    expected figure, their ratio and the verdict, beside what the file is (healthy, underperforming …)."""
+    from topomap.importers.nccl_tests import parse_nccl_tests
+    from topomap.nccl.tests import judge
+    from topomap.transport.rules import parse_env
+
+    rows = []
+    for name, d in descriptions().items():
+        tests = parse_nccl_tests((DATA / name).read_text(), name)
+        report = judge(tests, lot_snapshot(name, d), parse_env(d.get("env", [])), d.get("nccl"))
+        r = report.results[0]
+        e = r.expected
+        exp = e.busbw_gbps if e is not None else None
+        rows.append(
+            {
+                "file": name,
+                "set": "held out" if d["held_out"] else "tuned on",
+                "status": d["status"],
+                "measured": r.measured_text,
+                "expected": None if exp is None else f"{exp:.1f}",
+                "ratio": None if exp is None else f"{r.measured / exp:.2f}",
+                "verdict": r.verdict,
+                "algorithm": e.algorithm if e is not None else None,
+                "settle": list(e.settle) if e is not None else [],
+            }
+        )
+    return rows
+
+
+def table_lines() -> list[str]:
+    """The accuracy table as the folder's README prints it (one line per file)."""
+    out = []
+    for r in accuracy():
+        out.append(
+            f"| {r['file']} | {r['set']} | {r['status']} | {r['measured']} | {r['expected'] or 'unknown'} | "
+            f"{r['ratio'] or '—'} | {r['verdict']} |"
+        )
+    return out

@@ -98,15 +98,18 @@ NETWORK: Final[dict[str, Efficiency]] = {
 NO_GDR = Efficiency(0.75, 0.5, 1.0, "staged through host memory: not fitted")
 
 #: NCCL's latencies in µs (tuning.cc v2.30.7 ``ncclTunerConstantsDefaults``, Simple protocol): the base per
-#: algorithm and the per-step figure per link kind; the curve over sizes adds a pipeline fill of
-#: :data:`FILL_US` (the measured 8x H100 curve of #309 reaches 81 % of its peak at 256 MiB).
+#: algorithm and the per-step figure per link kind. The curve over sizes adds a pipeline fill that grows
+#: slowly with the size, :data:`FILL_US` × (size ÷ 1 MiB)^:data:`FILL_POWER`: the two-node H100 curve of
+#: nccl-tests#309 (tests/data/real-nccl-tests, tuned on) reaches 84 % of its peak at 256 MiB (the model: 81 %)
+#: and a fifth of it at 8 MiB.
 BASE_LAT_US: Final[dict[str, float]] = {"ring": 8.4, "tree": 8.4, "NVLS": 0.0, "NVLSTree": 0.0, "PAT": 8.0, "p2p": 8.4}
 HW_LAT_US: Final[dict[str, dict[str, float]]] = {
     "nvlink": {"ring": 3.4, "tree": 4.0, "NVLS": 25.0, "NVLSTree": 25.0, "PAT": 4.0, "p2p": 3.4},
     "pci": {"ring": 5.7, "tree": 4.0, "NVLS": 0.0, "NVLSTree": 0.0, "PAT": 4.0, "p2p": 5.7},
     "net": {"ring": 14.0, "tree": 14.0, "NVLS": 18.0, "NVLSTree": 20.9, "PAT": 14.0, "p2p": 14.0},
 }
-FILL_US: Final = 100.0
+FILL_US: Final = 45.0
+FILL_POWER: Final = 0.25
 
 #: The releases that brought an algorithm (NCCL release notes): NVLS 2.17, NVLSTree 2.18, PAT 2.23.
 NVLS_SINCE: Final = (2, 17, 0)

@@ -21,6 +21,7 @@ from typing import Any, Final
 from topomap.collective.bound import Bound, Origin, tightest, unknown
 from topomap.collective.consts import (
     BASE_LAT_US,
+    FILL_POWER,
     FILL_US,
     HW_LAT_US,
     NVLS_GAIN,
@@ -31,7 +32,7 @@ from topomap.collective.consts import (
 )
 from topomap.collective.host import NVLS_SETTLE
 from topomap.collective.lot import LotPlan, one_clique
-from topomap.importers.nccl_tests import bus_factor
+from topomap.importers.nccl_tests_id import bus_factor
 
 COLLECTIVES: Final = ("all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv", "broadcast", "reduce")
 
@@ -68,8 +69,9 @@ class Expectation:
         if factor <= 0:
             return None
         algbw = self.busbw_gbps / factor
-        seconds = (self.latency_us + FILL_US) * 1e-6 + size_bytes / (algbw * 1e9)
-        return factor * size_bytes / seconds / 1e9
+        fill = FILL_US * (size_bytes / 2**20) ** FILL_POWER
+        seconds = (self.latency_us + fill) * 1e-6 + size_bytes / (algbw * 1e9)
+        return float(factor * size_bytes / seconds / 1e9)
 
     def to_json(self) -> dict[str, Any]:
         r = _round

@@ -70,6 +70,8 @@ def signals(log: NcclLog | None, text: str | None) -> Signals:
     s.have_log = True
     s.network = set(log.network.values())
     for h in log.hops:
+        if h.via.upper().startswith("NET/") and h.via.count("/") >= 2:  # "via NET/Socket/0", "NET/IB/3/GDRDMA"
+            s.network.add(h.via.split("/")[1].strip())
         s.hops_net += h.transport == "NET"
         s.hops_gdr += h.transport == "NET+GDR"
         s.hops_shm += h.transport == "SHM"
@@ -88,20 +90,39 @@ def causes(
     net = e.bottleneck_kind == "network" or e.hosts > 1
     found: list[Cause | None] = [
         _sizes(e, run),
-        _sockets(e, sig, env) if net else None,
-        _gdr(p, sig, env) if net else None,
+        _roce(p, env) if net else None,
         _fewer_nics(lot, p, sig, env) if net else None,
+        _gdr(p, sig, env) if net else None,
+        _sockets(e, sig, env) if net else None,
         _far_nics(lot) if net else None,
         _nvls(lot, e, sig, env, measured),
         _p2p(e, sig, env),
-        _acs(lot, e),
-        _iommu(lot, e),
+        _acs(lot, e, net),
+        _iommu(lot, e, net),
         _downtrained(lot),
         _virtual(lot, sig, run),
         _fabric(e, measured) if net else None,
     ]
-    listed = [c for c in found if c is not None]
+    listed = [c for c in found if c is not None]  # the order above breaks ties: the commoner cause first
+    if any(c.cause == "NCCL fell back to TCP sockets" and c.strength == 3 for c in listed):
+        listed = [c for c in listed if not c.cause.startswith("GPUDirect RDMA")]  # sockets never use it
     return sorted(listed, key=lambda c: -c.strength)
+
+
+def _roce(p: LotPlan, env: NcclEnv) -> Cause | None:
+    """RoCE needs the fabric's GID index and, on most fabrics, several QPs per connection to spread over
+    ECMP paths (sjeaugey and kiskra-nvidia, nccl-tests#309; NCCL_IB_QPS_PER_CONNECTION, NCCL_IB_GID_INDEX)."""
+    if not any(s.network is not None and s.network.family == "roce" for s in p.shapes):
+        return None
+    unset = [k for k in ("NCCL_IB_QPS_PER_CONNECTION", "NCCL_IB_GID_INDEX") if env.get(k) is None]
+    if not unset:
+        return None
+    return Cause(
+        "the RoCE fabric's tuning (QPs per connection, GID index, traffic class)",
+        f"RoCE NICs, and the run sets no {' or '.join(unset)}",
+        "rerun with NCCL_IB_QPS_PER_CONNECTION=4 and the fabric's NCCL_IB_GID_INDEX (ibv_devinfo -v lists the GIDs)",
+        2,
+    )
 
 
 def _sizes(e: Expectation, run: Run) -> Cause | None:
@@ -129,7 +150,8 @@ def _size(n: int) -> str:
 
 def _sockets(e: Expectation, sig: Signals, env: NcclEnv) -> Cause | None:
     if "Socket" in sig.network or env.flag("NCCL_IB_DISABLE"):
-        why = "the log says 'Using network Socket'" if "Socket" in sig.network else "NCCL_IB_DISABLE=1"
+        why = "the log's network is Socket ('Using network Socket' or channels via NET/Socket)"
+        why = why if "Socket" in sig.network else "NCCL_IB_DISABLE=1"
         return Cause("NCCL fell back to TCP sockets", why, "the NCCL INFO log's 'Using network …' line", 3)
     if sig.network:
         return None  # the log names the network NCCL used, and it is not sockets
@@ -249,7 +271,7 @@ def _p2p(e: Expectation, sig: Signals, env: NcclEnv) -> Cause | None:
     return None
 
 
-def _acs(lot: Snapshot, e: Expectation) -> Cause | None:
+def _acs(lot: Snapshot, e: Expectation, net: bool) -> Cause | None:
     found = findings_about(lot, ("acs-redirect",), "host") or [f for f in lot.findings if f.kind == "acs-redirect"]
     if found:
         return Cause(
@@ -259,7 +281,7 @@ def _acs(lot: Snapshot, e: Expectation) -> Cause | None:
     unread = any(f.kind == "acs-unknown" for h in hosts_of(lot) for f in h.findings)
     if probed and not unread:
         return None  # the probe read every bridge's ACS bits: no redirect
-    if e.bottleneck_kind not in ("network", "pcie-p2p"):
+    if not net and e.bottleneck_kind != "pcie-p2p":
         return None
     return Cause(
         "ACS redirect on the bridges between GPU and NIC",
@@ -269,7 +291,7 @@ def _acs(lot: Snapshot, e: Expectation) -> Cause | None:
     )
 
 
-def _iommu(lot: Snapshot, e: Expectation) -> Cause | None:
+def _iommu(lot: Snapshot, e: Expectation, net: bool) -> Cause | None:
     hosts = hosts_of(lot)
     translated = [f for h in hosts for f in h.findings if f.kind == "iommu-translated"]
     if translated:
@@ -279,7 +301,7 @@ def _iommu(lot: Snapshot, e: Expectation) -> Cause | None:
     modes = {h.host.iommu for h in hosts}
     if modes and None not in modes and "on" not in modes:
         return None  # passthrough or off on every host
-    if e.bottleneck_kind not in ("network", "pcie-p2p"):
+    if not net and e.bottleneck_kind != "pcie-p2p":
         return None
     return Cause(
         "the IOMMU in translated mode",

@@ -11,7 +11,8 @@ from typing import Any
 from topomap.collective.consts import ABOVE, BELOW, FAR_BELOW
 from topomap.collective.expect import COLLECTIVES, Expectation, expect
 from topomap.collective.lot import LotPlan, plan
-from topomap.importers.nccl_tests import Run, TestsFile, identify, table_ranks
+from topomap.importers.nccl_tests import Run, TestsFile
+from topomap.importers.nccl_tests_id import identify, table_ranks
 from topomap.model.snapshot import Snapshot, hosts_of
 from topomap.nccl.logdata import NcclLog
 from topomap.nccl.shortfall import Cause, causes, signals
@@ -168,7 +169,7 @@ def _judge_run(
     run_env = parse_env(list(env.set_vars()), run_env)  # --env overrides the command's
     nversion = version or run.nccl_version
     snap = lot if lot is not None else lot_from_results(run, origin)
-    notes: list[str] = [f"program: {ident.how}"]
+    notes: list[str] = [] if ident.how == "the program named in the output" else [f"program: {ident.how}"]
     expected: Expectation | None = None
     p: LotPlan | None = None
     if snap is not None and ident.program in COLLECTIVES:
