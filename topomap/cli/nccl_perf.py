@@ -209,3 +209,34 @@ def _show(parts: Sequence[object]) -> None:
     console = _console()
     for part in parts:
         console.print(part)
+
+
+def is_nccl_tests(path: str) -> bool:
+    """Whether a file `attach` is given is nccl-tests output (by its content)."""
+    from topomap.files.kind import looks_like_nccl_tests
+    from topomap.importers import read_text
+
+    try:
+        return looks_like_nccl_tests(read_text(path))
+    except TopomapError:
+        return False  # the measurements reader says what is wrong with it
+
+
+def attach_tests(snapshot: str, results: str, output: str, json_out: bool) -> None:
+    """`topomap attach SNAP results.txt -o OUT`: keep every nccl-tests run of the file in the snapshot."""
+    from topomap.importers import read_text
+    from topomap.importers.nccl_results import attach_results
+    from topomap.importers.nccl_tests import parse_nccl_tests
+    from topomap.model.codec import encode_checked
+
+    snap = _load(snapshot)
+    tests = parse_nccl_tests(read_text(results), results)
+    new, notes = attach_results(snap, tests)
+    kept = len(new.measurements) - len(snap.measurements)
+    _write(output, encode_checked(new, output))
+    print(
+        f"wrote {output}: {kept} nccl-tests run(s) attached" + (f"; {'; '.join(notes)}" if notes else ""),
+        file=sys.stderr,
+    )
+    if json_out:
+        _print_json({"output": output, "tool": "nccl-tests", "measurements": kept, "notes": notes, "not_imported": []})

@@ -70,18 +70,27 @@ class Intra:
     on_switch: bool | None
 
 
+#: Steps of the NVLink-cycle search before index order is taken (a DGX-1's 8 GPUs need a few dozen).
+HOP_SEARCH_STEPS = 20_000
+
+
 def hop_order(topo: Topology, gpus: list[Gpu]) -> list[Gpu]:
     """The order NCCL's ring visits the GPUs: index order, or — where index order leaves NVLink and a
-    cycle over NVLink alone exists (a DGX-1's hybrid cube mesh) — that cycle (searched up to 16 GPUs)."""
+    cycle over NVLink alone exists (a DGX-1's hybrid cube mesh) — that cycle (searched up to 16 GPUs, for at
+    most :data:`HOP_SEARCH_STEPS` steps)."""
     if len(gpus) <= 2 or all(_nv(topo, a, b) for a, b in _pairs(gpus)) or len(gpus) > 16:
         return gpus
     near = {g.index: [o for o in gpus if o.index != g.index and _nv(topo, g, o)] for g in gpus}
     path = [gpus[0]]
+    budget = [HOP_SEARCH_STEPS]  # a cycle search is exponential where none exists: give up, take index order
 
     def extend() -> bool:
         if len(path) == len(gpus):
             return any(o.index == gpus[0].index for o in near[path[-1].index])
         for o in near[path[-1].index]:
+            budget[0] -= 1
+            if budget[0] < 0:
+                return False
             if all(o.index != p.index for p in path):
                 path.append(o)
                 if extend():

@@ -95,6 +95,24 @@ def plan(
     return LotPlan(tuple(shapes), mode, version, env, tuple(notes))
 
 
+def plan_parts(
+    parts: list[tuple[Snapshot, list[int]]],
+    *,
+    mode: str = "per-gpu",
+    version: str | None = None,
+    env: NcclEnv | None = None,
+) -> LotPlan:
+    """The job over given hosts, each with its own GPUs (a flow step's placements: one host's snapshot and
+    the GPU indexes the step uses on it); hosts alike with the same GPUs are analysed once."""
+    env = env or NcclEnv()
+    groups: dict[bytes, list[tuple[Snapshot, list[int]]]] = {}
+    for h, indexes in parts:
+        groups.setdefault(_key(h) + repr(sorted(indexes)).encode(), []).append((h, indexes))
+    multi = len(parts) > 1
+    shapes = [_shape(same[0][0], len(same), same[0][1], mode, version, env, multi) for same in groups.values()]
+    return LotPlan(tuple(shapes), mode, version, env)
+
+
 def chosen(snap: Snapshot, gpu_indexes: list[int] | None) -> list[Gpu]:
     """The GPUs a job uses on one host: the indexes given (those the host has), else every GPU not lost."""
     gpus = sorted((g for g in snap.gpus if not g.lost), key=lambda g: g.index)

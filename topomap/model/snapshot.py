@@ -234,6 +234,7 @@ class CollectiveResult(_S, kw_only=True):
     ranks: I64 | None = None
     hosts: I64 | None = None
     gpus_per_host: I64 | None = None
+    devices: list[I64] = []  # the CUDA devices the first host's ranks used (the rank table); empty: not told
     busbw_text: str  # the peak busbw as printed
     max_bytes: I64
     avg_busbw_gbps: float | None = None  # nccl-tests' "# Avg bus bandwidth" (all sizes, not the peak)
@@ -249,7 +250,8 @@ Severity = Literal["info", "warning", "error"]
 
 
 class Measurement(_S, kw_only=True):
-    """One measured figure: copy bandwidth (GB/s, 1e9 bytes/s) or small-copy latency (µs).
+    """One measured figure: copy bandwidth (GB/s, 1e9 bytes/s), small-copy latency (µs), or an nccl-tests
+    run's peak busbw (kind ``collective``: ``max_gbps`` at ``size_bytes``, the run in ``collective``).
 
     ``src``/``dst`` are ids (``gpu0``) or ``host``; a both-way figure is the sum of the two
     directions copying at once. ``verified`` is True when the data that arrived was checked
