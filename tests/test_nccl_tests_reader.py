@@ -23,6 +23,8 @@ PEAKS = {
     "a100-oci-bm-gpu4-2node-roce-untuned.txt": ("57.04", 10737418240, "in-place", 1, 1),
     "a100-p4d-2node-efa-eks-mpi.log": ("43.81", 4294967296, "out-of-place", 1, 30),
     "gb200-nvl72-rack-coreweave43.txt": ("846.82", 8589934592, "in-place", 1, 5),
+    "gb10-spark-2node-direct-fec-none.txt": ("2.83", 2147483648, "in-place", 1, 3),
+    "gb10-spark-2node-roce-switch.txt": ("22.46", 4294967296, "in-place", 1, 3),
     "gh200-alps-2node-slingshot.txt": ("22.88", 134217728, "in-place", 1, 8),
     "h100-2node-ib-algo-ring-nccltests309.txt": ("392.69", 8589934592, "out-of-place", 1, 14),
     "h100-3node-cross-rack-degraded-nccl1453.txt": ("29.50", 33554432, "out-of-place", 1, 10),
@@ -55,6 +57,7 @@ def test_peak_is_read_exactly_as_printed(name: str) -> None:
 
 
 def test_every_real_file_is_sniffed_as_nccl_tests_results() -> None:
+    assert set(PEAKS) == {p.name for p in DATA.iterdir() if p.suffix in (".txt", ".log")}
     for name in PEAKS:
         assert sniff(read(name)) == "nccl-tests", name
 
