@@ -6,7 +6,8 @@ Run: python bench/run.py                    (from the repository root, after `pi
      python bench/run.py --no-scale         (without the 1,024 / 10,000-host run of bench/scale.py)
 
 After this table, bench/scale.py runs merge, the cluster report and a flow bound to the merged
-cluster at 1,024 and 10,000 hosts, each stage in its own process, with time and peak memory.
+cluster at 1,024 and 10,000 hosts, each stage in its own process, with time and peak memory; then
+bench/perf.py times `topomap nccl CLUSTER --perf` at 16 and 1,024 hosts.
 
 Stages: load the per-host snapshots; merge them (with the consistency checks); map a flow of
 10,000 arrows over the merged cluster (parse, bind, map); diff two clusters (the second with
@@ -171,6 +172,10 @@ def main(argv: list[str] | None = None) -> int:
 
         print()
         scale_rc = scale.main([])
+        import perf  # bench/perf.py: `topomap nccl CLUSTER --perf` at 1,024 hosts (issue 32)
+
+        print()
+        scale_rc |= perf.main(["--hosts", "16", "1024"])
     return 1 if over or scale_rc else 0
 
 

@@ -48,7 +48,11 @@ WEIGHT: dict[str, int] = {
     "nic": 25,
     "software": 10,
     "host": 5,
+    "collective": 4,  # under a flow only; its reasons list it after the arrows (flow_reasons)
 }
+
+#: Changes that decide a flow's verdict with its arrows: its plan, its collectives' expected busbw.
+FLOW_DECIDING = ("plan", "collective")
 
 #: What the subjects of a collapsed group of changes are, per kind.
 _SUBJECTS = {
@@ -67,7 +71,7 @@ _SUBJECTS = {
 class Change(msgspec.Struct, frozen=True, kw_only=True):
     """One fact that differs, B against A (field order is the JSON's)."""
 
-    kind: str  # gpus, gpu, nvlink, gdr, p2p, pair, proximity, numa, pcie, nics, nic, software, host, plan
+    kind: str  # gpus, gpu, nvlink, gdr, p2p, pair, proximity, numa, pcie, nics, nic, software, host, plan, collective
     subject: str  # "gpu2", "gpu2–gpu3"
     field: str
     a: Any
@@ -245,14 +249,14 @@ class DiffResult:
         verdict), then the facts a side cannot tell that no arrow needs."""
         if self.flow is None:
             return []
-        lines = grouped([c for c in self.changes if c.kind != "plan" and not self.touched(c)])
+        lines = grouped([c for c in self.changes if c.kind not in FLOW_DECIDING and not self.touched(c)])
         blocking = self.verdict == "cannot-confirm" and not set(_flow_dirs(self)) - {"neutral"}
         return lines + ([] if blocking else self.unconfirmed)
 
     def used(self) -> list[str]:
         """Under a flow: the machine differences on the devices and pairs its arrows use (context:
         the arrows' own comparison decides)."""
-        return grouped([c for c in self.changes if c.kind != "plan" and self.touched(c)])
+        return grouped([c for c in self.changes if c.kind not in FLOW_DECIDING and self.touched(c)])
 
     def summary(self) -> str:
         """The verdict in one short line (the reasons follow it, never inside it)."""
@@ -379,8 +383,8 @@ def _group_line(kind: str, fieldname: str, arrow: str, items: list[Change]) -> s
 
 
 def _flow_dirs(d: DiffResult) -> list[Direction]:
-    """The directions that decide a flow's verdict: its arrows, and its plan when it has one."""
-    return [r.direction for r in d.arrows] + [c.direction for c in d.changes if c.kind == "plan"]
+    """The directions that decide a flow's verdict: its arrows, its plan when it has one, its collectives."""
+    return [r.direction for r in d.arrows] + [c.direction for c in d.changes if c.kind in FLOW_DECIDING]
 
 
 def flow_verdict(d: DiffResult) -> Verdict:
@@ -389,7 +393,7 @@ def flow_verdict(d: DiffResult) -> Verdict:
     block equivalence; arrows present on one lot only (the flow spreads over the GPUs each lot
     has) make the lots differ unless the plan decides."""
     dirs = _flow_dirs(d)
-    plan = [c.direction for c in d.changes if c.kind == "plan"]
+    plan = [c.direction for c in d.changes if c.kind == "plan"]  # the whole flow's figure: it alone outweighs
     worse, better, unknown = "worse" in dirs, "better" in dirs, "unknown" in dirs
     if (d.only_a or d.only_b) and not set(plan) & {"worse", "better"}:
         return "different"
@@ -420,12 +424,17 @@ def flow_summary(d: DiffResult) -> str:
     a, b, n = d.a_name, d.b_name, len(d.arrows)
     worse, better = (sum(r.direction == x for r in d.arrows) for x in ("worse", "better"))
     v = d.verdict
-    plan_only = not (worse or better) and any(c.kind == "plan" for c in d.changes)
+    deciding = {c.kind for c in d.changes if c.kind in FLOW_DECIDING and c.direction in ("worse", "better")}
+    deciding |= {"plan"} if any(c.kind == "plan" for c in d.changes) else set()
+    plan_only = not (worse or better) and bool(deciding)
     rest = arrow_counts(d, ("better", "worse")).split(", ", 2)[2:]
     tail = f", {rest[0]}" if rest else ""
     counts = f"{better} of {n} arrows better on {b}, {worse} worse{tail}"
     if plan_only:
-        counts = f"its plan changes (no arrow better or worse{tail})"
+        what = {"plan": "its plan", "collective": "its collectives' expected busbw"}
+        words = [what[k] for k in FLOW_DECIDING if k in deciding]
+        verb = "changes" if len(words) == 1 else "change"
+        counts = f"{' and '.join(words)} {verb} (no arrow better or worse{tail})"
     if v == "equivalent":
         return f"{b} is equivalent to {a} for this flow: none of its {n} arrows changes."
     if v == "a-better":
@@ -447,8 +456,8 @@ def flow_summary(d: DiffResult) -> str:
 
 
 def flow_reasons(d: DiffResult) -> list[str]:
-    """The plan's change first, then the flow's arrows grouped by what changes on them (worse first),
-    then why unchanged arrows are not confirmed equal."""
+    """The plan's change first, then the flow's arrows grouped by what changes on them (worse first), its
+    collectives ranked better or worse, then the rest, then why unchanged arrows are not confirmed equal."""
     out = [c.text for c in d.changes if c.kind == "plan"]
     groups: dict[tuple[Direction, str], list[ArrowRow]] = {}
     for r in d.arrows:
@@ -463,8 +472,10 @@ def flow_reasons(d: DiffResult) -> list[str]:
             else f"{len(rows)} arrows ({rows[0].src} → {rows[0].dst} …)"
         )
         out.append(f"{who} {word} {d.b_name}: {reason}")
+    out += [c.text for c in d.changes if c.kind == "collective" and c.direction != "neutral"]
     if d.only_a or d.only_b:
         out.append(f"arrows on {d.a_name} only: {len(d.only_a)}; on {d.b_name} only: {len(d.only_b)}")
+    out += [c.text for c in d.changes if c.kind == "collective" and c.direction == "neutral"]
     if d.verdict == "cannot-confirm" and not out:
         out.append(
             f"{len(_blind_arrows(d))} unchanged arrows have figures not recorded, or only lower bounds, on both "
@@ -494,4 +505,4 @@ def touched(d: DiffResult, c: Change) -> bool:
         return c.subject in network
     if c.kind in ("pcie", "numa", "gpu"):
         return c.subject in on_route
-    return c.kind == "plan"
+    return c.kind in FLOW_DECIDING

@@ -131,6 +131,9 @@ CAN_CARRY: dict[SourceFormat, frozenset[Fact]] = {
             Fact.PCIE_LINK,
         }
     ),
+    # an nccl-tests output: its rank table names each rank's host, GPU model and bus id; only the GPUs the run
+    # used, never how they are linked (the lot the results imply, issue 32)
+    "nccl-tests": frozenset({Fact.GPU_MODEL, Fact.GPU_BUS_ID}),
     # AMD (issue 35). `rocm-smi --showtopo`: which GPU pairs XGMI joins (its Link Type and weights: the GPU
     # link, Fact.NVLINK's place for AMD), the PCIe route class through the CPUs, every GPU, NUMA; no
     # names, no memory, no bus ids (those are other rocm-smi options, read when appended).
@@ -167,6 +170,7 @@ FORMAT_WORDS: dict[SourceFormat, str] = {
     "query-gpu-csv": "`nvidia-smi --query-gpu … --format=csv`",
     "ibstat": "`ibstat` (or `ibv_devinfo`)",
     "declared": "a declared lot",
+    "nccl-tests": "an nccl-tests output's rank table",
     "rocm-smi-topo": "`rocm-smi --showtopo`",
     "rocm-smi-numa": "`rocm-smi --showtoponuma`",
     "amd-smi-topology": "`amd-smi topology`",
