@@ -196,6 +196,13 @@ def test_snapshot_matrix_shows_rocm_smis_shape_after_topomaps() -> None:
     assert "GPU[5]\t\t: (Topology) Numa Node: 1" in tail
 
 
+def test_expected_busbw_over_xgmi_is_unknown_not_nvlinks_ring() -> None:
+    """`nccl --perf` on an MI300X lot: no NVLink ring efficiency on XGMI; unknown with rccl-tests to settle it."""
+    code, out, _ = run_cli("nccl", str(SAMPLES / "snapshots" / "mi300x-8gpu-8nic.json"), "--perf")
+    assert code == 0 and "NVLink" not in out
+    assert "over XGMI (1 link, 64 GB/s per direction)" in out and "all_reduce_perf" in out
+
+
 def test_held_out_files_are_not_in_the_repository() -> None:
     """The held-out AMD outputs were read after the readers were written (see README); they are kept too."""
     held = sorted(p.name for p in (AMD / "held-out").glob("*"))
