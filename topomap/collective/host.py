@@ -16,8 +16,9 @@ from topomap.collective.nvls import nvls as nvls_feature
 from topomap.collective.nvls import on_nvswitch
 from topomap.graph import Topology, gpu_node
 from topomap.graph.evidence import nvlink
-from topomap.model.facts import SETTLE
+from topomap.model.facts import SETTLE, Bandwidth
 from topomap.model.measured import measured_bandwidth
+from topomap.model.nvlink_rate import nvlink_bundle_bandwidth
 from topomap.model.snapshot import Gpu
 from topomap.transport.decide import Decision, PairFacts, decide
 from topomap.transport.facts import nccl_pci_bw, snapshot_facts
@@ -139,6 +140,29 @@ def _per_link(g: Gpu, version: str | None) -> tuple[float, str] | None:
     return nccl_nvlink_bw(sm, version) if sm is not None else None
 
 
+#: The data rate per link per direction NCCL's per-link figure (topo.h) stands for, by compute capability:
+#: NCCL models every part of an architecture alike; a part whose own links carry less (an export variant:
+#: the H800's 18 links carry 200 GB/s, not 18 × 25) gets NCCL's figure scaled down by the difference.
+_NCCL_NOMINAL: dict[int, float] = {70: 25.0, 80: 25.0, 86: 14.0625, 90: 25.0, 100: 50.0}
+#: a part's figure scales NCCL's only where it is clearly lower, not by rounding
+_CAP_MARGIN = 0.98
+
+
+def _hardware_capped(nccl_gbps: float, words: str, links: int, sm: int | None, hw: Bandwidth) -> tuple[float, str]:
+    """NCCL's figure for ``links`` NVLinks, scaled down where the part itself carries less than NCCL assumes
+    for its architecture (the parts table's figure, :func:`topomap.model.nvlink_rate.nvlink_bundle_bandwidth`,
+    the one decision every view asks; issue 30 item 1)."""
+    nominal = None if sm is None else _NCCL_NOMINAL.get(sm, _NCCL_NOMINAL.get(sm // 10 * 10))
+    high = hw.high
+    if high is None or nominal is None or links <= 0:
+        return nccl_gbps, words
+    factor = high / (links * nominal)
+    if factor >= _CAP_MARGIN:
+        return nccl_gbps, words
+    carries = f"the part carries {high:g} GB/s on {links} links: {hw.tag or hw.source}"
+    return nccl_gbps * factor, f"{words} × {factor:.3g} ({carries})"
+
+
 def _hop_bound(topo: Topology, h: Hop, version: str | None) -> Bound:
     """What one hop carries, by the transport NCCL picks for it."""
     a, b, d = gpu_node(h.a), gpu_node(h.b), h.decision
@@ -151,7 +175,8 @@ def _hop_bound(topo: Topology, h: Hop, version: str | None) -> Bound:
         if per is None or not fact.links:
             return _nvlink_unrated(a, b, fact.links, fact.bandwidth.gbps, fact.bandwidth.lower_bound)
         else:
-            base, words = fact.links * per[0], f"{fact.links} NVLinks × {per[1]}"
+            words = f"{fact.links} NVLinks × {per[1]}"
+            base, words = _hardware_capped(fact.links * per[0], words, fact.links, sm_of(h.a)[0], fact.bandwidth)
         if measured is not None:
             return bound("nvlink", measured[0] * MEASURED_TO_RING, RING_NVLINK, f"{a} → {b} measured", "measured")
         return bound("nvlink", base, RING_NVLINK, words)
@@ -237,9 +262,10 @@ def _ring_bound(topo: Topology, order: list[Gpu], hops: list[Hop], figures: list
         links = _gpu_links(topo, g, order)
         if per is None or links is None:
             return tightest(figures)
-        per_gpu.append(
-            bound("nvlink", links * per[0], RING_NVLINK, f"the NVLink/NVSwitch fabric: {links} links × {per[1]}")
-        )
+        words = f"the NVLink/NVSwitch fabric: {links} links × {per[1]}"
+        hw = nvlink_bundle_bandwidth(g, links, topo.snapshot)
+        base, words = _hardware_capped(links * per[0], words, links, sm_of(g)[0], hw)
+        per_gpu.append(bound("nvlink", base, RING_NVLINK, words))
     return tightest(per_gpu)
 
 

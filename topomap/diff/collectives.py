@@ -9,20 +9,28 @@ from __future__ import annotations
 import math
 
 from topomap.base.units import fmt_gbps
-from topomap.diff.results import Change, DiffResult, Direction
+from topomap.diff.changes import Change, Direction
+from topomap.diff.results import DiffResult
 from topomap.flow.collective_time import CollectiveTime
+from topomap.model.facts import Bandwidth
+from topomap.model.ranking import compare_bandwidth
 
 Range = tuple[float, float]
 
 
+def _figure(r: Range) -> Bandwidth:
+    """A range of expected busbw as a bandwidth figure (an unbounded top: a lower bound)."""
+    low, high = r
+    if math.isinf(high):
+        return Bandwidth(low, "model", "expected busbw", lower_bound=True)
+    return Bandwidth(low, "model", "expected busbw", lower_bound=low != high, high_gbps=high)
+
+
 def rank_ranges(a: Range, b: Range) -> Direction:
-    """B against A for two ranges of one figure (higher is better): worse or better only where they do not
-    overlap, else neutral. The one place the comparison is made (the lead may swap it for model/facts')."""
-    if b[1] < a[0]:
-        return "worse"
-    if b[0] > a[1]:
-        return "better"
-    return "neutral"
+    """B against A for two ranges of one figure (higher is better), by the one comparison every view makes
+    (:func:`topomap.model.ranking.compare_bandwidth`): worse or better only where they do not overlap."""
+    verdict = compare_bandwidth(_figure(a), _figure(b)).verdict
+    return "better" if verdict == "better-b" else "worse" if verdict == "better-a" else "neutral"
 
 
 def _range(c: CollectiveTime) -> Range | None:
@@ -42,7 +50,7 @@ def _words(c: CollectiveTime) -> str:
         return f"{fmt_gbps(c.peak_gbps)} GB/s{extra}"
     if c.high_gbps is not None:
         low = f"{fmt_gbps(c.low_gbps)}–" if c.low_gbps is not None else "≤ "
-        return f"unknown, {low}{fmt_gbps(c.high_gbps)} GB/s"
+        return f"{low}{fmt_gbps(c.high_gbps)} GB/s (not pinned down)"
     return "unknown"
 
 

@@ -10,9 +10,10 @@ import copy
 
 from topomap.base.links import class_rank
 from topomap.base.units import fmt_span
+from topomap.diff.changes import Change, Direction
 from topomap.diff.collectives import compare_collectives
 from topomap.diff.qualities import Quality, arrow_qualities
-from topomap.diff.results import ArrowRow, Change, DiffResult, Direction
+from topomap.diff.results import ArrowRow, DiffResult
 from topomap.flow import Flow, FlowMap, MappedArrow, bind, gpus_of, map_flow
 from topomap.flow.collective_time import CollectiveTime, collective_times
 from topomap.graph import Topology
