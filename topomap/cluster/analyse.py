@@ -137,30 +137,40 @@ def _fact(
         return FactReport(fact, name, shape, None, 0, known, spread, sorted(unknown))
     others = []
     for v in sorted((v for v in groups if v != common), key=lambda v: (-len(groups[v]), show(v))):
-        differs = _differs(v, common, show)
+        differs = differs_text(v, common, show)
         for host in groups[v]:
             outliers.setdefault(host, []).append(f"{name}: {differs}")
         others.append(ValueHosts(show(v), sorted(groups[v]), differs))
     return FactReport(fact, name, shape, show(common), len(groups[common]), known, others, sorted(unknown))
 
 
-def _differs(value: object, common: object, show: Show) -> str:
-    """What differs from the common value: the items (per GPU, per NIC) that differ, where the
-    value is a tuple of records keyed by their first field; else the whole value."""
+def differs_text(value: object, common: object, show: Show, whose: str = "most hosts") -> str:
+    """What differs from the common value: the items (per GPU, per NIC, per GPU pair) that differ,
+    where the value is a tuple of records keyed by their first field (by all but their last where
+    the first repeats: an NVLink record is (gpuA, gpuB, links)); else the whole value. ``whose``
+    names who has the common value ("most hosts", "the 594 alike")."""
     if _records(value) and _records(common):
-        mine = {r[0]: r for r in value}  # type: ignore[attr-defined]
-        usual = {r[0]: r for r in common}  # type: ignore[attr-defined]
+        mine, usual = _keyed(value), _keyed(common)  # type: ignore[arg-type]
         lines = []
         for k in [*mine, *(k for k in usual if k not in mine)]:
             a, b = mine.get(k), usual.get(k)
             if a == b:
                 continue
-            here = show((a,)) if a is not None else f"{k} absent"
-            there = show((b,)) if b is not None else f"no {k}"
-            lines.append(f"{here} (most hosts: {there})")
+            name = "–".join(map(str, k)) if isinstance(k, tuple) else k
+            here = show((a,)) if a is not None else f"{name} absent"
+            there = show((b,)) if b is not None else f"no {name}"
+            lines.append(f"{here} ({whose}: {there})")
         if lines:
             return "; ".join(lines)
-    return f"{show(value)} (most hosts: {show(common)})"
+    return f"{show(value)} ({whose}: {show(common)})"
+
+
+def _keyed(records: tuple[tuple[object, ...], ...]) -> dict[object, tuple[object, ...]]:
+    """Records by their first field, or by all but their last where the first repeats."""
+    firsts = [r[0] for r in records]
+    if len(set(firsts)) == len(firsts):
+        return {r[0]: r for r in records}
+    return {r[:-1]: r for r in records}
 
 
 def _records(v: object) -> bool:

@@ -8,7 +8,6 @@ Nodes: ``host``, ``numa<N>``, PCI nodes ``pci:<bus id>`` (inferred ones ``pci:in
 
 from __future__ import annotations
 
-import msgspec
 import networkx as nx
 
 from topomap.base.errors import TopomapError
@@ -17,12 +16,12 @@ from topomap.graph.infer import infer_tree, numa_node, nvlinks_from_pairs
 from topomap.graph.topology import FABRIC, Indexes, Topology, gpu_node, natural_key, nic_node
 from topomap.model.facts import gpu_pcie_link
 from topomap.model.nvlinks import gpu_buses, link_peer
-from topomap.model.snapshot import Gpu, Mig, Snapshot
+from topomap.model.alike import AlikeKeys
+from topomap.model.snapshot import Gpu, Snapshot
 
-#: Fields of a host snapshot that name the host rather than describe its shape. ``build`` reads
-#: none of them except the host node's label (``hostname``, else ``source.origin``), which
-#: :class:`Shapes` sets per host; GPU and MIG UUIDs and the capture time reach no node, edge or note.
-IDENTITY = ("source.origin", "source.captured_at", "host.hostname", "gpus[].uuid", "gpus[].mig.devices[].uuid")
+#: Fields of a host snapshot that name the host rather than describe its shape (topomap.model.alike,
+#: the one notion of alike hosts). ``build`` reads none of them except the host node's label
+#: (``hostname``, else ``source.origin``), which :class:`Shapes` sets per host.
 
 
 def build(snap: Snapshot) -> Topology:
@@ -201,16 +200,15 @@ def _blind_links(topo: Topology, listed: list[Gpu]) -> None:
 
 class Shapes:
     """Graphs of many hosts, each distinct host *shape* built once (a cluster of thousands of hosts is
-    a few builds repeated). The shape is every field of the snapshot except :data:`IDENTITY`; hosts
-    of one shape share the graph's nodes, edges and their attribute dicts (graphs are not changed
-    after :func:`build`), each with its own host node (its label names the host) and its own
+    a few builds repeated). The shape is every field of the snapshot except
+    :data:`topomap.model.alike.IDENTITY` (hosts alike); hosts of one shape share the graph's nodes,
+    edges and their attribute dicts (graphs are not changed after :func:`build`), each with its own host node (its label names the host) and its own
     :class:`Topology`: its own snapshot, notes and index caches (but the PCIe legs, which only the
     shared nodes and edges decide)."""
 
     def __init__(self) -> None:
         self._built: dict[bytes, Topology] = {}
-        self._parts: dict[int, tuple[object, bytes]] = {}  # id → (list, its bytes): lists hosts share
-        self._enc = msgspec.json.Encoder(order="deterministic")
+        self._keys = AlikeKeys()
 
     def __len__(self) -> int:
         return len(self._built)
@@ -237,34 +235,9 @@ class Shapes:
         )
 
     def key(self, snap: Snapshot) -> bytes:
-        """The shape of a host: its snapshot's bytes without the :data:`IDENTITY` fields (the long
-        lists a packed cluster's hosts share — pairs, PCI tree, NVSwitches, NVLinks — encoded once)."""
-        rep = msgspec.structs.replace
-        gpus = [
-            rep(g, uuid=None, nvlinks=[], mig=_anonymous_mig(g.mig) if g.mig is not None else None) for g in snap.gpus
-        ]
-        bare = rep(
-            snap,
-            source=rep(snap.source, origin="", captured_at=None),
-            host=rep(snap.host, hostname=None),
-            gpus=gpus,
-            pairs=[],
-            pci=[],
-            nvswitches=[],
-        )
-        parts = [self._part(snap.pairs), self._part(snap.pci), self._part(snap.nvswitches)]
-        parts += [self._part(g.nvlinks) for g in snap.gpus]
-        return b"\n".join([self._enc.encode(bare), *parts])
-
-    def _part(self, value: object) -> bytes:
-        held = self._parts.get(id(value))
-        if held is None or held[0] is not value:
-            held = self._parts[id(value)] = (value, self._enc.encode(value))
-        return held[1]
-
-
-def _anonymous_mig(mig: Mig) -> Mig:
-    return msgspec.structs.replace(mig, devices=[msgspec.structs.replace(d, uuid=None) for d in mig.devices])
+        """The shape of a host: :meth:`topomap.model.alike.AlikeKeys.key` (every field but
+        :data:`~topomap.model.alike.IDENTITY`)."""
+        return self._keys.key(snap)
 
 
 def _relabelled(g: nx.Graph, label: str) -> nx.Graph:

@@ -1,0 +1,86 @@
+"""The views of a merged cluster, grouped (issue 34): `show` and `matrix` say what the alike hosts
+share once, then the hosts that differ and how, then where the per-host listing is (``--all``,
+``--host NAME``). The grouping is topomap.cluster.groups's, asked once per command; the one host
+of each group the view describes stands for all of its hosts (alike hosts get the same answer).
+Imported by the commands when they run (start-up)."""
+
+from __future__ import annotations
+
+import sys
+
+from topomap.cli.wiring import _console, _print_json
+from topomap.cluster.groups import Grouping, HostGroup, group_hosts
+from topomap.model.snapshot import Snapshot
+from topomap.render.cluster_groups import closing, differing, opening
+from topomap.render.text import visible
+
+
+def show_cluster(snap: Snapshot) -> None:
+    """`topomap show CLUSTER`: the alike hosts once (the first one's header, GPUs and NICs: a screen),
+    then the others by how they differ; the machine tree and notes of a host are `--host NAME`'s."""
+    from rich.text import Text
+
+    from topomap.graph import build
+    from topomap.render.terminal import gpu_tables, header, nic_table
+
+    g = group_hosts(snap)
+    console = _console()
+    first = g.main.first
+    topo = build(first)
+    console.print(Text(head(g), style="bold"), crop=False)
+    console.print(Text(opening(g, "one description")), crop=False)
+    console.print(header(first), *gpu_tables(first, topo, console.width), crop=False)
+    if first.nics:
+        console.print(nic_table(first, console.width), crop=False)
+    tail = ["", *differing(g), "", closing("show", g) + " (a host in full: its NUMA nodes, machine tree and notes)"]
+    console.print(Text("\n".join(tail)), crop=False)
+
+
+def head(g: Grouping) -> str:
+    groups = len(g.groups)
+    return (
+        f"Cluster: {len(g.names)} hosts, {groups} group{'s' if groups != 1 else ''} of alike hosts "
+        f"({visible(g.origin)})"
+    )
+
+
+def show_json(snap: Snapshot) -> bytes:
+    """`show --json`: the snapshot as topomap writes it. A packed cluster file (256 hosts or more,
+    topomap.model.pack) also names its groups of alike hosts in its first line (``groups``)."""
+    from topomap.model.codec import encode_snapshot
+    from topomap.model.pack import PACK_MIN_HOSTS, encode_pack
+
+    if snap.source.kind == "merge" and len(snap.members) >= PACK_MIN_HOSTS:
+        return encode_pack(snap, group_hosts(snap).to_json()["groups"])
+    return encode_snapshot(snap)
+
+
+def matrix_cluster(snap: Snapshot, json_out: bool) -> None:
+    """`topomap matrix CLUSTER`: the alike hosts' matrix once; each other group's where it differs."""
+    from topomap.render.matrix import render_matrix
+    from topomap.render.matrix_json import matrix_json
+
+    g = group_hosts(snap)
+    if json_out:
+        groups = []
+        for group in g.groups:
+            groups.append({**group.to_json(), "matrix": matrix_json(group.first)})
+        _print_json({"hosts": len(g.names), "groups": groups})
+        return
+    main = render_matrix(g.main.first)
+
+    def own(group: HostGroup) -> list[str]:
+        mine = render_matrix(group.first)
+        if mine == main:
+            return ["      its matrix: the same"]
+        return ["      its matrix where it differs (--host NAME prints it whole):", *_rows_apart(mine, main)]
+
+    out = [head(g), opening(g, "one matrix"), "", main.rstrip("\n"), "", *differing(g, own), "", closing("matrix", g)]
+    sys.stdout.write("\n".join(out) + "\n")
+
+
+def _rows_apart(mine: str, main: str) -> list[str]:
+    """The matrix's head row and the rows (and legend lines) of ``mine`` that ``main`` lacks, indented."""
+    theirs = set(main.split("\n"))
+    lines = mine.rstrip("\n").split("\n")
+    return [f"      {line}" for k, line in enumerate(lines) if k == 0 or line not in theirs]
