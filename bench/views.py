@@ -146,7 +146,11 @@ def table(results: dict[tuple[int, str, str], Run], sizes: list[int], names: lis
                     growth.append(f"×{r.cpu / first.cpu:.1f} / ×{n / sizes[0]:g}")
             lines.append(f"{name:20}{kind:11}" + "".join(cells) + "   " + ", ".join(growth))
             big = results.get((max(sizes), kind, name))
-            if big is not None and max(sizes) >= 10_000 and (big.rc == -1 or big.cpu > GOAL_CPU_S or big.rss > GOAL_RSS):
+            if (
+                big is not None
+                and max(sizes) >= 10_000
+                and (big.rc == -1 or big.cpu > GOAL_CPU_S or big.rss > GOAL_RSS)
+            ):
                 over.append(f"{name} ({kind}) at {max(sizes)} hosts: {big.cpu:.1f} CPU s, {big.rss / 2**30:.2f} GiB")
             if big is not None and kind == "alike" and not name.endswith("--json") and big.lines > SCREEN:
                 over.append(f"{name} of {max(sizes)} identical hosts: {big.lines} lines (one screen: {SCREEN})")

@@ -7,12 +7,16 @@ Imported by the commands when they run (start-up)."""
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from topomap.cli.wiring import _console, _print_json
 from topomap.cluster.groups import Grouping, HostGroup, group_hosts
 from topomap.model.snapshot import Snapshot
 from topomap.render.cluster_groups import closing, differing, opening
 from topomap.render.text import visible
+
+if TYPE_CHECKING:
+    from topomap.transport.rules import NcclEnv
 
 
 def show_cluster(snap: Snapshot) -> None:
@@ -32,7 +36,7 @@ def show_cluster(snap: Snapshot) -> None:
     console.print(header(first), *gpu_tables(first, topo, console.width), crop=False)
     if first.nics:
         console.print(nic_table(first, console.width), crop=False)
-    tail = ["", *differing(g), "", closing("show", g) + " (a host in full: its NUMA nodes, machine tree and notes)"]
+    tail = ["", *differing(g), "", closing("show", g, "with its NUMA nodes, machine tree and notes")]
     console.print(Text("\n".join(tail)), crop=False)
 
 
@@ -84,3 +88,31 @@ def _rows_apart(mine: str, main: str) -> list[str]:
     theirs = set(main.split("\n"))
     lines = mine.rstrip("\n").split("\n")
     return [f"      {line}" for k, line in enumerate(lines) if k == 0 or line not in theirs]
+
+
+def nccl_cluster(
+    snap: Snapshot, env: NcclEnv, ranks: str | None, version: str | None, json_out: bool, host: str | None
+) -> None:
+    """`topomap nccl CLUSTER`: predicted once per group of alike hosts; ``host``: that host's pairs and
+    its cross-host pairs, as `topomap nccl` gives them. --json: every host's pairs, and the groups."""
+    from topomap.cli.wiring import _print_wide
+    from topomap.nccl.cluster import predict_groups
+    from topomap.render.nccl_cluster_view import nccl_cluster_view
+    from topomap.render.nccl_view import nccl_view
+
+    p = predict_groups(snap, env, ranks, version)
+    if host is not None:
+        one = p.host_report(host)
+        parts = nccl_view(one)
+        if json_out:
+            return _print_json({**one.to_json(), **p.grouping_json(host)})
+    elif json_out:
+        return _print_json({**p.report().to_json(), **p.grouping_json()})
+    else:
+        parts = nccl_cluster_view(p)
+    if not sys.stdout.isatty():  # piped: every name and number whole, never wrapped or cut
+        _print_wide(*parts)
+        return
+    console = _console()
+    for part in parts:
+        console.print(part)

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from topomap.model.snapshot import Snapshot
     from topomap.nccl.predict import NcclReport
     from topomap.nccl.rules import NcclEnv
-from topomap.cli.wiring import JsonOpt, _console, _guard, _load, _print_json, _print_wide, app
+from topomap.cli.wiring import AllOpt, HostOpt, JsonOpt, _console, _guard, _load, _print_json, _print_wide, app
 
 
 @app.command()
@@ -50,12 +50,15 @@ def nccl(
         typer.Option("--env", help="NCCL_X=Y as exported before the run (repeat); with --log, overrides the log's."),
     ] = None,
     json_out: JsonOpt = False,
+    all_hosts: AllOpt = False,
+    host: HostOpt = None,
 ) -> None:
     """Predict NCCL's transport per rank pair, or explain an NCCL log.
 
     Per ordered rank pair, the transport NCCL will choose (P2P, SHM, NET, NET+GDR), the rule that
     decides it and the variables that would change it; per GPU its NIC, GPUDirect RDMA, PXN, NVLS.
-    `topomap nccl SNAP`, `topomap nccl --log LOG [SNAP]`. Exit 0, 2 bad input."""
+    `topomap nccl SNAP`, `topomap nccl --log LOG [SNAP]`. A merged cluster: its alike hosts once, the
+    cross-host pairs one line per rail (--all: every pair; --host NAME: one host's). Exit 0, 2 bad input."""
     # imports inside the command keep start-up fast (networkx, the graph)
     from topomap.files.inputs import decode_text, read_bytes
     from topomap.nccl.nodes import predict
@@ -76,6 +79,10 @@ def nccl(
         report = _from_log(text, log, snapshot, extra, (ranks, version))
         if as_log:
             report.notes.insert(0, f"{log} is an NCCL log: read as --log {log}")
+    elif snapshot is not None and snapshot.source.kind == "merge" and (host is not None or not all_hosts):
+        from topomap.cli.cluster_views import nccl_cluster  # a cluster: once per group of alike hosts
+
+        return nccl_cluster(snapshot, extra, ranks, version, json_out, host)
     elif snapshot is not None:
         report = predict(snapshot, extra, ranks, version)
     else:

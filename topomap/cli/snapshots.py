@@ -235,7 +235,8 @@ def matrix(
     hosts = hosts_of(merged)
     if len(hosts) > 1 and p2p is not None:
         raise TopomapError(
-            f"{snapshot}: a merged snapshot; --p2p takes one host", hint=f"topomap matrix {snapshot} --host NAME --p2p r"
+            f"{snapshot}: a merged snapshot; --p2p takes one host",
+            hint=f"topomap matrix {snapshot} --host NAME --p2p r",
         )
     if len(hosts) > 1 and (json_out or not all_hosts):
         from topomap.cli.cluster_views import matrix_cluster

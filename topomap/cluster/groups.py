@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from topomap.base.errors import TopomapError
@@ -123,7 +124,9 @@ def group_hosts(merged: Snapshot) -> Grouping:
         label = _label(k)
         differs = () if k == 0 else _differs(hosts[f], facts[k], hosts[first[0]], facts[0], len(order[0]))
         member_names = tuple(sorted(names[i] for i in ix))
-        groups.append(HostGroup(label, member_names, tuple(sorted(ix)), hosts[f], _summary(hosts[f], facts[k]), differs))
+        groups.append(
+            HostGroup(label, member_names, tuple(sorted(ix)), hosts[f], _summary(hosts[f], facts[k]), differs)
+        )
         for n in member_names:
             label_of[n] = label
     return Grouping(merged.source.origin, tuple(groups), tuple(names), label_of)
@@ -135,7 +138,7 @@ def one_host(merged: Snapshot, name: str) -> Snapshot:
     for h in hosts:
         if h.host.hostname == name:
             return h
-    import difflib  # only on the error path
+    import difflib  # start-up: only the error path needs it
 
     have = [h.host.hostname or "?" for h in hosts]
     near = difflib.get_close_matches(name, have, n=3)
@@ -193,7 +196,9 @@ def _differs(h: Snapshot, facts: _Facts, usual: Snapshot, usual_facts: _Facts, a
     for part in PARTS:
         a, b = shape.part(part), shape0.part(part)
         if a != b:
-            out.append(f"{PART_NAME[part]}: {_value(a, b, lambda v, p=part: part_text(p, v), than)}")
+            show = partial(part_text, part)
+            text = f"{show(a)} ({than}: {show(b)})" if part == "gpus" else _value(a, b, show, than)
+            out.append(f"{PART_NAME[part]}: {text}")
             covered += FACT_FIELDS[part]
     for hf in HOST_FACTS:
         a, b = mine[hf.name], theirs[hf.name]

@@ -14,9 +14,9 @@ from topomap.base.errors import TopomapError
 from topomap.graph.edges import nvlink_edge, pcie_edge
 from topomap.graph.infer import infer_tree, numa_node, nvlinks_from_pairs
 from topomap.graph.topology import FABRIC, Indexes, Topology, gpu_node, natural_key, nic_node
+from topomap.model.alike import AlikeKeys
 from topomap.model.facts import gpu_pcie_link
 from topomap.model.nvlinks import gpu_buses, link_peer
-from topomap.model.alike import AlikeKeys
 from topomap.model.snapshot import Gpu, Snapshot
 
 #: Fields of a host snapshot that name the host rather than describe its shape (topomap.model.alike,
@@ -202,9 +202,9 @@ class Shapes:
     """Graphs of many hosts, each distinct host *shape* built once (a cluster of thousands of hosts is
     a few builds repeated). The shape is every field of the snapshot except
     :data:`topomap.model.alike.IDENTITY` (hosts alike); hosts of one shape share the graph's nodes,
-    edges and their attribute dicts (graphs are not changed after :func:`build`), each with its own host node (its label names the host) and its own
-    :class:`Topology`: its own snapshot, notes and index caches (but the PCIe legs, which only the
-    shared nodes and edges decide)."""
+    edges and their attribute dicts (graphs are not changed after :func:`build`), each with its own
+    host node (its label names the host) and its own :class:`Topology`: its own snapshot, notes and
+    index caches (but the PCIe legs, which only the shared nodes and edges decide)."""
 
     def __init__(self) -> None:
         self._built: dict[bytes, Topology] = {}

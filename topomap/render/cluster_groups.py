@@ -54,7 +54,7 @@ def differing(g: Grouping, extra: Callable[[HostGroup], list[str]] | None = None
     return out
 
 
-def closing(command: str, g: Grouping) -> str:
-    """Where the per-host listing is."""
-    some = g.main.hosts[0]
-    return f"(topomap {command} … --host {visible(some)} shows one host in full; --all shows every host)"
+def closing(command: str, g: Grouping, full: str = "") -> str:
+    """Where the per-host listing is; ``full``: what a host in full adds."""
+    some = visible(g.main.hosts[0])
+    return f"(topomap {command} … --host {some} shows one host in full{f', {full}' if full else ''}; --all every host)"
