@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
+from topomap.base.errors import TopomapError
 from topomap.cli.wiring import _console, _print_json
 from topomap.cluster.groups import Grouping, HostGroup, group_hosts
 from topomap.model.snapshot import Snapshot
@@ -16,6 +17,7 @@ from topomap.render.cluster_groups import closing, differing, opening
 from topomap.render.text import visible
 
 if TYPE_CHECKING:
+    from topomap.check import CheckResult
     from topomap.transport.rules import NcclEnv
 
 
@@ -116,3 +118,35 @@ def nccl_cluster(
     console = _console()
     for part in parts:
         console.print(part)
+
+
+def check_cluster(result: CheckResult, json_out: bool, host: str | None) -> int:
+    """`topomap check REQS CLUSTER`: each rule's result once per group of alike hosts; ``host``: that
+    host's results alone (and the cluster-wide rules). Returns the exit status."""
+    from dataclasses import replace
+
+    from topomap.render.check_cluster_view import check_cluster_view
+    from topomap.render.verdict_view import check_view
+
+    if host is not None:
+        lots = {x.lot for x in result.results}
+        if host not in lots:
+            import difflib  # start-up: only the error path needs it
+
+            near = difflib.get_close_matches(host, sorted(lots), n=3)
+            raise TopomapError(
+                f"--host {host!r}: no lot of that name", hint=f"did you mean {', '.join(near)}?" if near else None
+            )
+        keep = [x for x in result.results if x.lot in (host, "cluster")]
+        result = replace(result, results=keep, groups=[g for g in result.groups if host in g.hosts])
+        if json_out:
+            _print_json(result.to_json())
+        else:
+            _console().print(check_view(result))
+        return result.exit_status
+    if json_out:
+        _print_json(result.to_json())
+        return result.exit_status
+    g = Grouping("", tuple(result.groups), (), {})
+    _console().print(check_cluster_view(result, differing(g), closing("check", g)))
+    return result.exit_status

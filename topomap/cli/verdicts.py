@@ -9,7 +9,7 @@ import typer
 
 from topomap.base.errors import TopomapError
 from topomap.cli.given import USAGE, Given, file_of, sort_files
-from topomap.cli.wiring import JsonOpt, ProbeOpt, _console, _guard, _load, _print_json, app
+from topomap.cli.wiring import AllOpt, HostOpt, JsonOpt, ProbeOpt, _console, _guard, _load, _print_json, app
 from topomap.files.kind import DESCRIPTIONS, file_kind
 
 
@@ -144,11 +144,14 @@ def check(
         str | None, typer.Option("--flow", help="The flow the rules speak of (the same as giving it).")
     ] = None,
     json_out: JsonOpt = False,
+    all_hosts: AllOpt = False,
+    host: HostOpt = None,
 ) -> None:
     """Gate lots on requirements: PASS, FAIL or UNKNOWN per rule.
 
-    `topomap check REQS [FLOW] [SNAP | NAME=SNAP …]`: each rule with its evidence. Exit 0 pass,
-    1 fail, 3 unknown (cannot be told), 2 error."""
+    `topomap check REQS [FLOW] [SNAP | NAME=SNAP …]`: each rule with its evidence; a merged cluster's
+    hosts by group of alike hosts (--all: every host; --host NAME: one). Exit 0 pass, 1 fail, 3 unknown
+    (cannot be told), 2 error."""
     # imports inside the command keep start-up fast (see diff)
     from topomap.check import check as run_check
     from topomap.check import flow_lots, read_requirements, snapshot_lots
@@ -177,6 +180,10 @@ def check(
     else:
         lots = snapshot_lots([(name, _load(path)) for name, path in map(_named, machines)])
     result = run_check(rules, lots, fmap, topos)
+    if host is not None or (result.groups and not all_hosts):
+        from topomap.cli.cluster_views import check_cluster  # a cluster: each rule once per group
+
+        raise typer.Exit(check_cluster(result, json_out, host))
     if json_out:
         _print_json(result.to_json())
     else:

@@ -14,12 +14,12 @@ facts are read once per group.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from topomap.base.errors import TopomapError
-from topomap.cluster.analyse import differs_text
+from topomap.cluster.differs import differs_text
 from topomap.cluster.hostfacts import FACT_NAME, HOST_FACTS
 from topomap.cluster.shape import PART_NAME, PARTS, Shape, part_text, shape_of
 from topomap.model.alike import AlikeKeys, field_changes
@@ -83,6 +83,7 @@ class Grouping:
     groups: tuple[HostGroup, ...]
     names: tuple[str, ...]  # every host, in the merged snapshot's order
     label_of: dict[str, str]  # host name → its group's label
+    by_label: dict[str, HostGroup] = field(default_factory=dict)
 
     @property
     def main(self) -> HostGroup:
@@ -98,8 +99,7 @@ class Grouping:
         return sum(len(g) for g in self.others)
 
     def group_of(self, name: str) -> HostGroup:
-        label = self.label_of[name]
-        return next(g for g in self.groups if g.label == label)
+        return self.by_label[self.label_of[name]]
 
     def to_json(self) -> dict[str, Any]:
         """The grouping as every view's --json names it (``groups``): each group's label, hosts, first
@@ -129,7 +129,7 @@ def group_hosts(merged: Snapshot) -> Grouping:
         )
         for n in member_names:
             label_of[n] = label
-    return Grouping(merged.source.origin, tuple(groups), tuple(names), label_of)
+    return Grouping(merged.source.origin, tuple(groups), tuple(names), label_of, {g.label: g for g in groups})
 
 
 def one_host(merged: Snapshot, name: str) -> Snapshot:

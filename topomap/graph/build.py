@@ -220,24 +220,31 @@ class Shapes:
         if first is None:
             self._built[key] = topo = build(snap)
             return topo
-        label = snap.host.hostname or snap.source.origin
-        return Topology(
-            snapshot=snap,
-            graph=first.graph if first.graph.nodes["host"]["label"] == label else _relabelled(first.graph, label),
-            chains=dict(first.chains),
-            locality=dict(first.locality),
-            inferred=first.inferred,
-            notes=list(first.notes),
-            nvlink_unresolved=set(first.nvlink_unresolved),
-            # PCIe legs are a function of the graph's nodes and edges alone (query.py): hosts of one
-            # shape share them; every other index (NICs, GPUs, pairs) is the host's own
-            index=Indexes(legs=first.index.legs),
-        )
+        return alike_topology(first, snap)
 
     def key(self, snap: Snapshot) -> bytes:
         """The shape of a host: :meth:`topomap.model.alike.AlikeKeys.key` (every field but
         :data:`~topomap.model.alike.IDENTITY`)."""
         return self._keys.key(snap)
+
+
+def alike_topology(first: Topology, snap: Snapshot) -> Topology:
+    """The graph of ``snap``, a host alike to ``first``'s (topomap.model.alike: known alike, say by
+    topomap.cluster.groups): ``first``'s nodes, edges and PCIe legs, its own host node, snapshot,
+    notes and other indexes (as :class:`Shapes` gives it)."""
+    label = snap.host.hostname or snap.source.origin
+    return Topology(
+        snapshot=snap,
+        graph=first.graph if first.graph.nodes["host"]["label"] == label else _relabelled(first.graph, label),
+        chains=dict(first.chains),
+        locality=dict(first.locality),
+        inferred=first.inferred,
+        notes=list(first.notes),
+        nvlink_unresolved=set(first.nvlink_unresolved),
+        # PCIe legs are a function of the graph's nodes and edges alone (query.py): hosts of one
+        # shape share them; every other index (NICs, GPUs, pairs) is the host's own
+        index=Indexes(legs=first.index.legs),
+    )
 
 
 def _relabelled(g: nx.Graph, label: str) -> nx.Graph:

@@ -76,7 +76,9 @@ def _why(entries: list[tuple[str, Entry | Across]]) -> list[Text]:
         t = Text("why ")
         t.append(transport, style=_STYLE.get(transport, ""))
         words = RULES[rule].text if rule in RULES else ""
-        t.append(f" — rule {rule}" + (f": {words}" if words else "") + (f" (changed by {', '.join(env)})" if env else ""))
+        t.append(
+            f" — rule {rule}" + (f": {words}" if words else "") + (f" (changed by {', '.join(env)})" if env else "")
+        )
         out.append(t)
         out.extend(Text(f"  {_pairs(pairs)}: {why or 'no further facts'}") for why, pairs in by_reason.items())
     return out
