@@ -18,6 +18,7 @@ from topomap.render.text import visible
 
 if TYPE_CHECKING:
     from topomap.check import CheckResult
+    from topomap.diff import ClusterDiff
     from topomap.transport.rules import NcclEnv
 
 
@@ -150,3 +151,60 @@ def check_cluster(result: CheckResult, json_out: bool, host: str | None) -> int:
     g = Grouping("", tuple(result.groups), (), {})
     _console().print(check_cluster_view(result, differing(g), closing("check", g)))
     return result.exit_status
+
+
+def diff_cluster_text(d: ClusterDiff) -> None:
+    """`topomap diff CLUSTER_A CLUSTER_B`: each comparison once per pair of groups of alike hosts."""
+    from topomap.render.diff_cluster_view import cluster_diff_grouped_view
+
+    first = d.groups[0].hosts[0] if d.groups else "NAME"
+    closing = f"(topomap diff … --host {visible(first)} compares one host in full; --all every host that differs)"
+    _console().print(cluster_diff_grouped_view(d, closing))
+
+
+def one_of_both(a: Snapshot, b: Snapshot, name: str) -> tuple[Snapshot, Snapshot]:
+    """`diff A B --host NAME`: the host of that name on each side (a side that is one host: itself)."""
+    from topomap.cluster.groups import one_host
+
+    return (one_host(a, name) if a.source.kind == "merge" else a, one_host(b, name) if b.source.kind == "merge" else b)
+
+
+def place_cluster(snap: Snapshot, ask: tuple[int, str, bool, set[str]], json_out: bool, all_hosts: bool) -> None:
+    """`topomap place CLUSTER --gpus K`: placed once per group of alike hosts (alike hosts place
+    alike), on its first host; --json every group's placement and hosts; --all every host's."""
+    from topomap.cli.place import _show
+    from topomap.graph import build
+    from topomap.place import PlaceError, PlaceResult, place_gpus
+    from topomap.render.place_cluster_view import place_cluster_view
+    from topomap.render.place_view import place_view
+
+    k, pattern, nics, excluded = ask
+    g = group_hosts(snap)
+    placed: dict[str, PlaceResult | PlaceError] = {}
+    for group in g.groups:
+        try:
+            placed[group.label] = place_gpus(build(group.first), k, pattern, nics, excluded)
+        except PlaceError as err:
+            if group is g.main:
+                raise  # the alike hosts cannot be placed on: the one-line error, exit 2
+            placed[group.label] = err
+    if json_out:
+        groups = []
+        for group in g.groups:
+            mine = placed[group.label]
+            answer = mine.to_json() if isinstance(mine, PlaceResult) else {"error": str(mine), "hint": mine.hint}
+            groups.append({**group.to_json(), "placement": answer})
+        _print_json({"hosts": len(g.names), "groups": groups})
+        return
+    if all_hosts:
+        from rich.console import Group
+        from rich.text import Text
+
+        parts: list[object] = []
+        for name in sorted(g.names):
+            mine = placed[g.label_of[name]]
+            parts.append(Text(f"\n# {visible(name)} (group {g.label_of[name]})", style="bold"))
+            parts.append(place_view(mine) if isinstance(mine, PlaceResult) else Text(f"cannot place: {mine}"))
+        _show(Group(*parts))  # type: ignore[arg-type]
+        return
+    _show(place_cluster_view(g, placed))

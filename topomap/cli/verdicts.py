@@ -33,6 +33,8 @@ def diff(
         tuple[str, str] | None, typer.Option("--outputs", help="Two runs: also compare DIR_A and DIR_B.")
     ] = None,
     tolerance: Annotated[float | None, typer.Option("--tolerance", help="With --outputs: numeric tolerance.")] = None,
+    all_hosts: AllOpt = False,
+    host: HostOpt = None,
 ) -> None:
     """Compare two lots, or two recorded runs, and say what differs.
 
@@ -62,14 +64,22 @@ def diff(
     from topomap.render.verdict_view import cluster_diff_view, diff_view
 
     sa, sb = _load(a), _load(b)
-    if sa.source.kind == "merge" or sb.source.kind == "merge":
+    if (sa.source.kind == "merge" or sb.source.kind == "merge") and host is not None:
+        from topomap.cli.cluster_views import one_of_both  # one host of each side, compared as two lots
+
+        sa, sb = one_of_both(sa, sb, host)
+    elif sa.source.kind == "merge" or sb.source.kind == "merge":
         cluster = diff_clusters(sa, sb, how)
         if json_out:
             _print_json(cluster.to_json())
-        else:
+        elif all_hosts:
             _console().print(cluster_diff_view(cluster))
+        else:
+            from topomap.cli.cluster_views import diff_cluster_text  # by group of alike hosts (issue 34)
+
+            diff_cluster_text(cluster)
         raise typer.Exit(cluster.exit_status)
-    names = (Path(a).stem, Path(b).stem)
+    names = (Path(a).stem, Path(b).stem) if host is None else (f"A:{host}", f"B:{host}")
     if names[0] == names[1]:
         names = (f"A ({names[0]})", f"B ({names[1]})")
     flow = read_flow_file(flow_file, "diff") if flow_file else None
