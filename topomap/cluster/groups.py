@@ -110,7 +110,13 @@ class Grouping:
 def group_hosts(merged: Snapshot) -> Grouping:
     """The groups of alike hosts of a merged snapshot (``topomap merge``); a host snapshot is one group."""
     hosts = list(merged.members) if merged.source.kind == "merge" else [merged]
-    names = [h.host.hostname or f"host{i}" for i, h in enumerate(hosts)]
+    return group_named([(h.host.hostname or f"host{i}", h) for i, h in enumerate(hosts)], merged.source.origin)
+
+
+def group_named(named: list[tuple[str, Snapshot]], origin: str) -> Grouping:
+    """The groups of alike hosts among named host snapshots (a flow's hosts, say); names unique."""
+    names = [n for n, _h in named]
+    hosts = [h for _n, h in named]
     keys = AlikeKeys()
     by_key: dict[bytes, list[int]] = {}
     for i, h in enumerate(hosts):
@@ -129,7 +135,7 @@ def group_hosts(merged: Snapshot) -> Grouping:
         )
         for n in member_names:
             label_of[n] = label
-    return Grouping(merged.source.origin, tuple(groups), tuple(names), label_of, {g.label: g for g in groups})
+    return Grouping(origin, tuple(groups), tuple(names), label_of, {g.label: g for g in groups})
 
 
 def one_host(merged: Snapshot, name: str) -> Snapshot:
