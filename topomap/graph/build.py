@@ -8,11 +8,10 @@ Nodes: ``host``, ``numa<N>``, PCI nodes ``pci:<bus id>`` (inferred ones ``pci:in
 
 from __future__ import annotations
 
-import networkx as nx
-
 from topomap.base.errors import TopomapError
 from topomap.graph.edges import nvlink_edge, pcie_edge
 from topomap.graph.infer import infer_tree, numa_node, nvlinks_from_pairs
+from topomap.graph.light import Light
 from topomap.graph.topology import FABRIC, Indexes, Topology, gpu_node, natural_key, nic_node
 from topomap.model.alike import AlikeKeys
 from topomap.model.facts import gpu_pcie_link
@@ -31,9 +30,9 @@ def build(snap: Snapshot) -> Topology:
             f"{snap.source.origin}: a merged snapshot holds {len(snap.members)} hosts; this view takes one",
             hint="name one host, or use a command that reads clusters (show, matrix, render, map, diff, check)",
         )
-    g = nx.Graph()
+    g = Light()
     g.add_node("host", kind="host", label=snap.host.hostname or snap.source.origin, inferred=False)
-    topo = Topology(snapshot=snap, graph=g)
+    topo = Topology(snapshot=snap, light=g)
     for gpu in snap.gpus:
         g.add_node(gpu_node(gpu), kind="gpu", label=f"GPU{gpu.index}", name=gpu.name or "", inferred=False)
     for nic in snap.nics:
@@ -48,7 +47,7 @@ def build(snap: Snapshot) -> Topology:
 
 
 def _tree_from_pci(topo: Topology) -> None:
-    snap, g = topo.snapshot, topo.graph
+    snap, g = topo.snapshot, topo.light
     dev_of: dict[str, str] = {}
     gpu_of_bus: dict[str, Gpu] = {}
     for gpu in snap.gpus:
@@ -114,16 +113,16 @@ def _tree_from_pci(topo: Topology) -> None:
 
 def _numa_links(topo: Topology) -> None:
     """Inter-socket (SMP) links between NUMA nodes; bandwidth unknown (no source measures it)."""
-    numas = sorted(n for n, d in topo.graph.nodes(data=True) if d.get("kind") == "numa")
+    numas = sorted(n for n, d in topo.light.nodes(data=True) if d.get("kind") == "numa")
     for i, a in enumerate(numas):
         for b in numas[i + 1 :]:
-            topo.graph.add_edge(a, b, kind="smp", bandwidth_gbps=None, bandwidth_source="unknown")
+            topo.light.add_edge(a, b, kind="smp", bandwidth_gbps=None, bandwidth_source="unknown")
 
 
 def _nvlinks(topo: Topology) -> None:
     """NVLink bundles from the links the source lists (a switch's links summed into one hub), or from
     the pairs' NV# counts when the source lists no links or cannot say what a link reaches."""
-    snap, g = topo.snapshot, topo.graph
+    snap, g = topo.snapshot, topo.light
     buses = gpu_buses(snap.gpus)
     by_id = {gpu_node(x): x for x in snap.gpus}
     listed = [x for x in snap.gpus if x.nvlinks and not x.lost]
@@ -184,7 +183,7 @@ def _blind_links(topo: Topology, listed: list[Gpu]) -> None:
         a, b = with_links
         count = min(sum(x.active for x in a.nvlinks), sum(x.active for x in b.nvlinks))
         nvlink_edge(topo, gpu_node(a), gpu_node(b), count, a)
-        topo.graph.edges[gpu_node(a), gpu_node(b)]["inferred"] = True
+        topo.light.edges[gpu_node(a), gpu_node(b)]["inferred"] = True
         topo.notes.append(
             f"both GPUs have {count} active NVLinks and there is no other GPU or NVSwitch to reach: "
             "an NVLink bridge between them (inferred; the source does not name link peers)"
@@ -235,7 +234,7 @@ def alike_topology(first: Topology, snap: Snapshot) -> Topology:
     label = snap.host.hostname or snap.source.origin
     return Topology(
         snapshot=snap,
-        graph=first.graph if first.graph.nodes["host"]["label"] == label else _relabelled(first.graph, label),
+        light=first.light if first.light.nodes["host"]["label"] == label else first.light.relabelled(label),
         chains=dict(first.chains),
         locality=dict(first.locality),
         inferred=first.inferred,
@@ -245,15 +244,3 @@ def alike_topology(first: Topology, snap: Snapshot) -> Topology:
         # shape share them; every other index (NICs, GPUs, pairs) is the host's own
         index=Indexes(legs=first.index.legs),
     )
-
-
-def _relabelled(g: nx.Graph, label: str) -> nx.Graph:
-    """``g`` with its own host node labelled ``label``: every other node, every edge and their
-    attribute dicts shared with ``g`` (a copy would cost a third of a build per host). A fresh graph
-    whose node and adjacency dicts are set before any view of them is made (networkx resets its
-    cached views when they are set)."""
-    h = nx.Graph()
-    h.graph = g.graph
-    h._node = {**g._node, "host": {**g._node["host"], "label": label}}
-    h._adj = g._adj
-    return h

@@ -13,7 +13,7 @@ from topomap.model.snapshot import Gpu
 def pcie_edge(topo: Topology, parent: str, child: str, gen: int | None, width: int | None) -> None:
     """A PCIe link with its nominal bandwidth (spec) at this generation and width."""
     bw = pcie_bandwidth_gbps(gen, width)
-    topo.graph.add_edge(
+    topo.light.add_edge(
         parent,
         child,
         kind="pcie",
@@ -27,7 +27,7 @@ def pcie_edge(topo: Topology, parent: str, child: str, gen: int | None, width: i
 def nvlink_edge(topo: Topology, a: str, b: str, count: int, ga: Gpu) -> None:
     """An NVLink bundle of ``count`` links, its bandwidth from the one function that decides it."""
     bw = nvlink_bundle_bandwidth(ga, count, topo.snapshot)
-    topo.graph.add_edge(
+    topo.light.add_edge(
         a,
         b,
         kind="nvlink",

@@ -303,7 +303,7 @@ def problem_table(snap: Snapshot, width: int | None = None) -> RenderableType:
 
 def machine_tree(topo: Topology) -> Tree:
     """Socket/NUMA → host bridge → switch → GPUs/NICs, and the NVLink fabric, from the graph."""
-    g = topo.graph
+    g = topo.light
     root = Tree(esc(topo.snapshot.host.hostname or "host", style="bold"))
     parents = tree_parents(topo)
     children: dict[str, list[str]] = {}
