@@ -172,7 +172,6 @@ def one_of_both(a: Snapshot, b: Snapshot, name: str) -> tuple[Snapshot, Snapshot
 def place_cluster(snap: Snapshot, ask: tuple[int, str, bool, set[str]], json_out: bool, all_hosts: bool) -> None:
     """`topomap place CLUSTER --gpus K`: placed once per group of alike hosts (alike hosts place
     alike), on its first host; --json every group's placement and hosts; --all every host's."""
-    from topomap.cli.place import _show
     from topomap.graph import build
     from topomap.place import PlaceError, PlaceResult, place_gpus
     from topomap.render.place_cluster_view import place_cluster_view
@@ -205,6 +204,16 @@ def place_cluster(snap: Snapshot, ask: tuple[int, str, bool, set[str]], json_out
             mine = placed[g.label_of[name]]
             parts.append(Text(f"\n# {visible(name)} (group {g.label_of[name]})", style="bold"))
             parts.append(place_view(mine) if isinstance(mine, PlaceResult) else Text(f"cannot place: {mine}"))
-        _show(Group(*parts))  # type: ignore[arg-type]
+        _shown(Group(*parts))  # type: ignore[arg-type]
         return
-    _show(place_cluster_view(g, placed))
+    _shown(place_cluster_view(g, placed))
+
+
+def _shown(view: object) -> None:
+    """On a terminal as rich lays it out; piped, every line whole (never wrapped or cut)."""
+    from topomap.cli.wiring import _print_wide
+
+    if sys.stdout.isatty():
+        _console().print(view)
+    else:
+        _print_wide(view)
