@@ -10,6 +10,7 @@ gives every entry of every host, as the per-host report always listed them (``--
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 from topomap.cluster.groups import Grouping, group_hosts, one_host
@@ -91,6 +92,63 @@ class ClusterPrediction:
             out.features += [replace(f, gpu=f"{name}:{f.gpu}") for f in part.features]
         out.notes = self.notes()
         return out
+
+    def report_json(self) -> dict[str, object]:
+        """:meth:`report`'s ``to_json()``, made from :meth:`json_parts` (every host's pairs, NICs and
+        features, in the same order and keys)."""
+        head, lists = self.json_parts()
+        for key, chunks in lists.items():
+            head[key] = [x for chunk in chunks for x in chunk]
+        return head
+
+    def json_parts(self) -> tuple[dict[str, object], dict[str, Iterator[list[dict[str, object]]]]]:
+        """:meth:`report`'s ``to_json()`` in parts: the document with its lists of every host (``pairs``,
+        ``nics``, ``features``) empty, and for each of them its items host by host (then ring step by
+        ring step for the cross-host pairs), made from each group's entries as they are wanted —
+        never an Entry or a dict per pair of the whole cluster at once (720,000 at 10,000 hosts)."""
+        shell = NcclReport([], env=self.env, version=self.version, source=self.source)
+        shell.notes = self.notes()
+        return shell.to_json(), {
+            "pairs": self._pairs(),
+            "nics": self._per_gpu("nics"),
+            "features": self._per_gpu("features"),
+        }
+
+    def _pairs(self) -> Iterator[list[dict[str, object]]]:
+        g = self.grouping
+        names = [h.host.hostname or "?" for h in self.hosts]
+        templates = {label: [e.to_json() for e in part.entries] for label, part in self.parts.items()}
+        for i, name in enumerate(names):
+            off = self.base[i]
+            yield [
+                {**t, "src_rank": t["src_rank"] + off, "dst_rank": t["dst_rank"] + off,
+                 "src_gpu": f"{name}:{t['src_gpu']}", "dst_gpu": f"{name}:{t['dst_gpu']}"}
+                for t in templates[g.label_of[g.names[i]]]
+            ]  # fmt: skip
+        across: dict[int, dict[str, object]] = {}
+        chunk: list[dict[str, object]] = []
+        for s, d, k, line in _ring(self):
+            t = across.get(id(line))
+            if t is None:
+                t = across[id(line)] = Entry(0, 0, None, None, line.decision).to_json()
+            chunk.append(
+                {**t, "src_rank": self.base[s] + k, "dst_rank": self.base[d] + k,
+                 "src_gpu": f"{names[s]}:{line.src_gpu}", "dst_gpu": f"{names[d]}:{line.dst_gpu}"}
+            )  # fmt: skip
+            if len(chunk) >= 1024:
+                yield chunk
+                chunk = []
+        yield chunk
+
+    def _per_gpu(self, key: str) -> Iterator[list[dict[str, object]]]:
+        """Each host's ``nics`` or ``features`` entries, named for the host."""
+        g = self.grouping
+        one = {
+            label: NcclReport([], nics=p.nics, features=p.features).to_json()[key] for label, p in self.parts.items()
+        }
+        for i, h in enumerate(self.hosts):
+            name = h.host.hostname or "?"
+            yield [{**x, "gpu": f"{name}:{x['gpu']}"} for x in one[g.label_of[g.names[i]]]]
 
     def host_report(self, name: str) -> NcclReport:
         """One host's pairs (its global ranks) and its cross-host pairs to and from its ring
