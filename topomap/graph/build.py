@@ -229,17 +229,19 @@ class Shapes:
 
 def alike_topology(first: Topology, snap: Snapshot) -> Topology:
     """The graph of ``snap``, a host alike to ``first``'s (topomap.model.alike: known alike, say by
-    topomap.cluster.groups): ``first``'s nodes, edges and PCIe legs, its own host node, snapshot,
-    notes and other indexes (as :class:`Shapes` gives it)."""
+    topomap.cluster.groups): ``first``'s nodes, edges, PCI chains and PCIe legs, its own host node,
+    snapshot, notes and other indexes (as :class:`Shapes` gives it)."""
     label = snap.host.hostname or snap.source.origin
     return Topology(
         snapshot=snap,
         light=first.light if first.light.nodes["host"]["label"] == label else first.light.relabelled(label),
-        chains=dict(first.chains),
-        locality=dict(first.locality),
+        # the PCI chains, NUMA localities and GPUs with unnamed NVLink peers are filled while the graph
+        # is built and never changed after (graph/build.py, graph/infer.py): shared, as the graph is
+        chains=first.chains,
+        locality=first.locality,
         inferred=first.inferred,
         notes=list(first.notes),
-        nvlink_unresolved=set(first.nvlink_unresolved),
+        nvlink_unresolved=first.nvlink_unresolved,
         # PCIe legs are a function of the graph's nodes and edges alone (query.py): hosts of one
         # shape share them; every other index (NICs, GPUs, pairs) is the host's own
         index=Indexes(legs=first.index.legs),
