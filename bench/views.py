@@ -143,7 +143,7 @@ def table(results: dict[tuple[int, str, str], Run], sizes: list[int], names: lis
             for n in sizes[1:]:
                 r = results.get((n, kind, name))
                 if first and r and r.rc != -1 and first.rc != -1:
-                    growth.append(f"×{r.cpu / first.cpu:.1f} / ×{n / sizes[0]:g}")
+                    growth.append(f"×{r.cpu / first.cpu:.1f} / ×{n / sizes[0]:.1f}")
             lines.append(f"{name:20}{kind:11}" + "".join(cells) + "   " + ", ".join(growth))
             big = results.get((max(sizes), kind, name))
             if (

@@ -225,3 +225,30 @@ def test_a_host_differing_in_a_field_no_fact_covers_is_named_by_the_field(merged
     g = group_hosts(msgspec.structs.replace(merged, members=[*merged.members[:7], odd, *merged.members[8:]]))
     b = next(x for x in g.others if x.hosts == ("h00007",))
     assert b.differs == ("host cpu model: AMD EPYC 9654 (the 593 alike: none)",)
+
+
+def test_the_views_bench_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """bench/views.py stays runnable (the real sizes, 512 to 10,000 hosts, are `python bench/views.py`'s):
+    two views on 4 hosts, alike and with one host apart, each in its own process."""
+    import views
+
+    rc = views.main(["--hosts", "4", "--views", "show", "nccl", "--work", str(tmp_path)])
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if line.startswith(("show ", "nccl "))]
+    assert rc == 0 and len(rows) == 4, out
+    assert all(float(r[-7]) > 0 and int(r[-1]) > 10 for r in rows)  # wall seconds, lines printed
+
+
+def test_the_fast_json_writer_lays_out_as_every_json_output(capsys: pytest.CaptureFixture[str]) -> None:
+    """cli/cluster_views.print_json_fast (nccl --json of a cluster) writes what _print_json writes:
+    lists filled chunk by chunk, empty lists and chunks, non-ASCII escaped (surrogate pairs above U+FFFF)."""
+    from topomap.cli.cluster_views import print_json_fast
+    from topomap.cli.wiring import _print_json
+
+    head = {"a": 1, "pairs": [], "mid": {"x": [1, {}], "y": "é–😀"}, "empty": [], "z": None}
+    chunks = [[{"r": 1, "s": "h–1", "t": []}], [], [{"r": 2, "s": "b\\x1b", "t": [True, None]}]]
+    whole = {**head, "pairs": [x for c in chunks for x in c]}
+    _print_json(whole)
+    want = capsys.readouterr().out
+    print_json_fast(head, {"pairs": iter(chunks), "empty": iter([[], []])})
+    assert capsys.readouterr().out == want

@@ -223,11 +223,11 @@ def _shown(view: object) -> None:
 
 def print_json_fast(value: dict[str, object], lists: dict[str, Iterator[list[dict[str, object]]]]) -> None:
     """:func:`topomap.cli.wiring._print_json`'s layout (indent 2, non-ASCII escaped) for a document of
-    a million values (every pair of a 10,000-host cluster): ``value`` with each of ``lists`` (a key of
-    it, empty there) filled with its items chunk by chunk, encoded and laid out by msgspec, written
-    out a piece at a time with non-ASCII as JSON escapes. Python's own JSON encoder lays out an
-    indented document in Python: 20 s and 4 GiB for that one. For values without floats (which the
-    two encoders write apart: 1e+16 and 1e16)."""
+    a million values (every pair of a 10,000-host cluster): ``value`` (a dict) with each of ``lists``
+    (keys of it, empty there) filled with its items, written chunk by chunk as each chunk is made,
+    encoded and laid out by msgspec, non-ASCII as JSON escapes. Python's own JSON encoder lays out
+    an indented document in Python: 20 s and 4 GiB for that one. For values without floats (which
+    the two encoders write apart: 1e+16 and 1e16)."""
     import codecs
 
     import msgspec
@@ -235,26 +235,27 @@ def print_json_fast(value: dict[str, object], lists: dict[str, Iterator[list[dic
     codecs.register_error("topomap-json-escape", _json_escape)
     enc = msgspec.json.Encoder()
     marks = {key: f"\x00topomap-list-{key}\x00" for key in lists}
-    head = enc.encode({k: marks.get(k, v) for k, v in value.items()})
-    pieces: list[bytes] = []
-    for key, chunks in lists.items():
-        at = head.index(enc.encode(marks[key]))
-        pieces.append(head[:at])
-        head = head[at + len(enc.encode(marks[key])) :]
-        items = [enc.encode(chunk)[1:-1] for chunk in chunks]
-        pieces.append(b"[" + b",".join(x for x in items if x) + b"]")
-    pieces.append(head)
-    text = msgspec.json.format(b"".join(pieces), indent=2)
+    head = msgspec.json.format(enc.encode({k: marks.get(k, v) for k, v in value.items()}), indent=2)
     out = sys.stdout.buffer
-    step = 1 << 23
-    at = 0
-    while at < len(text):
-        end = text.find(b"\n", min(at + step, len(text) - 1))
-        end = len(text) if end < 0 else end + 1
-        part = text[at:end]
+
+    def write(part: bytes) -> None:
         out.write(part if part.isascii() else part.decode().encode("ascii", "topomap-json-escape"))
-        at = end
-    out.write(b"\n")
+
+    for key, chunks in lists.items():
+        at = head.index(enc.encode(marks[key]))  # the mark as JSON writes it: "\u0000topomap-list-…"
+        write(head[:at])
+        head = head[at + len(enc.encode(marks[key])) :]
+        first = True
+        for chunk in chunks:
+            if not chunk:
+                continue
+            # the chunk's items as a list at the top level ("[\n  {…},\n  {…}\n]"), moved one level
+            # in: the document's lists sit at its second level (their items 4 spaces in)
+            body = msgspec.json.format(enc.encode(chunk), indent=2)[2:-2].replace(b"\n", b"\n  ")
+            write((b"[\n  " if first else b",\n  ") + body)
+            first = False
+        write(b"[]" if first else b"\n  ]")
+    write(head + b"\n")
     out.flush()
 
 

@@ -225,23 +225,20 @@ def _steps(n: int) -> list[tuple[int, int]]:
 
 
 def _keys(p: ClusterPrediction | _Setup) -> list[tuple[int, int, int, _Key, Gpu, Gpu]]:
-    """Every cross-host pair in ring order, both ways per step: (sender, receiver, rail, key, GPUs)."""
+    """Every cross-host pair in ring order, both ways per step: (sender, receiver, rail, key, GPUs).
+    A GPU's NVLink fabric clique is its group's (the fabric is no identity field: alike hosts share it)."""
     g, hosts, chosen = p.grouping, p.hosts, p.chosen_of
     label = [g.label_of[name] for name in g.names]
+    cliques = {x.label: [fabric_clique(x.first, gpu) for gpu in chosen[x.label]] for x in g.groups}
     out = []
     for i, j in _steps(len(hosts)):
         for s, d in ((i, j), (j, i)):
             gs, gd = label[s], label[d]
+            cs, cd = cliques[gs], cliques[gd]
             for k, (a, b) in enumerate(zip(chosen[gs], chosen[gd], strict=False)):
-                ga, gb = _gpu(hosts[s], a.index), _gpu(hosts[d], b.index)
-                clique = fabric_clique(hosts[s], ga)
-                same = clique is not None and clique == fabric_clique(hosts[d], gb)
+                same = cs[k] is not None and cs[k] == cd[k]
                 out.append((s, d, k, (k, gs, gd, same), a, b))
     return out
-
-
-def _gpu(h: Snapshot, index: int) -> Gpu:
-    return next(x for x in h.gpus if x.index == index)
 
 
 def _ring(p: ClusterPrediction) -> list[tuple[int, int, int, Across]]:
