@@ -15,6 +15,7 @@ from topomap import __version__
 from topomap.base.errors import TopomapError
 from topomap.base.notes import compress
 from topomap.model.facts import fabric_clique, fabric_ready
+from topomap.model.pack import collector_paused
 from topomap.model.snapshot import Host, Snapshot, Source, hosts_of
 
 # PCIe path classes from nearest to farthest (`nvidia-smi topo -m` legend).
@@ -27,7 +28,14 @@ def host_name(snap: Snapshot) -> str | None:
 
 
 def merge(snaps: list[tuple[str, Snapshot]]) -> Snapshot:
-    """Merged snapshot of (file, snapshot) pairs; nested merges are flattened."""
+    """Merged snapshot of (file, snapshot) pairs; nested merges are flattened. The cycle collector
+    is held off meanwhile (topomap.model.pack.collector_paused): merging makes no cycle, and a
+    collector pass over the hosts read before (a million objects at 10,000 hosts) finds none."""
+    with collector_paused():
+        return _merge(snaps)
+
+
+def _merge(snaps: list[tuple[str, Snapshot]]) -> Snapshot:
     members: list[Snapshot] = []
     origin_of: dict[str, str] = {}
     for path, snap in snaps:
@@ -247,15 +255,16 @@ def show_rail(value: tuple[str, ...]) -> str:
 def _nics(rows: list[_Row]) -> list[str]:
     """NIC line rates (per NIC name, against the most common rate) and ports not up."""
     lines: list[str] = []
-    names = sorted({n for r in rows for n in r.rdma})
+    # hosts by their RDMA NICs and each NIC name's rate: a cluster has a few such kinds, and a NIC
+    # whose rate is the same on every kind of host is the same on every host (nothing to say)
+    kinds = {(frozenset(r.rdma), tuple(r.rates.items())) for r in rows}
+    names = sorted({n for rdma, _rates in kinds for n in rdma})
     said: dict[str, list[str]] = {}  # one finding → the NICs it is true of (said once for them all)
-    every = [r.name for r in rows]
     for name in names:
-        if all(name in r.rdma for r in rows):
-            have, rates = every, [r.rates.get(name) for r in rows]
-        else:
-            have = [r.name for r in rows if name in r.rdma]
-            rates = [r.rates.get(name) for r in rows if name in r.rdma]
+        if len({dict(rates).get(name) for rdma, rates in kinds if name in rdma}) <= 1:
+            continue
+        have = [r.name for r in rows if name in r.rdma]
+        rates = [r.rates.get(name) for r in rows if name in r.rdma]
         for line in _compare_lists(have, rates, "NIC line rate", lambda v: f"{v:g} Gbit/s (as the host reports it)"):
             said.setdefault(line, []).append(name)
     for line, nics in said.items():
