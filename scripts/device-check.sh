@@ -3,9 +3,9 @@
 #
 #   scripts/device-check.sh --prepare   here, with the package index: gathers into .device-wheels/
 #       (git-ignored; the device tool's `carry` brings it) topomap's own wheel and every wheel of
-#       its dependencies for the device's Python (DEVICE_PYTHON, default 3.12) on manylinux x86_64,
-#       except nvidia-ml-py and cuda-bindings (the machine's own are the ones to check) and
-#       matplotlib (heavy; only `timeline` images need it).
+#       its dependencies and its `record` extra's (psutil) for the device's Python (DEVICE_PYTHON,
+#       default 3.12) on manylinux x86_64, except nvidia-ml-py and cuda-bindings (the `probe` extra:
+#       the machine's own are the ones to check) and matplotlib (heavy; only `timeline` images need it).
 #   scripts/device-check.sh OUT         on the GPU machine: no index, never builds. Installs the
 #       wheels the interpreter (PYTHON, default python3) lacks or has too old with
 #       `pip install --no-index --target OUT/site` + PYTHONPATH (no venv: a venv made inside the
@@ -30,7 +30,10 @@ try:
     import tomllib
 except ImportError:  # Python 3.10
     import tomli as tomllib
-deps = tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]
+project = tomllib.load(open(sys.argv[1], "rb"))["project"]
+# the plain install and the `record` extra (psutil: every module is imported below); the `probe`
+# extra's bindings are the machine's own
+deps = project["dependencies"] + project["optional-dependencies"]["record"]
 skip = {"nvidia-ml-py", "cuda-bindings", "matplotlib"}
 print("\n".join(d for d in deps if re.split(r"[<>=!~ ;\[]", d, maxsplit=1)[0].lower() not in skip))
 PY

@@ -37,3 +37,21 @@ def run_probe(
 @pytest.fixture
 def real() -> Path:
     return REAL
+
+
+# A test that writes into the checkout's root (a daemon's pid file left there was once committed:
+# ctld.pid, issue 33 item 8) fails the run, naming what appeared; tests write under tmp_path.
+_ROOT = Path(__file__).resolve().parents[1]
+_CACHES = {".pytest_cache", ".hypothesis", ".mypy_cache", ".ruff_cache", "__pycache__"}
+_AT_START: set[str] = set()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _AT_START.update(p.name for p in _ROOT.iterdir())
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    stray = sorted({p.name for p in _ROOT.iterdir()} - _AT_START - _CACHES)
+    if stray:
+        print(f"\ntests wrote into the checkout's root (write under tmp_path instead): {', '.join(stray)}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

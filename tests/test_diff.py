@@ -84,10 +84,10 @@ def test_fewer_nvlinks_and_lost_gpudirect_decide_the_verdict(tmp_path: Path) -> 
     d = diff_snapshots(a, b, names=("offer-a", "offer-b"), flow=read_flow(SAMPLES / "flows" / "tensor-parallel.yaml"))
     assert d.verdict == "a-better" and d.exit_status == 1
     lines = d.grouped()
-    assert lines[0] == "28 GPU pairs: NV18 → NV12"  # identical changes collapse
+    assert lines[0] == "28 GPU pairs: NV18 → NV12 (450 GB/s → 300 GB/s)"  # identical changes collapse, ranked by figure
     assert "8 GPUs: GPUDirect RDMA → no GPUDirect" in lines
     # the flow runs on one host: its arrows decide; GPUDirect, which no arrow uses, is listed apart
-    assert d.summary() == "offer-a is better for this flow: 28 of 52 arrows worse on offer-b, 0 better."
+    assert d.summary() == "offer-a is better for this flow: 28 of 52 arrows worse on offer-b, 0 better, 24 the same."
     assert "8 GPUs: GPUDirect RDMA → no GPUDirect" in d.not_used()
     assert not any("GPUDirect" in r for r in d.reasons())
     ex = [r for r in d.arrows if r.a.src_step == r.a.dst_step == "allreduce"]
@@ -98,7 +98,14 @@ def test_nvlink_drop_counts_as_a_regression_without_any_gbps(real: Path) -> None
     a = import_file(real / "nvidia-smi" / "a100-sxm4-80gb-8gpu-8nic-roce-deepep13.txt")
     pairs = [msgspec.structs.replace(p, path="NV8", nvlinks=8) if p.path == "NV12" else p for p in a.pairs]
     d = diff_snapshots(a, msgspec.structs.replace(a, pairs=pairs))
-    assert d.verdict == "a-better" and d.grouped()[0] == "28 GPU pairs: NV12 → NV8"
+    # neither lot names its GPUs: NV12 is 133–600 GB/s, NV8 133–400 (an H800 PCIe's 8 links to a B200's):
+    # the ranges overlap, so the drop cannot be ranked, and the GPU model settles it (issue 30 item 1)
+    assert d.verdict == "cannot-confirm" and d.exit_status == 3
+    assert d.grouped()[0].startswith("28 GPU pairs: NV12 → NV8 (cannot tell: 133–600 GB/s and 133–400 GB/s overlap")
+    assert "--query-gpu=index,name" in d.grouped()[0]
+    named = [msgspec.structs.replace(g, name="NVIDIA A100-SXM4-80GB") for g in a.gpus]
+    n = diff_snapshots(msgspec.structs.replace(a, gpus=named), msgspec.structs.replace(a, gpus=named, pairs=pairs))
+    assert n.verdict == "a-better" and n.grouped()[0] == "28 GPU pairs: NV12 → NV8 (300 GB/s → 200 GB/s)"
 
 
 def test_idle_and_loaded_box_are_the_same_box(tmp_path: Path) -> None:
@@ -164,8 +171,8 @@ def test_flow_arrows_side_by_side() -> None:
     ex = [r for r in d.arrows if r.a.src_step == r.a.dst_step == "allreduce"]
     assert len(ex) == 28 and all(r.medium_changed for r in ex)
     assert ex[0].a.medium == "gpu-link" and ex[0].b.medium == "host-memory"
-    assert "28 change medium" in d.arrow_summary() and d.summary().startswith(
-        "A is better for this flow: 28 of 52 arrows worse on B"
+    assert "28 change medium" in d.arrow_summary() and d.summary() == (
+        "A is better for this flow: 28 of 52 arrows worse on B, 0 better, 16 unknown on both, 8 the same."
     )
 
 
@@ -213,12 +220,18 @@ def test_flow_table_cells_carry_the_bandwidths_provenance() -> None:
     cell = _arrow_cell(arrow(medium="gpu-link", via="nvswitch", path="NV18", bandwidth_gbps=253.125,
                              bandwidth_source="derived", lower_bound=True))  # fmt: skip
     assert cell.plain == "gpu-link nvswitch NV18 ≥ 253 GB/s derived"
-    unknown = arrow(medium="unknown", via="unknown", path=None, bandwidth_gbps=None, bandwidth_source="unknown")
-    assert _arrow_cell(unknown).plain.endswith("bandwidth unknown")
+    could = ["gpu-link over NVLink", "host-memory (staged)"]
+    unknown = arrow(medium="unknown", via="unknown", path="PHB", bandwidth_gbps=None, bandwidth_source="unknown",
+                    candidates=could, settle="`nvidia-smi topo -m`")  # fmt: skip
+    # what is unknown said once, with why and what settles it (issue 30 item 9), never "unknown unknown PHB …"
+    assert _arrow_cell(unknown).plain == (
+        "medium and bandwidth unknown (PHB by PCIe): gpu-link over NVLink or host-memory (staged); "
+        "`nvidia-smi topo -m` settles it"
+    )
     snaps, flow = SAMPLES / "snapshots", SAMPLES / "flows" / "tensor-parallel.yaml"
     a, b = snaps / "hgx-h200-8gpu-10nic.json", snaps / "hgx-a100-8gpu-8nic.json"
     r = CliRunner().invoke(app, ["diff", str(a), str(b), "--flow", str(flow)])
-    assert r.exit_code == 1
+    assert r.exit_code == 3  # unnamed NV18 (200–900 GB/s) against unnamed NV12 (133–600): cannot tell
     table = r.output.rsplit("change", 1)[1]  # the arrows table, after its header
     assert table.count("derived") >= 2  # each lot's cell says how its figure was obtained
 

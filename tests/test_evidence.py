@@ -20,7 +20,7 @@ from topomap.graph import build
 from topomap.graph.evidence import gpu_link, nearest_nic, nvlink
 from topomap.graph.routes import route
 from topomap.importers import import_file, load_any
-from topomap.model.facts import nvlink_bundle_bandwidth
+from topomap.model.nvlink_rate import nvlink_bundle_bandwidth
 from topomap.model.snapshot import P2P, Fabric, Mig, Snapshot
 from topomap.render.terminal import show
 
@@ -158,7 +158,9 @@ def test_two_gpu_bridge_is_a_bridge_not_a_switch() -> None:
     assert "nvswitch:fabric" not in t.graph
     nv = nvlink(t, "gpu0", "gpu1")
     assert nv.usable.yes and nv.via == "nvlink" and nv.links == 12
-    assert nv.bandwidth.gbps == pytest.approx(12 * 26.562) and nv.bandwidth.tag == "driver-reported rate"
+    # `nvlink -s` prints 26.562 GB/s a link, NVLink 4's signalling rate: the figure is the data rate (issue 30)
+    assert nv.bandwidth.gbps == pytest.approx(12 * 25) and nv.bandwidth.exact and nv.bandwidth.source == "spec"
+    assert nv.bandwidth.tag == "data rate; 26.562 printed is the signalling rate"
 
 
 # 4. a lost GPU never counts ---------------------------------------------------------------------------
@@ -273,9 +275,9 @@ def test_rdma_nic_of_unknown_link_layer_is_not_called_ethernet_and_down_ports_ar
 def test_one_nvlink_figure_with_its_source(h100: Snapshot) -> None:
     g = h100.gpus[0]
     bw = nvlink_bundle_bandwidth(g, 18, h100)
-    assert bw.gbps == pytest.approx(18 * 26.562) and bw.tag == "driver-reported rate" and bw.source == "spec"
+    assert bw.gbps == pytest.approx(18 * 25) and bw.source == "spec" and "signalling rate" in bw.tag
     text = show_text(h100)
-    assert "478 GB/s spec (driver-reported rate)" in text and "450" not in text
+    assert "450 GB/s spec (data rate; 26.562 printed is the signalling rate)" in text and "478" not in text
 
 
 # findings and measurements (issue 11) feed the same evidence ---------------------------------------------

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from topomap.base.devices import model_from_device_id, model_from_name, parse_device_id
+from topomap.base.devices import parse_device_id
 from topomap.base.errors import TopomapError
+from topomap.base.part_names import model_from_device_id, model_from_name
 from topomap.importers import import_file, import_text
 from topomap.model.snapshot import Snapshot
 
@@ -156,7 +157,7 @@ REQUIRED = {  # brief E: at least these, each checked against pci.ids's brackete
 def test_device_table(device_id: str) -> None:
     name, mem, gen, links = REQUIRED[device_id]
     m = model_from_device_id(device_id)
-    assert m is not None and (m.name, m.memory_gb, m.nvlink_generation, m.nvlink_links) == (name, mem, gen, links)
+    assert m is not None and (m.name, m.memory_gb, m.nvlink_generation, m.full_links or None) == (name, mem, gen, links)
     assert model_from_device_id(device_id[2:].upper()) is m and model_from_name(name) is not None
     assert model_from_name(name.upper().replace(" ", "  ")) == model_from_name(name)
 
@@ -170,3 +171,31 @@ def test_device_id_spellings_and_names() -> None:
     assert model_from_name("GH100 [H100 SXM5 80GB]") is h100 and model_from_name("NVIDIA H100 80GB HBM3") is h100
     assert model_from_name("Tesla V100-SXM2-32GB") is model_from_device_id("1db5")
     assert model_from_name("NVIDIA H100") is None  # ambiguous: SXM, PCIe or NVL
+
+
+@pytest.mark.parametrize(
+    ("spelling", "name"),
+    [
+        ("H100 SXM 80GB", "NVIDIA H100 80GB HBM3"),  # catalogue spellings (issue 30 item 8)
+        ("80GB H100 SXM", "NVIDIA H100 80GB HBM3"),
+        ("B200 180GB", "NVIDIA B200"),
+        ("A100 80GB SXM4", "NVIDIA A100-SXM4-80GB"),
+        ("nvidia a100 sxm4 80 GB", "NVIDIA A100-SXM4-80GB"),
+        ("H100 PCIe", "NVIDIA H100 PCIe"),
+        ("NVIDIA H800", "NVIDIA H800 80GB HBM3"),
+        ("H200 SXM 141GB", "NVIDIA H200"),
+        ("GeForce RTX 3090 Ti", "NVIDIA GeForce RTX 3090 Ti"),
+        ("RTX 3090", "NVIDIA GeForce RTX 3090"),
+        ("L40S", "NVIDIA L40S"),
+        ("Quadro RTX 8000", "Quadro RTX 8000"),
+    ],
+)
+def test_catalogue_spellings_name_one_part(spelling: str, name: str) -> None:
+    found = model_from_name(spelling)
+    assert found is not None and found.name == name
+
+
+@pytest.mark.parametrize("spelling", ["H100", "A100 80GB", "A100 SXM4", "RTX 6000", "A800 PCIe", "H100 96GB"])
+def test_ambiguous_or_unknown_spellings_name_none(spelling: str) -> None:
+    """"A100 80GB" is SXM4 or PCIe; "RTX 6000" the Quadro or the Ada card; no H100 has 96 GB."""
+    assert model_from_name(spelling) is None

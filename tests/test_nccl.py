@@ -242,7 +242,7 @@ def test_gdr_from_the_logs_own_lines_decides_the_network_hop() -> None:
 
 def test_log_with_only_a_topology_tree_is_predicted_from_it() -> None:
     """nccl#1519 (H100 behind PLX switches): the excerpt has NCCL's tree but no channel lines; the
-    prediction comes from the tree imported as a snapshot: NVLink P2P, and each GPU's NIC PIX with GDR."""
+    prediction comes from the tree imported as a snapshot: NVLink P2P, and each GPU's NIC PIX, GDR unknown."""
     from typer.testing import CliRunner
 
     from topomap.cli import app
@@ -253,7 +253,9 @@ def test_log_with_only_a_topology_tree_is_predicted_from_it() -> None:
 
     data = json.loads(r.stdout)
     assert {(p["predicted"], p["rule"]) for p in data["pairs"]} == {("P2P", "p2p-nvlink")}
-    assert data["nics"][0]["path"] == "PIX" and data["nics"][0]["gdr"] == "yes"
+    # the dump names its NICs NET/n, no family: GPUDirect RDMA is unknown, never assumed (issue 30)
+    assert data["nics"][0]["path"] == "PIX" and data["nics"][0]["gdr"] == "unknown"
+    assert "family (InfiniBand, RoCE or EFA, vendor not recorded) is not known" in data["nics"][0]["why"]
     assert "no channel lines; predicted from the log's own topology dump" in data["notes"][0]
 
 

@@ -56,21 +56,26 @@ def _pairs(data: dict[str, Any]) -> dict[tuple[int, int, str], dict[str, Any]]:
 
 
 def _count(data: dict[str, Any]) -> tuple[int, int, int]:
-    """(same, compared, predicted unknown) over the (rank pair, observed transport) entries."""
+    """(same, compared, predicted unknown) over the (rank pair, observed transport) entries; "same" is the
+    transport and, where both say it, the P2P flavour and the NIC (issue 30 item 7)."""
     seen = [p for p in data["pairs"] if p["observed"]]
-    same = sum(1 for p in seen if p["predicted"] == p["observed"])
+    same = sum(1 for p in seen if p["same"])
+    assert all(p["predicted"] == p["observed"] for p in seen if p["same"])
     return same, len(seen), sum(1 for p in seen if p["predicted"] == "unknown")
 
 
 def test_total_agreement_where_the_topology_is_given() -> None:
     """The figure the README states: every entry of the logs with a topology, predicted against
-    observed. A change in reading or rules that loses an entry fails here."""
+    observed. A change in reading or rules that loses an entry fails here. Issue 30: the two entries of
+    nccl-tests#256 are unknown (the dump names its NICs NET/n, no family: GPUDirect RDMA not assumed),
+    and seven of nccl-tests#311 used another NIC than the one predicted from another node's `topo -m`."""
     per_file = {name: _count(_run(name)) for name in WITH_TOPOLOGY}
     same = sum(c[0] for c in per_file.values())
     total = sum(c[1] for c in per_file.values())
     unknown = sum(c[2] for c in per_file.values())
-    assert (same, total, unknown) == (77, 77, 0), per_file
-    assert same == total - unknown  # every miss is an unknown, none a wrong answer
+    assert (same, total, unknown) == (68, 77, 2), per_file
+    assert per_file["h200-vm-fulldump-gdrdma-nccltests256.log"] == (0, 2, 2)
+    assert per_file["a100sxm4-amd-4node-collnet-fallback-pxn-gdrdma-nccltests311.log"] == (16, 23, 0)
 
 
 def test_leonardo_a100_nvlink_pair_with_p2p_level_nvl() -> None:
@@ -148,7 +153,8 @@ def test_softroce_three_nodes_one_host_printed() -> None:
     pairs = _pairs(_run("p40-softroce-3node-nogdr-nccl2205.log"))
     for key in ((0, 1, "NET"), (0, 2, "NET"), (2, 0, "NET")):  # 2 -> 0 is node0's [receive] line
         assert pairs[key]["predicted"] == "NET" and pairs[key]["rule"] == "other-host"
-    assert "PHB from the GPU, beyond the GDR level PXB" in " ".join(pairs[(0, 1, "NET")]["reasons"])
+    # NCCL's own word on the NIC ("GPU Direct RDMA Disabled for HCA 0 'rxe0'") decides it before the path
+    assert "the log: GPU Direct RDMA Disabled for HCA 0" in " ".join(pairs[(0, 1, "NET")]["reasons"])
 
 
 def test_pods_on_one_node_socket_then_hostid() -> None:
@@ -323,10 +329,12 @@ def test_h200_vm_dump_of_one_host_lines_of_the_other() -> None:
     log = read_log((LOGS / "h200-vm-fulldump-gdrdma-nccltests256.log").read_text(), "256")
     assert log.ranks[15].host == "node_2" and log.ranks[15].bus == "d8000" and log.ranks[7].host == "node1"
     pairs = _pairs(_run("h200-vm-fulldump-gdrdma-nccltests256.log"))
-    assert pairs[(15, 7, "NET+GDR")]["predicted"] == "NET+GDR" and pairs[(15, 7, "NET+GDR")]["detail"].endswith(
-        "NET/b with GPUDirect RDMA"
+    # the dump names the NICs NET/b, NET/e and nothing says their family or GPUDirect support (no NET/IB
+    # legend, no "GPU Direct RDMA" line): the network for sure, GPUDirect RDMA not assumed (issue 30)
+    assert pairs[(15, 7, "NET+GDR")]["predicted"] == "unknown" and pairs[(15, 7, "NET+GDR")]["detail"].endswith(
+        "NET/b; GPUDirect RDMA unknown"
     )
-    assert pairs[(10, 2, "NET+GDR")]["detail"] == "via NET/e with GPUDirect RDMA"
+    assert pairs[(10, 2, "NET+GDR")]["detail"] == "the network via NET/e; GPUDirect RDMA unknown"
 
 
 def test_patched_p2p_pair_on_an_amd_host_and_p2p_disabled() -> None:
@@ -388,8 +396,14 @@ def test_four_hgx_nodes_collnet_falling_back_to_the_network() -> None:
     NET/IBext_v8/…/GDRDMA (PXN `0(4)` among them), every pair inside a host P2P/CUMEM/read. The pasted
     `topo -m` lost a tab between NIC7 and NIC8 (`NIC7NIC8`, `SYSSYS`): read as two columns."""
     data = _run("a100sxm4-amd-4node-collnet-fallback-pxn-gdrdma-nccltests311.log")
-    assert _count(data) == (23, 23, 0) and "NCCL_COLLNET_ENABLE=1" in data["env"]
+    # the transport of all 23 as predicted; 7 used another NIC than predicted from one node's `topo -m`
+    # (the ranks run on other nodes of a Slurm share): NET/5 is mlx5_4 by the log's NET/IB legend (issue 30)
+    assert _count(data) == (16, 23, 0) and "NCCL_COLLNET_ENABLE=1" in data["env"]
     pairs = _pairs(data)
+    assert all(p["predicted"] == p["observed"] for p in data["pairs"])
+    one = pairs[(1, 2, "NET+GDR")]
+    assert one["via"] == "NET/IBext_v8/5/GDRDMA" and not one["same"]
+    assert one["why_different"] == "NCCL used mlx5_4 (NET/5 in the log's NIC legend), predicted mlx5_0"
     assert pairs[(5, 2, "NET+GDR")]["rule"] == "other-host" and pairs[(5, 2, "NET+GDR")]["via"].endswith("0(4)/GDRDMA")
     assert pairs[(2, 3, "P2P")]["rule"] == "p2p-nvlink"
     assert sum(1 for k in pairs if k[2] == "P2P") == 8

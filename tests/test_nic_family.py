@@ -13,7 +13,7 @@ from topomap.flow.mapping import MappedArrow, map_flow
 from topomap.graph import Topology, build
 from topomap.graph.evidence import nearest_nic
 from topomap.importers import import_file
-from topomap.model.facts import nic_family
+from topomap.model.facts import nic_family, nic_gdr
 from topomap.model.nic_ids import pci_id
 from topomap.model.snapshot import Nic, Snapshot
 from topomap.probe.sysfs import SysfsReader
@@ -50,8 +50,12 @@ def test_aws_efa_is_neither_infiniband_nor_roce_on_both_aws_files() -> None:
     nic = dump.nics[0]
     assert (nic.pci_vendor_id, nic.pci_device_id) == ("0x1d0f", "0xefa1")
     fam = nic_family(nic)
-    assert fam.evidence == "PCI vendor 0x1d0f" and fam.gdr.yes and "aws-ofi-nccl" in fam.gdr.why()
+    # the family alone does not settle it (issue 30): the dump's own gdr="1" (NCCL asked the plugin) does
+    assert fam.evidence == "PCI vendor 0x1d0f" and fam.gdr.value == "unknown" and "FI_HMEM" in fam.gdr.why()
+    assert nic_gdr(nic).yes and "records GPUDirect RDMA support" in nic_gdr(nic).why()
     assert nearest_nic(build(dump), "gpu0").gdr.yes  # PIX and the dump's gdr="1"
+    static = import_file(P5)  # aws-ofi-nccl's static p5 file writes gdr="1" on every <net>: its word holds
+    assert {nearest_nic(build(static), f"gpu{g.index}").gdr.value for g in static.gpus} == {"yes"}
 
 
 def test_connectx_from_its_pci_vendor_and_class_is_roce_on_ibm_gx3d() -> None:
@@ -128,8 +132,9 @@ def test_sysfs_ids_name_each_family(tmp_path: Path) -> None:
         "irdma0": "intel",
         "ens5": "ethernet",
     }
-    assert fam["rdmap16s27"].transport == "efa" and fam["rdmap16s27"].gdr.yes
-    assert fam["efa_0"].gdr.no  # first-generation EFA: no RDMA read
+    assert fam["rdmap16s27"].transport == "efa" and fam["rdmap16s27"].gdr.value == "unknown"
+    # 0xefa0 is p3dn's EFA (no RDMA read) and p4d's (GPUDirect RDMA): the device id does not tell (issue 30)
+    assert fam["efa_0"].gdr.value == "unknown" and "fi_info -p efa" in (fam["efa_0"].gdr.settle or "")
     assert fam["bnxt_re0"].transport == "roce" and fam["bnxt_re0"].gdr.value == "unknown"
     assert fam["ens5"].transport == "ethernet" and fam["ens5"].gdr.no
     assert fam["irdma0"].evidence == "PCI vendor 0x8086"

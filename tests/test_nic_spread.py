@@ -12,7 +12,8 @@ from tests.conftest import REAL
 from topomap.flow import bind, gpus_of, parse_flow
 from topomap.flow.mapping import FlowMap, map_flow
 from topomap.graph import Topology, build
-from topomap.graph.evidence import _mirror_bits, nearest_nic
+from topomap.graph.evidence import nearest_nic
+from topomap.graph.gpudirect import mirror_bits as _mirror_bits
 from topomap.importers import import_file
 from topomap.model.snapshot import Snapshot
 

@@ -54,8 +54,8 @@ def test_svg_is_byte_stable(tmp_path: Path) -> None:
 def test_nvlink_labels_and_media_colours() -> None:
     text = topology_dot([build(load_any(SAMPLES / "snapshots" / "ibm-gx3d-h100-8gpu.json"))])
     # every GPU has the same bundle to the NVSwitch fabric: said once on the hub, no 8 spokes, no 28 pair edges
-    assert "every GPU (8): NV18 · 450 GB/s spec to it" in text
-    assert 'label="NV18 · 450 GB/s spec"' not in text
+    assert "every GPU (8): NV18 · 450 GB/s derived to it"  # the H100 from its PCI device id in text
+    assert 'label="NV18 · 450 GB/s derived"' not in text
     assert "#2e7d32" in text and "#1565c0" in text and "#ef6c00" in text  # legend colours
     assert "imported from an NCCL topology XML" in text
 

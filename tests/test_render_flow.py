@@ -87,7 +87,7 @@ def test_bundles_collapse_replicas_and_pairs() -> None:
     assert sum(g.count for g in groups) == len(fmap.arrows) == 52
     exchange = next(g for g in groups if g.src_step == g.dst_step == "allreduce")
     assert exchange.count == 28
-    assert exchange.summary() == "28× gpu-link · nvswitch NV18 · 450 GB/s spec"
+    assert exchange.summary() == "28× gpu-link · nvswitch NV18 · 450 GB/s derived"  # the model from its PCI device id
     assert exchange.places() == "lot:gpu0–6 ↔ lot:gpu1–7"
 
 

@@ -24,8 +24,8 @@ def test_summary_is_one_line_per_bundle() -> None:
     assert len(rows) == 4  # 52 arrows in 4 lines
     assert "52 arrow(s) in 4 line(s)" in r.output
     exchange = next(line for line in rows if "allreduce ↔ allreduce" in line)
-    assert "28" in exchange and "gpu-link" in exchange and "450 GB/s spec" in exchange and "lot:gpu0–6" in exchange
-    assert "gpu-link: 28 arrow(s); slowest 450 GB/s spec: allreduce → allreduce" in r.output
+    assert "28" in exchange and "gpu-link" in exchange and "450 GB/s derived" in exchange and "lot:gpu0–6" in exchange
+    assert "gpu-link: 28 arrow(s); slowest 450 GB/s derived: allreduce → allreduce" in r.output
     assert "local: 8 arrow(s) stay on their device (no transfer)" in r.output
     assert len(r.output.splitlines()) < 40
 

@@ -43,4 +43,4 @@ def test_nics_by_their_legend_name_never_nic_nic0() -> None:
     named = _show("hgx-h200-8gpu-10nic-nchc-nano4.txt")
     assert "NIC mlx5_0 (link layer unknown)" in named
     # the NIC table keeps id and legend name (and the family the name tells: mlx5 is ConnectX)
-    assert re.search(r"^\s+nic0\s+mlx5_0\s+IB/RoCE \(CX\)\s*$", named, re.M)
+    assert re.search(r"^\s+nic0\s+mlx5_0\s+IB/RoCE \(CX\)\s+yes\s*$", named, re.M)  # GDR: nic_gdr

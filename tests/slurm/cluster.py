@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 BINARIES = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "scontrol", "srun", "sinfo", "scancel", "unshare")
-APT = "apt-get install -y slurmctld slurmd slurm-client munge (see .ci/run)"
+APT = "apt-get install -y slurmctld slurmd slurm-client munge (scripts/install-test-deps.sh does it)"
 
 
 def unavailable() -> str | None:

@@ -1,8 +1,9 @@
-"""Link facts, held once: path classes, P2P status codes, NVLink and PCIe rates.
+"""Link facts, held once: path classes, P2P status codes, the NVML NVLink version enum, PCIe rates.
 
 Every number here is nominal per direction, with its source in
-``shared/reference/formats-and-pitfalls.md`` §4 and ``nvml-cuda.md`` §4. Nothing else in
-topomap repeats these numbers.
+``shared/reference/formats-and-pitfalls.md`` §4 and ``nvml-cuda.md`` §4. NVLink rates and link
+counts are per part, in the parts table (:mod:`topomap.base.parts`). Nothing else in topomap
+repeats these numbers.
 """
 
 from __future__ import annotations
@@ -41,20 +42,6 @@ P2P_STATUS_CODES: Final[dict[int, P2PStatus]] = {
 #: `nvmlNvlinkVersion_t` enum → NVLink generation. The enum is not the generation:
 #: A100 and GA102 return 5 ("3.1"); hwloc#658.
 NVLINK_VERSION_ENUM: Final[dict[int, int]] = {1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 6: 4, 7: 5, 8: 6}
-
-#: NVLink nominal per-link rate per direction, GB/s, by generation.
-NVLINK_GBPS_PER_LINK: Final[dict[int, float]] = {1: 20.0, 2: 25.0, 3: 25.0, 4: 25.0, 5: 50.0}
-
-#: NVLinks one GPU has, by generation: P100 4, V100 6, A100 12, H100 18, B200 18 (NVIDIA data sheets).
-NVLINKS_PER_GPU: Final[dict[int, int]] = {1: 4, 2: 6, 3: 12, 4: 18, 5: 18}
-NVLINKS_PER_GPU_ANY: Final[int] = max(NVLINKS_PER_GPU.values())  # no GPU has more
-
-#: NVLink-C2C between a Grace CPU and its Hopper/Blackwell GPU: 900 GB/s both ways, 450 GB/s per
-#: direction (NVIDIA Grace Hopper Superchip architecture whitepaper).
-NVLINK_C2C_GBPS: Final[float] = 450.0
-
-#: GA102 (RTX 3090 / A6000 / A40) NVLink 3.x bridge: 14.0625 GB/s per link per direction.
-NVLINK_GA102_GBPS_PER_LINK: Final[float] = 14.0625
 
 #: PCIe per-lane rate per direction after line encoding, GB/s, by generation: GT/s × encoding / 8
 #: (8b/10b for Gen1-2, 128b/130b for Gen3-5, FLIT 242/256 for Gen6). Gen5 x16 = 63.0 GB/s.
@@ -99,17 +86,6 @@ def pcie_bandwidth_gbps(gen: int | None, width: int | None) -> float | None:
 def nic_bandwidth_gbps(line_rate_gbit_s: float) -> float:
     """A NIC's line rate (Gb/s) as GB/s per direction, the unit of every other link here."""
     return line_rate_gbit_s / 8.0
-
-
-def is_ga102(gpu_name: str) -> bool:
-    """GA102 boards whose NVLink bridge runs at 14.0625 GB/s per link."""
-    n = gpu_name.upper()
-    return any(k in n for k in ("3090", "A6000", "A40", "A5000"))
-
-
-def nvlink_generation_for_cc(major: int) -> int | None:
-    """NVLink generation implied by a compute capability major (SXM parts): 6→1 … 10→5."""
-    return {6: 1, 7: 2, 8: 3, 9: 4, 10: 5}.get(major)
 
 
 def parse_path(code: str) -> tuple[str, int]:

@@ -8,6 +8,7 @@ from topomap.check.requirements import ArrowBandwidthRule, ArrowTimeRule, PlanTo
 from topomap.check.results import Finding, RuleResult, tally
 from topomap.flow.mapping import FlowMap, MappedArrow
 from topomap.graph import Topology
+from topomap.model.ranking import meets
 from topomap.model.source_facts import Fact, settle
 from topomap.plan import plan_flow
 
@@ -34,31 +35,48 @@ def _matching(rule: ArrowBandwidthRule | ArrowTimeRule, fmap: FlowMap) -> list[M
 
 
 def _bandwidth(rule: ArrowBandwidthRule, a: MappedArrow) -> tuple[Finding, str | None]:
-    """One arrow against arrow_bandwidth, and what would settle an unknown."""
+    """One arrow against arrow_bandwidth: its figure set against the rule's, ranked only where its
+    range lies wholly above or below it (:func:`~topomap.model.ranking.meets`); a range
+    that spans the threshold, or a figure that is not the machine's, is UNKNOWN with what settles it."""
     name = f"{a.src}→{a.dst}"
     if a.medium == "unknown":
         return Finding(name, "unknown", f"medium unknown ({'; '.join(a.notes[:1])})"), a.settle or settle(Fact.NVLINK)
     if a.bandwidth_gbps is None:
         return Finding(name, "unknown", f"bandwidth unknown ({a.medium})"), None
-    if a.bandwidth_gbps >= rule.min_gbps:
+    cmp = meets(a.bandwidth(), rule.min_gbps)
+    if cmp.verdict == "better-b":
         return Finding(name, "pass", _bw(a)), None
-    if a.lower_bound:
-        text = f"{_bw(a)} (a lower bound), which does not settle ≥ {rule.min_gbps:g}"
-        return Finding(name, "unknown", text), settle(Fact.NVLINK_LINKS)
-    return Finding(name, "fail", f"{_bw(a)} < {rule.min_gbps:g} over {a.medium}"), None
+    if cmp.verdict == "better-a":
+        whole = f" ({a.bandwidth().range_text()})" if a.lower_bound else ""
+        return Finding(name, "fail", f"{_bw(a)}{whole} < {rule.min_gbps:g} over {a.medium}"), None
+    text = f"{_bw(a)} ({a.bandwidth().range_text()}), which does not settle ≥ {rule.min_gbps:g}"
+    return Finding(name, "unknown", text), cmp.settle or settle(Fact.NVLINK_LINKS)
 
 
 def _time(rule: ArrowTimeRule, a: MappedArrow) -> tuple[Finding, str | None]:
-    """One arrow against arrow_time, and what would settle an unknown."""
+    """One arrow against arrow_time: the bandwidth the limit needs (volume / seconds) set against the
+    arrow's figure (:func:`~topomap.model.ranking.meets`), so a range decides only where
+    all of it is fast enough or too slow."""
     name = f"{a.src}→{a.dst}"
-    if a.seconds is None:
+    if a.seconds is None or a.volume_bytes is None or not a.bandwidth_gbps:
         return Finding(name, "unknown", "time unknown (no volume or bandwidth)"), None
-    if a.seconds <= rule.max_seconds:
+    cmp = meets(a.bandwidth(), a.volume_bytes / rule.max_seconds / 1e9)
+    if cmp.verdict == "better-b":
         return Finding(name, "pass", f"{a.seconds:.3g} s" + (" at most" if a.lower_bound else "")), None
-    if a.lower_bound:
-        text = f"at most {a.seconds:.3g} s (the bandwidth is a lower bound)"
-        return Finding(name, "unknown", text), settle(Fact.NVLINK_LINKS)
-    return Finding(name, "fail", f"{a.seconds:.3g} s > {rule.max_seconds:g} s over {a.medium}"), None
+    if cmp.verdict == "better-a":
+        return Finding(name, "fail", f"{_seconds(a)} > {rule.max_seconds:g} s over {a.medium}"), None
+    text = f"{_seconds(a)} (the bandwidth is {a.bandwidth().range_text()})"
+    return Finding(name, "unknown", text), cmp.settle or settle(Fact.NVLINK_LINKS)
+
+
+def _seconds(a: MappedArrow) -> str:
+    """The arrow's time; "at most" where its figure is a lower bound (a range: "from … to …")."""
+    high = a.bandwidth().high
+    if not a.lower_bound or a.volume_bytes is None:
+        return f"{a.seconds:.3g} s"
+    if high:
+        return f"{a.volume_bytes / (high * 1e9):.3g} to {a.seconds:.3g} s"
+    return f"at most {a.seconds:.3g} s"
 
 
 def arrows_rule(req: Requirement, fmap: FlowMap) -> RuleResult:

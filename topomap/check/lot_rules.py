@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from topomap.base.links import class_rank
+from topomap.base.links import class_rank, nic_bandwidth_gbps
 from topomap.base.units import fmt_bytes
 from topomap.check.names import model_matches
 from topomap.check.requirements import (
@@ -37,8 +37,11 @@ from topomap.graph.evidence import (
     pcie_p2p,
     pcie_path_class,
 )
-from topomap.model.facts import fabric_ready, gpu_memory, gpu_model_name
-from topomap.model.snapshot import Gpu
+from topomap.model.facts import fabric_ready, gpu_memory, gpu_model_name, nic_gdr
+from topomap.model.filled_facts import named, nic_speed
+from topomap.model.origins import origin_note
+from topomap.model.ranking import meets
+from topomap.model.snapshot import Gpu, Snapshot
 from topomap.model.source_facts import Fact, SourceFacts, settle, source_facts
 from topomap.place import PlaceError, place_gpus
 
@@ -70,10 +73,11 @@ def _sold_gb(memory_bytes: int) -> float:
     return memory_bytes / 1e9
 
 
-def _model_text(g: Gpu) -> str:
-    """The GPU's model as the evidence names it, saying when it was derived."""
+def _model_text(g: Gpu, snap: Snapshot | None = None) -> str:
+    """The GPU's model as the evidence names it, saying when it was derived (or declared)."""
     name, derived = gpu_model_name(g)
-    return (name or "model not recorded") + (" (derived from the PCI device id)" if derived and name else "")
+    text = named(snap, "gpus.name", name) if name else "model not recorded"
+    return text + (" (derived from the PCI device id)" if derived and name else "")
 
 
 def _gpus(req: Requirement, lot: Lot) -> RuleResult:
@@ -96,7 +100,7 @@ def _gpus(req: Requirement, lot: Lot) -> RuleResult:
         if not alive.yes:
             findings.append(Finding(gid, "fail", f"not counted: {alive.why()}"))
             continue
-        status, text, why = _one_gpu(g, rule.model, need_gb)
+        status, text, why = _one_gpu(g, rule.model, need_gb, topo.snapshot)
         findings.append(Finding(gid, status, text))
         to_settle += why
         wrong_model = wrong_model or (status == "fail" and text.startswith("model "))
@@ -122,22 +126,24 @@ def _gpus(req: Requirement, lot: Lot) -> RuleResult:
     return RuleResult("gpus", lot.name, verdict, desc, [summary, *seen, *lines], summary, keep, findings)
 
 
-def _one_gpu(g: Gpu, model: str | None, need_gb: float | None) -> tuple[Status, str, list[str]]:
+def _one_gpu(
+    g: Gpu, model: str | None, need_gb: float | None, snap: Snapshot | None = None
+) -> tuple[Status, str, list[str]]:
     """One GPU against the gpus rule: its status, the line saying why, and what would settle it."""
     why: list[str] = []
     unsure: list[str] = []
     to_settle: list[str] = []
     name = gpu_model_name(g)[0]
-    named = _model_text(g)
+    named = _model_text(g, snap)
     if model:
         if name is None:
             unsure.append("model not recorded")
             to_settle.append(settle(Fact.GPU_MODEL))
         elif not model_matches(model, name):
             why.append(f"model {named}")
-    mem = gpu_memory(g)
+    mem = gpu_memory(g, snap)
     have = mem.total_bytes
-    size = fmt_bytes(have) + (f" ({mem.source})" if mem.derived else "")
+    size = fmt_bytes(have) + (f" ({mem.source})" if mem.source != "snapshot" else "")
     if need_gb:
         if have is None:
             unsure.append("memory not recorded")
@@ -203,7 +209,7 @@ def _gpu_pair(topo: Topology, a: str, b: str, least: str) -> tuple[Status, str, 
     no worse than ``least``. The status, the evidence, and what would settle an unknown."""
     nv = nvlink(topo, a, b)
     if nv.usable.yes:
-        return "pass", f"NV{nv.links}", None
+        return "pass", f"NV{nv.links}" + origin_note(topo.snapshot, "pairs.nvlink"), None
     if least == "nvlink":
         if nv.usable.value == "unknown":
             return "unknown", f"NVLink unknown: {'; '.join(nv.usable.reasons)}", nv.usable.settle or settle(Fact.NVLINK)
@@ -301,18 +307,23 @@ def _gdr_gpu(topo: Topology, gid: str, rule: GdrNicRule, facts: SourceFacts) -> 
     nic = choice.nic
     if nic is None:
         return "fail", choice.gdr.why(), None
-    if choice.path is None:
-        return "unknown", choice.gdr.why(), choice.gdr.settle or settle(Fact.NICS)
+    if choice.path is None:  # no NIC of the host can do GPUDirect RDMA: a fail whatever the paths
+        status: Status = "fail" if choice.gdr.no else "unknown"
+        return status, choice.gdr.why(), None if choice.gdr.no else choice.gdr.settle or settle(Fact.NICS)
     if class_rank(choice.path) > class_rank(rule.max_path):
         return "fail", f"nearest usable NIC {nic.name} is {choice.path}", None
     if choice.gdr.no:
         return "fail", choice.gdr.why(), None
-    if rule.min_gbit_s:
-        if nic.speed_gbit_s is None:
-            return "unknown", f"NIC {nic.name} ({choice.path}) speed not recorded", settle(Fact.NIC_SPEED)
-        if nic.speed_gbit_s < rule.min_gbit_s:
-            return "fail", f"NIC {nic.name} ({choice.path}) runs at {nic.speed_gbit_s:g} Gb/s", None
-    return "pass", f"{nic.name} {choice.path}", None
+    if rule.min_gbit_s and nic.speed_gbit_s is not None:
+        line_rate = nic_speed(nic, topo.snapshot).bandwidth()  # spec, declared or catalogue (model.filled_facts)
+        if meets(line_rate, nic_bandwidth_gbps(rule.min_gbit_s)).verdict == "better-a":  # short of the minimum
+            return "fail", f"NIC {nic.name} ({choice.path}) runs at {nic_speed(nic, topo.snapshot).text()}", None
+    if choice.gdr.value == "unknown":  # the NIC's own ability (model.facts.nic_gdr), never assumed (issue 30)
+        able = nic_gdr(nic)  # said per NIC, so GPUs that share one share the line
+        return "unknown", f"{nic.name} {choice.path}, GPUDirect RDMA unknown: {'; '.join(able.reasons)}", able.settle
+    if rule.min_gbit_s and nic.speed_gbit_s is None:
+        return "unknown", f"NIC {nic.name} ({choice.path}) speed not recorded", settle(Fact.NIC_SPEED)
+    return "pass", f"{nic.name} {choice.path}" + origin_note(topo.snapshot, "nics.gdr"), None
 
 
 def _same_numa(req: Requirement, lot: Lot) -> RuleResult:

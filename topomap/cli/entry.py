@@ -35,6 +35,7 @@ COMMANDS = {
     "report": "report",
     "nccl": "nccl",
     "place": "place",
+    "lots": "lots",
 }
 COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 

@@ -22,6 +22,7 @@ from topomap.cli.wiring import (
     FilesArg,
     FlowOpt,
     JsonOpt,
+    LotTypeOpt,
     ProbeOpt,
     _console,
     _guard,
@@ -42,6 +43,7 @@ def map_(
     flow_opt: FlowOpt = None,
     probe: ProbeOpt = None,
     json_out: JsonOpt = False,
+    lot_type: LotTypeOpt = None,
     all_: Annotated[
         bool, typer.Option("--all", help="Every arrow with its route and notes (default: summary).")
     ] = False,
@@ -95,6 +97,7 @@ def render(
         str | None, typer.Option("--format", help="With -o -: svg (default), dot, graphml, json, png or pdf.")
     ] = None,
     json_out: JsonOpt = False,
+    lot_type: LotTypeOpt = None,
 ) -> None:
     """Draw a machine, a flow on its machines, or a run's timeline.
 

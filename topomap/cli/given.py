@@ -47,7 +47,7 @@ USAGE = {
     "diff": "topomap diff [FLOW.yaml] A B",
 }
 #: Every kind a machine is read from: its own reader's error (a cut paste, no GPU) is the one to show.
-_MACHINE_KINDS: frozenset[str] = frozenset({"snapshot", *get_args(Topology)})
+_MACHINE_KINDS: frozenset[str] = frozenset({"snapshot", "lot", *get_args(Topology)})
 
 
 def misplaced(path: str, kind: Kind, command: str) -> TopomapError:
@@ -57,17 +57,24 @@ def misplaced(path: str, kind: Kind, command: str) -> TopomapError:
     return TopomapError(f"{path}: this is {DESCRIPTIONS[kind]}; {command} takes {takes}", hint=readers(kind, path))
 
 
-def load_snapshot(path: str, command: str) -> Snapshot:
-    """A snapshot from a snapshot JSON or any importable topology (:func:`topomap.importers.load_any`);
-    a flow, requirements file, run record or measurements file in its place is named as such."""
+def load_snapshot(path: str, command: str, lot_type: str | None = None) -> Snapshot:
+    """A snapshot from a snapshot JSON, any importable topology or a declared lot
+    (:func:`topomap.importers.load_any`); with ``lot_type`` (``--lot-type``), filled from that catalogue
+    entry where its source carries nothing (:func:`topomap.model.lots.with_lot_type`). A flow,
+    requirements file, run record or measurements file in its place is named as such."""
     # Imported here for start-up: the importers are for commands that read a snapshot.
     from topomap.importers import load_any
 
     try:
-        return load_any(path)
+        snap = load_any(path)
     except TopomapError as err:
         name_what_it_is(err, path, command)
         raise
+    if lot_type is None:
+        return snap
+    from topomap.model.lots import with_lot_type  # start-up: only with --lot-type
+
+    return with_lot_type(snap, lot_type)
 
 
 def name_what_it_is(err: TopomapError, path: str, command: str) -> None:

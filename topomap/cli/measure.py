@@ -57,7 +57,8 @@ def measure(
 
     Verified copy bandwidth and latency per GPU and GPU pair, added to the snapshot (needs a GPU).
 
-    Exit 0 measured (findings recorded); 2 bad input; 3 no GPU CUDA can use.
+    Exit 0 measured (findings recorded); 2 bad input; 3 no GPU CUDA can use, or cuda-bindings
+    not installed (the `probe` extra).
     """
     from topomap.measure.run import MeasureOptions, NoGpuError, parse_pairs, parse_size, plan
     from topomap.measure.run import measure as run_measure
@@ -76,12 +77,17 @@ def measure(
         opts.timeout_s = timeout
     if pairs is not None:
         opts.pairs = parse_pairs(pairs)
-    if snapshot is not None:
-        snap = _load(snapshot)
-    else:
+    given = _load(snapshot) if snapshot is not None else None
+    from topomap.probe.bindings import PROBE_HINT, missing_bindings, missing_sentence
+
+    missing = missing_bindings()
+    if "cuda-bindings" in missing:  # the copies run through cuda.bindings (the `probe` extra)
+        _err(missing_sentence(missing, "measure", "nothing can be measured"), 3, PROBE_HINT)
+    if given is None:
         from topomap.probe import probe
 
-        snap = probe().snapshot
+        given = probe().snapshot
+    snap = given
     try:
         plan(snap, opts)  # refuse before the progress bar starts
         bar, update = _progress_bar()

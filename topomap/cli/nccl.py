@@ -13,7 +13,18 @@ if TYPE_CHECKING:
     from topomap.model.snapshot import Snapshot
     from topomap.nccl.predict import NcclReport
     from topomap.nccl.rules import NcclEnv
-from topomap.cli.wiring import AllOpt, HostOpt, JsonOpt, _console, _guard, _load, _print_json, _print_wide, app
+from topomap.cli.wiring import (
+    AllOpt,
+    HostOpt,
+    JsonOpt,
+    LotTypeOpt,
+    _console,
+    _guard,
+    _load,
+    _print_json,
+    _print_wide,
+    app,
+)
 
 
 @app.command()
@@ -50,6 +61,7 @@ def nccl(
         typer.Option("--env", help="NCCL_X=Y as exported before the run (repeat); with --log, overrides the log's."),
     ] = None,
     json_out: JsonOpt = False,
+    lot_type: LotTypeOpt = None,
     all_hosts: AllOpt = False,
     host: HostOpt = None,
 ) -> None:
@@ -89,6 +101,12 @@ def nccl(
         raise TopomapError(
             "nccl needs a snapshot, a log, or both", hint="topomap nccl SNAP, or topomap nccl --log LOG [SNAP]"
         )
+    if snapshot is not None:  # facts a declared lot or --lot-type gave, not read (topomap.model.origins)
+        from topomap.model.origins import filled_summary
+
+        said = filled_summary(snapshot)
+        if said is not None:
+            report.notes.append(said)
     if json_out:
         _print_json(report.to_json())
         return

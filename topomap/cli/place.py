@@ -15,6 +15,7 @@ from topomap.cli.wiring import (
     FlowOpt,
     HostOpt,
     JsonOpt,
+    LotTypeOpt,
     ProbeOpt,
     _console,
     _guard,
@@ -43,6 +44,7 @@ def place(
     probe: ProbeOpt = None,
     flow_opt: FlowOpt = None,
     json_out: JsonOpt = False,
+    lot_type: LotTypeOpt = None,
     all_hosts: AllOpt = False,
     host: HostOpt = None,
 ) -> None:

@@ -10,7 +10,7 @@ import typer
 
 from topomap.base.errors import TopomapError
 from topomap.cli.output import output_format, wrote
-from topomap.cli.wiring import FilesArg, FlowOpt, JsonOpt, ProbeOpt, _console, _guard, _write, app
+from topomap.cli.wiring import FilesArg, FlowOpt, JsonOpt, LotTypeOpt, ProbeOpt, _console, _guard, _write, app
 
 if TYPE_CHECKING:
     from topomap.flow.spec import Work
@@ -86,6 +86,7 @@ def plan(
         typer.Option("--units", help="With --json: list every unit and every bar (default: a summary per card)."),
     ] = False,
     json_out: JsonOpt = False,
+    lot_type: LotTypeOpt = None,
 ) -> None:
     """Plan a flow's work on 1…N cards: time, idle, speed-up, memory fit.
 

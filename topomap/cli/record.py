@@ -25,6 +25,9 @@ from topomap.cli.wiring import _console, _current_context, _guard, _print_json, 
 if TYPE_CHECKING:
     from topomap.record import Run
 
+#: What to install for `record`: psutil (the host side) and nvidia-ml-py (the cards), the `record` extra.
+RECORD_HINT = "pip install -e '.[record]' in the topomap checkout, or pip install 'topomap[record]'"
+
 _INTERVAL = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s)?\s*$")
 
 
@@ -142,7 +145,12 @@ def record_cmd(
     `topomap record -o run.json -- python train.py`; exits with the command's status. Writes
     run-<UTC time>.json without -o. Read the record with show, render and diff (two records: which
     arrangement did better) and plan --observed."""
-    from topomap.record.runner import RecordOptions, record
+    try:
+        from topomap.record.runner import RecordOptions, record
+    except ImportError as err:  # psutil is the `record` extra (issue 33 item 8); reading records needs none
+        if err.name != "psutil":
+            raise
+        raise TopomapError("record needs psutil, which is not installed here", hint=RECORD_HINT) from None
 
     if not command:
         raise TopomapError("record needs a command", hint="topomap record -o run.json -- python train.py")

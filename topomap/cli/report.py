@@ -12,7 +12,7 @@ import typer
 
 from topomap.base.errors import TopomapError
 from topomap.cli.output import output_format, wrote
-from topomap.cli.wiring import FilesArg, FlowOpt, JsonOpt, ProbeOpt, _guard, _print_json, _write, app
+from topomap.cli.wiring import FilesArg, FlowOpt, JsonOpt, LotTypeOpt, ProbeOpt, _guard, _print_json, _write, app
 
 #: Hosts the flow diagram draws at most (a box each); past it the page says so and keeps its tables.
 DIAGRAM_HOSTS = 64
@@ -33,6 +33,7 @@ def report(
     output: Annotated[str, typer.Option("-o", "--output", help="OUT.html")] = "",
     hardware: Annotated[str, typer.Option("--hardware", help="Diagram: used (default) or all hardware.")] = "used",
     json_out: JsonOpt = False,
+    lot_type: LotTypeOpt = None,
 ) -> None:
     """Write one self-contained HTML page about a flow on its machines.
 

@@ -16,7 +16,19 @@ import typer
 
 from topomap.base.errors import TopomapError
 from topomap.cli.output import wrote
-from topomap.cli.wiring import AllOpt, HostOpt, JsonOpt, _console, _guard, _load, _print_json, _write, app
+from topomap.cli.wiring import (
+    AllOpt,
+    HostOpt,
+    JsonOpt,
+    LotTypeOpt,
+    _console,
+    _err,
+    _guard,
+    _load,
+    _print_json,
+    _write,
+    app,
+)
 
 if TYPE_CHECKING:
     from topomap.model.snapshot import Snapshot
@@ -60,10 +72,12 @@ def probe(
     """Probe this machine (NVML + CUDA + sysfs) and write a snapshot.
 
     Exit 0 with problems recorded; exit 3 when no NVIDIA driver/GPU answered (a host-only
-    snapshot is still written). With --measure, the snapshot also carries measured figures.
+    snapshot is still written), or when the NVIDIA bindings are not installed (the `probe` extra:
+    nothing is written). With --measure, the snapshot also carries measured figures.
     """
     from topomap.model.codec import encode_checked  # start-up: see the module docstring
     from topomap.probe import probe as run_probe
+    from topomap.probe.bindings import PROBE_HINT, missing_bindings, missing_sentence
     from topomap.probe.guarded import CALL_TIMEOUT_S, TOTAL_BUDGET_S
 
     limits = {"--call-timeout": call_timeout, "--budget": budget}
@@ -71,6 +85,9 @@ def probe(
     for name, value in limits.items():
         if value is not None and not value > 0:
             raise TopomapError(f"{name} {value:g}: seconds must be above 0", hint=f"e.g. {name} {defaults[name]:g}")
+    missing = missing_bindings()
+    if len(missing) == 2:  # the `probe` extra is not installed (one of them alone: a problem recorded)
+        _err(missing_sentence(missing, "probe", "nothing can be probed"), 3, PROBE_HINT)
     out = run_probe(
         sysfs_root=sysfs_root,
         call_timeout_s=call_timeout or CALL_TIMEOUT_S,
@@ -152,6 +169,7 @@ def import_(
 def show(
     snapshot: Annotated[str, typer.Argument(help="Snapshot JSON, or a raw nvidia-smi/NCCL/hwloc file.")],
     json_out: JsonOpt = False,
+    lot_type: LotTypeOpt = None,
     all_hosts: AllOpt = False,
     host: HostOpt = None,
 ) -> None:
@@ -200,6 +218,7 @@ def matrix(
     snapshot: Annotated[str, typer.Argument(help="Snapshot JSON, or a raw nvidia-smi/NCCL/hwloc file.")],
     p2p: Annotated[str | None, typer.Option("--p2p", help="Print `topo -p2p` for r, w, n or a instead.")] = None,
     json_out: JsonOpt = False,
+    lot_type: LotTypeOpt = None,
     bandwidth: Annotated[bool, typer.Option("--bandwidth", help="Measured GB/s beside nominal instead.")] = False,
     all_hosts: AllOpt = False,
     host: HostOpt = None,
@@ -325,7 +344,7 @@ def _is_file(arg: str) -> bool:
 @app.command()
 @_guard
 def schema(
-    which: Annotated[str, typer.Argument(help="snapshot, flow, requirements or run")] = "snapshot",
+    which: Annotated[str, typer.Argument(help="snapshot, flow, requirements, run or lot")] = "snapshot",
     json_out: JsonOpt = False,
 ) -> None:
     """Print the JSON Schema of a topomap file format.

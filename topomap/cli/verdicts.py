@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
 from topomap.base.errors import TopomapError
 from topomap.cli.given import USAGE, Given, file_of, sort_files
-from topomap.cli.wiring import AllOpt, HostOpt, JsonOpt, ProbeOpt, _console, _guard, _load, _print_json, app
+from topomap.cli.wiring import AllOpt, HostOpt, JsonOpt, LotTypeOpt, ProbeOpt, _console, _guard, _load, _print_json, app
 from topomap.files.kind import DESCRIPTIONS, file_kind
+
+if TYPE_CHECKING:
+    from topomap.model.snapshot import Snapshot
 
 
 @app.command()
@@ -29,6 +32,7 @@ def diff(
     ] = None,
     match: Annotated[str, typer.Option("--match", help="index (default) or structure")] = "index",
     json_out: JsonOpt = False,
+    lot_type: LotTypeOpt = None,
     outputs: Annotated[
         tuple[str, str] | None, typer.Option("--outputs", help="Two runs: also compare DIR_A and DIR_B.")
     ] = None,
@@ -64,6 +68,11 @@ def diff(
     from topomap.render.verdict_view import cluster_diff_view, diff_view
 
     sa, sb = _load(a), _load(b)
+    from topomap.diff.promise import is_declared
+
+    if is_declared(sa) != is_declared(sb):  # promised against received (topomap.diff.promise)
+        return _promise(sa, sb, (a, b), json_out)
+
     if (sa.source.kind == "merge" or sb.source.kind == "merge") and host is not None:
         from topomap.cli.cluster_views import one_of_both  # one host of each side, compared as two lots
 
@@ -84,10 +93,31 @@ def diff(
         names = (f"A ({names[0]})", f"B ({names[1]})")
     flow = read_flow_file(flow_file, "diff") if flow_file else None
     result = diff_snapshots(sa, sb, how, names, flow)
+    if flow is not None:  # two priced lots (declared `price:`): which does the work for less
+        from topomap.diff.cost import cost_line
+
+        said = cost_line(flow, sa, sb, names)
+        if said is not None:
+            result.plan_lines.append(said)
     if json_out:
         _print_json(result.to_json())
     else:
         _console().print(diff_view(result))
+    raise typer.Exit(result.exit_status)
+
+
+def _promise(sa: Snapshot, sb: Snapshot, files: tuple[str, str], json_out: bool) -> None:
+    """A declared lot against what was probed or pasted (either order): each fact promised, judged by
+    what the received side can show. Exit 0 as promised, 1 short of the promise, 3 cannot tell."""
+    from topomap.diff.promise import check_promise, is_declared
+    from topomap.render.promise_view import promise_view
+
+    promised, received, names = (sa, sb, files) if is_declared(sa) else (sb, sa, (files[1], files[0]))
+    result = check_promise(promised, received, names)
+    if json_out:
+        _print_json(result.to_json())
+    else:
+        _console().print(promise_view(result))
     raise typer.Exit(result.exit_status)
 
 
@@ -154,6 +184,7 @@ def check(
         str | None, typer.Option("--flow", help="The flow the rules speak of (the same as giving it).")
     ] = None,
     json_out: JsonOpt = False,
+    lot_type: LotTypeOpt = None,
     all_hosts: AllOpt = False,
     host: HostOpt = None,
 ) -> None:
@@ -190,14 +221,25 @@ def check(
     else:
         lots = snapshot_lots([(name, _load(path)) for name, path in map(_named, machines)])
     result = run_check(rules, lots, fmap, topos)
+    from topomap.render.lot_view import disagreement_rows, disagreements
+
+    machines_checked = [(lot.name, lot.topo.snapshot) for lot in lots]
     if host is not None or (result.groups and not all_hosts):
         from topomap.cli.cluster_views import check_cluster  # a cluster: each rule once per group
 
         raise typer.Exit(check_cluster(result, json_out, host))
     if json_out:
-        _print_json(result.to_json())
+        doc = result.to_json()
+        rows = disagreement_rows(machines_checked)
+        if rows:  # a paste and its --lot-type catalogue entry disagree (topomap.model.lots.fill)
+            doc["catalogue_disagrees"] = rows
+        _print_json(doc)
     else:
-        _console().print(check_view(result))
+        console = _console()
+        console.print(check_view(result))
+        said = disagreements(machines_checked)
+        if said is not None:
+            console.print(said)
     raise typer.Exit(result.exit_status)
 
 

@@ -33,8 +33,9 @@ app = typer.Typer(
 )
 
 # debug: --debug was given; json: --json was among topomap's own arguments (for a usage error,
-# which comes before any command runs); ctx: the context of the command running now, or None.
-_state: dict[str, Any] = {"debug": False, "json": False, "ctx": None}
+# which comes before any command runs); ctx: the context of the command running now, or None;
+# lot_type: the running command's --lot-type (every machine it loads is filled from that entry).
+_state: dict[str, Any] = {"debug": False, "json": False, "ctx": None, "lot_type": None}
 F = TypeVar("F", bound=Callable[..., Any])
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
@@ -56,6 +57,14 @@ FilesArg = Annotated[
 ]
 FlowOpt = Annotated[
     str | None, typer.Option("--flow", help="The flow file, named explicitly (the same as giving it first).")
+]
+LotTypeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--lot-type",
+        help="A catalogue entry (topomap lots), e.g. aws/p4de.24xlarge: fills what each given paste or snapshot "
+        "does not carry, each such fact labelled 'catalogue'; a fact the paste carries is kept.",
+    ),
 ]
 
 
@@ -125,6 +134,7 @@ def _guard(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        _state["lot_type"] = kwargs.get("lot_type")  # read by _load; each command that takes machines has it
         with _running(kwargs.pop(_CTX, None)):
             try:
                 return fn(*args, **kwargs)
@@ -224,7 +234,7 @@ def _load(path: str) -> Snapshot:
     # Imported here for start-up: the loaders are for commands that read a snapshot.
     from topomap.cli.given import load_snapshot
 
-    return load_snapshot(path, command_name())
+    return load_snapshot(path, command_name(), _state["lot_type"])
 
 
 def command_name() -> str:

@@ -14,6 +14,7 @@ from topomap.diff.qualities import Quality, arrow_qualities
 from topomap.diff.results import ArrowRow, Change, DiffResult, Direction
 from topomap.flow import Flow, FlowMap, MappedArrow, bind, gpus_of, map_flow
 from topomap.graph import Topology
+from topomap.model.ranking import compare_bandwidth
 from topomap.plan import PlanResult, best_total_seconds, plan_changes, plan_flow
 
 _MEDIUM_RANK = {"local": 0, "gpu-link": 1, "host-memory": 2, "network": 3}
@@ -88,10 +89,10 @@ def compare_arrow(x: MappedArrow, y: MappedArrow, qa: dict[str, Quality], qb: di
     """One arrow on A (``x``) and on B (``y``): worse / better / neutral / unknown for B, why, and
     whether an unchanged arrow is confirmed equal (both figures recorded and exact).
 
-    The order: the medium; then a figure both lots record (a lower bound decides only where the
-    other side's exact figure lies below it); then the qualities (they decide when the figures do
-    not: equal, unrecorded, or recorded on one side only, which the reason says); then NVLink link
-    counts and PCIe path classes; last, a figure recorded on one side only is "cannot tell"."""
+    The order: the medium; then a figure both lots record (ranked only where the two ranges do not
+    overlap); then the qualities (they decide when the figures do not: equal, unrecorded, or
+    recorded on one side only, which the reason says); then PCIe path classes; last, figures that
+    cannot be ranked are "cannot tell", with the command that settles them."""
     slower = _slower(x, y)
     if x.medium != y.medium:
         if "unknown" in (x.medium, y.medium):
@@ -115,7 +116,7 @@ def compare_arrow(x: MappedArrow, y: MappedArrow, qa: dict[str, Quality], qb: di
         why = f"{', '.join(lost or gained)}{one_sided}"
         return ArrowRow(x, y, slower, direction, why, qualities=lost or gained)
     by_path = _path_change(x.path, y.path)
-    if by_path is not None:
+    if by_path is not None and not (figure == "unknown" and by_path[0] == "unknown"):
         return ArrowRow(x, y, slower, by_path[0], by_path[1])
     if figure == "unknown":
         return ArrowRow(x, y, slower, "unknown", figure_why)
@@ -124,35 +125,26 @@ def compare_arrow(x: MappedArrow, y: MappedArrow, qa: dict[str, Quality], qb: di
 
 
 def _slower(x: MappedArrow, y: MappedArrow) -> bool | None:
-    """Slower in GB/s on B: only when both figures are exact (None: cannot be told)."""
-    ba, bb = x.bandwidth_gbps, y.bandwidth_gbps
-    if ba is None or bb is None or x.lower_bound or y.lower_bound:
+    """Slower in GB/s on B: where the two figures rank (:func:`~topomap.model.ranking.compare_bandwidth`:
+    their ranges do not overlap); None where they cannot be told apart."""
+    cmp = compare_bandwidth(x.bandwidth(), y.bandwidth())
+    if cmp.verdict == "cannot-tell":
         return None
-    return bb < ba * 0.999
+    return cmp.verdict == "better-a"
 
 
 def _figure(x: MappedArrow, y: MappedArrow) -> tuple[Direction | None, str]:
-    """The figures compared: better / worse where they settle it, neutral where both are exact and
-    equal, None where neither lot records one or both give the same lower bound (equal in what
-    both record, not confirmed), unknown where they cannot be set against each other."""
-    ba, bb = x.bandwidth_gbps, y.bandwidth_gbps
-    ta, tb = x.bandwidth().text(), y.bandwidth().text()
-    if ba is None and bb is None:
-        return None, ""
-    if ba is None or bb is None:
-        return "unknown", f"bandwidth recorded on one lot only ({ta} → {tb})"
-    same = abs(bb - ba) <= max(ba, bb) * 0.001
-    if not x.lower_bound and not y.lower_bound:
-        if same:
-            return "neutral", ""
-        return ("worse" if bb < ba else "better"), f"{ta} → {tb}"
-    if same and x.lower_bound and y.lower_bound:
-        return None, ""
-    if not x.lower_bound and bb > ba * 1.001:  # B at least more than A's exact figure
-        return "better", f"{ta} → {tb}"
-    if not y.lower_bound and bb < ba * 0.999:  # B's exact figure below A's floor
-        return "worse", f"{ta} → {tb}"
-    return "unknown", f"a lower bound cannot be set against the other figure ({ta} → {tb})"
+    """The figures compared (:func:`~topomap.model.ranking.compare_bandwidth`): better / worse where
+    their ranges do not overlap, neutral where both are exact and equal, None where neither lot
+    records one or both give the same range (equal in what both record, not confirmed), unknown
+    where they cannot be set against each other (overlapping ranges, one side unrecorded, a figure
+    that is not the machine's), with why and what settles it."""
+    cmp = compare_bandwidth(x.bandwidth(), y.bandwidth())
+    if cmp.ranked:
+        return cmp.direction, cmp.reason
+    if cmp.verdict == "same" or cmp.identical:
+        return ("neutral" if cmp.verdict == "same" else None), ""
+    return "unknown", cmp.reason + (f"; {cmp.settle} settles it" if cmp.settle else "")
 
 
 def _quality_changes(qa: dict[str, Quality], qb: dict[str, Quality]) -> tuple[list[str], list[str], bool]:
@@ -187,12 +179,13 @@ def _both_ends(words: list[str]) -> list[str]:
 
 
 def _path_change(pa: str | None, pb: str | None) -> tuple[Direction, str] | None:
-    """The same medium and no GB/s to tell by: NVLink link counts, else the PCIe path class (None:
-    the paths do not tell)."""
+    """The same medium and no GB/s to tell by: the PCIe path class (None: the paths do not tell).
+    NVLink link counts never rank here: across two lots the same count may be two parts (an H800's
+    NV18 carries less than an A100's NV12), and the figures above already said what they can."""
     if pa == pb or pa is None or pb is None:
         return None
-    if pa.startswith("NV") and pb.startswith("NV") and pa[2:].isdigit() and pb[2:].isdigit():
-        return ("worse" if int(pb[2:]) < int(pa[2:]) else "better"), f"{pa} → {pb} links"
+    if pa.startswith("NV") and pb.startswith("NV"):
+        return "unknown", f"{pa} → {pb} links: link counts of parts not known do not rank"
     try:
         ra, rb = class_rank(pa), class_rank(pb)
     except ValueError:

@@ -16,6 +16,9 @@ from topomap.graph import natural_key
 Match = Literal["index", "structure"]
 Direction = Literal["worse", "better", "neutral", "unknown"]
 Verdict = Literal["equivalent", "a-better", "b-better", "mixed", "different", "cannot-confirm"]
+Outcome = Literal["worse", "better", "cannot be compared", "the same", "unknown on both"]
+#: The order the headline counts arrows in.
+OUTCOMES: tuple[Outcome, ...] = ("better", "worse", "cannot be compared", "unknown on both", "the same")
 
 #: Exit status of `topomap diff` per verdict.
 EXIT_STATUS: dict[Verdict, int] = {
@@ -69,6 +72,7 @@ class Change(msgspec.Struct, frozen=True, kw_only=True):
     b: Any
     direction: Direction = "neutral"  # for B against A
     text: str
+    why: str = ""  # what ranks it, or why it cannot be ranked (the figures compared, the command that settles it)
 
 
 class NotCompared(msgspec.Struct, frozen=True):
@@ -109,6 +113,17 @@ class ArrowRow:
     @property
     def medium_changed(self) -> bool:
         return self.a.medium != self.b.medium
+
+    @property
+    def outcome(self) -> Outcome:
+        """What the arrow adds to the headline: worse or better on B, cannot be compared (a change that
+        cannot be told), the same (confirmed equal: figures exact, every quality known), or unknown on
+        both (unchanged in what both lots record, but a figure or quality neither records)."""
+        if self.direction in ("worse", "better"):
+            return self.direction
+        if self.direction == "unknown":
+            return "cannot be compared"
+        return "the same" if self.confirmed or self.a.medium == "local" else "unknown on both"
 
 
 class ArrowReport(msgspec.Struct, rename={"src": "from", "dst": "to"}):
@@ -172,8 +187,8 @@ class DiffResult:
         worse, better = "worse" in dirs, "better" in dirs
         if worse and better:
             return "mixed"
-        if (worse or better) and "unknown" in dirs:
-            return "cannot-confirm"  # a change one side cannot tell may outweigh the known ones
+        if "unknown" in dirs:
+            return "cannot-confirm"  # a change that cannot be ranked may outweigh the known ones
         if worse:
             return "a-better"
         if better:
@@ -207,15 +222,13 @@ class DiffResult:
         return out
 
     def arrow_summary(self) -> str:
-        """The flow's arrows counted: how many change medium, get worse, better, cannot be compared."""
+        """The flow's arrows counted, every one of them (:func:`arrow_counts`), and how many change
+        medium or have a known GB/s drop."""
         if not self.arrows:
             return ""
         moved = sum(r.medium_changed for r in self.arrows)
-        worse, better, unknown = (sum(r.direction == d for r in self.arrows) for d in ("worse", "better", "unknown"))
-        text = f"flow: {len(self.arrows)} arrows; on {self.b_name} {worse} worse, {better} better"
-        if unknown:
-            text += f", {unknown} cannot be compared"
-        text += f"; {moved} change medium"
+        counts = arrow_counts(self, ("worse", "better"))
+        text = f"flow: {len(self.arrows)} arrows; on {self.b_name} {counts}; {moved} change medium"
         slower = sum(r.slower is True for r in self.arrows)
         if slower:
             text += f"; {slower} with a known GB/s drop"
@@ -248,7 +261,7 @@ class DiffResult:
         if v == "equivalent":
             return f"{b} is equivalent to {a} in everything both sources record."
         dirs = {c.direction for c in self.changes}
-        if v == "cannot-confirm" and dirs & {"worse", "better"}:
+        if v == "cannot-confirm" and dirs & {"worse", "better", "unknown"}:
             return f"cannot tell which lot is better {work}."
         if v == "cannot-confirm":
             return f"cannot confirm that {b} is equivalent to {a}: nothing differs in what both record."
@@ -300,6 +313,29 @@ class DiffResult:
         return out
 
 
+def arrow_counts(d: DiffResult, lead: tuple[Outcome, ...] = ()) -> str:
+    """Every arrow counted once by its outcome (``ArrowRow.outcome``), the ``lead`` outcomes first and
+    always, then the others that occur: "28 worse, 0 better, 4 cannot be compared, 16 unknown on both,
+    8 the same" (issue 30 item 9: a headline that leaves out the arrows unknown on both says less than
+    it knows)."""
+    counts = {o: sum(r.outcome == o for r in d.arrows) for o in OUTCOMES}
+    rest = [o for o in OUTCOMES if o not in lead and counts[o]]
+    return ", ".join(f"{counts[o]} {o}" for o in (*lead, *rest))
+
+
+def arrow_cell(a: MappedArrow) -> str:
+    """One lot's arrow in a diff row, as map prints it (medium, route, links, figure with its
+    provenance); what is unknown said once, with why and what settles it, never "unknown unknown
+    PHB bandwidth unknown" (issue 30 item 9)."""
+    figure = "bandwidth unknown" if a.bandwidth_gbps is None else a.bandwidth().text()
+    if a.medium != "unknown":
+        return " ".join(x for x in (a.medium, a.via, a.path or "", figure) if x)
+    could = f"{', '.join(a.candidates[:-1])} or {a.candidates[-1]}" if len(a.candidates) > 1 else "".join(a.candidates)
+    why = f"medium and bandwidth unknown{f' ({a.path} by PCIe)' if a.path else ''}"
+    why += f": {could}" if could else ""
+    return why + (f"; {a.settle} settles it" if a.settle else "")
+
+
 def fmt_value(v: Any) -> str:
     """A compared value in a change's line: ``unknown`` for None, floats without trailing zeros."""
     if v is None:
@@ -311,12 +347,14 @@ def fmt_value(v: Any) -> str:
 
 def grouped(changes: list[Change]) -> list[str]:
     """Changes with the same before → after collapsed into one line, heaviest first."""
-    groups: dict[tuple[str, str, str, Direction], list[Change]] = {}
+    groups: dict[tuple[str, str, str, Direction, str], list[Change]] = {}
     for c in changes:
-        groups.setdefault((c.kind, c.field, f"{fmt_value(c.a)} → {fmt_value(c.b)}", c.direction), []).append(c)
+        key = (c.kind, c.field, f"{fmt_value(c.a)} → {fmt_value(c.b)}", c.direction, c.why)
+        groups.setdefault(key, []).append(c)
     lines: list[tuple[int, str]] = []
-    for (kind, fieldname, arrow, _direction), items in groups.items():
-        lines.append((WEIGHT.get(kind, 0), _group_line(kind, fieldname, arrow, items)))
+    for (kind, fieldname, arrow, _direction, why), items in groups.items():
+        line = _group_line(kind, fieldname, arrow, items)
+        lines.append((WEIGHT.get(kind, 0), f"{line} ({why})" if why else line))
     return [t for _, t in sorted(lines, key=lambda x: -x[0])]
 
 
@@ -370,32 +408,34 @@ def _blind_arrows(d: DiffResult) -> list[ArrowRow]:
 
 
 def flow_summary(d: DiffResult) -> str:
-    """One short line: who wins for this flow and the arrow counts (reasons come after it)."""
+    """One short line: who wins for this flow and every arrow counted (reasons come after it)."""
     a, b, n = d.a_name, d.b_name, len(d.arrows)
-    worse, better, unknown = (sum(r.direction == x for r in d.arrows) for x in ("worse", "better", "unknown"))
+    worse, better = (sum(r.direction == x for r in d.arrows) for x in ("worse", "better"))
     v = d.verdict
     plan_only = not (worse or better) and any(c.kind == "plan" for c in d.changes)
-    counts = f"{better} of {n} arrows better on {b}, {worse} worse"
+    rest = arrow_counts(d, ("better", "worse")).split(", ", 2)[2:]
+    tail = f", {rest[0]}" if rest else ""
+    counts = f"{better} of {n} arrows better on {b}, {worse} worse{tail}"
     if plan_only:
-        counts = "its plan changes (no arrow better or worse)"
+        counts = f"its plan changes (no arrow better or worse{tail})"
     if v == "equivalent":
         return f"{b} is equivalent to {a} for this flow: none of its {n} arrows changes."
     if v == "a-better":
-        counts = counts if plan_only else f"{worse} of {n} arrows worse on {b}, {better} better"
+        counts = counts if plan_only else f"{worse} of {n} arrows worse on {b}, {better} better{tail}"
         return f"{a} is better for this flow: {counts}."
     if v == "b-better":
         return f"{b} is better for this flow: {counts}."
     if v == "mixed":
         return f"neither lot is better for this flow: {counts}."
-    if v == "cannot-confirm" and (worse or better or unknown):
-        return f"cannot tell which lot is better for this flow: {counts}, {unknown} cannot be compared."
+    if v == "cannot-confirm" and any(r.direction != "neutral" for r in d.arrows):
+        return f"cannot tell which lot is better for this flow: {counts}."
     if v == "cannot-confirm":
-        return f"cannot confirm that {b} equals {a} for this flow: no arrow differs in what both record."
+        return f"cannot confirm that {b} equals {a} for this flow: no arrow differs in what both record ({counts})."
     if d.only_a or d.only_b:
         return f"{b} differs from {a} for this flow: it has {len(d.arrows) + len(d.only_a)} arrows on {a}, " + (
             f"{len(d.arrows) + len(d.only_b)} on {b}."
         )
-    return f"{b} differs from {a} for this flow: arrows change, none better or worse."
+    return f"{b} differs from {a} for this flow: arrows change, none better or worse ({counts})."
 
 
 def flow_reasons(d: DiffResult) -> list[str]:

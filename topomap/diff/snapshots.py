@@ -14,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from topomap.base.links import class_rank
+import msgspec
+
+from topomap.base.links import class_rank, nic_bandwidth_gbps
 from topomap.base.units import fmt_bytes
 from topomap.diff.flow import diff_flow
 from topomap.diff.matching import match_devices
@@ -22,7 +24,18 @@ from topomap.diff.results import Change, DiffResult, Direction, Match, NotCompar
 from topomap.flow.spec import Flow
 from topomap.graph import Topology, build
 from topomap.graph.evidence import gpu_usable, nearest_nic, nvlink, pcie_p2p, pcie_path_class
-from topomap.model.facts import PcieLinkFact, gpu_memory, gpu_model_name, gpu_pcie_link, nic_link_layer, nic_usable
+from topomap.model.facts import (
+    SETTLE,
+    UNKNOWN_BW,
+    Bandwidth,
+    PcieLinkFact,
+    gpu_memory,
+    gpu_model_name,
+    gpu_pcie_link,
+    nic_link_layer,
+    nic_usable,
+)
+from topomap.model.ranking import Comparison, compare_bandwidth
 from topomap.model.snapshot import Gpu, Snapshot
 from topomap.model.source_facts import source_knows
 
@@ -109,8 +122,7 @@ def _gpus(out: DiffResult, ta: Topology, tb: Topology) -> None:
         _cmp(out, "gpu", sid, "model", gpu_model_name(x)[0], gpu_model_name(y)[0])
         _cmp(out, "gpu", sid, "memory", _recorded_memory(x), _recorded_memory(y), fmt_bytes, _more)
         _cmp(out, "gpu", sid, "compute capability", x.compute_capability, y.compute_capability)
-        la, lb = gpu_pcie_link(x), gpu_pcie_link(y)
-        _cmp(out, "pcie", sid, "PCIe link", _link(la), _link(lb), better=_faster(la, lb))
+        _pcie_link(out, sid, gpu_pcie_link(x), gpu_pcie_link(y))
         _cmp(out, "gpu", sid, "MIG", x.mig.enabled if x.mig else None, y.mig.enabled if y.mig else None)
         _cmp(out, "numa", sid, "NUMA node", x.numa_node, y.numa_node)
 
@@ -119,23 +131,59 @@ def _link(link: PcieLinkFact) -> str | None:
     return f"Gen{link.gen} x{link.width}" if link.gen is not None and link.width is not None else None
 
 
-def _faster(la: PcieLinkFact, lb: PcieLinkFact) -> Callable[[Any, Any], bool | None]:
-    """Whether B's PCIe link is better than A's, by their bandwidths (not by the links' text)."""
-    ga, gb = la.gbps or 0.0, lb.gbps or 0.0
-    return lambda _a, _b: None if ga == gb else gb > ga
+def _pcie_link(out: DiffResult, sid: str, la: PcieLinkFact, lb: PcieLinkFact) -> None:
+    """A GPU's own PCIe link on A and on B, ranked by its figure; a side whose figure is a topology
+    file's placeholder (not the machine's) is not compared, and the note says what settles it."""
+    placeholders = [name for name, link in ((out.a_name, la), (out.b_name, lb)) if link.placeholder]
+    if placeholders and _link(la) is not None and _link(lb) is not None:
+        side = placeholders[0] if len(placeholders) == 1 else "both"
+        out.not_compared.append(NotCompared("PCIe link", side, "pcie"))
+        note = (
+            f"PCIe links of {' and '.join(placeholders)}: the topology file's placeholders, not the machine's, "
+            f"so not compared; {SETTLE['pcie_link_machine']} settles them"
+        )
+        if note not in out.notes:
+            out.notes.append(note)
+        return
+    _cmp(
+        out,
+        "pcie",
+        sid,
+        "PCIe link",
+        _link(la),
+        _link(lb),
+        better=_by(compare_bandwidth(la.bandwidth(), lb.bandwidth())),
+    )
 
 
-def _nv_state(topo: Topology, a: str, b: str) -> tuple[str | None, int | None]:
-    """A pair's NVLink as text (``NV18``, ``no NVLink (SYS)``, ``NVLink not usable``) and link count;
-    (None, None) when the source cannot tell."""
+def _by(cmp: Comparison) -> Callable[[Any, Any], bool | None]:
+    """A comparison as ``_cmp``'s ``better``: True where B ranks better, False worse, None otherwise."""
+    verdict = True if cmp.verdict == "better-b" else False if cmp.verdict == "better-a" else None
+    return lambda _a, _b: verdict
+
+
+def _nv_state(topo: Topology, a: str, b: str) -> tuple[str | None, int | None, Bandwidth]:
+    """A pair's NVLink as text (``NV18``, ``no NVLink (SYS)``, ``NVLink not usable``), its usable link
+    count and its bundle's figure; (None, None, …) when the source cannot tell."""
     nv = nvlink(topo, a, b)
     if nv.usable.value == "unknown":
-        return None, None
+        return None, None, nv.bandwidth
     if nv.usable.yes:
-        return f"NV{nv.links}", nv.links
+        return f"NV{nv.links}", nv.links, nv.bandwidth
     if nv.links:
-        return f"NV{nv.links} not usable", 0
-    return f"no NVLink ({pcie_path_class(topo, a, b) or 'path unknown'})", 0
+        return f"NV{nv.links} not usable", 0, nv.bandwidth
+    return f"no NVLink ({pcie_path_class(topo, a, b) or 'path unknown'})", 0, nv.bandwidth
+
+
+def _nvlink_direction(na: int | None, nb: int | None, ba: Bandwidth, bb: Bandwidth) -> tuple[Direction, str]:
+    """B's NVLink against A's: gained or lost outright where one side has none; else their figures,
+    ranked only where the ranges do not overlap (:func:`~topomap.model.ranking.compare_bandwidth`)."""
+    if not na or not nb:
+        return ("better" if nb else "worse") if (na or nb) else "neutral", ""
+    cmp = compare_bandwidth(ba, bb)
+    if cmp.verdict == "cannot-tell":
+        return "unknown", f"cannot tell: {cmp.reason}" + (f"; {cmp.settle} settles it" if cmp.settle else "")
+    return cmp.direction, cmp.reason
 
 
 def _gpu_pairs(out: DiffResult, ta: Topology, tb: Topology) -> None:
@@ -146,31 +194,40 @@ def _gpu_pairs(out: DiffResult, ta: Topology, tb: Topology) -> None:
             if ma is None or mb is None or tb.gpu(ma) is None or tb.gpu(mb) is None:
                 continue
             subject = f"{a}–{b}"
-            sa, na = _nv_state(ta, a, b)
-            sb, nb = _nv_state(tb, ma, mb)
+            sa, na, ba = _nv_state(ta, a, b)
+            sb, nb, bb = _nv_state(tb, ma, mb)
             if sa is None or sb is None:
                 if (sa is None) != (sb is None):
                     side = out.a_name if sa is None else out.b_name
                     out.not_compared.append(NotCompared("NVLink between GPU pairs", side))
             elif sa != sb and not (sa.startswith("no NVLink") and sb.startswith("no NVLink")):
-                direction: Direction = "neutral"
-                if na != nb:
-                    direction = "better" if (nb or 0) > (na or 0) else "worse"
+                direction, why = _nvlink_direction(na, nb, ba, bb)
                 text = f"{subject}: {sa} → {sb}"
-                out.changes.append(
-                    Change(kind="nvlink", subject=subject, field="links", a=sa, b=sb, direction=direction, text=text)
-                )
+                out.changes.append(Change(kind="nvlink", subject=subject, field="links", a=sa, b=sb, text=text))
+                out.changes[-1] = msgspec.structs.replace(out.changes[-1], direction=direction, why=why)
             if na or nb:
                 continue  # NVLink carries the pair on at least one side: its PCIe path is not the story
-            _pcie_pair(out, subject, ta, tb, (a, b), (ma, mb))
+            _pcie_pair(out, subject, ta, tb, (a, b), (ma, mb), nvlink_unknown=sa is None or sb is None)
 
 
 def _pcie_pair(
-    out: DiffResult, subject: str, ta: Topology, tb: Topology, on_a: tuple[str, str], on_b: tuple[str, str]
+    out: DiffResult,
+    subject: str,
+    ta: Topology,
+    tb: Topology,
+    on_a: tuple[str, str],
+    on_b: tuple[str, str],
+    nvlink_unknown: bool = False,
 ) -> None:
-    """A GPU pair without NVLink on either side: its PCIe path class and P2P."""
+    """A GPU pair without NVLink on either side: its PCIe path class and P2P. Where a side does not
+    record NVLink (a static NCCL file), NVLink may carry the pair there: a class change is listed but
+    not ranked, with what settles it."""
     ca, cb = pcie_path_class(ta, *on_a), pcie_path_class(tb, *on_b)
     _cmp(out, "pair", subject, "path", ca, cb, better=lambda x, y: None if x == y else class_rank(y) < class_rank(x))
+    last = out.changes[-1] if out.changes else None
+    if nvlink_unknown and last is not None and last.kind == "pair" and last.subject == subject:
+        why = f"cannot tell: NVLink is not recorded, and may carry the pair; {SETTLE['nvlink']} settles it"
+        out.changes[-1] = msgspec.structs.replace(last, direction="unknown", why=why)
     pa, pb = pcie_p2p(ta, *on_a), pcie_p2p(tb, *on_b)
     if pa.value != pb.value and "unknown" not in (pa.value, pb.value):
         d: Direction = "better" if pb.yes else "worse"
@@ -215,7 +272,15 @@ def _gpu_nics(out: DiffResult, ta: Topology, tb: Topology) -> None:
             )
         sa = ca.nic.speed_gbit_s if ca.nic else None
         sb = cb.nic.speed_gbit_s if cb.nic else None
-        _cmp(out, "nic", sid, "its NIC's line rate", sa, sb, lambda v: f"{v:g} Gb/s", _more)
+        rates = compare_bandwidth(_line_rate(sa), _line_rate(sb))
+        _cmp(out, "nic", sid, "its NIC's line rate", sa, sb, lambda v: f"{v:g} Gb/s", _by(rates))
+
+
+def _line_rate(gbit_s: float | None) -> Bandwidth:
+    """A NIC's line rate as a figure (GB/s per direction, the unit every other link has)."""
+    if gbit_s is None:
+        return UNKNOWN_BW
+    return Bandwidth(nic_bandwidth_gbps(gbit_s), "spec", f"line rate {gbit_s:g} Gb/s")
 
 
 def _nic_rank(v: str) -> int:

@@ -2,7 +2,8 @@
 
 Kinds: ``snapshot`` and ``run`` (topomap's own JSON), ``nvidia-smi`` (topo -m / -p2p / nvlink / -q
 text, --query-gpu CSV, and `ibstat` appended to them), ``nccl-xml``, ``hwloc-xml``, ``measurements``
-(nvbandwidth, p2pBandwidthLatencyTest), ``flow`` and ``requirements`` (YAML). ``None``: none of these.
+(nvbandwidth, p2pBandwidthLatencyTest), ``flow``, ``requirements`` and ``lot`` (a declared lot: YAML whose
+top level has ``lot:``). ``None``: none of these.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ Kind = Literal[
     "measurements",
     "flow",
     "requirements",
+    "lot",
 ]
 Topology = Literal["nvidia-smi", "nccl-xml", "hwloc-xml", "lstopo", "nccl-log"]
 
@@ -39,6 +41,7 @@ DESCRIPTIONS: dict[Kind, str] = {
     "measurements": "measured bandwidth (nvbandwidth or p2pBandwidthLatencyTest output)",
     "flow": "a flow file (YAML)",
     "requirements": "a requirements file (YAML)",
+    "lot": "a declared lot (YAML: a lot as a catalogue describes it)",
 }
 
 _GPU_LINE = re.compile(r"^GPU (\d+): (.*)$")
@@ -51,6 +54,7 @@ _LSTOPO = re.compile(  # lstopo's root line, then a CPU-side object indented und
 )
 _YAML_FLOW = re.compile(r"^flow\s*:", re.MULTILINE)
 _YAML_REQUIREMENTS = re.compile(r"^requirements\s*:", re.MULTILINE)
+_YAML_LOT = re.compile(r"^lot\s*:", re.MULTILINE)
 
 
 def topology_format(text: str) -> Topology | None:
@@ -143,13 +147,16 @@ def measurement_tool(text: str) -> Literal["nvbandwidth", "p2pBandwidthLatencyTe
     return None
 
 
-def yaml_kind(text: str) -> Literal["flow", "requirements"] | None:
-    """A flow or requirements file, by its top-level keys: a `flow:` key makes a flow, whatever
-    comes first (a flow may carry its own `requirements:`, above or below it)."""
+def yaml_kind(text: str) -> Literal["flow", "requirements", "lot"] | None:
+    """A flow, requirements file or declared lot, by its top-level keys: a `flow:` key makes a flow, whatever
+    comes first (a flow may carry its own `requirements:`, above or below it); then `requirements:`; a
+    top-level `lot:` (and neither of those) makes a declared lot."""
     head = text[:65536]
     if _YAML_FLOW.search(head):
         return "flow"
-    return "requirements" if _YAML_REQUIREMENTS.search(head) else None
+    if _YAML_REQUIREMENTS.search(head):
+        return "requirements"
+    return "lot" if _YAML_LOT.search(head) else None
 
 
 def json_kind(head: str) -> Literal["snapshot", "run"] | None:
@@ -161,6 +168,62 @@ def json_kind(head: str) -> Literal["snapshot", "run"] | None:
     if '"topomap.snapshot/' in head[:65536]:
         return "snapshot"
     return None
+
+
+def emptiness(text: str) -> str | None:
+    """Why a file holds nothing to read ("is empty", "holds only blank lines"), or None (issue 30 item 9:
+    said so, not "unknown format")."""
+    if text == "":
+        return "is empty (0 bytes)"
+    if not text.strip(" \t\r\n\ufeff\x00"):
+        return "holds only blank space"
+    return None
+
+
+#: topomap's own ``--json`` outputs, by the top-level keys that only they have: (keys, what, the command
+#: that takes what it was made from). A snapshot carries ``"schema": "topomap.snapshot/1"`` first.
+_OWN_JSON: tuple[tuple[frozenset[str], str], ...] = (
+    (frozenset({"arrows", "flow", "summary"}), "`topomap map --json` output"),
+    (frozenset({"verdict", "summary", "rules"}), "`topomap check --json` output"),
+    (frozenset({"pairs", "nics", "features", "rules"}), "`topomap nccl --json` output"),
+    (frozenset({"commands", "gpus", "pattern", "ranks"}), "`topomap place --json` output"),
+    (frozenset({"changes", "not_compared", "match"}), "`topomap diff --json` output"),
+    (frozenset({"cells", "ids", "nic_legend"}), "`topomap matrix --json` output"),
+)
+
+
+def json_what(head: str, keys: list[str] | None = None) -> tuple[str, str]:
+    """What a JSON that is not a snapshot looks like, and (the hint) which command takes it: a run record
+    of another version, measured bandwidth, one of topomap's own ``--json`` outputs, a JSON Schema, or
+    an object of something else (its first keys named). ``keys``: its top-level keys where the caller
+    decoded them (else the keys seen in ``head``)."""
+    if '"topomap.run/' in head[:65536]:
+        return "a topomap run record (from `topomap record`), not a snapshot", readers("run", "FILE")
+    if '"nvbandwidth"' in head[:8192]:
+        return "nvbandwidth's JSON output (measured bandwidth), not a snapshot", readers("measurements", "FILE")
+    keys = keys if keys is not None else re.findall(r'"([^"\\]{1,40})"\s*:', head[:65536])
+    top = set(keys)
+    if {"source", "gpus"} <= top:  # a snapshot's own keys without its first one: cut or edited by hand
+        return (
+            "missing or invalid `schema` (expected 'topomap.snapshot/1'): it has a snapshot's other keys",
+            "is the file complete? topomap writes snapshots whole, `schema` first",
+        )
+    for need, what in _OWN_JSON:
+        if need <= top:
+            return (
+                f"{what}, not a snapshot",
+                "give the snapshot it was made from (or the raw file, which commands import)",
+            )
+    if top & {"$schema", "$defs", "$id"}:
+        return "a JSON Schema, not a snapshot", "`topomap schema snapshot` prints the schema snapshots follow"
+    stripped = head.lstrip("\ufeff \t\r\n")
+    shape = "a JSON array" if stripped.startswith("[") else "a JSON object"
+    named = f" (keys {', '.join(dict.fromkeys(keys[:4]))}{', …' if len(set(keys)) > 4 else ''})" if keys else ""
+    return (
+        f'{shape}{named} without `"schema": "topomap.snapshot/1"`: not a topomap snapshot',
+        "a snapshot comes from `topomap probe` or `topomap import FILE -o SNAP.json` (nvidia-smi text, NCCL or "
+        "hwloc XML); every command also takes those raw files as they are",
+    )
 
 
 def sniff(text: str) -> Kind | None:

@@ -13,9 +13,11 @@ from topomap.flow.decision import Decision, NicEnd, on_host, on_host_all
 from topomap.flow.memory import as_memory, placement_node
 from topomap.flow.spec import FlowArrow, Placement
 from topomap.graph import FABRIC, Topology
-from topomap.graph.evidence import edge_bandwidth, nearest_nic
+from topomap.graph.edges import edge_bandwidth
+from topomap.graph.evidence import nearest_nic
 from topomap.graph.query import pcie_leg
 from topomap.model.facts import SETTLE, UNKNOWN_BW, Bandwidth, fabric_ready, nic_family
+from topomap.model.origins import fact_origin, relabel
 
 
 def cross_host(a: FlowArrow, topos: dict[str, Topology | None]) -> Decision:
@@ -51,7 +53,19 @@ def cross_host(a: FlowArrow, topos: dict[str, Topology | None]) -> Decision:
     bw = UNKNOWN_BW
     if caps and not unknown:
         bw = Bandwidth(min(caps), "spec", "the narrower of the NICs' line rates and their PCIe legs (nominal)")
+        bw = _rate_origin(bw, [t for t in (ts, td) if t is not None], caps)
     return Decision("network", via, "NET", legs[0] + legs[1], bw, tuple(notes), nic_ends=tuple(ends))
+
+
+def _rate_origin(bw: Bandwidth, topos: list[Topology], caps: list[float]) -> Bandwidth:
+    """A network figure set by a NIC rate a declared lot or the catalogue gave is that rate's: declared
+    or catalogue, never spec (topomap.model.origins)."""
+    for topo in topos:
+        origin = fact_origin(topo.snapshot, "nics.speed_gbit_s")
+        rates = {nic_bandwidth_gbps(n.speed_gbit_s) for n in topo.snapshot.nics if n.speed_gbit_s is not None}
+        if origin is not None and min(caps) in rates:
+            return relabel(bw, origin, "NIC rate")
+    return bw
 
 
 def _mnnvl(a: FlowArrow, ts: Topology, td: Topology) -> Decision:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from topomap.model.facts import UNKNOWN_BW, Bandwidth
+from topomap.model.facts import SETTLE, UNKNOWN_BW, Bandwidth, pcie_placeholders
+from topomap.model.snapshot import Snapshot
 from topomap.transport.decide import Decision as NcclDecision
 
 Medium = Literal["gpu-link", "host-memory", "network", "local", "unknown"]
@@ -50,8 +51,14 @@ def on_host_all(host: str, nodes: list[str] | tuple[str, ...]) -> tuple[str, ...
     return tuple(on_host(host, n) for n in nodes)
 
 
-def pcie_bandwidth(gbps: float | None) -> Bandwidth:
-    """A PCIe route's nominal figure (its narrowest link), or unknown."""
+def pcie_bandwidth(gbps: float | None, snap: Snapshot | None = None) -> Bandwidth:
+    """A PCIe route's nominal figure (its narrowest link), or unknown; where the snapshot's PCIe
+    figures are a static topology file's placeholders (:func:`~topomap.model.facts.pcie_placeholders`),
+    the file's figure, which never ranks, with what settles it."""
     if not gbps:
         return UNKNOWN_BW
-    return Bandwidth(gbps, "spec", "PCIe lanes × per-lane rate at the narrowest link (nominal)")
+    basis = "PCIe lanes × per-lane rate at the narrowest link (nominal)"
+    if snap is not None and pcie_placeholders(snap):
+        why = f"{basis}, as the topology file writes every link"
+        return Bandwidth(gbps, "topology-file", why, high_gbps=gbps, settle=SETTLE["pcie_link_machine"])
+    return Bandwidth(gbps, "spec", basis)

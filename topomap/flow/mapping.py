@@ -22,6 +22,7 @@ from topomap.flow.spec import Flow, FlowArrow, FlowError, Placement
 from topomap.graph import Topology
 from topomap.graph.evidence import gpu_usable
 from topomap.model.facts import Bandwidth, BandwidthSource, gpu_pcie_link
+from topomap.model.origins import fact_origin
 from topomap.transport.decide import Decision as NcclDecision
 
 
@@ -54,15 +55,24 @@ class MappedArrow:
     candidates: list[str] = field(default_factory=list)  # for an unknown medium: what it could be
     settle: str | None = None  # for an unknown: the command whose output would decide it
     ceiling_gbps: float | None = None  # for an unknown figure over PCIe: the most it can be (see medium_summary)
+    ceiling_source: str = "spec"  # "declared" / "catalogue …" where a lot gave the PCIe generation (model.origins)
     shared_nics: list[NicShare] = field(default_factory=list)  # NICs other arrows of this step use too
     nccl: NcclDecision | None = None  # NCCL's transport, for an arrow NCCL sends (`nccl: true`)
+    bandwidth_high_gbps: float | None = None  # the figure's high end (a range over parts not known; None: exact)
+    bandwidth_settle: str | None = None  # what would make an inexact figure exact
 
     def bandwidth(self) -> Bandwidth:
         """The arrow's figure as the one Bandwidth value every view writes (``.text()``: "≥ 253 GB/s
         derived", the ≥ of a lower bound and a shared NIC included)."""
         shared = max((x.arrows for x in self.shared_nics), default=0)
         return Bandwidth(
-            self.bandwidth_gbps, self.bandwidth_source, self.bandwidth_basis, self.lower_bound, shared_by=shared
+            self.bandwidth_gbps,
+            self.bandwidth_source,
+            self.bandwidth_basis,
+            self.lower_bound,
+            shared_by=shared,
+            high_gbps=self.bandwidth_high_gbps,
+            settle=self.bandwidth_settle,
         )
 
     def nccl_text(self) -> str | None:
@@ -91,6 +101,7 @@ class MappedArrow:
             "bandwidth_source": self.bandwidth_source,
             "bandwidth_basis": self.bandwidth_basis,
             "lower_bound": self.lower_bound,
+            "bandwidth_high_gbps": self.bandwidth_high_gbps,
             "volume_bytes": self.volume_bytes,
             "seconds": self.seconds,
             "both_ways": self.both_ways,
@@ -140,6 +151,7 @@ class MediumSummary:
     slowest: MappedArrow | None
     unknown: tuple[MappedArrow, ...]
     ceiling_gbps: float | None
+    ceiling_source: str = "spec"
 
     def unknown_names(self) -> str:
         names = [f"{a.src} → {a.dst}" for a in self.unknown]
@@ -154,7 +166,8 @@ class MediumSummary:
             return f"{n} arrow(s) stay on their device (no transfer)"
         parts = [f"{n} arrow(s)"]
         if self.unknown:
-            bound = f" (≤ {fmt_gbps(self.ceiling_gbps)} GB/s spec, the PCIe x16 ceiling)" if self.ceiling_gbps else ""
+            ceiling, src = fmt_gbps(self.ceiling_gbps), self.ceiling_source
+            bound = f" (≤ {ceiling} GB/s {src}, the PCIe x16 ceiling)" if self.ceiling_gbps else ""
             every = "all" if len(self.unknown) == n else f"{len(self.unknown)} of {n}"
             parts.append(f"bandwidth unknown for {every}{bound}: {self.unknown_names()}")
         a = self.slowest
@@ -188,7 +201,8 @@ def medium_summary(fmap: FlowMap) -> list[MediumSummary]:
         unknown = tuple(a for a in arrows if a.bandwidth_gbps is None)
         ceilings = [a.ceiling_gbps for a in unknown]
         ceiling = max(c for c in ceilings if c is not None) if unknown and None not in ceilings else None
-        out.append(MediumSummary(medium, arrows, slowest, unknown, ceiling))
+        src = next((a.ceiling_source for a in unknown if a.ceiling_gbps == ceiling), "spec")
+        out.append(MediumSummary(medium, arrows, slowest, unknown, ceiling, src))
     return out
 
 
@@ -213,6 +227,16 @@ def _ceiling(a: FlowArrow, d: Decision, topos: dict[str, Topology | None]) -> fl
     return min(rates) if rates else None
 
 
+def _ceiling_source(d: Decision, topos: dict[str, Topology | None]) -> str:
+    """Where the ceiling's PCIe generation comes from: "spec", or a lot's ("declared", "catalogue …")."""
+    for hop in d.route:
+        topo = topos.get(hop.rpartition("/")[0])
+        origin = fact_origin(topo.snapshot, "gpus.pcie") if topo is not None else None
+        if origin is not None:
+            return origin.inner()
+    return "spec"
+
+
 def map_flow(flow: Flow, topos: dict[str, Topology | None], nic_sharing: bool = True) -> FlowMap:
     """Classify every concrete arrow of a bound flow (``topos`` from :func:`topomap.flow.bind_hosts`).
 
@@ -232,6 +256,7 @@ def map_flow(flow: Flow, topos: dict[str, Topology | None], nic_sharing: bool = 
     for (a, d), shared in zip(decided, shares):
         m = _arrow(a, d, shared)
         m.ceiling_gbps = _ceiling(a, d, topos)
+        m.ceiling_source = _ceiling_source(d, topos) if m.ceiling_gbps is not None else "spec"
         out.arrows.append(m)
     return out
 
@@ -263,6 +288,8 @@ def _arrow(a: FlowArrow, d: Decision, shared: tuple[NicShare, ...] = ()) -> Mapp
         settle=d.settle,
         shared_nics=list(shared),
         nccl=d.nccl,
+        bandwidth_high_gbps=bw.high_gbps if bw.gbps is not None else None,
+        bandwidth_settle=bw.settle if bw.gbps is not None else None,
     )
     m.notes += [x.text() for x in shared]
     if d.medium == "unknown" and d.candidates:
@@ -288,7 +315,8 @@ def _shared_bandwidth(bw: Bandwidth, shared: tuple[NicShare, ...]) -> Bandwidth:
     if low.share_gbps is None or low.share_gbps >= bw.gbps:
         return bw
     basis = f"{bw.basis}; NIC {'/'.join(low.nics)} split among the {low.arrows} arrows of this step on it"
-    return replace(bw, gbps=low.share_gbps, basis=basis)
+    high = bw.high
+    return replace(bw, gbps=low.share_gbps, basis=basis, high_gbps=min(high, low.share_gbps) if high else None)
 
 
 def _decided(flow: Flow, a: FlowArrow, topos: dict[str, Topology | None]) -> Decision:

@@ -168,7 +168,7 @@ def _same_host(a: FlowArrow, base: Decision, topo: Topology, nd: NcclDecision) -
         note = "P2P as NCCL assumes it (NVML P2P status not recorded)"
         dec = Decision("gpu-link", "pcie-p2p", pcie.path, on_host_all(host, pcie.nodes))
         reasons = (nccl_note(nd), before, *pcie.notes)
-        bw = pcie_bandwidth(pcie.bandwidth_gbps)
+        bw = pcie_bandwidth(pcie.bandwidth_gbps, topo.snapshot)
         return replace(dec, bandwidth=bw, reasons=reasons, assumptions=(note,), nccl=nd)
     if medium == "host-memory":
         return _shm(host, topo, ga, gb, pcie_path_class(topo, ga, gb), nd, before)
@@ -182,7 +182,7 @@ def _shm(host: str, topo: Topology, ga: str, gb: str, cls: str | None, nd: NcclD
     n2, bw2, _, l2 = pcie_leg(topo, mem, gb)
     bws = [b for b in (bw1, bw2) if b is not None]
     rt = on_host_all(host, n1 + n2[1:])
-    bw = pcie_bandwidth(min(bws) if len(bws) == 2 else None)
+    bw = pcie_bandwidth(min(bws) if len(bws) == 2 else None, topo.snapshot)
     reasons = (nccl_note(nd), f"staged through host memory by NCCL's SHM transport; {before}", *l1, *l2)
     return Decision("host-memory", "pcie", cls, rt, bw, reasons, nccl=nd)  # via as any staged pair: over PCIe
 

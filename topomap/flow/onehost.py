@@ -80,7 +80,7 @@ def _gpu_and_memory(a: FlowArrow, topo: Topology) -> Decision:
                 gpu=gid,
             )
         )
-    figure, warning = with_measurement(topo.snapshot, *ends, kind, pcie_bandwidth(bw))
+    figure, warning = with_measurement(topo.snapshot, *ends, kind, pcie_bandwidth(bw, topo.snapshot))
     return Decision("host-memory", "pcie", path, rt, figure, (*notes, *([warning] if warning else [])))
 
 
@@ -100,7 +100,8 @@ def gpu_pair(a: FlowArrow, topo: Topology) -> Decision:
     pcie = route(topo, ga, gb)  # NVLink is not usable here: the PCIe route, its class and narrowest link
     nodes, cls, leg_notes = pcie.nodes, pcie.path, pcie.notes
     if link.medium == "gpu-link":  # PCIe peer-to-peer
-        figure, warning = with_measurement(topo.snapshot, ga, gb, "d2d", pcie_bandwidth(pcie.bandwidth_gbps))
+        nominal = pcie_bandwidth(pcie.bandwidth_gbps, topo.snapshot)
+        figure, warning = with_measurement(topo.snapshot, ga, gb, "d2d", nominal)
         notes = (*reasons, *leg_notes, *([warning] if warning else []))
         return Decision("gpu-link", "pcie-p2p", cls, on_host_all(host, nodes), figure, notes, assumed)
     if link.medium == "unknown":
@@ -134,7 +135,7 @@ def _staged(
         "pcie",
         cls,
         on_host_all(host, n1 + n2[1:]),
-        pcie_bandwidth(min(bws) if len(bws) == 2 else None),
+        pcie_bandwidth(min(bws) if len(bws) == 2 else None, topo.snapshot),
         (*why, *l1, *l2),
         assumed,
     )

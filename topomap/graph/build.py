@@ -16,6 +16,7 @@ from topomap.graph.topology import FABRIC, Indexes, Topology, gpu_node, natural_
 from topomap.model.alike import AlikeKeys
 from topomap.model.facts import gpu_pcie_link
 from topomap.model.nvlinks import gpu_buses, link_peer
+from topomap.model.origins import fact_origin
 from topomap.model.snapshot import Gpu, Snapshot
 
 #: Fields of a host snapshot that name the host rather than describe its shape (topomap.model.alike,
@@ -73,14 +74,15 @@ def _tree_from_pci(topo: Topology) -> None:
         if parent not in g:
             pd = by_id.get(d.parent)
             g.add_node(parent, kind=pd.kind if pd else "bridge", label=d.parent, inferred=False)
-        gen, width = d.link_gen, d.link_width
+        gen, width, placeholder = d.link_gen, d.link_width, d.link_placeholder
         leaf = gpu_of_bus.get(d.id)
         if leaf is not None:
             # a GPU's own link: the trained width at the highest generation (idle GPUs drop their speed)
             link = gpu_pcie_link(leaf)
             gen = link.gen if link.gen is not None else gen
             width = link.width if link.width is not None else width
-        pcie_edge(topo, parent, n, gen, width)
+            placeholder = placeholder or link.placeholder
+        pcie_edge(topo, parent, n, gen, width, placeholder)
         if leaf is not None and gpu_pcie_link(leaf).downtrained:
             g.edges[parent, n]["note"] = gpu_pcie_link(leaf).note
 
@@ -133,6 +135,8 @@ def _nvlinks(topo: Topology) -> None:
         for x in listed
         for link in x.nvlinks
     )
+    if not listed and _declared_switches(topo, by_id):
+        return
     if not listed or blind:
         nvlinks_from_pairs(topo, by_id)
         if blind and not any(d.get("kind") == "nvlink" for _, _, d in g.edges(data=True)):
@@ -172,6 +176,21 @@ def _nvlinks(topo: Topology) -> None:
             f"{named}: active NVLinks to a partner the source does not name (an NVLink bridge): "
             "which GPU pairs they join is unknown (`nvidia-smi topo -m` settles it)"
         )
+
+
+def _declared_switches(topo: Topology, by_id: dict[str, Gpu]) -> bool:
+    """NVSwitches a declared lot or the catalogue gives (``Source.filled``), with each GPU's link count:
+    one hub, labelled with its origin (a switch no tool saw is neither read nor inferred)."""
+    origin = fact_origin(topo.snapshot, "nvswitches")
+    links = {gid: n for sw in topo.snapshot.nvswitches for gid, n in sw.links.items() if gid in by_id and n > 0}
+    if origin is None or not links:
+        return False
+    label = f"NVSwitch fabric ({origin.inner()})"
+    topo.light.add_node(FABRIC, kind="nvswitch", label=label, switches=len(topo.snapshot.nvswitches), inferred=False)
+    for gid in sorted(links, key=natural_key):
+        if not by_id[gid].lost:
+            nvlink_edge(topo, gid, FABRIC, links[gid], by_id[gid])
+    return True
 
 
 def _blind_links(topo: Topology, listed: list[Gpu]) -> None:

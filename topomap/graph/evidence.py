@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Literal
 
-from topomap.base.devices import model_from_name
 from topomap.base.links import NCCL_P2P_LEVELS, PCIE_CLASSES, class_rank
+from topomap.base.part_names import model_from_name
+from topomap.graph.edges import edge_bandwidth
+from topomap.graph.gpudirect import mirror_bits, pair_gdr, unplaced_gdr
 from topomap.graph.query import numa_of, structural_class
 from topomap.graph.topology import FABRIC, Topology, natural_key, snapshot_pair
 from topomap.model.facts import (
@@ -28,12 +30,12 @@ from topomap.model.facts import (
     NicChoice,
     Tri,
     findings_about,
-    nic_family,
     nic_usable,
-    nvlink_bundle_bandwidth,
 )
+from topomap.model.filled_facts import lot_gdr, said
+from topomap.model.nvlink_rate import nvlink_bundle_bandwidth
 from topomap.model.snapshot import Nic, Snapshot
-from topomap.model.source_facts import Fact, source_facts, source_knows
+from topomap.model.source_facts import Fact, settle, source_facts, source_knows
 
 # --- one GPU -----------------------------------------------------------------------------------------
 
@@ -196,18 +198,6 @@ def _route_bandwidth(topo: Topology, nodes: tuple[str, ...]) -> Bandwidth:
         if best is None or best.gbps is None or bw.gbps < best.gbps:
             best = bw
     return best or UNKNOWN_BW
-
-
-def edge_bandwidth(e: dict[str, Any]) -> Bandwidth:
-    """The Bandwidth an NVLink edge carries (set by nvlink_bundle_bandwidth when the graph was built)."""
-    return Bandwidth(
-        e.get("bandwidth_gbps"),
-        e.get("bandwidth_source", "unknown"),
-        str(e.get("bandwidth_basis", "")),
-        bool(e.get("lower_bound", False)),
-        e.get("generation"),
-        str(e.get("bandwidth_tag", "")),
-    )
 
 
 def pcie_path_class(topo: Topology, a: str, b: str) -> str | None:
@@ -377,7 +367,7 @@ def _spread(topo: Topology, gid: str, options: tuple[NicChoice, ...]) -> NicChoi
     dev = g.cuda_ordinal if g.cuda_ordinal is not None else g.index
     base = dev % local_gpus
     if count & (count - 1) == 0:
-        base = _mirror_bits(base, count)
+        base = mirror_bits(base, count)
     per_gpu = -(-count // local_gpus)
     channels = tuple(options[(base + c) % count] for c in range(per_gpu))
     pick = channels[0]
@@ -397,16 +387,6 @@ def _spread(topo: Topology, gid: str, options: tuple[NicChoice, ...]) -> NicChoi
     )
 
 
-def _mirror_bits(val: int, pow2: int) -> int:
-    """NCCL's mirrorBits (src/graph/topo.cc): the low log2(pow2) bits of ``val``, reversed."""
-    mirror, b, mb = 0, 1, pow2 >> 1
-    while b < pow2:
-        if val & b:
-            mirror |= mb
-        b, mb = b << 1, mb >> 1
-    return mirror
-
-
 def nics_at_best_class(topo: Topology, node: str) -> tuple[NicChoice, ...]:
     """Every usable NIC at the best path class to a GPU, lowest index first, each with its
     GPUDirect answer (NCCL spreads GPUs over equally near NICs); :func:`nearest_nic` is the first.
@@ -417,6 +397,9 @@ def nics_at_best_class(topo: Topology, node: str) -> tuple[NicChoice, ...]:
     down = [n for n in all_nics if nic_usable(n).no]
     nics = [n for n in all_nics if not nic_usable(n).no]
     skipped = tuple(f"skipped NIC {n.name}: port {n.state}" for n in down)
+    if not nics and not down and not source_knows(snap, Fact.NICS):  # `topo -p2p`, `nvlink -s`: not "none"
+        why = f"no NIC listed: this source does not record NICs (settle it with {settle(Fact.NICS)})"
+        return (NicChoice(None, None, Answer("unknown", (why,), settle(Fact.NICS)), skipped),)
     if not nics:
         why = "no usable NIC recorded" + (" (every port is down)" if down else "")
         return (NicChoice(None, None, Answer("no", (why,)), skipped),)
@@ -429,32 +412,14 @@ def nics_at_best_class(topo: Topology, node: str) -> tuple[NicChoice, ...]:
         if classed:
             top = min(c[0] for c in classed)
             best = sorted((c for c in classed if c[0] == top), key=lambda c: c[1])
-            return tuple(NicChoice(n, cls, _gdr(topo, node, n, cls), skipped) for _, _, n, cls in best)
+            return tuple(NicChoice(n, cls, pair_gdr(topo, node, n, cls), skipped) for _, _, n, cls in best)
         why = f"the source gives no path between {node} and any NIC"
-        return (NicChoice(nics[0], None, Answer("unknown", (why,), SETTLE["nic"]), skipped),)
+        return (NicChoice(nics[0], None, lot_gdr(snap, nics) or unplaced_gdr(nics, why), skipped),)
     numa = node if node.startswith("numa") else numa_of(topo, node)
     numa_id = topo.light.nodes[numa].get("label") if numa in topo.light else None
     same = [n for n in nics if numa and numa_id == f"NUMA {n.numa_node}"]
     host = Answer("no", ("host memory is not a GPU: no GPUDirect",))
     return (NicChoice((same or nics)[0], None, host, skipped),)
-
-
-def _gdr(topo: Topology, gid: str, nic: Nic, cls: str) -> Answer:
-    g = topo.gpu(gid)
-    if cls not in NCCL_P2P_LEVELS:
-        return Answer("no", (f"NIC {nic.name} is {cls} to {gid}; data bounces through host memory",))
-    if nic.gdr is False or (g is not None and g.gdr is False):
-        return Answer("no", (f"the source says GPUDirect RDMA is off for {gid} / {nic.name}",))
-    family = nic_family(nic)
-    if family.gdr.no:
-        return Answer("no", (f"NIC {nic.name} is {cls} to {gid}, but {family.gdr.why()}",))
-    missing = findings_about(topo.snapshot, ("gpudirect-missing",), "host")
-    if missing:
-        return Answer("no", (f"NIC {nic.name} is {cls} to {gid}, but {missing[0].text}",))
-    ready = findings_about(topo.snapshot, ("gpudirect-ready",), "host")
-    if ready:
-        return Answer("yes", (f"NIC {nic.name} is {cls} to {gid}; {ready[0].text}",))
-    return Answer("yes", (f"NIC {nic.name} is {cls} to {gid}",))
 
 
 # --- memory ------------------------------------------------------------------------------------------
@@ -472,8 +437,7 @@ def gpu_pairs_nvlink_summary(topo: Topology, gid: str) -> str:
         return "—"
     if g.lost:
         return "unknown (GPU lost during the probe)"
-    snap = topo.snapshot
-    active = [x for x in g.nvlinks if x.active]
+    snap, active = topo.snapshot, [x for x in g.nvlinks if x.active]
     peers = sorted(
         (o for o in (f"gpu{x.index}" for x in snap.gpus) if o != gid and nvlink_route(topo, gid, o) is not None),
         key=natural_key,
@@ -488,12 +452,13 @@ def gpu_pairs_nvlink_summary(topo: Topology, gid: str) -> str:
         total = f"/{len(g.nvlinks)}" if listed_all else ""
         text = f"{len(active)}{total} active" + ("" if listed_all else " (links down not listed)")
         model = model_from_name(g.name) if g.name else None
-        if model is not None and model.nvlink_links and len(active) < model.nvlink_links and model.form == "sxm":
-            text += f" — {model.nvlink_links - len(active)} fewer than an {model.name} has"
+        full = model.full_links if model is not None and model.links else 0
+        if model is not None and full and len(active) < full and model.form == "sxm" and len(active) not in model.links:
+            text += f" — {full - len(active)} fewer than an {model.name} has"
         return text + f", {bw.text()} ({bw.tag})" if bw.gbps is not None else text
     if peers:
         counts = sorted({(nvlink_route(topo, gid, o) or ((), 0, ""))[1] for o in peers})
-        return f"NV{'/'.join(map(str, counts))} to {len(peers)} GPU(s) (from the matrix)"
+        return f"NV{'/'.join(map(str, counts))} to {len(peers)} GPU(s) ({said(snap, 'pairs.nvlink')})"
     if not source_knows(snap, "nvlink"):
         return f"unknown: this source does not record NVLink (settle it with {SETTLE['nvlink']})"
     return "none"

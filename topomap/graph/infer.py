@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from topomap.base.links import NVLINKS_PER_GPU, NVLINKS_PER_GPU_ANY, PCIE_CLASSES, class_rank, parse_path
+from topomap.base.links import PCIE_CLASSES, class_rank, parse_path
+from topomap.base.parts import max_nvlinks
 from topomap.graph.edges import nvlink_edge, pcie_edge
 from topomap.graph.topology import FABRIC, Topology, gpu_node, natural_key, nic_node
 from topomap.model.facts import model_nvlink_generation
@@ -341,11 +342,12 @@ def _groups(u: _Union, devs: list[str]) -> list[list[str]]:
 def _links_per_gpu(gpus: list[Gpu]) -> tuple[int, str]:
     """The most NVLinks these GPUs can have, and why: the generation's count where the model or
     compute capability implies one (the smallest over the GPUs), else the most any GPU has."""
-    known = [(NVLINKS_PER_GPU[gen], why) for gen, why in map(model_nvlink_generation, gpus) if gen in NVLINKS_PER_GPU]
+    known = [(max_nvlinks(gen), why) for gen, why in map(model_nvlink_generation, gpus) if gen is not None]
+    known = [(most, why) for most, why in known if most]
     if len(known) == len(gpus) and known:
         most, why = min(known)
         return most, f"links a GPU of {why} has"
-    return NVLINKS_PER_GPU_ANY, "links any GPU has (the model is not recorded)"
+    return max_nvlinks(), "links any GPU has (the model is not recorded)"
 
 
 def nvlinks_from_pairs(topo: Topology, by_id: dict[str, Gpu]) -> None:

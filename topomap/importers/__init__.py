@@ -6,6 +6,7 @@ goes through :func:`load_any`, so a raw nvidia-smi paste works wherever a snapsh
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import msgspec
 
 from topomap.base.errors import ImportFailure
 from topomap.files.inputs import MAX_SNAPSHOT_BYTES, MAX_TOPOLOGY_BYTES, decode_text, read_bytes
-from topomap.files.kind import topology_format, yaml_kind
+from topomap.files.kind import emptiness, json_what, topology_format, yaml_kind
 from topomap.model.codec import decode_snapshot
 from topomap.model.snapshot import Snapshot
 from topomap.model.validate import validate_snapshot
@@ -40,15 +41,37 @@ def read_text(path: str | Path) -> str:
     return text
 
 
+def _json_array(text: str) -> bool:
+    """The whole text is one JSON array."""
+    body = text.strip("\ufeff \t\r\n")
+    if not (body.startswith("[") and body.endswith("]")):
+        return False
+    try:
+        json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
 def import_text(text: str, origin: str, fmt: str = "auto") -> Snapshot:
     """Import text of the given (or detected) format; the result passes validate_snapshot."""
     if "\x1b[" in text:
         text = _ANSI_SGR.sub("", text)
     if fmt == "auto":
+        empty = emptiness(text)
+        if empty is not None:  # said so, not "unknown format" (issue 30)
+            raise ImportFailure(f"{origin} {empty}: nothing to import", hint="is this the right file, or was it cut?")
+        if _json_array(text):  # JSON, but no snapshot is an array (a launcher's "[1,0]<stdout>:" is not one)
+            what, hint = json_what(text[:65536])
+            raise ImportFailure(f"{origin}: {what}", hint=hint)
         if text.lstrip("\ufeff \t\r\n").startswith("{"):
             return decode_snapshot(text.lstrip("\ufeff").encode(), origin)  # already a snapshot: validate it
         found = topology_format(text)
         kind = yaml_kind(text) if found is None else None
+        if kind == "lot":  # a declared lot: a lot as a catalogue describes it (topomap.model.lots)
+            from topomap.model.lots import read_lot  # lazy: start-up, as the parsers below
+
+            return read_lot(text, origin)
         if kind is not None:
             yaml_kind_words = f"{kind} file"
             raise ImportFailure(

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring
 
-from topomap.base.devices import model_from_device_id
 from topomap.base.errors import ImportFailure
+from topomap.base.part_names import model_from_device_id
 from topomap.base.pathclass import classify_chains
+from topomap.model.nic_ids import layer_of_name
 from topomap.model.nvlinks import gpu_buses, nvlink_count
 from topomap.model.snapshot import Gpu, Nic, NicKind, NvLink, Pair
 
@@ -47,10 +48,6 @@ class Placed:
     numa: int | None
 
 
-# RDMA device names (hwloc OpenFabrics OS devices, NCCL <net name>): the RDMA drivers that exist.
-RDMA_NAMES = ("mlx", "hfi", "qib", "efa", "rdmap", "bnxt_re", "irdma", "erdma", "qedr", "hns")
-
-
 def nic_kind(cls: str, rdma: list[str], net: list[str], layers: set[str]) -> NicKind:
     """The link layer where the source says it: PCI class 0207 (InfiniBand controller), hwloc's
     ``PortNLinkLayer`` info (``layers``, lower case), or the netdev beside an RDMA device (``ib*`` is
@@ -61,8 +58,9 @@ def nic_kind(cls: str, rdma: list[str], net: list[str], layers: set[str]) -> Nic
         return "infiniband"
     if "ethernet" in layers:
         return "roce"
-    if any(n.startswith(("rdmap", "efa")) for n in rdma):
-        return "efa"
+    named = {layer_of_name(n) for n in rdma} - {None}
+    if len(named) == 1:  # EFA's names, rdma-core's ibp…/rocep… (model/nic_ids, the one table)
+        return named.pop()  # type: ignore[return-value]
     if rdma:
         if net and all(n.startswith("ib") for n in net):
             return "infiniband"

@@ -13,19 +13,19 @@ from pathlib import Path
 import msgspec
 
 from topomap.base.errors import ImportFailure
-from topomap.base.links import NVLINK_GBPS_PER_LINK, NVLINKS_PER_GPU_ANY, PCIE_GBPS_PER_LANE, parse_path
+from topomap.base.links import PCIE_GBPS_PER_LANE, parse_path
+from topomap.base.parts import max_nvlinks, nvlink_parts
 from topomap.base.pciaddr import same_device
 from topomap.files.kind import measurement_tool
 from topomap.importers import read_text
 from topomap.importers.measurements import ImportedMeasurements, MeasuredDevice
 from topomap.importers.nvbandwidth import parse_nvbandwidth
 from topomap.importers.p2p_bandwidth import parse_p2p_bandwidth
-from topomap.model.facts import nvlink_bundle_bandwidth
-from topomap.model.nvlinks import nvlink_part
+from topomap.model.nvlink_rate import nvlink_bundle_bandwidth
 from topomap.model.snapshot import Gpu, Measurement, Snapshot, hosts_of
 
 # Where the GPUs' NVLink generation is unknown, one link may be as fast as any generation's.
-_ANY_GENERATION = (max(NVLINK_GBPS_PER_LINK.values()), "any NVLink generation")
+_ANY_GENERATION = (max(p.gbps_per_link or 0.0 for p in nvlink_parts()), "any NVLink generation")
 
 
 def parse_measurements(text: str, origin: str) -> ImportedMeasurements:
@@ -96,20 +96,16 @@ def attach(snapshot: Snapshot, imported: ImportedMeasurements) -> Snapshot:
 
 
 def _link_rate(gpus: list[Gpu]) -> tuple[float, str]:
-    """The fastest one NVLink of these GPUs can be, per direction: the per-link rate
-    :func:`~topomap.model.facts.nvlink_bundle_bandwidth` gives each (reported, or its model's
-    generation; a GA102 bridge is slower still), else, where a GPU's generation is unknown or no
+    """The fastest one NVLink of these GPUs can be, per direction: the high end of the figure
+    :func:`~topomap.model.nvlink_rate.nvlink_bundle_bandwidth` gives one link of each (an export
+    variant's cap is on its total, not its links), else, where a GPU's figure has no upper end or no
     GPU is named, the fastest of any generation."""
     rates: list[tuple[float, str]] = []
     for gpu in gpus:
         one = nvlink_bundle_bandwidth(gpu, 1)
-        part = nvlink_part(gpu)
-        if part is not None and part.export:  # its total is capped, not its links: one link runs at full rate
-            rates.append((part.link_ceiling_gbps, f"{gpu.name}: NVLink {part.generation} link rate"))
-            continue
-        if one.gbps is None or one.lower_bound:
+        if one.high is None:
             return _ANY_GENERATION
-        rates.append((one.gbps, f"{gpu.name or f'gpu{gpu.index}'}: {one.tag}"))
+        rates.append((one.high, f"{gpu.name or f'gpu{gpu.index}'}: {one.tag}"))
     return max(rates) if rates else _ANY_GENERATION
 
 
@@ -131,7 +127,8 @@ def peer_ceiling_gbps(snapshot: Snapshot, a: str, b: str, models: tuple[str, ...
     if links:
         return links * rate, f"{links} NVLinks at most {rate:g} GB/s each ({basis})"
     if "pairs.nvlink" in snapshot.source.unknown_fields:
-        return NVLINKS_PER_GPU_ANY * rate, f"NVLink not recorded: at most {NVLINKS_PER_GPU_ANY} links ({basis})"
+        most = max_nvlinks()
+        return most * rate, f"NVLink not recorded: at most {most} links ({basis})"
     return 16 * fastest_lane, "no NVLink: PCIe (at most x16 of the fastest generation)"
 
 

@@ -18,7 +18,6 @@ from topomap.base.devices import format_device_id
 from topomap.base.errors import ImportFailure
 from topomap.base.pciaddr import normalize_bus_id, parse_bus_id
 from topomap.importers._tree import (
-    RDMA_NAMES,
     Placed,
     gpu_identity,
     nic_kind,
@@ -26,7 +25,7 @@ from topomap.importers._tree import (
     parse_xml,
     tree_pairs,
 )
-from topomap.model.nic_ids import pci_id
+from topomap.model.nic_ids import is_rdma_name, pci_id
 from topomap.model.nvlinks import nvswitches_from_links
 from topomap.model.snapshot import Gpu, Host, Nic, NicKind, NumaNode, NvSwitch, PciDevice, Snapshot, Source
 
@@ -58,13 +57,42 @@ def _numa_of(nodeset: str | None) -> int | None:
     return nodes[0] if len(nodes) == 1 else None
 
 
+#: Where an hwloc XML fragment begins: an ``<object`` after an optional declaration and comments.
+_FRAGMENT_HEAD = re.compile(r"^\s*(?:<\?xml[^>]*\?>\s*)?(?:<!--.*?-->\s*)*<object\b", re.DOTALL)
+_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>", re.DOTALL)
+_SIBLINGS = "topomap-siblings"  # marks the stand-in root around sibling subtrees (hwloc 1.x roots have no version)
+
+
+def _parse(text: str, origin: str) -> ET.Element:
+    """The file's root; several sibling ``<object>`` subtrees (how documentation publishes one package's
+    I/O) are read inside a stand-in ``<topology>``, through the same defused parser and file-size limit
+    (one level more). An excerpt whose elements were left open (lines cut, ``...``) is refused as such."""
+    try:
+        return parse_xml(text, origin)
+    except ImportFailure as err:
+        if not _FRAGMENT_HEAD.match(text.lstrip("\ufeff")):
+            raise
+        if "junk after document element" in str(err):  # sibling subtrees: one element holds them all
+            return parse_xml(
+                f'<topology {_SIBLINGS}="1">' + _DECLARATION.sub("", text.lstrip("\ufeff"), count=1) + "</topology>",
+                origin,
+            )
+        raise ImportFailure(
+            f"{str(err).partition(': XML')[0]}: an hwloc XML excerpt whose <object> elements are not all closed "
+            "(lines were left out of it, as documentation trims them: `...`); topomap reads whole subtrees",
+            hint="give `lstopo --of xml` whole, or its <object> subtrees with their closing tags "
+            "(several side by side are read as one fragment)",
+        ) from err
+
+
 def import_hwloc_xml(text: str, origin: str) -> Snapshot:
-    root = parse_xml(text, origin)
-    fragment = root.get("type") if root.tag == "object" else None
+    root = _parse(text, origin)
+    siblings = root.tag == "topology" and root.get(_SIBLINGS) == "1"
+    fragment = root.get("type") if root.tag == "object" else ("object" if siblings else None)
     if root.tag != "topology" and fragment is None:
         raise ImportFailure(f"{origin}: hwloc XML has a <topology> root, found <{root.tag}>")
     tree = _Tree(origin)
-    if fragment is not None:  # one object's subtree (a package's I/O, a PCI device): read inside a stand-in root
+    if root.tag == "object":  # one object's subtree (a package's I/O, a PCI device): read inside a stand-in root
         top = ET.Element("topology")
         top.append(root)
         root = top
@@ -115,8 +143,9 @@ def _missing(fragment: str | None, tree: _Tree) -> tuple[list[str], list[str]]:
     """Notes and unknown fields for what a fragment, or a topology without NUMA nodes, leaves out."""
     notes, unknown = [], []
     if fragment is not None:
+        what = "sibling <object> subtrees" if fragment == "object" else f"one <object type={fragment!r}> subtree"
         notes.append(
-            f"an hwloc XML fragment (one <object type={fragment!r}> subtree, no <topology>): devices, CPUs and "
+            f"an hwloc XML fragment ({what}, no <topology>): devices, CPUs and "
             "the host bridges outside it are unknown; pairs with no common bridge in it have no path class"
         )
         unknown += ["host.sockets", "host.cpu_model"]
@@ -206,7 +235,7 @@ def _osdev_is(o: ET.Element, version: str, what: str) -> bool:
             return t == (3 if what == "openfabrics" else 2)
         return bool(t & (32 if what == "openfabrics" else 16))
     name = o.get("name") or ""
-    return name.startswith(RDMA_NAMES) == (what == "openfabrics")
+    return is_rdma_name(name) == (what == "openfabrics")
 
 
 def _nic_kind(cls: str, rdma: list[str], net: list[str], fabrics: list[ET.Element]) -> NicKind:

@@ -20,7 +20,8 @@ from topomap.base.cpus import format_cpulist
 from topomap.base.devices import format_device_id
 from topomap.base.errors import ImportFailure
 from topomap.base.pciaddr import normalize_bus_id, parse_bus_id
-from topomap.importers._tree import RDMA_NAMES, Placed, gpu_identity, nic_kind, nvlinks_from_bandwidth, tree_pairs
+from topomap.importers._tree import Placed, gpu_identity, nic_kind, nvlinks_from_bandwidth, tree_pairs
+from topomap.model.nic_ids import is_rdma_name
 from topomap.model.nvlinks import nvswitches_from_links
 from topomap.model.snapshot import Gpu, Host, Nic, NumaNode, PciDevice, Snapshot, Source
 
@@ -412,7 +413,7 @@ def _nics(w: _Walk, placed: dict[str, Placed]) -> list[Nic]:
     for o, bus, chain, numa in sorted(w.nics, key=lambda d: parse_bus_id(d[1]) or (0xFFFF, 0, 0, 0)):
         rdma = [c.name or "" for c in o.children if c.kind == "OpenFabrics"]
         net = [c.name or "" for c in o.children if c.kind in _NET_KINDS and c.name]
-        rdma += [n for n in net if n.startswith(RDMA_NAMES)]  # a name hwloc 1.x listed as Net
+        rdma += [n for n in net if is_rdma_name(n)]  # a name hwloc 1.x listed as Net
         net = [n for n in net if n not in rdma]
         layers = {v.lower() for c in o.children for k, v in c.attrs.items() if "LinkLayer" in k}
         cls, _, _ = _ids(o)

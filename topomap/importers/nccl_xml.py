@@ -9,17 +9,22 @@ same pair NODE. The snapshot says so.
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
+import msgspec
+
 from topomap import __version__
 from topomap.base.cpus import cpus_from_hex_mask, format_cpulist
-from topomap.base.devices import format_device_id, model_from_device_id, parse_device_id
+from topomap.base.devices import format_device_id, parse_device_id
 from topomap.base.errors import ImportFailure
-from topomap.base.links import nvlink_generation_for_cc, pcie_gen_from_speed_text
+from topomap.base.links import pcie_gen_from_speed_text
+from topomap.base.part_names import model_from_device_id
+from topomap.base.parts import nvlink_generation_of_cc
 from topomap.base.pciaddr import normalize_bus_id, parse_bus_id
 from topomap.importers._tree import Placed, parse_xml, tree_pairs
-from topomap.model.nic_ids import pci_id
+from topomap.model.nic_ids import is_rdma_name, layer_of_name, pci_id
 from topomap.model.nvlinks import nvswitches_from_links
 from topomap.model.snapshot import (
     Gpu,
@@ -123,7 +128,8 @@ def import_nccl_xml(text: str, origin: str) -> Snapshot:
     # NVLink is recorded in NCCL_TOPO_DUMP_FILE dumps (their <cpu> carry host_hash) and in any file
     # with an <nvlink>; vendors' static files (AWS p5: <gpu> without <nvlink> on NVSwitch H100s) do not.
     nvlink_known = root.find(".//nvlink") is not None or any(c.get("host_hash") for c in root.findall("cpu"))
-    snap = _build(origin, tree, cpu_model, nvlink_known)
+    static = static_file_evidence(root, text)
+    snap = _build(origin, tree, cpu_model, nvlink_known, static)
     if not tree.gpus:
         snap.source.notes.append(NICS_ONLY_NOTE)
         snap.source.unknown_fields.append("gpus")
@@ -132,6 +138,42 @@ def import_nccl_xml(text: str, origin: str) -> Snapshot:
             f"a <{root.get('topomap-fragment')}> element without <system>: CPUs and NUMA are unknown"
         )
     return snap
+
+
+#: A comment a vendor's static file carries (aws-ofi-nccl: "Static pre-configured topology for
+#: `p4d.24xlarge` platform type ... ingested into NCCL using `NCCL_TOPO_FILE`").
+_STATIC_COMMENT = re.compile(r"<!--(?:(?!-->).)*?\b(static|pre-configured|NCCL_TOPO_FILE)\b", re.IGNORECASE | re.DOTALL)
+
+
+def static_file_evidence(root: ET.Element, text: str) -> tuple[str, ...]:
+    """Why this file is a static topology file written by hand (a cloud's ``NCCL_TOPO_FILE``:
+    aws-ofi-nccl's p4d/p5 files, Azure's ndv4), not a dump NCCL wrote on a real machine
+    (``NCCL_TOPO_DUMP_FILE``, whose ``<cpu>`` carry ``host_hash``): the same PCIe figures on every link,
+    bus ids no real device has, devices without PCI ids, GPUs without ``<gpu>``, a comment saying so.
+    Empty for a dump, or where nothing says the file is static."""
+    cpus = root.findall("cpu")
+    if any(c.get("host_hash") for c in cpus):
+        return ()
+    pcis = root.findall(".//pci")
+    found: list[str] = []
+    figures = {
+        (p.get("link_speed") or "", p.get("link_width") or "") for p in pcis if (p.get("link_speed") or "").strip()
+    }
+    if len(figures) == 1 and len([p for p in pcis if (p.get("link_speed") or "").strip()]) > 1:
+        speed, width = figures.pop()
+        found.append(f"the same PCIe figures on every link ({speed}, width {width})")
+    virtual = sorted({p.get("busid") or "" for p in pcis if (p.get("busid") or "").lower().startswith("ffff:")})
+    if virtual:
+        found.append(f"bus ids no real device has ({virtual[0]})")
+    devices = [p for p in pcis if (_int(p.get("class"), 16) or 0) >> 16 in (0x02, 0x03)]
+    if devices and not any(p.get("vendor") or p.get("device") for p in devices):
+        found.append("its devices carry no PCI vendor or device ids")
+    gpus = [p for p in devices if (_int(p.get("class"), 16) or 0) >> 16 == 0x03]
+    if gpus and not any(p.find("gpu") is not None for p in gpus):
+        found.append("its GPUs have no <gpu> element")
+    if _STATIC_COMMENT.search(text):
+        found.append("its comment says it is a static file")
+    return tuple(found)
 
 
 NICS_ONLY_NOTE = (
@@ -252,9 +294,6 @@ def _nic(net: ET.Element | None, bus: str | None, numa: int | None, cls: int | N
     )
 
 
-RDMA_NAMES = ("mlx5", "mlx4", "ib", "bnxt_re", "irdma", "erdma", "qedr", "hns")
-
-
 def _nic_kind(r: _NicRec) -> NicKind:
     """The link layer where the file implies it: PCI class 0x0207 is an InfiniBand controller,
     0x0200 an Ethernet one (a ConnectX port's class follows its configured link type), so an RDMA
@@ -262,9 +301,10 @@ def _nic_kind(r: _NicRec) -> NicKind:
     cls = r.pci_class >> 8 if r.pci_class is not None else None
     if cls == 0x0207:
         return "infiniband"
-    if r.name.startswith(("rdmap", "efa")):
-        return "efa"
-    if r.name.startswith(RDMA_NAMES):
+    named = layer_of_name(r.name)  # EFA's names, rdma-core's ibp…/rocep… (model/nic_ids, the one table)
+    if named is not None:
+        return named
+    if is_rdma_name(r.name):
         return "roce" if cls == 0x0200 else "unknown"
     if r.name.startswith(("eth", "ens", "enp")):
         return "ethernet"
@@ -278,10 +318,22 @@ def _order(recs: list[object], dev_of: list[int | None], bus_of: list[str | None
     return sorted(range(len(recs)), key=lambda i: (parse_bus_id(bus_of[i] or "") or (0xFFFF, 0, 0, 0), i))
 
 
-def _build(origin: str, tree: _Tree, cpu_model: str | None, nvlink_known: bool = True) -> Snapshot:
+def _build(
+    origin: str, tree: _Tree, cpu_model: str | None, nvlink_known: bool = True, static: tuple[str, ...] = ()
+) -> Snapshot:
     notes = [PHB_NOTE] + ([] if nvlink_known else [NVLINK_ABSENT_NOTE])
     placed: dict[str, Placed] = {}
-    gpus, self_bridge = _gpus(tree.gpus, tree.placed, placed)
+    gpus, self_bridge = _gpus(tree.gpus, tree.placed, placed, bool(static))
+    if static and any(g.pcie is not None for g in gpus):
+        notes.append(
+            f"a static topology file ({'; '.join(static)}): its PCIe figures are the file's placeholders, not "
+            "the machine's, and are never ranked; `nvidia-smi -q -d PCIE` on the machine settles them (LnkSta "
+            "in lspci -vv says the same)"
+        )
+        tree.pci = {
+            k: msgspec.structs.replace(d, link_placeholder=True) if d.link_gen or d.link_width else d
+            for k, d in tree.pci.items()
+        }
     if self_bridge:
         notes.append(
             "an <nvlink> targets its own GPU: an NVLink bridge to a partner the file does not name; "
@@ -326,7 +378,9 @@ def _build(origin: str, tree: _Tree, cpu_model: str | None, nvlink_known: bool =
     )
 
 
-def _gpus(grecs: list[_GpuRec], placed_by_bus: dict[str, Placed], placed: dict[str, Placed]) -> tuple[list[Gpu], bool]:
+def _gpus(
+    grecs: list[_GpuRec], placed_by_bus: dict[str, Placed], placed: dict[str, Placed], static: bool = False
+) -> tuple[list[Gpu], bool]:
     """The GPUs in index order (``placed`` gets each one's place by id), and whether an
     ``<nvlink>`` targets its own GPU (a bridge to a partner the file does not name)."""
     gpus: list[Gpu] = []
@@ -334,7 +388,7 @@ def _gpus(grecs: list[_GpuRec], placed_by_bus: dict[str, Placed], placed: dict[s
     self_bridge = False
     for idx, k in enumerate(gorder):
         r = grecs[k]
-        gen = nvlink_generation_for_cc(r.sm // 10) if r.sm else None
+        gen = nvlink_generation_of_cc(f"{r.sm // 10}.{r.sm % 10}") if r.sm else None
         links: list[NvLink] = []
         for target, count, tclass in r.links:
             if target == r.bus:
@@ -358,7 +412,7 @@ def _gpus(grecs: list[_GpuRec], placed_by_bus: dict[str, Placed], placed: dict[s
                 numa_node=r.numa,
                 cpu_affinity=r.cpus,
                 compute_capability=f"{r.sm // 10}.{r.sm % 10}" if r.sm else None,
-                pcie=PcieLink(gen_max=r.gen, width_max=r.width) if (r.gen or r.width) else None,
+                pcie=PcieLink(gen_max=r.gen, width_max=r.width, placeholder=static) if (r.gen or r.width) else None,
                 nvlinks=links,
                 gdr=r.gdr,
             )

@@ -11,8 +11,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-import msgspec
-
 from topomap import __version__
 from topomap.base.errors import ImportFailure
 from topomap.base.links import P2P_STATUS_CODES, is_path_code, parse_path
@@ -23,6 +21,7 @@ from topomap.importers.ibstat import apply_ibstat
 from topomap.importers.lscpu import apply_lscpu
 from topomap.importers.nic_legend import NicLegend, legend_notes, read_nic_legend
 from topomap.importers.nvidia_smi_q import QReport, apply_query, parse_query
+from topomap.importers.nvlink_status import buses_from_bridge, no_link_findings, no_link_up
 from topomap.importers.query_gpu import apply_blocks, find_blocks
 from topomap.model.nvlinks import gpu_buses, nvlink_count
 from topomap.model.snapshot import P2P, Gpu, Nic, NvLink, Pair, Snapshot, Source, SourceFormat
@@ -60,6 +59,7 @@ class _GpuLinks:
     uuid: str | None = None
     speeds: dict[int, float | None] = field(default_factory=dict)
     remotes: dict[int, str] = field(default_factory=dict)
+    none_active: str | None = None  # `nvlink -s` said no link is up (its own words), issue 30 item 4
 
 
 def _gpu_line(line: str) -> tuple[int, str, str | None] | None:
@@ -275,7 +275,10 @@ def import_nvidia_smi(text: str, origin: str) -> Snapshot:
         elif cur_gpu is not None:
             s = _LINK_S.match(line)
             r = _LINK_R.match(line)
-            if s:
+            none = no_link_up(line)
+            if none:
+                links[cur_gpu].none_active = none
+            elif s:
                 links[cur_gpu].speeds[int(s.group(1))] = float(s.group(2)) if s.group(2) else None
             elif r:
                 links[cur_gpu].remotes[int(r.group(1))] = r.group(2)
@@ -315,8 +318,9 @@ def _build(
     nics = _nics(nic_labels, nic_legend.names, ids)
     unnamed_nics = bool(nic_labels) and any(n.name == f"NIC{n.index}" for n in nics)
     legend_said, findings = legend_notes(nic_labels, nic_legend)  # none, or one the paste cuts (issue 23)
+    findings += no_link_findings({k: gl.none_active for k, gl in links.items()})
     notes += legend_said
-    gpus = _buses_from_bridge(_gpus(gpu_labels, topo, links), notes)
+    gpus = buses_from_bridge(_gpus(gpu_labels, topo, links), notes)
     pairs = _pairs(labels, ids, gpus, topo, p2p)
     unknown = _unknown_fields(gpus, topo, p2p, links, has_gpus=bool(gpu_labels), unnamed_nics=unnamed_nics)
     return Snapshot(
@@ -337,7 +341,8 @@ def _build(
 
 def _formats(topo: _Matrix | None, p2p: dict[str, _Matrix], links: dict[int, _GpuLinks]) -> list[SourceFormat]:
     """The outputs this file held (``Source.formats``; what each can carry: model.source_facts)."""
-    speeds, remotes = any(gl.speeds for gl in links.values()), any(gl.remotes for gl in links.values())
+    speeds = any(gl.speeds or gl.none_active for gl in links.values())  # "all links are inActive" is a status
+    remotes = any(gl.remotes for gl in links.values())
     lone = bool(links) and not (speeds or remotes)  # GPU lines only (`nvidia-smi -L`)
     held: dict[SourceFormat, bool] = {"topo-m": topo is not None, "topo-p2p": bool(p2p), "nvlink-status": speeds,
                                       "nvlink-remote": remotes, "gpu-list": lone}  # fmt: skip
@@ -454,27 +459,6 @@ def _unknown_fields(
         if has_gpus and (topo is None or column not in topo.columns):
             unknown.append(fact)  # an older driver prints fewer columns: not "N/A", unknown
     return unknown
-
-
-def _buses_from_bridge(gpus: list[Gpu], notes: list[str]) -> list[Gpu]:
-    """`nvidia-smi nvlink -R` names each link's remote bus but not the GPU's own. Two GPUs whose
-    active links each reach one bus, the two buses different, are bridged to each other: each GPU's
-    bus is the one the other reaches (derived). Anything else is left unknown."""
-    if len(gpus) != 2 or any(g.pci_bus_id for g in gpus):
-        return gpus
-    reached = [{x.remote_pci_bus_id for x in g.nvlinks if x.active} for g in gpus]
-    if any(len(r) != 1 or None in r for r in reached) or reached[0] == reached[1]:
-        return gpus
-    a, b = gpus
-    bus_a, bus_b = next(iter(reached[1])), next(iter(reached[0]))
-    notes.append(
-        f"GPU bus ids derived from `nvlink -R`: gpu{a.index}'s links reach {bus_b} and gpu{b.index}'s reach "
-        f"{bus_a}, so the two are bridged and each is at the bus the other reaches"
-    )
-    return [
-        msgspec.structs.replace(g, pci_bus_id=bus, derived=[*g.derived, "pci_bus_id"])
-        for g, bus in ((a, bus_a), (b, bus_b))
-    ]
 
 
 def _nvlinks(gl: _GpuLinks) -> list[NvLink]:

@@ -11,6 +11,7 @@ import msgspec
 
 from topomap.files.atomic import atomic_write
 from topomap.files.inputs import MAX_SNAPSHOT_BYTES, read_bytes, recode_utf8
+from topomap.files.kind import json_what
 from topomap.model.pack import (
     PACK_MIN_HOSTS,
     collector_paused,
@@ -81,6 +82,9 @@ def decode_snapshot(data: bytes, where: str = "<snapshot>") -> Snapshot:
         raise SnapshotError(f"{where}: not valid JSON ({err})", hint=_JSON_HINT) from err
     except RecursionError as err:
         raise _too_deep(where) from err
+    if head.schema is None:  # no schema at all: say what the JSON looks like and what takes it (issue 30)
+        what, hint = json_what(data[:65536].decode("utf-8", "replace"), _top_keys(data))
+        raise SnapshotError(f"{where}: {what}", hint=hint)
     check_schema_version(head.schema, where)
     try:
         snap = _WHOLE.decode(data)
@@ -91,6 +95,17 @@ def decode_snapshot(data: bytes, where: str = "<snapshot>") -> Snapshot:
 
 
 _HEAD = msgspec.json.Decoder(_Head)
+_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+
+def _top_keys(data: bytes) -> list[str] | None:
+    """A JSON object's top-level keys (its values left undecoded), or None."""
+    try:
+        return list(_TOP.decode(data))
+    except (msgspec.DecodeError, RecursionError):
+        return None
+
+
 _WHOLE = msgspec.json.Decoder(Snapshot)
 #: How every snapshot topomap writes starts (indented, or compact): ``schema`` is the first key, so
 #: decoding the whole file reads the same schema value the head would (a duplicate key: the last

@@ -13,16 +13,19 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from topomap.base.devices import cc_major, model_of
-from topomap.base.links import NVLINK_C2C_GBPS, NVLINK_GBPS_PER_LINK, nvlink_generation_for_cc, pcie_bandwidth_gbps
+from topomap.base.links import pcie_bandwidth_gbps
+from topomap.base.part_names import model_of
+from topomap.base.parts import NVLINK_C2C_GBPS, nvlink_generation_of_cc
 from topomap.base.units import fmt_bandwidth, fmt_gbps
-from topomap.model.nic_ids import FAMILY_NAMES, NIC_VENDORS, NicFamilyName
-from topomap.model.nvlinks import NvlinkPart, nvlink_floor, nvlink_part
+from topomap.model.nic_ids import NicFamilyName, family_of_ids, family_of_name, family_row, layer_of_name
+from topomap.model.origins import fact_origin
 from topomap.model.snapshot import Fabric, Finding, Gpu, Nic, Snapshot
 from topomap.model.source_facts import Fact, settle, source_knows
 
-#: Where a bandwidth figure comes from.
-BandwidthSource = Literal["spec", "derived", "model", "measured", "unknown"]
+#: Where a bandwidth figure comes from. "topology-file": a figure a static topology file carries (a
+#: cloud's NCCL_TOPO_FILE writes the same PCIe placeholder on every link), not read from the machine;
+#: "declared", "catalogue": a declared lot's or the catalogue of public instance types' (topomap.model.origins).
+BandwidthSource = Literal["spec", "derived", "model", "measured", "unknown", "topology-file", "declared", "catalogue"]
 
 Tri = Literal["yes", "no", "unknown"]
 
@@ -36,6 +39,7 @@ SETTLE: dict[str, str] = {
     "fabric": "`nvidia-smi -q` (section Fabric) or `topomap probe`",
     "mig": "`nvidia-smi -q` (section MIG Mode) or `topomap probe`",
     "nic": "`nvidia-smi topo -m` (its NIC legend) or `topomap probe`",
+    "nic_family": "`ibv_devinfo` or `ls /sys/class/infiniband` (the RDMA device names), or `topomap probe`",
     "nic_speed": settle(Fact.NIC_SPEED),
     "nic_state": settle(Fact.NIC_SPEED),  # `ibstat` prints each port's State beside its Rate
     "gpu_model": "`nvidia-smi -L` or `topomap probe`",
@@ -43,6 +47,9 @@ SETTLE: dict[str, str] = {
     "numa": settle(Fact.NUMA),
     "driver": settle(Fact.DRIVER),
     "pcie_link": "`nvidia-smi -q` (section GPU Link Info) or `topomap probe`",
+    "pcie_link_machine": "`nvidia-smi -q -d PCIE` on the machine (GPU Link Info; LnkSta in lspci -vv says the same)",
+    "nvlink_part": "`nvidia-smi -L` or `nvidia-smi --query-gpu=index,name --format=csv` (the GPU model; append it "
+    "to the paste)",
 }
 
 
@@ -72,7 +79,12 @@ class Answer:
 
 @dataclass(frozen=True)
 class Bandwidth:
-    """GB/s per direction with where it comes from. ``lower_bound``: at least this much."""
+    """GB/s per direction with where it comes from, as a range (issue 30 item 1): ``gbps`` is its low
+    end (exact figure: the figure), ``high_gbps`` its high end (None: the same as ``gbps`` for an exact
+    figure, unbounded for a lower bound). ``lower_bound``: at least ``gbps``, perhaps more. ``links``:
+    the NVLinks the figure covers (0: not an NVLink bundle). ``settle``: the command whose output
+    would make an inexact figure exact. Two figures are ranked only by :func:`topomap.model.ranking.
+    compare_bandwidth`, never by their ``gbps``."""
 
     gbps: float | None
     source: BandwidthSource
@@ -81,10 +93,47 @@ class Bandwidth:
     generation: int | None = None
     tag: str = ""  # the basis in two or three words: "driver-reported", "NVLink 4 nominal", "lower bound"
     shared_by: int = 0  # a network arrow's NIC carries this many arrows of its step at once (0: not shared)
+    high_gbps: float | None = None
+    links: int = 0
+    settle: str | None = None
+    detail: str = ""  # a catalogue figure's entry ("aws/p4de.24xlarge"), printed beside its source
+
+    @property
+    def high(self) -> float | None:
+        """The most this figure can be: ``high_gbps``, else ``gbps`` when exact, else None (unbounded)."""
+        if self.high_gbps is not None:
+            return self.high_gbps
+        return None if self.lower_bound else self.gbps
+
+    @property
+    def exact(self) -> bool:
+        return self.gbps is not None and not self.lower_bound
 
     def text(self) -> str:
-        text = fmt_bandwidth(self.gbps, self.source, self.lower_bound)
+        """A figure in a view: "450 GB/s spec", "≥ 200 GB/s derived", or with its source in words
+        ("15.8 GB/s, from the topology file; not the machine's")."""
+        words = SOURCE_WORDS.get(self.source)
+        source = f"{self.source} ({self.detail})" if self.detail else self.source
+        text = fmt_bandwidth(self.gbps, None if words else source, self.lower_bound)
+        if words and self.gbps is not None:
+            text += f", {words}"
         return text + (f" (NIC shared by {self.shared_by} arrows)" if self.shared_by > 1 else "")
+
+    def range_text(self) -> str:
+        """The whole range: "200–900 GB/s", "≥ 200 GB/s" (no upper end known), "300 GB/s", "unknown"."""
+        if self.gbps is None:
+            return "unknown"
+        high = self.high
+        if high is None:
+            return f"≥ {fmt_gbps(self.gbps)} GB/s"
+        if self.exact or abs(high - self.gbps) <= high * 1e-9:
+            return f"{fmt_gbps(self.gbps)} GB/s"
+        return f"{fmt_gbps(self.gbps)}–{fmt_gbps(high)} GB/s"
+
+
+#: Sources whose figure is not the machine's and so never ranks (:func:`topomap.model.ranking.
+#: compare_bandwidth`), with the words a view writes after the figure.
+SOURCE_WORDS: dict[str, str] = {"topology-file": "from the topology file; not the machine's"}
 
 
 UNKNOWN_BW = Bandwidth(None, "unknown", "not recorded by this source")
@@ -105,7 +154,8 @@ P2P_BLOCKERS = ("p2p-corrupt", "measure-hang", "acs-redirect")
 
 @dataclass(frozen=True)
 class PcieLinkFact:
-    """A GPU's own PCIe link: generation at its best (idle GPUs lower their speed), width as trained."""
+    """A GPU's own PCIe link: generation at its best (idle GPUs lower their speed), width as trained.
+    ``placeholder``: the figures are a static topology file's, not read from the machine."""
 
     gen: int | None
     width: int | None
@@ -113,10 +163,23 @@ class PcieLinkFact:
     width_max: int | None
     downtrained: bool
     note: str | None
+    placeholder: bool = False
 
     @property
     def gbps(self) -> float | None:
         return pcie_bandwidth_gbps(self.gen, self.width)
+
+    def bandwidth(self) -> Bandwidth:
+        """The link's nominal figure per direction: spec, or the topology file's (never ranked) with
+        what settles it."""
+        gbps = self.gbps
+        if gbps is None:
+            return UNKNOWN_BW
+        basis = f"PCIe Gen{self.gen} x{self.width} (nominal)"
+        if self.placeholder:
+            why = f"{basis}, as the topology file writes it"
+            return Bandwidth(gbps, "topology-file", why, high_gbps=gbps, settle=SETTLE["pcie_link_machine"])
+        return Bandwidth(gbps, "spec", basis, high_gbps=gbps)
 
 
 def gpu_pcie_link(gpu: Gpu) -> PcieLinkFact:
@@ -135,7 +198,15 @@ def gpu_pcie_link(gpu: Gpu) -> PcieLinkFact:
             f"{fmt_gbps(pcie_bandwidth_gbps(gen, width))} GB/s instead of "
             f"{fmt_gbps(pcie_bandwidth_gbps(gen, p.width_max))} (reseat the card or check the slot/riser)"
         )
-    return PcieLinkFact(gen, width, p.gen_max, p.width_max, down, note)
+    return PcieLinkFact(gen, width, p.gen_max, p.width_max, down, note, p.placeholder)
+
+
+def pcie_placeholders(snap: Snapshot) -> bool:
+    """Whether the snapshot's PCIe figures are a static topology file's placeholders (a cloud's
+    NCCL_TOPO_FILE, :mod:`topomap.importers.nccl_xml`), not the machine's."""
+    return any(g.pcie is not None and g.pcie.placeholder for g in snap.gpus) or any(
+        d.link_placeholder for d in snap.pci
+    )
 
 
 @dataclass(frozen=True)
@@ -154,11 +225,13 @@ class GpuMemory:
 _NAME_GB = re.compile(r"(\d+)\s*GB\b", re.IGNORECASE)
 
 
-def gpu_memory(gpu: Gpu) -> GpuMemory:
-    """The memory of one card: the snapshot's figure; else the model's (device table, from the name or the
-    PCI device id), else a size written in the name ("Tesla V100-SXM3-32GB-H"), labelled derived."""
+def gpu_memory(gpu: Gpu, snap: Snapshot | None = None) -> GpuMemory:
+    """The memory of one card: the snapshot's figure (with ``snap``: "declared" or "catalogue (…)" where a
+    declared lot or the catalogue gave it); else the model's (device table, from the name or the PCI device
+    id), else a size written in the name ("Tesla V100-SXM3-32GB-H"), labelled derived."""
     if gpu.memory_total_bytes is not None:
-        return GpuMemory(gpu.memory_total_bytes, "snapshot")
+        origin = fact_origin(snap, "gpus.memory_total_bytes")
+        return GpuMemory(gpu.memory_total_bytes, origin.with_value() if origin is not None else "snapshot")
     model = model_of(gpu.name, gpu.pci_device_id)
     if model is not None and model.memory_gb:
         return GpuMemory(int(model.memory_gb * 2**30), f"derived from the model ({model.name}), nominal")
@@ -174,12 +247,11 @@ def gpu_model_name(gpu: Gpu) -> tuple[str | None, bool]:
 
 
 def model_nvlink_generation(gpu: Gpu) -> tuple[int | None, str]:
-    """NVLink generation implied by the GPU model (device table) or compute capability: derived."""
+    """NVLink generation implied by the GPU model or compute capability (the parts table): derived."""
     m = model_of(gpu.name, gpu.pci_device_id)
     if m is not None and m.nvlink_generation is not None:
         return m.nvlink_generation, f"the model ({m.name})"
-    major = cc_major(gpu.compute_capability)
-    gen = nvlink_generation_for_cc(major) if major is not None else None
+    gen = nvlink_generation_of_cc(gpu.compute_capability)
     if gen is not None:
         return gen, f"compute capability {gpu.compute_capability}"
     return None, ""
@@ -197,128 +269,6 @@ def c2c_bandwidth(gpu: Gpu) -> Bandwidth:
         )
     why = "the GPU model is not recorded" if model is None and not gpu.name else f"not published for {gpu.name}"
     return Bandwidth(None, "unknown", f"NVLink-C2C rate per GPU: {why} (Grace Hopper: {NVLINK_C2C_GBPS:g} GB/s)")
-
-
-def nvlink_bundle_bandwidth(gpu: Gpu, count: int, snap: Snapshot | None = None) -> Bandwidth:
-    """Bandwidth of ``count`` NVLinks of a GPU, per direction, from the best evidence there is:
-    the per-link rate the driver (or file) reports (never above the part's published total); else the
-    part's published figure (:func:`~topomap.model.nvlinks.nvlink_part`: the model, export variants
-    included); else a floor over every part the GPU could be (same NVLink generation or compute
-    capability when known, any part otherwise: :func:`~topomap.model.nvlinks.nvlink_floor`), labelled a
-    lower bound unless all those parts agree; unknown when no known part has that many links."""
-    if count <= 0:
-        return Bandwidth(None, "unknown", "no NVLink")
-    active = [x for x in gpu.nvlinks if x.active]
-    speeds = {x.speed_gbps for x in active if x.speed_gbps}
-    gens = {x.generation for x in active if x.generation is not None}
-    gen = gens.pop() if len(gens) == 1 else None
-    part = nvlink_part(gpu)
-    if len(speeds) == 1:
-        return _reported_bandwidth(speeds.pop(), count, gen, part, snap)
-    if part is not None and part.cc == "8.6" and part.links == 4:
-        return Bandwidth(
-            part.gbps_per_link * count,
-            "spec",
-            f"{count} links × {part.gbps_per_link:g} GB/s per link (GA102 NVLink bridge, nominal)",
-            generation=3,
-            tag="GA102 bridge nominal",
-        )
-    if part is not None and gen is not None and not part.export and part.gbps_per_link == NVLINK_GBPS_PER_LINK.get(gen):
-        rate = part.gbps_per_link  # the generation the links report, at the rate this part runs them
-        return Bandwidth(
-            rate * count,
-            "spec",
-            f"{count} links × {rate:g} GB/s per link (NVLink {gen}, nominal)",
-            generation=gen,
-            tag=f"NVLink {gen} nominal",
-        )
-    if part is not None:
-        return _part_bandwidth(part, count)
-    cc = gpu.compute_capability if gpu.compute_capability else None
-    floor = nvlink_floor(count, generation=gen) if gen is not None else nvlink_floor(count, cc=cc)
-    what = f"NVLink {gen}" if gen is not None else f"compute capability {cc}" if cc else "model unknown"
-    if floor.gbps is None or floor.per_link is None:
-        floor = nvlink_floor(count)  # a generation / capability no listed part has: any part
-    if floor.gbps is None or floor.per_link is None:
-        return Bandwidth(
-            None,
-            "unknown",
-            f"{count} links, {what}: no known part has that many (settle it with the GPU model: {SETTLE['gpu_model']})",
-        )
-    source: BandwidthSource = "spec" if gen is not None else "derived"
-    if floor.exact:
-        return Bandwidth(
-            floor.gbps,
-            source,
-            f"{count} links × {floor.per_link:.4g} GB/s per link ({what}: every such part alike, nominal)",
-            generation=gen,
-            tag=f"{what}, nominal",
-        )
-    return Bandwidth(
-        floor.gbps,
-        source,
-        f"{count} links, {what}: at least {floor.per_link:.4g} GB/s per link, the slowest part that can report "
-        f"NV{count} ({floor.slowest}); the GPU model settles it ({SETTLE['gpu_model']})",
-        lower_bound=True,
-        generation=gen,
-        tag=f"lower bound, {what}",
-    )
-
-
-_SIGNALLING_MARGIN = 26.5625 / 25 + 1e-3
-
-
-def _reported_bandwidth(
-    rate: float, count: int, gen: int | None, part: NvlinkPart | None, snap: Snapshot | None
-) -> Bandwidth:
-    """Links × the reported per-link rate; an export variant whose published total is lower keeps its total.
-    Drivers print a link's signalling rate (26.562 GB/s for NVLink 4's nominal 25: +6.25 %), so only a
-    figure beyond that margin over the published total is capped."""
-    reporter = (
-        {"hwloc-xml": "hwloc", "lstopo": "hwloc", "nccl-log": "NCCL"}.get(snap.source.kind, "driver")
-        if snap is not None
-        else "driver"
-    )
-    if part is not None and rate * count > part.per_direction_gbps * _SIGNALLING_MARGIN:
-        return Bandwidth(
-            part.per_direction_gbps,
-            "spec",
-            f"{count} links × {rate:g} GB/s per link ({reporter}-reported rate), capped at the "
-            f"{part.name}'s published {part.total_gbps:g} GB/s in total both ways",
-            generation=gen,
-            tag=f"{part.name} published total",
-        )
-    return Bandwidth(
-        rate * count,
-        "spec",
-        f"{count} links × {rate:g} GB/s per link ({reporter}-reported rate)",
-        generation=gen,
-        tag=f"{reporter}-reported rate",
-    )
-
-
-def _part_bandwidth(part: NvlinkPart, count: int) -> Bandwidth:
-    """``count`` links of a known part: its published total over its links; where the link count is
-    not published, the least per link (its die's most links) and never above its total."""
-    gbps = min(count * part.gbps_per_link, part.per_direction_gbps)
-    if part.links is None:
-        return Bandwidth(
-            gbps,
-            "derived",
-            f"{count} links, {part.name}: {part.total_gbps:g} GB/s in total both ways ({part.source}); "
-            f"at least {part.gbps_per_link:.4g} GB/s per link",
-            lower_bound=gbps < part.per_direction_gbps,
-            generation=part.generation,
-            tag=f"{part.name}, link count not published",
-        )
-    return Bandwidth(
-        gbps,
-        "derived",
-        f"{count} links × {part.gbps_per_link:.4g} GB/s per link ({part.name}: {part.total_gbps:g} GB/s over "
-        f"{part.links} links in total both ways, {part.source})",
-        generation=part.generation,
-        tag=f"{part.name} published",
-    )
 
 
 @dataclass(frozen=True)
@@ -350,7 +300,7 @@ def nic_usable(nic: Nic) -> Answer:
 class NicFamily:
     """What a NIC is and what that implies: ``transport`` is the link an arrow crosses (``infiniband``,
     ``roce``, ``efa``, ``ethernet`` (TCP sockets), ``rdma`` (RDMA, link layer not recorded)); ``gdr``
-    what the family implies for GPUDirect RDMA (the path and the source's own flag decide the rest)."""
+    what the family implies for GPUDirect RDMA (:func:`nic_gdr` adds the source's own word, the path the rest)."""
 
     family: NicFamilyName
     label: str
@@ -368,72 +318,56 @@ class NicFamily:
             "broadcom": "RoCE (BCM)",
             "intel": "RDMA (Intel)",
             "ethernet": "TCP only",
+            "gvnic": "TCP (gVNIC)",
             "rdma": {"infiniband": "IB (?)", "roce": "RoCE (?)"}.get(self.transport, "RDMA (?)"),
         }.get(self.family, "unknown")
 
 
 def nic_family(nic: Nic) -> NicFamily:
     """The NIC's family from its PCI vendor/device ids, else its RDMA device name, else what the source
-    says of it (link layer, RDMA or not). AWS EFA is neither InfiniBand nor RoCE (SRD over AWS's
-    fabric, through libfabric); ConnectX is InfiniBand or RoCE by its port's link layer; Broadcom
-    (bnxt_re) and Intel (irdma) RDMA run over Ethernet; a NIC with no RDMA device carries TCP only."""
-    fam: NicFamilyName | None = None
-    evidence = ""
-    if nic.pci_vendor_id in NIC_VENDORS and (nic.rdma or NIC_VENDORS[nic.pci_vendor_id] == "efa"):
-        fam, evidence = NIC_VENDORS[nic.pci_vendor_id], f"PCI vendor {nic.pci_vendor_id}"
-        if fam == "efa" and not (nic.pci_device_id or "").startswith("0xefa"):
-            fam = None  # Amazon's ENA (0xec20) and others: not EFA
+    says of it (link layer, RDMA or not), by the one table :data:`topomap.model.nic_ids.FAMILIES`. AWS EFA
+    is neither InfiniBand nor RoCE (SRD over AWS's fabric, through libfabric); ConnectX is InfiniBand or
+    RoCE by its port's link layer; Broadcom (bnxt_re) and Intel (irdma) RDMA run over Ethernet; a NIC with
+    no RDMA device carries TCP only."""
+    fam = family_of_ids(nic.pci_vendor_id, nic.pci_device_id, nic.rdma)
+    evidence = f"PCI vendor {nic.pci_vendor_id}" if fam else ""
     if fam is None and nic.rdma:
-        fam = next((f for prefixes, f in FAMILY_NAMES if nic.name.startswith(prefixes)), None)
+        fam = family_of_name(nic.name)
         evidence = f"RDMA device name {nic.name}" if fam else ""
     if fam is None and nic.kind == "efa":
         fam, evidence = "efa", "the source's link layer"
-    if fam == "efa":
-        return _efa(nic, evidence)
-    layer = nic.kind if nic.kind in ("infiniband", "roce") else None
+    layer = nic.kind if nic.kind in ("infiniband", "roce") else layer_of_name(nic.name) if nic.rdma else None
     if fam is None and not nic.rdma:
-        known = nic.kind == "ethernet" or nic.pci_vendor_id is not None
-        no = Answer("no", (f"NIC {nic.name} has no RDMA device: NCCL uses TCP sockets, staged through host memory",))
-        if known:
-            return NicFamily("ethernet", "plain Ethernet (no RDMA)", "ethernet", no, "no RDMA device")
-        return NicFamily("unknown", "network device", "network", Answer("unknown", ()), "")
-    if fam is None:
+        if nic.kind == "ethernet" or nic.pci_vendor_id is not None:
+            why = f"NIC {nic.name} has no RDMA device: NCCL uses TCP sockets, staged through host memory"
+            return NicFamily("ethernet", "plain Ethernet (no RDMA)", "ethernet", Answer("no", (why,)), "no RDMA device")
+        return NicFamily("unknown", "network device", "network", Answer("unknown", (), SETTLE["nic"]), "")
+    row = family_row(fam) if fam is not None else None
+    if row is None:
+        could = {"infiniband": "an InfiniBand HCA", "roce": "a RoCE NIC"}.get(layer or "", "InfiniBand, RoCE or EFA")
+        why = f"{nic.name}'s family ({could}, vendor not recorded) is not known, and GPUDirect RDMA depends on it"
         label = "RDMA NIC, family not recorded (InfiniBand, RoCE or EFA)"
-        return NicFamily("rdma", label, layer or "rdma", Answer("unknown", ()), "an RDMA device")
-    gdr_yes = Answer("yes", (f"{nic.name} is a ConnectX: GPUDirect RDMA with nvidia-peermem or dma-buf",))
-    maybe = Answer(
-        "unknown",
-        (f"GPUDirect RDMA over {nic.name} needs the driver's peer-memory or dma-buf support",),
-        "NCCL's log (`NCCL_DEBUG=INFO`: 'GPU Direct RDMA Enabled for ... HCA')",
-    )
-    if fam == "connectx":
+        return NicFamily(
+            "rdma", label, layer or "rdma", Answer("unknown", (why,), SETTLE["nic_family"]), "an RDMA device"
+        )
+    gdr = Answer(row.gdr, (f"{nic.name}: {row.gdr_why}",), row.settle)
+    if row.family == "connectx":
         what = {"infiniband": "InfiniBand", "roce": "RoCE"}.get(layer or "", "InfiniBand or RoCE")
-        return NicFamily("connectx", f"NVIDIA ConnectX ({what})", layer or "rdma", gdr_yes, evidence)
-    if fam == "broadcom":
-        return NicFamily("broadcom", "Broadcom RDMA Ethernet (bnxt_re, RoCE)", "roce", maybe, evidence)
-    return NicFamily("intel", "Intel RDMA Ethernet (irdma: iWARP or RoCEv2)", layer or "roce", maybe, evidence)
+        return NicFamily("connectx", f"{row.label} ({what})", layer or "rdma", gdr, evidence)
+    return NicFamily(row.family, row.label, row.layer or layer or "roce", gdr, evidence)
 
 
-def _efa(nic: Nic, evidence: str) -> NicFamily:
-    """AWS EFA: GPUDirect RDMA on p4d/p4de/p5 (EFA with RDMA read) with the efa kernel driver and NCCL's
-    aws-ofi-nccl plugin; the first EFA (0xefa0: p3dn, c5n) has no RDMA read, so no GPUDirect."""
-    if nic.pci_device_id == "0xefa0":
-        gdr = Answer("no", (f"{nic.name} is a first-generation EFA (0xefa0): no RDMA read, no GPUDirect RDMA",))
-    elif nic.pci_device_id is not None and nic.pci_device_id.startswith("0xefa"):
-        gdr = Answer(
-            "yes",
-            (
-                f"{nic.name} is an EFA with RDMA read ({nic.pci_device_id}): GPUDirect RDMA with the efa driver "
-                "and the aws-ofi-nccl plugin",
-            ),
-        )
-    else:
-        gdr = Answer(
-            "unknown",
-            (f"{nic.name} is an EFA; GPUDirect RDMA needs EFA with RDMA read (p4d, p4de, p5) and aws-ofi-nccl",),
-            "`fi_info -p efa -v` (FI_HMEM) or the instance type",
-        )
-    return NicFamily("efa", "AWS EFA (SRD; neither InfiniBand nor RoCE)", "efa", gdr, evidence)
+def nic_gdr(nic: Nic, origin: str | None = None) -> Answer:
+    """Can this NIC do GPUDirect RDMA at all (the path to a GPU aside): the one answer every view shows
+    (``show``'s GDR column; :func:`topomap.graph.evidence.nearest_nic` adds the path). The source's own
+    word first (NCCL's ``gdr`` attribute, or a fact filled in later with its origin: ``Nic.gdr``), else
+    what the family implies (:func:`nic_family`); unknown where neither says, with what settles it."""
+    where = f" ({origin})" if origin else ""
+    if nic.gdr is True:
+        return Answer("yes", (f"the source records GPUDirect RDMA support for {nic.name}{where}",))
+    if nic.gdr is False:
+        return Answer("no", (f"the source records no GPUDirect RDMA for {nic.name}{where}",))
+    return nic_family(nic).gdr
 
 
 def nic_link_layer(nic: Nic) -> str:

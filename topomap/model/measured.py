@@ -11,7 +11,8 @@ bundle's rate, or the GPU's PCIe link at its trained width and best generation);
 from __future__ import annotations
 
 from topomap.base.units import fmt_gbps
-from topomap.model.facts import Bandwidth, gpu_pcie_link, nvlink_bundle_bandwidth
+from topomap.model.facts import Bandwidth, gpu_pcie_link
+from topomap.model.nvlink_rate import nvlink_bundle_bandwidth
 from topomap.model.snapshot import Gpu, MeasureKind, Measurement, Snapshot
 
 # A link delivering under this fraction of its nominal rate is flagged. Copy-engine copies

@@ -18,7 +18,7 @@ from topomap.base.links import P2PStatus
 SCHEMA = "topomap.snapshot/1"
 SCHEMA_VERSION = 1
 
-SourceKind = Literal["probe", "nvidia-smi", "nccl-xml", "hwloc-xml", "merge", "lstopo", "nccl-log"]
+SourceKind = Literal["probe", "nvidia-smi", "nccl-xml", "hwloc-xml", "merge", "lstopo", "nccl-log", "declared"]
 #: The outputs one file held (a paste may hold several): what each can carry is
 #: ``topomap.model.source_facts.CAN_CARRY``.
 SourceFormat = Literal[
@@ -35,9 +35,12 @@ SourceFormat = Literal[
     "lstopo",
     "nccl-log",
     "ibstat",
+    "declared",  # a declared lot (a catalogue line written as YAML): topomap.model.lots
 ]
 SOURCE_FORMATS: tuple[SourceFormat, ...] = get_args(SourceFormat)
-NicKind = Literal["infiniband", "roce", "ethernet", "efa", "unknown"]
+NicKind = Literal["infiniband", "roce", "ethernet", "efa", "unknown", "slingshot", "tcpx", "tcpxo"]
+#: Where a fact filled into a snapshot comes from: a declared lot, or the catalogue of public instance types.
+FillOrigin = Literal["declared", "catalogue"]
 PciKind = Literal["host-bridge", "bridge", "switch-upstream", "switch-downstream", "gpu", "nic", "nvswitch", "other"]
 RemoteType = Literal["gpu", "switch", "cpu", "unknown"]
 FabricState = Literal["not-supported", "not-started", "in-progress", "completed"]
@@ -60,6 +63,22 @@ class _S(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, gc=False):
     passes over them cost more than decoding the file (issue 34: 1.7 of 2.9 s)."""
 
 
+class Filled(_S, kw_only=True):
+    """One fact that no tool output gave: a declared lot's, or the catalogue's where a paste lacked it.
+    ``field`` is the snapshot field it fills (``nics.speed_gbit_s``, the names ``unknown_fields`` uses);
+    ``lot_field`` the lot's own key (``nics.rate``); ``value`` the value as the lot or catalogue writes it;
+    ``detail`` the catalogue entry (``aws/p4de.24xlarge``) or the lot file; ``source_url`` and ``says``
+    the public page a catalogue fact comes from and what it says there."""
+
+    field: str
+    origin: FillOrigin
+    lot_field: str
+    value: str
+    detail: str | None = None
+    source_url: str | None = None
+    says: str | None = None
+
+
 class Source(_S, kw_only=True):
     """Where a snapshot came from and what that source could not know."""
 
@@ -70,6 +89,7 @@ class Source(_S, kw_only=True):
     unknown_fields: list[str] = []  # dotted field names this source cannot provide
     notes: list[str] = []
     formats: list[SourceFormat] = []  # the outputs read (`topo-m`, `nvlink-status` …); [] before they were recorded
+    filled: list[Filled] = []  # facts a declared lot or the catalogue gave, not read (topomap.model.origins)
 
 
 class NumaNode(_S, kw_only=True):
@@ -103,6 +123,7 @@ class PcieLink(_S, kw_only=True):
     width_current: I64 | None = None
     gen_max: I64 | None = None
     width_max: I64 | None = None
+    placeholder: bool = False  # the figures are a static topology file's (the same on every link), not the machine's
 
 
 class NvLink(_S, kw_only=True):
@@ -212,6 +233,7 @@ class PciDevice(_S, kw_only=True):
     link_gen: I64 | None = None
     link_width: I64 | None = None
     inferred: bool = False  # built to fit a path class, not read from the machine
+    link_placeholder: bool = False  # link_gen/link_width are a static topology file's placeholders
 
 
 class NvSwitch(_S, kw_only=True):
@@ -272,6 +294,29 @@ class Finding(_S, kw_only=True):
     source: str = "probe"  # "sysfs", "nvml", "measure", ...
 
 
+PricedPer = Literal["gpu-hour", "host-hour", "lot-hour"]
+
+
+class LotPrice(_S, kw_only=True):
+    """A rental price as the lot gives it (``topomap.base.lotunits.Price``): never converted."""
+
+    amount: Annotated[float, msgspec.Meta(ge=0, le=1e12)]
+    currency: str
+    per: PricedPer
+    text: str
+
+
+class LotTerms(_S, kw_only=True):
+    """What a declared lot says beside its hardware: its name, catalogue type, hosts, price and the
+    rental periods offered (seconds)."""
+
+    name: str
+    type: str | None = None
+    hosts: I64 = 1
+    price: LotPrice | None = None
+    periods_s: list[Annotated[float, msgspec.Meta(gt=0, le=1e10)]] = []
+
+
 class Snapshot(_S, kw_only=True):
     schema: str = SCHEMA
     source: Source
@@ -286,6 +331,7 @@ class Snapshot(_S, kw_only=True):
     members: list[Snapshot] = []  # a merged cluster: one snapshot per host (source.kind "merge")
     measurements: list[Measurement] = []  # measured or imported figures (bandwidth, latency)
     findings: list[Finding] = []  # health and truth checks
+    lot: LotTerms | None = None  # a declared lot's terms (name, price, periods); None for a probe or paste
 
 
 def hosts_of(snap: Snapshot) -> list[Snapshot]:

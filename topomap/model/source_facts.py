@@ -116,6 +116,21 @@ CAN_CARRY: dict[SourceFormat, frozenset[Fact]] = {
     # the NICs another output (a `topo -m` NIC Legend) names; it does not say where a device sits.
     # `ibv_devinfo` (same reader, same format) has no rate: its importer leaves the speed unknown.
     "ibstat": frozenset({Fact.NIC_NAMES, Fact.NIC_SPEED, Fact.NIC_KIND}),
+    # A declared lot (a catalogue line as YAML, topomap.model.lots): the GPUs, their links and memory, the
+    # NICs' count, rate and fabric, the PCIe generation. Never where a device sits (paths, NUMA), P2P,
+    # names, bus ids, link states, the fabric manager, MIG or versions: those are what a probe shows.
+    "declared": frozenset(
+        {
+            Fact.GPU_COUNT,
+            Fact.GPU_MODEL,
+            Fact.GPU_MEMORY,
+            Fact.NVLINK,
+            Fact.NICS,
+            Fact.NIC_SPEED,
+            Fact.NIC_KIND,
+            Fact.PCIE_LINK,
+        }
+    ),
 }
 
 #: In words, for notes and `show`: the output each format is.
@@ -133,6 +148,7 @@ FORMAT_WORDS: dict[SourceFormat, str] = {
     "nvidia-smi-q": "`nvidia-smi -q`",
     "query-gpu-csv": "`nvidia-smi --query-gpu … --format=csv`",
     "ibstat": "`ibstat` (or `ibv_devinfo`)",
+    "declared": "a declared lot",
 }
 
 #: The query that settles what a paste lacks about the GPUs themselves.
@@ -188,6 +204,10 @@ class SourceFacts:
     def why_not(self, fact: Fact) -> str:
         """One line: this source does not carry ``fact`` (for an UNKNOWN's evidence): the kind of
         output cannot, or this one output left it out (a `topo -m` of an older driver: no NUMA column)."""
+        if self.formats == ("declared",):  # a lot as a catalogue describes it: it says, or leaves out
+            if fact in CAN_CARRY["declared"]:
+                return f"this declared lot does not give {WHAT[fact]}"
+            return f"a declared lot does not carry {WHAT[fact]} (a probe of the machine does)"
         if any(fact in CAN_CARRY.get(f, frozenset()) for f in self.formats):
             return f"this {self.words()} output does not record {WHAT[fact]}"
         return f"{self.words()} does not carry {WHAT[fact]}"
@@ -256,17 +276,23 @@ def source_facts(snap: Snapshot) -> SourceFacts:
         formats = tuple(dict.fromkeys(f for p in parts for f in p.formats))
         return SourceFacts(formats, common)
     src = snap.source
-    return _carried(formats_of(snap), tuple(src.unknown_fields))
+    filled = tuple(sorted({f.field for f in src.filled})) if src.filled else ()
+    return _carried(formats_of(snap), tuple(src.unknown_fields), filled)
 
 
 @lru_cache(maxsize=1024)  # pure in its arguments; every host of a 10,000-host cluster asks it
-def _carried(formats: tuple[SourceFormat, ...], unknown_fields: tuple[str, ...]) -> SourceFacts:
+def _carried(
+    formats: tuple[SourceFormat, ...], unknown_fields: tuple[str, ...], filled: tuple[str, ...] = ()
+) -> SourceFacts:
+    """What the outputs carry, less what this file lacked, plus what a declared lot or the catalogue
+    filled in (``Source.filled``: carried, with its origin, never as if a tool had read it)."""
     can: set[Fact] = set()
     for f in formats:
         can |= CAN_CARRY.get(f, frozenset())
     unknown = set(unknown_fields)
-    carried = frozenset(f for f in can if not any(x in unknown for x in FIELDS[f]))
-    return SourceFacts(formats, carried)
+    carried = {f for f in can if not any(x in unknown for x in FIELDS[f])}
+    carried |= {f for f in Fact if any(x in filled for x in FIELDS[f][-1:])}
+    return SourceFacts(formats, frozenset(carried))
 
 
 _BY_NAME = {f.value: f for f in Fact} | {"nic": Fact.NICS, "gpu_memory": Fact.GPU_MEMORY}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from topomap.base.devices import model_from_name
+from topomap.base.part_names import model_from_name
 from topomap.nccl.logread import NcclLog
 from topomap.transport.decide import NicFact, PairFacts
 from topomap.transport.facts import cpu_vendor, nccl_pci_bw, nic_fact, one_end_facts, remote_facts, snapshot_facts
@@ -54,19 +54,11 @@ def dump_facts(
     )
 
 
-#: compute capability by architecture, for the GPU models nccl-tests names (only >= 8.0 and == 8.0 matter)
-_ARCH_CC = {"volta": "7.0", "turing": "7.5", "ada": "8.9", "hopper": "9.0", "blackwell": "10.0"}
-
-
 def log_cc(log: NcclLog, rank: int) -> str | None:
-    """A rank's compute capability from the GPU model nccl-tests printed for it, or None."""
+    """A rank's compute capability from the GPU model nccl-tests printed for it (the parts table), or None."""
     name = log.gpu_models.get(rank)
     model = model_from_name(name) if name else None
-    if model is None:
-        return None
-    if model.architecture == "ampere":
-        return "8.0" if any(k in model.name for k in ("A100", "A30", "A800")) else "8.6"
-    return _ARCH_CC.get(model.architecture)
+    return model.cc if model is not None else None
 
 
 def local_gpus(log: NcclLog, host: str | None) -> int | None:

@@ -21,7 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from topomap.base.devices import cc_major, model_of
+from topomap.base.devices import cc_major
+from topomap.base.part_names import model_of
 from topomap.graph import Topology, gpu_node
 from topomap.graph.evidence import nearest_nic, nics_at_best_class, nvlink
 from topomap.model.facts import fabric_clique, fabric_ready

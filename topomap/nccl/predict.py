@@ -8,7 +8,9 @@ from typing import Any, Literal
 
 from topomap.base.errors import TopomapError
 from topomap.graph import Topology, build, gpu_node
+from topomap.graph.evidence import nearest_nic
 from topomap.model.snapshot import Gpu, Snapshot
+from topomap.nccl.compare import nic_difference, p2p_differences, seen_p2p, with_log_gdr
 from topomap.nccl.facts import dump_facts, env_of, log_remote_facts, nic_fact, remote_facts, snapshot_facts
 from topomap.nccl.features import GpuFeatures, features
 from topomap.nccl.logread import Hop, NcclLog, short_bus
@@ -30,6 +32,11 @@ class Entry:
     via: str | None = None
     why_different: str | None = None
 
+    @property
+    def same(self) -> bool:
+        """As predicted: the transport and, where both say it, the P2P flavour and the NIC (issue 30)."""
+        return self.observed is not None and self.observed == self.decision.transport and self.why_different is None
+
     def to_json(self) -> dict[str, Any]:
         return {
             "src_rank": self.src_rank,
@@ -43,6 +50,7 @@ class Entry:
             "reasons": list(self.decision.reasons),
             "observed": self.observed,
             "via": self.via,
+            "same": self.same if self.observed is not None else None,
             "why_different": self.why_different,
         }
 
@@ -73,8 +81,9 @@ class NcclReport:
 
     @property
     def agreement(self) -> tuple[int, int]:
+        """(entries as predicted: the transport, its P2P flavour and its NIC, entries compared)."""
         c = self.compared
-        return sum(1 for e in c if e.observed == e.decision.transport), len(c)
+        return sum(1 for e in c if e.same), len(c)
 
     def to_json(self) -> dict[str, Any]:
         same, total = self.agreement
@@ -211,7 +220,13 @@ def _nics(topo: Topology, gpus: list[Gpu], env: NcclEnv, version: str | None) ->
                 ),
             )
         elif recv is None or send is None:
-            gdr, why = "unknown", "the NIC's path to the GPU or its GDR support is not recorded"
+            said = nearest_nic(topo, gpu_node(g)).gdr  # the evidence's own reason where it is the NIC's
+            gdr = "unknown"
+            why = (
+                said.why()
+                if said.value == "unknown"
+                else "the NIC's path to the GPU or its GDR support is not recorded"
+            )
         elif recv[0] and not send[0]:
             gdr, why = "receive only", send[1]
         else:
@@ -272,6 +287,7 @@ def _entry(
     hop: Hop,
 ) -> Entry:
     via = hop.via
+    channels: tuple[str, ...] = ()
     ra, rb = log.ranks.get(src), log.ranks.get(dst)
     ga = _snapshot_gpu(snap, log, src) if snap is not None else None
     gb = _snapshot_gpu(snap, log, dst) if snap is not None else None
@@ -280,7 +296,9 @@ def _entry(
         side: Literal["send", "receive"] = "receive" if hop.side == "receive" else "send"
         local = gb if side == "receive" else ga
         facts = remote_facts(topo, local, side) if topo is not None else _log_remote(log, env, hop)
-        facts = replace(facts, mnnvl=_log_mnnvl(log))
+        facts = replace(with_log_gdr(facts, log, hop) if topo is not None else facts, mnnvl=_log_mnnvl(log))
+        if topo is not None and local is not None:
+            channels = nearest_nic(topo, gpu_node(local)).channels
     elif not hosts_known:
         return Entry(
             src,
@@ -302,7 +320,17 @@ def _entry(
     d = decide(facts, env, log.version)
     cross = ra is not None and rb is not None and ra.host != rb.host
     names = (_name(ga, ra, cross), _name(gb, rb, cross))
-    return Entry(src, dst, *names, d, observed, via, explain(d, observed, via, env))
+    why = explain(d, observed, via, env) or _finer(d, log, hop, env, channels)
+    return Entry(src, dst, *names, d, observed, via, why)
+
+
+def _finer(d: Decision, log: NcclLog, hop: Hop, env: NcclEnv, channels: tuple[str, ...]) -> str | None:
+    """Where the transport agrees but the line shows another P2P flavour or NIC than predicted."""
+    out = p2p_differences(d, seen_p2p(hop.via), env) if d.transport == "P2P" else []
+    if d.transport.startswith("NET"):
+        nic = nic_difference(d, log, hop, channels)
+        out += [nic] if nic else []
+    return "; ".join(out) or None
 
 
 def _log_remote(log: NcclLog, env: NcclEnv, hop: Hop) -> PairFacts:

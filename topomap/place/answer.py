@@ -11,7 +11,7 @@ from typing import Any
 from topomap.base.errors import TopomapError
 from topomap.base.units import fmt_gbps
 from topomap.graph import Topology
-from topomap.model.facts import NicChoice
+from topomap.model.facts import NicChoice, nic_family
 from topomap.place.candidates import Candidate, PairLink, Skip, candidates
 from topomap.place.lines import Rank, command_lines, cuda_ordinals, gpu_cpus
 from topomap.place.nics import assign
@@ -147,9 +147,19 @@ def _result(topo: Topology, space: Space, found: Found, k: int, skipped: list[Sk
         _unranked(links),
     )
     res.notes = _notes(space, gpus, ords.note, ords.by_gid)
-    ranks = [Rank(g.gid, g.index, g.cuda_ordinal, g.numa_node, g.cpus, g.nic, _rdma(topo, g.nic)) for g in gpus]
+    near = [tuple(o.nic.name for o in c.nics if o.nic is not None) for c in chosen]  # NCCL spreads over these
+    ranks = [
+        Rank(g.gid, g.index, g.cuda_ordinal, g.numa_node, g.cpus, g.nic, _rdma(topo, g.nic), _family(topo, g.nic), n)
+        for g, n in zip(gpus, near)
+    ]
     res.commands = command_lines(ranks, space.nics, not space.linked)
     return res
+
+
+def _family(topo: Topology, name: str | None) -> str:
+    """The NIC's family (model.facts.nic_family): the lines that choose it follow it (issue 30)."""
+    nic = next((n for n in topo.snapshot.nics if n.name == name), None)
+    return nic_family(nic).family if nic is not None else "unknown"
 
 
 def _rdma(topo: Topology, name: str | None) -> bool:
@@ -197,6 +207,8 @@ def _notes(space: Space, gpus: list[ChosenGpu], ordinal_note: str, ords: dict[st
         for g in gpus:
             if g.nic is None:
                 notes.append(f"{g.gid}: {g.nic_why or 'no usable NIC recorded'}")  # evidence says why, once
+            elif g.gdr == "unknown":  # never said "without": unknown is unknown (issue 30)
+                notes.append(f"{g.gid}: NIC {g.nic}, GPUDirect RDMA unknown — {g.nic_why}")
             elif g.gdr != "yes":
                 notes.append(f"{g.gid}: NIC {g.nic} without GPUDirect RDMA — {g.nic_why}")
         names = [g.nic for g in gpus if g.nic]

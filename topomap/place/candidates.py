@@ -9,17 +9,18 @@ Busy GPUs: the snapshot records no running processes or memory in use (no such f
 
 from __future__ import annotations
 
+import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from topomap.base.links import PCIE_CLASSES, class_rank
-from topomap.graph import Topology, natural_key
+from topomap.graph import Topology
 from topomap.graph.evidence import gpu_link, gpu_usable, memory_node, nics_at_best_class, pcie_path_class
-from topomap.model.facts import SETTLE, NicChoice
+from topomap.model.facts import SETTLE, Bandwidth, NicChoice
+from topomap.model.ranking import compare_bandwidth, per_link_range
 
 #: Link tiers, best last: staged through host memory, PCIe peer-to-peer, NVLink (direct or NVSwitch).
 STAGED, P2P, NVLINK = 1, 2, 3
-TIER_WORDS = {STAGED: "staged through host memory", P2P: "PCIe peer-to-peer", NVLINK: "NVLink"}
 
 
 @dataclass(frozen=True)
@@ -42,10 +43,42 @@ class PairLink:
     nvlink_mgbps: int = 0  # NVLink bundle bandwidth in MB/s per direction (0 off NVLink), for the total
     unknown: str | None = None
     settle: str | None = None
+    figure: Bandwidth | None = None  # the NVLink bundle's figure, which ranks pairs (:func:`rank_nvlink`)
 
     @property
     def key(self) -> tuple[int, int, int]:
         return self.tier, self.strength, int(self.certain)
+
+
+def rank_nvlink(links: list[PairLink]) -> list[PairLink]:
+    """The NVLink pairs' strengths from their figures, compared as one machine's
+    (:func:`~topomap.model.ranking.compare_bandwidth` with ``one_machine``): figures sorted, and a
+    figure that cannot be told from every figure of the strength before it shares that strength
+    (overlapping ranges never rank; a tie may hide a ranking, never invent one). Where every NVLink
+    figure of the machine is exact or all rest on one per-link range, the pairs keep their MB/s for
+    the group totals (sums of such figures rank as their link counts do); otherwise a total would
+    rank overlapping ranges, so it is left out (0)."""
+    nv = sorted(
+        (p for p in links if p.tier == NVLINK and p.figure is not None),
+        key=lambda p: (p.figure.gbps or 0.0, p.figure.high or math.inf) if p.figure else (0.0, 0.0),
+    )
+    level: dict[tuple[str, str], int] = {}
+    current: list[Bandwidth] = []
+    n = 0
+    for p in nv:
+        assert p.figure is not None
+        if current and all(compare_bandwidth(c, p.figure, one_machine=True).ranked for c in current):
+            n, current = n + 1, []
+        current.append(p.figure)
+        level[(p.a, p.b)] = n + 1
+    figures = [p.figure for p in nv if p.figure is not None]
+    totals = all(f.exact for f in figures) or len({per_link_range(f) for f in figures}) <= 1
+    return [
+        replace(p, strength=level[(p.a, p.b)], nvlink_mgbps=p.nvlink_mgbps if totals else 0)
+        if (p.a, p.b) in level
+        else p
+        for p in links
+    ]
 
 
 def pcie_strength(cls: str | None) -> int:
@@ -61,9 +94,10 @@ def pair_link(topo: Topology, a: str, b: str) -> PairLink:
     if gl.medium == "gpu-link" and gl.via in ("nvlink", "nvswitch"):
         bw = nv.bandwidth
         links = nv.links or 0
-        strength = round(bw.gbps * 1000) if bw.gbps is not None else links
+        mgbps = round(bw.gbps * 1000) if bw.gbps is not None else 0
         via = "through NVSwitch" if gl.via == "nvswitch" else "direct"
-        return PairLink(a, b, NVLINK, strength, True, f"NV{links} {via}, {bw.text()}", links, max(strength, 0))
+        text = f"NV{links} {via}, {bw.text()}"
+        return PairLink(a, b, NVLINK, 0, True, text, links, mgbps, figure=bw)
     cls = pcie_path_class(topo, a, b)
     where = cls or "PCIe path unknown"
     nv_unknown = nv.usable.value == "unknown"
@@ -151,7 +185,3 @@ def parse_exclude(text: str | None) -> set[str]:
             raise ValueError(part)
         out.add(f"gpu{int(m.group(1))}")
     return out
-
-
-def sorted_gids(gids: set[str] | list[str]) -> list[str]:
-    return sorted(gids, key=natural_key)

@@ -70,7 +70,8 @@ def union_cpus(lists: list[str]) -> str:
 
 @dataclass(frozen=True)
 class Rank:
-    """One GPU of the placement as the lines need it."""
+    """One GPU of the placement as the lines need it. ``nic_family``: the NIC's family
+    (:func:`topomap.model.facts.nic_family`), which decides the line that chooses it."""
 
     gid: str
     index: int
@@ -79,6 +80,8 @@ class Rank:
     cpus: str | None
     nic: str | None
     nic_rdma: bool
+    nic_family: str = "unknown"
+    nic_channels: tuple[str, ...] = ()  # the NICs this GPU's NCCL channels use, its own first (evidence)
 
 
 def command_lines(ranks: list[Rank], nics: bool, independent: bool) -> list[tuple[str, str]]:
@@ -112,15 +115,72 @@ def command_lines(ranks: list[Rank], nics: bool, independent: bool) -> list[tupl
     return out
 
 
+#: NCCL's own transports choose NICs by name: NCCL_IB_HCA for its IB verbs transport (InfiniBand and RoCE:
+#: ConnectX, Broadcom bnxt_re, Intel irdma), NCCL_SOCKET_IFNAME for its socket transport; a leading '='
+#: matches whole names (mlx5_1 alone would also select mlx5_10). NCCL docs, env.rst (NCCL_IB_HCA,
+#: NCCL_SOCKET_IFNAME) @v2.30.7.
+_IB_FAMILIES = ("connectx", "broadcom", "intel", "rdma")
+
+
 def _nic_lines(ranks: list[Rank]) -> list[tuple[str, str]]:
+    """The lines that choose each NIC, by the transport its family runs (issue 30 item 3)."""
+    named = [r for r in ranks if r.nic and parse_bus_id(r.nic) is None]
     nameless = list(dict.fromkeys(r.nic for r in ranks if r.nic and parse_bus_id(r.nic) is not None))
-    rdma = list(dict.fromkeys(r.nic for r in ranks if r.nic and r.nic_rdma and r.nic not in nameless))
-    plain = list(dict.fromkeys(r.nic for r in ranks if r.nic and not r.nic_rdma and r.nic not in nameless))
+    by = {fam: list(dict.fromkeys(r.nic for r in named if r.nic and _kind(r) == fam)) for fam in _KINDS}
     out: list[tuple[str, str]] = []
-    if rdma:  # a leading '=' matches whole names: mlx5_1 alone would also select mlx5_10
-        out.append(("NCCL", f"NCCL_IB_HCA=={','.join(rdma)}"))
-    if plain:
-        out.append(("NCCL", f"NCCL_SOCKET_IFNAME=={','.join(plain)}"))
+    if by["ib"]:
+        out.append(("NCCL", f"NCCL_IB_HCA=={','.join(by['ib'])}"))
+    if by["efa"]:  # aws-ofi-nccl spreads a GPU's channels over its equally near EFAs (p5: four): keep them all
+        spread = [n for r in named if _kind(r) == "efa" for n in (r.nic_channels or (r.nic,)) if n]
+        out += _efa_lines(list(dict.fromkeys(spread)))
+    if by["gvnic"]:
+        out += _gvnic_lines(by["gvnic"])
+    if by["socket"]:
+        out.append(("NCCL", f"NCCL_SOCKET_IFNAME=={','.join(by['socket'])}"))
     for bus in nameless:  # an NCCL topology file names a NIC by its PCI address only
-        out.append(("NIC", f"ls /sys/bus/pci/devices/{bus}/infiniband  # the device name NCCL_IB_HCA takes"))
+        fam = next((r.nic_family for r in ranks if r.nic == bus), "unknown")
+        takes = "FI_EFA_IFACE" if fam == "efa" else "NCCL_IB_HCA"
+        out.append(("NIC", f"ls /sys/bus/pci/devices/{bus}/infiniband  # the device name {takes} takes"))
     return out
+
+
+_KINDS = ("ib", "efa", "gvnic", "socket")
+
+
+def _kind(r: Rank) -> str:
+    """Which lines choose this rank's NIC: NCCL's IB verbs, aws-ofi-nccl (EFA), Google's TCPX plugins
+    (gVNIC), or NCCL's sockets (a NIC without RDMA)."""
+    if r.nic_family == "efa":
+        return "efa"
+    if r.nic_family == "gvnic":
+        return "gvnic"
+    if r.nic_rdma and r.nic_family in (*_IB_FAMILIES, "unknown"):
+        return "ib"
+    return "socket"
+
+
+def _efa_lines(names: list[str]) -> list[tuple[str, str]]:
+    """EFA goes through the aws-ofi-nccl plugin and libfabric, not NCCL's IB transport: NCCL_IB_HCA does
+    not choose an EFA. libfabric's FI_EFA_IFACE lists the EFA devices a process may see (man/fi_efa.7.md,
+    libfabric 2.0 and later, @af8ddbe9); the plugin then gives each GPU the nearest of them (aws-ofi-nccl
+    src/nccl_ofi_topo.cpp @2daf7d3). FI_PROVIDER=efa and FI_EFA_USE_DEVICE_RDMA=1 are needed only with old
+    releases (aws-ofi-nccl doc/efa-env-var.md @2daf7d3: FI_PROVIDER for aws-ofi-nccl <= 1.5.0, device RDMA
+    for libfabric < 1.18 or aws-ofi-nccl < 1.7 on p4 and p5)."""
+    return [
+        ("EFA", f"FI_EFA_IFACE={','.join(names)}  # libfabric 2.0+: the EFA NICs the job sees (not NCCL_IB_HCA)"),
+        ("EFA", "FI_PROVIDER=efa  # aws-ofi-nccl <= 1.5.0 only"),
+        ("EFA", "FI_EFA_USE_DEVICE_RDMA=1  # libfabric < 1.18 / aws-ofi-nccl < 1.7 only: device RDMA on p4, p5"),
+    ]
+
+
+def _gvnic_lines(names: list[str]) -> list[tuple[str, str]]:
+    """Google Cloud's GPU NICs (gVNIC) carry GPU data through Google's NCCL plugins: GPUDirect-TCPX on A3
+    High (NCCL_GPUDIRECTTCPX_SOCKET_IFNAME for the data NICs, NCCL_GPUDIRECTTCPX_CTRL_DEV for the primary
+    NIC) and GPUDirect-TCPXO on A3 Mega (NCCL_FASTRAK_IFNAME, NCCL_FASTRAK_CTRL_DEV), as Google's GKE guide
+    "Maximize GPU network bandwidth with GPUDirect-TCPX(O) and multi-networking" and its
+    nccl-env-profile.sh set them; NCCL_SOCKET_IFNAME keeps the primary NIC for NCCL's own sockets."""
+    listed = ",".join(names)
+    return [
+        ("TCPX", f"NCCL_GPUDIRECTTCPX_SOCKET_IFNAME={listed}  # A3 High; NCCL_GPUDIRECTTCPX_CTRL_DEV: the primary NIC"),
+        ("TCPXO", f"NCCL_FASTRAK_IFNAME={listed}  # A3 Mega; NCCL_FASTRAK_CTRL_DEV: the primary NIC"),
+    ]

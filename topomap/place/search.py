@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from topomap.graph import Topology
-from topomap.place.candidates import Candidate, PairLink, pair_link
+from topomap.place.candidates import Candidate, PairLink, pair_link, rank_nvlink
 from topomap.place.nics import allowed, assign
 
 #: (slowest link rank, GPUDirect NICs, distinct NICs, NVLink total MB/s, pairs per rank best first, -NUMA nodes)
@@ -59,6 +59,7 @@ def build_space(topo: Topology, cands: list[Candidate], pattern: str, nics: bool
     if pattern in LINK_PATTERNS:
         for i, j in combinations(range(n), 2):
             links[(i, j)] = pair_link(topo, cands[i].gid, cands[j].gid)
+        links = dict(zip(links, rank_nvlink(list(links.values()))))
     keys = sorted({pl.key for pl in links.values()})
     dense = {k: r for r, k in enumerate(keys)}
     rank = [[-1] * n for _ in range(n)]

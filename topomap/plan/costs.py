@@ -158,11 +158,6 @@ def share(legs: list[Leg], cards: list[str], work: Work) -> tuple[list[CardCosts
     return out, links
 
 
-def shared_costs(legs: list[Leg], cards: list[str], work: Work) -> list[CardCosts]:
-    """Per-unit transfer seconds for each of ``cards`` when all of them move data at once (model)."""
-    return share(legs, cards, work)[0]
-
-
 def _storage_hop(lg: Leg, declared: float | None) -> tuple[Hop, ...]:
     """The declared storage rate as one more hop that every transfer to or from that storage crosses."""
     if not lg.other.endswith(":storage") or declared is None:
@@ -229,7 +224,7 @@ def exchange_seconds(
 def card_memory(topo: Topology, card: str) -> CardMemory:
     """A card's memory: the snapshot's figure, else the size in the GPU's name (derived), else unknown."""
     gpu = next(g for g in topo.snapshot.gpus if f"gpu{g.index}" == card)
-    mem = gpu_memory(gpu)
+    mem = gpu_memory(gpu, topo.snapshot)
     return CardMemory(card, mem.total_bytes, mem.source)
 
 

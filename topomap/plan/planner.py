@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from topomap.base.errors import TopomapError
 from topomap.plan.build import build_plan
 from topomap.plan.costs import cards_of, lot_of
+from topomap.plan.money import plan_money
 from topomap.plan.observed import apply_observed
 from topomap.plan.result import PlanResult
 
@@ -49,7 +50,9 @@ def plan_flow(
             f"--cards {too_many[0]}: {lot} has {len(have)} usable card(s)",
             hint=f"choose from 1 to {len(have)}, e.g. --cards 1,{len(have)}",
         )
-    return _finite(build_plan(flow, topos, lot, have, counts, work), flow.path)
+    result = _finite(build_plan(flow, topos, lot, have, counts, work), flow.path)
+    result.money = plan_money(result, topo.snapshot.lot, len(topo.snapshot.gpus))  # a priced lot's costs
+    return result
 
 
 def _finite(result: PlanResult, origin: str) -> PlanResult:

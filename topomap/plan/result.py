@@ -13,11 +13,14 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from topomap.base.units import fmt_bandwidth, fmt_bytes
 from topomap.flow.spec import Unit
 from topomap.plan.sched import Lane
+
+if TYPE_CHECKING:
+    from topomap.plan.money import PlanMoney
 
 PLAN_SCHEMA = (
     "topomap.plan/2"  # /2: units and lanes summarised (counts, totals, first/last, longest); --units lists them
@@ -279,6 +282,7 @@ class PlanResult:
     sharing: list[SharedLink] = field(default_factory=list)  # links shared below host memory
     host_memory: HostMemory | None = None  # the ceiling above the root ports, when cards load at once
     volume_per: str = "replica"  # work.volume_per: what an arrow's volume counts (per replica, per unit)
+    money: PlanMoney | None = None  # what each arrangement costs on a priced lot (plan/money.py)
 
     margin: float = 0.10  # "fewest cards within this fraction of the fastest total" (plan --margin)
 
@@ -352,6 +356,7 @@ class PlanResult:
             "assumptions": self.assumptions,
             "warnings": self.warnings,
             "skipped": self.skipped,
+            "cost": None if self.money is None else self.money.to_json(),
         }
 
 

@@ -159,7 +159,11 @@ def probe_cuda(cu: Any | None = None) -> CudaResult:
             cu = _import_driver()
         except ImportError as err:
             result.problems.append(
-                Problem(source="cuda", call="import cuda.bindings", error=f"cuda-bindings not installed ({err})")
+                Problem(
+                    source="cuda",
+                    call="import cuda.bindings",
+                    error=f"cuda-bindings not installed ({err}): pip install 'topomap[probe]'",
+                )
             )
             return result
     c = _Cuda(cu, result.problems)

@@ -82,8 +82,9 @@ def _ok(value: Any) -> bool:
     return value is not None and value is not UNSUPPORTED
 
 
-def _import_pynvml() -> Any:
-    # lazy: the binding is optional and loads libnvidia-ml's wrapper; only a real probe or record needs it
+def import_pynvml() -> Any:
+    """The ``pynvml`` module (ImportError when not installed). Lazy: the binding is optional (the
+    ``probe`` extra) and loads libnvidia-ml's wrapper; only a real probe or record needs it."""
     import pynvml
 
     return pynvml
@@ -96,9 +97,11 @@ def nvml_module() -> Any:
     old PyPI ``pynvml`` package shadows it (that one has no ``nvmlInitWithFlags``).
     """
     try:
-        lib = _import_pynvml()
+        lib = import_pynvml()
     except ImportError as err:
-        raise TopomapError(f"nvidia-ml-py is not installed ({err})", hint="pip install nvidia-ml-py") from err
+        raise TopomapError(
+            f"nvidia-ml-py is not installed ({err})", hint="pip install 'topomap[probe]' (or nvidia-ml-py)"
+        ) from err
     shadowed = not_nvidia_ml_py(lib)
     if shadowed is not None:
         raise shadowed
@@ -237,7 +240,13 @@ def _pcie(nv: NvmlCalls, target: str, handle: Any) -> PcieLink:
             ("width_max", "nvmlDeviceGetMaxPcieLinkWidth"),
         )
     }
-    return PcieLink(**{k: int(v) if _ok(v) else None for k, v in vals.items()})
+    got = {k: int(v) if _ok(v) else None for k, v in vals.items()}
+    return PcieLink(
+        gen_current=got["gen_current"],
+        width_current=got["width_current"],
+        gen_max=got["gen_max"],
+        width_max=got["width_max"],
+    )
 
 
 def _cpu_affinity(nv: NvmlCalls, target: str, handle: Any, cpu_count: int | None) -> str | None:

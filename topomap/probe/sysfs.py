@@ -15,6 +15,7 @@ from pathlib import Path
 from topomap.base.cpus import format_cpulist
 from topomap.base.links import pcie_gen_from_speed_text
 from topomap.base.pciaddr import SYSFS_BDF
+from topomap.model.nic_ids import layer_of_name
 from topomap.model.snapshot import NicKind, NumaNode, PciKind
 
 NVIDIA_VENDOR = "0x10de"
@@ -177,7 +178,7 @@ class SysfsReader:
             state = cat(ports[0] / "state") if ports else None
             m = _RATE.match(rate or "")
             kind: NicKind = "infiniband" if layer == "InfiniBand" else "roce" if layer == "Ethernet" else "unknown"
-            if hca.name.startswith(("efa", "rdmap")):
+            if layer_of_name(hca.name) == "efa":  # the efa driver's link layer is "Unspecified" (model/nic_ids)
                 kind = "efa"
             nic = SysNic(
                 name=hca.name,

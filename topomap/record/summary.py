@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from topomap.model.facts import gpu_pcie_link, nvlink_bundle_bandwidth
+from topomap.model.facts import gpu_pcie_link
+from topomap.model.nvlink_rate import nvlink_bundle_bandwidth
 from topomap.model.snapshot import Gpu
 from topomap.record.model import GpuSeries, Run
 

@@ -140,6 +140,7 @@ def origin_line(topo: Topology, boxes: bool = True) -> str:
         "lstopo": "imported from lstopo text",
         "nccl-log": "imported from an NCCL log's topology dump",
         "merge": "merged snapshot",
+        "declared": "a declared lot (every figure from it declared)",
     }
     if s.kind == "probe":
         line = f"probed on {s.origin}" + (f" at {s.captured_at}" if s.captured_at else "")

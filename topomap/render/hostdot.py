@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from topomap.base.units import fmt_bandwidth
 from topomap.graph import FABRIC, Topology, natural_key
-from topomap.graph.evidence import edge_bandwidth, nvlink_edge_usable
+from topomap.graph.edges import edge_bandwidth
+from topomap.graph.evidence import nvlink_edge_usable
 from topomap.graph.query import pcie_edge_bandwidth, tree_parents
 from topomap.model.facts import Answer, Bandwidth, gpu_memory
 from topomap.model.snapshot import Nic

@@ -5,6 +5,7 @@ Pure text so users can diff it against what nvidia-smi printed on the machine.
 
 from __future__ import annotations
 
+from topomap.model.origins import filled_summary
 from topomap.model.snapshot import Gpu, Snapshot
 from topomap.model.source_facts import source_knows
 from topomap.render.text import visible
@@ -70,6 +71,9 @@ def render_matrix(snap: Snapshot) -> str:
         out += "\nNIC Legend:\n\n" + "".join(f"  NIC{n.index}: {visible(n.name)}\n" for n in nics)
     if len(snap.gpus) > 1 and not source_knows(snap, "nvlink"):
         out += NVLINK_UNKNOWN
+    said = filled_summary(snap)  # cells a declared lot or the catalogue gave (model.origins)
+    if said is not None:
+        out += f"\nNote: {visible(said)}.\n"
     return out
 
 

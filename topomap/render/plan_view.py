@@ -193,6 +193,10 @@ def plan_view(r: PlanResult, gantt_cards: int | None = None, width: int | None =
         parts.append(
             Text("no arrangement fits: every one needs more memory per card than a card has", style="bold red")
         )
+    if r.money is not None:  # a priced lot (a declared lot's price: and periods:)
+        from topomap.render.money_view import money_lines  # start-up: only a priced lot
+
+        parts += money_lines(r)
     fits = {a.fit.reason for a in r.arrangements if a.fit.verdict != "fits"}
     for reason in sorted(fits):
         bad = reason.startswith("does not fit")

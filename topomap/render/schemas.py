@@ -39,11 +39,18 @@ def _run() -> dict[str, Any]:
     return schema
 
 
+def _lot() -> dict[str, Any]:
+    from topomap.model.lots import lot_schema
+
+    return lot_schema()
+
+
 SCHEMAS: dict[str, Callable[[], dict[str, Any]]] = {
     "snapshot": _snapshot,
     "flow": _flow,
     "requirements": _requirements,
     "run": _run,
+    "lot": _lot,
 }
 
 

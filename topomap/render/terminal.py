@@ -11,11 +11,14 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from topomap.base.units import fmt_bandwidth, fmt_bytes
+from topomap.base.units import fmt_bytes
 from topomap.graph import FABRIC, Topology, natural_key
-from topomap.graph.evidence import edge_bandwidth, gpu_pairs_nvlink_summary
+from topomap.graph.edges import edge_bandwidth
+from topomap.graph.evidence import gpu_pairs_nvlink_summary
 from topomap.graph.query import tree_parents
-from topomap.model.facts import SETTLE, fabric_ready, gpu_memory, gpu_pcie_link, nic_family
+from topomap.model.facts import SETTLE, fabric_ready, gpu_memory, gpu_pcie_link, nic_family, nic_gdr
+from topomap.model.filled_facts import named, nic_speed
+from topomap.model.origins import fact_origin, relabel
 from topomap.model.snapshot import Gpu, Snapshot
 from topomap.model.source_facts import WHAT, cannot_know
 from topomap.render.text import bandwidth_text, memory_text, nic_words, visible
@@ -110,14 +113,18 @@ def _gib(n: int | None) -> str:
     return "—" if n is None else fmt_bytes(n)
 
 
-def _pcie(g: Gpu) -> str:
-    """The GPU's PCIe link as evidence.gpu_pcie_link decides it: trained width at the best generation."""
+def _pcie(g: Gpu, snap: Snapshot | None = None) -> str:
+    """The GPU's PCIe link as evidence.gpu_pcie_link decides it: trained width at the best generation
+    (declared or from the catalogue where a lot gave it: model.origins)."""
     link = gpu_pcie_link(g)
     if link.gen is None and link.width is None:
         return "—"
     text = f"Gen{_dash(link.gen)} " + (f"x{link.width}" if link.width else "width unknown")
+    origin = fact_origin(snap, "gpus.pcie")
     if link.gbps is not None:
-        text += f" ({fmt_bandwidth(link.gbps, 'spec')})"
+        text += f" ({relabel(link.bandwidth(), origin, 'PCIe').text()})"
+    elif origin is not None:
+        text += origin.note()
     p = g.pcie
     if link.downtrained:
         text += f" — trained below its x{link.width_max}"
@@ -162,8 +169,8 @@ def header(snap: Snapshot) -> Text:
     versions = f"driver {_dash(sw.driver_version)}  CUDA {_dash(sw.cuda_driver_version)}  NVML {_dash(sw.nvml_version)}"
     t.append_text(esc(versions))
     t.append("\n")
-    bits = [f"CPU {h.cpu_model}" if h.cpu_model else None]
-    bits.append(f"{h.sockets} socket(s)" if h.sockets else None)
+    bits = [named(snap, "host.cpu_model", f"CPU {h.cpu_model}") if h.cpu_model else None]
+    bits.append(named(snap, "host.sockets", f"{h.sockets} socket(s)") if h.sockets else None)
     bits.append(f"virtualised: {h.virtualization}" if h.virtualization else None)
     bits.append(f"container: {h.container}" if h.container else None)
     bits.append(f"IOMMU {h.iommu}" if h.iommu else None)
@@ -246,14 +253,15 @@ def gpu_tables(snap: Snapshot, topo: Topology | None = None, width: int | None =
     ident: list[list[Text]] = []
     caps: list[list[Text]] = []
     for g in gpus:
-        name = _dash(g.name) + (" (derived from the PCI device id)" if "name" in g.derived else "")
+        name = named(snap, "gpus.name", _dash(g.name))
+        name += " (derived from the PCI device id)" if "name" in g.derived else ""
         if g.lost:
             name += " — LOST during the probe"
         ident.append([esc(v) for v in (g.index, _dash(g.cuda_ordinal), _dash(g.uuid), _dash(g.pci_bus_id), name)])
         cpus = _dash(g.cpu_affinity) if g.cpu_affinity != "" else "(none in this cpuset)"
         numa = _dash(g.numa_node) + (f" (mem {g.gpu_numa_node})" if g.gpu_numa_node is not None else "")
-        values = (g.index, memory_text(gpu_memory(g)), _dash(g.compute_capability), numa, cpus)
-        texts = (_pcie(g), _nvlink(topo, g), _mig(g), _fabric(topo, g))
+        values = (g.index, memory_text(gpu_memory(g, snap)), _dash(g.compute_capability), numa, cpus)
+        texts = (_pcie(g, snap), _nvlink(topo, g), _mig(g), _fabric(topo, g))
         caps.append([esc(v) for v in (*values, *texts)])
     return [
         fit_table("GPUs: identity", ident_cols, ident, width),
@@ -266,9 +274,9 @@ def nic_table(snap: Snapshot, width: int | None = None) -> RenderableType:
     cols += [Column("netdevs", text=True), Column("GDR")]
     rows = []
     for n in sorted(snap.nics, key=lambda n: n.index):
-        rate = "—" if n.speed_gbit_s is None else f"{n.speed_gbit_s:g} Gb/s"
-        gdr = _dash(None if n.gdr is None else ("yes" if n.gdr else "no"))
-        family = nic_family(n).short  # one decision (model.facts.nic_family), issue 19 item 5
+        rate = nic_speed(n, snap).text()  # with its origin where a lot declared it (model.filled_facts)
+        gdr = named(snap, "nics.gdr", nic_gdr(n).value)  # the NIC's own answer every view asks (model.facts.nic_gdr)
+        family = named(snap, "nics.kind", nic_family(n).short)  # one decision (model.facts.nic_family), issue 19
         values = (f"nic{n.index}", n.name, family, _dash(n.pci_bus_id), _dash(n.numa_node), rate, _dash(n.state))
         rows.append([esc(v) for v in (*values, ", ".join(n.netdevs) or "—", gdr)])
     return fit_table("NICs", cols, rows, width)
@@ -394,6 +402,10 @@ def show(snap: Snapshot, topo: Topology | None = None, width: int | None = None)
         parts.append(Text(render_bandwidth_matrix(snap), no_wrap=True, overflow="ignore"))
         for line in degraded_links(snap):
             parts.append(esc(f"slow link: {line}", style="yellow"))
+    if snap.lot is not None or snap.source.filled:
+        from topomap.render.lot_view import lot_tables  # start-up: only a declared or filled lot has these
+
+        parts.extend(lot_tables(snap, width))
     if snap.findings:
         parts.append(findings_table(snap, width))
     if snap.problems:

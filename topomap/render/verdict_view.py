@@ -7,9 +7,10 @@ from rich.text import Text
 
 from topomap.check import CheckResult, RuleResult
 from topomap.diff import ClusterDiff, DiffResult, NotCompared
+from topomap.diff.results import arrow_cell
 from topomap.flow.mapping import MappedArrow
 from topomap.render.terminal import MEDIUM_STYLE, unknown_in_words
-from topomap.render.text import bandwidth_text, visible
+from topomap.render.text import visible
 
 
 def _text(value: str, style: str = "") -> Text:
@@ -113,9 +114,7 @@ def _not_compared(entries: list[NotCompared]) -> str:
 
 def _arrow_cell(a: MappedArrow) -> Text:
     """An arrow as map prints it: medium, route, links, bandwidth with its provenance."""
-    figure = bandwidth_text(a.bandwidth())
-    text = f"{a.medium} {a.via} {a.path or ''} {figure}"
-    return _text(text, style=MEDIUM_STYLE.get(a.medium, ""))
+    return _text(arrow_cell(a), style=MEDIUM_STYLE.get(a.medium, ""))
 
 
 def collapse(entries: list[tuple[str | None, str]]) -> list[str]:

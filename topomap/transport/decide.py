@@ -57,15 +57,29 @@ class PairFacts:
 
 
 @dataclass(frozen=True)
+class P2pFlavour:
+    """P2P as NCCL's channel lines name it (p2p.cc): the ways it may connect (``direct pointer``,
+    ``CUMEM``, ``IPC``: several where the facts leave it open), whether it reads (``/read``; None
+    open) and over what (``NVLink``, ``PCIe``; None not recorded)."""
+
+    ways: tuple[str, ...]
+    read: bool | None
+    over: str | None
+
+
+@dataclass(frozen=True)
 class Decision:
     """NCCL's transport for one ordered pair, the rule that decided it, the variables that would change
-    it, and the detail (P2P flavour, NIC)."""
+    it, and the detail (P2P flavour, NIC) in words; ``flavour`` and ``nic`` the same as values, for a
+    comparison with what a log shows (issue 30 item 7)."""
 
     transport: Transport
     rule: str
     env: tuple[str, ...]
     detail: str
     reasons: tuple[str, ...]
+    flavour: P2pFlavour | None = None
+    nic: str | None = None
 
 
 def _d(transport: Transport, rule: str, detail: str, *reasons: str) -> Decision:
@@ -96,8 +110,8 @@ def decide(f: PairFacts, env: NcclEnv, version: str | None = None) -> Decision:
         net = _net_intra(f, env, version)
         if net is not None:
             return net
-        words, settle = _flavour(f, env, version)
-        return _d("P2P", rule, words, why, settle)
+        flavour, settle = _flavour(f, env, version)
+        return replace(_d("P2P", rule, flavour_words(flavour), why, settle), flavour=flavour)
     net = _net_intra(f, env, version)
     if net is not None:
         return net
@@ -172,16 +186,17 @@ def _older(f: PairFacts, version: str | None, path: str) -> str:
     return f"; NCCL 2.9-2.22 would {verdict} P2P here (its level is {old} on this CPU): the NCCL version is not known"
 
 
-def _flavour(f: PairFacts, env: NcclEnv, version: str | None) -> tuple[str, str]:
+def _flavour(f: PairFacts, env: NcclEnv, version: str | None) -> tuple[P2pFlavour, str]:
     """P2P in the words of NCCL's channel lines (p2p.cc): ``P2P/direct pointer`` in one process,
     ``P2P/CUMEM`` or ``P2P/IPC`` across processes, ``/read`` where NCCL reads; alternatives where the
-    facts leave them open (``CUMEM|IPC``, ``[/read]``), with what would settle them."""
+    facts leave them open (``CUMEM|IPC``, ``[/read]``), with what would settle them. A pair whose NVLink
+    is not recorded may be joined by it (NCCL's path would then be NVL): its medium and read stay open."""
     read_env = env.get("NCCL_P2P_READ_ENABLE")
     if read_env is not None:
         read: bool | None = strtol(read_env) != 0
-    elif f.nvlink is False or (f.path is not None and f.path != "NVL" and not f.nvlink):
+    elif f.nvlink is False or (f.path == "NVB" and not f.nvlink):
         read = False
-    elif f.cc[0] is None or f.cc[1] is None:
+    elif f.nvlink is None or f.cc[0] is None or f.cc[1] is None:
         read = None
     else:
         read = bool(f.nvlink) and f.path != "NVB" and f.cc[0] == f.cc[1] == "8.0"  # PATH_NVL only
@@ -198,10 +213,15 @@ def _flavour(f: PairFacts, env: NcclEnv, version: str | None) -> tuple[str, str]
             open_.append("direct pointer when one process drives both GPUs")
     if read is None:
         open_.append("/read only between two compute-capability-8.0 GPUs on NVLink")
-    suffix = {True: "/read", False: "", None: "[/read]"}[read]
-    medium = "NVLink" if f.nvlink else ("PCIe" if f.nvlink is False or f.path not in (None, "NVL") else "?")
-    words = f"P2P/{'|'.join(hows)}{suffix} over {medium}"
-    return words, (f"which P2P flavour: {'; '.join(open_)}" if open_ else "")
+    over = "NVLink" if f.nvlink else ("PCIe" if f.nvlink is False or f.path == "NVB" else None)
+    flavour = P2pFlavour(tuple(hows), read, over)
+    return flavour, (f"which P2P flavour: {'; '.join(open_)}" if open_ else "")
+
+
+def flavour_words(fl: P2pFlavour) -> str:
+    """``P2P/CUMEM|IPC[/read] over NVLink or PCIe``: the flavour as the decision's detail shows it."""
+    suffix = {True: "/read", False: "", None: "[/read]"}[fl.read]
+    return f"P2P/{'|'.join(fl.ways)}{suffix} over {fl.over or 'NVLink or PCIe'}"
 
 
 def _net_intra(f: PairFacts, env: NcclEnv, version: str | None) -> Decision | None:
@@ -255,7 +275,8 @@ def _network(f: PairFacts, env: NcclEnv, rule: str, why: str, version: str | Non
     else:
         d = _d("NET", rule, f"via {name}, staged through host memory", why, gdr_why)
     env_vars = (*d.env, *RULES["gdr-level"].env, *(RULES["gdr-read"].env if send else ()))
-    return Decision(d.transport, d.rule, tuple(dict.fromkeys(env_vars)), d.detail, d.reasons)
+    nic_name = nic.name if nic is not None else None
+    return Decision(d.transport, d.rule, tuple(dict.fromkeys(env_vars)), d.detail, d.reasons, nic=nic_name)
 
 
 def gdr_answer(

@@ -8,7 +8,7 @@ from typing import Literal
 
 from topomap.graph import Topology, gpu_node
 from topomap.graph.evidence import nearest_nic, nvlink, pcie_p2p, pcie_path_class
-from topomap.model.facts import gpu_pcie_link
+from topomap.model.facts import gpu_pcie_link, nic_gdr
 from topomap.model.snapshot import Gpu
 from topomap.transport.decide import NicFact, PairFacts
 from topomap.transport.rules import path_rank
@@ -57,9 +57,13 @@ def nic_fact(topo: Topology, gid: str) -> NicFact:
     if choice.nic is None:
         return NicFact(None, None, None)
     cls = choice.path
-    capable = not (choice.gdr.no and cls is not None and path_rank(cls) <= path_rank("PXB"))
+    # within PXB the evidence's answer is the NIC's; beyond it the path says no, and the NIC's own ability
+    # (nic_gdr) is what NCCL_NET_GDR_LEVEL=SYS would meet. Unknown stays unknown (issue 30: EFA).
+    within = cls is not None and path_rank(cls) <= path_rank("PXB")
+    able = choice.gdr if within else nic_gdr(choice.nic)
+    capable = None if able.value == "unknown" else not able.no
     bw = choice.nic.speed_gbit_s / 8 if choice.nic.speed_gbit_s else None
-    return NicFact(choice.nic.name, cls, capable, bw)
+    return NicFact(choice.nic.name, cls, capable, bw, able.why() if able.no else None)
 
 
 def has_nvlink_peer(topo: Topology, g: Gpu, gpus: list[Gpu] | None = None) -> bool | None:

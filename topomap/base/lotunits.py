@@ -1,0 +1,141 @@
+"""What a catalogue line writes, read in one place: a link rate ("400 Gb/s"), a size ("180 GB"), a rental
+period ("7 d") and a price ("2.49 USD per GPU-hour"). Every parser returns None for text it cannot read
+(the caller names the file, line and field); none guesses a unit that is not written.
+
+Prices keep their currency as given: topomap never converts one currency to another, and two prices in
+different currencies are never compared (:meth:`Price.comparable`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+_NUMBER = r"([0-9]+(?:\.[0-9]+)?|\.[0-9]+)"
+
+# --- link rates ------------------------------------------------------------------------------------
+
+_RATE = re.compile(rf"^\s*{_NUMBER}\s*(?P<p>[kKmMgGtT])?(?P<s>(?:[bB]its?|[bB])(?:/s|ps)?|[bB][eE])?\s*$")
+_RATE_SCALE = {"k": 1e-6, "m": 1e-3, "g": 1.0, "t": 1e3}
+
+
+def parse_rate_gbit(text: str) -> float | None:
+    """A line rate in gigabits per second: "400 Gb/s", "400Gbps", "400 GbE", "400G" (as NIC catalogues
+    write it), "3.2 Tb/s", "100 Mb/s". A bare number (no unit) is refused, and so is a byte rate
+    ("50 GB/s", "50 GBps"): a NIC's rate is written in bits."""
+    m = _RATE.match(text)
+    if m is None or (m.group("p") is None and m.group("s") is None):
+        return None
+    suffix = m.group("s") or ""
+    if suffix[:1] == "B" and suffix[:2].upper() != "BE":
+        return None  # bytes, not bits
+    value = float(m.group(1)) * _RATE_SCALE[(m.group("p") or "g").lower()]
+    return value if math.isfinite(value) and value > 0 else None
+
+
+# --- sizes -----------------------------------------------------------------------------------------
+
+_SIZE = re.compile(rf"^\s*{_NUMBER}\s*([KMGTP])(i?)B\s*$", re.IGNORECASE)
+_SIZE_POWER = {"K": 1, "M": 2, "G": 3, "T": 4, "P": 5}
+
+
+def parse_size_bytes(text: str) -> int | None:
+    """A memory size in bytes: "180 GB" (decimal, as vendors sell it), "192 GiB" (binary), "2 TB"."""
+    m = _SIZE.match(text)
+    if m is None:
+        return None
+    base = 1024 if m.group(3) else 1000
+    value = float(m.group(1)) * base ** _SIZE_POWER[m.group(2).upper()]
+    return int(value) if 0 < value < 1e21 else None
+
+
+# --- rental periods --------------------------------------------------------------------------------
+
+_PERIOD = re.compile(rf"^\s*{_NUMBER}\s*([a-z]+)\s*$", re.IGNORECASE)
+_PERIOD_SECONDS = {
+    "h": 3600.0, "hr": 3600.0, "hour": 3600.0, "hours": 3600.0,
+    "d": 86400.0, "day": 86400.0, "days": 86400.0,
+    "w": 604800.0, "wk": 604800.0, "week": 604800.0, "weeks": 604800.0,
+}  # fmt: skip
+
+
+def parse_period_seconds(text: str) -> float | None:
+    """A rental period in seconds: "3 d", "7 days", "1 week", "12 h". Months are refused (their length
+    varies): write them in days."""
+    m = _PERIOD.match(text)
+    if m is None or m.group(2).lower() not in _PERIOD_SECONDS:
+        return None
+    value = float(m.group(1)) * _PERIOD_SECONDS[m.group(2).lower()]
+    return value if value > 0 else None
+
+
+def fmt_period(seconds: float) -> str:
+    """A rental period as it is usually written: 259200 → "3 d", 604800 → "7 d", 43200 → "12 h"."""
+    if seconds % 86400 == 0:
+        return f"{seconds / 86400:g} d"
+    return f"{seconds / 3600:g} h"
+
+
+# --- prices ----------------------------------------------------------------------------------------
+
+PricedPer = Literal["gpu-hour", "host-hour", "lot-hour"]
+
+_PRICE = re.compile(
+    rf"^\s*(?:(?P<sym>[$€£¥])\s*)?{_NUMBER}\s*(?P<cur>[A-Za-z]{{3}})?\s*(?:/|per|an|a)\s*(?P<per>.+?)\s*$",
+    re.IGNORECASE,
+)
+_SYMBOLS = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY"}
+_PER = {
+    "gpu-hour": "gpu-hour", "gpu hour": "gpu-hour", "gpu-hr": "gpu-hour", "gpu/hour": "gpu-hour",
+    "gpu/hr": "gpu-hour", "gpu-h": "gpu-hour", "card-hour": "gpu-hour", "gpu per hour": "gpu-hour",
+    "host-hour": "host-hour", "host hour": "host-hour", "instance-hour": "host-hour", "instance hour": "host-hour",
+    "node-hour": "host-hour", "node hour": "host-hour", "instance/hour": "host-hour", "node/hour": "host-hour",
+    "hour": "lot-hour", "hr": "lot-hour", "h": "lot-hour", "lot-hour": "lot-hour", "lot hour": "lot-hour",
+    "hour per lot": "lot-hour", "lot per hour": "lot-hour",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Price:
+    """A rental price as given: ``amount`` ``currency`` per ``per`` (a GPU-hour, one host's hour, or
+    the whole lot's hour). ``text`` is the price as written."""
+
+    amount: float
+    currency: str
+    per: PricedPer
+    text: str
+
+    def comparable(self, other: Price) -> bool:
+        """Two prices can be set against each other only in one currency (never converted)."""
+        return self.currency == other.currency
+
+    def words(self) -> str:
+        """ "2.49 USD per GPU-hour", "98.32 USD per host-hour", "40 USD per hour for the lot"."""
+        per = {"gpu-hour": "per GPU-hour", "host-hour": "per host-hour", "lot-hour": "per hour for the lot"}
+        return f"{self.amount:g} {self.currency} {per[self.per]}"
+
+
+PRICE_HINT = 'write amount, currency and what it is per: "2.49 USD per GPU-hour", "98.32 USD per host-hour"'
+
+
+def parse_price(text: str) -> Price | None:
+    """ "2.49 USD per GPU-hour", "$2.49/GPU-hour", "98.32 USD per instance-hour", "40 EUR per hour" (the
+    lot's hour). A price without a currency, or per something else than an hour, is refused."""
+    m = _PRICE.match(text)
+    if m is None:
+        return None
+    currency = (m.group("cur") or _SYMBOLS.get(m.group("sym") or "", "")).upper()
+    per = _PER.get(" ".join(m.group("per").lower().replace("_", "-").split()))
+    amount = float(m.group(2))
+    if not currency or per is None or not (math.isfinite(amount) and amount >= 0):
+        return None
+    return Price(amount, currency, per, text.strip())  # type: ignore[arg-type]
+
+
+def fmt_money(amount: float, currency: str) -> str:
+    """ "12.18 USD", "287.52 USD" (with cents under 1,000), "1,434 USD" (whole units above)."""
+    if amount < 1000:
+        return f"{amount:,.2f} {currency}"
+    return f"{amount:,.0f} {currency}"

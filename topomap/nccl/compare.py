@@ -1,0 +1,122 @@
+"""A prediction against one channel line beyond its transport (issue 30 item 7): the P2P flavour (how
+NCCL connects, whether it reads) and the NIC (``NET/5`` named through the log's ``NET/IB : Using
+[0]mlx5_0 … [5]mlx5_4`` legend); and what a log says of a host's NICs before any channel line (their
+names, "GPU Direct RDMA Disabled for HCA" lines), which settles GPUDirect RDMA where a snapshot cannot."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from topomap.model.nic_ids import family_of_name, family_row, is_rdma_name
+from topomap.nccl.logdata import Hop, NcclLog
+from topomap.transport.decide import Decision, NicFact, PairFacts
+from topomap.transport.rules import NcclEnv
+
+#: NCCL's words for how P2P connects (src/transport/p2p.cc: "P2P/direct pointer", "P2P/CUMEM", "P2P/IPC")
+P2P_WAYS = ("direct pointer", "CUMEM", "IPC")
+
+
+@dataclass(frozen=True)
+class SeenP2p:
+    """P2P as a channel line shows it: the way (None: a word NCCL uses elsewhere, ``MNNVL``), /read."""
+
+    way: str | None
+    read: bool
+
+
+def seen_p2p(via: str) -> SeenP2p:
+    """``P2P/CUMEM/read`` → (CUMEM, read); ``P2P/direct pointer`` → (direct pointer, no read)."""
+    parts = via.split("/")
+    way = parts[1] if len(parts) > 1 and parts[1] in P2P_WAYS else None
+    return SeenP2p(way, "read" in parts[2:])
+
+
+def log_nic_name(log: NcclLog, hop: Hop) -> str | None:
+    """The NIC a network line names (``NET/IB/5``) as the printing host's ``NET/… : Using`` legend
+    names it (NCCL numbers NICs per host); None where the legend was not printed (or cut)."""
+    index, _proxy = hop.nic
+    return log.hca_names.get((hop.host, index)) if index is not None else None
+
+
+def p2p_differences(d: Decision, seen: SeenP2p, env: NcclEnv) -> list[str]:
+    """Where a P2P line differs from the predicted flavour: the way, and reading (which NCCL does only
+    over NVLink between two compute-capability-8.0 GPUs unless NCCL_P2P_READ_ENABLE says)."""
+    fl = d.flavour
+    if fl is None:
+        return []
+    out: list[str] = []
+    if seen.way is not None and seen.way not in fl.ways:
+        why = {
+            "direct pointer": "one process drives both GPUs",
+            "CUMEM": "NCCL 2.19 or later, or NCCL_CUMEM_ENABLE=1",
+            "IPC": "NCCL before 2.19, or NCCL_CUMEM_ENABLE=0",
+        }[seen.way]
+        out.append(f"NCCL connected by {seen.way} ({why}), predicted {'|'.join(fl.ways)}")
+    forced = env.get("NCCL_P2P_READ_ENABLE") is not None
+    if fl.read is False and seen.read:
+        where = (
+            ""
+            if forced
+            else (
+                ": NCCL reads only over NVLink between two compute-capability-8.0 GPUs, so NVLink joins them"
+                + (" though the facts say PCIe" if fl.over == "PCIe" else "")
+            )
+        )
+        out.append(f"NCCL reads (/read), predicted no read{where}")
+    elif fl.read is True and not seen.read:
+        out.append(
+            "NCCL does not read (no /read), predicted /read: not both compute capability 8.0 on NVLink, "
+            "or NCCL_P2P_READ_ENABLE=0 in an environment the log does not show"
+        )
+    return out
+
+
+def nic_difference(d: Decision, log: NcclLog, hop: Hop, nccl_nics: tuple[str, ...]) -> str | None:
+    """Where a network line's NIC is not one the prediction names: ``nccl_nics`` are the NICs the
+    GPU's channels use (NCCL spreads a GPU's channels over equally near NICs), the decision's first.
+    Through PXN (``NET/IB/0(5)``) the NIC is the proxy GPU's: not compared. Names the log or the
+    snapshot does not give (``NET/3``, ``NIC0``) are not compared either."""
+    index, proxy = hop.nic
+    seen = log_nic_name(log, hop)
+    predicted = d.nic
+    if proxy is not None or seen is None or predicted is None or not is_rdma_name(predicted):
+        return None
+    if seen == predicted or seen in nccl_nics:
+        return None
+    return f"NCCL used {seen} (NET/{index} in the log's NIC legend), predicted {predicted}"
+
+
+def log_gdr(log: NcclLog, host: str, index: int | None) -> tuple[bool | None, str]:
+    """Whether the NICs NCCL uses on ``host`` do GPUDirect RDMA, from what the log says before any
+    channel line: NCCL's Socket transport (never), "GPU Direct RDMA Disabled for HCA … (no module)",
+    the line for this NIC, else the family of the NIC names in the host's legend when they all share one
+    (``mlx5_*``: ConnectX, which does). (None, "") where the log does not say."""
+    if log.network.get(host, "").lower() == "socket":
+        return False, "the log: NCCL uses its Socket transport (TCP), no GPUDirect RDMA"
+    if host in log.no_gdr_module:
+        return False, "the log: GPU Direct RDMA Disabled (no module): no peer-memory module on this host"
+    said = log.hca_gdr.get((host, index)) if index is not None else None
+    if said is not None:
+        return said, f"the log: GPU Direct RDMA {'Enabled' if said else 'Disabled'} for HCA {index}"
+    names = [n for (h, _i), n in log.hca_names.items() if h == host]
+    families = {family_of_name(n) for n in names}
+    one = families.pop() if len(families) == 1 else None
+    row = family_row(one) if one is not None else None
+    if row is not None and row.gdr == "yes":
+        return True, f"the log's NIC legend names {', '.join(sorted(names)[:3])}: {row.gdr_why}"
+    return None, ""
+
+
+def with_log_gdr(facts: PairFacts, log: NcclLog, hop: Hop) -> PairFacts:
+    """A network hop's facts from a snapshot, its NIC's GPUDirect RDMA filled from the log where the
+    snapshot leaves it unknown (:func:`log_gdr`); what the snapshot says is kept."""
+    send = facts.side == "send"
+    nic: NicFact | None = facts.nic_src if send else facts.nic_dst
+    if nic is None or nic.gdr_capable is not None:
+        return facts
+    index, proxy = hop.nic
+    capable, why = log_gdr(log, hop.host, index if proxy is None else None)
+    if capable is None:
+        return facts
+    filled = replace(nic, gdr_capable=capable, no_gdr_why=None if capable else why)
+    return replace(facts, nic_src=filled) if send else replace(facts, nic_dst=filled)

@@ -1,0 +1,39 @@
+"""A priced lot's plan in money: one line per row of the plan's table (ties together, as the table has
+them), then the cheapest. Renderables only; the CLI prints."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from topomap.base.lotunits import fmt_money, fmt_period
+from topomap.plan import PlanResult
+from topomap.plan.money import cost_words
+from topomap.render.text import visible
+
+
+def money_lines(r: PlanResult) -> list[Text]:
+    """What each arrangement costs (calculated), the cheapest that fits, and the rental periods."""
+    m = r.money
+    if m is None:
+        return []
+    head = f"cost ({m.price.words()}, {m.how()}; calculated"
+    if m.periods_s:
+        head += f"; rental periods {', '.join(fmt_period(s) for s in m.periods_s)}"
+    out = Text(visible(head + "):") + "\n", style="bold")
+    by_row = {(c.cards, c.arrangement): c for c in m.costs}
+    for group in r.ties():
+        a = group[0]
+        c = by_row.get((a.k, a.kind))
+        if c is None:
+            continue
+        kind = a.kind + (f" (+{len(group) - 1})" if len(group) > 1 else "")
+        fit = "" if c.fits else " — does not fit"
+        out.append(visible(f"  {a.k:>2} {kind}: {cost_words(c, m)}{fit}") + "\n")
+    best = m.cheapest()
+    if best is not None:
+        out.append(
+            visible(
+                f"cheapest that fits: {best.cards} card(s), {best.arrangement}: {fmt_money(best.amount, m.currency)}"
+            )
+        )
+    return [out]
