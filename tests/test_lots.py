@@ -16,9 +16,10 @@ from topomap.files.kind import file_kind
 from topomap.graph import FABRIC, build
 from topomap.graph.evidence import nearest_nic, nvlink
 from topomap.importers import load_any
-from topomap.model.facts import gpu_memory, nvlink_bundle_bandwidth
+from topomap.model.facts import gpu_memory
 from topomap.model.filled_facts import nic_speed
 from topomap.model.lots import LotError, read_lot
+from topomap.model.nvlink_rate import nvlink_bundle_bandwidth
 from topomap.model.origins import fact_origin
 from topomap.model.snapshot import Snapshot, hosts_of
 from topomap.model.source_facts import Fact, source_facts
