@@ -29,8 +29,9 @@ REQUIRED = (
 PASTES = [
     ("aws/p4d.24xlarge", REAL / "nccl-xml/aws-p4d-24xlarge.xml", set()),
     ("aws/p4d.24xlarge", ROOT / "samples/snapshots/aws-p4d-24xlarge.json", set()),
-    # AWS's p4de file gives its NICs the first EFA's device id (no RDMA read): the catalogue README
-    ("aws/p4de.24xlarge", REAL / "nccl-xml/aws-p4de-24xlarge.xml", {"gpudirect"}),
+    # AWS's p4de file gives its NICs the id 0xefa0, which p3dn (no GPUDirect) and p4d (GPUDirect) share: the
+    # id settles nothing (issue 30 item 2), so the paste leaves GPUDirect open and the catalogue fills it
+    ("aws/p4de.24xlarge", REAL / "nccl-xml/aws-p4de-24xlarge.xml", set()),
     ("aws/p5.48xlarge", REAL / "nccl-xml/aws-p5-48xlarge.xml", set()),
     ("azure/nd-a100-v4", REAL / "nccl-xml/azure-ndv4.xml", set()),
     ("azure/nd-a100-v4", ROOT / "samples/snapshots/azure-ndv4.json", set()),
@@ -105,7 +106,11 @@ def test_check_of_tensor_parallel_on_the_p4de_xml_turns_from_unknown_to_decided(
     after = CliRunner().invoke(app, ["check", str(reqs), xml, "--lot-type", "aws/p4de.24xlarge"])
     assert after.exit_code == 0
     assert "NV12 (catalogue aws/p4de.24xlarge)" in after.stdout
-    assert "paste and catalogue disagree" in after.stdout and "first-generation EFA" in after.stdout
+    assert "paste and catalogue disagree" not in after.stdout  # 0xefa0 settles nothing (issue 30 item 2)
+    tp = [str(ROOT / "samples/requirements/tensor-parallel.yaml"), str(ROOT / "samples/flows/tensor-parallel.yaml")]
+    whole = CliRunner().invoke(app, ["check", *tp, f"lot={xml}", "--lot-type", "aws/p4de.24xlarge"])
+    assert whole.exit_code == 0, whole.stdout  # every rule decided: none UNKNOWN, none FAIL
+    assert "gpu0, gpu1: 0000:10:1b.0 PIX (catalogue aws/p4de.24xlarge)" in whole.stdout  # gdr_nic, with its origin
 
 
 def test_nccl_log_of_a_p4d_run_has_its_nvlink_pairs_decided_by_the_catalogue() -> None:
@@ -143,13 +148,14 @@ def test_a_declared_lot_of_a_type_against_its_real_paste_reports_only_what_the_p
     assert result.verdict == "cannot tell" and result.exit_status == 3
 
 
-def test_promise_of_p4de_against_awss_file_is_short_on_gpudirect_and_nothing_it_cannot_show() -> None:
+def test_promise_of_p4de_against_awss_file_cannot_tell_and_claims_nothing_the_file_cannot_show() -> None:
     from topomap.diff.promise import check_promise
 
     lot = read_lot("lot: p4de\ntype: aws/p4de.24xlarge\n", "p4de.yaml")
     xml = REAL / "nccl-xml/aws-p4de-24xlarge.xml"
     result = check_promise(lot, load_any(xml), ("p4de.yaml", str(xml)))
-    short = [x.fact for x in result.lines if x.status == "short"]
+    assert not [x.fact for x in result.lines if x.status == "short"] and result.verdict == "cannot tell"
     unchecked = {x.fact for x in result.lines if x.status == "cannot check"}
-    assert short == ["GPUDirect RDMA"] and result.verdict == "short of the promise"
-    assert {"GPU memory", "NVLink", "CPU sockets"} <= unchecked  # a static NCCL file records none of them
+    # a static NCCL file records none of them; its 0xefa0 NICs leave GPUDirect open (issue 30 item 2)
+    assert {"GPU memory", "NVLink", "CPU sockets", "GPUDirect RDMA"} <= unchecked
+    assert "PCIe link" not in {x.fact for x in result.lines}  # the catalogue takes no PCIe fact from a static file

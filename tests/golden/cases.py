@@ -51,8 +51,8 @@ class Case(tuple[str, list[str]]):
 #: whose status depends on the sample), by case name. A case added here or in :func:`cases` with the
 #: wrong status fails, and so does an entry that names no case.
 EXITS: dict[str, int] = {
-    # declared lots (issue 31): a rule the lot leaves open is UNKNOWN (3); promised against received:
-    # 1 short, 3 cannot tell
+    # declared lots (issue 31): a rule the lot leaves open is UNKNOWN (3);
+    # promised against received: 1 short of the promise, 3 cannot tell
     "lot-check-b200-two-180gb": 1,
     "lot-check-one-host-nvswitch": 3,
     "lot-diff-cost": 3,

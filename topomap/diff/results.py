@@ -5,11 +5,13 @@ compared, and the verdict they add up to. ``DiffResult.to_json()`` is the one pl
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import msgspec
 
+from topomap.base.units import fmt_bytes
 from topomap.flow.mapping import MappedArrow
 from topomap.graph import natural_key
 
@@ -345,11 +347,17 @@ def fmt_value(v: Any) -> str:
     return str(v)
 
 
+#: How a compared value reads where its field is not a plain number or name (the single-change line's
+#: formatter, diff/snapshots._cmp, is the same): memory in bytes reads "80 GB", not 80000000000.
+FIELD_FORMATS: dict[str, Callable[[Any], str]] = {"memory": fmt_bytes}
+
+
 def grouped(changes: list[Change]) -> list[str]:
     """Changes with the same before → after collapsed into one line, heaviest first."""
     groups: dict[tuple[str, str, str, Direction, str], list[Change]] = {}
     for c in changes:
-        key = (c.kind, c.field, f"{fmt_value(c.a)} → {fmt_value(c.b)}", c.direction, c.why)
+        fmt = FIELD_FORMATS.get(c.field, fmt_value)
+        key = (c.kind, c.field, f"{fmt(c.a)} → {fmt(c.b)}", c.direction, c.why)
         groups.setdefault(key, []).append(c)
     lines: list[tuple[int, str]] = []
     for (kind, fieldname, arrow, _direction, why), items in groups.items():

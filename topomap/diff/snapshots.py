@@ -17,10 +17,9 @@ from typing import Any
 import msgspec
 
 from topomap.base.links import class_rank, nic_bandwidth_gbps
-from topomap.base.units import fmt_bytes
 from topomap.diff.flow import diff_flow
 from topomap.diff.matching import match_devices
-from topomap.diff.results import Change, DiffResult, Direction, Match, NotCompared, fmt_value
+from topomap.diff.results import FIELD_FORMATS, Change, DiffResult, Direction, Match, NotCompared, fmt_value
 from topomap.flow.spec import Flow
 from topomap.graph import Topology, build
 from topomap.graph.evidence import gpu_usable, nearest_nic, nvlink, pcie_p2p, pcie_path_class
@@ -120,7 +119,7 @@ def _gpus(out: DiffResult, ta: Topology, tb: Topology) -> None:
         if y is None:
             continue
         _cmp(out, "gpu", sid, "model", gpu_model_name(x)[0], gpu_model_name(y)[0])
-        _cmp(out, "gpu", sid, "memory", _recorded_memory(x), _recorded_memory(y), fmt_bytes, _more)
+        _cmp(out, "gpu", sid, "memory", _recorded_memory(x), _recorded_memory(y), FIELD_FORMATS["memory"], _more)
         _cmp(out, "gpu", sid, "compute capability", x.compute_capability, y.compute_capability)
         _pcie_link(out, sid, gpu_pcie_link(x), gpu_pcie_link(y))
         _cmp(out, "gpu", sid, "MIG", x.mig.enabled if x.mig else None, y.mig.enabled if y.mig else None)

@@ -137,7 +137,8 @@ def entry_text(e: Entry) -> Text:
     for key, value in e.written.facts().items():
         src = sources[key]
         kind = " (third-party page)" if src.kind == "third-party" else ""
-        t.append(visible(f"  {FACT_WORDS.get(key, key)}: {value}") + "\n")
+        shown = ("yes" if value else "no") if isinstance(value, bool) else value  # GPUDirect RDMA: yes, not True
+        t.append(visible(f"  {FACT_WORDS.get(key, key)}: {shown}") + "\n")
         t.append(visible(f"    {src.url}{kind}") + "\n", style="dim")
         t.append(visible(f"    says: {src.says}") + "\n", style="dim")
     left = [FACT_WORDS[k] for k in FACT_WORDS if k not in e.written.facts() and k != "hosts"]
