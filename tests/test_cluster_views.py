@@ -78,8 +78,10 @@ def test_the_grouping_names_the_six_and_how_they_differ(merged: Snapshot) -> Non
 def test_show_describes_the_alike_hosts_once(cluster: Path) -> None:
     code, text = _run("show", str(cluster))
     assert code == 0
-    assert text.startswith("Cluster: 600 hosts, 6 groups of alike hosts (merge of 600 hosts)\n")
-    assert f"{ALIKE}: one description, of h00000\n" in text
+    assert text.startswith(
+        f"Cluster (merge of 600 hosts), 6 groups of alike hosts: {ALIKE}: one description, of h00000\n"
+    )
+    assert "└── NVSwitch fabric" not in text and "recorded by:" not in text  # the tree and settle: --host
     assert text.count("GPUs: identity") == 1 and text.count("NVIDIA H200") > 8
     _differing(text)
     assert "--host h00000 shows one host in full" in text
@@ -89,7 +91,7 @@ def test_show_describes_the_alike_hosts_once(cluster: Path) -> None:
 def test_show_host_gives_one_host_in_full(cluster: Path) -> None:
     code, text = _run("show", str(cluster), "--host", "h00150")
     assert code == 0 and text.startswith("h00150 — ")
-    assert "NVSwitch fabric (inferred)" in text  # the machine tree: a host in full
+    assert "└── NVSwitch fabric (inferred)" in text and "recorded by:" in text  # a host in full
     nic0 = next(line for line in text.splitlines() if line.strip().startswith("nic0 "))
     assert "mlx5_0" in nic0 and "down" in nic0
     code, text = _run("show", str(cluster), "--host", "h0015")

@@ -19,37 +19,32 @@ from topomap.render.text import visible
 
 if TYPE_CHECKING:
     from topomap.check import CheckResult
-    from topomap.diff import ClusterDiff
+    from topomap.diff import Match
     from topomap.transport.rules import NcclEnv
 
 
 def show_cluster(snap: Snapshot) -> None:
-    """`topomap show CLUSTER`: the alike hosts once (the first one's header, GPUs and NICs: a screen),
-    then the others by how they differ; the machine tree and notes of a host are `--host NAME`'s."""
+    """`topomap show CLUSTER`: the alike hosts once (the first one's `show` but its NUMA table and
+    machine tree: a screen), then the others by how they differ; a host in full is `--host NAME`."""
     from rich.text import Text
 
     from topomap.graph import build
-    from topomap.render.terminal import gpu_tables, header, nic_table
+    from topomap.render.terminal import show as show_view
 
     g = group_hosts(snap)
     console = _console()
     first = g.main.first
-    topo = build(first)
-    console.print(Text(head(g), style="bold"), crop=False)
-    console.print(Text(opening(g, "one description")), crop=False)
-    console.print(header(first), *gpu_tables(first, topo, console.width), crop=False)
-    if first.nics:
-        console.print(nic_table(first, console.width), crop=False)
-    tail = ["", *differing(g), "", closing("show", g, "with its NUMA nodes, machine tree and notes")]
+    console.print(Text(f"{head(g)}: {opening(g, 'one description')}"), crop=False)
+    console.print(show_view(first, build(first), console.width, brief=True), crop=False)
+    full = "with its NUMA nodes, machine tree and the commands that record what its source cannot know"
+    tail = ["", *differing(g), closing("show", g, full)]
     console.print(Text("\n".join(tail)), crop=False)
 
 
 def head(g: Grouping) -> str:
+    """``Cluster (merge of 600 hosts), 6 groups of alike hosts``; one group: ``Cluster (…)``."""
     groups = len(g.groups)
-    return (
-        f"Cluster: {len(g.names)} hosts, {groups} group{'s' if groups != 1 else ''} of alike hosts "
-        f"({visible(g.origin)})"
-    )
+    return f"Cluster ({visible(g.origin)})" + (f", {groups} groups of alike hosts" if groups > 1 else "")
 
 
 def show_json(snap: Snapshot) -> bytes:
@@ -83,7 +78,14 @@ def matrix_cluster(snap: Snapshot, json_out: bool) -> None:
             return ["      its matrix: the same"]
         return ["      its matrix where it differs (--host NAME prints it whole):", *_rows_apart(mine, main)]
 
-    out = [head(g), opening(g, "one matrix"), "", main.rstrip("\n"), "", *differing(g, own), "", closing("matrix", g)]
+    out = [
+        f"{head(g)}: {opening(g, 'one matrix')}",
+        "",
+        main.rstrip("\n"),
+        "",
+        *differing(g, own),
+        closing("matrix", g),
+    ]
     sys.stdout.write("\n".join(out) + "\n")
 
 
@@ -100,11 +102,15 @@ def nccl_cluster(
     """`topomap nccl CLUSTER`: predicted once per group of alike hosts; ``host``: that host's pairs and
     its cross-host pairs, as `topomap nccl` gives them. --json: every host's pairs, and the groups."""
     from topomap.cli.wiring import _print_wide
+    from topomap.model.origins import filled_summary
     from topomap.nccl.cluster import predict_groups
     from topomap.render.nccl_cluster_view import nccl_cluster_view
     from topomap.render.nccl_view import nccl_view
 
     p = predict_groups(snap, env, ranks, version)
+    said = filled_summary(snap)  # facts a declared lot or --lot-type gave, not read (topomap.model.origins)
+    if said is not None:
+        p.extra_notes.append(said)
     if host is not None:
         one = p.host_report(host)
         parts = nccl_view(one)
@@ -123,12 +129,16 @@ def nccl_cluster(
         console.print(part)
 
 
-def check_cluster(result: CheckResult, json_out: bool, host: str | None) -> int:
+def check_cluster(
+    result: CheckResult, json_out: bool, host: str | None, machines: list[tuple[str, Snapshot]]
+) -> int:
     """`topomap check REQS CLUSTER`: each rule's result once per group of alike hosts; ``host``: that
-    host's results alone (and the cluster-wide rules). Returns the exit status."""
+    host's results alone (and the cluster-wide rules). ``machines``: the lots checked, for the
+    paste-against-catalogue disagreements said after the rules. Returns the exit status."""
     from dataclasses import replace
 
     from topomap.render.check_cluster_view import check_cluster_view
+    from topomap.render.lot_view import disagreement_rows, disagreements
     from topomap.render.verdict_view import check_view
 
     if host is not None:
@@ -142,33 +152,55 @@ def check_cluster(result: CheckResult, json_out: bool, host: str | None) -> int:
             )
         keep = [x for x in result.results if x.lot in (host, "cluster")]
         result = replace(result, results=keep, groups=[g for g in result.groups if host in g.hosts])
-        if json_out:
-            _print_json(result.to_json())
-        else:
-            _console().print(check_view(result))
-        return result.exit_status
     if json_out:
-        _print_json(result.to_json())
+        doc = result.to_json()
+        rows = disagreement_rows(machines)
+        if rows:  # a paste and its --lot-type catalogue entry disagree (topomap.model.lots.fill)
+            doc["catalogue_disagrees"] = rows
+        _print_json(doc)
         return result.exit_status
-    g = Grouping("", tuple(result.groups), (), {})
-    _console().print(check_cluster_view(result, differing(g), closing("check", g)))
+    console = _console()
+    if host is not None:
+        console.print(check_view(result))
+    else:
+        g = Grouping("", tuple(result.groups), (), {})
+        console.print(check_cluster_view(result, differing(g), closing("check", g)))
+    said = disagreements(machines)
+    if said is not None:
+        console.print(said)
     return result.exit_status
 
 
-def diff_cluster_text(d: ClusterDiff) -> None:
-    """`topomap diff CLUSTER_A CLUSTER_B`: each comparison once per pair of groups of alike hosts."""
-    from topomap.render.diff_cluster_view import cluster_diff_grouped_view
+def diff_cluster(
+    a: Snapshot, b: Snapshot, how: Match, json_out: bool, which: tuple[bool, str | None]
+) -> tuple[Snapshot, Snapshot]:
+    """`topomap diff CLUSTER_A CLUSTER_B`: each comparison once per pair of groups of alike hosts, then
+    exit with the verdict's status; --all every host that differs (as before); --json every host and
+    the groups. ``which`` (--all, --host NAME): with a host, that host of each side (a side that is
+    one host: itself), for the caller to compare as two lots."""
+    import typer
 
-    first = d.groups[0].hosts[0] if d.groups else "NAME"
-    closing = f"(topomap diff … --host {visible(first)} compares one host in full; --all every host that differs)"
-    _console().print(cluster_diff_grouped_view(d, closing))
-
-
-def one_of_both(a: Snapshot, b: Snapshot, name: str) -> tuple[Snapshot, Snapshot]:
-    """`diff A B --host NAME`: the host of that name on each side (a side that is one host: itself)."""
     from topomap.cluster.groups import one_host
+    from topomap.diff import diff_clusters
+    from topomap.render.diff_cluster_view import cluster_diff_grouped_view
+    from topomap.render.verdict_view import cluster_diff_view
 
-    return (one_host(a, name) if a.source.kind == "merge" else a, one_host(b, name) if b.source.kind == "merge" else b)
+    all_hosts, name = which
+    if name is not None:
+        return (
+            one_host(a, name) if a.source.kind == "merge" else a,
+            one_host(b, name) if b.source.kind == "merge" else b,
+        )
+    d = diff_clusters(a, b, how)
+    if json_out:
+        _print_json(d.to_json())
+    elif all_hosts:
+        _console().print(cluster_diff_view(d))
+    else:
+        first = d.groups[0].hosts[0] if d.groups else "NAME"
+        closing = f"(topomap diff … --host {visible(first)} compares one host in full; --all every host that differs)"
+        _console().print(cluster_diff_grouped_view(d, closing))
+    raise typer.Exit(d.exit_status)
 
 
 def place_cluster(snap: Snapshot, ask: tuple[int, str, bool, set[str]], json_out: bool, all_hosts: bool) -> None:

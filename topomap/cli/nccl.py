@@ -69,19 +69,13 @@ def nccl(
 
     Per ordered rank pair, the transport NCCL will choose (P2P, SHM, NET, NET+GDR), the rule that
     decides it and the variables that would change it; per GPU its NIC, GPUDirect RDMA, PXN, NVLS.
-    `topomap nccl SNAP`, `topomap nccl --log LOG [SNAP]`. A merged cluster: its alike hosts once, the
-    cross-host pairs one line per rail (--all: every pair; --host NAME: one host's). Exit 0, 2 bad input."""
+    `topomap nccl SNAP`, `topomap nccl --log LOG [SNAP]`. Exit 0, 2 bad input."""
     # imports inside the command keep start-up fast (networkx, the graph)
     from topomap.files.inputs import decode_text, read_bytes
     from topomap.nccl.nodes import predict
-    from topomap.nccl.rules import parse_env
     from topomap.render.nccl_view import nccl_view
-    from topomap.transport.rules import version_problem
 
-    extra = parse_env(env or [])
-    problem = version_problem(version) if version is not None else None
-    if problem:
-        raise TopomapError(f"--nccl-version {version!r}: {problem}", hint="e.g. --nccl-version 2.18.3")
+    extra = _settings(env, version)
     snapshot = _load(snap) if snap else None
     as_log = log is None and snap is not None and snapshot is not None and _raw_log(snapshot, snap)
     if as_log:  # `topomap nccl run.log`: its channel lines too, not only its first topology dump
@@ -92,9 +86,7 @@ def nccl(
         if as_log:
             report.notes.insert(0, f"{log} is an NCCL log: read as --log {log}")
     elif snapshot is not None and snapshot.source.kind == "merge" and (host is not None or not all_hosts):
-        from topomap.cli.cluster_views import nccl_cluster  # a cluster: once per group of alike hosts
-
-        return nccl_cluster(snapshot, extra, ranks, version, json_out, host)
+        return _cluster(snapshot, extra, (ranks, version), json_out, host)  # once per group of alike hosts
     elif snapshot is not None:
         report = predict(snapshot, extra, ranks, version)
     else:
@@ -116,6 +108,29 @@ def nccl(
     console = _console()
     for part in nccl_view(report):
         console.print(part)
+
+
+def _settings(env: list[str] | None, version: str | None) -> NcclEnv:
+    """``--env`` as NCCL reads it; an ``--nccl-version`` outside the 2.x releases is a one-line error."""
+    from topomap.nccl.rules import parse_env  # start-up: see the command
+    from topomap.transport.rules import version_problem
+
+    extra = parse_env(env or [])
+    problem = version_problem(version) if version is not None else None
+    if problem:
+        raise TopomapError(f"--nccl-version {version!r}: {problem}", hint="e.g. --nccl-version 2.18.3")
+    return extra
+
+
+def _cluster(
+    snapshot: Snapshot, extra: NcclEnv, how: tuple[str | None, str | None], json_out: bool, host: str | None
+) -> None:
+    """A merged cluster: its alike hosts once, the cross-host pairs one line per rail (issue 34; --all
+    gives every pair as before, --host NAME one host's pairs and its ring neighbours')."""
+    from topomap.cli.cluster_views import nccl_cluster  # start-up: see the command
+
+    ranks, version = how
+    nccl_cluster(snapshot, extra, ranks, version, json_out, host)
 
 
 def _from_log(

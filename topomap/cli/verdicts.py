@@ -64,8 +64,8 @@ def diff(
             hint="topomap diff RUN_A.json RUN_B.json --outputs DIR_A DIR_B",
         )
     from topomap.cli.bind import read_flow_file
-    from topomap.diff import diff_clusters, diff_snapshots
-    from topomap.render.verdict_view import cluster_diff_view, diff_view
+    from topomap.diff import diff_snapshots
+    from topomap.render.verdict_view import diff_view
 
     sa, sb = _load(a), _load(b)
     from topomap.diff.promise import is_declared
@@ -73,21 +73,10 @@ def diff(
     if is_declared(sa) != is_declared(sb):  # promised against received (topomap.diff.promise)
         return _promise(sa, sb, (a, b), json_out)
 
-    if (sa.source.kind == "merge" or sb.source.kind == "merge") and host is not None:
-        from topomap.cli.cluster_views import one_of_both  # one host of each side, compared as two lots
+    if sa.source.kind == "merge" or sb.source.kind == "merge":
+        from topomap.cli.cluster_views import diff_cluster  # by groups of alike hosts (issue 34)
 
-        sa, sb = one_of_both(sa, sb, host)
-    elif sa.source.kind == "merge" or sb.source.kind == "merge":
-        cluster = diff_clusters(sa, sb, how)
-        if json_out:
-            _print_json(cluster.to_json())
-        elif all_hosts:
-            _console().print(cluster_diff_view(cluster))
-        else:
-            from topomap.cli.cluster_views import diff_cluster_text  # by group of alike hosts (issue 34)
-
-            diff_cluster_text(cluster)
-        raise typer.Exit(cluster.exit_status)
+        sa, sb = diff_cluster(sa, sb, how, json_out, (all_hosts, host))  # exits, but for --host NAME
     names = (Path(a).stem, Path(b).stem) if host is None else (f"A:{host}", f"B:{host}")
     if names[0] == names[1]:
         names = (f"A ({names[0]})", f"B ({names[1]})")
@@ -227,7 +216,7 @@ def check(
     if host is not None or (result.groups and not all_hosts):
         from topomap.cli.cluster_views import check_cluster  # a cluster: each rule once per group
 
-        raise typer.Exit(check_cluster(result, json_out, host))
+        raise typer.Exit(check_cluster(result, json_out, host, machines_checked))
     if json_out:
         doc = result.to_json()
         rows = disagreement_rows(machines_checked)

@@ -53,6 +53,7 @@ class ClusterPrediction:
     version: str | None
     source: str
     merged: Snapshot
+    extra_notes: list[str] = field(default_factory=list)  # said after the cluster's own notes
 
     @property
     def hosts(self) -> list[Snapshot]:
@@ -216,7 +217,7 @@ class ClusterPrediction:
         ]
         if self.version is None:
             out.append(NO_VERSION_NOTE)
-        return out
+        return out + self.extra_notes
 
 
 def _steps(n: int) -> list[tuple[int, int]]:

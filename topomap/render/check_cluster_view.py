@@ -77,5 +77,5 @@ def check_cluster_view(r: CheckResult, differing: list[str], closing: str) -> Re
         by_rule.setdefault(key, []).append(x)
     for results in by_rule.values():
         parts += _rule(results, groups, group_of)
-    parts += [_text(line) for line in ["", *differing, "", closing]]
+    parts += [_text(line) for line in ["", *differing, closing]]
     return Group(*parts)

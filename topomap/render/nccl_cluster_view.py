@@ -104,7 +104,7 @@ def nccl_cluster_view(p: ClusterPrediction) -> list[Table | Text]:
     whys: list[tuple[str, Entry | Across]] = [(f"{e.src_rank}->{e.dst_rank}", e) for e in main.entries]
     whys += [(f"rail {a.rail}", a) for a in across if a.src == g.main.label]
     out.extend(_why(whys))
-    text = ["", *differing(g, lambda group: _changes(p, group)), "", closing("nccl", g)]
+    text = ["", *differing(g, lambda group: _changes(p, group)), closing("nccl", g)]
     out.append(Text("\n".join(text)))
     out.extend(Text(f"note: {note}") for note in p.notes())
     return out

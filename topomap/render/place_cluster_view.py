@@ -37,5 +37,5 @@ def place_cluster_view(g: Grouping, placed: dict[str, PlaceResult | PlaceError])
             return ["      its placement: the same"]
         return [f"      its placement: {_brief(mine)}"]
 
-    parts.append(Text("\n".join(["", *differing(g, own), "", closing("place", g)])))
+    parts.append(Text("\n".join(["", *differing(g, own), closing("place", g)])))
     return Group(*parts)
