@@ -8,8 +8,9 @@ Run: python bench/run.py                    (from the repository root, after `pi
 
 After this table, bench/scale.py runs merge, the cluster report and a flow bound to the merged
 cluster at 1,024 and 10,000 hosts, each stage in its own process, with time and peak memory; then
-bench/views.py runs each view of a merged cluster (show, matrix, cluster, nccl, check, diff, place,
-report) at 512, 1,024 and 10,000 hosts, alike and with 1 % of the hosts differing, each a real
+bench/perf.py times `topomap nccl CLUSTER --perf` at 16 and 1,024 hosts; then bench/views.py runs
+each view of a merged cluster (show, matrix, cluster, nccl, check, diff, place, report) at 512,
+1,024 and 10,000 hosts, alike and with 1 % of the hosts differing, each a real
 `python -m topomap` process: wall and CPU seconds, peak memory, lines printed, growth.
 
 Stages: load the per-host snapshots; merge them (with the consistency checks); map a flow of
@@ -62,8 +63,8 @@ def timed(fn: Callable[[], T]) -> tuple[float, T]:
 
 def stages(hosts: int, work: Path, arrows: int = ARROWS) -> dict[str, float | None]:
     """Seconds per stage for one cluster size (None: stage skipped)."""
-    from topomap.diff import diff_clusters
     from topomap.cli.bind import bind_probes
+    from topomap.diff import diff_clusters
     from topomap.flow import map_flow, read_flow
     from topomap.graph import build
     from topomap.model.merge import merge
@@ -176,6 +177,10 @@ def main(argv: list[str] | None = None) -> int:
 
         print()
         scale_rc = scale.main([])
+        import perf  # bench/perf.py: `topomap nccl CLUSTER --perf` at 1,024 hosts (issue 32)
+
+        print()
+        scale_rc |= perf.main(["--hosts", "16", "1024"])
     views_rc = 0
     if not opts.no_views:
         import views  # bench/views.py: each view of a cluster in its own process

@@ -11,7 +11,10 @@ import pytest
 from tests.conftest import SAMPLES
 from topomap.base.units import fmt_span
 from topomap.cli.bind import bind_probes
+from topomap.collective.expect import expect
+from topomap.collective.lot import plan as lot_plan
 from topomap.flow import read_flow
+from topomap.importers import load_any
 from topomap.plan import Arrangement, PlanResult, best_total_seconds, plan_flow
 from topomap.plan.sched import SlotCost, even_static, longest_first, one_slot, shared_queue
 
@@ -161,8 +164,12 @@ def test_shipped_big_task_refuses_one_card_and_fits_split() -> None:
     # split over 4: 12 GiB of weights on each card + 28 GiB ÷ 4 = 19 GiB
     c4 = arr(r, 4, "coordinated")
     assert c4.fit.verdict == "fits" and c4.fit.needed_bytes == 19 * 2**30
-    # 6 tasks × (20 min ÷ 4 + 5000 steps × 1.5 × 256 MiB at 150 GB/s over NVSwitch)
-    step = 1.5 * 256 * 2**20 / 150e9
+    # 6 tasks × (20 min ÷ 4 + 5000 steps × 1.5 × 256 MiB at the expected all-reduce busbw over NVSwitch:
+    # 6 links × NCCL's 20 GB/s for V100 at the ring's efficiency, what `topomap nccl LOT --perf` gives)
+    snap = load_any(SAMPLES / "snapshots" / "dgx2h-16gpu.json")
+    busbw = expect(lot_plan(snap, gpu_indexes=[0, 1, 2, 3]), "all_reduce").busbw_gbps
+    assert busbw == pytest.approx(116.4)
+    step = 1.5 * 256 * 2**20 / (busbw * 1e9)
     assert c4.total_s == pytest.approx(6 * (5 * MIN + 5000 * step) + 2 * MIN)
     best = r.best()
     assert best is not None and (best.k, best.kind) == (4, "coordinated")
@@ -185,10 +192,10 @@ def test_plan_table_on_a_narrow_terminal_is_one_block_per_arrangement() -> None:
 
     r = plan_of(SAMPLES / "flows" / "big-task-dgx2.yaml", [1, 2])
     wide = plan_table(r).plain
-    assert "  2 coordinated ★     60.9 min  62.9 min     125.8     0  1.94×  yes" in wide
+    assert "  2 coordinated ★     61.2 min  63.2 min     126.3     0  1.93×  yes" in wide
     narrow = plan_table(r, 60).plain
     assert all(len(line) <= 60 for line in narrow.splitlines())
-    block = "cards: 2, arrangement: coordinated ★\n  parallel: 60.9 min\n  total: 62.9 min\n  card-min: 125.8\n"
+    block = "cards: 2, arrangement: coordinated ★\n  parallel: 61.2 min\n  total: 63.2 min\n  card-min: 126.3\n"
     assert block in narrow
     assert "cards: 1, arrangement: one card\n" in narrow and "  fits: NO\n" in narrow
     assert plan_table(r, 80).plain == wide  # it fits 80: the table as piped

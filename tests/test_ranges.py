@@ -275,3 +275,18 @@ def test_a_flow_headline_counts_every_arrow_and_says_unknowns_once() -> None:
     args = ["diff", str(XML / "azure-ndv4.xml"), str(XML / "aws-p4d-24xlarge.xml"), "--flow", str(TP)]
     out = runner.invoke(app, args)
     assert "unknown unknown" not in out.output and "medium and bandwidth unknown (PHB by PCIe)" in out.output
+
+
+def test_an_h800s_expected_collectives_stay_under_its_own_nvlink(tmp_path: Path) -> None:
+    """NCCL models every SM90 part at 20.6 GB/s a link (18 links: 371 GB/s); an H800's 18 links carry 200
+    GB/s, so the expected all-gather on a named H800 box is NCCL's figure scaled to the part's, never the
+    H100's (the expectation and the arrows ask the same NVLink figure, model.nvlink_rate)."""
+    from topomap.collective.expect import expect
+    from topomap.collective.lot import plan
+
+    h800 = import_file(_named(H800_NV18, "NVIDIA H800 80GB HBM3", tmp_path / "h800.txt"))
+    h100 = import_file(_named(H800_NV18, "NVIDIA H100 80GB HBM3", tmp_path / "h100.txt"))
+    slow, fast = expect(plan(h800), "all_gather"), expect(plan(h100), "all_gather")
+    assert fast.busbw_gbps is not None and fast.busbw_gbps == pytest.approx(18 * 20.6 * 0.97)
+    assert slow.busbw_gbps is not None and slow.busbw_gbps == pytest.approx(18 * 20.6 * 0.97 * 200 / (18 * 25))
+    assert "the part carries 200 GB/s on 18 links" in slow.bottleneck

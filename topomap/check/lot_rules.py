@@ -16,6 +16,7 @@ from collections.abc import Callable
 from topomap.base.links import class_rank, nic_bandwidth_gbps
 from topomap.base.units import fmt_bytes
 from topomap.check.names import model_matches
+from topomap.check.perf_rules import collective_busbw
 from topomap.check.requirements import (
     MODEL_RULE,
     GdrNicRule,
@@ -412,4 +413,5 @@ LOT_RULES: dict[str, Callable[[Requirement, Lot], RuleResult]] = {
     "gdr_nic": _gdr_nic,
     "same_numa": _same_numa,
     "fabric_ready": _fabric,
+    "collective_busbw": collective_busbw,
 }

@@ -99,6 +99,15 @@ class FabricReadyRule(_Rule):
     """Every GPU's NVLink fabric registered: state completed, clique id set (no options)."""
 
 
+class CollectiveBusbwRule(_Rule):
+    """The expected bus bandwidth of one NCCL collective (what `topomap nccl LOT --perf` gives, issue 32) is
+    at least ``min_gbps``; ``hosts``: on that many identical hosts of a one-host lot."""
+
+    collective: Literal["all_reduce", "all_gather", "reduce_scatter", "alltoall", "sendrecv", "broadcast", "reduce"]
+    min_gbps: float
+    hosts: int | None = None
+
+
 class ClusterRule(_Rule):
     """Rules about the whole cluster (topomap.check.cluster_rules): set one or more to true."""
 
@@ -120,6 +129,7 @@ RULES: dict[str, type[_Rule]] = {
     "fabric_ready": FabricReadyRule,
     "plan_total": PlanTotalRule,
     "cluster": ClusterRule,
+    "collective_busbw": CollectiveBusbwRule,
 }
 FLOW_RULES = {"arrow_bandwidth", "arrow_time", "same_numa", "plan_total"}
 

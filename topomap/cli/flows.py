@@ -58,9 +58,15 @@ def map_(
 
     given = flow_command_files(files, "map")
     flow = read_flow_file(given.need_flow(flow_opt, USAGE["map"]), "map")
-    fmap = map_flow(flow, bind_probes(flow, probe or [], given.machines))
+    from topomap.flow.collective_time import collective_times
+
+    topos = bind_probes(flow, probe or [], given.machines)
+    fmap = map_flow(flow, topos)
+    fmap.collectives = collective_times(flow, topos)
     if json_out:
-        _print_json({"flow": flow.name, "arrows": [a.to_json() for a in fmap.arrows], "summary": fmap.summary()})
+        arrows = [a.to_json() for a in fmap.arrows]
+        collectives = [c.to_json() for c in fmap.collectives]
+        _print_json({"flow": flow.name, "arrows": arrows, "summary": fmap.summary(), "collectives": collectives})
         return
     from topomap.render.mapview import arrows_view, summary_view  # lazy: start-up
 

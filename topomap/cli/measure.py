@@ -124,20 +124,27 @@ def measure(
 def attach(
     snapshot: Annotated[str, typer.Argument(help="Snapshot of the machine the figures were measured on.")],
     measurements: Annotated[
-        str, typer.Argument(help="nvbandwidth output (text or -j JSON) or p2pBandwidthLatencyTest.")
+        str,
+        typer.Argument(help="nvbandwidth output (text or -j JSON), p2pBandwidthLatencyTest, or nccl-tests results."),
     ],
     output: Annotated[str, typer.Option("-o", "--output", help="Write the snapshot with the figures here.")],
     json_out: JsonOpt = False,
 ) -> None:
-    """Add nvbandwidth or p2pBandwidthLatencyTest figures to a snapshot.
+    """Add measured bandwidth figures or nccl-tests results to a snapshot.
 
     The figures measured by nvbandwidth (text or -j JSON) or CUDA's p2pBandwidthLatencyTest are
-    matched to the snapshot's GPUs; show, matrix --bandwidth, render and check then use them."""
+    matched to the snapshot's GPUs; show, matrix --bandwidth, render and check then use them.
+    nccl-tests results are kept per run; matrix --bandwidth and report show them beside the
+    expected busbw (topomap nccl SNAP --perf)."""
     from topomap.cli.given import name_what_it_is
+    from topomap.cli.nccl_perf import attach_tests, is_nccl_tests
     from topomap.importers.bandwidth import attach as attach_figures
     from topomap.importers.bandwidth import join_notes, load_measurements
     from topomap.model.codec import encode_checked
 
+    if is_nccl_tests(measurements):
+        attach_tests(snapshot, measurements, output, json_out)
+        return
     snap = _load(snapshot)
     try:
         imported = load_measurements(measurements)

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from topomap.model.snapshot import Snapshot
     from topomap.nccl.predict import NcclReport
     from topomap.nccl.rules import NcclEnv
+from topomap.cli.nccl_perf import CollectiveOpt, CurveOpt, HostsOpt, PerfOpt, SizesOpt, TestsOpt
 from topomap.cli.wiring import (
     AllOpt,
     HostOpt,
@@ -26,40 +27,51 @@ from topomap.cli.wiring import (
     app,
 )
 
+#: the options of `topomap nccl` (module level so that the command stays one readable function)
+SnapArg = Annotated[str | None, typer.Argument(help="Snapshot (or raw nvidia-smi/NCCL/hwloc file) of the machine.")]
+LogOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--log",
+        help="An NCCL_DEBUG=INFO log (NCCL_DEBUG_SUBSYS=INIT,GRAPH adds NCCL's topology): what NCCL did, "
+        "against the prediction.",
+    ),
+]
+RanksOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ranks",
+        help="per-gpu (one process per GPU, the default), one-process, containers (one per rank), or GPU "
+        "indexes 0,1,2,3[:MODE]. A --log with channel lines says it instead.",
+    ),
+]
+VersionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--nccl-version",
+        help="NCCL 2.x release whose rules apply (2.18.3) where the log does not say (default: newest).",
+    ),
+]
+EnvOpt = Annotated[
+    list[str] | None,
+    typer.Option("--env", help="NCCL_X=Y as exported before the run (repeat); with --log, overrides the log's."),
+]
+
 
 @app.command()
 @_guard
 def nccl(
-    snap: Annotated[
-        str | None, typer.Argument(help="Snapshot (or raw nvidia-smi/NCCL/hwloc file) of the machine.")
-    ] = None,
-    log: Annotated[
-        str | None,
-        typer.Option(
-            "--log",
-            help="An NCCL_DEBUG=INFO log (NCCL_DEBUG_SUBSYS=INIT,GRAPH adds NCCL's topology): what NCCL did, "
-            "against the prediction.",
-        ),
-    ] = None,
-    ranks: Annotated[
-        str | None,
-        typer.Option(
-            "--ranks",
-            help="per-gpu (one process per GPU, the default), one-process, containers (one per rank), or GPU "
-            "indexes 0,1,2,3[:MODE]. A --log with channel lines says it instead.",
-        ),
-    ] = None,
-    version: Annotated[
-        str | None,
-        typer.Option(
-            "--nccl-version",
-            help="NCCL 2.x release whose rules apply (2.18.3) where the log does not say (default: newest).",
-        ),
-    ] = None,
-    env: Annotated[
-        list[str] | None,
-        typer.Option("--env", help="NCCL_X=Y as exported before the run (repeat); with --log, overrides the log's."),
-    ] = None,
+    snap: SnapArg = None,
+    log: LogOpt = None,
+    ranks: RanksOpt = None,
+    version: VersionOpt = None,
+    env: EnvOpt = None,
+    perf: PerfOpt = False,
+    tests: TestsOpt = None,
+    collective: CollectiveOpt = None,
+    sizes: SizesOpt = None,
+    hosts: HostsOpt = None,
+    output: CurveOpt = None,
     json_out: JsonOpt = False,
     lot_type: LotTypeOpt = None,
     all_hosts: AllOpt = False,
@@ -69,13 +81,17 @@ def nccl(
 
     Per ordered rank pair, the transport NCCL will choose (P2P, SHM, NET, NET+GDR), the rule that
     decides it and the variables that would change it; per GPU its NIC, GPUDirect RDMA, PXN, NVLS.
-    `topomap nccl SNAP`, `topomap nccl --log LOG [SNAP]`. Exit 0, 2 bad input."""
+    `topomap nccl SNAP`, `--log LOG [SNAP]`, `SNAP --perf`, `--tests RESULTS [SNAP]`. Exit 0, 2 bad input."""
     # imports inside the command keep start-up fast (networkx, the graph)
     from topomap.files.inputs import decode_text, read_bytes
     from topomap.nccl.nodes import predict
     from topomap.render.nccl_view import nccl_view
 
     extra = _settings(env, version)
+    if perf or tests is not None:
+        return _perf_or_tests(
+            snap, log, ranks, version, extra, (perf, tests, collective, sizes, hosts, output), json_out
+        )
     snapshot = _load(snap) if snap else None
     as_log = log is None and snap is not None and snapshot is not None and _raw_log(snapshot, snap)
     if as_log:  # `topomap nccl run.log`: its channel lines too, not only its first topology dump
@@ -201,3 +217,27 @@ def _gaps(dump: Snapshot) -> list[str]:
     """What the log's topology dump does not hold, as the importer noted it: its cut start or end, and
     the dumps of other processes and hosts it did not read."""
     return [n for n in dump.source.notes if " cut" in n or "not read" in n]
+
+
+def _perf_or_tests(
+    snap: str | None,
+    log: str | None,
+    ranks: str | None,
+    version: str | None,
+    extra: NcclEnv,
+    what: tuple[bool, str | None, str | None, str | None, int | None, str | None],
+    json_out: bool,
+) -> None:
+    """`--perf` and `--tests` (issue 32): the expected bus bandwidth per collective, and results against it."""
+    from topomap.cli.nccl_perf import PerfArgs, run_perf, run_tests  # start-up: the model only when asked
+
+    _, tests, collective, sizes, hosts, output = what
+    args = PerfArgs(collective, sizes, hosts, output)
+    if tests is not None:
+        run_tests(tests, snap, log, extra, version, args, json_out)
+        return
+    if snap is None:
+        raise TopomapError("--perf needs the lot's snapshot", hint="topomap nccl SNAP --perf")
+    if log is not None:
+        raise TopomapError("--perf reads a snapshot, not a log", hint="topomap nccl --tests RESULTS SNAP --log LOG")
+    run_perf(snap, ranks, version, extra, args, json_out)

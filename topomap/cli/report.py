@@ -43,6 +43,7 @@ def report(
     from topomap.cli.bind import bind_probes, read_flow_file  # start-up: see the module docstring
     from topomap.cli.given import USAGE, flow_command_files
     from topomap.flow import map_flow
+    from topomap.flow.collective_time import collective_times
     from topomap.render import dot as dotr
     from topomap.render.flowdot import flow_on_machine_dot
     from topomap.render.report import ReportInputs, report_html
@@ -58,6 +59,7 @@ def report(
     flow = read_flow_file(flow_file, "report")
     topos = bind_probes(flow, probe or [], given.machines)
     fmap = map_flow(flow, topos)
+    fmap.collectives = collective_times(flow, topos)
     sources = [f"flow: {flow_file}", *given.machines, *(probe or [])]
     inp = ReportInputs(fmap=fmap, topos=topos, svg=None, sources=sources)
     drawn = sum(t is not None for t in topos.values())

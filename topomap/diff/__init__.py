@@ -4,8 +4,9 @@ points; their results render in ``topomap.render.verdict_view`` and encode with 
 
 from __future__ import annotations
 
+from topomap.diff.changes import Change, NotCompared
 from topomap.diff.clusters import ClusterDiff, HostDiff, diff_clusters
-from topomap.diff.results import ArrowRow, Change, DiffResult, Match, NotCompared
+from topomap.diff.results import ArrowRow, DiffResult, Match
 from topomap.diff.snapshots import diff_snapshots
 
 __all__ = [

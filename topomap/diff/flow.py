@@ -10,9 +10,12 @@ import copy
 
 from topomap.base.links import class_rank
 from topomap.base.units import fmt_span
+from topomap.diff.changes import Change, Direction
+from topomap.diff.collectives import compare_collectives
 from topomap.diff.qualities import Quality, arrow_qualities
-from topomap.diff.results import ArrowRow, Change, DiffResult, Direction
+from topomap.diff.results import ArrowRow, DiffResult
 from topomap.flow import Flow, FlowMap, MappedArrow, bind, gpus_of, map_flow
+from topomap.flow.collective_time import CollectiveTime, collective_times
 from topomap.graph import Topology
 from topomap.model.ranking import compare_bandwidth
 from topomap.plan import PlanResult, best_total_seconds, plan_changes, plan_flow
@@ -29,6 +32,7 @@ def diff_flow(result: DiffResult, flow: Flow, ta: Topology, tb: Topology) -> Non
     maps: list[FlowMap] = []
     bound_topos: list[dict[str, Topology | None]] = []
     plans: list[PlanResult] = []
+    collectives: list[list[CollectiveTime]] = []
     for topo in (ta, tb):
         bound = copy.deepcopy(flow)
         on_gpus = _gpu_hosts(bound)
@@ -37,12 +41,14 @@ def diff_flow(result: DiffResult, flow: Flow, ta: Topology, tb: Topology) -> Non
         }
         bind(bound, gpus_of(topos))
         maps.append(map_flow(bound, topos))
+        collectives.append(collective_times(bound, topos))
         bound_topos.append(topos)
         work = bound.work
         if work is not None and work.units:
             plans.append(plan_flow(bound, topos))
     if len(plans) == 2:
         _plan_change(result, plans[0], plans[1])
+    compare_collectives(result, collectives[0], collectives[1])
     by_key = {_key(y): y for y in maps[1].arrows}
     seen: set[_Key] = set()
     for x in maps[0].arrows:

@@ -5,18 +5,15 @@ compared, and the verdict they add up to. ``DiffResult.to_json()`` is the one pl
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import msgspec
 
-from topomap.base.units import fmt_bytes
+from topomap.diff.changes import Change, Direction, NotCompared, grouped
 from topomap.flow.mapping import MappedArrow
-from topomap.graph import natural_key
 
 Match = Literal["index", "structure"]
-Direction = Literal["worse", "better", "neutral", "unknown"]
 Verdict = Literal["equivalent", "a-better", "b-better", "mixed", "different", "cannot-confirm"]
 Outcome = Literal["worse", "better", "cannot be compared", "the same", "unknown on both"]
 #: The order the headline counts arrows in.
@@ -32,65 +29,8 @@ EXIT_STATUS: dict[Verdict, int] = {
     "cannot-confirm": 3,
 }
 
-#: How much a kind of change weighs in the verdict's reasons (higher first).
-WEIGHT: dict[str, int] = {
-    "plan": 110,
-    "gpus": 100,
-    "gpu": 90,
-    "nvlink": 80,
-    "gdr": 70,
-    "p2p": 60,
-    "pair": 55,
-    "proximity": 50,
-    "numa": 40,
-    "pcie": 35,
-    "nics": 30,
-    "nic": 25,
-    "software": 10,
-    "host": 5,
-}
-
-#: What the subjects of a collapsed group of changes are, per kind.
-_SUBJECTS = {
-    "nvlink": "GPU pairs",
-    "p2p": "GPU pairs",
-    "pair": "GPU pairs",
-    "gdr": "GPUs",
-    "proximity": "GPUs",
-    "numa": "GPUs",
-    "pcie": "GPUs",
-    "gpu": "GPUs",
-    "nic": "NICs",
-}
-
-
-class Change(msgspec.Struct, frozen=True, kw_only=True):
-    """One fact that differs, B against A (field order is the JSON's)."""
-
-    kind: str  # gpus, gpu, nvlink, gdr, p2p, pair, proximity, numa, pcie, nics, nic, software, host, plan
-    subject: str  # "gpu2", "gpu2–gpu3"
-    field: str
-    a: Any
-    b: Any
-    direction: Direction = "neutral"  # for B against A
-    text: str
-    why: str = ""  # what ranks it, or why it cannot be ranked (the figures compared, the command that settles it)
-
-
-class NotCompared(msgspec.Struct, frozen=True):
-    """A fact left out because a side cannot know it: a snapshot field the source declares unknown
-    (``gpus.uuid``), or a compared fact (``kind`` ``numa``, ``field`` ``NUMA node``)."""
-
-    field: str
-    side: str  # a lot's name, or "both"
-    kind: str | None = None
-
-    @property
-    def entry(self) -> str:
-        """As --json lists it: ``gpus.uuid (unknown in both)``, ``numa.NUMA node (unknown in B)``."""
-        name = f"{self.kind}.{self.field}" if self.kind else self.field
-        return f"{name} (unknown in {self.side})"
-
+#: Changes that decide a flow's verdict with its arrows: its plan, its collectives' expected busbw.
+FLOW_DECIDING = ("plan", "collective")
 
 @dataclass(frozen=True)
 class ArrowRow:
@@ -245,14 +185,14 @@ class DiffResult:
         verdict), then the facts a side cannot tell that no arrow needs."""
         if self.flow is None:
             return []
-        lines = grouped([c for c in self.changes if c.kind != "plan" and not self.touched(c)])
+        lines = grouped([c for c in self.changes if c.kind not in FLOW_DECIDING and not self.touched(c)])
         blocking = self.verdict == "cannot-confirm" and not set(_flow_dirs(self)) - {"neutral"}
         return lines + ([] if blocking else self.unconfirmed)
 
     def used(self) -> list[str]:
         """Under a flow: the machine differences on the devices and pairs its arrows use (context:
         the arrows' own comparison decides)."""
-        return grouped([c for c in self.changes if c.kind != "plan" and self.touched(c)])
+        return grouped([c for c in self.changes if c.kind not in FLOW_DECIDING and self.touched(c)])
 
     def summary(self) -> str:
         """The verdict in one short line (the reasons follow it, never inside it)."""
@@ -338,49 +278,12 @@ def arrow_cell(a: MappedArrow) -> str:
     return why + (f"; {a.settle} settles it" if a.settle else "")
 
 
-def fmt_value(v: Any) -> str:
-    """A compared value in a change's line: ``unknown`` for None, floats without trailing zeros."""
-    if v is None:
-        return "unknown"
-    if isinstance(v, float):
-        return f"{v:g}"
-    return str(v)
-
-
-#: How a compared value reads where its field is not a plain number or name (the single-change line's
-#: formatter, diff/snapshots._cmp, is the same): memory in bytes reads "80 GB", not 80000000000.
-FIELD_FORMATS: dict[str, Callable[[Any], str]] = {"memory": fmt_bytes}
-
-
-def grouped(changes: list[Change]) -> list[str]:
-    """Changes with the same before → after collapsed into one line, heaviest first."""
-    groups: dict[tuple[str, str, str, Direction, str], list[Change]] = {}
-    for c in changes:
-        fmt = FIELD_FORMATS.get(c.field, fmt_value)
-        key = (c.kind, c.field, f"{fmt(c.a)} → {fmt(c.b)}", c.direction, c.why)
-        groups.setdefault(key, []).append(c)
-    lines: list[tuple[int, str]] = []
-    for (kind, fieldname, arrow, _direction, why), items in groups.items():
-        line = _group_line(kind, fieldname, arrow, items)
-        lines.append((WEIGHT.get(kind, 0), f"{line} ({why})" if why else line))
-    return [t for _, t in sorted(lines, key=lambda x: -x[0])]
-
-
-def _group_line(kind: str, fieldname: str, arrow: str, items: list[Change]) -> str:
-    if len(items) == 1:
-        return items[0].text
-    subjects = sorted({c.subject for c in items}, key=natural_key)
-    what = _SUBJECTS.get(kind, "items")
-    label = fieldname if fieldname not in ("path", "links", "GPUDirect", "P2P") else ""
-    return f"{len(subjects)} {what}: {label + ' ' if label else ''}{arrow}".strip()
-
-
 # --- under a flow: its arrows decide ---------------------------------------------------------------
 
 
 def _flow_dirs(d: DiffResult) -> list[Direction]:
-    """The directions that decide a flow's verdict: its arrows, and its plan when it has one."""
-    return [r.direction for r in d.arrows] + [c.direction for c in d.changes if c.kind == "plan"]
+    """The directions that decide a flow's verdict: its arrows, its plan when it has one, its collectives."""
+    return [r.direction for r in d.arrows] + [c.direction for c in d.changes if c.kind in FLOW_DECIDING]
 
 
 def flow_verdict(d: DiffResult) -> Verdict:
@@ -389,7 +292,7 @@ def flow_verdict(d: DiffResult) -> Verdict:
     block equivalence; arrows present on one lot only (the flow spreads over the GPUs each lot
     has) make the lots differ unless the plan decides."""
     dirs = _flow_dirs(d)
-    plan = [c.direction for c in d.changes if c.kind == "plan"]
+    plan = [c.direction for c in d.changes if c.kind == "plan"]  # the whole flow's figure: it alone outweighs
     worse, better, unknown = "worse" in dirs, "better" in dirs, "unknown" in dirs
     if (d.only_a or d.only_b) and not set(plan) & {"worse", "better"}:
         return "different"
@@ -420,12 +323,17 @@ def flow_summary(d: DiffResult) -> str:
     a, b, n = d.a_name, d.b_name, len(d.arrows)
     worse, better = (sum(r.direction == x for r in d.arrows) for x in ("worse", "better"))
     v = d.verdict
-    plan_only = not (worse or better) and any(c.kind == "plan" for c in d.changes)
+    deciding = {c.kind for c in d.changes if c.kind in FLOW_DECIDING and c.direction in ("worse", "better")}
+    deciding |= {"plan"} if any(c.kind == "plan" for c in d.changes) else set()
+    plan_only = not (worse or better) and bool(deciding)
     rest = arrow_counts(d, ("better", "worse")).split(", ", 2)[2:]
     tail = f", {rest[0]}" if rest else ""
     counts = f"{better} of {n} arrows better on {b}, {worse} worse{tail}"
     if plan_only:
-        counts = f"its plan changes (no arrow better or worse{tail})"
+        what = {"plan": "its plan", "collective": "its collectives' expected busbw"}
+        words = [what[k] for k in FLOW_DECIDING if k in deciding]
+        verb = "changes" if len(words) == 1 else "change"
+        counts = f"{' and '.join(words)} {verb} (no arrow better or worse{tail})"
     if v == "equivalent":
         return f"{b} is equivalent to {a} for this flow: none of its {n} arrows changes."
     if v == "a-better":
@@ -447,8 +355,8 @@ def flow_summary(d: DiffResult) -> str:
 
 
 def flow_reasons(d: DiffResult) -> list[str]:
-    """The plan's change first, then the flow's arrows grouped by what changes on them (worse first),
-    then why unchanged arrows are not confirmed equal."""
+    """The plan's change first, then the flow's arrows grouped by what changes on them (worse first), its
+    collectives ranked better or worse, then the rest, then why unchanged arrows are not confirmed equal."""
     out = [c.text for c in d.changes if c.kind == "plan"]
     groups: dict[tuple[Direction, str], list[ArrowRow]] = {}
     for r in d.arrows:
@@ -463,8 +371,10 @@ def flow_reasons(d: DiffResult) -> list[str]:
             else f"{len(rows)} arrows ({rows[0].src} → {rows[0].dst} …)"
         )
         out.append(f"{who} {word} {d.b_name}: {reason}")
+    out += [c.text for c in d.changes if c.kind == "collective" and c.direction != "neutral"]
     if d.only_a or d.only_b:
         out.append(f"arrows on {d.a_name} only: {len(d.only_a)}; on {d.b_name} only: {len(d.only_b)}")
+    out += [c.text for c in d.changes if c.kind == "collective" and c.direction == "neutral"]
     if d.verdict == "cannot-confirm" and not out:
         out.append(
             f"{len(_blind_arrows(d))} unchanged arrows have figures not recorded, or only lower bounds, on both "
@@ -494,4 +404,4 @@ def touched(d: DiffResult, c: Change) -> bool:
         return c.subject in network
     if c.kind in ("pcie", "numa", "gpu"):
         return c.subject in on_route
-    return c.kind == "plan"
+    return c.kind in FLOW_DECIDING

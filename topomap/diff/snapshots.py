@@ -17,9 +17,10 @@ from typing import Any
 import msgspec
 
 from topomap.base.links import class_rank, nic_bandwidth_gbps
+from topomap.diff.changes import FIELD_FORMATS, Change, Direction, NotCompared, fmt_value
 from topomap.diff.flow import diff_flow
 from topomap.diff.matching import match_devices
-from topomap.diff.results import FIELD_FORMATS, Change, DiffResult, Direction, Match, NotCompared, fmt_value
+from topomap.diff.results import DiffResult, Match
 from topomap.flow.spec import Flow
 from topomap.graph import Topology, build
 from topomap.graph.evidence import gpu_usable, nearest_nic, nvlink, pcie_p2p, pcie_path_class

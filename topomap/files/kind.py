@@ -27,6 +27,7 @@ Kind = Literal[
     "flow",
     "requirements",
     "lot",
+    "nccl-tests",
 ]
 Topology = Literal["nvidia-smi", "nccl-xml", "hwloc-xml", "lstopo", "nccl-log"]
 
@@ -42,6 +43,7 @@ DESCRIPTIONS: dict[Kind, str] = {
     "flow": "a flow file (YAML)",
     "requirements": "a requirements file (YAML)",
     "lot": "a declared lot (YAML: a lot as a catalogue describes it)",
+    "nccl-tests": "nccl-tests results (all_reduce_perf or another *_perf output)",
 }
 
 _GPU_LINE = re.compile(r"^GPU (\d+): (.*)$")
@@ -147,6 +149,24 @@ def measurement_tool(text: str) -> Literal["nvbandwidth", "p2pBandwidthLatencyTe
     return None
 
 
+#: nccl-tests' result table header, its run header, or its start line (src/common.cu)
+_NCCL_TESTS = re.compile(
+    r"^\W*#\s*size\s+count\s+type\b.*\balgbw\s+busbw|nThread \d+ nGpus \d+ minBytes \d+|"
+    r"^\W*#\s*Collective test starting: \w+_perf",
+    re.MULTILINE,
+)
+_RESULT_ROW = re.compile(
+    r"^\W*(?:\[\d+,\d+\]<stdout>:|\[\d+\])?\s*\d+\s+\d+\s+(?:float|half|bfloat16|double|int8|uint8|int32|int64)\s",
+    re.MULTILINE,
+)
+
+
+def looks_like_nccl_tests(text: str) -> bool:
+    """An nccl-tests output (issue 32): its table or run header, or three result rows (an excerpt of the table)."""
+    head = text[:2_000_000]
+    return bool(_NCCL_TESTS.search(head)) or len(_RESULT_ROW.findall(head[:65536])) >= 3
+
+
 def yaml_kind(text: str) -> Literal["flow", "requirements", "lot"] | None:
     """A flow, requirements file or declared lot, by its top-level keys: a `flow:` key makes a flow, whatever
     comes first (a flow may carry its own `requirements:`, above or below it); then `requirements:`; a
@@ -229,7 +249,8 @@ def json_what(head: str, keys: list[str] | None = None) -> tuple[str, str]:
 def sniff(text: str) -> Kind | None:
     """The kind of a file's text; topomap's JSON and topologies are asked before YAML."""
     head = text.lstrip("\ufeff \t\r\n")
-    return json_kind(head) or topology_format(text) or (measurement_tool(text) and "measurements") or yaml_kind(text)
+    found = json_kind(head) or topology_format(text) or (measurement_tool(text) and "measurements") or yaml_kind(text)
+    return found or ("nccl-tests" if looks_like_nccl_tests(text) else None)
 
 
 def describe(text: str) -> str | None:
@@ -257,6 +278,11 @@ def readers(kind: Kind, path: str) -> str:
         return (
             f"a run record is read by topomap show {p}, and by render (-o OUT.svg), diff (with another run) "
             f"and plan FLOW --observed {p}"
+        )
+    if kind == "nccl-tests":
+        return (
+            f"against what the lot should reach: topomap nccl --tests {p} [SNAP]; kept in a snapshot: "
+            f"topomap attach SNAP {p} -o OUT.json"
         )
     if kind == "measurements":
         return f"attach them to the snapshot of the machine they were measured on: topomap attach SNAP {p} -o OUT.json"

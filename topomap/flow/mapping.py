@@ -10,6 +10,7 @@ one function here turns a decision into a :class:`MappedArrow`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from topomap.base.links import pcie_bandwidth_gbps
 from topomap.base.units import fmt_gbps
@@ -24,6 +25,9 @@ from topomap.graph.evidence import gpu_usable
 from topomap.model.facts import Bandwidth, BandwidthSource, gpu_pcie_link
 from topomap.model.origins import fact_origin
 from topomap.transport.decide import Decision as NcclDecision
+
+if TYPE_CHECKING:
+    from topomap.flow.collective_time import CollectiveTime
 
 
 @dataclass
@@ -129,6 +133,7 @@ def nccl_label(n: NcclDecision) -> str:
 class FlowMap:
     flow: Flow
     arrows: list[MappedArrow]
+    collectives: list[CollectiveTime] = field(default_factory=list)  # `map`: exchange steps, nccl arrows
 
     def summary(self) -> list[dict[str, object]]:
         """Per medium (``map --json``): how many arrows, the slowest known one, and the members whose

@@ -18,7 +18,9 @@ from topomap.base.links import P2PStatus
 SCHEMA = "topomap.snapshot/1"
 SCHEMA_VERSION = 1
 
-SourceKind = Literal["probe", "nvidia-smi", "nccl-xml", "hwloc-xml", "merge", "lstopo", "nccl-log", "declared"]
+SourceKind = Literal[
+    "probe", "nvidia-smi", "nccl-xml", "hwloc-xml", "merge", "lstopo", "nccl-log", "declared", "nccl-tests"
+]
 #: The outputs one file held (a paste may hold several): what each can carry is
 #: ``topomap.model.source_facts.CAN_CARRY``.
 SourceFormat = Literal[
@@ -36,6 +38,7 @@ SourceFormat = Literal[
     "nccl-log",
     "ibstat",
     "declared",  # a declared lot (a catalogue line written as YAML): topomap.model.lots
+    "nccl-tests",  # an nccl-tests output's rank table: hosts, GPU models, bus ids (issue 32)
 ]
 SOURCE_FORMATS: tuple[SourceFormat, ...] = get_args(SourceFormat)
 NicKind = Literal["infiniband", "roce", "ethernet", "efa", "unknown", "slingshot", "tcpx", "tcpxo"]
@@ -249,14 +252,33 @@ class Problem(_S, kw_only=True):
     error: str
 
 
-MeasureKind = Literal["h2d", "d2h", "d2d", "latency"]
+class CollectiveResult(_S, kw_only=True):
+    """What an nccl-tests run measured (a ``collective`` Measurement, ``topomap attach SNAP results.txt``): its
+    program, ranks and hosts, the largest busbw it printed (GB/s, either half: the Measurement's ``max_gbps``,
+    at ``size_bytes``) as printed, the largest size it ran and NCCL's version."""
+
+    collective: str  # nccl-tests' program without "_perf": all_reduce, all_gather, …; "unknown" when not told
+    ranks: I64 | None = None
+    hosts: I64 | None = None
+    gpus_per_host: I64 | None = None
+    devices: list[I64] = []  # the CUDA devices the first host's ranks used (the rank table); empty: not told
+    busbw_text: str  # the peak busbw as printed
+    max_bytes: I64
+    avg_busbw_gbps: float | None = None  # nccl-tests' "# Avg bus bandwidth" (all sizes, not the peak)
+    nccl_version: str | None = None
+    wrong: I64 = 0  # the #wrong counts summed (0: every size checked right, or not checked)
+    command: str | None = None
+
+
+MeasureKind = Literal["h2d", "d2h", "d2d", "latency", "collective"]
 MeasureDirection = Literal["one-way", "both-way"]
 MeasureRoute = Literal["peer", "staged", "host"]
 Severity = Literal["info", "warning", "error"]
 
 
 class Measurement(_S, kw_only=True):
-    """One measured figure: copy bandwidth (GB/s, 1e9 bytes/s) or small-copy latency (µs).
+    """One measured figure: copy bandwidth (GB/s, 1e9 bytes/s), small-copy latency (µs), or an nccl-tests
+    run's peak busbw (kind ``collective``: ``max_gbps`` at ``size_bytes``, the run in ``collective``).
 
     ``src``/``dst`` are ids (``gpu0``) or ``host``; a both-way figure is the sum of the two
     directions copying at once. ``verified`` is True when the data that arrived was checked
@@ -281,6 +303,7 @@ class Measurement(_S, kw_only=True):
     verified: bool | None = None
     host_numa_node: I64 | None = None  # NUMA node of the pinned host buffer (h2d/d2h)
     notes: list[str] = []
+    collective: CollectiveResult | None = None  # kind "collective": an nccl-tests run (src, dst: "ranks")
 
 
 class Finding(_S, kw_only=True):

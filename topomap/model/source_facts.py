@@ -131,6 +131,9 @@ CAN_CARRY: dict[SourceFormat, frozenset[Fact]] = {
             Fact.PCIE_LINK,
         }
     ),
+    # an nccl-tests output: its rank table names each rank's host, GPU model and bus id; only the GPUs the run
+    # used, never how they are linked (the lot the results imply, issue 32)
+    "nccl-tests": frozenset({Fact.GPU_MODEL, Fact.GPU_BUS_ID}),
 }
 
 #: In words, for notes and `show`: the output each format is.
@@ -149,6 +152,7 @@ FORMAT_WORDS: dict[SourceFormat, str] = {
     "query-gpu-csv": "`nvidia-smi --query-gpu … --format=csv`",
     "ibstat": "`ibstat` (or `ibv_devinfo`)",
     "declared": "a declared lot",
+    "nccl-tests": "an nccl-tests output's rank table",
 }
 
 #: The query that settles what a paste lacks about the GPUs themselves.

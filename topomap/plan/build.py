@@ -9,7 +9,6 @@ from topomap.base.units import fmt_bytes, fmt_span
 from topomap.flow.spec import Work
 from topomap.plan.costs import (
     card_memory,
-    exchange_seconds,
     exchange_volume,
     map_pairs,
     memory_fit,
@@ -17,6 +16,7 @@ from topomap.plan.costs import (
     share,
     unit_legs,
 )
+from topomap.plan.exchange import exchange_step
 from topomap.plan.links import HOST_MEMORY_SETTLE
 from topomap.plan.result import Arrangement, HostMemory, Leg, MemoryFit, PlanResult
 from topomap.plan.sched import SCHEDULERS, Lane, SlotCost, one_slot
@@ -232,9 +232,9 @@ def _coordinated(ctx: _Ctx, k: int) -> tuple[Arrangement | None, str]:
     vol = exchange_volume(ctx.flow, work)
     if ctx.pairs is None:
         ctx.pairs = map_pairs(ctx.flow, ctx.topos, ctx.lot, ctx.have)
-    per_step, _, how = exchange_seconds(ctx.pairs, cards, vol)
+    per_step, how = exchange_step(ctx.topos[ctx.lot], ctx.pairs, cards, vol)
     c = work.cards_per_task
-    base_step, _, _ = exchange_seconds(ctx.pairs, cards[:c], vol) if c > 1 else (0.0, None, "")
+    base_step, _ = exchange_step(ctx.topos[ctx.lot], ctx.pairs, cards[:c], vol) if c > 1 else (0.0, "")
     if per_step is None:
         ctx.warn(f"exchange time unknown over {k} cards, excluded from totals: {how}")
     exch = None if per_step is None else work.split.steps * max(per_step - (base_step or 0.0), 0.0)
@@ -305,8 +305,9 @@ def _assumptions(ctx: _Ctx, exchange_how: str | None) -> list[str]:
         out.append(f"a task occupies {w.cards_per_task} cards; each loads the unit's whole input, the slowest decides")
     if exchange_how is not None:
         out.append(
-            "coordinated: one task over k cards divides its compute evenly and pays each exchange step as a "
-            "ring all-reduce, 2(k−1)/k × the exchange volume at the slowest link between the k cards (model)"
+            "coordinated: one task over k cards divides its compute evenly and pays each exchange step as an "
+            "NCCL all-reduce, 2(k−1)/k × the exchange volume at its expected busbw on those cards (model; "
+            "`topomap nccl LOT --perf`), or at the slowest link between them where that figure is unknown"
         )
     if w.memory_per_task_bytes is not None:
         out.append("memory per card = duplicated state + the rest of a task's memory ÷ the cards holding it")

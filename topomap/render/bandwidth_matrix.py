@@ -10,6 +10,7 @@ from typing import Any
 from topomap.base.units import fmt_bytes, fmt_gbps
 from topomap.model.measured import DEGRADED_FRACTION, degraded_links, measured_bandwidth, nominal_gbps, unusable_pairs
 from topomap.model.snapshot import MeasureKind, Measurement, Snapshot
+from topomap.render.attached_view import attached_json, attached_lines
 from topomap.render.text import visible
 
 _W = 14
@@ -35,7 +36,12 @@ def _fmt(snap: Snapshot, a: str, b: str, gbps: float, m: Measurement) -> str:
 
 def _method_line(snap: Snapshot) -> str:
     used = sorted(
-        {(m.origin, m.size_bytes, m.repetitions, m.samples) for m in snap.measurements if m.kind != "latency"}, key=str
+        {
+            (m.origin, m.size_bytes, m.repetitions, m.samples)
+            for m in snap.measurements
+            if m.kind not in ("latency", "collective")
+        },
+        key=str,
     )
     parts = []
     for origin, size, reps, samples in used:
@@ -54,11 +60,17 @@ def _method_line(snap: Snapshot) -> str:
 
 def render_bandwidth_matrix(snap: Snapshot) -> str:
     """GPU→GPU measured GB/s (row = source, column = destination), then host↔GPU, with a legend."""
+    results = attached_lines(snap)
     if not any(m.median_gbps is not None for m in snap.measurements):
+        what = "copy bandwidth" if results else "bandwidth"
         return (
-            "no measured bandwidth in this snapshot: every figure would be nominal (spec)\n"
-            "  settle it with `topomap measure SNAP -o OUT` on the machine, or `topomap attach SNAP "
-            "nvbandwidth.txt -o OUT`\n"
+            (
+                f"no measured {what} in this snapshot: every figure would be nominal (spec)\n"
+                "  settle it with `topomap measure SNAP -o OUT` on the machine, or `topomap attach SNAP "
+                "nvbandwidth.txt -o OUT`\n"
+            )
+            + "".join(f"\n{line}" for line in results)
+            + ("\n" if results else "")
         )
     ids = [f"gpu{g.index}" for g in snap.gpus]
     bad = unusable_pairs(snap)
@@ -89,6 +101,7 @@ def render_bandwidth_matrix(snap: Snapshot) -> str:
         "  unknown  = nominal unknown: the snapshot does not record the GPU's PCIe link (a probe does)",
         f"  measured by: {_method_line(snap)}",
     ]
+    lines += ["", *results] if results else []
     return "\n".join(lines) + "\n"
 
 
@@ -112,6 +125,7 @@ def bandwidth_json(snap: Snapshot) -> dict[str, Any]:
         "degraded": degraded_links(snap),
         "degraded_below_fraction_of_nominal": DEGRADED_FRACTION,
         "measured_by": _method_line(snap) or None,
+        "collectives": attached_json(snap),
     }
 
 

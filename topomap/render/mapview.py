@@ -70,7 +70,7 @@ def summary_view(fmap: FlowMap, width: int | None = None) -> RenderableType:
     head: RenderableType = t
     if width is not None and _natural_width(t) > width:  # a narrow terminal: one block per line, no columns
         head = _blocks(safe(str(t.title)), [_summary_block(k, g) for k, g in enumerate(groups, 1)])
-    parts: list[RenderableType] = [head, *_slowest(fmap)]
+    parts: list[RenderableType] = [head, *_slowest(fmap), *_collectives(fmap)]
     notes = grouped_notes(groups)
     if notes:
         parts.append(Text(f"\nNotes ({len(notes)} kinds, each once with the devices it covers)", style="bold"))
@@ -135,7 +135,15 @@ def arrows_view(fmap: FlowMap, width: int | None = None) -> RenderableType:
             text.append_text(safe(f"     {a.src}{arrow}{a.dst}"))
             blocks.append(text)
         head = _blocks(safe(str(t.title)), blocks)
-    return Group(head, *_slowest(fmap), Text(""), *details)
+    return Group(head, *_slowest(fmap), *_collectives(fmap), Text(""), *details)
+
+
+def _collectives(fmap: FlowMap) -> list[RenderableType]:
+    """The flow's collectives at NCCL's expected busbw (`topomap nccl LOT --perf`), one line each."""
+    if not fmap.collectives:
+        return []
+    head = Text("\nCollectives (time at the expected NCCL busbw; `topomap nccl LOT --perf`)", style="bold")
+    return [head, *(safe(f"  • {c.text()}") for c in fmap.collectives)]
 
 
 def _slowest(fmap: FlowMap) -> list[RenderableType]:

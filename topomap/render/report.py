@@ -19,6 +19,7 @@ from topomap.base.units import fmt_seconds
 from topomap.flow.mapping import FlowMap, medium_summary
 from topomap.graph import FABRIC, Topology
 from topomap.model.facts import gpu_memory
+from topomap.render.attached_view import report_collectives
 from topomap.render.bundles import bundles, grouped_notes
 from topomap.render.dot import origin_line
 from topomap.render.flowdot import nccl_stands_out, nccl_text
@@ -235,6 +236,7 @@ def report_html(inp: ReportInputs) -> str:
         svg=_svg_body(inp.svg) if inp.svg else None,
         svg_missing=inp.svg_missing or "no diagram",
         machines=_machines(inp),
+        collectives=report_collectives(inp.fmap, inp.topos),
         check=inp.check,
         cluster=inp.cluster,
         plan=None if inp.plan is None else _plan(inp.plan),
