@@ -4,10 +4,14 @@ hosts × 8 GPUs (bench/synth.py), stage by stage, with time and growth per stage
 Run: python bench/run.py                    (from the repository root, after `pip install -e .`)
      python bench/run.py --hosts 16 128     (other sizes; --repeat N keeps the fastest of N runs)
      python bench/run.py --no-scale         (without the 1,024 / 10,000-host run of bench/scale.py)
+     python bench/run.py --no-views         (without the views of bench/views.py)
 
 After this table, bench/scale.py runs merge, the cluster report and a flow bound to the merged
 cluster at 1,024 and 10,000 hosts, each stage in its own process, with time and peak memory; then
-bench/perf.py times `topomap nccl CLUSTER --perf` at 16 and 1,024 hosts.
+bench/perf.py times `topomap nccl CLUSTER --perf` at 16 and 1,024 hosts; then bench/views.py runs
+each view of a merged cluster (show, matrix, cluster, nccl, check, diff, place, report) at 512,
+1,024 and 10,000 hosts, alike and with 1 % of the hosts differing, each a real
+`python -m topomap` process: wall and CPU seconds, peak memory, lines printed, growth.
 
 Stages: load the per-host snapshots; merge them (with the consistency checks); map a flow of
 10,000 arrows over the merged cluster (parse, bind, map); diff two clusters (the second with
@@ -59,8 +63,8 @@ def timed(fn: Callable[[], T]) -> tuple[float, T]:
 
 def stages(hosts: int, work: Path, arrows: int = ARROWS) -> dict[str, float | None]:
     """Seconds per stage for one cluster size (None: stage skipped)."""
-    from topomap.diff import diff_clusters
     from topomap.cli.bind import bind_probes
+    from topomap.diff import diff_clusters
     from topomap.flow import map_flow, read_flow
     from topomap.graph import build
     from topomap.model.merge import merge
@@ -156,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--arrows", type=int, default=ARROWS, help="arrows in the mapped flow")
     ap.add_argument("--repeat", type=int, default=3, help="runs per stage, fastest kept")
     ap.add_argument("--no-scale", action="store_true", help="skip bench/scale.py (1,024 and 10,000 hosts)")
+    ap.add_argument("--no-views", action="store_true", help="skip bench/views.py (the views at 512 to 10,000 hosts)")
     opts = ap.parse_args(argv)
     REPEAT[0] = max(1, opts.repeat)
     results: dict[int, dict[str, float | None]] = {}
@@ -176,7 +181,13 @@ def main(argv: list[str] | None = None) -> int:
 
         print()
         scale_rc |= perf.main(["--hosts", "16", "1024"])
-    return 1 if over or scale_rc else 0
+    views_rc = 0
+    if not opts.no_views:
+        import views  # bench/views.py: each view of a cluster in its own process
+
+        print()
+        views_rc = views.main([])
+    return 1 if over or scale_rc or views_rc else 0
 
 
 if __name__ == "__main__":

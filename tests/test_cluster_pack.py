@@ -86,8 +86,11 @@ def test_merge_writes_packed_and_every_command_reads_it(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "Cluster: 256 hosts, 1 shape(s), 4 outlier(s)" in res.output
     assert "driver version: 535.104.05 (most hosts: 550.54.15): n0096, n0193\n" in res.output
-    res = CliRunner().invoke(app, ["matrix", str(out)])
+    res = CliRunner().invoke(app, ["matrix", str(out), "--all"])
     assert res.exit_code == 0 and res.output.count("# n0") == PACK_MIN_HOSTS
+    res = CliRunner().invoke(app, ["matrix", str(out)])  # grouped: the alike hosts' matrix once
+    assert res.exit_code == 0 and res.output.count("\nGPU0\t") == 1, res.output
+    assert "252 hosts alike (8 × NVIDIA H100 80GB HBM3" in res.output
 
 
 def test_scale_bench_stages_run(tmp_path: Path) -> None:
@@ -99,7 +102,8 @@ def test_scale_bench_stages_run(tmp_path: Path) -> None:
     results = {3: {stage: scale.measure(stage, tmp_path, 120) for stage in scale.STAGES}}
     assert all(done and rss > 0 for _t, rss, done in results[3].values())
     assert results[3]["flow"][0]["arrows"] > 0
-    assert set(results[3]["merge"][0]) == {"load host files", "merge", "write (checked)"}
+    steps = {"load host files", "merge", "write (checked)"}
+    assert set(results[3]["merge"][0]) == steps | {f"{s}{scale.CPU_MARK}" for s in steps}
     text, over = scale.report(results)
     assert text.splitlines()[0].split()[:3] == ["stage", "3", "hosts"]
     assert "cluster: peak RSS (GiB)" in text and over == []

@@ -46,8 +46,12 @@ def test_duplicate_and_nameless_hosts_are_refused() -> None:
 
 def test_show_and_matrix_read_a_cluster(cluster: Path) -> None:
     r = runner.invoke(app, ["show", str(cluster)])
-    assert r.exit_code == 0 and "Cluster: 3 hosts" in r.stdout
-    r = runner.invoke(app, ["matrix", str(cluster)])
+    assert r.exit_code == 0 and r.stdout.startswith("Cluster (merge of 3 hosts), 2 groups of alike hosts: ")
+    assert "2 hosts alike (8 × NVIDIA H100 80GB HBM3, NV18 all pairs, 8 NICs" in r.stdout
+    assert "group B: 1 host (8 × GPU of unknown model, NVLink unknown, 4 NICs): edge\n" in r.stdout
+    r = runner.invoke(app, ["show", str(cluster), "--all"])
+    assert r.exit_code == 0 and "Cluster: 3 hosts" in r.stdout and r.stdout.count("GPUs: identity") == 3
+    r = runner.invoke(app, ["matrix", str(cluster), "--all"])
     assert r.exit_code == 0 and r.stdout.count("# node-") == 2 and "# edge" in r.stdout
 
 

@@ -63,9 +63,15 @@ def test_light_commands_import_no_heavy_library(args: tuple[str, ...]) -> None:
     assert imported(*args) & HEAVY == set()
 
 
-def test_show_imports_only_the_graph_library() -> None:
-    """`show` asks the evidence functions, which walk the graph (networkx); nothing else heavy."""
-    assert imported("show", SAMPLE) & HEAVY == {"networkx"}
+def test_show_imports_no_heavy_library() -> None:
+    """`show` asks the evidence functions, which walk the graph as it was built (topomap.graph.light):
+    no path search, so no networkx (issue 34: networkx was most of show's start-up)."""
+    assert imported("show", SAMPLE) & HEAVY == set()
+
+
+def test_a_view_that_searches_paths_still_gets_networkx() -> None:
+    """`map` routes arrows (a shortest path over PCIe): Topology.graph gives networkx's graph."""
+    assert "networkx" in imported("map", FLOW)
 
 
 def test_the_probe_command_help_does_not_load_the_bindings() -> None:

@@ -14,6 +14,8 @@ carry a fact is UNKNOWN for the option that needs it, never FAIL.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from topomap.base.errors import TopomapError
 from topomap.check.requirements import ClusterRule, Requirement
 from topomap.check.results import Finding, Lot, RuleResult, Status, tally
@@ -33,7 +35,8 @@ def cluster_rules(req: Requirement, lots: list[Lot], others: list[RuleResult]) -
         raise TopomapError(f"{req.where()}: rule cluster sets no option to true", hint=f"options: {', '.join(OPTIONS)}")
     if rule.host is not None:
         raise TopomapError(f"{req.where('host')}: rule cluster is about every host", hint="remove `host:`")
-    report = analyse_hosts([(lot.name, lot.topo.snapshot) for lot in lots], f"{len(lots)} lots")
+    alike: list[Hashable] = [("group", lot.group.label) if lot.group else ("lot", lot.name) for lot in lots]
+    report = analyse_hosts([(lot.name, lot.topo.snapshot) for lot in lots], f"{len(lots)} lots", alike)
     out = []
     for option in chosen:
         if option == "every_host_passes":
@@ -48,8 +51,11 @@ def cluster_rules(req: Requirement, lots: list[Lot], others: list[RuleResult]) -
 def _every_host_passes(lots: list[Lot], others: list[RuleResult]) -> RuleResult:
     desc = "every host passes the file's other rules and has no error finding"
     findings = []
+    by_lot: dict[str, list[RuleResult]] = {}
+    for r in others:
+        by_lot.setdefault(r.lot, []).append(r)
     for lot in lots:
-        mine = [r for r in others if r.lot == lot.name]
+        mine = by_lot.get(lot.name, [])
         failed = [r.rule for r in mine if r.status == "fail"]
         failed += [f"error finding {f.kind} {f.subject}" for f in lot.topo.snapshot.findings if f.severity == "error"]
         unknown = [r.rule for r in mine if r.status == "unknown"]

@@ -24,6 +24,8 @@ applies to nothing (gpu_links on a one-GPU lot) fails. The rules about a lot's m
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from topomap.base.errors import TopomapError
 from topomap.check.cluster_rules import cluster_rules
 from topomap.check.flow_rules import arrows_rule, plan_total_rule
@@ -62,10 +64,28 @@ def check(
             results.append(plan_total_rule(req, fmap, bound))
             continue
         targets = [lot for lot in lots if req.rule.host in (None, lot.name)]  # check_names: the host is a lot
-        for lot in targets:
-            results.append(LOT_RULES[req.name](req, lot))
+        results += _per_lot(req, targets)
     others = list(results)
     for req in reqs:
         if req.name == "cluster":
             results += cluster_rules(req, lots, others)
-    return CheckResult(results)
+    groups = {lot.group.label: lot.group for lot in lots if lot.group is not None}
+    return CheckResult(results, list(groups.values()))
+
+
+def _per_lot(req: Requirement, lots: list[Lot]) -> list[RuleResult]:
+    """The rule on each lot; once per group of alike hosts of a merged snapshot (topomap.cluster.groups:
+    every rule answers them alike), the result named for each host of the group."""
+    out: list[RuleResult] = []
+    seen: dict[str, RuleResult] = {}
+    for lot in lots:
+        if lot.group is None or lot.step_gpus:
+            out.append(LOT_RULES[req.name](req, lot))
+            continue
+        first = seen.get(lot.group.label)
+        if first is None:
+            first = seen[lot.group.label] = LOT_RULES[req.name](req, lot)
+            out.append(first)
+        else:
+            out.append(replace(first, lot=lot.name))
+    return out

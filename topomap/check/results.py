@@ -11,8 +11,9 @@ from typing import Any, Literal
 
 import msgspec
 
+from topomap.cluster.groups import HostGroup, group_hosts
 from topomap.flow.spec import Flow
-from topomap.graph import Topology, build
+from topomap.graph import Topology, alike_topology, build
 from topomap.model.snapshot import Snapshot, hosts_of
 
 Status = Literal["pass", "fail", "unknown"]
@@ -77,6 +78,9 @@ class RuleResult:
 @dataclass(frozen=True)
 class CheckResult:
     results: list[RuleResult]
+    # The lots of a merged snapshot in groups of alike hosts (topomap.cluster.groups), the largest
+    # first: every rule's result is the same for the hosts of one group (issue 34). Empty otherwise.
+    groups: list[HostGroup] = field(default_factory=list)
 
     @property
     def status(self) -> Verdict:
@@ -108,7 +112,12 @@ class CheckResult:
         return CheckReport(self.status, self.verdict(), [r.report() for r in self.results])
 
     def to_json(self) -> dict[str, Any]:
+        """``verdict``, ``summary``, ``rules`` (one per rule and lot: every host of a cluster), and for
+        a merged snapshot's hosts ``groups``: its groups of alike hosts (label, hosts, first,
+        summary, differs), whose hosts every rule answers alike."""
         out: dict[str, Any] = msgspec.to_builtins(self.report())
+        if self.groups:
+            out["groups"] = [g.to_json() for g in self.groups]
         return out
 
 
@@ -147,6 +156,7 @@ class Lot:
     name: str
     topo: Topology
     step_gpus: dict[str, list[str]] = field(default_factory=dict)  # step → gpu ids on this lot
+    group: HostGroup | None = None  # a merged snapshot's host: its group of alike hosts (one answer each)
 
 
 def flow_lots(flow: Flow, topos: dict[str, Topology | None]) -> list[Lot]:
@@ -165,10 +175,19 @@ def flow_lots(flow: Flow, topos: dict[str, Topology | None]) -> list[Lot]:
 
 
 def snapshot_lots(named: list[tuple[str, Snapshot]]) -> list[Lot]:
-    """One lot per snapshot (``--probe NAME=FILE``), or per host of a merged cluster, named by its host."""
+    """One lot per snapshot (``--probe NAME=FILE``), or per host of a merged cluster, named by its host;
+    a merged snapshot's hosts know their group of alike hosts (and alike hosts share one graph)."""
     lots: list[Lot] = []
     for name, snap in named:
         hosts = hosts_of(snap)
-        for h in hosts:
-            lots.append(Lot(name=(h.host.hostname or name) if len(hosts) > 1 else name, topo=build(h)))
+        if len(hosts) == 1:
+            lots.append(Lot(name=name, topo=build(hosts[0])))
+            continue
+        grouping = group_hosts(snap)
+        firsts = {g.label: build(g.first) for g in grouping.groups}
+        for h, host in zip(hosts, grouping.names):
+            group = grouping.group_of(host)
+            first = firsts[group.label]
+            topo = first if h is group.first else alike_topology(first, h)
+            lots.append(Lot(name=h.host.hostname or name, topo=topo, group=group))
     return lots

@@ -14,7 +14,18 @@ if TYPE_CHECKING:
     from topomap.nccl.predict import NcclReport
     from topomap.nccl.rules import NcclEnv
 from topomap.cli.nccl_perf import CollectiveOpt, CurveOpt, HostsOpt, PerfOpt, SizesOpt, TestsOpt
-from topomap.cli.wiring import JsonOpt, LotTypeOpt, _console, _guard, _load, _print_json, _print_wide, app
+from topomap.cli.wiring import (
+    AllOpt,
+    HostOpt,
+    JsonOpt,
+    LotTypeOpt,
+    _console,
+    _guard,
+    _load,
+    _print_json,
+    _print_wide,
+    app,
+)
 
 #: the options of `topomap nccl` (module level so that the command stays one readable function)
 SnapArg = Annotated[str | None, typer.Argument(help="Snapshot (or raw nvidia-smi/NCCL/hwloc file) of the machine.")]
@@ -63,6 +74,8 @@ def nccl(
     output: CurveOpt = None,
     json_out: JsonOpt = False,
     lot_type: LotTypeOpt = None,
+    all_hosts: AllOpt = False,
+    host: HostOpt = None,
 ) -> None:
     """Predict NCCL's transport per rank pair, or explain an NCCL log.
 
@@ -72,14 +85,9 @@ def nccl(
     # imports inside the command keep start-up fast (networkx, the graph)
     from topomap.files.inputs import decode_text, read_bytes
     from topomap.nccl.nodes import predict
-    from topomap.nccl.rules import parse_env
     from topomap.render.nccl_view import nccl_view
-    from topomap.transport.rules import version_problem
 
-    extra = parse_env(env or [])
-    problem = version_problem(version) if version is not None else None
-    if problem:
-        raise TopomapError(f"--nccl-version {version!r}: {problem}", hint="e.g. --nccl-version 2.18.3")
+    extra = _settings(env, version)
     if perf or tests is not None:
         return _perf_or_tests(
             snap, log, ranks, version, extra, (perf, tests, collective, sizes, hosts, output), json_out
@@ -93,6 +101,8 @@ def nccl(
         report = _from_log(text, log, snapshot, extra, (ranks, version))
         if as_log:
             report.notes.insert(0, f"{log} is an NCCL log: read as --log {log}")
+    elif snapshot is not None and snapshot.source.kind == "merge" and (host is not None or not all_hosts):
+        return _cluster(snapshot, extra, (ranks, version), json_out, host)  # once per group of alike hosts
     elif snapshot is not None:
         report = predict(snapshot, extra, ranks, version)
     else:
@@ -114,6 +124,29 @@ def nccl(
     console = _console()
     for part in nccl_view(report):
         console.print(part)
+
+
+def _settings(env: list[str] | None, version: str | None) -> NcclEnv:
+    """``--env`` as NCCL reads it; an ``--nccl-version`` outside the 2.x releases is a one-line error."""
+    from topomap.nccl.rules import parse_env  # start-up: see the command
+    from topomap.transport.rules import version_problem
+
+    extra = parse_env(env or [])
+    problem = version_problem(version) if version is not None else None
+    if problem:
+        raise TopomapError(f"--nccl-version {version!r}: {problem}", hint="e.g. --nccl-version 2.18.3")
+    return extra
+
+
+def _cluster(
+    snapshot: Snapshot, extra: NcclEnv, how: tuple[str | None, str | None], json_out: bool, host: str | None
+) -> None:
+    """A merged cluster: its alike hosts once, the cross-host pairs one line per rail (issue 34; --all
+    gives every pair as before, --host NAME one host's pairs and its ring neighbours')."""
+    from topomap.cli.cluster_views import nccl_cluster  # start-up: see the command
+
+    ranks, version = how
+    nccl_cluster(snapshot, extra, ranks, version, json_out, host)
 
 
 def _from_log(

@@ -11,7 +11,9 @@ import typer
 from topomap.base.errors import TopomapError
 from topomap.cli.given import USAGE, sort_files
 from topomap.cli.wiring import (
+    AllOpt,
     FlowOpt,
+    HostOpt,
     JsonOpt,
     LotTypeOpt,
     ProbeOpt,
@@ -43,13 +45,16 @@ def place(
     flow_opt: FlowOpt = None,
     json_out: JsonOpt = False,
     lot_type: LotTypeOpt = None,
+    all_hosts: AllOpt = False,
+    host: HostOpt = None,
 ) -> None:
     """Pick the best K GPUs (and NICs, cores) for a job, with the reasons.
 
     The best K GPUs for a pattern, with the reasons, and the lines that pin a
     job there (CUDA_VISIBLE_DEVICES, NCCL_IB_HCA, numactl, taskset, docker, srun). A flow file:
     its steps on HOST:gpus get the best K GPUs of the host, arrows shown before and after
-    (`topomap place FLOW [SNAP | NAME=SNAP …] --gpus K`)."""
+    (`topomap place FLOW [SNAP | NAME=SNAP …] --gpus K`). A merged cluster: the placement once per
+    group of alike hosts (--host NAME: one host's; --all: every host's)."""
     # imports inside the command keep start-up fast: `topomap --help` must not load networkx
     from topomap.place import parse_exclude
 
@@ -76,7 +81,16 @@ def place(
     from topomap.place import place_gpus
     from topomap.render.place_view import place_view
 
-    result = place_gpus(build(_load(target)), gpus, pattern, nics, excluded)
+    snap = _load(target)
+    if snap.source.kind == "merge" and host is None:
+        from topomap.cli.cluster_views import place_cluster  # once per group of alike hosts (issue 34)
+
+        return place_cluster(snap, (gpus, pattern, nics, excluded), json_out, all_hosts)
+    if host is not None:
+        from topomap.cluster.groups import one_host
+
+        snap = one_host(snap, host)
+    result = place_gpus(build(snap), gpus, pattern, nics, excluded)
     if json_out:
         _print_json(result.to_json())
     else:

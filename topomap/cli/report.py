@@ -14,6 +14,9 @@ from topomap.base.errors import TopomapError
 from topomap.cli.output import output_format, wrote
 from topomap.cli.wiring import FilesArg, FlowOpt, JsonOpt, LotTypeOpt, ProbeOpt, _guard, _print_json, _write, app
 
+#: Hosts the flow diagram draws at most (a box each); past it the page says so and keeps its tables.
+DIAGRAM_HOSTS = 64
+
 if TYPE_CHECKING:
     from topomap.flow.mapping import FlowMap
     from topomap.flow.spec import Flow
@@ -59,10 +62,20 @@ def report(
     fmap.collectives = collective_times(flow, topos)
     sources = [f"flow: {flow_file}", *given.machines, *(probe or [])]
     inp = ReportInputs(fmap=fmap, topos=topos, svg=None, sources=sources)
-    try:
-        inp.svg = dotr.pipe(flow_on_machine_dot(fmap, topos, hardware), "svg").decode()
-    except dotr.DotMissing:
-        inp.svg_missing = "Graphviz `dot` is not installed (apt-get install graphviz); the tables below are complete"
+    drawn = sum(t is not None for t in topos.values())
+    if drawn > DIAGRAM_HOSTS:
+        inp.svg_missing = (
+            f"the flow has {drawn} hosts: a box for each is past what a page can show (the diagram is drawn up to "
+            f"{DIAGRAM_HOSTS}); the tables below are complete, and `topomap render {flow_file} -o flow.svg "
+            "--view pipeline` draws the flow's logic"
+        )
+    else:
+        try:
+            inp.svg = dotr.pipe(flow_on_machine_dot(fmap, topos, hardware), "svg").decode()
+        except dotr.DotMissing:
+            inp.svg_missing = (
+                "Graphviz `dot` is not installed (apt-get install graphviz); the tables below are complete"
+            )
     if flow.spec.requirements is not None:
         _add_check(inp, flow_file, flow, topos, fmap)
     _add_plan(inp, flow, topos)
@@ -77,10 +90,12 @@ def report(
 def _add_cluster(inp: ReportInputs, topos: dict[str, Topology | None]) -> None:
     """Two or more hosts with snapshots: the cluster section (topomap cluster's report of them)."""
     from topomap.cluster import analyse_hosts  # start-up: see the module docstring
+    from topomap.cluster.groups import group_named
 
     named = [(h, t.snapshot) for h, t in topos.items() if t is not None]
     if len(named) >= 2:
-        inp.cluster = analyse_hosts(named, "the flow's hosts")
+        inp.groups = group_named(named, "the flow's hosts")  # alike hosts: one row, one analysis each
+        inp.cluster = analyse_hosts(named, "the flow's hosts", [inp.groups.label_of[h] for h, _s in named])
 
 
 def _add_check(inp: ReportInputs, flow_file: str, flow: Flow, topos: dict[str, Topology | None], fmap: FlowMap) -> None:

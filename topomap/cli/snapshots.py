@@ -16,7 +16,19 @@ import typer
 
 from topomap.base.errors import TopomapError
 from topomap.cli.output import wrote
-from topomap.cli.wiring import JsonOpt, LotTypeOpt, _console, _err, _guard, _load, _print_json, _write, app
+from topomap.cli.wiring import (
+    AllOpt,
+    HostOpt,
+    JsonOpt,
+    LotTypeOpt,
+    _console,
+    _err,
+    _guard,
+    _load,
+    _print_json,
+    _write,
+    app,
+)
 
 if TYPE_CHECKING:
     from topomap.model.snapshot import Snapshot
@@ -158,11 +170,15 @@ def show(
     snapshot: Annotated[str, typer.Argument(help="Snapshot JSON, or a raw nvidia-smi/NCCL/hwloc file.")],
     json_out: JsonOpt = False,
     lot_type: LotTypeOpt = None,
+    all_hosts: AllOpt = False,
+    host: HostOpt = None,
 ) -> None:
     """Show a machine: its GPUs, NICs, NUMA nodes, tree and problems.
 
     Devices, NICs, the NVML ↔ CUDA ↔ UUID ↔ bus id table, NUMA nodes, the machine tree, problems.
-    A run record (topomap record): per-card peaks, the timeline, the busiest resource."""
+    A merged cluster: its alike hosts described once, then the hosts that differ and how (--all:
+    every host; --host NAME: one). A run record (topomap record): per-card peaks, the timeline, the
+    busiest resource."""
     from topomap.files.kind import is_run_file  # start-up: see the module docstring
 
     if is_run_file(snapshot):  # a run record (topomap record): per-card peaks, timeline, busiest resource
@@ -170,12 +186,20 @@ def show(
 
         return show_run(snapshot, json_out)
     snap = _load(snapshot)
-    if json_out:
-        from topomap.model.codec import encode_snapshot
+    if host is not None:
+        from topomap.cluster.groups import one_host
 
-        _write("-", encode_snapshot(snap))  # the snapshot as topomap writes it
+        snap = one_host(snap, host)
+    if json_out:
+        from topomap.cli.cluster_views import show_json
+
+        _write("-", show_json(snap))  # the snapshot as topomap writes it (a cluster: its groups too)
         return
-    from topomap.graph import build
+    if snap.source.kind == "merge" and not all_hosts:
+        from topomap.cli.cluster_views import show_cluster
+
+        return show_cluster(snap)
+    from topomap.graph import Shapes
     from topomap.model.snapshot import hosts_of
     from topomap.render.terminal import cluster_header
     from topomap.render.terminal import show as show_view
@@ -183,8 +207,9 @@ def show(
     console = _console()  # 80 columns when piped; values are never split or cut, a line too long is not cropped
     if snap.source.kind == "merge":
         console.print(cluster_header(snap, console.width), crop=False)
-    for host in hosts_of(snap):
-        console.print(show_view(host, build(host), console.width), crop=False)
+    shapes = Shapes()  # alike hosts share one graph (topomap.model.alike)
+    for one in hosts_of(snap):
+        console.print(show_view(one, shapes.build(one), console.width), crop=False)
 
 
 @app.command()
@@ -195,15 +220,23 @@ def matrix(
     json_out: JsonOpt = False,
     lot_type: LotTypeOpt = None,
     bandwidth: Annotated[bool, typer.Option("--bandwidth", help="Measured GB/s beside nominal instead.")] = False,
+    all_hosts: AllOpt = False,
+    host: HostOpt = None,
 ) -> None:
     """Print the GPU/NIC matrix as `nvidia-smi topo -m` prints it.
 
     The matrix exactly as nvidia-smi lays it out, legends included; --p2p for `topo -p2p`,
-    --bandwidth for measured GB/s beside nominal. AMD GPUs: then `rocm-smi --showtopo`'s tables."""
+    --bandwidth for measured GB/s beside nominal. A merged cluster: the alike hosts' matrix once,
+    then the hosts that differ (--all: every host's; --host NAME: one host's). AMD GPUs: then
+    `rocm-smi --showtopo`'s tables."""
     if bandwidth:
         from topomap.render.bandwidth_matrix import bandwidth_json, render_bandwidth_matrix  # start-up: see above
 
         snap = _load(snapshot)
+        if host is not None:
+            from topomap.cluster.groups import one_host
+
+            snap = one_host(snap, host)
         if json_out:
             _print_json(bandwidth_json(snap))
         else:
@@ -215,11 +248,20 @@ def matrix(
     from topomap.render.text import visible
 
     merged = _load(snapshot)
+    if host is not None:
+        from topomap.cluster.groups import one_host
+
+        merged = one_host(merged, host)
     hosts = hosts_of(merged)
-    if len(hosts) > 1 and (json_out or p2p is not None):
+    if len(hosts) > 1 and p2p is not None:
         raise TopomapError(
-            f"{snapshot}: a merged snapshot; --json and --p2p take one host", hint="topomap matrix HOST.json"
+            f"{snapshot}: a merged snapshot; --p2p takes one host",
+            hint=f"topomap matrix {snapshot} --host NAME --p2p r",
         )
+    if len(hosts) > 1 and (json_out or not all_hosts):
+        from topomap.cli.cluster_views import matrix_cluster
+
+        return matrix_cluster(merged, json_out)
     if len(hosts) > 1:
         for h in hosts:
             sys.stdout.write(f"# {visible(h.host.hostname or 'unknown host')}\n{render_matrix(h)}\n")

@@ -9,7 +9,7 @@ import typer
 
 from topomap.base.errors import TopomapError
 from topomap.cli.given import USAGE, Given, file_of, sort_files
-from topomap.cli.wiring import JsonOpt, LotTypeOpt, ProbeOpt, _console, _guard, _load, _print_json, app
+from topomap.cli.wiring import AllOpt, HostOpt, JsonOpt, LotTypeOpt, ProbeOpt, _console, _guard, _load, _print_json, app
 from topomap.files.kind import DESCRIPTIONS, file_kind
 
 if TYPE_CHECKING:
@@ -37,6 +37,8 @@ def diff(
         tuple[str, str] | None, typer.Option("--outputs", help="Two runs: also compare DIR_A and DIR_B.")
     ] = None,
     tolerance: Annotated[float | None, typer.Option("--tolerance", help="With --outputs: numeric tolerance.")] = None,
+    all_hosts: AllOpt = False,
+    host: HostOpt = None,
 ) -> None:
     """Compare two lots, or two recorded runs, and say what differs.
 
@@ -62,22 +64,20 @@ def diff(
             hint="topomap diff RUN_A.json RUN_B.json --outputs DIR_A DIR_B",
         )
     from topomap.cli.bind import read_flow_file
-    from topomap.diff import diff_clusters, diff_snapshots
-    from topomap.render.verdict_view import cluster_diff_view, diff_view
+    from topomap.diff import diff_snapshots
+    from topomap.render.verdict_view import diff_view
 
     sa, sb = _load(a), _load(b)
     from topomap.diff.promise import is_declared
 
     if is_declared(sa) != is_declared(sb):  # promised against received (topomap.diff.promise)
         return _promise(sa, sb, (a, b), json_out)
+
     if sa.source.kind == "merge" or sb.source.kind == "merge":
-        cluster = diff_clusters(sa, sb, how)
-        if json_out:
-            _print_json(cluster.to_json())
-        else:
-            _console().print(cluster_diff_view(cluster))
-        raise typer.Exit(cluster.exit_status)
-    names = (Path(a).stem, Path(b).stem)
+        from topomap.cli.cluster_views import diff_cluster  # by groups of alike hosts (issue 34)
+
+        sa, sb = diff_cluster(sa, sb, how, json_out, (all_hosts, host))  # exits, but for --host NAME
+    names = (Path(a).stem, Path(b).stem) if host is None else (f"A:{host}", f"B:{host}")
     if names[0] == names[1]:
         names = (f"A ({names[0]})", f"B ({names[1]})")
     flow = read_flow_file(flow_file, "diff") if flow_file else None
@@ -174,11 +174,14 @@ def check(
     ] = None,
     json_out: JsonOpt = False,
     lot_type: LotTypeOpt = None,
+    all_hosts: AllOpt = False,
+    host: HostOpt = None,
 ) -> None:
     """Gate lots on requirements: PASS, FAIL or UNKNOWN per rule.
 
-    `topomap check REQS [FLOW] [SNAP | NAME=SNAP …]`: each rule with its evidence. Exit 0 pass,
-    1 fail, 3 unknown (cannot be told), 2 error."""
+    `topomap check REQS [FLOW] [SNAP | NAME=SNAP …]`: each rule with its evidence; a merged cluster's
+    hosts by group of alike hosts (--all: every host; --host NAME: one). Exit 0 pass, 1 fail, 3 unknown
+    (cannot be told), 2 error."""
     # imports inside the command keep start-up fast (see diff)
     from topomap.check import check as run_check
     from topomap.check import flow_lots, read_requirements, snapshot_lots
@@ -210,6 +213,10 @@ def check(
     from topomap.render.lot_view import disagreement_rows, disagreements
 
     machines_checked = [(lot.name, lot.topo.snapshot) for lot in lots]
+    if host is not None or (result.groups and not all_hosts):
+        from topomap.cli.cluster_views import check_cluster  # a cluster: each rule once per group
+
+        raise typer.Exit(check_cluster(result, json_out, host, machines_checked))
     if json_out:
         doc = result.to_json()
         rows = disagreement_rows(machines_checked)

@@ -39,6 +39,9 @@ _state: dict[str, Any] = {"debug": False, "json": False, "ctx": None, "lot_type"
 F = TypeVar("F", bound=Callable[..., Any])
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
+# A merged cluster's views say what its alike hosts share once, then the hosts that differ (issue 34):
+AllOpt = Annotated[bool, typer.Option("--all", help="A merged cluster: every host in full, not its groups.")]
+HostOpt = Annotated[str | None, typer.Option("--host", help="A merged cluster: this host alone, in full.")]
 ProbeOpt = Annotated[
     list[str] | None,
     typer.Option("--probe", help="Bind a flow host to a snapshot: NAME=FILE (repeatable; FILE alone for one host)."),

@@ -13,6 +13,8 @@ from collections.abc import Callable, Hashable
 from functools import partial
 
 from topomap.base.errors import TopomapError
+from topomap.cluster.differs import differs_text
+from topomap.cluster.groups import group_hosts
 from topomap.cluster.hostfacts import FACT_NAME, HOST_FACTS, Clique, cliques
 from topomap.cluster.report import (
     CLUSTER_SCHEMA,
@@ -40,14 +42,21 @@ def analyse(merged: Snapshot) -> ClusterReport:
             hint="merge the per-host snapshots first: topomap merge a.json b.json -o cluster.json",
         )
     named = [(h.host.hostname or f"host{i}", h) for i, h in enumerate(merged.members)]
-    return analyse_hosts(named, merged.source.origin)
+    grouping = group_hosts(merged)
+    return analyse_hosts(named, merged.source.origin, [grouping.label_of[n] for n, _h in named])
 
 
-def analyse_hosts(named: list[tuple[str, Snapshot]], origin: str) -> ClusterReport:
-    """The cluster report of hosts by name (the hosts of a merged snapshot, or check's lots)."""
+def analyse_hosts(named: list[tuple[str, Snapshot]], origin: str, alike: list[Hashable] | None = None) -> ClusterReport:
+    """The cluster report of hosts by name (the hosts of a merged snapshot, or check's lots).
+    ``alike``: per host, its group of alike hosts (topomap.cluster.groups): the facts are read once
+    per group, from its first host, and hold for every host of it."""
     names = [n for n, _h in named]
     hosts = [h for _n, h in named]
-    shapes = _shapes(hosts)
+    first: dict[Hashable, int] = {}
+    for i, k in enumerate(alike if alike is not None else names):
+        first.setdefault(k, i)
+    of = [first[k] for k in (alike if alike is not None else names)]  # per host: its group's first host
+    shapes = _shapes([hosts[i] for i in of])
     outliers: dict[str, list[str]] = {}
     facts: list[FactReport] = []
     for part in PARTS:
@@ -55,7 +64,8 @@ def analyse_hosts(named: list[tuple[str, Snapshot]], origin: str) -> ClusterRepo
         facts.append(_fact(part, PART_NAME[part], True, values, partial(part_text, part), outliers))
     read: dict[str, dict[str, object]] = {}
     for hf in HOST_FACTS:
-        read[hf.name] = {n: hf.read(h) for n, h in zip(names, hosts)}
+        once = {i: hf.read(hosts[i]) for i in first.values()}
+        read[hf.name] = {n: once[i] for n, i in zip(names, of)}
         facts.append(_fact(hf.name, FACT_NAME[hf.name], False, read[hf.name], hf.text, outliers))
     return ClusterReport(
         schema=CLUSTER_SCHEMA,
@@ -64,22 +74,27 @@ def analyse_hosts(named: list[tuple[str, Snapshot]], origin: str) -> ClusterRepo
         shapes=_shape_reports(names, shapes),
         facts=facts,
         rails=_rails({n: shapes[i].rails for i, n in enumerate(names)}),
-        fabric=_fabric(names, hosts, read["fabric"]),
+        fabric=_fabric(names, [hosts[i] for i in of], read["fabric"]),
         outliers=[Outlier(n, outliers[n]) for n in sorted(outliers)],
     )
 
 
 def _shapes(hosts: list[Snapshot]) -> list[Shape]:
-    """Each host's shape, computed once per distinct raw key (and one object per distinct shape)."""
+    """Each host's shape, computed once per distinct raw key (and one object per distinct shape);
+    the same host object given again is not keyed again."""
     by_raw: dict[bytes, Shape] = {}
+    by_id: dict[int, Shape] = {}
     canon: dict[Shape, Shape] = {}
     out = []
     for h in hosts:
-        k = raw_key(h)
-        s = by_raw.get(k)
+        s = by_id.get(id(h))
         if s is None:
-            s = canon.setdefault(shape_of(h), shape_of(h))
-            by_raw[k] = s
+            k = raw_key(h)
+            s = by_raw.get(k)
+            if s is None:
+                s = canon.setdefault(shape_of(h), shape_of(h))
+                by_raw[k] = s
+            by_id[id(h)] = s
         out.append(s)
     return out
 
@@ -137,34 +152,11 @@ def _fact(
         return FactReport(fact, name, shape, None, 0, known, spread, sorted(unknown))
     others = []
     for v in sorted((v for v in groups if v != common), key=lambda v: (-len(groups[v]), show(v))):
-        differs = _differs(v, common, show)
+        differs = differs_text(v, common, show)
         for host in groups[v]:
             outliers.setdefault(host, []).append(f"{name}: {differs}")
         others.append(ValueHosts(show(v), sorted(groups[v]), differs))
     return FactReport(fact, name, shape, show(common), len(groups[common]), known, others, sorted(unknown))
-
-
-def _differs(value: object, common: object, show: Show) -> str:
-    """What differs from the common value: the items (per GPU, per NIC) that differ, where the
-    value is a tuple of records keyed by their first field; else the whole value."""
-    if _records(value) and _records(common):
-        mine = {r[0]: r for r in value}  # type: ignore[attr-defined]
-        usual = {r[0]: r for r in common}  # type: ignore[attr-defined]
-        lines = []
-        for k in [*mine, *(k for k in usual if k not in mine)]:
-            a, b = mine.get(k), usual.get(k)
-            if a == b:
-                continue
-            here = show((a,)) if a is not None else f"{k} absent"
-            there = show((b,)) if b is not None else f"no {k}"
-            lines.append(f"{here} (most hosts: {there})")
-        if lines:
-            return "; ".join(lines)
-    return f"{show(value)} (most hosts: {show(common)})"
-
-
-def _records(v: object) -> bool:
-    return isinstance(v, tuple) and bool(v) and all(isinstance(r, tuple) and r for r in v)
 
 
 def _rails(values: dict[str, object]) -> RailsReport:
@@ -190,8 +182,11 @@ def _rails(values: dict[str, object]) -> RailsReport:
 def _fabric(names: list[str], hosts: list[Snapshot], states: dict[str, object]) -> FabricReport:
     """The NVLink domains (cluster UUID, clique id) and their hosts; one clique for the whole cluster?"""
     members: dict[Clique, list[str]] = {}
+    seen: dict[int, frozenset[Clique]] = {}  # per host object (alike hosts: their group's first)
     for n, h in zip(names, hosts):
-        for c in cliques(h):
+        if id(h) not in seen:
+            seen[id(h)] = cliques(h)
+        for c in seen[id(h)]:
             members.setdefault(c, []).append(n)
     unknown = sorted(h for h, v in states.items() if v is None)
     not_ready = sorted(

@@ -131,6 +131,9 @@ def nvlink_text(v: NvlinkShape | None) -> str:
         return "unknown (the source does not carry NVLink)"
     if not v:
         return "no GPU pair on NVLink"
+    if len(v) == 1:
+        a, b, n = v[0]
+        return f"{a}–{b} NV{n}"
     counts = Counter(n for _a, _b, n in v)
     return f"{len(v)} GPU pairs on NVLink: " + ", ".join(f"{c} × NV{n}" for n, c in sorted(counts.items()))
 

@@ -1,14 +1,17 @@
-"""Two clusters (or a cluster and a host) compared host by host, matched by host name; identical
-host pairs (a uniform cluster) are compared once."""
+"""Two clusters (or a cluster and a host) compared host by host, matched by host name. Each side's
+hosts are in groups of alike hosts (topomap.cluster.groups): the hosts whose A side is of one group
+and whose B side is of one group compare alike, so each such pair of groups is compared once, on its
+first host, and said once (issue 34); every host's comparison is still listed in ``hosts``."""
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
+from topomap.cluster.groups import Grouping, group_hosts
 from topomap.diff.results import DiffResult, Match, Verdict
 from topomap.diff.snapshots import diff_snapshots
 from topomap.model.snapshot import Snapshot, hosts_of
@@ -24,8 +27,22 @@ class HostDiff(msgspec.Struct):
     not_compared: list[str]
 
 
+class DiffGroup(msgspec.Struct):
+    """Hosts compared alike: their A side of one group of alike hosts, their B side of one; the
+    comparison of the first of them, in words for every one ("B" and "A" for its two sides)."""
+
+    a_group: str
+    b_group: str
+    hosts: list[str]
+    same: bool
+    verdict: Verdict
+    summary: str
+    changes: list[str]
+
+
 class ClusterDiff(msgspec.Struct):
-    """``topomap diff --json`` of two clusters."""
+    """``topomap diff --json`` of two clusters (``groups``: the hosts by comparison, every host in one;
+    ``a_groups`` and ``b_groups``: each side's groups of alike hosts)."""
 
     same: bool
     exit_status: int
@@ -33,37 +50,42 @@ class ClusterDiff(msgspec.Struct):
     only_in_a: list[str]
     only_in_b: list[str]
     hosts: dict[str, HostDiff]
+    groups: list[DiffGroup] = []
+    a_groups: list[dict[str, Any]] = []
+    b_groups: list[dict[str, Any]] = []
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = msgspec.to_builtins(self)
         return out
 
 
-def _digest(s: Snapshot) -> bytes:
-    """Content of a host snapshot apart from its name, for recognising identical hosts."""
-    anon = msgspec.structs.replace(s, host=msgspec.structs.replace(s.host, hostname=None))
-    return hashlib.blake2b(msgspec.json.encode(anon), digest_size=16).digest()
-
-
-def _host_diff(d: DiffResult) -> HostDiff:
-    return HostDiff(d.same, d.verdict, d.summary(), d.grouped(), [x.entry for x in d.not_compared])
+@dataclass(frozen=True)
+class _Compared:
+    result: DiffResult
+    changes: list[str]
+    not_compared: list[str]
 
 
 def diff_clusters(a: Snapshot, b: Snapshot, match: Match = "index") -> ClusterDiff:
     """Host by host, matched by host name; the hosts only one side has are named."""
-    ha = {h.host.hostname or f"host{k}": h for k, h in enumerate(hosts_of(a))}
-    hb = {h.host.hostname or f"host{k}": h for k, h in enumerate(hosts_of(b))}
+    ga, gb = group_hosts(a), group_hosts(b)
+    ha = {n: h for n, h in zip(ga.names, hosts_of(a))}
+    hb = {n: h for n, h in zip(gb.names, hosts_of(b))}
     only_a = sorted(set(ha) - set(hb))
     only_b = sorted(set(hb) - set(ha))
     per_host: dict[str, HostDiff] = {}
     differing, unconfirmed = [], []
-    seen: dict[tuple[bytes, bytes], DiffResult] = {}  # identical host pairs (a uniform cluster) diffed once
+    seen: dict[tuple[str, str], _Compared] = {}  # per (A's group, B's group): compared once
+    members: dict[tuple[str, str], list[str]] = {}
     for name in sorted(set(ha) & set(hb)):
-        key = (_digest(ha[name]), _digest(hb[name]))
-        if key not in seen:
-            seen[key] = diff_snapshots(ha[name], hb[name], match, ("A", "B"))
-        d = dataclasses.replace(seen[key], a_name=f"A:{name}", b_name=f"B:{name}")
-        per_host[name] = _host_diff(d)
+        key = (ga.label_of[name], gb.label_of[name])
+        c = seen.get(key)
+        if c is None:
+            d = diff_snapshots(ha[name], hb[name], match, ("A", "B"))
+            c = seen[key] = _Compared(d, d.grouped(), [x.entry for x in d.not_compared])
+        members.setdefault(key, []).append(name)
+        d = dataclasses.replace(c.result, a_name=f"A:{name}", b_name=f"B:{name}")
+        per_host[name] = HostDiff(d.same, d.verdict, d.summary(), c.changes, c.not_compared)
         if d.verdict == "cannot-confirm":
             unconfirmed.append(name)
         elif not d.same:
@@ -81,4 +103,16 @@ def diff_clusters(a: Snapshot, b: Snapshot, match: Match = "index") -> ClusterDi
     if only_b:
         bits.append(f"only in B: {', '.join(only_b)}")
     exit_status = 0 if same else 1 if differing or only_a or only_b else 3
-    return ClusterDiff(same, exit_status, "; ".join(bits) + ".", only_a, only_b, per_host)
+    groups = [_group(key, members[key], seen[key]) for key in sorted(members, key=lambda k: (-len(members[k]), k))]
+    return ClusterDiff(
+        same, exit_status, "; ".join(bits) + ".", only_a, only_b, per_host, groups, _sides(ga), _sides(gb)
+    )
+
+
+def _group(key: tuple[str, str], hosts: list[str], c: _Compared) -> DiffGroup:
+    d = c.result
+    return DiffGroup(key[0], key[1], hosts, d.same, d.verdict, d.summary(), c.changes)
+
+
+def _sides(g: Grouping) -> list[dict[str, Any]]:
+    return [x.to_json() for x in g.groups]

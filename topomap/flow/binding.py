@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from topomap.base.pciaddr import parse_bus_id
 from topomap.flow.spec import Flow, FlowArrow, FlowError, Pattern, Placement, Step, names, parse_placement
 from topomap.graph import Shapes, Topology
+from topomap.model.pack import collector_paused
 from topomap.model.snapshot import Snapshot
 
 #: A host's GPUs as (graph id ``gpu3``, UUID, PCI bus id); None for a host with no snapshot.
@@ -94,7 +95,14 @@ def bind_hosts(flow: Flow, files: Mapping[str, SnapshotFile | None]) -> dict[str
     """Bind each flow host to its snapshot (None: a host with no snapshot; in a merged file, the
     member of the host's name), build each distinct snapshot's graph once (each distinct host shape's:
     :class:`topomap.graph.Shapes`), and bind the flow's placements and arrows to those machines.
-    Returns each host's topology, for :func:`map_flow`."""
+    Returns each host's topology, for :func:`map_flow`. The cycle collector is held off meanwhile
+    (topomap.model.pack.collector_paused): binding makes no cycle, and a collector pass over a
+    10,000-host cluster read before finds none (issue 34: bind grew 21× for 10× the hosts)."""
+    with collector_paused():
+        return _bind_hosts(flow, files)
+
+
+def _bind_hosts(flow: Flow, files: Mapping[str, SnapshotFile | None]) -> dict[str, Topology | None]:
     topos: dict[str, Topology | None] = {}
     built: dict[int, Topology] = {}
     shapes = Shapes()

@@ -8,13 +8,14 @@ the route between two endpoints. Facts about one device take only a snapshot:
 
 from __future__ import annotations
 
-from topomap.graph.build import Shapes, build
+from topomap.graph.build import Shapes, alike_topology, build
 from topomap.graph.topology import FABRIC, Topology, gpu_node, natural_key, nic_node, snapshot_id, snapshot_pair
 
 __all__ = [
     "FABRIC",
     "Shapes",
     "Topology",
+    "alike_topology",
     "build",
     "gpu_node",
     "natural_key",

@@ -8,23 +8,21 @@ Nodes: ``host``, ``numa<N>``, PCI nodes ``pci:<bus id>`` (inferred ones ``pci:in
 
 from __future__ import annotations
 
-import msgspec
-import networkx as nx
-
 from topomap.base.errors import TopomapError
 from topomap.graph.edges import nvlink_edge, pcie_edge
 from topomap.graph.infer import infer_tree, numa_node, nvlinks_from_pairs
+from topomap.graph.light import Light
 from topomap.graph.topology import FABRIC, Indexes, Topology, gpu_node, natural_key, nic_node
 from topomap.graph.xgmi_edges import add_xgmi_edges
+from topomap.model.alike import AlikeKeys
 from topomap.model.facts import gpu_pcie_link
 from topomap.model.nvlinks import gpu_buses, link_peer
 from topomap.model.origins import fact_origin
-from topomap.model.snapshot import Gpu, Mig, Snapshot
+from topomap.model.snapshot import Gpu, Snapshot
 
-#: Fields of a host snapshot that name the host rather than describe its shape. ``build`` reads
-#: none of them except the host node's label (``hostname``, else ``source.origin``), which
-#: :class:`Shapes` sets per host; GPU and MIG UUIDs and the capture time reach no node, edge or note.
-IDENTITY = ("source.origin", "source.captured_at", "host.hostname", "gpus[].uuid", "gpus[].mig.devices[].uuid")
+#: Fields of a host snapshot that name the host rather than describe its shape (topomap.model.alike,
+#: the one notion of alike hosts). ``build`` reads none of them except the host node's label
+#: (``hostname``, else ``source.origin``), which :class:`Shapes` sets per host.
 
 
 def build(snap: Snapshot) -> Topology:
@@ -34,9 +32,9 @@ def build(snap: Snapshot) -> Topology:
             f"{snap.source.origin}: a merged snapshot holds {len(snap.members)} hosts; this view takes one",
             hint="name one host, or use a command that reads clusters (show, matrix, render, map, diff, check)",
         )
-    g = nx.Graph()
+    g = Light()
     g.add_node("host", kind="host", label=snap.host.hostname or snap.source.origin, inferred=False)
-    topo = Topology(snapshot=snap, graph=g)
+    topo = Topology(snapshot=snap, light=g)
     for gpu in snap.gpus:
         g.add_node(gpu_node(gpu), kind="gpu", label=f"GPU{gpu.index}", name=gpu.name or "", inferred=False)
     for nic in snap.nics:
@@ -52,7 +50,7 @@ def build(snap: Snapshot) -> Topology:
 
 
 def _tree_from_pci(topo: Topology) -> None:
-    snap, g = topo.snapshot, topo.graph
+    snap, g = topo.snapshot, topo.light
     dev_of: dict[str, str] = {}
     gpu_of_bus: dict[str, Gpu] = {}
     for gpu in snap.gpus:
@@ -119,16 +117,16 @@ def _tree_from_pci(topo: Topology) -> None:
 
 def _numa_links(topo: Topology) -> None:
     """Inter-socket (SMP) links between NUMA nodes; bandwidth unknown (no source measures it)."""
-    numas = sorted(n for n, d in topo.graph.nodes(data=True) if d.get("kind") == "numa")
+    numas = sorted(n for n, d in topo.light.nodes(data=True) if d.get("kind") == "numa")
     for i, a in enumerate(numas):
         for b in numas[i + 1 :]:
-            topo.graph.add_edge(a, b, kind="smp", bandwidth_gbps=None, bandwidth_source="unknown")
+            topo.light.add_edge(a, b, kind="smp", bandwidth_gbps=None, bandwidth_source="unknown")
 
 
 def _nvlinks(topo: Topology) -> None:
     """NVLink bundles from the links the source lists (a switch's links summed into one hub), or from
     the pairs' NV# counts when the source lists no links or cannot say what a link reaches."""
-    snap, g = topo.snapshot, topo.graph
+    snap, g = topo.snapshot, topo.light
     buses = gpu_buses(snap.gpus)
     by_id = {gpu_node(x): x for x in snap.gpus}
     listed = [x for x in snap.gpus if x.nvlinks and not x.lost]
@@ -190,7 +188,7 @@ def _declared_switches(topo: Topology, by_id: dict[str, Gpu]) -> bool:
     if origin is None or not links:
         return False
     label = f"NVSwitch fabric ({origin.inner()})"
-    topo.graph.add_node(FABRIC, kind="nvswitch", label=label, switches=len(topo.snapshot.nvswitches), inferred=False)
+    topo.light.add_node(FABRIC, kind="nvswitch", label=label, switches=len(topo.snapshot.nvswitches), inferred=False)
     for gid in sorted(links, key=natural_key):
         if not by_id[gid].lost:
             nvlink_edge(topo, gid, FABRIC, links[gid], by_id[gid])
@@ -206,7 +204,7 @@ def _blind_links(topo: Topology, listed: list[Gpu]) -> None:
         a, b = with_links
         count = min(sum(x.active for x in a.nvlinks), sum(x.active for x in b.nvlinks))
         nvlink_edge(topo, gpu_node(a), gpu_node(b), count, a)
-        topo.graph.edges[gpu_node(a), gpu_node(b)]["inferred"] = True
+        topo.light.edges[gpu_node(a), gpu_node(b)]["inferred"] = True
         topo.notes.append(
             f"both GPUs have {count} active NVLinks and there is no other GPU or NVSwitch to reach: "
             "an NVLink bridge between them (inferred; the source does not name link peers)"
@@ -222,16 +220,15 @@ def _blind_links(topo: Topology, listed: list[Gpu]) -> None:
 
 class Shapes:
     """Graphs of many hosts, each distinct host *shape* built once (a cluster of thousands of hosts is
-    a few builds repeated). The shape is every field of the snapshot except :data:`IDENTITY`; hosts
-    of one shape share the graph's nodes, edges and their attribute dicts (graphs are not changed
-    after :func:`build`), each with its own host node (its label names the host) and its own
-    :class:`Topology`: its own snapshot, notes and index caches (but the PCIe legs, which only the
-    shared nodes and edges decide)."""
+    a few builds repeated). The shape is every field of the snapshot except
+    :data:`topomap.model.alike.IDENTITY` (hosts alike); hosts of one shape share the graph's nodes,
+    edges and their attribute dicts (graphs are not changed after :func:`build`), each with its own
+    host node (its label names the host) and its own :class:`Topology`: its own snapshot, notes and
+    index caches (but the PCIe legs, which only the shared nodes and edges decide)."""
 
     def __init__(self) -> None:
         self._built: dict[bytes, Topology] = {}
-        self._parts: dict[int, tuple[object, bytes]] = {}  # id → (list, its bytes): lists hosts share
-        self._enc = msgspec.json.Encoder(order="deterministic")
+        self._keys = AlikeKeys()
 
     def __len__(self) -> int:
         return len(self._built)
@@ -243,58 +240,30 @@ class Shapes:
         if first is None:
             self._built[key] = topo = build(snap)
             return topo
-        label = snap.host.hostname or snap.source.origin
-        return Topology(
-            snapshot=snap,
-            graph=first.graph if first.graph.nodes["host"]["label"] == label else _relabelled(first.graph, label),
-            chains=dict(first.chains),
-            locality=dict(first.locality),
-            inferred=first.inferred,
-            notes=list(first.notes),
-            nvlink_unresolved=set(first.nvlink_unresolved),
-            # PCIe legs are a function of the graph's nodes and edges alone (query.py): hosts of one
-            # shape share them; every other index (NICs, GPUs, pairs) is the host's own
-            index=Indexes(legs=first.index.legs),
-        )
+        return alike_topology(first, snap)
 
     def key(self, snap: Snapshot) -> bytes:
-        """The shape of a host: its snapshot's bytes without the :data:`IDENTITY` fields (the long
-        lists a packed cluster's hosts share — pairs, PCI tree, NVSwitches, NVLinks — encoded once)."""
-        rep = msgspec.structs.replace
-        gpus = [
-            rep(g, uuid=None, nvlinks=[], mig=_anonymous_mig(g.mig) if g.mig is not None else None) for g in snap.gpus
-        ]
-        bare = rep(
-            snap,
-            source=rep(snap.source, origin="", captured_at=None),
-            host=rep(snap.host, hostname=None),
-            gpus=gpus,
-            pairs=[],
-            pci=[],
-            nvswitches=[],
-        )
-        parts = [self._part(snap.pairs), self._part(snap.pci), self._part(snap.nvswitches)]
-        parts += [self._part(g.nvlinks) for g in snap.gpus]
-        return b"\n".join([self._enc.encode(bare), *parts])
-
-    def _part(self, value: object) -> bytes:
-        held = self._parts.get(id(value))
-        if held is None or held[0] is not value:
-            held = self._parts[id(value)] = (value, self._enc.encode(value))
-        return held[1]
+        """The shape of a host: :meth:`topomap.model.alike.AlikeKeys.key` (every field but
+        :data:`~topomap.model.alike.IDENTITY`)."""
+        return self._keys.key(snap)
 
 
-def _anonymous_mig(mig: Mig) -> Mig:
-    return msgspec.structs.replace(mig, devices=[msgspec.structs.replace(d, uuid=None) for d in mig.devices])
-
-
-def _relabelled(g: nx.Graph, label: str) -> nx.Graph:
-    """``g`` with its own host node labelled ``label``: every other node, every edge and their
-    attribute dicts shared with ``g`` (a copy would cost a third of a build per host). A fresh graph
-    whose node and adjacency dicts are set before any view of them is made (networkx resets its
-    cached views when they are set)."""
-    h = nx.Graph()
-    h.graph = g.graph
-    h._node = {**g._node, "host": {**g._node["host"], "label": label}}
-    h._adj = g._adj
-    return h
+def alike_topology(first: Topology, snap: Snapshot) -> Topology:
+    """The graph of ``snap``, a host alike to ``first``'s (topomap.model.alike: known alike, say by
+    topomap.cluster.groups): ``first``'s nodes, edges, PCI chains and PCIe legs, its own host node,
+    snapshot, notes and other indexes (as :class:`Shapes` gives it)."""
+    label = snap.host.hostname or snap.source.origin
+    return Topology(
+        snapshot=snap,
+        light=first.light if first.light.nodes["host"]["label"] == label else first.light.relabelled(label),
+        # the PCI chains, NUMA localities and GPUs with unnamed NVLink peers are filled while the graph
+        # is built and never changed after (graph/build.py, graph/infer.py): shared, as the graph is
+        chains=first.chains,
+        locality=first.locality,
+        inferred=first.inferred,
+        notes=list(first.notes),
+        nvlink_unresolved=first.nvlink_unresolved,
+        # PCIe legs are a function of the graph's nodes and edges alone (query.py): hosts of one
+        # shape share them; every other index (NICs, GPUs, pairs) is the host's own
+        index=Indexes(legs=first.index.legs),
+    )

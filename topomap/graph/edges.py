@@ -20,13 +20,13 @@ def pcie_edge(
     file's (``placeholder``: a static file's figure, not the machine's, which never ranks)."""
     bw = pcie_bandwidth_gbps(gen, width)
     source = "unknown" if bw is None else "topology-file" if placeholder else "spec"
-    topo.graph.add_edge(parent, child, kind="pcie", gen=gen, width=width, bandwidth_gbps=bw, bandwidth_source=source)
+    topo.light.add_edge(parent, child, kind="pcie", gen=gen, width=width, bandwidth_gbps=bw, bandwidth_source=source)
 
 
 def nvlink_edge(topo: Topology, a: str, b: str, count: int, ga: Gpu) -> None:
     """An NVLink bundle of ``count`` links, its bandwidth from the one function that decides it."""
     bw = nvlink_bundle_bandwidth(ga, count, topo.snapshot)
-    topo.graph.add_edge(
+    topo.light.add_edge(
         a,
         b,
         kind="nvlink",

@@ -86,7 +86,7 @@ GPU_LINK_VIAS = ("nvlink", "nvswitch", "xgmi")
 def nvlink_route(topo: Topology, a: str, b: str) -> tuple[tuple[str, ...], int, str] | None:
     """The NVLink route the hardware offers between two GPUs: a direct bundle (a bridge or the
     DGX-1 mesh) or both GPUs on the NVSwitch fabric. Peer access never relays through a third GPU."""
-    g = topo.graph
+    g = topo.light
     if a == b or a not in g or b not in g:
         return None
     if g.has_edge(a, b) and g.edges[a, b].get("kind") == "xgmi":  # AMD: a mesh, direct (issue 35)
@@ -189,7 +189,7 @@ def nvlink_edge_usable(topo: Topology, u: str, v: str) -> Answer:
     if FABRIC not in (u, v):
         return nvlink(topo, u, v).usable
     gid = v if u == FABRIC else u
-    others = [x for x in topo.graph.neighbors(FABRIC) if x != gid and x.startswith("gpu")]
+    others = [x for x in topo.light.neighbors(FABRIC) if x != gid and x.startswith("gpu")]
     answers = [nvlink(topo, gid, o).usable for o in others]
     if not answers or any(a.yes for a in answers):
         return Answer("yes")
@@ -207,7 +207,7 @@ def _nvlink_silence(snap: Snapshot) -> str:
 
 def _route_bandwidth(topo: Topology, nodes: tuple[str, ...]) -> Bandwidth:
     """The narrowest bundle along an NVLink route (one or two bundles)."""
-    g = topo.graph
+    g = topo.light
     best: Bandwidth | None = None
     for u, v in itertools.pairwise(nodes):
         e = g.edges[u, v]
@@ -435,7 +435,7 @@ def nics_at_best_class(topo: Topology, node: str) -> tuple[NicChoice, ...]:
         why = f"the source gives no path between {node} and any NIC"
         return (NicChoice(nics[0], None, lot_gdr(snap, nics) or unplaced_gdr(nics, why), skipped),)
     numa = node if node.startswith("numa") else numa_of(topo, node)
-    numa_id = topo.graph.nodes[numa].get("label") if numa in topo.graph else None
+    numa_id = topo.light.nodes[numa].get("label") if numa in topo.light else None
     same = [n for n in nics if numa and numa_id == f"NUMA {n.numa_node}"]
     host = Answer("no", ("host memory is not a GPU: no GPUDirect",))
     return (NicChoice((same or nics)[0], None, host, skipped),)

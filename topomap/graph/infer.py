@@ -42,11 +42,11 @@ class _Union:
 def numa_node(topo: Topology, numa: object, label: str | None = None) -> str:
     """The graph node of a NUMA node (``numa0``), created on first use; None → one unknown node."""
     node = f"numa{numa}" if numa is not None else "numa-unknown"
-    if node not in topo.graph:
+    if node not in topo.light:
         cpus = next((n.cpus for n in topo.snapshot.host.numa_nodes if n.id == numa), None)
         text = label or (f"NUMA {numa}" if numa is not None else "NUMA node unknown")
-        topo.graph.add_node(node, kind="numa", label=text, cpus=cpus or "", inferred=numa is None)
-        topo.graph.add_edge("host", node, kind="attach")
+        topo.light.add_node(node, kind="numa", label=text, cpus=cpus or "", inferred=numa is None)
+        topo.light.add_edge("host", node, kind="attach")
     return node
 
 
@@ -103,7 +103,7 @@ def _host_bridge(
     """One host bridge's subtree: a switch per PIX group, an upper switch over the PIX groups of one
     PXB group, and a switch of its own for each lone device of a PXB group whose lone devices are
     PXB to each other (PXB: several bridges, so they cannot both sit on the upper switch)."""
-    g = topo.graph
+    g = topo.light
     if len(hb_grp) == 1 and hb_grp[0] not in related:
         # no path class to anything: nothing implies a bridge, the device hangs off its node
         g.add_edge(numa_n, hb_grp[0], kind="attach")
@@ -141,10 +141,10 @@ def _host_bridge(
 
 
 def numa_node_named(topo: Topology, node: str, label: str, numa: object) -> str:
-    if node not in topo.graph:
+    if node not in topo.light:
         cpus = next((n.cpus for n in topo.snapshot.host.numa_nodes if n.id == numa), None)
-        topo.graph.add_node(node, kind="numa", label=label, cpus=cpus or "", inferred=True)
-        topo.graph.add_edge("host", node, kind="attach")
+        topo.light.add_node(node, kind="numa", label=label, cpus=cpus or "", inferred=True)
+        topo.light.add_edge("host", node, kind="attach")
     return node
 
 
@@ -305,7 +305,7 @@ class _Placement:
         (build makes every link between NUMA nodes an smp link)."""
         for i, a in enumerate(nodes):
             for b in nodes[i + 1 :]:
-                self.topo.graph.add_edge(a, b, kind="smp", matrix_class="NODE")
+                self.topo.light.add_edge(a, b, kind="smp", matrix_class="NODE")
 
 
 def _join_by_numa(u: _Union, devs: list[str], numa_of: Mapping[str, object], level: dict[frozenset[str], int]) -> None:
@@ -366,7 +366,7 @@ def nvlinks_from_pairs(topo: Topology, by_id: dict[str, Gpu]) -> None:
         n = counts.pop()
         need, have, model = (len(gpus) - 1) * n, *_links_per_gpu([by_id[x] for x in gpus])
         if need > have:  # more links than a GPU has: only a switch gives every pair n links
-            topo.graph.add_node(FABRIC, kind="nvswitch", label="NVSwitch fabric (inferred)", switches=0, inferred=True)
+            topo.light.add_node(FABRIC, kind="nvswitch", label="NVSwitch fabric (inferred)", switches=0, inferred=True)
             for x in gpus:
                 nvlink_edge(topo, x, FABRIC, n, by_id[x])
             topo.notes.append(

@@ -6,21 +6,22 @@ use (NVLink usable, P2P) is evidence (:mod:`topomap.graph.evidence`); routes tha
 from __future__ import annotations
 
 import itertools
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from topomap.base.notes import Note
 from topomap.base.pathclass import classify_chains
 from topomap.graph.topology import Leg, Topology, natural_key
 from topomap.model.facts import BandwidthSource
 
+if TYPE_CHECKING:
+    import networkx as nx
+
 
 def tree_parents(topo: Topology) -> dict[str, str]:
     """Parent of each node in the host → NUMA → PCI tree (NVLink and SMP edges ignored)."""
     if topo.index.parents is not None:
         return topo.index.parents
-    g = topo.graph
+    g = topo.light
     parent: dict[str, str] = {}
     seen = {"host"}
     frontier = ["host"]
@@ -45,7 +46,7 @@ def numa_of(topo: Topology, node: str) -> str | None:
     seen: set[str] = set()
     while cur is not None and cur != "host" and cur not in seen:
         seen.add(cur)
-        if topo.graph.nodes[cur].get("kind") == "numa":
+        if topo.light.nodes[cur].get("kind") == "numa":
             return cur
         cur = parents.get(cur)
     return None
@@ -60,11 +61,15 @@ def structural_class(topo: Topology, a: str, b: str) -> str | None:
 
 
 def _pcie_view(g: nx.Graph) -> Any:
+    import networkx as nx  # start-up: only a path search needs it (topomap.graph.light)
+
     return nx.subgraph_view(g, filter_edge=lambda u, v: g.edges[u, v].get("kind") != "nvlink")
 
 
 def has_pcie_route(topo: Topology, a: str, b: str) -> bool:
-    return a in topo.graph and b in topo.graph and bool(nx.has_path(_pcie_view(topo.graph), a, b))
+    import networkx as nx  # start-up: only a path search needs it (topomap.graph.light)
+
+    return a in topo.light and b in topo.light and bool(nx.has_path(_pcie_view(topo.graph), a, b))
 
 
 def pcie_leg(topo: Topology, a: str, b: str) -> tuple[list[str], float | None, tuple[str, str] | None, list[str]]:
@@ -78,6 +83,8 @@ def pcie_leg(topo: Topology, a: str, b: str) -> tuple[list[str], float | None, t
 
 
 def _leg(topo: Topology, a: str, b: str) -> Leg:
+    import networkx as nx  # start-up: only a path search needs it (topomap.graph.light)
+
     g = topo.graph
     if not has_pcie_route(topo, a, b):
         return (a, b), None, None, (f"no PCIe route between {a} and {b} in the snapshot",)

@@ -1,14 +1,18 @@
-"""The Topology: a machine as a networkx graph, the snapshot it came from, and typed indexes
+"""The Topology: a machine as a graph (built light, read through networkx where a view searches it),
+the snapshot it came from, and typed indexes
 built once on first use (pairs by ids, NIC ids, tree parents, PCIe legs, nearest NICs)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
-
+from topomap.graph.light import Light
 from topomap.model.facts import NicChoice
 from topomap.model.snapshot import Gpu, Nic, Pair, Snapshot
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 FABRIC = "nvswitch:fabric"
 
@@ -34,17 +38,33 @@ class Topology:
     """A machine as a graph, with the snapshot it came from."""
 
     snapshot: Snapshot
-    graph: nx.Graph
+    light: Light  # the graph's nodes and edges (topomap.graph.light); ``graph``: the same as networkx's
     chains: dict[str, list[str]] = field(default_factory=dict)  # device → PCI chain (host bridge … device)
     locality: dict[str, object] = field(default_factory=dict)  # device → NUMA key
     inferred: bool = False
     notes: list[str] = field(default_factory=list)
     nvlink_unresolved: set[str] = field(default_factory=set)  # GPUs with active links to peers the source omits
     index: Indexes = field(default_factory=Indexes, repr=False)
+    _nx: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def graph(self) -> nx.Graph:
+        """The machine as a networkx graph over the same node and edge dicts as :attr:`light` (no
+        copy: a change through either is seen by both), made on first use."""
+        if self._nx is None:
+            import networkx as nx  # start-up: `show` and the light views never ask for it (issue 34)
+
+            g = nx.Graph()
+            # networkx's own layout (tests/test_graph_layout.py): set before any view of it is made
+            g.graph = self.light.graph
+            g._node = self.light._node
+            g._adj = self.light._adj
+            self._nx = g
+        return self._nx
 
     def endpoint(self, ref: str) -> str:
         """Graph node of a snapshot id (``gpu3``, ``nic2``) or a graph id."""
-        if ref in self.graph:
+        if ref in self.light:
             return ref
         if self.index.nic_nodes is None:
             self.index.nic_nodes = {f"nic{n.index}": nic_node(n) for n in self.snapshot.nics}

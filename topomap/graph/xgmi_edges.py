@@ -10,7 +10,7 @@ from topomap.model.xgmi import xgmi_bandwidth, xgmi_links
 
 def add_xgmi_edges(topo: Topology) -> None:
     """Add an ``xgmi`` edge for every pair of the snapshot whose path is XGMI."""
-    snap, g = topo.snapshot, topo.graph
+    snap, g = topo.snapshot, topo.light
     by_id = {f"gpu{x.index}": x for x in snap.gpus}
     for p in snap.pairs:
         if p.path != "XGMI" or p.a not in by_id or p.b not in by_id or p.a not in g or p.b not in g:
@@ -37,7 +37,7 @@ def add_xgmi_edges(topo: Topology) -> None:
 
 def xgmi_summary(topo: Topology, gid: str) -> str:
     """One line for an AMD GPU's XGMI in `show`: the peers XGMI joins, links and rate, or why unknown."""
-    g = topo.graph
+    g = topo.light
     peers = sorted((v for v in g.neighbors(gid) if g.edges[gid, v].get("kind") == "xgmi"), key=lambda x: int(x[3:]))
     if not peers:
         return "no XGMI (PCIe only)" if any(p.path is not None for p in topo.snapshot.pairs) else "unknown"
@@ -58,7 +58,7 @@ def xgmi_summary(topo: Topology, gid: str) -> str:
 
 def xgmi_reason(topo: Topology, a: str, b: str) -> str:
     """Why two GPUs are on XGMI, in words: links and hops of their edge."""
-    e = topo.graph.edges[a, b]
+    e = topo.light.edges[a, b]
     count, hops = e.get("count"), e.get("hops")
     many = f", {hops} XGMI hops (through other GPUs' links)" if hops and hops > 1 else ""
     return (f"XGMI, {count} link(s) direct" if count else "XGMI (link count not recorded)") + many

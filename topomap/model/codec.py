@@ -14,6 +14,7 @@ from topomap.files.inputs import MAX_SNAPSHOT_BYTES, read_bytes, recode_utf8
 from topomap.files.kind import json_what
 from topomap.model.pack import (
     PACK_MIN_HOSTS,
+    collector_paused,
     decode_pack,
     encode_pack,
     is_packed,
@@ -61,9 +62,10 @@ def decode_snapshot(data: bytes, where: str = "<snapshot>") -> Snapshot:
     if len(data) > MAX_SNAPSHOT_BYTES:
         raise SnapshotError(f"{where}: {len(data)} bytes is larger than any snapshot ({MAX_SNAPSHOT_BYTES} max)")
     if is_packed(data):  # a large cluster as JSON Lines, each shared part once (topomap.model.pack)
-        snap = decode_pack(data.lstrip(b"\xef\xbb\xbf \t\r\n"), where)
-        check_schema_version(snap.schema, f"{where}:1: cluster")
-        validate_snapshot(light_members(snap), where, numbers_checked=True)
+        with collector_paused():  # decoding and checking make no cycle: no collector pass over the hosts
+            snap = decode_pack(data.lstrip(b"\xef\xbb\xbf \t\r\n"), where)
+            check_schema_version(snap.schema, f"{where}:1: cluster")
+            validate_snapshot(light_members(snap), where, numbers_checked=True)
         return snap
     if data.startswith(_SCHEMA_FIRST):
         whole = _decode_whole(data)

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Hashable
+from typing import Any
 
 from topomap import __version__
 from topomap.base.errors import TopomapError
 from topomap.base.notes import compress
 from topomap.model.facts import fabric_clique, fabric_ready
+from topomap.model.pack import collector_paused
 from topomap.model.snapshot import Host, Snapshot, Source, hosts_of
 
 # PCIe path classes from nearest to farthest (`nvidia-smi topo -m` legend).
@@ -26,7 +28,14 @@ def host_name(snap: Snapshot) -> str | None:
 
 
 def merge(snaps: list[tuple[str, Snapshot]]) -> Snapshot:
-    """Merged snapshot of (file, snapshot) pairs; nested merges are flattened."""
+    """Merged snapshot of (file, snapshot) pairs; nested merges are flattened. The cycle collector
+    is held off meanwhile (topomap.model.pack.collector_paused): merging makes no cycle, and a
+    collector pass over the hosts read before (a million objects at 10,000 hosts) finds none."""
+    with collector_paused():
+        return _merge(snaps)
+
+
+def _merge(snaps: list[tuple[str, Snapshot]]) -> Snapshot:
     members: list[Snapshot] = []
     origin_of: dict[str, str] = {}
     for path, snap in snaps:
@@ -72,15 +81,45 @@ def consistency(hosts: list[Snapshot]) -> list[str]:
     model, the GPU↔NIC rail layout (each GPU's nearest RDMA NICs by PCIe path class), each NIC's
     line rate and state, and the NVLink fabric cliques (keyed by cluster UUID and clique id). A
     fact a host's source does not carry is listed as unknown there, never as an outlier.
-    """
+
+    Each host's facts are read in one pass over the hosts (:class:`_Row`), then compared: a
+    cluster of 10,000 hosts is a heap of a million objects, and every further pass over them costs
+    more per host than the last (issue 34: the merge step grew 33× for 10× the hosts)."""
+    memo: dict[tuple[object, ...], object] = {}  # rails, once per distinct (pairs list, NICs)
+    rows = [_Row(h, _rails_of(h, memo)) for h in hosts]
+    names = [r.name for r in rows]
     lines: list[str] = []
-    lines += _compare(hosts, "driver version", lambda h: h.software.driver_version)
-    lines += _compare(hosts, "GPU count", lambda h: len(h.gpus) if h.gpus else None)
-    lines += _compare(hosts, "GPU model", lambda h: _one({g.name for g in h.gpus if g.name}))
-    lines += _rail_lines(hosts)
-    lines += _nics(hosts)
-    lines += _fabric(hosts)
+    lines += _compare_lists(names, [r.driver for r in rows], "driver version")
+    lines += _compare_lists(names, [r.gpus for r in rows], "GPU count")
+    lines += _compare_lists(names, [r.model for r in rows], "GPU model")
+    lines += _rail_lines(names, [r.rails for r in rows])
+    lines += _nics(rows)
+    lines += _fabric(rows)
     return lines
+
+
+class _Row:
+    """One host's compared facts, read once (:func:`consistency`)."""
+
+    __slots__ = ("cliques", "down", "driver", "fabric", "gpus", "model", "name", "rails", "rates", "rdma")
+
+    def __init__(self, h: Snapshot, rails: object) -> None:
+        self.name = host_name(h) or "?"
+        self.driver = h.software.driver_version
+        self.gpus = len(h.gpus) if h.gpus else None
+        self.model = _one({g.name for g in h.gpus if g.name})
+        self.rails = rails
+        self.rdma = {n.name for n in h.nics if n.rdma}
+        rates: dict[str, float | None] = {}  # each NIC name's first NIC's rate
+        for n in h.nics:
+            rates.setdefault(n.name, n.speed_gbit_s)
+        self.rates = rates
+        self.down = [
+            f"{n.name} {n.state}"
+            for n in h.nics
+            if n.rdma and n.state is not None and n.state.lower() not in ("active", "up")
+        ]
+        self.fabric, self.cliques = _fabric_of(h, self.name)
 
 
 def _one(values: set[str]) -> str | None:
@@ -94,23 +133,37 @@ def _compare(
     show: Callable[[Hashable], str] = str,
 ) -> list[str]:
     """Hosts whose ``fact`` differs from the most common value; hosts where it is unknown."""
-    values = {host_name(h) or "?": fact(h) for h in hosts}
-    known = {k: v for k, v in values.items() if v is not None}
+    return _compare_values({host_name(h) or "?": fact(h) for h in hosts}, what, show)
+
+
+def _compare_values(values: dict[str, Hashable | None], what: str, show: Callable[[Hashable], str] = str) -> list[str]:
+    """Hosts (by name) whose value differs from the most common one; hosts where it is unknown."""
+    return _compare_lists(list(values), list(values.values()), what, show)
+
+
+def _compare_lists(names: list[str], values: list[Any], what: str, show: Callable[[Hashable], str] = str) -> list[str]:
+    """:func:`_compare_values` over two parallel lists (the hosts' names, their values): a count of
+    the values, then names only for the hosts that are not of the most common value."""
+    counts = Counter(values)
+    unknown_n = counts.pop(None, 0)
     lines: list[str] = []
-    unknown = sorted(k for k, v in values.items() if v is None)
-    if unknown and known:
+    if unknown_n and counts:
+        unknown = sorted(n for n, v in zip(names, values) if v is None)
         lines.append(f"{what}: unknown on {_names(unknown)} (not in their source)")
-    if len(set(known.values())) <= 1:
+    if len(counts) <= 1:
         return lines
-    common, n = Counter(known.values()).most_common(1)[0]
-    if 2 * n <= len(known):  # no value held by most hosts: each value with its hosts, none the odd one
-        for value in sorted(set(known.values()), key=str):
-            have = sorted(k for k, v in known.items() if v == value)
-            lines.append(f"{what}: {_names(have)} {show(value)} (no value held by most hosts)")
+    common, n = counts.most_common(1)[0]
+    known = len(values) - unknown_n
+    odd: dict[Hashable, list[str]] = {}
+    for name, v in zip(names, values):
+        if v is not None and (v != common or 2 * n <= known):
+            odd.setdefault(v, []).append(name)
+    if 2 * n <= known:  # no value held by most hosts: each value with its hosts, none the odd one
+        for value in sorted(odd, key=str):
+            lines.append(f"{what}: {_names(sorted(odd[value]))} {show(value)} (no value held by most hosts)")
         return lines
-    for value in sorted({v for v in known.values() if v != common}, key=str):
-        odd = sorted(k for k, v in known.items() if v == value)
-        lines.append(f"{what}: {_names(odd)} {show(value)}; {n} of {len(known)} hosts {show(common)}")
+    for value in sorted(odd, key=str):
+        lines.append(f"{what}: {_names(sorted(odd[value]))} {show(value)}; {n} of {known} hosts {show(common)}")
     return lines
 
 
@@ -165,14 +218,12 @@ def _index(dev: str) -> int:
     return int(digits) if digits else -1
 
 
-def _rail_lines(hosts: list[Snapshot]) -> list[str]:
+def _rail_lines(names: list[str], values: list[Any]) -> list[str]:
     """Hosts whose GPU→nearest-NIC layout differs from the most common one: the GPUs that differ."""
-    memo: dict[tuple[object, ...], object] = {}
-    layouts = {host_name(h) or "?": _rails_of(h, memo) for h in hosts}
-    lines = _compare(hosts, "GPU↔NIC rail layout", lambda h: layouts[host_name(h) or "?"], lambda v: "")
-    known = {k: v for k, v in layouts.items() if v is not None}
-    if len(set(known.values())) <= 1:
+    lines = _compare_lists(names, values, "GPU↔NIC rail layout", lambda v: "")
+    if len(set(values) - {None}) <= 1:
         return lines
+    known = {k: v for k, v in zip(names, values) if v is not None}
     common, n = Counter(known.values()).most_common(1)[0]
     if 2 * n <= len(known):  # no layout held by most hosts: each host's, none the odd one
         out = [line for line in lines if "unknown on" in line]
@@ -201,65 +252,66 @@ def show_rail(value: tuple[str, ...]) -> str:
     return f"{'/'.join(names)} {cls}"
 
 
-def _nics(hosts: list[Snapshot]) -> list[str]:
+def _nics(rows: list[_Row]) -> list[str]:
     """NIC line rates (per NIC name, against the most common rate) and ports not up."""
     lines: list[str] = []
-    names = sorted({n.name for h in hosts for n in h.nics if n.rdma})
-    rdma = [{n.name for n in h.nics if n.rdma} for h in hosts]
-    first: dict[int, dict[str, float | None]] = {}  # host → each NIC name's first NIC's rate
-    for h in hosts:
-        rates: dict[str, float | None] = {}
-        for n in h.nics:
-            rates.setdefault(n.name, n.speed_gbit_s)
-        first[id(h)] = rates
+    # hosts by their RDMA NICs and each NIC name's rate: a cluster has a few such kinds, and a NIC
+    # whose rate is the same on every kind of host is the same on every host (nothing to say)
+    kinds = {(frozenset(r.rdma), tuple(r.rates.items())) for r in rows}
+    names = sorted({n for rdma, _rates in kinds for n in rdma})
     said: dict[str, list[str]] = {}  # one finding → the NICs it is true of (said once for them all)
     for name in names:
-        have = [h for h, named in zip(hosts, rdma) if name in named]
-
-        def rate(h: Snapshot, name: str = name) -> float | None:
-            return first[id(h)].get(name)
-
-        for line in _compare(have, "NIC line rate", rate, lambda v: f"{v:g} Gbit/s (as the host reports it)"):
+        if len({dict(rates).get(name) for rdma, rates in kinds if name in rdma}) <= 1:
+            continue
+        have = [r.name for r in rows if name in r.rdma]
+        rates = [r.rates.get(name) for r in rows if name in r.rdma]
+        for line in _compare_lists(have, rates, "NIC line rate", lambda v: f"{v:g} Gbit/s (as the host reports it)"):
             said.setdefault(line, []).append(name)
     for line, nics in said.items():
         who = f"NIC {nics[0]}" if len(nics) == 1 else f"NIC line rate of {len(nics)} NICs {compress(nics)}"
         lines.append(line.replace("NIC line rate", who if len(nics) > 1 else f"{who} line rate", 1))
     down: dict[str, list[str]] = {}
-    for h in hosts:
-        for n in h.nics:
-            if n.rdma and n.state is not None and n.state.lower() not in ("active", "up"):
-                down.setdefault(f"{n.name} {n.state}", []).append(host_name(h) or "?")
+    for r in rows:
+        for what in r.down:
+            down.setdefault(what, []).append(r.name)
     for what, where in sorted(down.items()):
         lines.append(f"NIC state: {what} on {_names(sorted(where))}")
     return lines
 
 
-def _fabric(hosts: list[Snapshot]) -> list[str]:
+def _fabric_of(h: Snapshot, name: str) -> tuple[list[str], set[tuple[str, int]]]:
+    """One host's NVLink fabric: the lines about GPUs not ready, and its GPUs' cliques (cluster UUID,
+    clique id)."""
+    lines: list[str] = []
+    keys: set[tuple[str, int]] = set()
+    for g in h.gpus:
+        f = g.fabric
+        if f is None or f.state in (None, "not-supported"):
+            continue
+        ready = fabric_ready(h, g)
+        if not ready.yes:
+            lines.append(
+                f"NVLink fabric: {name} gpu{g.index} state {f.state}, status {f.status or 'unknown'} "
+                f"(not ready: {ready.why()}; `nvidia-smi -q -d FABRIC`; is nvidia-fabricmanager running?)"
+            )
+            continue
+        key = fabric_clique(h, g)
+        if key is not None:
+            keys.add(key)
+    if len(keys) > 1:
+        shown = ", ".join(f"{c}/{q}" for c, q in sorted(keys))
+        lines.append(f"NVLink fabric: {name} has GPUs in {len(keys)} cliques ({shown})")
+    return lines, keys
+
+
+def _fabric(rows: list[_Row]) -> list[str]:
     """NVLink fabric cliques keyed by (cluster UUID, clique id): members, and hosts that do not fit."""
     cliques: dict[tuple[str, int], set[str]] = {}
     lines: list[str] = []
-    for h in hosts:
-        name = host_name(h) or "?"
-        keys = set()
-        for g in h.gpus:
-            f = g.fabric
-            if f is None or f.state in (None, "not-supported"):
-                continue
-            ready = fabric_ready(h, g)
-            if not ready.yes:
-                lines.append(
-                    f"NVLink fabric: {name} gpu{g.index} state {f.state}, status {f.status or 'unknown'} "
-                    f"(not ready: {ready.why()}; `nvidia-smi -q -d FABRIC`; is nvidia-fabricmanager running?)"
-                )
-                continue
-            key = fabric_clique(h, g)
-            if key is None:
-                continue
-            keys.add(key)
-            cliques.setdefault(key, set()).add(name)
-        if len(keys) > 1:
-            shown = ", ".join(f"{c}/{q}" for c, q in sorted(keys))
-            lines.append(f"NVLink fabric: {name} has GPUs in {len(keys)} cliques ({shown})")
+    for r in rows:
+        lines += r.fabric
+        for key in r.cliques:
+            cliques.setdefault(key, set()).add(r.name)
     if len(cliques) > 1:
         for (cluster, clique), members in sorted(cliques.items()):
             lines.append(f"NVLink fabric: clique {cluster}/{clique}: {_names(sorted(members))}")

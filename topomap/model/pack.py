@@ -10,7 +10,8 @@ object each: snapshots are not changed in place after they are read), and the ch
 only on a shared part run once per distinct (part, device ids) combination.
 
 Lines: 1. ``{"schema": "topomap.cluster-pack/1", "hosts": N, "parts": P, "cluster": {the merged
-snapshot without its members}}``; 2..P+1. ``{"part": k, "pairs"|"pci"|"nvswitches": [...]}``;
+snapshot without its members}}`` (``topomap show --json`` adds ``"groups"``: the hosts in groups of
+alike hosts, which readers do not need); 2..P+1. ``{"part": k, "pairs"|"pci"|"nvswitches": [...]}``;
 then N lines ``{"parts": {"pairs": k, "pci": k, "nvswitches": k}, "nvlinks": [k per GPU], "host":
 {a host snapshot with those fields empty}}``. JSON Lines rather than one document: each line decodes on its own
 (an error names its line), and nothing reads more than one host's text at a time.
@@ -34,11 +35,15 @@ SHARED = ("pairs", "pci", "nvswitches")
 KINDS = (*SHARED, "nvlinks")  # and each GPU's ``nvlinks``
 
 
-class PackHead(msgspec.Struct, forbid_unknown_fields=True):
+class PackHead(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     schema: str
     hosts: int
     parts: int
     cluster: Snapshot
+    # The hosts in groups of alike hosts (topomap.cluster.groups: label, hosts, first, summary,
+    # differs), as `topomap show --json` writes them; for people and other tools: topomap's views
+    # group the hosts themselves when they read the file. Absent in what `merge` writes.
+    groups: list[dict[str, Any]] | None = None
 
 
 class PackPart(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
@@ -60,8 +65,9 @@ def is_packed(data: bytes) -> bool:
     return data[:200].lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b'{"schema":"' + PACK_SCHEMA.encode() + b'"')
 
 
-def encode_pack(snap: Snapshot) -> bytes:
-    """A merged snapshot as packed JSON Lines (deterministic: the same cluster gives the same bytes)."""
+def encode_pack(snap: Snapshot, groups: list[dict[str, Any]] | None = None) -> bytes:
+    """A merged snapshot as packed JSON Lines (deterministic: the same cluster gives the same bytes);
+    ``groups``: its hosts' groups of alike hosts, written in the first line."""
     enc = msgspec.json.Encoder(order="deterministic")
     seen: dict[tuple[str, bytes], int] = {}
     parts: list[bytes] = []
@@ -87,7 +93,7 @@ def encode_pack(snap: Snapshot) -> bytes:
         gpus = [msgspec.structs.replace(g, nvlinks=[]) for g in m.gpus]
         bare = msgspec.structs.replace(m, pairs=[], pci=[], nvswitches=[], gpus=gpus)
         hosts.append(enc.encode(PackHost(refs, links, bare)))
-    head = enc.encode(PackHead(PACK_SCHEMA, len(hosts), len(parts), msgspec.structs.replace(snap, members=[])))
+    head = enc.encode(PackHead(PACK_SCHEMA, len(hosts), len(parts), msgspec.structs.replace(snap, members=[]), groups))
     return b"\n".join([head, *parts, *hosts]) + b"\n"
 
 

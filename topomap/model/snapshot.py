@@ -70,8 +70,11 @@ I64 = Annotated[int, msgspec.Meta(ge=I64_MIN, le=I64_MAX)]
 Rate = Annotated[float, msgspec.Meta(ge=0, le=MAX_RATE)]
 
 
-class _S(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """Base: strict decoding, keyword construction."""
+class _S(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, gc=False):
+    """Base: strict decoding, keyword construction. ``gc=False``: a snapshot is a tree of values
+    that never refers back to itself, so Python's cycle collector need not track its structs (msgspec's
+    option for that case); a cluster of 10,000 hosts is over a million of them, and the collector's
+    passes over them cost more than decoding the file (issue 34: 1.7 of 2.9 s)."""
 
 
 class Filled(_S, kw_only=True):

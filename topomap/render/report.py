@@ -31,6 +31,7 @@ from topomap.render.verdict_view import evidence_lines
 if TYPE_CHECKING:
     from topomap.check import CheckResult
     from topomap.cluster import ClusterReport
+    from topomap.cluster.groups import Grouping
 
 
 def shown(value: object) -> object:
@@ -66,6 +67,7 @@ class ReportInputs:
     plan_missing: str | None = None
     sources: list[str] = field(default_factory=list)  # input files, for provenance
     cluster: ClusterReport | None = None  # two or more hosts: topomap cluster's report of them
+    groups: Grouping | None = None  # the hosts with snapshots in groups of alike hosts: one machine row each
 
 
 def duration(sec: object) -> str:
@@ -164,9 +166,33 @@ def _fabric(topo: Topology) -> str:
     """The GPU fabric in words: NVSwitch, an AMD XGMI mesh (issue 35), or none recorded."""
     if FABRIC in topo.graph:
         return "NVLink fabric (NVSwitch)"
-    if any(d.get("kind") == "xgmi" for _, _, d in topo.graph.edges(data=True)):
+    if any(d.get("kind") == "xgmi" for _, _, d in topo.light.edges(data=True)):
         return "XGMI mesh (AMD Infinity Fabric)"
     return "no NVLink fabric recorded"
+
+
+def _machines(inp: ReportInputs) -> list[dict[str, Any]]:
+    """The machines table: a row per host; alike hosts (topomap.cluster.groups) one row for them all,
+    its first cell the count and the hosts (issue 34: 10,000 alike hosts are one row)."""
+    g = inp.groups
+    if g is None or len(g.groups) == len(g.names):
+        return [_machine(h, t) for h, t in inp.topos.items()]
+    rows: list[dict[str, Any]] = []
+    said: set[str] = set()
+    for h, t in inp.topos.items():
+        if t is None or h not in g.label_of:
+            rows.append(_machine(h, t))
+            continue
+        group = g.group_of(h)
+        if group.label in said:
+            continue
+        said.add(group.label)
+        row = _machine(h, t)
+        if len(group) > 1:
+            shown = ", ".join(group.hosts[:8]) + (f" and {len(group) - 8} more" if len(group) > 8 else "")
+            row.update(host=f"{len(group)} hosts alike: {shown}", hostname=None)
+        rows.append(row)
+    return rows
 
 
 def _plan(plan: dict[str, Any]) -> dict[str, Any]:
@@ -218,7 +244,7 @@ def report_html(inp: ReportInputs) -> str:
         version=__version__,
         svg=_svg_body(inp.svg) if inp.svg else None,
         svg_missing=inp.svg_missing or "no diagram",
-        machines=[_machine(h, t) for h, t in inp.topos.items()],
+        machines=_machines(inp),
         collectives=report_collectives(inp.fmap, inp.topos),
         check=inp.check,
         cluster=inp.cluster,

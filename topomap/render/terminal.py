@@ -160,7 +160,8 @@ def _mig(g: Gpu) -> str:
     return f"on, {len(g.mig.devices)} instance(s)"
 
 
-def header(snap: Snapshot) -> Text:
+def header(snap: Snapshot, settle: bool = True) -> Text:
+    """Host, source, versions, what the source cannot know and (``settle``) what records it."""
     s, h, sw = snap.source, snap.host, snap.software
     t = Text()
     t.append_text(esc(h.hostname or "unknown host", style="bold"))
@@ -184,11 +185,11 @@ def header(snap: Snapshot) -> Text:
     if h.environment:
         t.append_text(esc("  ".join(f"{k}={v}" for k, v in sorted(h.environment.items()))))
         t.append("\n")
-    t.append_text(cannot_know_text(snap))
+    t.append_text(cannot_know_text(snap, settle))
     return t
 
 
-def cannot_know_text(snap: Snapshot) -> Text:
+def cannot_know_text(snap: Snapshot, settle: bool = True) -> Text:
     """What the source cannot know (model.source_facts.cannot_know), and the command that records
     each of it (its SETTLE_BY, grouped by command); empty when it knows everything."""
     gaps = cannot_know(snap)
@@ -198,7 +199,7 @@ def cannot_know_text(snap: Snapshot) -> Text:
         return t
     t.append_text(esc(f"this source cannot know: {', '.join(words)}", style="dim"))
     t.append("\n")
-    if snap.source.kind == "probe":  # what a probe lacks, a call failed to give (its problems say which)
+    if snap.source.kind == "probe" or not settle:  # a probe's gaps: its problems say which call failed
         return t
     ways = [f"`{cmd}` ({', '.join(what(f, gaps.amd) for f in facts)})" for cmd, facts in gaps.settled_by().items()]
     ways.append("`topomap probe` on the machine (all of it)")
@@ -315,7 +316,7 @@ def problem_table(snap: Snapshot, width: int | None = None) -> RenderableType:
 
 def machine_tree(topo: Topology) -> Tree:
     """Socket/NUMA → host bridge → switch → GPUs/NICs, and the NVLink fabric, from the graph."""
-    g = topo.graph
+    g = topo.light
     root = Tree(esc(topo.snapshot.host.hostname or "host", style="bold"))
     parents = tree_parents(topo)
     children: dict[str, list[str]] = {}
@@ -384,9 +385,12 @@ def _edge_bw(d: dict[str, Any]) -> str:
     return bandwidth_text(edge_bandwidth(d))
 
 
-def show(snap: Snapshot, topo: Topology | None = None, width: int | None = None) -> RenderableType:
-    """Everything `topomap show` prints for one host; tables fit ``width`` without splitting a value."""
-    parts: list[RenderableType] = [header(snap)]
+def show(snap: Snapshot, topo: Topology | None = None, width: int | None = None, brief: bool = False) -> RenderableType:
+    """Everything `topomap show` prints for one host; tables fit ``width`` without splitting a value.
+    ``brief``: without the NUMA table, the machine tree and the commands that record what the source
+    cannot know (a cluster's alike hosts in a screen; `show --host NAME` has them)."""
+    tree = not brief
+    parts: list[RenderableType] = [header(snap, settle=tree)]
     if snap.gpus:
         parts.extend(gpu_tables(snap, topo, width))
     elif "gpus" in snap.source.unknown_fields:
@@ -395,9 +399,9 @@ def show(snap: Snapshot, topo: Topology | None = None, width: int | None = None)
         parts.append(Text("No GPUs in this snapshot.", style="bold"))
     if snap.nics:
         parts.append(nic_table(snap, width))
-    if snap.host.numa_nodes:
+    if snap.host.numa_nodes and tree:
         parts.append(numa_table(snap, width))
-    if topo is not None:
+    if topo is not None and tree:
         parts.append(machine_tree(topo))
     # what the importer said about the file (an appended output that joined only in part, a `-q -i`,
     # a cut dump), then what building the machine inferred: each once
