@@ -203,6 +203,16 @@ def test_expected_busbw_over_xgmi_is_unknown_not_nvlinks_ring() -> None:
     assert "over XGMI (1 link, 64 GB/s per direction)" in out and "all_reduce_perf" in out
 
 
+def test_a_cluster_of_mi300x_hosts_says_xgmi_not_no_nvlink(tmp_path: Path) -> None:
+    mi, h100 = SAMPLES / "snapshots" / "mi300x-8gpu-8nic.json", SAMPLES / "snapshots" / "ibm-gx3d-h100-8gpu.json"
+    merged = tmp_path / "c.json"
+    code, _, _ = run_cli("merge", f"a={mi}", f"b={mi}", f"c={h100}", "-o", str(merged))
+    assert code == 0
+    code, out, _ = run_cli("matrix", str(merged))
+    assert code == 0 and "2 hosts alike (8 × AMD Instinct MI300X, XGMI all pairs, 8 NICs)" in out
+    assert "(8 × NVIDIA H100 80GB HBM3, NV18 all pairs, 8 NICs): c" in out
+
+
 def test_held_out_files_are_not_in_the_repository() -> None:
     """The held-out AMD outputs were read after the readers were written (see README); they are kept too."""
     held = sorted(p.name for p in (AMD / "held-out").glob("*"))
