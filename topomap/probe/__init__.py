@@ -110,9 +110,7 @@ def probe(
         problems=problems,
     )
     snap.findings = health_findings(reader, sysr, snap)  # issue 11: health and truth checks, one call
-    return ProbeOutcome(
-        snapshot=snap, found_driver=nv.available or cu.available or am.available, gpu_count=len(gpus)
-    )
+    return ProbeOutcome(snapshot=snap, found_driver=nv.available or cu.available or am.available, gpu_count=len(gpus))
 
 
 def _nics(sysr: SysfsResult) -> list[Nic]:
