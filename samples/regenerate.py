@@ -54,6 +54,11 @@ SAMPLES = {
         "nccl-xml/azure-ndv4.xml",
         "NCCL topology file, github.com/Azure/azhpc-images topology/ndv4-topo.xml @4a4565a",
     ),
+    "mi300x-8gpu-8nic.json": (
+        "amd/rccl-xml/topo_8p_940.xml",
+        "RCCL topology file of an 8x AMD Instinct MI300X host with 8 ConnectX-7 NICs, "
+        "github.com/ROCm/rccl tools/topo_expl/models/topo_8p_940.xml @0cbce2a",
+    ),
     "ibm-gx3d-h100-8gpu.json": (
         "nccl-xml/ibm-cloud-gx3d-h100-8gpu-vsi.xml",
         "NCCL topology dump, IBM Cloud documentation 'NVIDIA H100 cluster network profile'",

@@ -125,7 +125,7 @@ def test_requirements_in_the_flow_file(tmp_path: Path) -> None:
         ("requirements:\n  - gpus: {min_cout: 2}\n", "r.yaml:2: Object contains unknown field `min_cout`"),
         (
             "requirements:\n  - gpu_links: {min: fast}\n",
-            "Invalid enum value 'fast'; expected one of NODE, PHB, PIX, PXB, SYS, nvlink",
+            "Invalid enum value 'fast'; expected one of NODE, PHB, PIX, PXB, SYS, gpu-link, nvlink, xgmi",
         ),
         ("requirements: []\n", "must be a non-empty list"),
         ("rules:\n  - gpus: {}\n", "no `requirements:` list"),

@@ -202,7 +202,7 @@ def _check(r: Result, log: Path | str, as_json: bool) -> None:
         return
     assert r.stderr == "", where
     if not as_json:
-        assert r.stdout.startswith("NCCL transports ("), where
+        assert r.stdout.startswith(("NCCL transports (", "RCCL transports (")), where  # RCCL logs (issue 35)
         return
     data = json.loads(r.stdout)
     for pair in data["pairs"]:

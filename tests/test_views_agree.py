@@ -30,7 +30,8 @@ from topomap.model.source_facts import source_knows
 from topomap.render.terminal import show
 
 SAMPLE_FILES = sorted((SAMPLES / "snapshots").glob("*.json"))
-NVLINK_RULE, _ = parse_requirements("requirements:\n  - gpu_links: {min: nvlink}\n", "r.yaml")
+# a GPU link of either vendor: NVLink, or AMD's XGMI (issue 35)
+NVLINK_RULE, _ = parse_requirements("requirements:\n  - gpu_links: {min: gpu-link}\n", "r.yaml")
 
 
 def assert_views_agree(s: Snapshot) -> None:
@@ -54,11 +55,11 @@ def assert_views_agree(s: Snapshot) -> None:
     for a, b in itertools.combinations(gpus, 2):
         m = mapped[(a, b)]
         nv = nvlink(t, a, b)
-        over_nvlink = m.medium == "gpu-link" and m.via in ("nvlink", "nvswitch")
+        over_nvlink = m.medium == "gpu-link" and m.via in ("nvlink", "nvswitch", "xgmi")
         said = verdict[f"{a}–{b}"]
         assert over_nvlink == nv.usable.yes == (said == "pass"), (a, b, m.via, nv.usable, said)
         if over_nvlink:
-            assert m.path == f"NV{nv.links}" and route(t, a, b).path == m.path
+            assert m.path == nv.path and route(t, a, b).path == m.path
             own = next((p.path for p in s.pairs if {p.a, p.b} == {a, b}), None)
             assert own is None or own == m.path, (a, b, own, m.path)  # an NV# pair, never a relay
             assert not any(x.split("/")[1].startswith("gpu") for x in m.route[1:-1])  # no relay

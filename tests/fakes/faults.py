@@ -99,7 +99,7 @@ class Faulty:
         if f is not None and f.kind == MISSING and name == f.call:
             raise AttributeError(f"module 'pynvml' has no attribute '{name}'")
         attr = getattr(self._lib, name)
-        if isinstance(attr, type) or not callable(attr) or not name.startswith(("nvml", "cu")):
+        if isinstance(attr, type) or not callable(attr) or not name.startswith(("nvml", "cu", "amdsmi_")):
             return attr
 
         def call(*args: Any) -> Any:
@@ -121,6 +121,8 @@ class Faulty:
         source, _, value = kind.partition(":")
         if source == "nvml":
             raise pynvml.NVMLError(NVML_CODES[value])
+        if source == "amdsmi":  # the fake binding's own exception, with its status code (issue 35)
+            raise self._lib.AmdSmiLibraryException(int(value))
         if source == "runtime":
             raise RuntimeError(value)
         if source == "cuda":

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tests.fakes.amd_machine import FakeAmd
+
 GIB = 1024**3
 
 
@@ -106,6 +108,7 @@ class FakeMachine:
     hidden_gpus: list[FakeGpu] = field(default_factory=list)  # on the PCI bus, not given to the process
     hypervisor: bool = False
     iommu: bool = False
+    amd: FakeAmd | None = None  # the host's AMD GPUs (issue 35), answered by the fake amdsmi
 
     # --- derived facts the fakes share --------------------------------------------------
     def numa_of(self, bus: str) -> int:

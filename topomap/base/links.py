@@ -96,15 +96,20 @@ def parse_path(code: str) -> tuple[str, int]:
     return code, 0
 
 
+#: The path code of two AMD GPUs joined by XGMI (Infinity Fabric): topomap's own, as ``rocm-smi``'s
+#: "Link Type" spells it; nvidia-smi never prints it (issue 35).
+XGMI_PATH: Final = "XGMI"
+
+
 def is_path_code(code: str) -> bool:
-    """True for a valid `topo -m` cell code other than X."""
-    return code in PCIE_CLASSES or bool(_NV_RE.match(code))
+    """True for a valid `topo -m` cell code other than X (and topomap's XGMI)."""
+    return code in PCIE_CLASSES or bool(_NV_RE.match(code)) or code == XGMI_PATH
 
 
 def class_rank(code: str) -> int:
-    """Rank of a path code, lower is better: any NV# ranks 0, then PIX..SYS."""
+    """Rank of a path code, lower is better: any NV# (and XGMI, a GPU link too) ranks 0, then PIX..SYS."""
     kind, _ = parse_path(code)
-    if kind == "NV":
+    if kind in ("NV", XGMI_PATH):
         return 0
     return 1 + [str(c) for c in PCIE_CLASSES].index(code)
 

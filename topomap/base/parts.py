@@ -140,7 +140,7 @@ _H800_SRC: Final = (
 _A800_SRC: Final = (("nvlink", f"{_DS}; 8 links at 25 GB/s (DeepEP PR 517), export variant"),)
 _UNPUBLISHED: Final = (("nvlink", f"{_DS} (NVLink bridge; link count not published)"),)
 
-GPU_PARTS: Final[tuple[GpuPart, ...]] = (
+_NVIDIA_PARTS: Final[tuple[GpuPart, ...]] = (
     # Pascal
     _p(
         "Tesla P100-SXM2",
@@ -351,6 +351,91 @@ GPU_PARTS: Final[tuple[GpuPart, ...]] = (
     _p("NVIDIA GB200", "blackwell", "10.0", "superchip", 186, (0x2941,), "HGX GB200", nv=_Nv(5, (18,), 50, 1800)),
     _p("NVIDIA GeForce RTX 5090", "blackwell", "12.0", "pcie", 32, (0x2B85,)),
 )
+
+# --- AMD (issue 35) ----------------------------------------------------------------------------------
+# AMD Instinct and Radeon parts (vendor 1002): ``links`` are XGMI (Infinity Fabric) links per GPU, where
+# published or seen (MI300X: 7, one to each other GPU of the 8: amd-smi topology, rocm-smi --showtopo,
+# RCCL's topo_8p_940.xml), ``gbps_per_link`` an XGMI link's data rate per direction where AMD publishes
+# it; memory as sold. The LLVM target and lane rate are in topomap.base.amd_parts. Names as amd-smi,
+# rocminfo and rocm-smi print them (tests/data/real-topologies/amd/).
+
+_XGMI_300X: Final = "amd-smi xgmi (amdsmi CHANGELOG, ROCm 6.1): 32 Gb/s per lane, 512 Gb/s per link"
+_XGMI_250: Final = "ROCm docs, MI250 microarchitecture: 25 GT/s, 50 GB/s per 16-wide link"
+_XGMI_100: Final = "ROCm docs, MI100 microarchitecture: hives of four over 23 GT/s links"
+_MEM: Final = "AMD product page; 192 GiB = 206141652992 bytes in rocm-smi on MI308X"
+
+
+def _a(
+    name: str,
+    arch: str,
+    form: str,
+    mem: float,
+    ids: tuple[int, ...],
+    *spellings: str,
+    links: int | None = None,
+    gts: float | None = None,
+    src: str = "",
+) -> GpuPart:
+    """One AMD row: XGMI links per GPU and, where AMD publishes it, a link's rate (GT/s × 16 lanes / 8)."""
+    sources = (("memory", _MEM),) + ((("xgmi", src),) if src else ())
+    return GpuPart(
+        name,
+        arch,
+        None,
+        form,
+        mem,
+        ids,
+        spellings,
+        links=(links,) if links else (),
+        gbps_per_link=gts * 16 / 8 if gts is not None else None,
+        sources=sources,
+        vendor="amd",
+        link="xgmi",
+    )
+
+
+#: AMD Instinct and Radeon parts, by PCI device id (vendor 1002).
+AMD_GPU_PARTS: Final[tuple[GpuPart, ...]] = (
+    _a(
+        "AMD Instinct MI300X",
+        "cdna3",
+        "oam",
+        192,
+        (0x74A1,),
+        "MI300X",
+        "AMD Instinct MI300X OAM",
+        links=7,
+        gts=32,
+        src=_XGMI_300X,
+    ),
+    _a("AMD Instinct MI300X VF", "cdna3", "oam", 192, (0x74B5,), "MI300X VF", links=7, gts=32, src=_XGMI_300X),
+    _a("AMD Instinct MI308X", "cdna3", "oam", 192, (0x74A2,), "MI308X", links=7),
+    _a("AMD Instinct MI325X", "cdna3", "oam", 256, (0x74A5,), "MI325X", links=7),
+    _a("AMD Instinct MI300A", "cdna3", "apu", 128, (0x74A0,), "MI300A"),
+    _a("AMD Instinct MI355X", "cdna4", "oam", 288, (0x75A3,), "MI355X", links=7),
+    _a("AMD Instinct MI350X", "cdna4", "oam", 288, (0x75A0,), "MI350X", links=7),
+    _a(
+        "AMD Instinct MI250X",
+        "cdna2",
+        "oam",
+        64,
+        (0x7408,),
+        "MI250X",
+        "AMD Instinct MI250X/MI250",
+        gts=25,
+        src=_XGMI_250,
+    ),
+    _a("AMD Instinct MI250", "cdna2", "oam", 64, (0x740C,), "MI250", gts=25, src=_XGMI_250),
+    _a("AMD Instinct MI210", "cdna2", "pcie", 64, (0x740F,), "MI210"),
+    _a("AMD Instinct MI100", "cdna1", "pcie", 32, (0x738C,), "MI100", links=3, gts=23, src=_XGMI_100),
+    _a("AMD Instinct MI60 / MI50", "gcn5", "pcie", 32, (0x66A1,), "MI50", "MI60", "Vega 20"),
+    _a("Radeon Pro Vega II", "gcn5", "pcie", 32, (0x66A3,), "Radeon Pro Vega II Duo"),
+    _a("AMD Radeon RX 7900 XTX", "rdna3", "pcie", 24, (0x744C,), "Radeon RX 7900 XTX"),
+)
+
+
+#: Every GPU part topomap knows: NVIDIA's, then AMD's.
+GPU_PARTS: Final[tuple[GpuPart, ...]] = _NVIDIA_PARTS + AMD_GPU_PARTS
 
 #: What ``nvidia-smi nvlink -s`` (and NVML's link speed) prints per link, over the data rate per
 #: direction, by NVLink generation: the signalling rate. NVLink 4 and 5 print 17/16 of it (H100:

@@ -187,7 +187,11 @@ def _gpu_links(req: Requirement, lot: Lot) -> RuleResult:
     rule = req.rule
     assert isinstance(rule, GpuLinksRule)
     gpus = _gpu_set(lot, rule.steps)
-    desc = "GPUs pairwise on NVLink" if rule.min == "nvlink" else f"GPUs pairwise NVLink or P2P within {rule.min}"
+    desc = (
+        f"GPUs pairwise on {_LINK_WORDS[rule.min]}"
+        if rule.min in _LINK_WORDS
+        else f"GPUs pairwise NVLink or P2P within {rule.min}"
+    )
     if rule.steps:
         desc += f" (steps {', '.join(rule.steps)})"
     if len(gpus) < 2:
@@ -205,13 +209,23 @@ def _gpu_links(req: Requirement, lot: Lot) -> RuleResult:
     return tally(req.name, lot.name, desc, findings, to_settle, f"{ok} of {pairs} pairs qualify")
 
 
+#: The GPU-link minimums of gpu_links (issue 35): NVLink only, XGMI only, or either.
+_LINK_WORDS = {"nvlink": "NVLink", "xgmi": "XGMI", "gpu-link": "a GPU link (NVLink or XGMI)"}
+
+
+def _link_fits(via: str, least: str) -> bool:
+    return least == "gpu-link" or (least == "xgmi") == (via == "xgmi")
+
+
 def _gpu_pair(topo: Topology, a: str, b: str, least: str) -> tuple[Status, str, str | None]:
     """One GPU pair against gpu_links: NVLink usable, else (below ``nvlink``) P2P over a PCIe path
     no worse than ``least``. The status, the evidence, and what would settle an unknown."""
     nv = nvlink(topo, a, b)
+    if nv.usable.yes and least in _LINK_WORDS and not _link_fits(nv.via, least):
+        return "fail", f"{nv.path} is not {_LINK_WORDS[least]} (gpu_links min: gpu-link takes NVLink or XGMI)", None
     if nv.usable.yes:
-        return "pass", f"NV{nv.links}" + origin_note(topo.snapshot, "pairs.nvlink"), None
-    if least == "nvlink":
+        return "pass", (nv.path or f"NV{nv.links}") + origin_note(topo.snapshot, "pairs.nvlink"), None
+    if least in _LINK_WORDS:
         if nv.usable.value == "unknown":
             return "unknown", f"NVLink unknown: {'; '.join(nv.usable.reasons)}", nv.usable.settle or settle(Fact.NVLINK)
         return "fail", f"no usable NVLink: {nv.usable.why()}", None

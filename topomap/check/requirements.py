@@ -44,7 +44,8 @@ class VersionRule(_Rule):
     min: str
 
 
-LinkClass = Literal["nvlink", "PIX", "PXB", "PHB", "NODE", "SYS"]
+# "xgmi": AMD's Infinity Fabric only; "gpu-link": any GPU link, NVLink or XGMI (issue 35)
+LinkClass = Literal["nvlink", "xgmi", "gpu-link", "PIX", "PXB", "PHB", "NODE", "SYS"]
 
 
 class GpuLinksRule(_Rule):

@@ -227,7 +227,8 @@ def matrix(
 
     The matrix exactly as nvidia-smi lays it out, legends included; --p2p for `topo -p2p`,
     --bandwidth for measured GB/s beside nominal. A merged cluster: the alike hosts' matrix once,
-    then the hosts that differ (--all: every host's; --host NAME: one host's)."""
+    then the hosts that differ (--all: every host's; --host NAME: one host's). AMD GPUs: then
+    `rocm-smi --showtopo`'s tables."""
     if bandwidth:
         from topomap.render.bandwidth_matrix import bandwidth_json, render_bandwidth_matrix  # start-up: see above
 
@@ -280,6 +281,10 @@ def matrix(
         sys.stdout.write(text)
         return
     sys.stdout.write(render_matrix(snap))
+    if snap.gpus and all(g.vendor == "amd" for g in snap.gpus):  # issue 35: then rocm-smi's own shape
+        from topomap.render.amd_matrix import render_rocm_smi_topo  # start-up: see above
+
+        sys.stdout.write("\nAs `rocm-smi --showtopo` prints it:\n\n" + render_rocm_smi_topo(snap))
 
 
 @app.command()

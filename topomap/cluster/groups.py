@@ -165,7 +165,7 @@ def _facts(h: Snapshot) -> _Facts:
 def _summary(h: Snapshot, facts: _Facts) -> str:
     """The group in a few words: GPU count and model, NVLink, NICs, driver."""
     shape, per_host = facts
-    bits = [_gpus(h), _nvlink(shape, len(h.gpus)), f"{len(h.nics)} NIC{'s' if len(h.nics) != 1 else ''}"]
+    bits = [_gpus(h), _xgmi(h) or _nvlink(shape, len(h.gpus)), f"{len(h.nics)} NIC{'s' if len(h.nics) != 1 else ''}"]
     if per_host["driver"] is not None:
         bits.append(f"driver {per_host['driver']}")
     return ", ".join(bits)
@@ -178,6 +178,15 @@ def _gpus(h: Snapshot) -> str:
     text = ", ".join(f"{n} × {m}" for m, n in models.items()) or "no GPU in view"
     lost = sum(g.lost for g in h.gpus)
     return text + (f" ({lost} lost from the bus)" if lost else "")
+
+
+def _xgmi(h: Snapshot) -> str | None:
+    """AMD GPUs (issue 35): ``XGMI all pairs`` or ``12 pairs XGMI``; None where no pair is on XGMI."""
+    n = sum(1 for p in h.pairs if p.path == "XGMI")
+    if not n:
+        return None
+    gpus = len(h.gpus)
+    return "XGMI all pairs" if n == gpus * (gpus - 1) // 2 else f"{n} pair{'s' if n != 1 else ''} XGMI"
 
 
 def _nvlink(shape: Shape, gpus: int) -> str:

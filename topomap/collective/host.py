@@ -169,6 +169,8 @@ def _hop_bound(topo: Topology, h: Hop, version: str | None) -> Bound:
     measured = measured_bandwidth(topo.snapshot, a, b)
     if d.transport == "P2P" and h.facts.nvlink:
         fact = nvlink(topo, a, b)
+        if fact.via == "xgmi":  # AMD (issue 35): RCCL's rings over the XGMI mesh are not NCCL's NVLink ring
+            return _xgmi_unmodelled(a, b, fact.links, fact.bandwidth.gbps)
         per = _per_link(h.a, version)
         if per is None or not fact.links:
             return _nvlink_unrated(a, b, fact.links, fact.bandwidth.gbps, fact.bandwidth.lower_bound)
@@ -195,6 +197,18 @@ def _hop_bound(topo: Topology, h: Hop, version: str | None) -> Bound:
             return unknown("network", f"{a} → {b} over the network", ("the NIC's line rate",), (SETTLE["nic_speed"],))
         return bound("network", nic.bw_gbs, RING_PCIE, f"{a} → {b} through NIC {nic.name} inside the host", "spec")
     return unknown("unknown", f"{a} → {b}: {d.detail or 'transport not decided'}", d.reasons, _settle_of(h.facts))
+
+
+def _xgmi_unmodelled(a: str, b: str, links: int | None, gbps: float | None) -> Bound:
+    """An XGMI hop (AMD, issue 35): its link figure is known, but what RCCL's collectives reach over the
+    XGMI mesh (RCCL runs many rings across a fully connected hive) is not modelled here, so no NVLink
+    efficiency is applied to it; rccl-tests on the machine settles it."""
+    rate = f", {gbps:g} GB/s per direction" if gbps is not None else ""
+    words = f"{a} → {b} over XGMI ({links or '?'} link{'' if links == 1 else 's'}{rate}): RCCL's collectives over XGMI not modelled"  # noqa: E501
+    return unknown(
+        "unknown", words, ("RCCL's collective bandwidth over the XGMI mesh",),
+        ("`all_reduce_perf -b 8 -e 8G -f 2 -g <GPUs>` of rccl-tests on the machine (then `topomap nccl --tests`)",),
+    )  # fmt: skip
 
 
 def _nvlink_unrated(a: str, b: str, links: int | None, gbps: float | None, lower: bool) -> Bound:

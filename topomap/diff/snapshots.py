@@ -121,7 +121,8 @@ def _gpus(out: DiffResult, ta: Topology, tb: Topology) -> None:
             continue
         _cmp(out, "gpu", sid, "model", gpu_model_name(x)[0], gpu_model_name(y)[0])
         _cmp(out, "gpu", sid, "memory", _recorded_memory(x), _recorded_memory(y), FIELD_FORMATS["memory"], _more)
-        _cmp(out, "gpu", sid, "compute capability", x.compute_capability, y.compute_capability)
+        if "amd" not in (x.vendor, y.vendor):  # an AMD GPU has no CUDA compute capability (issue 35)
+            _cmp(out, "gpu", sid, "compute capability", x.compute_capability, y.compute_capability)
         _pcie_link(out, sid, gpu_pcie_link(x), gpu_pcie_link(y))
         _cmp(out, "gpu", sid, "MIG", x.mig.enabled if x.mig else None, y.mig.enabled if y.mig else None)
         _cmp(out, "numa", sid, "NUMA node", x.numa_node, y.numa_node)
@@ -168,6 +169,8 @@ def _nv_state(topo: Topology, a: str, b: str) -> tuple[str | None, int | None, B
     nv = nvlink(topo, a, b)
     if nv.usable.value == "unknown":
         return None, None, nv.bandwidth
+    if nv.usable.yes and nv.via == "xgmi":  # AMD (issue 35): the link family and count, not an NV# code
+        return f"XGMI ({nv.links or '?'} link{'s' if (nv.links or 0) != 1 else ''})", nv.links, nv.bandwidth
     if nv.usable.yes:
         return f"NV{nv.links}", nv.links, nv.bandwidth
     if nv.links:

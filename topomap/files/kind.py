@@ -23,13 +23,14 @@ Kind = Literal[
     "hwloc-xml",
     "lstopo",
     "nccl-log",
+    "amd-smi",
     "measurements",
     "flow",
     "requirements",
     "lot",
     "nccl-tests",
 ]
-Topology = Literal["nvidia-smi", "nccl-xml", "hwloc-xml", "lstopo", "nccl-log"]
+Topology = Literal["nvidia-smi", "nccl-xml", "hwloc-xml", "lstopo", "nccl-log", "amd-smi"]
 
 DESCRIPTIONS: dict[Kind, str] = {
     "nvidia-smi": "an `nvidia-smi` output (a topology)",
@@ -37,6 +38,7 @@ DESCRIPTIONS: dict[Kind, str] = {
     "hwloc-xml": "an hwloc XML (a topology)",
     "lstopo": "`lstopo` text (a topology)",
     "nccl-log": "an NCCL INFO log with its topology dump (a topology)",
+    "amd-smi": "an AMD tool's output: `rocm-smi`, `amd-smi` or `rocminfo` (a topology)",
     "snapshot": "a topomap snapshot (JSON)",
     "run": "a topomap run record (JSON, from `topomap record`)",
     "measurements": "measured bandwidth (nvbandwidth or p2pBandwidthLatencyTest output)",
@@ -68,11 +70,28 @@ def topology_format(text: str) -> Topology | None:
         if "<system" in head or re.search(r"<(cpu|pci|nic|net)\b", head):  # a dump, or a part of one (NICs only)
             return "nccl-xml"
         return None
+    if looks_like_amd(text):  # asked first: an RCCL log is not one, and rocm-smi has no NCCL dump
+        return "amd-smi"
     if looks_like_nvidia_smi(text):
         return "nvidia-smi"
     if _NCCL_DUMP.search(text[:2_000_000]):
         return "nccl-log"
     return "lstopo" if _LSTOPO.search(text[:65536]) else None
+
+
+_AMD_MARKS = re.compile(  # rocm-smi's banner and spacers, amd-smi's tables and GPU table, rocminfo's agents
+    r"ROCm System Management Interface|=+ (?:Weight|Hops|Link Type) between two GPUs =+"
+    r"|^GPU\[\d+\]\s*: \(Topology\) Numa Node:|^(?:LINK TYPE|WEIGHT|ACCESS|HOPS|NUMA BW) TABLE:\s*$"
+    r"|^\| AMD-SMI |^LINK METRIC TABLE:|^HSA Agents\s*$|^GPU: \d+\s*\n\s+(?:BDF|ASIC|BUS|UUID):",
+    re.MULTILINE,
+)
+
+
+def looks_like_amd(text: str) -> bool:
+    """An AMD tool's output (issue 35): rocm-smi, amd-smi (text) or rocminfo, by their own marks."""
+    if " NCCL INFO " in text[:65536]:
+        return False  # an RCCL log: `topomap nccl --log` reads it
+    return bool(_AMD_MARKS.search(text[:200_000]))
 
 
 def looks_like_query(text: str) -> bool:

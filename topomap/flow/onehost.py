@@ -13,7 +13,7 @@ from topomap.flow.decision import Decision, on_host, on_host_all, pcie_bandwidth
 from topomap.flow.memory import as_memory, host_path_class, placement_node
 from topomap.flow.spec import FlowArrow
 from topomap.graph import Topology
-from topomap.graph.evidence import gpu_link, memory_node
+from topomap.graph.evidence import GPU_LINK_VIAS, gpu_link, memory_node
 from topomap.graph.query import pcie_leg
 from topomap.graph.routes import route
 from topomap.model.facts import SETTLE, UNKNOWN_BW, c2c_bandwidth
@@ -92,7 +92,7 @@ def gpu_pair(a: FlowArrow, topo: Topology) -> Decision:
     link = gpu_link(topo, ga, gb)
     assumed = tuple(r for r in link.p2p.reasons if link.p2p.assumed) if link.via != "nvlink" else ()
     reasons = tuple(r for r in link.reasons if r not in assumed)
-    if link.medium == "gpu-link" and link.via in ("nvlink", "nvswitch"):
+    if link.medium == "gpu-link" and link.via in GPU_LINK_VIAS:
         nv = link.nvlink
         figure, warning = with_measurement(topo.snapshot, ga, gb, "d2d", nv.bandwidth)
         notes = (*reasons, *([warning] if warning else []))

@@ -13,6 +13,7 @@ from topomap.graph.edges import nvlink_edge, pcie_edge
 from topomap.graph.infer import infer_tree, numa_node, nvlinks_from_pairs
 from topomap.graph.light import Light
 from topomap.graph.topology import FABRIC, Indexes, Topology, gpu_node, natural_key, nic_node
+from topomap.graph.xgmi_edges import add_xgmi_edges
 from topomap.model.alike import AlikeKeys
 from topomap.model.facts import gpu_pcie_link
 from topomap.model.nvlinks import gpu_buses, link_peer
@@ -44,6 +45,7 @@ def build(snap: Snapshot) -> Topology:
         infer_tree(topo)
     _numa_links(topo)
     _nvlinks(topo)
+    add_xgmi_edges(topo)  # AMD GPUs (issue 35)
     return topo
 
 

@@ -21,6 +21,7 @@ from topomap.graph.edges import edge_bandwidth
 from topomap.graph.gpudirect import mirror_bits, pair_gdr, unplaced_gdr
 from topomap.graph.query import numa_of, structural_class
 from topomap.graph.topology import FABRIC, Topology, natural_key, snapshot_pair
+from topomap.graph.xgmi_edges import xgmi_reason, xgmi_summary
 from topomap.model.facts import (
     P2P_BLOCKERS,
     SETTLE,
@@ -35,7 +36,7 @@ from topomap.model.facts import (
 from topomap.model.filled_facts import lot_gdr, said
 from topomap.model.nvlink_rate import nvlink_bundle_bandwidth
 from topomap.model.snapshot import Nic, Snapshot
-from topomap.model.source_facts import Fact, settle, source_facts, source_knows
+from topomap.model.source_facts import Fact, is_amd_source, settle, settle_for, source_facts, source_knows
 
 # --- one GPU -----------------------------------------------------------------------------------------
 
@@ -67,7 +68,19 @@ class NvlinkFact:
 
     @property
     def path(self) -> str | None:
+        if self.via == "xgmi":  # AMD Infinity Fabric (issue 35): topomap's XGMI path code
+            return "XGMI"
         return f"NV{self.links}" if self.links else None
+
+    @property
+    def link_name(self) -> str:
+        """The GPU link family in words: "NVLink", or "XGMI" on AMD GPUs (issue 35)."""
+        return "XGMI" if self.via == "xgmi" else "NVLink"
+
+
+#: The ``via`` of a GPU link (NVLink direct or through NVSwitch, AMD's XGMI): every view that asks
+#: "is this a GPU link, not PCIe P2P" asks this (issue 35).
+GPU_LINK_VIAS = ("nvlink", "nvswitch", "xgmi")
 
 
 def nvlink_route(topo: Topology, a: str, b: str) -> tuple[tuple[str, ...], int, str] | None:
@@ -76,6 +89,8 @@ def nvlink_route(topo: Topology, a: str, b: str) -> tuple[tuple[str, ...], int, 
     g = topo.light
     if a == b or a not in g or b not in g:
         return None
+    if g.has_edge(a, b) and g.edges[a, b].get("kind") == "xgmi":  # AMD: a mesh, direct (issue 35)
+        return (a, b), int(g.edges[a, b].get("count") or 0), "xgmi"
     direct = g.edges[a, b]["count"] if g.has_edge(a, b) and g.edges[a, b].get("kind") == "nvlink" else 0
     sw = 0
     if FABRIC in g and g.has_edge(a, FABRIC) and g.has_edge(b, FABRIC):
@@ -116,7 +131,7 @@ def nvlink(topo: Topology, a: str, b: str) -> NvlinkFact:
                 Answer(
                     "unknown",
                     (_nvlink_silence(snap),),
-                    SETTLE["nvlink"],
+                    settle_for(snap, Fact.NVLINK) if is_amd_source(snap) else SETTLE["nvlink"],
                 ),
                 None,
                 "none",
@@ -135,6 +150,8 @@ def nvlink(topo: Topology, a: str, b: str) -> NvlinkFact:
     nodes, count, via = r
     bw = _route_bandwidth(topo, nodes)
     reasons: list[str] = [f"{count} link(s) {'through the NVSwitch fabric' if via == 'nvswitch' else 'direct'}"]
+    if via == "xgmi":
+        reasons = [xgmi_reason(topo, a, b)]
     blockers: list[str] = []
     for x in (ga, gb):
         if x.mig is not None and x.mig.enabled:
@@ -163,7 +180,7 @@ def nvlink(topo: Topology, a: str, b: str) -> NvlinkFact:
         reasons.append("NVML NVLink P2P status OK")
     if pair is not None and pair.cuda is not None and pair.cuda.can_access_peer:
         reasons.append("CUDA peer access OK")
-    return NvlinkFact(Answer("yes", tuple(reasons)), count, via, nodes, bw)
+    return NvlinkFact(Answer("yes", tuple(reasons)), count or None if via == "xgmi" else count, via, nodes, bw)
 
 
 def nvlink_edge_usable(topo: Topology, u: str, v: str) -> Answer:
@@ -183,6 +200,8 @@ def _nvlink_silence(snap: Snapshot) -> str:
     """Why a source says nothing about NVLink, in its own terms."""
     if snap.source.kind == "nccl-xml":
         return "this NCCL topology file has no NVLink elements (NCCL adds NVLink from NVML at run time)"
+    if is_amd_source(snap):
+        return f"{source_facts(snap).words()} does not say which GPUs XGMI joins"
     return source_facts(snap).why_not(Fact.NVLINK)  # "`nvidia-smi topo -p2p` does not carry which GPUs NVLink joins"
 
 
@@ -304,7 +323,7 @@ def gpu_link(topo: Topology, a: str, b: str) -> GpuLink:
             candidates=("gpu-link over NVLink", "gpu-link over PCIe P2P", "host-memory (staged)")
             if not p2p.no or p2p.assumed
             else ("gpu-link over NVLink", "host-memory (staged)"),
-            settle=SETTLE["nvlink"],
+            settle=settle_for(topo.snapshot, Fact.NVLINK),  # AMD's command on AMD GPUs (issue 35)
         )
     nv_reasons = nv.usable.reasons if nv.links else ()
     if p2p.yes:
@@ -437,6 +456,8 @@ def gpu_pairs_nvlink_summary(topo: Topology, gid: str) -> str:
         return "—"
     if g.lost:
         return "unknown (GPU lost during the probe)"
+    if g.vendor == "amd":  # AMD's GPU link (issue 35)
+        return xgmi_summary(topo, gid)
     snap, active = topo.snapshot, [x for x in g.nvlinks if x.active]
     peers = sorted(
         (o for o in (f"gpu{x.index}" for x in snap.gpus) if o != gid and nvlink_route(topo, gid, o) is not None),

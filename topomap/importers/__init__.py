@@ -21,7 +21,7 @@ from topomap.model.validate import validate_snapshot
 
 __all__ = ["ImportFailure", "import_file", "import_text", "load_any"]
 
-FORMATS = ("nvidia-smi", "nccl-xml", "hwloc-xml", "lstopo", "nccl-log")
+FORMATS = ("nvidia-smi", "nccl-xml", "hwloc-xml", "lstopo", "nccl-log", "amd-smi")
 
 #: terminal colour/underline codes: nvidia-smi underlines the topo -m header even when its output is
 #: captured by a program (p2p-bench's p2p_evidence.json holds "\x1b[4mGPU0\tGPU1…\x1b[0m")
@@ -61,6 +61,8 @@ def import_text(text: str, origin: str, fmt: str = "auto") -> Snapshot:
         empty = emptiness(text)
         if empty is not None:  # said so, not "unknown format" (issue 30)
             raise ImportFailure(f"{origin} {empty}: nothing to import", hint="is this the right file, or was it cut?")
+        if _json_array(text) and _amd_json(text):  # `amd-smi topology --json` (issue 35)
+            return _amd(text, origin)
         if _json_array(text):  # JSON, but no snapshot is an array (a launcher's "[1,0]<stdout>:" is not one)
             what, hint = json_what(text[:65536])
             raise ImportFailure(f"{origin}: {what}", hint=hint)
@@ -89,8 +91,9 @@ def import_text(text: str, origin: str, fmt: str = "auto") -> Snapshot:
             raise ImportFailure(
                 f"{origin}: unknown format",
                 hint="expected `nvidia-smi topo -m` (or topo -p2p / nvlink -s / nvlink -R / -q / --query-gpu CSV) "
-                "text, an NCCL topology XML (<system>), an hwloc XML (<topology>), `lstopo` text "
-                "or an NCCL INFO log with its topology dump (NCCL_DEBUG_SUBSYS=GRAPH)",
+                "text, an NCCL topology XML (<system>), an hwloc XML (<topology>), `lstopo` text, "
+                "an NCCL INFO log with its topology dump (NCCL_DEBUG_SUBSYS=GRAPH), or AMD's `rocm-smi --showtopo`, "
+                "`amd-smi topology` / `static` / `list` or `rocminfo`",
             )
         fmt = found
     if fmt not in FORMATS:
@@ -142,12 +145,27 @@ def _nccl_log(text: str, origin: str) -> Snapshot:
     return import_nccl_log(text, origin)
 
 
+def _amd(text: str, origin: str) -> Snapshot:
+    from topomap.importers.amd_paste import import_amd  # lazy: start-up (see above)
+
+    snap = import_amd(text, origin)
+    validate_snapshot(snap, origin)
+    return snap
+
+
+def _amd_json(text: str) -> bool:
+    from topomap.importers.amd_paste import amd_json  # lazy: start-up (see above)
+
+    return amd_json(text)
+
+
 _IMPORTERS = {
     "nvidia-smi": _nvidia_smi,
     "nccl-xml": _nccl,
     "hwloc-xml": _hwloc,
     "lstopo": _lstopo,
     "nccl-log": _nccl_log,
+    "amd-smi": _amd,
 }
 
 

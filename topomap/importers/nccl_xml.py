@@ -24,6 +24,7 @@ from topomap.base.part_names import model_from_device_id
 from topomap.base.parts import nvlink_generation_of_cc
 from topomap.base.pciaddr import normalize_bus_id, parse_bus_id
 from topomap.importers._tree import Placed, parse_xml, tree_pairs
+from topomap.importers.rccl_xml import RCCL_NOTE, rccl_xgmi
 from topomap.model.nic_ids import is_rdma_name, layer_of_name, pci_id
 from topomap.model.nvlinks import nvswitches_from_links
 from topomap.model.snapshot import (
@@ -63,6 +64,8 @@ class _GpuRec:
     width: int | None
     device_id: str | None = None  # PCI device id "0x2330" (vendor NVIDIA), from <pci device=...>
     links: list[tuple[str, int, str]] = field(default_factory=list)  # target, count, tclass
+    amd: bool = False  # an RCCL topology file's AMD GPU (issue 35): <pci vendor="0x1002"> or <gpu gcn=...>
+    xgmi: list[tuple[str, int]] = field(default_factory=list)  # RCCL's <xgmi target count>
 
 
 @dataclass
@@ -235,7 +238,8 @@ class _Tree:
             )
             self.walk(el, here, bus, numa, cpus)
             return
-        if cls is not None and (cls >> 16) == 0x03:
+        # RCCL's files (issue 35) class an Instinct GPU 0x1200 (processing accelerator) or 0x0380
+        if cls is not None and ((cls >> 16) == 0x03 or ((cls >> 16) == 0x12 and el.find("gpu") is not None)):
             self.gpus.append(self._gpu(el, bus, numa, cpus, gen, width))
             self.pci[bus] = PciDevice(id=bus, kind="gpu", parent=parent, numa_node=numa, link_gen=gen, link_width=width)
             self.placed[bus] = Placed(chain=here, numa=numa)
@@ -278,6 +282,12 @@ class _Tree:
                     f"at most {MAX_LINKS_PER_ELEMENT} links"
                 )
             rec.links.append((target, count, nl.get("tclass") or ""))
+        if g is not None and (vendor == "0x1002" or g.get("gcn")):
+            rec.amd, rec.sm = True, None  # RCCL writes the CU count as sm=: not a compute capability
+            rec.device_id = (el.get("device") or "").lower() or None
+            rec.xgmi = [
+                (normalize_bus_id(x.get("target") or "") or "", _int(x.get("count")) or 0) for x in g.findall("xgmi")
+            ]
         return rec
 
 
@@ -351,6 +361,10 @@ def _build(
         for g in gpus
     ]
     pairs = tree_pairs(counted, nics, placed, origin)
+    if any(r.amd for r in tree.gpus):  # an RCCL topology file (issue 35): AMD GPUs and their XGMI
+        gpus, pairs = rccl_xgmi(gpus, pairs, {r.bus: (r.device_id, r.xgmi) for r in tree.gpus if r.amd})
+        notes.append(RCCL_NOTE)
+        nvlink_known = True
     unknown = [
         "gpus.uuid",
         *([] if all(g.name for g in gpus) else ["gpus.name"]),

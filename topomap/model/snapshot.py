@@ -19,7 +19,7 @@ SCHEMA = "topomap.snapshot/1"
 SCHEMA_VERSION = 1
 
 SourceKind = Literal[
-    "probe", "nvidia-smi", "nccl-xml", "hwloc-xml", "merge", "lstopo", "nccl-log", "declared", "nccl-tests"
+    "probe", "nvidia-smi", "nccl-xml", "hwloc-xml", "merge", "lstopo", "nccl-log", "declared", "nccl-tests", "amd-smi"
 ]
 #: The outputs one file held (a paste may hold several): what each can carry is
 #: ``topomap.model.source_facts.CAN_CARRY``.
@@ -39,6 +39,16 @@ SourceFormat = Literal[
     "ibstat",
     "declared",  # a declared lot (a catalogue line written as YAML): topomap.model.lots
     "nccl-tests",  # an nccl-tests output's rank table: hosts, GPU models, bus ids (issue 32)
+    # AMD (issue 35): `rocm-smi --showtopo` and its --showtopoweight/--showtopohops/--showtopotype/
+    # --shownodesbw/--showtoponuma parts, `amd-smi topology` (table or --json), `amd-smi static`,
+    # `amd-smi list`, `amd-smi` (its GPU table), `amd-smi xgmi`, `rocminfo`
+    "rocm-smi-topo",
+    "rocm-smi-numa",
+    "amd-smi-topology",
+    "amd-smi-static",
+    "amd-smi-list",
+    "amd-smi-xgmi",
+    "rocminfo",
 ]
 SOURCE_FORMATS: tuple[SourceFormat, ...] = get_args(SourceFormat)
 NicKind = Literal["infiniband", "roce", "ethernet", "efa", "unknown", "slingshot", "tcpx", "tcpxo"]
@@ -46,6 +56,7 @@ NicKind = Literal["infiniband", "roce", "ethernet", "efa", "unknown", "slingshot
 FillOrigin = Literal["declared", "catalogue"]
 PciKind = Literal["host-bridge", "bridge", "switch-upstream", "switch-downstream", "gpu", "nic", "nvswitch", "other"]
 RemoteType = Literal["gpu", "switch", "cpu", "unknown"]
+GpuVendor = Literal["nvidia", "amd"]
 FabricState = Literal["not-supported", "not-started", "in-progress", "completed"]
 
 
@@ -181,6 +192,9 @@ class Gpu(_S, kw_only=True):
     pci_device_id: str | None = None  # PCI device id, "0x2330"; the model can be derived from it
     lost: bool = False  # fell off the bus during the probe (NVML GPU_IS_LOST); facts after that unknown
     derived: list[str] = []  # fields filled from other facts (e.g. "name" from the PCI device id), not read
+    # issue 35: the GPU's vendor where the source says or implies it (None: not recorded; a snapshot
+    # written before AMD support names none, and its GPUs are NVIDIA's). AMD GPUs' links are XGMI (Pair.xgmi).
+    vendor: GpuVendor | None = None
 
 
 class Nic(_S, kw_only=True):
@@ -216,14 +230,33 @@ class CudaPeer(_S, kw_only=True):
     native_atomics: bool | None = None
 
 
+class XgmiPair(_S, kw_only=True):
+    """AMD Infinity Fabric (XGMI) between two AMD GPUs, as ``rocm-smi`` / ``amd-smi`` / AMD SMI give it
+    (issue 35). ``hops``: XGMI hops, read from the KFD link weight (15 per XGMI hop, amdkfd; not from
+    the tools' "hops", which AMD's maintainers say is 1 for every XGMI pair, ROCm/rocm-systems#5763);
+    ``hops_reported`` the tools' own figure. ``links``: XGMI links joining the two (RCCL's ``<xgmi
+    count>``, or the KFD bandwidth's max over its min); ``min_mbps``/``max_mbps``: the KFD io-link
+    bandwidth in MB/s (`rocm-smi --shownodesbw`, `amd-smi topology`'s NUMA BW table; 0 for indirect
+    peers, amdgpu_amdkfd_get_xgmi_bandwidth_mbytes). None: the source does not say."""
+
+    hops: I64 | None = None
+    hops_reported: I64 | None = None
+    weight: I64 | None = None
+    links: I64 | None = None
+    min_mbps: I64 | None = None
+    max_mbps: I64 | None = None
+
+
 class Pair(_S, kw_only=True):
     a: str  # "gpu0", "nic3"
     b: str
-    path: str | None  # NV<n>, PIX, PXB, PHB, NODE, SYS; None when unknown
+    path: str | None  # NV<n>, XGMI (two AMD GPUs joined by XGMI), PIX, PXB, PHB, NODE, SYS; None when unknown
     nvlinks: I64 = 0
-    pcie_path: str | None = None  # the PCIe class under an NV# path, where known
+    pcie_path: str | None = None  # the PCIe class under an NV# or XGMI path, where known
     p2p: P2P | None = None
     cuda: CudaPeer | None = None
+    xgmi: XgmiPair | None = None  # issue 35: XGMI between two AMD GPUs (path XGMI), else None
+    link_weight: I64 | None = None  # issue 35: AMD's link weight for the pair as rocm-smi / amd-smi print it
 
 
 class PciDevice(_S, kw_only=True):

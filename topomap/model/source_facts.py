@@ -134,7 +134,25 @@ CAN_CARRY: dict[SourceFormat, frozenset[Fact]] = {
     # an nccl-tests output: its rank table names each rank's host, GPU model and bus id; only the GPUs the run
     # used, never how they are linked (the lot the results imply, issue 32)
     "nccl-tests": frozenset({Fact.GPU_MODEL, Fact.GPU_BUS_ID}),
+    # AMD (issue 35). `rocm-smi --showtopo`: which GPU pairs XGMI joins (its Link Type and weights: the GPU
+    # link, Fact.NVLINK's place for AMD), the PCIe route class through the CPUs, every GPU, NUMA; no
+    # names, no memory, no bus ids (those are other rocm-smi options, read when appended).
+    "rocm-smi-topo": frozenset({Fact.NVLINK, Fact.PATH, Fact.GPU_COUNT}),
+    "rocm-smi-numa": frozenset({Fact.NUMA, Fact.GPU_COUNT}),
+    # `amd-smi topology`: the same tables by bus id, with ACCESS (amdsmi_is_P2P_accessible) as P2P
+    "amd-smi-topology": frozenset({Fact.NVLINK, Fact.PATH, Fact.P2P, Fact.GPU_COUNT, Fact.GPU_BUS_ID}),
+    "amd-smi-static": frozenset(
+        {Fact.GPU_COUNT, Fact.GPU_MODEL, Fact.GPU_MEMORY, Fact.GPU_BUS_ID, Fact.NUMA, Fact.PCIE_LINK, Fact.DRIVER}
+    ),
+    "amd-smi-list": frozenset({Fact.GPU_COUNT, Fact.GPU_BUS_ID, Fact.GPU_UUID}),
+    "amd-smi-xgmi": frozenset({Fact.NVLINK_LINKS, Fact.GPU_BUS_ID}),
+    "rocminfo": frozenset({Fact.GPU_COUNT, Fact.GPU_MODEL, Fact.GPU_MEMORY, Fact.GPU_UUID, Fact.GPU_BUS_ID}),
 }
+
+#: The AMD formats: a snapshot read from them names AMD's commands where a fact is missing.
+AMD_FORMATS: frozenset[SourceFormat] = frozenset(
+    {"rocm-smi-topo", "rocm-smi-numa", "amd-smi-topology", "amd-smi-static", "amd-smi-list", "amd-smi-xgmi", "rocminfo"}
+)
 
 #: In words, for notes and `show`: the output each format is.
 FORMAT_WORDS: dict[SourceFormat, str] = {
@@ -153,6 +171,13 @@ FORMAT_WORDS: dict[SourceFormat, str] = {
     "ibstat": "`ibstat` (or `ibv_devinfo`)",
     "declared": "a declared lot",
     "nccl-tests": "an nccl-tests output's rank table",
+    "rocm-smi-topo": "`rocm-smi --showtopo`",
+    "rocm-smi-numa": "`rocm-smi --showtoponuma`",
+    "amd-smi-topology": "`amd-smi topology`",
+    "amd-smi-static": "`amd-smi static`",
+    "amd-smi-list": "`amd-smi list`",
+    "amd-smi-xgmi": "`amd-smi xgmi`",
+    "rocminfo": "`rocminfo`",
 }
 
 #: The query that settles what a paste lacks about the GPUs themselves.
@@ -185,6 +210,40 @@ SETTLE_BY: dict[Fact, str] = {
     Fact.DRIVER: "`nvidia-smi --query-gpu=driver_version --format=csv` (or `nvidia-smi -q`, or `topomap probe`)",
     Fact.CUDA: "`nvidia-smi -q` (or `topomap probe`)",
 }
+
+
+#: On AMD GPUs (issue 35) the commands that carry each fact: AMD's tools (or `topomap probe`, which reads
+#: AMD SMI). A fact AMD's tools do not print (NVLink fabric, MIG, CUDA) has no entry: NVIDIA's words stand.
+SETTLE_BY_AMD: dict[Fact, str] = {
+    Fact.NVLINK: "`amd-smi topology` (or `rocm-smi --showtopo`, or `topomap probe`)",
+    Fact.NVLINK_LINKS: "`amd-smi xgmi` (or `topomap probe`)",
+    Fact.PATH: "`amd-smi topology` (or `rocm-smi --showtopo`)",
+    Fact.P2P: "`amd-smi topology` (its ACCESS table, or `topomap probe`)",
+    Fact.NICS: "`topomap probe` on the machine (AMD's tools list no NICs)",
+    Fact.NIC_NAMES: "`topomap probe` on the machine (AMD's tools list no NICs)",
+    Fact.NIC_SPEED: "`topomap probe` on the machine (AMD's tools list no NICs)",
+    Fact.NIC_KIND: "`topomap probe` on the machine (AMD's tools list no NICs)",
+    Fact.GPU_COUNT: "`amd-smi list` (or `topomap probe`)",
+    Fact.GPU_MODEL: "`amd-smi static` (or `rocminfo`, or `topomap probe`)",
+    Fact.GPU_MEMORY: "`amd-smi static` (or `rocm-smi --showmeminfo vram`, or `topomap probe`)",
+    Fact.GPU_UUID: "`amd-smi list` (or `topomap probe`)",
+    Fact.GPU_BUS_ID: "`amd-smi list` (or `rocm-smi --showbus`, or `topomap probe`)",
+    Fact.NUMA: "`rocm-smi --showtoponuma` (or `amd-smi static`, or `topomap probe`)",
+    Fact.PCIE_LINK: "`amd-smi static` (its BUS section, or `topomap probe`)",
+    Fact.DRIVER: "`amd-smi static` (its DRIVER section, or `topomap probe`)",
+}
+
+
+def is_amd_source(snap: Snapshot) -> bool:
+    """The snapshot was read from AMD's tools, or its GPUs are AMD's (issue 35)."""
+    return any(f in AMD_FORMATS for f in formats_of(snap)) or any(g.vendor == "amd" for g in snap.gpus)
+
+
+def settle_for(snap: Snapshot, fact: Fact) -> str:
+    """:func:`settle` in the snapshot's vendor's words: AMD's commands for an AMD machine."""
+    if is_amd_source(snap) and fact in SETTLE_BY_AMD:
+        return SETTLE_BY_AMD[fact]
+    return settle(fact)
 
 
 @dataclass(frozen=True)
@@ -239,6 +298,18 @@ WHAT: dict[Fact, str] = {
     Fact.DRIVER: "the driver version",
     Fact.CUDA: "the CUDA version",
 }
+
+
+#: The facts whose words differ on AMD GPUs (issue 35): the GPU link is XGMI.
+WHAT_AMD: dict[Fact, str] = {
+    Fact.NVLINK: "which GPUs XGMI joins",
+    Fact.NVLINK_LINKS: "per-link XGMI state and rate",
+}
+
+
+def what(fact: Fact, amd: bool = False) -> str:
+    """A fact in words, in the vendor's terms."""
+    return WHAT_AMD.get(fact, WHAT[fact]) if amd else WHAT[fact]
 
 
 def settle(fact: Fact) -> str:
@@ -322,13 +393,15 @@ class Gaps:
 
     facts: tuple[Fact, ...]
     fields: tuple[str, ...]
+    amd: bool = False  # an AMD machine: the commands named are AMD's (issue 35)
 
     def settled_by(self) -> dict[str, list[Fact]]:
         """The facts grouped by the command whose output carries them (:func:`settle_command`, bare:
         ``nvidia-smi topo -m``), in the order the commands first appear."""
         out: dict[str, list[Fact]] = {}
         for f in self.facts:
-            out.setdefault(settle_command(f), []).append(f)
+            words = SETTLE_BY_AMD.get(f) if self.amd else None
+            out.setdefault(words.split("`")[1] if words else settle_command(f), []).append(f)
         return out
 
 
@@ -343,6 +416,8 @@ def cannot_know(snap: Snapshot) -> Gaps:
         missing = [f for f in Fact if not facts.knows(f)]
     else:  # a snapshot that names no output: only what it lists as unknown
         missing = [f for f in Fact if any(x in unknown for x in FIELDS[f])]
+    if is_amd_source(snap):  # NVIDIA-only facts: an AMD GPU has no NVLink fabric, MIG or CUDA (issue 35)
+        missing = [f for f in missing if f not in (Fact.FABRIC, Fact.MIG, Fact.CUDA)]
     no_nics = Fact.NICS in missing
     if no_nics:
         missing = [f for f in missing if f not in (Fact.NIC_NAMES, Fact.NIC_SPEED, Fact.NIC_KIND)]
@@ -352,4 +427,4 @@ def cannot_know(snap: Snapshot) -> Gaps:
         for x in unknown
         if x not in covered and not (no_nics and x.startswith("nics.")) and not (x == "pci" and Fact.PATH in missing)
     ]
-    return Gaps(tuple(missing), tuple(fields))
+    return Gaps(tuple(missing), tuple(fields), is_amd_source(snap))

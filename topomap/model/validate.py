@@ -39,7 +39,7 @@ MAX_HOSTNAME = 253  # DNS
 MAX_PCIE_GEN = 7
 MAX_PCIE_WIDTH = 32
 _RATE_WORDS = ("gbps", "gbit", "bandwidth", "rate", "speed")
-_PATH = re.compile(r"^(NV(\d{1,4})|PIX|PXB|PHB|NODE|SYS)$")
+_PATH = re.compile(r"^(NV(\d{1,4})|XGMI|PIX|PXB|PHB|NODE|SYS)$")  # XGMI: two AMD GPUs (issue 35)
 _PCIE_PATH = re.compile(r"^(PIX|PXB|PHB|NODE|SYS)$")
 _DEVICE_ID = re.compile(r"^(gpu|nic)(\d+)$")
 

@@ -61,6 +61,7 @@ class NcclLog:
     path: str
     version: str | None = None
     env: NcclEnv = field(default_factory=NcclEnv)
+    library: str = "nccl"  # "rccl" where the log prints "RCCL version" (AMD GPUs, issue 35)
     hops: list[Hop] = field(default_factory=list)
     ranks: dict[int, RankInfo] = field(default_factory=dict)
     comms: set[str] = field(default_factory=set)

@@ -46,6 +46,8 @@ _OLD_INFO = re.compile(LINE_HEAD + r"INFO (?P<msg>\d+(?:\[[0-9a-fA-F]+\])? -> .*
 _LONE_HOP = re.compile(r"^(?P<msg>(?:(?:Channel|Ring) \d+(?:/\d+)? : )?\d+(?:\[[0-9a-fA-F]+\])? -> \d+.* via \S.*)$")
 _HOP_START = re.compile(r"^\d+(?:\[[0-9a-fA-F]+\])? -> ")
 _VERSION = re.compile(r"NCCL version (?P<v>\d+\.\d+\.\d+\S*)")
+#: RCCL's banner (issue 35): "RCCL version : 2.27.7-HEAD:0d2c4fd" (init.cc), the fork's own version
+_RCCL_VERSION = re.compile(r"RCCL version\s*:?\s*(?P<v>\d+\.\d+\.\d+)")
 _ENV = re.compile(r"^(?P<k>NCCL_[A-Z0-9_]+) set (?:by environment )?to (?P<v>.*?)\.?\s*$")
 _INIT = re.compile(
     r"comm 0x[0-9a-f]+ rank (?P<rank>\d+) nranks (?P<n>\d+) cudaDev (?P<cuda>\d+)(?: nvmlDev (?P<nvml>\d+))? "
@@ -83,8 +85,11 @@ def read_log(text: str, path: str) -> NcclLog:
             log.skipped.append(f"line {no}: the log ends inside this channel line: {raw.strip()[-40:]!r}")
             continue
         line = _RAY_REPEAT.sub("", _PREFIX.sub("", raw.strip(), count=1))
+        r = _RCCL_VERSION.search(line)
+        if r and log.library != "rccl":
+            log.library, log.version = "rccl", r.group("v")
         v = _VERSION.search(line)
-        if v and log.version is None:
+        if v and log.version is None and log.library != "rccl":
             log.version = v.group("v")
         m = INFO_LINE.search(line)
         if m is not None:
@@ -136,8 +141,12 @@ def _tests_rank(log: NcclLog, line: str) -> None:
         log.gpu_models.setdefault(int(t.group("rank")), t.group("name"))
 
 
+#: RCCL's ring neighbours (init.cc, issue 35): "Ring 0 : 2 -> 3 -> 0 comm 0x… nRanks 04 busId 1e000"
+_RCCL_RING = re.compile(r"^Ring \d+ : -?\d+ -> -?\d+ -> -?\d+ comm ")
+
+
 def _read_channel(log: NcclLog, msg: str, host: str, pid: int, no: int) -> None:
-    if _RING_LIST.match(msg):
+    if _RING_LIST.match(msg) or _RCCL_RING.match(msg):
         log.ring_lines += 1
         return
     c = _CHANNEL.match(msg)

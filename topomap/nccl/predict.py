@@ -16,6 +16,8 @@ from topomap.nccl.features import GpuFeatures, features
 from topomap.nccl.logread import Hop, NcclLog, short_bus
 from topomap.transport.decide import Decision, PairFacts, decide, gdr_answer
 from topomap.transport.facts import has_nvlink_peer
+from topomap.transport.rccl_decide import decide_rccl
+from topomap.transport.rccl_rules import rccl_rules_used
 from topomap.transport.rules import NcclEnv, Transport, rules_used
 
 
@@ -74,6 +76,12 @@ class NcclReport:
     source: str = ""
     notes: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    library: str = "nccl"  # "rccl": RCCL's rules (AMD GPUs, issue 35)
+
+    @property
+    def rules(self) -> str:
+        """The rules followed, in words: NCCL's by release, or RCCL's."""
+        return rccl_rules_used(self.version) if self.library == "rccl" else rules_used(self.version)
 
     @property
     def compared(self) -> list[Entry]:
@@ -88,7 +96,8 @@ class NcclReport:
     def to_json(self) -> dict[str, Any]:
         same, total = self.agreement
         return {
-            "rules": rules_used(self.version),
+            "rules": self.rules,
+            "library": self.library,
             "source": self.source,
             "nccl_version": self.version,
             "env": self.env.set_vars(),
@@ -177,8 +186,10 @@ def predict_snapshot(
         f = snapshot_facts(topo, a, b, mode == "one-process", len(gpus))
         return replace(f, same_container=False) if mode == "containers" else f
 
+    amd = bool(gpus) and all(g.vendor == "amd" for g in gpus)  # RCCL's rules for AMD GPUs (issue 35)
+    rule = decide_rccl if amd else decide
     entries = [
-        Entry(i, j, gpu_node(a), gpu_node(b), decide(facts(a, b), env, version))
+        Entry(i, j, gpu_node(a), gpu_node(b), rule(facts(a, b), env, version))
         for i, a in enumerate(gpus)
         for j, b in enumerate(gpus)
         if i != j
@@ -190,6 +201,7 @@ def predict_snapshot(
         env=env,
         version=version,
         source=snap.source.origin or snap.source.kind,
+        library="rccl" if amd else "nccl",
     )
     report.notes.append("ranks: " + _MODE_NOTE[mode])
     if version is None:
@@ -264,7 +276,13 @@ def compare_log(log: NcclLog, snap: Snapshot | None, extra: NcclEnv, version: st
         entries.append(next((e for e in tried if e.decision.transport != "unknown"), tried[0]))
     entries.sort(key=lambda e: (e.src_rank, e.dst_rank, str(e.observed)))
     report = NcclReport(
-        entries, env=env, version=log.version, source=log.path, notes=list(log.inferred), skipped=list(log.skipped)
+        entries,
+        env=env,
+        version=log.version,
+        source=log.path,
+        notes=list(log.inferred),
+        skipped=list(log.skipped),
+        library=log.library,
     )
     if snap is None and not log.gpu_paths:
         report.notes.append(
@@ -317,7 +335,7 @@ def _entry(
         else:
             buses = (ra.bus if ra else None, rb.bus if rb else None)
             facts = dump_facts(log, (src, dst), buses, same_pid, ra.host if ra else None)
-    d = decide(facts, env, log.version)
+    d = (decide_rccl if log.library == "rccl" else decide)(facts, env, log.version)
     cross = ra is not None and rb is not None and ra.host != rb.host
     names = (_name(ga, ra, cross), _name(gb, rb, cross))
     why = explain(d, observed, via, env) or _finer(d, log, hop, env, channels)

@@ -13,7 +13,7 @@ from topomap.base.units import fmt_gbps
 from topomap.graph import Topology
 from topomap.model.facts import NicChoice, nic_family
 from topomap.place.candidates import Candidate, PairLink, Skip, candidates
-from topomap.place.lines import Rank, command_lines, cuda_ordinals, gpu_cpus
+from topomap.place.lines import HIP_NOTE, Rank, command_lines, cuda_ordinals, gpu_cpus
 from topomap.place.nics import assign
 from topomap.place.search import PATTERNS, Found, Score, Space, build_space, search
 
@@ -152,7 +152,10 @@ def _result(topo: Topology, space: Space, found: Found, k: int, skipped: list[Sk
         Rank(g.gid, g.index, g.cuda_ordinal, g.numa_node, g.cpus, g.nic, _rdma(topo, g.nic), _family(topo, g.nic), n)
         for g, n in zip(gpus, near)
     ]
-    res.commands = command_lines(ranks, space.nics, not space.linked)
+    amd = bool(topo.snapshot.gpus) and all(g.vendor == "amd" for g in topo.snapshot.gpus)  # issue 35: HIP lines
+    res.commands = command_lines(ranks, space.nics, not space.linked, amd=amd)
+    if amd:
+        res.notes = [HIP_NOTE if n == ords.note else n for n in res.notes]
     return res
 
 

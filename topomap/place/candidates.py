@@ -15,7 +15,14 @@ from dataclasses import dataclass, replace
 
 from topomap.base.links import PCIE_CLASSES, class_rank
 from topomap.graph import Topology
-from topomap.graph.evidence import gpu_link, gpu_usable, memory_node, nics_at_best_class, pcie_path_class
+from topomap.graph.evidence import (
+    GPU_LINK_VIAS,
+    gpu_link,
+    gpu_usable,
+    memory_node,
+    nics_at_best_class,
+    pcie_path_class,
+)
 from topomap.model.facts import SETTLE, Bandwidth, NicChoice
 from topomap.model.ranking import compare_bandwidth, per_link_range
 
@@ -91,12 +98,13 @@ def pair_link(topo: Topology, a: str, b: str) -> PairLink:
     """Rank the link between two usable GPUs from :func:`topomap.graph.evidence.gpu_link`."""
     gl = gpu_link(topo, a, b)
     nv = gl.nvlink
-    if gl.medium == "gpu-link" and gl.via in ("nvlink", "nvswitch"):
+    if gl.medium == "gpu-link" and gl.via in GPU_LINK_VIAS:
         bw = nv.bandwidth
         links = nv.links or 0
         mgbps = round(bw.gbps * 1000) if bw.gbps is not None else 0
         via = "through NVSwitch" if gl.via == "nvswitch" else "direct"
-        text = f"NV{links} {via}, {bw.text()}"
+        code = "XGMI" if gl.via == "xgmi" else f"NV{links}"  # AMD (issue 35)
+        text = f"{code} {via}, {bw.text()}"
         return PairLink(a, b, NVLINK, 0, True, text, links, mgbps, figure=bw)
     cls = pcie_path_class(topo, a, b)
     where = cls or "PCIe path unknown"

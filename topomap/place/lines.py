@@ -84,10 +84,23 @@ class Rank:
     nic_channels: tuple[str, ...] = ()  # the NICs this GPU's NCCL channels use, its own first (evidence)
 
 
-def command_lines(ranks: list[Rank], nics: bool, independent: bool) -> list[tuple[str, str]]:
-    """(what, line) for the placement: environment, NICs, NUMA and cores, Docker, Slurm."""
+#: AMD GPUs (issue 35): HIP_VISIBLE_DEVICES selects what the HIP runtime shows (PyTorch, RCCL), by HIP
+#: index; ROCR_VISIBLE_DEVICES filters the whole ROCm user stack below it (ROCm docs, "GPU isolation
+#: techniques"). HIP numbers GPUs in KFD node order, which amd-smi's (bus-id) order follows on the real
+#: outputs kept; `amd-smi list` (its HIP-ID) or `rocm-smi --showbus` confirms it on the machine.
+HIP_NOTE = (
+    "HIP numbers GPUs as amd-smi does (bus-id order) on the machines seen; `amd-smi list` (HIP-ID) confirms it. "
+    "ROCR_VISIBLE_DEVICES hides the others from the whole ROCm stack, HIP_VISIBLE_DEVICES from HIP only"
+)
+
+
+def command_lines(ranks: list[Rank], nics: bool, independent: bool, amd: bool = False) -> list[tuple[str, str]]:
+    """(what, line) for the placement: environment, NICs, NUMA and cores, Docker, Slurm; on AMD GPUs
+    HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES instead of CUDA's (issue 35)."""
     ords = ",".join(str(r.ordinal if r.ordinal is not None else r.index) for r in ranks)
     idx = ",".join(str(r.index) for r in ranks)
+    if amd:
+        return _amd_lines(ranks, nics, independent, idx)
     out = [("CUDA", f"CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES={ords}")]
     if nics:
         out += _nic_lines(ranks)
@@ -111,6 +124,29 @@ def command_lines(ranks: list[Rank], nics: bool, independent: bool) -> list[tupl
     if cpus and len(nodes) == 1 and None not in nodes and not independent:
         docker += f" --cpuset-cpus={union_cpus(cpus)} --cpuset-mems={next(iter(nodes))}"
     out.append(("Docker", docker + " IMAGE"))
+    out.append(("Slurm", f"srun --exclusive --gpus={len(ranks)} --gpu-bind=map_gpu:{idx} CMD"))
+    return out
+
+
+def _amd_lines(ranks: list[Rank], nics: bool, independent: bool, idx: str) -> list[tuple[str, str]]:
+    """The same placement on AMD GPUs: HIP and ROCr variables, RCCL's NIC lines (RCCL keeps NCCL's
+    variable names), NUMA and cores, Docker with /dev/kfd and /dev/dri, Slurm."""
+    out = [("HIP", f"HIP_VISIBLE_DEVICES={idx}"), ("ROCr", f"ROCR_VISIBLE_DEVICES={idx}")]
+    if nics:
+        out += _nic_lines(ranks)
+    nodes = {r.numa_node for r in ranks}
+    cpus = [r.cpus for r in ranks if r.cpus]
+    if len(nodes) == 1 and None not in nodes and not independent:
+        node = next(iter(nodes))
+        out.append(("NUMA", f"numactl --cpunodebind={node} --membind={node} CMD"))
+    else:
+        out += [(f"NUMA {r.gid}", f"numactl --cpunodebind={r.numa_node} --membind={r.numa_node} CMD")
+                for r in ranks if r.numa_node is not None]  # fmt: skip
+    if cpus and not independent:
+        out.append(("cores", f"taskset -c {union_cpus(cpus)} CMD"))
+    elif independent:
+        out += [(f"cores {r.gid}", f"HIP_VISIBLE_DEVICES={r.index} taskset -c {r.cpus} CMD") for r in ranks if r.cpus]
+    out.append(("Docker", f"docker run --device=/dev/kfd --device=/dev/dri -e HIP_VISIBLE_DEVICES={idx} IMAGE"))
     out.append(("Slurm", f"srun --exclusive --gpus={len(ranks)} --gpu-bind=map_gpu:{idx} CMD"))
     return out
 

@@ -34,6 +34,7 @@ from topomap.model.snapshot import (
     Software,
     Source,
 )
+from topomap.probe.amd_join import AmdResult, _amd_gpus, _amd_on_bus, _amd_pair_paths, probe_amdsmi
 from topomap.probe.cuda import CudaResult, probe_cuda
 from topomap.probe.guarded import CALL_TIMEOUT_S, TOTAL_BUDGET_S, CallRunner, using
 from topomap.probe.health import health_findings
@@ -53,6 +54,7 @@ class ProbeOutcome:
 def probe(
     *,
     nvml_lib: Any | None = None,
+    amdsmi_lib: Any | None = None,
     cuda_driver: Any | None = None,
     sysfs_root: str = "/",
     env: dict[str, str] | None = None,
@@ -63,8 +65,10 @@ def probe(
 ) -> ProbeOutcome:
     """Probe this machine (or the fakes handed in) and build a snapshot.
 
-    Each NVML and CUDA call is cut after ``call_timeout_s`` seconds and all of them together
-    after ``budget_s`` seconds (None: no overall limit); a cut call is a problem record.
+    Each NVML, CUDA and AMD SMI call is cut after ``call_timeout_s`` seconds and all of them together
+    after ``budget_s`` seconds (None: no overall limit); a cut call is a problem record. AMD SMI is asked
+    when ``amdsmi_lib`` is given or the PCI bus shows an AMD GPU (issue 35); a host with both vendors'
+    GPUs gets both, the AMD ones numbered after the NVIDIA ones.
     """
     environ = dict(os.environ) if env is None else env
     reader = SysfsReader(sysfs_root)
@@ -72,9 +76,13 @@ def probe(
     with using(CallRunner(call_s=call_timeout_s, total_s=budget_s)):
         nv = _source("nvml", "probe_nvml", NvmlResult, lambda: probe_nvml(nvml_lib))
         cu = _source("cuda", "probe_cuda", CudaResult, lambda: probe_cuda(cuda_driver))
-    problems: list[Problem] = [*nv.problems, *cu.problems]
+        first_amd = len(nv.gpus) if nv.devices_listed else len(_sys_gpus(sysr))
+        am = AmdResult()
+        if amdsmi_lib is not None or _amd_on_bus(sysr):
+            am = _source("amdsmi", "probe_amdsmi", AmdResult, lambda: probe_amdsmi(amdsmi_lib, first_amd))
+    problems: list[Problem] = [*nv.problems, *cu.problems, *am.problems]
 
-    gpus = _gpus(nv, sysr, problems)
+    gpus = _gpus(nv, sysr, problems) + _amd_gpus(am, sysr)
     _container_view(gpus, sysr, nv, problems)
     _join_cuda(gpus, cu, problems, environ.get("CUDA_VISIBLE_DEVICES"))
     nics = _nics(sysr)
@@ -89,20 +97,20 @@ def probe(
         ),
         host=host,
         software=Software(
-            driver_version=nv.driver_version,
+            driver_version=nv.driver_version or am.driver_version,
             cuda_driver_version=nv.cuda_driver_version or cu.driver_version,
             nvml_version=nv.nvml_version,
             bindings=_binding_versions(),
         ),
         gpus=gpus,
         nics=nics,
-        pairs=_pairs(gpus, nics, nv, cu, sysr, problems),
+        pairs=_amd_pair_paths(_pairs(gpus, nics, nv, cu, sysr, problems), gpus, am),
         pci=_pci_tree(gpus, nics, sysr),
         nvswitches=nvswitches_from_links(gpus),
         problems=problems,
     )
     snap.findings = health_findings(reader, sysr, snap)  # issue 11: health and truth checks, one call
-    return ProbeOutcome(snapshot=snap, found_driver=nv.available or cu.available, gpu_count=len(gpus))
+    return ProbeOutcome(snapshot=snap, found_driver=nv.available or cu.available or am.available, gpu_count=len(gpus))
 
 
 def _nics(sysr: SysfsResult) -> list[Nic]:
@@ -140,7 +148,7 @@ def _host(sysr: SysfsResult, environ: dict[str, str], hostname: str | None) -> H
     )
 
 
-R = TypeVar("R", NvmlResult, CudaResult)
+R = TypeVar("R", NvmlResult, CudaResult, AmdResult)
 
 
 def _source(name: str, call: str, empty: Callable[[], R], run: Callable[[], R]) -> R:
@@ -157,7 +165,7 @@ def _source(name: str, call: str, empty: Callable[[], R], run: Callable[[], R]) 
 
 def _binding_versions() -> dict[str, str]:
     out: dict[str, str] = {}
-    for pkg in ("nvidia-ml-py", "cuda-bindings"):
+    for pkg in ("nvidia-ml-py", "cuda-bindings", "amdsmi"):
         try:
             out[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:

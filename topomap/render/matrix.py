@@ -21,6 +21,10 @@ LEGEND = """Legend:
   NV#  = Connection traversing a bonded set of # NVLinks"""
 
 
+#: topomap's own code for two AMD GPUs joined by XGMI (issue 35); nvidia-smi never prints it.
+XGMI_LEGEND = "\n  XGMI = Connection traversing AMD Infinity Fabric (XGMI) links (topomap's code; rocm-smi's Link Type)"
+
+
 def matrix_ids(snap: Snapshot) -> list[str]:
     """Row/column ids in nvidia-smi order: GPUs by index, then RDMA NICs by index."""
     return [f"gpu{g.index}" for g in sorted(snap.gpus, key=lambda g: g.index)] + [
@@ -65,11 +69,12 @@ def render_matrix(snap: Snapshot) -> str:
                 cells.append(visible(lookup.get(frozenset((row, col))) or "?"))
         extra = _gpu_cols(gpus[row], snap) if row in gpus else []
         lines.append("\t".join([_label(row), *cells, *extra]))
-    out = "\n".join(lines) + "\n\n" + LEGEND + "\n"
+    legend = LEGEND + (XGMI_LEGEND if any(p.path == "XGMI" for p in snap.pairs) else "")
+    out = "\n".join(lines) + "\n\n" + legend + "\n"
     nics = [n for n in sorted(snap.nics, key=lambda n: n.index) if n.rdma]
     if nics and source_knows(snap, "nics.name"):  # a source without a legend gets none made up
         out += "\nNIC Legend:\n\n" + "".join(f"  NIC{n.index}: {visible(n.name)}\n" for n in nics)
-    if len(snap.gpus) > 1 and not source_knows(snap, "nvlink"):
+    if len(snap.gpus) > 1 and not source_knows(snap, "nvlink") and not any(g.vendor == "amd" for g in snap.gpus):
         out += NVLINK_UNKNOWN
     said = filled_summary(snap)  # cells a declared lot or the catalogue gave (model.origins)
     if said is not None:

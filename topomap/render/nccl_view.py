@@ -9,8 +9,9 @@ from rich.text import Text
 
 from topomap.nccl.features import Feature
 from topomap.nccl.predict import NcclReport
-from topomap.nccl.rules import RULES, rules_used
+from topomap.nccl.rules import RULES
 from topomap.render.notes import compress
+from topomap.transport.rccl_rules import RCCL_RULES
 
 _STYLE = {"SHM": "yellow", "NET": "red", "unknown": "magenta"}
 _CAN = {"yes": "green", "possible": "cyan", "unknown": "magenta"}
@@ -54,7 +55,7 @@ def _why(report: NcclReport) -> list[Text]:
             continue
         t = Text("why ")
         t.append(transport, style=_STYLE.get(transport, ""))
-        said = RULES[rule].text if rule in RULES else ""
+        said = RULES[rule].text if rule in RULES else RCCL_RULES.get(rule, ("", ()))[0]
         t.append(f" — rule {rule}" + (f": {said}" if said else "") + (f" (changed by {', '.join(env)})" if env else ""))
         out.append(t)
         out.extend(Text(f"  {_pairs(pairs)}: {why or 'no further facts'}") for why, pairs in by_reason.items())
@@ -94,7 +95,8 @@ def summary(report: NcclReport) -> str:
 
 def nccl_view(report: NcclReport) -> list[Table | Text]:
     """The pairs table, the NIC table (snapshot only), then agreement, notes and skipped lines."""
-    out: list[Table | Text] = [Text(f"NCCL transports ({report.source}); rules of {rules_used(report.version)}")]
+    lib = "RCCL" if report.library == "rccl" else "NCCL"  # AMD GPUs: RCCL's rules (issue 35)
+    out: list[Table | Text] = [Text(f"{lib} transports ({report.source}); rules of {report.rules}")]
     if report.env.values:
         out.append(Text("environment: " + " ".join(report.env.set_vars())))
     if report.entries:

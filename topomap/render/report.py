@@ -156,10 +156,19 @@ def _machine(host: str, topo: Topology | None) -> dict[str, Any]:
         "hostname": s.host.hostname,
         "source": origin_line(topo),
         "gpus": gpus,
-        "fabric": "NVLink fabric (NVSwitch)" if FABRIC in topo.graph else "no NVLink fabric recorded",
+        "fabric": _fabric(topo),
         "nics": nics or "none recorded",
         "software": software,
     }
+
+
+def _fabric(topo: Topology) -> str:
+    """The GPU fabric in words: NVSwitch, an AMD XGMI mesh (issue 35), or none recorded."""
+    if FABRIC in topo.graph:
+        return "NVLink fabric (NVSwitch)"
+    if any(d.get("kind") == "xgmi" for _, _, d in topo.light.edges(data=True)):
+        return "XGMI mesh (AMD Infinity Fabric)"
+    return "no NVLink fabric recorded"
 
 
 def _machines(inp: ReportInputs) -> list[dict[str, Any]]:

@@ -20,7 +20,7 @@ from topomap.model.facts import SETTLE, fabric_ready, gpu_memory, gpu_pcie_link,
 from topomap.model.filled_facts import named, nic_speed
 from topomap.model.origins import fact_origin, relabel
 from topomap.model.snapshot import Gpu, Snapshot
-from topomap.model.source_facts import WHAT, cannot_know
+from topomap.model.source_facts import cannot_know, what
 from topomap.render.text import bandwidth_text, memory_text, nic_words, visible
 
 #: A free-text column is never planned narrower than this (or its widest cell, when narrower).
@@ -134,7 +134,8 @@ def _pcie(g: Gpu, snap: Snapshot | None = None) -> str:
 
 
 def _nvlink(topo: Topology | None, g: Gpu) -> str:
-    """NVLink as evidence decides it: active links and the bundle rate with its source, or unknown."""
+    """NVLink as evidence decides it: active links and the bundle rate with its source, or unknown; an
+    AMD GPU's XGMI (issue 35)."""
     if topo is None:
         return "—"
     return gpu_pairs_nvlink_summary(topo, f"gpu{g.index}")
@@ -168,6 +169,8 @@ def header(snap: Snapshot, settle: bool = True) -> Text:
     t.append_text(esc(f" — {origin}" + (f" at {s.captured_at}" if s.captured_at else "")))
     t.append("\n")
     versions = f"driver {_dash(sw.driver_version)}  CUDA {_dash(sw.cuda_driver_version)}  NVML {_dash(sw.nvml_version)}"
+    if snap.gpus and all(g.vendor == "amd" for g in snap.gpus):  # issue 35: no CUDA or NVML on AMD GPUs
+        versions = f"driver {_dash(sw.driver_version)}  (AMD GPUs: ROCm; no CUDA, no NVML)"
     t.append_text(esc(versions))
     t.append("\n")
     bits = [named(snap, "host.cpu_model", f"CPU {h.cpu_model}") if h.cpu_model else None]
@@ -190,7 +193,7 @@ def cannot_know_text(snap: Snapshot, settle: bool = True) -> Text:
     """What the source cannot know (model.source_facts.cannot_know), and the command that records
     each of it (its SETTLE_BY, grouped by command); empty when it knows everything."""
     gaps = cannot_know(snap)
-    words = [WHAT[f] for f in gaps.facts] + unknown_in_words(list(gaps.fields))
+    words = [what(f, gaps.amd) for f in gaps.facts] + unknown_in_words(list(gaps.fields))
     t = Text()
     if not words:
         return t
@@ -198,7 +201,7 @@ def cannot_know_text(snap: Snapshot, settle: bool = True) -> Text:
     t.append("\n")
     if snap.source.kind == "probe" or not settle:  # a probe's gaps: its problems say which call failed
         return t
-    ways = [f"`{cmd}` ({', '.join(WHAT[f] for f in facts)})" for cmd, facts in gaps.settled_by().items()]
+    ways = [f"`{cmd}` ({', '.join(what(f, gaps.amd) for f in facts)})" for cmd, facts in gaps.settled_by().items()]
     ways.append("`topomap probe` on the machine (all of it)")
     t.append_text(esc(f"recorded by: {'; '.join(ways)}", style="dim"))
     t.append("\n")
@@ -250,7 +253,8 @@ def gpu_tables(snap: Snapshot, topo: Topology | None = None, width: int | None =
     gpus = sorted(snap.gpus, key=lambda g: g.index)
     ident_cols = [Column("NVML"), Column("CUDA"), Column("UUID"), Column("bus id"), Column("name", text=True)]
     caps_cols = [Column(c) for c in ("NVML", "memory", "CC", "NUMA", "CPUs")]
-    caps_cols += [Column(c, text=True) for c in ("PCIe", "NVLink", "MIG", "fabric")]
+    link = "XGMI" if any(g.vendor == "amd" for g in gpus) else "NVLink"  # AMD's GPU link (issue 35)
+    caps_cols += [Column(c, text=True) for c in ("PCIe", link, "MIG", "fabric")]
     ident: list[list[Text]] = []
     caps: list[list[Text]] = []
     for g in gpus:
@@ -362,6 +366,13 @@ def machine_tree(topo: Topology) -> Tree:
         for u, v, d in sorted(direct, key=lambda e: (natural_key(e[0]), natural_key(e[1]))):
             inferred = " (inferred)" if d.get("inferred") else ""
             nv.add(esc(f"{u} ↔ {v}: NV{d.get('count')} · {_edge_bw(d)}{inferred}"))
+    xgmi = [(u, v, d) for u, v, d in g.edges(data=True) if d.get("kind") == "xgmi"]
+    if xgmi:  # AMD Infinity Fabric: a mesh of GPU pairs (issue 35)
+        xg = root.add("XGMI (Infinity Fabric)")
+        for u, v, d in sorted(xgmi, key=lambda e: (natural_key(e[0]), natural_key(e[1]))):
+            links = f"{d.get('count')} link(s)" if d.get("count") else "links not recorded"
+            hops = f", {d.get('hops')} hops" if (d.get("hops") or 1) > 1 else ""
+            xg.add(esc(f"{u} ↔ {v}: XGMI {links}{hops} · {_edge_bw(d)}"))
     return root
 
 
