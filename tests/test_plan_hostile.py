@@ -88,8 +88,8 @@ def test_a_csv_cell_of_400_digits_is_refused_with_the_csv_line(tmp_path: Path) -
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ("8761 h", "duration '8761 h' is longer than a year (the longest duration topomap plans)"),
-        ("0.0001 ms", "duration '0.0001 ms' is shorter than a microsecond (the shortest duration topomap plans)"),
+        ("8761 h", "duration '8761 h' is longer than a year: durations are 1 µs to 8,760 h (a year)"),
+        ("0.0001 ms", "duration '0.0001 ms' is shorter than a microsecond: durations are 1 µs to 8,760 h (a year)"),
         ("0 s", "duration '0 s' is not longer than zero"),
         (".inf", "duration inf has no unit"),
     ],
@@ -114,7 +114,7 @@ def test_a_year_and_a_microsecond_are_the_bounds_themselves() -> None:
     [
         ("0.5 kB/s", "storage_read '0.5 kB/s' is outside 1 kB/s to 1 PB/s"),
         ("2000 TB/s", "storage_read '2000 TB/s' is outside 1 kB/s to 1 PB/s"),
-        (f"{NINES} GB/s", "storage_read '9999999999999999999…9999 GB/s' (307 characters) is not a rate"),
+        (f"{NINES} GB/s", "storage_read '9999999999999999999…9999 GB/s' (307 characters) is outside 1 kB/s to 1 PB/s"),
     ],
 )
 def test_rates_outside_the_bounds(rate: str, message: str) -> None:

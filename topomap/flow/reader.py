@@ -10,6 +10,7 @@ import networkx as nx
 from topomap.files.yamlfile import YamlDoc, convert, load_yaml, read_yaml
 from topomap.flow.ncclarrow import check_nccl
 from topomap.flow.spec import (
+    SIZE_HINT,
     AssemblySpec,
     Flow,
     FlowError,
@@ -23,8 +24,9 @@ from topomap.flow.spec import (
     names,
     parse_placement,
     parse_volume,
+    size_problem,
 )
-from topomap.flow.work import work_of
+from topomap.flow.work import quote_value, work_of
 
 _FIELDS = {
     "$": list(FlowSpec.__struct_fields__),
@@ -111,8 +113,9 @@ def _read_arrows(flow: Flow) -> None:
             vol = parse_volume(a.volume)
             if vol is None:
                 raise FlowError(
-                    f"{origin}:{flow.line(where + '.volume')}: arrow {i + 1}: volume {a.volume!r} is not a size",
-                    hint="write e.g. 2 GiB, 500 MB, 1.5 TB (under a zettabyte)",
+                    f"{origin}:{flow.line(where + '.volume')}: arrow {i + 1}: volume {quote_value(a.volume)} "
+                    f"{size_problem(a.volume)}",
+                    hint=SIZE_HINT,
                 )
         flow.volumes.append(vol)
 
