@@ -6,13 +6,12 @@ imports the stages it drives inside its body: start-up stays fast for the comman
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated, Any
 
 import typer
 
 from topomap.base.errors import TopomapError
-from topomap.cli.output import wrote
+from topomap.cli.output import say, wrote
 from topomap.cli.wiring import JsonOpt, _console, _err, _guard, _load, _print_json, _write, app
 
 
@@ -95,7 +94,7 @@ def measure(
     if json_out:
         _print_json(to_builtins(out.snapshot))
     elif not output:
-        sys.stdout.write(data.decode())
+        _write("-", data)
     else:
         console = _console()
         console.print(render_bandwidth_matrix(out.snapshot), markup=False)
@@ -141,11 +140,10 @@ def attach(
     new = attach_figures(snap, imported)
     _write(output, encode_checked(new, output))
     notes = join_notes(snap, imported)
-    print(
+    say(
         f"wrote {output}: {len(imported.measurements)} {imported.tool} figure(s) attached"
         + (f"; {'; '.join(notes)}" if notes else "")
-        + (f"; not imported: {'; '.join(imported.skipped)}" if imported.skipped else ""),
-        file=sys.stderr,
+        + (f"; not imported: {'; '.join(imported.skipped)}" if imported.skipped else "")
     )
     if json_out:
         _print_json(

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from topomap.base.errors import TopomapError
+from topomap.base.safetext import json_text
 from topomap.cli.output import output_format, wrote
 from topomap.cli.wiring import FilesArg, FlowOpt, JsonOpt, ProbeOpt, _console, _guard, _write, app
 
@@ -50,7 +51,7 @@ def _print_plan_json(doc: dict[str, object]) -> None:
             f"plan --json: a figure is not a finite number ({err})",
             hint="check the work block's durations, sizes and rates",
         ) from None
-    sys.stdout.write(text + "\n")
+    sys.stdout.write(json_text(text) + "\n")
 
 
 @app.command()

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from topomap.base.errors import TopomapError
+from topomap.base.safetext import safe_text
 from topomap.base.units import fmt_seconds
-from topomap.cli.output import wrote
+from topomap.cli.output import say, wrote
 from topomap.cli.wiring import _console, _current_context, _guard, _print_json, _refuse_input, _write, app
 
 if TYPE_CHECKING:
@@ -118,7 +119,7 @@ def _live_line(elapsed: float, mem: list[tuple[str, int | None, int | None]]) ->
         f"{cid} {used / gib:.1f}/{total / gib:.0f} GiB" if used is not None and total else f"{cid} ?"
         for cid, used, total in mem
     )
-    line = f"\rtopomap record: {elapsed:7.1f} s  {cards or 'no GPU sampled'}"
+    line = f"\rtopomap record: {elapsed:7.1f} s  {safe_text(cards) or 'no GPU sampled'}"
     sys.stderr.write(line[:200] + "\x1b[K")
     sys.stderr.flush()
 
@@ -157,11 +158,10 @@ def record_cmd(
     gpu = (
         f"{len(run.gpus)} card(s) sampled" if run.sampling.gpu_sampled else (run.sampling.gpu_note or "no GPU sampled")
     )
-    print(
+    say(
         f"topomap record: wrote {path}: exit {run.exit_status} after {run.duration_s:.2f} s, "
         f"{run.sampling.samples} samples, {gpu}; recorder CPU {fmt_seconds(run.sampling.recorder_cpu_s)} "
-        f"({run.sampling.overhead_pct}% of one CPU over the run, measured)",
-        file=sys.stderr,
+        f"({run.sampling.overhead_pct}% of one CPU over the run, measured)"
     )
     if json_out:
         _print_json(
@@ -195,7 +195,7 @@ def _write_record(path: str, run: Run) -> Run:
             _write(path, encode_run(smaller))
         except TopomapError:
             continue
-        print(f"topomap record: the disk is full: wrote a partial record ({what})", file=sys.stderr)
+        say(f"topomap record: the disk is full: wrote a partial record ({what})")
         return smaller
     raise TopomapError(
         f"{full} — no record written; the command exited {run.exit_status}", hint="free some space on that disk"

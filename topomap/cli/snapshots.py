@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from topomap.base.errors import TopomapError
-from topomap.cli.output import wrote
+from topomap.cli.output import say, write_text, wrote
 from topomap.cli.wiring import JsonOpt, _console, _guard, _load, _print_json, _write, app
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ def import_(
     data = encode_checked(snap, output if output and output != "-" else "stdout")
     if output and output != "-":
         _write(output, data)
-        print(f"wrote {output}: {len(snap.gpus)} GPU(s), {len(snap.nics)} NIC(s)", file=sys.stderr)
+        say(f"wrote {output}: {len(snap.gpus)} GPU(s), {len(snap.nics)} NIC(s)")
         if json_out:
             _print_json(Imported(output, len(snap.gpus), len(snap.nics)))
     else:
@@ -200,7 +200,7 @@ def matrix(
         if json_out:
             _print_json(bandwidth_json(snap))
         else:
-            sys.stdout.write(render_bandwidth_matrix(snap))
+            write_text(render_bandwidth_matrix(snap))
         return
     from topomap.model.snapshot import hosts_of
     from topomap.render.matrix import render_matrix, render_p2p_matrix
@@ -215,7 +215,7 @@ def matrix(
         )
     if len(hosts) > 1:
         for h in hosts:
-            sys.stdout.write(f"# {visible(h.host.hostname or 'unknown host')}\n{render_matrix(h)}\n")
+            write_text(f"# {visible(h.host.hostname or 'unknown host')}\n{render_matrix(h)}\n")
         return
     snap = hosts[0]
     if json_out:
@@ -229,9 +229,9 @@ def matrix(
         text = render_p2p_matrix(snap, p2p)
         if text is None:
             raise TopomapError(f"{snapshot}: this snapshot records no P2P status", hint="probe the machine")
-        sys.stdout.write(text)
+        write_text(text)
         return
-    sys.stdout.write(render_matrix(snap))
+    write_text(render_matrix(snap))
 
 
 @app.command()
@@ -252,7 +252,6 @@ def merge(
     from topomap.model.codec import encode_checked
     from topomap.model.merge import consistency_notes
     from topomap.model.merge import merge as run_merge
-    from topomap.render.text import visible
 
     pairs = []
     for arg in snapshots:
@@ -265,7 +264,7 @@ def merge(
     _write(output, encode_checked(merged, output))
     notes = consistency_notes(merged)
     for line in notes:
-        print(f"topomap: merge: {visible(line)}", file=sys.stderr)  # host names are data: no raw ESC
+        say(f"topomap: merge: {line}")  # host names are data: no raw ESC
     wrote(output, f"{len(merged.members)} hosts, {len(notes)} consistency note(s)", "merge")
     if json_out and output != "-":
         _print_json(Merged(output, len(merged.members), notes))
@@ -308,4 +307,4 @@ def schema(
 
     if which not in SCHEMAS:
         raise TopomapError(f"unknown schema {which!r}", hint=f"one of: {', '.join(SCHEMAS)}")
-    sys.stdout.write(schema_text(which))
+    write_text(schema_text(which))

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 import typer
 
 from topomap.base.errors import TopomapError
-from topomap.cli.output import WRITE_ERRNOS, os_hint, print_version, refuse_input, write_output
+from topomap.base.safetext import json_text, safe_text
+from topomap.cli.output import WRITE_ERRNOS, os_hint, print_version, refuse_input, write_output, write_text
 
 if TYPE_CHECKING:
     from topomap.model.snapshot import Snapshot
@@ -98,13 +99,18 @@ def _err(message: str, code: int = 2, hint: str | None = None) -> NoReturn:
 
 def report_error(message: str, code: int, hint: str | None, as_json: bool) -> None:
     """One line on stderr, ``topomap: error: MESSAGE (hint: HINT)``; with ``as_json`` also
-    ``{"error", "hint", "exit"}`` on stdout, for a caller that reads only JSON."""
-    line = f"topomap: error: {message}"
+    ``{"error", "hint", "exit"}`` on stdout, for a caller that reads only JSON.
+
+    The choke point of every error: whatever the message quotes (a name from the input, a path, an
+    option's value, a library's own words such as msgspec's "Object contains unknown field `…`") is
+    written safe for a terminal (:func:`topomap.base.safetext.safe_text`), and the JSON faithfully,
+    with the same characters as ``\\u`` escapes (:func:`topomap.base.safetext.json_text`)."""
+    line = f"topomap: error: {safe_text(message)}"
     if hint:
-        line += f" (hint: {hint})"
+        line += f" (hint: {safe_text(hint)})"
     if as_json:
         with contextlib.suppress(OSError):
-            sys.stdout.write(json.dumps({"error": message, "hint": hint, "exit": code}) + "\n")
+            sys.stdout.write(json_text(json.dumps({"error": message, "hint": hint, "exit": code})) + "\n")
             sys.stdout.flush()
     print(line, file=sys.stderr)
 
@@ -191,10 +197,11 @@ class _Screen:
         if self.width is None:
             _print_wide(*renderables, markup=markup)
             return
-        from topomap.render.whole import whole  # start-up: terminal views only
+        from topomap.render.whole import Safe, whole  # start-up: terminal views only
 
         for r in renderables:
-            self._console.print(whole(self._console, r, self.width), crop=False, overflow="ignore", markup=markup)
+            laid = Safe(whole(self._console, r, self.width))
+            self._console.print(laid, crop=False, overflow="ignore", markup=markup)
 
 
 def _console() -> _Screen:
@@ -212,7 +219,7 @@ def _print_json(value: object) -> None:
     # Imported here for start-up: --help and usage errors print no JSON result.
     import msgspec
 
-    sys.stdout.write(json.dumps(msgspec.to_builtins(value), indent=2, allow_nan=False) + "\n")
+    sys.stdout.write(json_text(json.dumps(msgspec.to_builtins(value), indent=2, allow_nan=False)) + "\n")
 
 
 def _load(path: str) -> Snapshot:
@@ -262,4 +269,8 @@ def _print_wide(*renderables: object, markup: bool | None = None) -> None:
     with console.capture() as cap:
         for r in renderables:
             console.print(r, markup=markup, crop=False)
-    sys.stdout.write("".join(line.rstrip() + "\n" for line in cap.get().splitlines()))
+    # Made safe before it is split: str.splitlines would also split at U+2028, U+0085 and the like.
+    lines = safe_text(cap.get(), keep="\n\t").split("\n")
+    if lines and not lines[-1]:
+        lines.pop()
+    write_text("".join(line.rstrip() + "\n" for line in lines))
