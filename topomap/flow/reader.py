@@ -8,6 +8,7 @@ from pathlib import Path
 import networkx as nx
 
 from topomap.files.yamlfile import YamlDoc, convert, load_yaml, read_yaml
+from topomap.flow.expansion import check_step_pairs
 from topomap.flow.ncclarrow import check_nccl
 from topomap.flow.spec import (
     SIZE_HINT,
@@ -73,6 +74,7 @@ def flow_from_doc(doc: YamlDoc) -> Flow:
     flow.host_files = dict(spec.hosts)
     _read_steps(flow)
     _read_arrows(flow)
+    check_step_pairs(flow)  # before the cycle check builds the graph of those pairs
     _check_cycles(flow)
     check_nccl(flow)
     flow.work = work_of(flow)

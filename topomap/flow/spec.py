@@ -350,7 +350,17 @@ def name_hint(name: str, known: list[str], what: str) -> str:
     return f"did you mean {close[0]!r}? {listing}" if close else listing
 
 
+#: The JSON Schema's description of a flow file: what the schema alone cannot say.
+FLOW_DESCRIPTION = (
+    "A topomap flow file (YAML): hosts, steps placed on hardware, arrows between steps, the work in numbers. "
+    "A flow becomes at most 65,536 arrows between step replicas (each arrow, each exchange step and the "
+    "whole flow; counted before any is built, a larger one is refused naming the arrow). Paths (hosts, "
+    "work.durations_csv) are relative to the flow file; absolute and ../ paths are read too."
+)
+
+
 def flow_json_schema() -> dict[str, Any]:
     schema: dict[str, Any] = msgspec.json.schema(FlowSpec)
     schema["title"] = FLOW_SCHEMA
+    schema["description"] = FLOW_DESCRIPTION
     return schema
