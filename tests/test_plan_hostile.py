@@ -82,7 +82,7 @@ def test_a_duration_of_300_nines_is_refused_with_its_line(tmp_path: Path) -> Non
 def test_a_csv_cell_of_400_digits_is_refused_with_the_csv_line(tmp_path: Path) -> None:
     p = _uneven(tmp_path, "name,duration\na,12 min\nb," + "9" * 400 + " min\n")
     line = _one_error_line(["plan", str(p), "--cards", "1,2"])
-    assert f"{tmp_path / 'd.csv'}:3: '9999999999999999999…99999 min' (406 characters) is longer than a year" in line
+    assert f"{tmp_path / 'd.csv'}:3: '999999999999…' (404 characters) is longer than a year" in line
 
 
 @pytest.mark.parametrize(
@@ -203,10 +203,11 @@ def test_a_csv_field_past_the_field_limit_is_one_line(tmp_path: Path) -> None:
 def test_csv_header_and_line_errors_keep_their_lines(tmp_path: Path) -> None:
     csv = tmp_path / "d.csv"
     csv.write_text("\nname,pages\na,3\n")
-    with pytest.raises(FlowError, match=r"^d\.csv:2: no `duration` column \(header: name, pages\)$"):
+    first = r"not a durations CSV: its first line is neither a header with a `duration` column nor a duration$"
+    with pytest.raises(FlowError, match=r"^d\.csv:2: " + first):
         read_durations_csv(csv, "d.csv")
     csv.write_text("about an hour\n")
-    with pytest.raises(FlowError, match=r"^d\.csv:1: 'about an hour' is not a duration$"):
+    with pytest.raises(FlowError, match=r"^d\.csv:1: " + first):
         read_durations_csv(csv, "d.csv")
     csv.write_text("duration\n\n")
     with pytest.raises(FlowError, match=r"^d\.csv: no durations under the header$"):

@@ -26,6 +26,7 @@ import re
 from pathlib import Path
 
 from topomap.base.units import MAX_RATE_GBPS, MAX_SPAN_S, MIN_RATE_GBPS, MIN_SPAN_S, RATE_RANGE, SPAN_RANGE
+from topomap.files.excerpt import excerpt
 from topomap.files.inputs import MAX_TOPOLOGY_BYTES, read_text
 from topomap.flow.spec import (
     SIZE_HINT,
@@ -164,26 +165,19 @@ class _CsvDurations:
         self.shown = shown
         self.col: int | None = None  # the duration column, once known
         self.name_col: int | None = None
-        self.pending: tuple[int, list[str]] | None = None  # a first row that is neither header nor duration
         self.units: list[Unit] = []
 
     def row(self, line: int, cells: list[str]) -> None:
         if self.col is None:
             self._first(line, cells)
             return
-        if self.pending is not None:
-            first_line, first = self.pending
-            raise FlowError(
-                f"{self.shown}:{first_line}: no `duration` column (header: {_cut(', '.join(first))})",
-                hint="name the column `duration`, or give one duration per line without a header",
-            )
         if len(self.units) >= MAX_UNITS:
             raise FlowError(f"{self.shown}:{line}: more than {MAX_UNITS:,} durations (units)", hint=_TOO_MANY)
         cell = cells[self.col] if self.col < len(cells) else ""
         sec = parse_duration(cell)
         problem = "is not a duration" if sec is None else span_problem(sec)
-        if problem is not None:
-            raise FlowError(f"{self.shown}:{line}: {quote_value(cell)} {problem}", hint=DURATION_HINT)
+        if problem is not None:  # a durations CSV (its header or first row said so): a few characters shown
+            raise FlowError(f"{self.shown}:{line}: {excerpt(cell)} {problem}", hint=DURATION_HINT)
         assert sec is not None
         n = len(self.units) + 1
         name = cells[self.name_col] if self.name_col is not None and self.name_col < len(cells) else ""
@@ -196,15 +190,15 @@ class _CsvDurations:
             self.name_col = header.index("name") if "name" in header else None
             return
         self.col = 0
-        if parse_duration(cells[0]) is None:
-            self.pending = (line, cells)  # an error either way: which one depends on what follows
-        else:
-            self.row(line, cells)
+        if parse_duration(cells[0]) is None:  # not shown: the file may be anything (issue 36 item 4)
+            raise FlowError(
+                f"{self.shown}:{line}: not a durations CSV: its first line is neither a header with a "
+                "`duration` column nor a duration",
+                hint=_CSV_HINT,
+            )
+        self.row(line, cells)
 
     def done(self) -> list[Unit]:
-        if self.pending is not None:
-            line, cells = self.pending
-            raise FlowError(f"{self.shown}:{line}: {quote_value(cells[0])} is not a duration", hint=DURATION_HINT)
         if self.col is None:
             raise FlowError(f"{self.shown}:1: no durations", hint=_CSV_HINT)
         if not self.units:
@@ -238,6 +232,7 @@ def _parse_csv(text: str, shown: str) -> list[Unit]:
             what = f"a field longer than {csv.field_size_limit():,} characters"
         raise FlowError(f"{shown}:{reader.line_num}: not a durations CSV: {what}", hint=_CSV_HINT) from None
     return rows.done()
+
 
 
 def _units(flow: Flow) -> tuple[list[Unit], str]:
