@@ -57,6 +57,15 @@ def fmt_bandwidth(gbps: float | None, source: str | None = None, lower_bound: bo
     return f"{text} {source}" if source else text
 
 
+# --- how much work a plan lays out (the flow's work block and `plan`'s options) ---
+
+#: Units a plan lays out one by one, however they are given (count, durations, a CSV, --observed-units);
+#: more are refused while reading (a huge count ran out of memory, a CSV of a million rows hung).
+MAX_UNITS = 100_000
+#: Cards a task spans or a plan arranges (--gantt): more is a typo (a 400-digit count overflowed: exit 4).
+MAX_CARDS = 100_000
+
+
 # --- the bounds of what the work block reads (issue 36: the parsers, their messages and the README
 # disagreed: "1 PB/s" was "not a rate" under a "1 kB/s to 1 PB/s" range, "1 EB" "not a size" under
 # "(under a zettabyte)", "1 µs" refused though durations start there). Each bound is inclusive. ---

@@ -12,7 +12,7 @@ import typer
 
 from topomap.base.errors import TopomapError
 from topomap.cli.output import say, wrote
-from topomap.cli.wiring import JsonOpt, _console, _err, _guard, _load, _print_json, _write, app
+from topomap.cli.wiring import JsonOpt, _console, _err, _guard, _load, _print_json, _write, app, bounded
 
 
 def _progress_bar() -> tuple[Any, Any]:
@@ -46,9 +46,16 @@ def measure(
     quick: Annotated[bool, typer.Option("--quick", help="32 MiB, 4 copies × 3 samples, own NUMA node only.")] = False,
     pairs: Annotated[str | None, typer.Option("--pairs", help="Only these GPU pairs, e.g. 0-1,2-3.")] = None,
     size: Annotated[str | None, typer.Option("--size", help="Bytes per copy, e.g. 64MiB (default 64MiB).")] = None,
-    reps: Annotated[int | None, typer.Option("--reps", help="Copies per sample (default 8).", min=1)] = None,
-    samples: Annotated[int | None, typer.Option("--samples", help="Timed samples (default 5).", min=1)] = None,
-    timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds before a test counts as hung.")] = None,
+    reps: Annotated[
+        int | None, typer.Option("--reps", help="Copies per sample (default 8).", callback=bounded(1, 1_000_000))
+    ] = None,
+    samples: Annotated[
+        int | None, typer.Option("--samples", help="Timed samples (default 5).", callback=bounded(1, 10_000))
+    ] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option("--timeout", help="Seconds before a test counts as hung.", callback=bounded(0, 86400, "s", True)),
+    ] = None,
     table: Annotated[bool, typer.Option("--table", help="Also print every measurement with its spread.")] = False,
     json_out: JsonOpt = False,
 ) -> None:

@@ -10,13 +10,24 @@ import typer
 
 from topomap.base.errors import TopomapError
 from topomap.cli.given import USAGE, sort_files
-from topomap.cli.wiring import FlowOpt, JsonOpt, ProbeOpt, _console, _guard, _load, _print_json, _print_wide, app
+from topomap.cli.wiring import (
+    FlowOpt,
+    JsonOpt,
+    ProbeOpt,
+    _console,
+    _guard,
+    _load,
+    _print_json,
+    _print_wide,
+    app,
+    bounded,
+)
 
 
 @app.command()
 @_guard
 def place(
-    gpus: Annotated[int, typer.Option("--gpus", help="How many GPUs to place (K).")],
+    gpus: Annotated[int, typer.Option("--gpus", help="How many GPUs to place (K).", callback=bounded(1, 4096))],
     files: Annotated[
         list[str] | None,
         typer.Argument(

@@ -10,8 +10,9 @@ import typer
 
 from topomap.base.errors import TopomapError
 from topomap.base.safetext import json_text
+from topomap.base.units import MAX_CARDS, MAX_UNITS
 from topomap.cli.output import output_format, wrote
-from topomap.cli.wiring import FilesArg, FlowOpt, JsonOpt, ProbeOpt, _console, _guard, _write, app
+from topomap.cli.wiring import FilesArg, FlowOpt, JsonOpt, ProbeOpt, _console, _guard, _write, app, bounded
 
 if TYPE_CHECKING:
     from topomap.flow.spec import Work
@@ -65,7 +66,12 @@ def plan(
         typer.Option("--cards", help="Card counts to plan, e.g. 1,2,4 (default: 1 to every card of the lot)."),
     ] = None,
     gantt: Annotated[
-        int | None, typer.Option("--gantt", help="Draw the Gantt charts of this card count (default: the largest).")
+        int | None,
+        typer.Option(
+            "--gantt",
+            help="Draw the Gantt charts of this card count (default: the largest).",
+            callback=bounded(1, MAX_CARDS),
+        ),
     ] = None,
     output: Annotated[
         str | None, typer.Option("-o", "--output", help="Also draw the Gantt charts: OUT.svg or .png")
@@ -74,12 +80,19 @@ def plan(
         str | None, typer.Option("--observed", help="A recorded run (topomap record): its unit time and memory peak.")
     ] = None,
     observed_units: Annotated[
-        int | None, typer.Option("--observed-units", help="Units the recorded run processed (default: the work's).")
+        int | None,
+        typer.Option(
+            "--observed-units",
+            help="Units the recorded run processed (default: the work's).",
+            callback=bounded(1, MAX_UNITS),
+        ),
     ] = None,
     margin: Annotated[
         float,
         typer.Option(
-            "--margin", help="Name the fewest cards whose total is within this % of the fastest (default 10)."
+            "--margin",
+            help="Name the fewest cards whose total is within this % of the fastest (default 10).",
+            callback=bounded(0, 1000, "%"),
         ),
     ] = 10.0,
     every_unit: Annotated[

@@ -16,7 +16,7 @@ import typer
 
 from topomap.base.errors import TopomapError
 from topomap.cli.output import say, write_text, wrote
-from topomap.cli.wiring import JsonOpt, _console, _guard, _load, _print_json, _write, app
+from topomap.cli.wiring import JsonOpt, _console, _guard, _load, _print_json, _write, app, bounded
 
 if TYPE_CHECKING:
     from topomap.model.snapshot import Snapshot
@@ -47,10 +47,19 @@ def probe(
     sysfs_root: Annotated[str, typer.Option("--root", help="Read sysfs/procfs under this root.")] = "/",
     call_timeout: Annotated[
         float | None,
-        typer.Option("--call-timeout", help="Seconds one NVML/CUDA call may take before it is cut [default: 15]."),
+        typer.Option(
+            "--call-timeout",
+            help="Seconds one NVML/CUDA call may take before it is cut [default: 15].",
+            callback=bounded(0, 3600, "s", above=True),
+        ),
     ] = None,
     budget: Annotated[
-        float | None, typer.Option("--budget", help="Seconds all NVML/CUDA calls together may take [default: 180].")
+        float | None,
+        typer.Option(
+            "--budget",
+            help="Seconds all NVML/CUDA calls together may take [default: 180].",
+            callback=bounded(0, 86400, "s", above=True),
+        ),
     ] = None,
     measure: Annotated[
         bool, typer.Option("--measure", help="Also measure verified copy bandwidth (topomap measure --quick).")

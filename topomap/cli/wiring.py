@@ -12,6 +12,7 @@ import errno
 import functools
 import inspect
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -55,6 +56,38 @@ FilesArg = Annotated[
 FlowOpt = Annotated[
     str | None, typer.Option("--flow", help="The flow file, named explicitly (the same as giving it first).")
 ]
+
+
+def _number_text(value: float) -> str:
+    """A number as an option error quotes it: ``1e+400`` → ``inf``; 310 digits cut to ``100000… (310 digits)``."""
+    text = str(value) if isinstance(value, int) else f"{value:g}"
+    digits = text.lstrip("-")
+    return f"{text[: len(text) - len(digits) + 6]}… ({len(digits)} digits)" if len(digits) > 16 else text
+
+
+def _bound(x: float) -> str:
+    """A bound in words: 1000000 → "1,000,000", 1e12 → "1e+12"."""
+    return f"{int(x):,}" if float(x).is_integer() and abs(x) < 1e9 else f"{x:g}"
+
+
+def bounded(low: float, high: float, unit: str = "", above: bool = False) -> Callable[[Any], Any]:
+    """A typer option callback: the option's number (int or float; None, not given, passes) is finite and
+    from ``low`` (above it with ``above``) to ``high``, else a one-line usage error naming the option
+    and the range (issue 36 item 8: a 310-digit ``--observed-units`` overflowed a float, exit 4)."""
+    unit_text = f" {unit}" if unit else ""
+    span = f"above {_bound(low)}{unit_text} up to" if above else f"from {_bound(low)} to"
+    span += f" {_bound(high)}{unit_text}"
+
+    def check(value: Any) -> Any:
+        if value is None or isinstance(value, bool):
+            return value
+        if isinstance(value, float) and not math.isfinite(value):
+            raise typer.BadParameter(f"{_number_text(value)} is not a finite number ({span})")
+        if value < low or value > high or (above and value == low):
+            raise typer.BadParameter(f"{_number_text(value)} is outside the range: {span}")
+        return value
+
+    return check
 
 
 def _version(value: bool) -> None:
@@ -130,6 +163,7 @@ def _guard(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         with _running(kwargs.pop(_CTX, None)):
             try:
+                _refuse_nul(kwargs)
                 return fn(*args, **kwargs)
             except (typer.Exit, typer.Abort, SystemExit):
                 raise
@@ -158,6 +192,21 @@ def _guard(fn: F) -> F:
     # functools.wraps shares the command's own.
     wrapper.__annotations__ = {name: p.annotation for name, p in sig.parameters.items()}
     return wrapper  # type: ignore[return-value]
+
+
+def _refuse_nul(values: dict[str, Any]) -> None:
+    """A NUL character in an argument or option value: no file name or value can hold one (the OS refuses
+    it: "ValueError: embedded null byte", exit 4 before issue 36), so it is one line naming the parameter."""
+    ctx = _current_context()
+    for name, value in values.items():
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(item, str) and "\0" in item:
+                param = next((p for p in ctx.command.params if p.name == name), None) if ctx is not None else None
+                shown = "/".join(getattr(param, "opts", ())) if param is not None else name
+                raise TopomapError(
+                    f"{shown or name}: {item[:40]!r} holds a NUL character, which no file name or value can",
+                    hint="check how the command line was built (a NUL from find -print0 or xargs -0?)",
+                )
 
 
 @contextlib.contextmanager

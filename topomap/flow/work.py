@@ -25,7 +25,16 @@ import math
 import re
 from pathlib import Path
 
-from topomap.base.units import MAX_RATE_GBPS, MAX_SPAN_S, MIN_RATE_GBPS, MIN_SPAN_S, RATE_RANGE, SPAN_RANGE
+from topomap.base.units import (
+    MAX_CARDS,
+    MAX_RATE_GBPS,
+    MAX_SPAN_S,
+    MAX_UNITS,
+    MIN_RATE_GBPS,
+    MIN_SPAN_S,
+    RATE_RANGE,
+    SPAN_RANGE,
+)
 from topomap.files.excerpt import excerpt
 from topomap.files.inputs import MAX_TOPOLOGY_BYTES, read_text
 from topomap.flow.spec import (
@@ -56,12 +65,9 @@ _RATE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGTPE]i?B|B)\s*/\s*s\s*$", r
 DURATION_HINT = "write a number and a unit: 12 min, 90 s, 1.5 h, 1 h 30 min, 500 µs"
 
 
-#: Units a plan lays out one by one, however they are given (count, durations, a CSV); more are
-#: refused while reading (a huge count ran out of memory, a CSV of a million rows hung).
-MAX_UNITS = 100_000
-#: A task over more cards, or of more exchange rounds, is a typo (a 400-digit count of steps
-#: overflowed the float sum: exit 4).
-MAX_CARDS = 100_000
+#: MAX_UNITS (units a plan lays out one by one) and MAX_CARDS (cards a task spans) are in
+#: topomap.base.units, where the command line's option bounds read them too.
+#: Exchange rounds of a split task: more is a typo (a 400-digit count of steps overflowed the float sum).
 MAX_STEPS = 10**9
 _SHOWN = 40  # characters of a bad value quoted in a message
 
@@ -232,7 +238,6 @@ def _parse_csv(text: str, shown: str) -> list[Unit]:
             what = f"a field longer than {csv.field_size_limit():,} characters"
         raise FlowError(f"{shown}:{reader.line_num}: not a durations CSV: {what}", hint=_CSV_HINT) from None
     return rows.done()
-
 
 
 def _units(flow: Flow) -> tuple[list[Unit], str]:
