@@ -374,7 +374,7 @@ def test_the_issues_310_digit_option_is_one_line() -> None:
     assert escaped is None and code == 2, err
     assert err.startswith(
         "topomap: error: Invalid value for '--observed-units': 100000… (310 digits) is outside the range: "
-        "from 1 to 100,000 (hint: "
+        "from 1 to 1e+12 (hint: "
     )
     assert err.endswith("plan --help)\n") and err.count("\n") == 1 and not out
 

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from topomap.base.errors import TopomapError
-from topomap.base.safetext import json_text
-from topomap.base.units import MAX_CARDS, MAX_UNITS
+from topomap.base.units import MAX_CARDS
 from topomap.cli.output import output_format, wrote
 from topomap.cli.wiring import FilesArg, FlowOpt, JsonOpt, ProbeOpt, _console, _guard, _write, app, bounded
 
@@ -18,6 +16,9 @@ if TYPE_CHECKING:
     from topomap.flow.spec import Work
 
 GANTT_FORMATS = ("svg", "png")
+#: Units a recorded run may have processed (--observed-units): not the units a plan lays out (a run
+#: may stand for millions of small ones), but a bound (a 310-digit count overflowed a float, issue 36).
+MAX_OBSERVED_UNITS = 10**12
 
 
 def _card_counts(text: str | None) -> list[int] | None:
@@ -44,15 +45,17 @@ def _observed(path: str, units: int | None, work: Work | None) -> dict[str, Any]
 
 
 def _print_plan_json(doc: dict[str, object]) -> None:
-    """Strict JSON: a number that is not finite is an error, never `Infinity` or `NaN` in the output."""
+    """Strict JSON: a number that is not finite is an error, never `Infinity` or `NaN` in the output.
+    Written a piece at a time (topomap.cli.jsonout): --units lists millions of bars."""
+    from topomap.cli.jsonout import write_json  # start-up: only plan --json writes one
+
     try:
-        text = json.dumps(doc, indent=2, allow_nan=False)
+        write_json(doc, sys.stdout)
     except ValueError as err:  # "Out of range float values are not JSON compliant"
         raise TopomapError(
             f"plan --json: a figure is not a finite number ({err})",
             hint="check the work block's durations, sizes and rates",
         ) from None
-    sys.stdout.write(json_text(text) + "\n")
 
 
 @app.command()
@@ -84,7 +87,7 @@ def plan(
         typer.Option(
             "--observed-units",
             help="Units the recorded run processed (default: the work's).",
-            callback=bounded(1, MAX_UNITS),
+            callback=bounded(1, MAX_OBSERVED_UNITS),
         ),
     ] = None,
     margin: Annotated[

@@ -23,6 +23,7 @@ import typer
 from topomap.base.errors import TopomapError
 from topomap.base.safetext import json_text, safe_text
 from topomap.cli.output import WRITE_ERRNOS, os_hint, print_version, refuse_input, write_output, write_text
+from topomap.files.budget import command_budget
 
 if TYPE_CHECKING:
     from topomap.model.snapshot import Snapshot
@@ -161,7 +162,7 @@ def _guard(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with _running(kwargs.pop(_CTX, None)):
+        with _running(kwargs.pop(_CTX, None)), command_budget():
             try:
                 _refuse_nul(kwargs)
                 return fn(*args, **kwargs)
