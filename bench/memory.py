@@ -274,10 +274,10 @@ def measure(case: Case, folder: Path, timeout_s: float = 600) -> tuple[int, int,
     return proc.returncode, peak, took, (folder / "stderr.txt").read_text(errors="replace")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("names", nargs="*", help="cases to run (default: all)")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     chosen = [c for c in CASES if not args.names or c.name in args.names]
     print(f"{'case':22s} {'peak RSS':>10s} {'wall':>8s}  exit  documented maximum")
     worst = 0

@@ -72,10 +72,10 @@ def groups_case() -> None:
     print(f"  check gpu_groups {{k: 16, groups: 2}} on 32 GPUs: {time.perf_counter() - t:.2f} s, {result.status}")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gpus", type=int, nargs="*", default=[32, 64, 128])
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     print(f"placement search (limit {SEARCH_LIMIT:,} steps)")
     for n in args.gpus:
         place_cases(n)
