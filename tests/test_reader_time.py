@@ -150,27 +150,46 @@ def test_a_one_line_variant_of_a_real_file_reads_in_linear_time(kind: str, how: 
 
 
 LOG = DATA / "real-nccl-logs" / "a100-leonardo-2gpu-p2p-level-nvl-nccltests331.log"
+NVB = DATA / "fixtures" / "nvbandwidth-v0.8-2gpu-h100.txt"
+P2P = READERS["measurements (p2pBandwidthLatencyTest)"][0]
 
 
-@pytest.mark.parametrize(
-    ("marker", "after"),
-    [(" via ", " via "), ("set by environment to", "set by environment to "), ("#  Rank", "#  Rank  0 Group  0"),
-     (" NCCL INFO ", " NCCL INFO ")],
-)  # fmt: skip
-def test_each_log_line_kind_with_a_blank_run_reads_in_linear_time(marker: str, after: str, tmp_path: Path) -> None:
-    """The issue's patterns by line kind: a channel line's `via`, an environment line's value, nccl-tests'
-    rank table, and Ray's ``[repeated Nx across cluster]`` after a run of blanks (each kind where a lazy
-    group before ``\\s*$`` tried the blanks after every character)."""
-    text = LOG.read_text()
-    lines = text.split("\n")
+def _measured(path: Path) -> object:
+    return load_measurements(path)
+
+
+#: (file, reader, a line kind's marker, where after it the blanks go, what to append to the line).
+LINE_KINDS = [
+    (LOG, _log, " via ", " via ", " [repeated 3x across cluster]"),
+    (LOG, _log, "set by environment to", "set by environment to ", ""),
+    (LOG, _log, "#  Rank", "#  Rank  0 Group  0", ""),
+    (LOG, _log, " NCCL INFO ", " NCCL INFO ", " [repeated 3x across cluster]"),
+    (NVB, _measured, "Device 0:", "Device 0: NVI", ""),
+    (NVB, _measured, "memcpy CE", "GPU(column)", ""),
+    (P2P, _measured, "Device: 0", "Device: 0, NVI", ""),
+]
+
+
+_IDS = [f"{s.suffix}:{m.strip()}" for s, _, m, _, _ in LINE_KINDS]
+
+
+@pytest.mark.parametrize(("source", "reader", "marker", "after", "tail"), LINE_KINDS, ids=_IDS)
+def test_each_hot_line_kind_with_a_blank_run_reads_in_linear_time(
+    source: Path, reader: Callable[[Path], object], marker: str, after: str, tail: str, tmp_path: Path
+) -> None:
+    """The line kinds whose patterns were quadratic in a run of blanks (a lazy group before ``\\s*$`` or
+    two ``\\s*`` side by side): the NCCL log's channel line, environment line, nccl-tests' rank table
+    and Ray's ``[repeated Nx across cluster]``; nvbandwidth's device and matrix title lines (found by
+    inserting 64 KiB of blanks in every line of every real file); p2pBandwidthLatencyTest's device line."""
+    lines = source.read_text().split("\n")
     k = next(i for i, line in enumerate(lines) if marker in line)
     times = {}
     for size in (MIB // 4, MIB):
         edited = list(lines)
-        cut = edited[k].index(after) + len(after) + 2
-        edited[k] = edited[k][:cut] + " " * size + edited[k][cut:] + " " * size + " [repeated 3x across cluster]"
-        p = tmp_path / "v.log"
+        cut = edited[k].index(after) + len(after)
+        edited[k] = edited[k][:cut] + " " * size + edited[k][cut:] + (" " * size + tail if tail else "")
+        p = tmp_path / source.name
         p.write_text("\n".join(edited))
-        times[size] = _time(_log, p, 30)
+        times[size] = _time(reader, p, 30)
     growth = times[MIB] / max(times[MIB // 4], 1e-4)
     assert growth <= GROWTH or times[MIB] < 0.1, f"{marker}: ×{growth:.1f} for ×4 the bytes ({times})"
