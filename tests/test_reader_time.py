@@ -183,13 +183,16 @@ def test_each_hot_line_kind_with_a_blank_run_reads_in_linear_time(
     inserting 64 KiB of blanks in every line of every real file); p2pBandwidthLatencyTest's device line."""
     lines = source.read_text().split("\n")
     k = next(i for i, line in enumerate(lines) if marker in line)
-    times = {}
-    for size in (MIB // 4, MIB):
-        edited = list(lines)
-        cut = edited[k].index(after) + len(after)
-        edited[k] = edited[k][:cut] + " " * size + edited[k][cut:] + (" " * size + tail if tail else "")
-        p = tmp_path / source.name
-        p.write_text("\n".join(edited))
-        times[size] = _time(reader, p, 30)
-    growth = times[MIB] / max(times[MIB // 4], 1e-4)
+    for _ in range(2):  # a shared machine: a second measurement before a verdict of superlinear
+        times = {}
+        for size in (MIB // 4, MIB):
+            edited = list(lines)
+            cut = edited[k].index(after) + len(after)
+            edited[k] = edited[k][:cut] + " " * size + edited[k][cut:] + (" " * size + tail if tail else "")
+            p = tmp_path / source.name
+            p.write_text("\n".join(edited))
+            times[size] = _time(reader, p, 30, runs=3)
+        growth = times[MIB] / max(times[MIB // 4], 1e-4)
+        if growth <= GROWTH or times[MIB] < 0.1:
+            break
     assert growth <= GROWTH or times[MIB] < 0.1, f"{marker}: ×{growth:.1f} for ×4 the bytes ({times})"
