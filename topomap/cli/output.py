@@ -172,6 +172,10 @@ def finish(code: int) -> NoReturn:
         sys.stdout.flush()
     except OSError as err:
         output_failed(err, code)
+    if code == 130:  # interrupted: at once, or Python, having seen the KeyboardInterrupt, ends itself by
+        with contextlib.suppress(OSError, ValueError):  # SIGINT after the exit (status -2, not 130)
+            sys.stderr.flush()
+        os._exit(130)
     sys.exit(code)
 
 

@@ -137,6 +137,14 @@ def record_cmd(
     json_out: Annotated[
         bool, typer.Option("--json", help="A JSON summary on stdout after the command's own output.")
     ] = False,
+    leave_running: Annotated[
+        bool,
+        typer.Option(
+            "--leave-running",
+            help="Leave the processes the command leaves behind running (named in the record) instead of "
+            "ending them (SIGTERM, then SIGKILL after 2 s).",
+        ),
+    ] = False,
 ) -> None:
     """Run a command and sample what each card and the host used.
 
@@ -151,13 +159,19 @@ def record_cmd(
     path = output or f"run-{dt.datetime.now(dt.timezone.utc):%Y%m%d-%H%M%S}.json"
     check_output(path)  # before the command runs: a record that cannot be written is refused up front
     live = sys.stderr.isatty()
-    run = record(command, RecordOptions(interval_s=seconds, label=label, on_sample=_live_line if live else None))
+    opts = RecordOptions(
+        interval_s=seconds, label=label, on_sample=_live_line if live else None, leave_running=leave_running
+    )
+    run = record(command, opts)
     if live:
         sys.stderr.write("\r\x1b[K")
     run = _write_record(path, run)
     gpu = (
         f"{len(run.gpus)} card(s) sampled" if run.sampling.gpu_sampled else (run.sampling.gpu_note or "no GPU sampled")
     )
+    for note in run.notes:  # what the command left, and what was done about it
+        if note.startswith(("still running", "escaped")):
+            say(f"topomap record: {note}")
     say(
         f"topomap record: wrote {path}: exit {run.exit_status} after {run.duration_s:.2f} s, "
         f"{run.sampling.samples} samples, {gpu}; recorder CPU {fmt_seconds(run.sampling.recorder_cpu_s)} "
