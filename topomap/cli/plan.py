@@ -95,7 +95,6 @@ def plan(
         typer.Option(
             "--margin",
             help="Name the fewest cards whose total is within this % of the fastest (default 10).",
-            callback=bounded(0, 1000, "%"),
         ),
     ] = 10.0,
     every_unit: Annotated[
