@@ -58,6 +58,24 @@ def _print_plan_json(doc: dict[str, object]) -> None:
         ) from None
 
 
+GanttOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--gantt",
+        help="Draw the Gantt charts of this card count (default: the largest).",
+        callback=bounded(1, MAX_CARDS),
+    ),
+]
+ObservedUnitsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--observed-units",
+        help="Units the recorded run processed (default: the work's).",
+        callback=bounded(1, MAX_OBSERVED_UNITS),
+    ),
+]
+
+
 @app.command()
 @_guard
 def plan(
@@ -68,28 +86,14 @@ def plan(
         str | None,
         typer.Option("--cards", help="Card counts to plan, e.g. 1,2,4 (default: 1 to every card of the lot)."),
     ] = None,
-    gantt: Annotated[
-        int | None,
-        typer.Option(
-            "--gantt",
-            help="Draw the Gantt charts of this card count (default: the largest).",
-            callback=bounded(1, MAX_CARDS),
-        ),
-    ] = None,
+    gantt: GanttOpt = None,
     output: Annotated[
         str | None, typer.Option("-o", "--output", help="Also draw the Gantt charts: OUT.svg or .png")
     ] = None,
     observed: Annotated[
         str | None, typer.Option("--observed", help="A recorded run (topomap record): its unit time and memory peak.")
     ] = None,
-    observed_units: Annotated[
-        int | None,
-        typer.Option(
-            "--observed-units",
-            help="Units the recorded run processed (default: the work's).",
-            callback=bounded(1, MAX_OBSERVED_UNITS),
-        ),
-    ] = None,
+    observed_units: ObservedUnitsOpt = None,
     margin: Annotated[
         float,
         typer.Option(
