@@ -75,13 +75,15 @@ NUMBERS = ["0", "-0", "1", "-1", "2", "3", "7", "8", "9", "16", "64", "257", "40
            "18446744073709551617"]  # fmt: skip
 TEXTS = ["", " ", "-", "--", "\x1b[2J\x1b]0;pwned\x07", "node1\u2028PASS  forged\u202eabc\u2066", "\x00", "\x85\x9b31m",
          "a" * 10_000, "é", "%s%n", "{}", "[", "null", "all", "none", "used", "machine", "pipeline", "gpu3", "GPU99",
-         "3,5", "gpu0,gpu0", "0-7", "0-1,2-3", "1-1000000", "auto", "nvidia-smi", "svg", "pdf", "png", "dot",
+         "3,5", "gpu0,gpu0", "0-7", "0-1,2-3", "1-1000000", "0-99999999999", "1,99999999999", "0-1,5-99999999999",
+         "auto", "nvidia-smi", "svg", "pdf", "png", "dot",
          "graphml", "json", "tp", "ring", "independent", "r", "w", "n", "a", "64MiB", "1 ZB", "0B", "200ms", "0.2s",
          "10ms", "3601s", "2.21.5", "2.30", "3.0", "NCCL_P2P_LEVEL=NVL", "NCCL_P2P_DISABLE=1", "NCCL_X", "=", "x=y=z",
          "../../etc/passwd", "~", "$HOME", "\ud800"]  # fmt: skip
 #: A record runs its command for real: only these (nothing long, nothing exiting 4).
 COMMANDS = [["true"], ["false"], ["sh", "-c", "exit 3"], ["sh", "-c", "kill -TERM $$"], ["/dev/null"],
-            ["no-such-command-xyz"], [""], ["echo", "\x1b[2J\u2028x"], ["sleep", "0.05"]]  # fmt: skip
+            ["no-such-command-xyz"], [""], ["sh", "-c", "echo '\x1b[2J\u2028x' >/dev/null"],
+            ["sleep", "0.05"]]  # fmt: skip
 
 
 @dataclass
