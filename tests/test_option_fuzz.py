@@ -394,6 +394,8 @@ def test_the_issues_310_digit_option_is_one_line() -> None:
         (["place", SNAP, "--gpus", "-1"], "'--gpus': -1 is outside the range: from 1 to 4,096"),
         (["measure", SNAP, "--reps", "0"], "'--reps': 0 is outside the range: from 1 to 1,000,000"),
         (["measure", SNAP, "--timeout", "-inf"], "'--timeout': -inf is not a finite number (above 0 s up to 86,400 s)"),
+        (["nccl", SNAP, "--ranks", "0-99999999999"], "--ranks '0-99999999999': not GPU indexes of this snapshot"),
+        (["measure", SNAP, "--size", "9" * 400], "at most 256 GiB, more than any GPU holds"),
     ],
 )
 def test_every_numeric_option_states_its_range(argv: list[str], said: str, files: Files) -> None:
