@@ -67,6 +67,7 @@ SOURCES = {
     "nccl.log": ROOT / "tests" / "data" / "real-nccl-logs" / "h200-vm-fulldump-gdrdma-nccltests256.log",
 }
 SNAP, SNAP2, FLOW, WORK, REQS = "snap.json", "snap2.json", "flow.yaml", "work.yaml", "reqs.yaml"
+PRISTINE_SNAP, PRISTINE_WORK = str(SOURCES["snap.json"]), str(SOURCES["work.yaml"])  # never an output
 RUN_A, RUN_B, TOPO, P2P, LOG = "run-a.json", "run-b.json", "topo.txt", "p2p.txt", "nccl.log"
 
 NUMBERS = ["0", "-0", "1", "-1", "2", "3", "7", "8", "9", "16", "64", "257", "4096", "4097", "100000", "100001",
@@ -384,21 +385,27 @@ def test_the_issues_310_digit_option_is_one_line() -> None:
 @pytest.mark.parametrize(
     ("argv", "said"),
     [
-        (["plan", WORK, "--margin", "nan"], "--margin nan: a percentage from 0 to 1000"),
+        (["plan", PRISTINE_WORK, "--margin", "nan"], "--margin nan: a percentage from 0 to 1000"),
         (
-            ["plan", WORK, "--gantt", "9" * 400],
+            ["plan", PRISTINE_WORK, "--gantt", "9" * 400],
             "'--gantt': 999999… (400 digits) is outside the range: from 1 to 100,000",
         ),
         (["probe", "--budget", "1e400"], "'--budget': inf is not a finite number (above 0 s up to 86,400 s)"),
         (["probe", "--call-timeout", "0"], "'--call-timeout': 0 is outside the range: above 0 s up to 3,600 s"),
-        (["place", SNAP, "--gpus", "-1"], "'--gpus': -1 is outside the range: from 1 to 4,096"),
-        (["measure", SNAP, "--reps", "0"], "'--reps': 0 is outside the range: from 1 to 1,000,000"),
-        (["measure", SNAP, "--timeout", "-inf"], "'--timeout': -inf is not a finite number (above 0 s up to 86,400 s)"),
-        (["nccl", SNAP, "--ranks", "0-99999999999"], "--ranks '0-99999999999': not GPU indexes of this snapshot"),
-        (["measure", SNAP, "--size", "9" * 400], "at most 256 GiB, more than any GPU holds"),
+        (["place", PRISTINE_SNAP, "--gpus", "-1"], "'--gpus': -1 is outside the range: from 1 to 4,096"),
+        (["measure", PRISTINE_SNAP, "--reps", "0"], "'--reps': 0 is outside the range: from 1 to 1,000,000"),
+        (
+            ["measure", PRISTINE_SNAP, "--timeout", "-inf"],
+            "'--timeout': -inf is not a finite number (above 0 s up to 86,400 s)",
+        ),
+        (
+            ["nccl", PRISTINE_SNAP, "--ranks", "0-99999999999"],
+            "--ranks '0-99999999999': not GPU indexes of this snapshot",
+        ),
+        (["measure", PRISTINE_SNAP, "--size", "9" * 400], "at most 256 GiB, more than any GPU holds"),
     ],
 )
-def test_every_numeric_option_states_its_range(argv: list[str], said: str, files: Files) -> None:
+def test_every_numeric_option_states_its_range(argv: list[str], said: str) -> None:
     code, _, err, escaped = _invoke(argv, 60)
     assert escaped is None and code == 2 and said in err and err.count("\n") == 1, err
 
