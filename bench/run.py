@@ -5,6 +5,7 @@ Run: python bench/run.py                    (from the repository root, after `pi
      python bench/run.py --hosts 16 128     (other sizes; --repeat N keeps the fastest of N runs)
      python bench/run.py --no-scale         (without the 1,024 / 10,000-host run of bench/scale.py)
      python bench/run.py --no-views         (without the views of bench/views.py)
+     python bench/run.py --no-limits        (without bench/memory.py and bench/place.py)
 
 After this table, bench/scale.py runs merge, the cluster report and a flow bound to the merged
 cluster at 1,024 and 10,000 hosts, each stage in its own process, with time and peak memory; then
@@ -161,6 +162,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="runs per stage, fastest kept")
     ap.add_argument("--no-scale", action="store_true", help="skip bench/scale.py (1,024 and 10,000 hosts)")
     ap.add_argument("--no-views", action="store_true", help="skip bench/views.py (the views at 512 to 10,000 hosts)")
+    ap.add_argument(
+        "--no-limits", action="store_true", help="skip bench/memory.py and bench/place.py (maxima, searches)"
+    )
     opts = ap.parse_args(argv)
     REPEAT[0] = max(1, opts.repeat)
     results: dict[int, dict[str, float | None]] = {}
@@ -187,6 +191,14 @@ def main(argv: list[str] | None = None) -> int:
 
         print()
         views_rc = views.main([])
+    if not opts.no_limits:
+        import memory  # bench/memory.py: peak memory at every documented maximum (issue 36)
+        import place  # bench/place.py: the placement search on inputs that explode a naive one
+
+        print()
+        memory.main([])
+        print()
+        place.main([])
     return 1 if over or scale_rc or views_rc else 0
 
 

@@ -143,9 +143,10 @@ def test_flow_given_where_a_topology_is_expected() -> None:
     assert err.value.hint is not None and err.value.hint.startswith("the flow file comes first: topomap map")
 
 
-def test_absurd_volume_is_not_a_size() -> None:
+def test_absurd_volume_is_too_large_a_size() -> None:
     text = FLOW.replace("{from: a, to: b}", "{from: a, to: b, volume: 1" + "0" * 400 + " GiB}")
-    with pytest.raises(FlowError, match=r"^f.yaml:8: arrow 1: volume '10+ GiB' is not a size"):
+    too_large = r"^f.yaml:8: arrow 1: volume '10+…0+ GiB' \(407 characters\) is larger than 1 EB"
+    with pytest.raises(FlowError, match=too_large):
         parse_flow(text, "f.yaml")
 
 

@@ -69,7 +69,7 @@ def test_cli_observed() -> None:
     doc = json.loads(res.stdout)
     assert doc["units"]["source"] == "observed" and doc["units"]["count"] == 8
     res = CliRunner().invoke(app, ["plan", REFERENCE, "--observed", TWO_CARDS, "--observed-units", "0"])
-    assert res.exit_code == 2 and "--observed-units 0" in res.stderr
+    assert res.exit_code == 2 and "'--observed-units': 0 is outside the range" in res.stderr
 
 
 def test_one_plan_command_reads_the_work_block_once_after_the_flow(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -55,3 +55,33 @@ def fmt_bandwidth(gbps: float | None, source: str | None = None, lower_bound: bo
         return "unknown"
     text = ("≥ " if lower_bound else "") + f"{fmt_gbps(gbps)} GB/s"
     return f"{text} {source}" if source else text
+
+
+# --- how much work a plan lays out (the flow's work block and `plan`'s options) ---
+
+#: Units a plan lays out one by one, however they are given (count, durations, a CSV, --observed-units);
+#: more are refused while reading (a huge count ran out of memory, a CSV of a million rows hung).
+MAX_UNITS = 100_000
+#: Cards a task spans or a plan arranges (--gantt): more is a typo (a 400-digit count overflowed: exit 4).
+MAX_CARDS = 100_000
+
+
+# --- the bounds of what the work block reads (issue 36: the parsers, their messages and the README
+# disagreed: "1 PB/s" was "not a rate" under a "1 kB/s to 1 PB/s" range, "1 EB" "not a size" under
+# "(under a zettabyte)", "1 µs" refused though durations start there). Each bound is inclusive. ---
+
+#: The shortest duration a unit or the assembly may have, in seconds: one microsecond (a card
+#: schedule resolves nothing shorter).
+MIN_SPAN_S = 1e-6
+#: The longest: one year of 365 days (8,760 h). Past it a value is a typo or hostile (300 nines
+#: overflowed to infinity and broke every view of the plan).
+MAX_SPAN_S = 365 * 24 * 3600.0
+SPAN_RANGE = "1 µs to 8,760 h (a year)"
+#: Shared rates (work.limits), in GB/s: 1 kB/s to 1 PB/s; outside them a transfer time is absurd.
+MIN_RATE_GBPS = 1e-6
+MAX_RATE_GBPS = 1e6
+RATE_RANGE = "1 kB/s to 1 PB/s"
+#: The largest size (an arrow's volume, memory per task, an exchange), in bytes: one exabyte (10^18,
+#: within a 64-bit integer as every snapshot's integers are).
+MAX_SIZE_BYTES = 10**18
+SIZE_RANGE = "at most 1 EB"

@@ -253,7 +253,8 @@ def _gpu_pair(topo: Topology, a: str, b: str, least: str) -> tuple[Status, str, 
 def _gpu_groups(req: Requirement, lot: Lot) -> RuleResult:
     """``groups`` disjoint groups of ``k`` GPUs, each pairwise at ``min``: the best group `topomap
     place` finds, then the best among the GPUs left, and so on (greedy over groups; within a group
-    the search is exact, so a group that fails means no group of the GPUs left qualifies)."""
+    the search proves the best slowest link, so a group that fails means no group of the GPUs left
+    qualifies; where the search stopped at its limit before proving even that, UNKNOWN, not FAIL)."""
     rule = req.rule
     assert isinstance(rule, GpuGroupsRule)
     link = "NVLink" if rule.min == "nvlink" else f"NVLink or P2P within {rule.min}"
@@ -281,6 +282,8 @@ def _gpu_groups(req: Requirement, lot: Lot) -> RuleResult:
         text = f"{', '.join(gids)}: slowest {placed.slowest.text if placed.slowest else 'one GPU, no pair'}"
         if worst is not None and status != "pass":
             text += f" ({worst[1]})"
+        if status == "fail" and not placed.slowest_proven:  # no proof that a better group does not exist
+            status, text = "unknown", f"{text}; {placed.search_note()}"
         findings.append(Finding(f"group {n}", status, text))
         to_settle += [p[2] for p in pairs if p[2]]
         if status == "fail":

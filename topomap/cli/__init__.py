@@ -12,8 +12,10 @@ Importing this package loads no command line library: ``topomap --version`` answ
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from topomap.cli.output import finish, output_failed, print_version
 
@@ -24,7 +26,23 @@ __all__ = ["app", "main"]
 
 
 def main() -> None:
-    """Entry point (`topomap`, `python -m topomap`)."""
+    """Entry point (`topomap`, `python -m topomap`). Ctrl-C before a command's own guard is in place
+    (while the command line library loads: the first half second) is one line and exit 130, as in a
+    command, never a KeyboardInterrupt traceback (issue 36)."""
+    try:
+        _main()
+    except KeyboardInterrupt:
+        interrupted()
+
+
+def interrupted() -> NoReturn:
+    """Interrupted (SIGINT) outside a command: one line, exit 130 (128 + SIGINT), as a shell reports it."""
+    with contextlib.suppress(OSError, ValueError):
+        print("topomap: error: interrupted", file=sys.stderr)
+    os._exit(130)  # at once: another Ctrl-C during shutdown would print a traceback again
+
+
+def _main() -> None:
     argv = sys.argv[1:]
     if argv == ["--version"]:  # answered before typer loads: most of the start-up of any other command
         try:

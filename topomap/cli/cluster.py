@@ -3,12 +3,12 @@ rails, NVLink cliques, outliers."""
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
 
 from topomap.base.errors import TopomapError
+from topomap.cli.output import write_text
 from topomap.cli.wiring import JsonOpt, _guard, _load, _print_json, app
 
 
@@ -36,4 +36,4 @@ def cluster(
     if json_out:
         _print_json(report.to_json())
         return
-    sys.stdout.write("".join(line.rstrip() + "\n" for line in cluster_view(report)))
+    write_text("".join(line.rstrip() + "\n" for line in cluster_view(report)))

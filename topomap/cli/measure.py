@@ -6,14 +6,13 @@ imports the stages it drives inside its body: start-up stays fast for the comman
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated, Any
 
 import typer
 
 from topomap.base.errors import TopomapError
-from topomap.cli.output import wrote
-from topomap.cli.wiring import JsonOpt, _console, _err, _guard, _load, _print_json, _write, app
+from topomap.cli.output import say, wrote
+from topomap.cli.wiring import JsonOpt, _console, _err, _guard, _load, _print_json, _write, app, bounded
 
 
 def _progress_bar() -> tuple[Any, Any]:
@@ -47,9 +46,16 @@ def measure(
     quick: Annotated[bool, typer.Option("--quick", help="32 MiB, 4 copies × 3 samples, own NUMA node only.")] = False,
     pairs: Annotated[str | None, typer.Option("--pairs", help="Only these GPU pairs, e.g. 0-1,2-3.")] = None,
     size: Annotated[str | None, typer.Option("--size", help="Bytes per copy, e.g. 64MiB (default 64MiB).")] = None,
-    reps: Annotated[int | None, typer.Option("--reps", help="Copies per sample (default 8).", min=1)] = None,
-    samples: Annotated[int | None, typer.Option("--samples", help="Timed samples (default 5).", min=1)] = None,
-    timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds before a test counts as hung.")] = None,
+    reps: Annotated[
+        int | None, typer.Option("--reps", help="Copies per sample (default 8).", callback=bounded(1, 1_000_000))
+    ] = None,
+    samples: Annotated[
+        int | None, typer.Option("--samples", help="Timed samples (default 5).", callback=bounded(1, 10_000))
+    ] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option("--timeout", help="Seconds before a test counts as hung.", callback=bounded(0, 86400, "s", True)),
+    ] = None,
     table: Annotated[bool, typer.Option("--table", help="Also print every measurement with its spread.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -101,7 +107,7 @@ def measure(
     if json_out:
         _print_json(to_builtins(out.snapshot))
     elif not output:
-        sys.stdout.write(data.decode())
+        _write("-", data)
     else:
         console = _console()
         console.print(render_bandwidth_matrix(out.snapshot), markup=False)
@@ -154,11 +160,10 @@ def attach(
     new = attach_figures(snap, imported)
     _write(output, encode_checked(new, output))
     notes = join_notes(snap, imported)
-    print(
+    say(
         f"wrote {output}: {len(imported.measurements)} {imported.tool} figure(s) attached"
         + (f"; {'; '.join(notes)}" if notes else "")
-        + (f"; not imported: {'; '.join(imported.skipped)}" if imported.skipped else ""),
-        file=sys.stderr,
+        + (f"; not imported: {'; '.join(imported.skipped)}" if imported.skipped else "")
     )
     if json_out:
         _print_json(

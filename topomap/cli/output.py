@@ -17,6 +17,7 @@ from typing import NoReturn
 
 from topomap import __version__
 from topomap.base.errors import TopomapError
+from topomap.base.safetext import json_bytes, safe_text
 
 # Errors writing an output (stdout or a file): the disk, not topomap, is at fault.
 WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EPIPE, errno.EROFS})
@@ -48,9 +49,11 @@ def os_hint(cause: BaseException | None, writing: bool = False) -> str | None:
 def write_output(path: str, data: bytes, inputs: Iterable[str]) -> None:
     """Write an output: ``-`` is stdout; a file atomically (never half-written); a character
     device such as /dev/null (or a link to one) directly, since a rename would replace the device.
-    A FIFO, a block device, a folder, or a file that is also one of ``inputs`` is refused."""
+    A FIFO, a block device, a folder, or a file that is also one of ``inputs`` is refused. JSON on
+    stdout (a snapshot, a run record) has its control, bidirectional and separator characters written
+    as ``\\u`` escapes (:func:`topomap.base.safetext.json_bytes`): the same document, safe on a terminal."""
     if path == "-":
-        write_stdout(data)
+        write_stdout(json_bytes(data) if data[:64].lstrip()[:1] == b"{" else data)
         return
     p = Path(path)
     try:
@@ -96,14 +99,25 @@ def _refuse_special(path: str, st: os.stat_result) -> None:
         )
 
 
+def say(line: str) -> None:
+    """One line on stderr, made safe for a terminal (:func:`topomap.base.safetext.safe_text`: a file
+    name or a host name in it cannot clear, retitle or split the screen)."""
+    print(safe_text(line), file=sys.stderr)
+
+
+def write_text(text: str) -> None:
+    """A text view on stdout, made safe for a terminal; its newlines and tabs (a table's layout) stay."""
+    sys.stdout.write(safe_text(text, keep="\n\t"))
+
+
 def wrote(output: str | None, detail: str = "", command: str = "") -> None:
     """Say on stderr what was written: ``wrote FILE`` (``: detail``). Stdout (``-``, or None where
     stdout is the default) is no file and is not announced: only the detail is said, as
     ``topomap COMMAND: detail``, and with no detail nothing is."""
     if output not in (None, "-"):
-        print(f"wrote {output}" + (f": {detail}" if detail else ""), file=sys.stderr)
+        say(f"wrote {output}" + (f": {detail}" if detail else ""))
     elif detail:
-        print(f"topomap {command}: {detail}" if command else f"topomap: {detail}", file=sys.stderr)
+        say(f"topomap {command}: {detail}" if command else f"topomap: {detail}")
 
 
 def output_format(path: str, default: str) -> str:
@@ -158,6 +172,10 @@ def finish(code: int) -> NoReturn:
         sys.stdout.flush()
     except OSError as err:
         output_failed(err, code)
+    if code == 130:  # interrupted: at once, or Python, having seen the KeyboardInterrupt, ends itself by
+        with contextlib.suppress(OSError, ValueError):  # SIGINT after the exit (status -2, not 130)
+            sys.stderr.flush()
+        os._exit(130)
     sys.exit(code)
 
 
@@ -170,5 +188,5 @@ def output_failed(err: OSError, code: int) -> NoReturn:
     if err.errno == errno.EPIPE:
         sys.exit(code)
     with contextlib.suppress(OSError):
-        print(f"topomap: error: cannot write output ({err.strerror or err})", file=sys.stderr)
+        say(f"topomap: error: cannot write output ({err.strerror or err})")
     sys.exit(2)

@@ -23,13 +23,14 @@ from topomap.cli.wiring import (
     _print_json,
     _print_wide,
     app,
+    bounded,
 )
 
 
 @app.command()
 @_guard
 def place(
-    gpus: Annotated[int, typer.Option("--gpus", help="How many GPUs to place (K).")],
+    gpus: Annotated[int, typer.Option("--gpus", help="How many GPUs to place (K).", callback=bounded(1, 4096))],
     files: Annotated[
         list[str] | None,
         typer.Argument(

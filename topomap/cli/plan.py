@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from topomap.base.errors import TopomapError
+from topomap.base.units import MAX_CARDS
 from topomap.cli.output import output_format, wrote
-from topomap.cli.wiring import FilesArg, FlowOpt, JsonOpt, LotTypeOpt, ProbeOpt, _console, _guard, _write, app
+from topomap.cli.wiring import FilesArg, FlowOpt, JsonOpt, LotTypeOpt, ProbeOpt, _console, _guard, _write, app, bounded
 
 if TYPE_CHECKING:
     from topomap.flow.spec import Work
 
 GANTT_FORMATS = ("svg", "png")
+#: Units a recorded run may have processed (--observed-units): not the units a plan lays out (a run
+#: may stand for millions of small ones), but a bound (a 310-digit count overflowed a float, issue 36).
+MAX_OBSERVED_UNITS = 10**12
 
 
 def _card_counts(text: str | None) -> list[int] | None:
@@ -42,15 +45,35 @@ def _observed(path: str, units: int | None, work: Work | None) -> dict[str, Any]
 
 
 def _print_plan_json(doc: dict[str, object]) -> None:
-    """Strict JSON: a number that is not finite is an error, never `Infinity` or `NaN` in the output."""
+    """Strict JSON: a number that is not finite is an error, never `Infinity` or `NaN` in the output.
+    Written a piece at a time (topomap.cli.jsonout): --units lists millions of bars."""
+    from topomap.cli.jsonout import write_json  # start-up: only plan --json writes one
+
     try:
-        text = json.dumps(doc, indent=2, allow_nan=False)
+        write_json(doc, sys.stdout)
     except ValueError as err:  # "Out of range float values are not JSON compliant"
         raise TopomapError(
             f"plan --json: a figure is not a finite number ({err})",
             hint="check the work block's durations, sizes and rates",
         ) from None
-    sys.stdout.write(text + "\n")
+
+
+GanttOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--gantt",
+        help="Draw the Gantt charts of this card count (default: the largest).",
+        callback=bounded(1, MAX_CARDS),
+    ),
+]
+ObservedUnitsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--observed-units",
+        help="Units the recorded run processed (default: the work's).",
+        callback=bounded(1, MAX_OBSERVED_UNITS),
+    ),
+]
 
 
 @app.command()
@@ -63,22 +86,19 @@ def plan(
         str | None,
         typer.Option("--cards", help="Card counts to plan, e.g. 1,2,4 (default: 1 to every card of the lot)."),
     ] = None,
-    gantt: Annotated[
-        int | None, typer.Option("--gantt", help="Draw the Gantt charts of this card count (default: the largest).")
-    ] = None,
+    gantt: GanttOpt = None,
     output: Annotated[
         str | None, typer.Option("-o", "--output", help="Also draw the Gantt charts: OUT.svg or .png")
     ] = None,
     observed: Annotated[
         str | None, typer.Option("--observed", help="A recorded run (topomap record): its unit time and memory peak.")
     ] = None,
-    observed_units: Annotated[
-        int | None, typer.Option("--observed-units", help="Units the recorded run processed (default: the work's).")
-    ] = None,
+    observed_units: ObservedUnitsOpt = None,
     margin: Annotated[
         float,
         typer.Option(
-            "--margin", help="Name the fewest cards whose total is within this % of the fastest (default 10)."
+            "--margin",
+            help="Name the fewest cards whose total is within this % of the fastest (default 10).",
         ),
     ] = 10.0,
     every_unit: Annotated[

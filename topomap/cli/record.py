@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from topomap.base.errors import TopomapError
+from topomap.base.safetext import safe_text
 from topomap.base.units import fmt_seconds
-from topomap.cli.output import wrote
+from topomap.cli.output import say, wrote
 from topomap.cli.wiring import _console, _current_context, _guard, _print_json, _refuse_input, _write, app
 
 if TYPE_CHECKING:
@@ -121,7 +122,7 @@ def _live_line(elapsed: float, mem: list[tuple[str, int | None, int | None]]) ->
         f"{cid} {used / gib:.1f}/{total / gib:.0f} GiB" if used is not None and total else f"{cid} ?"
         for cid, used, total in mem
     )
-    line = f"\rtopomap record: {elapsed:7.1f} s  {cards or 'no GPU sampled'}"
+    line = f"\rtopomap record: {elapsed:7.1f} s  {safe_text(cards) or 'no GPU sampled'}"
     sys.stderr.write(line[:200] + "\x1b[K")
     sys.stderr.flush()
 
@@ -138,6 +139,14 @@ def record_cmd(
     label: Annotated[str | None, typer.Option("--label", help="A name for this run (e.g. the arrangement).")] = None,
     json_out: Annotated[
         bool, typer.Option("--json", help="A JSON summary on stdout after the command's own output.")
+    ] = False,
+    leave_running: Annotated[
+        bool,
+        typer.Option(
+            "--leave-running",
+            help="Leave the processes the command leaves behind running (named in the record) instead of "
+            "ending them (SIGTERM, then SIGKILL after 2 s).",
+        ),
     ] = False,
 ) -> None:
     """Run a command and sample what each card and the host used.
@@ -158,18 +167,23 @@ def record_cmd(
     path = output or f"run-{dt.datetime.now(dt.timezone.utc):%Y%m%d-%H%M%S}.json"
     check_output(path)  # before the command runs: a record that cannot be written is refused up front
     live = sys.stderr.isatty()
-    run = record(command, RecordOptions(interval_s=seconds, label=label, on_sample=_live_line if live else None))
+    opts = RecordOptions(
+        interval_s=seconds, label=label, on_sample=_live_line if live else None, leave_running=leave_running
+    )
+    run = record(command, opts)
     if live:
         sys.stderr.write("\r\x1b[K")
     run = _write_record(path, run)
     gpu = (
         f"{len(run.gpus)} card(s) sampled" if run.sampling.gpu_sampled else (run.sampling.gpu_note or "no GPU sampled")
     )
-    print(
+    for note in run.notes:  # what the command left, and what was done about it
+        if note.startswith(("still running", "escaped")):
+            say(f"topomap record: {note}")
+    say(
         f"topomap record: wrote {path}: exit {run.exit_status} after {run.duration_s:.2f} s, "
         f"{run.sampling.samples} samples, {gpu}; recorder CPU {fmt_seconds(run.sampling.recorder_cpu_s)} "
-        f"({run.sampling.overhead_pct}% of one CPU over the run, measured)",
-        file=sys.stderr,
+        f"({run.sampling.overhead_pct}% of one CPU over the run, measured)"
     )
     if json_out:
         _print_json(
@@ -203,7 +217,7 @@ def _write_record(path: str, run: Run) -> Run:
             _write(path, encode_run(smaller))
         except TopomapError:
             continue
-        print(f"topomap record: the disk is full: wrote a partial record ({what})", file=sys.stderr)
+        say(f"topomap record: the disk is full: wrote a partial record ({what})")
         return smaller
     raise TopomapError(
         f"{full} — no record written; the command exited {run.exit_status}", hint="free some space on that disk"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from topomap.base.errors import TopomapError
-from topomap.cli.output import wrote
+from topomap.cli.output import say, write_text, wrote
 from topomap.cli.wiring import (
     AllOpt,
     HostOpt,
@@ -28,6 +28,7 @@ from topomap.cli.wiring import (
     _print_json,
     _write,
     app,
+    bounded,
 )
 
 if TYPE_CHECKING:
@@ -59,10 +60,19 @@ def probe(
     sysfs_root: Annotated[str, typer.Option("--root", help="Read sysfs/procfs under this root.")] = "/",
     call_timeout: Annotated[
         float | None,
-        typer.Option("--call-timeout", help="Seconds one NVML/CUDA call may take before it is cut [default: 15]."),
+        typer.Option(
+            "--call-timeout",
+            help="Seconds one NVML/CUDA call may take before it is cut [default: 15].",
+            callback=bounded(0, 3600, "s", above=True),
+        ),
     ] = None,
     budget: Annotated[
-        float | None, typer.Option("--budget", help="Seconds all NVML/CUDA calls together may take [default: 180].")
+        float | None,
+        typer.Option(
+            "--budget",
+            help="Seconds all NVML/CUDA calls together may take [default: 180].",
+            callback=bounded(0, 86400, "s", above=True),
+        ),
     ] = None,
     measure: Annotated[
         bool, typer.Option("--measure", help="Also measure verified copy bandwidth (topomap measure --quick).")
@@ -157,7 +167,7 @@ def import_(
     data = encode_checked(snap, output if output and output != "-" else "stdout")
     if output and output != "-":
         _write(output, data)
-        print(f"wrote {output}: {len(snap.gpus)} GPU(s), {len(snap.nics)} NIC(s)", file=sys.stderr)
+        say(f"wrote {output}: {len(snap.gpus)} GPU(s), {len(snap.nics)} NIC(s)")
         if json_out:
             _print_json(Imported(output, len(snap.gpus), len(snap.nics)))
     else:
@@ -240,7 +250,7 @@ def matrix(
         if json_out:
             _print_json(bandwidth_json(snap))
         else:
-            sys.stdout.write(render_bandwidth_matrix(snap))
+            write_text(render_bandwidth_matrix(snap))
         return
     from topomap.model.snapshot import hosts_of
     from topomap.render.matrix import render_matrix, render_p2p_matrix
@@ -264,7 +274,7 @@ def matrix(
         return matrix_cluster(merged, json_out)
     if len(hosts) > 1:
         for h in hosts:
-            sys.stdout.write(f"# {visible(h.host.hostname or 'unknown host')}\n{render_matrix(h)}\n")
+            write_text(f"# {visible(h.host.hostname or 'unknown host')}\n{render_matrix(h)}\n")
         return
     snap = hosts[0]
     if json_out:
@@ -278,13 +288,13 @@ def matrix(
         text = render_p2p_matrix(snap, p2p)
         if text is None:
             raise TopomapError(f"{snapshot}: this snapshot records no P2P status", hint="probe the machine")
-        sys.stdout.write(text)
+        write_text(text)
         return
-    sys.stdout.write(render_matrix(snap))
+    write_text(render_matrix(snap))
     if snap.gpus and all(g.vendor == "amd" for g in snap.gpus):  # issue 35: then rocm-smi's own shape
         from topomap.render.amd_matrix import render_rocm_smi_topo  # start-up: see above
 
-        sys.stdout.write("\nAs `rocm-smi --showtopo` prints it:\n\n" + render_rocm_smi_topo(snap))
+        write_text("\nAs `rocm-smi --showtopo` prints it:\n\n" + render_rocm_smi_topo(snap))
 
 
 @app.command()
@@ -305,7 +315,6 @@ def merge(
     from topomap.model.codec import encode_checked
     from topomap.model.merge import consistency_notes
     from topomap.model.merge import merge as run_merge
-    from topomap.render.text import visible
 
     pairs = []
     for arg in snapshots:
@@ -318,7 +327,7 @@ def merge(
     _write(output, encode_checked(merged, output))
     notes = consistency_notes(merged)
     for line in notes:
-        print(f"topomap: merge: {visible(line)}", file=sys.stderr)  # host names are data: no raw ESC
+        say(f"topomap: merge: {line}")  # host names are data: no raw ESC
     wrote(output, f"{len(merged.members)} hosts, {len(notes)} consistency note(s)", "merge")
     if json_out and output != "-":
         _print_json(Merged(output, len(merged.members), notes))
@@ -361,4 +370,4 @@ def schema(
 
     if which not in SCHEMAS:
         raise TopomapError(f"unknown schema {which!r}", hint=f"one of: {', '.join(SCHEMAS)}")
-    sys.stdout.write(schema_text(which))
+    write_text(schema_text(which))

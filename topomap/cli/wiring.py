@@ -12,6 +12,7 @@ import errno
 import functools
 import inspect
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -20,7 +21,9 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 import typer
 
 from topomap.base.errors import TopomapError
-from topomap.cli.output import WRITE_ERRNOS, os_hint, print_version, refuse_input, write_output
+from topomap.base.safetext import json_text, safe_text
+from topomap.cli.output import WRITE_ERRNOS, os_hint, print_version, refuse_input, write_output, write_text
+from topomap.files.budget import command_budget
 
 if TYPE_CHECKING:
     from topomap.model.snapshot import Snapshot
@@ -68,6 +71,38 @@ LotTypeOpt = Annotated[
 ]
 
 
+def _number_text(value: float) -> str:
+    """A number as an option error quotes it: ``1e+400`` → ``inf``; 310 digits cut to ``100000… (310 digits)``."""
+    text = str(value) if isinstance(value, int) else f"{value:g}"
+    digits = text.lstrip("-")
+    return f"{text[: len(text) - len(digits) + 6]}… ({len(digits)} digits)" if len(digits) > 16 else text
+
+
+def _bound(x: float) -> str:
+    """A bound in words: 1000000 → "1,000,000", 1e12 → "1e+12"."""
+    return f"{int(x):,}" if float(x).is_integer() and abs(x) < 1e9 else f"{x:g}"
+
+
+def bounded(low: float, high: float, unit: str = "", above: bool = False) -> Callable[[Any], Any]:
+    """A typer option callback: the option's number (int or float; None, not given, passes) is finite and
+    from ``low`` (above it with ``above``) to ``high``, else a one-line usage error naming the option
+    and the range (issue 36 item 8: a 310-digit ``--observed-units`` overflowed a float, exit 4)."""
+    unit_text = f" {unit}" if unit else ""
+    span = f"above {_bound(low)}{unit_text} up to" if above else f"from {_bound(low)} to"
+    span += f" {_bound(high)}{unit_text}"
+
+    def check(value: Any) -> Any:
+        if value is None or isinstance(value, bool):
+            return value
+        if isinstance(value, float) and not math.isfinite(value):
+            raise typer.BadParameter(f"{_number_text(value)} is not a finite number ({span})")
+        if value < low or value > high or (above and value == low):
+            raise typer.BadParameter(f"{_number_text(value)} is outside the range: {span}")
+        return value
+
+    return check
+
+
 def _version(value: bool) -> None:
     if value:
         print_version()  # a full disk or closed pipe is handled by the entry point, as for --help
@@ -110,13 +145,18 @@ def _err(message: str, code: int = 2, hint: str | None = None) -> NoReturn:
 
 def report_error(message: str, code: int, hint: str | None, as_json: bool) -> None:
     """One line on stderr, ``topomap: error: MESSAGE (hint: HINT)``; with ``as_json`` also
-    ``{"error", "hint", "exit"}`` on stdout, for a caller that reads only JSON."""
-    line = f"topomap: error: {message}"
+    ``{"error", "hint", "exit"}`` on stdout, for a caller that reads only JSON.
+
+    The choke point of every error: whatever the message quotes (a name from the input, a path, an
+    option's value, a library's own words such as msgspec's "Object contains unknown field `…`") is
+    written safe for a terminal (:func:`topomap.base.safetext.safe_text`), and the JSON faithfully,
+    with the same characters as ``\\u`` escapes (:func:`topomap.base.safetext.json_text`)."""
+    line = f"topomap: error: {safe_text(message)}"
     if hint:
-        line += f" (hint: {hint})"
+        line += f" (hint: {safe_text(hint)})"
     if as_json:
         with contextlib.suppress(OSError):
-            sys.stdout.write(json.dumps({"error": message, "hint": hint, "exit": code}) + "\n")
+            sys.stdout.write(json_text(json.dumps({"error": message, "hint": hint, "exit": code})) + "\n")
             sys.stdout.flush()
     print(line, file=sys.stderr)
 
@@ -135,8 +175,9 @@ def _guard(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         _state["lot_type"] = kwargs.get("lot_type")  # read by _load; each command that takes machines has it
-        with _running(kwargs.pop(_CTX, None)):
+        with _running(kwargs.pop(_CTX, None)), command_budget():
             try:
+                _refuse_nul(kwargs)
                 return fn(*args, **kwargs)
             except (typer.Exit, typer.Abort, SystemExit):
                 raise
@@ -165,6 +206,21 @@ def _guard(fn: F) -> F:
     # functools.wraps shares the command's own.
     wrapper.__annotations__ = {name: p.annotation for name, p in sig.parameters.items()}
     return wrapper  # type: ignore[return-value]
+
+
+def _refuse_nul(values: dict[str, Any]) -> None:
+    """A NUL character in an argument or option value: no file name or value can hold one (the OS refuses
+    it: "ValueError: embedded null byte", exit 4 before issue 36), so it is one line naming the parameter."""
+    ctx = _current_context()
+    for name, value in values.items():
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(item, str) and "\0" in item:
+                param = next((p for p in ctx.command.params if p.name == name), None) if ctx is not None else None
+                shown = "/".join(getattr(param, "opts", ())) if param is not None else name
+                raise TopomapError(
+                    f"{shown or name}: {item[:40]!r} holds a NUL character, which no file name or value can",
+                    hint="check how the command line was built (a NUL from find -print0 or xargs -0?)",
+                )
 
 
 @contextlib.contextmanager
@@ -204,10 +260,11 @@ class _Screen:
         if self.width is None:
             _print_wide(*renderables, markup=markup)
             return
-        from topomap.render.whole import whole  # start-up: terminal views only
+        from topomap.render.whole import Safe, whole  # start-up: terminal views only
 
         for r in renderables:
-            self._console.print(whole(self._console, r, self.width), crop=False, overflow="ignore", markup=markup)
+            laid = Safe(whole(self._console, r, self.width))
+            self._console.print(laid, crop=False, overflow="ignore", markup=markup)
 
 
 def _console() -> _Screen:
@@ -225,7 +282,7 @@ def _print_json(value: object) -> None:
     # Imported here for start-up: --help and usage errors print no JSON result.
     import msgspec
 
-    sys.stdout.write(json.dumps(msgspec.to_builtins(value), indent=2, allow_nan=False) + "\n")
+    sys.stdout.write(json_text(json.dumps(msgspec.to_builtins(value), indent=2, allow_nan=False)) + "\n")
 
 
 def _load(path: str) -> Snapshot:
@@ -275,4 +332,8 @@ def _print_wide(*renderables: object, markup: bool | None = None) -> None:
     with console.capture() as cap:
         for r in renderables:
             console.print(r, markup=markup, crop=False)
-    sys.stdout.write("".join(line.rstrip() + "\n" for line in cap.get().splitlines()))
+    # Made safe before it is split: str.splitlines would also split at U+2028, U+0085 and the like.
+    lines = safe_text(cap.get(), keep="\n\t").split("\n")
+    if lines and not lines[-1]:
+        lines.pop()
+    write_text("".join(line.rstrip() + "\n" for line in lines))

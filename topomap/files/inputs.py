@@ -22,11 +22,13 @@ import stat
 from pathlib import Path
 
 from topomap.base.errors import TopomapError
+from topomap.files.budget import charge
 
-# Caps, in bytes. The largest real topology file seen is ~40 KB; a merged 1024-host cluster
-# snapshot is ~60 MB; hand-written flow/requirements files are a few KB.
+# Caps, in bytes. The largest real topology file seen is ~40 KB; a plain merged cluster of 1,024
+# hosts is 83 MB and a packed one of 10,000 hosts 66 MB (snapshots were allowed 256 MiB until issue 36:
+# every maximum must decode in under 1 GiB); hand-written flow/requirements files are a few KB.
 MAX_TOPOLOGY_BYTES = 64 * 1024 * 1024
-MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024
+MAX_SNAPSHOT_BYTES = 128 * 1024 * 1024
 MAX_YAML_BYTES = 8 * 1024 * 1024
 
 _BOMS: tuple[tuple[bytes, str], ...] = (
@@ -76,22 +78,48 @@ def read_bytes(path: str | Path, what: str, max_bytes: int, exc: type[TopomapErr
                 f"{p}: {_size_text(st.st_size)} is larger than any {what} ({_size_text(max_bytes)} max)",
                 hint="is this the right file?",
             )
-        chunks: list[bytes] = []
-        left = max_bytes + 1
-        while left > 0:
+        charge(p, st.st_size, what, exc)  # the command's budget of large files, before any is read
+        # One read of the whole size (one buffer, not chunks joined: a 250 MB file cost 500 MB), then
+        # small reads for whatever the file grew by or a short read left.
+        chunks: list[bytes] = [os.read(fd, min(st.st_size, max_bytes) + 1)]
+        left = max_bytes + 1 - len(chunks[0])
+        while left > 0 and chunks[-1]:
             chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
             chunks.append(chunk)
             left -= len(chunk)
     except OSError as err:
         raise exc(f"{p}: cannot read ({err.strerror or err})") from err
     finally:
         os.close(fd)
-    data = b"".join(chunks)
+    data = chunks[0] if len(chunks) == 1 or not any(chunks[1:]) else b"".join(chunks)
     if len(data) > max_bytes:
         raise exc(f"{p}: grew past {_size_text(max_bytes)} while being read; larger than any {what}")
     return data
+
+
+def read_head(path: str | Path, n: int) -> bytes:
+    """The first ``n`` bytes of a regular file (b"" for anything else or on any error): enough to tell
+    what a file is without reading it whole."""
+    try:
+        fd = os.open(Path(path), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except (OSError, ValueError):
+        return b""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        chunks: list[bytes] = []
+        left = n
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
 
 
 def _looks_utf16(data: bytes) -> str | None:

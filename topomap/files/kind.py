@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 from topomap.base.errors import TopomapError
-from topomap.files.inputs import MAX_SNAPSHOT_BYTES, decode_text, read_bytes
+from topomap.files.inputs import decode_text, read_head
 
 Kind = Literal[
     "snapshot",
@@ -31,6 +31,9 @@ Kind = Literal[
     "nccl-tests",
 ]
 Topology = Literal["nvidia-smi", "nccl-xml", "hwloc-xml", "lstopo", "nccl-log", "amd-smi"]
+#: How much of a file tells its kind: every test here reads no further (the NCCL dump is sought in the
+#: first 2 MB, nvidia-smi's lines in the first 400).
+HEAD_BYTES = 4 * 1024 * 1024
 
 DESCRIPTIONS: dict[Kind, str] = {
     "nvidia-smi": "an `nvidia-smi` output (a topology)",
@@ -145,7 +148,7 @@ def looks_like_nvidia_smi(text: str) -> bool:
     `--query-gpu … --format=csv`; or `ibstat` (read appended to one of these, refused alone)."""
     if looks_like_query(text) or looks_like_query_csv(text) or looks_like_ibstat(text):
         return True
-    for line in text.splitlines()[:400]:
+    for line in text[:HEAD_BYTES].splitlines()[:400]:  # not every line of a 64 MiB paste, for 400
         toks = line.split()
         if len(toks) >= 2 and toks[0] == "GPU0" and (toks[1] in ("X", "GPU1") or "CPU" in toks):
             return True
@@ -309,11 +312,14 @@ def readers(kind: Kind, path: str) -> str:
 
 
 def file_kind(path: str | Path) -> Kind | None:
-    """The kind of a file on disk; None when it is none of the kinds or cannot be read (the loader
-    the caller then uses says why)."""
+    """The kind of a file on disk, from its first :data:`HEAD_BYTES` (every test above reads no further:
+    a 128 MiB file is not read whole to be named); None when it is none of the kinds or cannot be read
+    (the loader the caller then uses says why)."""
+    head = read_head(path, HEAD_BYTES)
+    if not head:
+        return None
     try:
-        data = read_bytes(path, "input file", MAX_SNAPSHOT_BYTES)
-        return sniff(decode_text(data, str(path)))
+        return sniff(decode_text(head, str(path)))
     except TopomapError:
         return None
 

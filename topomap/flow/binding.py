@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from topomap.base.pciaddr import parse_bus_id
+from topomap.flow.expansion import check_expansion
 from topomap.flow.spec import Flow, FlowArrow, FlowError, Pattern, Placement, Step, names, parse_placement
 from topomap.graph import Shapes, Topology
 from topomap.model.pack import collector_paused
@@ -156,6 +157,7 @@ def bind(flow: Flow, gpus: Mapping[str, GpuRefs | None]) -> None:
     for st in flow.steps.values():
         st.placements = _resolve(flow, st, gpus)
     _resolve_assembly(flow, gpus)
+    check_expansion(flow)  # counted before any is built: past the cap, one line naming the arrow
     flow.arrows = []
     for i, a in enumerate(flow.spec.arrows):
         for s in names(a.src):

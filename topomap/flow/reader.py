@@ -8,8 +8,10 @@ from pathlib import Path
 import networkx as nx
 
 from topomap.files.yamlfile import YamlDoc, convert, load_yaml, read_yaml
+from topomap.flow.expansion import check_step_pairs
 from topomap.flow.ncclarrow import check_nccl
 from topomap.flow.spec import (
+    SIZE_HINT,
     AssemblySpec,
     Flow,
     FlowError,
@@ -23,8 +25,9 @@ from topomap.flow.spec import (
     names,
     parse_placement,
     parse_volume,
+    size_problem,
 )
-from topomap.flow.work import work_of
+from topomap.flow.work import quote_value, work_of
 
 _FIELDS = {
     "$": list(FlowSpec.__struct_fields__),
@@ -71,6 +74,7 @@ def flow_from_doc(doc: YamlDoc) -> Flow:
     flow.host_files = dict(spec.hosts)
     _read_steps(flow)
     _read_arrows(flow)
+    check_step_pairs(flow)  # before the cycle check builds the graph of those pairs
     _check_cycles(flow)
     check_nccl(flow)
     flow.work = work_of(flow)
@@ -111,8 +115,9 @@ def _read_arrows(flow: Flow) -> None:
             vol = parse_volume(a.volume)
             if vol is None:
                 raise FlowError(
-                    f"{origin}:{flow.line(where + '.volume')}: arrow {i + 1}: volume {a.volume!r} is not a size",
-                    hint="write e.g. 2 GiB, 500 MB, 1.5 TB (under a zettabyte)",
+                    f"{origin}:{flow.line(where + '.volume')}: arrow {i + 1}: volume {quote_value(a.volume)} "
+                    f"{size_problem(a.volume)}",
+                    hint=SIZE_HINT,
                 )
         flow.volumes.append(vol)
 

@@ -40,6 +40,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from topomap.base.units import MAX_SIZE_BYTES, SIZE_RANGE
 from topomap.files.yamlfile import YamlDoc, YamlError
 
 StepKind = Literal["input", "compute", "exchange", "aggregate", "output"]
@@ -239,17 +240,31 @@ class Flow:
 
 # --- sizes and names ---------------------------------------------------------------
 
-_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGTP]i?B|B)\s*$", re.I)
-_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "PB": 10**15}
-_UNITS |= {"KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40, "PIB": 2**50}
+_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGTPEZ]i?B|B)\s*$", re.I)
+_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "PB": 10**15, "EB": 10**18, "ZB": 10**21}
+_UNITS |= {"KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40, "PIB": 2**50, "EIB": 2**60, "ZIB": 2**70}
+#: The hint of every size refused (:data:`topomap.base.units.SIZE_RANGE`).
+SIZE_HINT = f"write e.g. 2 GiB, 500 MB, 1.5 TB ({SIZE_RANGE})"
+
+
+def parse_size(text: str) -> float | None:
+    """ "2 GiB" → 2147483648.0 bytes, unbounded (``1 ZB`` is a size, only too large); None: not a size."""
+    m = _SIZE.match(text)
+    return float(m.group(1)) * _UNITS[m.group(2).upper()] if m else None
+
+
+def size_problem(text: str) -> str | None:
+    """Why ``text`` is refused as a size ("is not a size", "is larger than 1 EB …"); None when it is one."""
+    value = parse_size(text)
+    if value is None:
+        return "is not a size"
+    return None if value <= MAX_SIZE_BYTES else "is larger than 1 EB (the largest size topomap reads)"
 
 
 def parse_volume(text: str) -> int | None:
-    m = _SIZE.match(text)
-    if not m:
-        return None
-    value = float(m.group(1)) * _UNITS[m.group(2).upper()]
-    return int(value) if value < 1e21 else None  # past a zettabyte (or inf): not a transfer
+    """A size in bytes, at most :data:`topomap.base.units.MAX_SIZE_BYTES`; None otherwise (see :func:`size_problem`)."""
+    value = parse_size(text)
+    return int(value) if value is not None and value <= MAX_SIZE_BYTES else None
 
 
 # --- placements -------------------------------------------------------------------
@@ -335,7 +350,17 @@ def name_hint(name: str, known: list[str], what: str) -> str:
     return f"did you mean {close[0]!r}? {listing}" if close else listing
 
 
+#: The JSON Schema's description of a flow file: what the schema alone cannot say.
+FLOW_DESCRIPTION = (
+    "A topomap flow file (YAML): hosts, steps placed on hardware, arrows between steps, the work in numbers. "
+    "A flow becomes at most 65,536 arrows between step replicas (each arrow, each exchange step and the "
+    "whole flow; counted before any is built, a larger one is refused naming the arrow). Paths (hosts, "
+    "work.durations_csv) are relative to the flow file; absolute and ../ paths are read too."
+)
+
+
 def flow_json_schema() -> dict[str, Any]:
     schema: dict[str, Any] = msgspec.json.schema(FlowSpec)
     schema["title"] = FLOW_SCHEMA
+    schema["description"] = FLOW_DESCRIPTION
     return schema

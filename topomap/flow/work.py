@@ -25,8 +25,20 @@ import math
 import re
 from pathlib import Path
 
+from topomap.base.units import (
+    MAX_CARDS,
+    MAX_RATE_GBPS,
+    MAX_SPAN_S,
+    MAX_UNITS,
+    MIN_RATE_GBPS,
+    MIN_SPAN_S,
+    RATE_RANGE,
+    SPAN_RANGE,
+)
+from topomap.files.excerpt import excerpt
 from topomap.files.inputs import MAX_TOPOLOGY_BYTES, read_text
 from topomap.flow.spec import (
+    SIZE_HINT,
     Assembly,
     AssemblySpec,
     Flow,
@@ -36,7 +48,9 @@ from topomap.flow.spec import (
     Unit,
     Work,
     assembly_on,
+    parse_size,
     parse_volume,
+    size_problem,
 )
 
 _SECONDS = {
@@ -44,26 +58,16 @@ _SECONDS = {
     "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0, "m": 60.0,
     "h": 3600.0, "hr": 3600.0, "hrs": 3600.0, "hour": 3600.0, "hours": 3600.0,
     "ms": 1e-3,
+    "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6,  # µ as the micro sign or the Greek letter mu: both are typed
 }  # fmt: skip
-_PART = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]+)\s*")
-_RATE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]i?B|B)\s*/\s*s\s*$", re.I)
-DURATION_HINT = "write a number and a unit: 12 min, 90 s, 1.5 h, 1 h 30 min"
+_PART = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z\u00b5\u03bc]+)\s*")
+_RATE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGTPE]i?B|B)\s*/\s*s\s*$", re.I)
+DURATION_HINT = "write a number and a unit: 12 min, 90 s, 1.5 h, 1 h 30 min, 500 µs"
 
 
-#: Units a plan lays out one by one, however they are given (count, durations, a CSV); more are
-#: refused while reading (a huge count ran out of memory, a CSV of a million rows hung).
-MAX_UNITS = 100_000
-#: The longest duration a unit or the assembly may have: one year. Past it a value is a typo or
-#: hostile (300 nines overflowed to infinity and broke every view of the plan).
-MAX_SPAN_S = 365 * 24 * 3600.0
-#: The shortest: one microsecond. A shorter unit is not something a card schedule can resolve.
-MIN_SPAN_S = 1e-6
-#: Shared rates (work.limits) from 1 kB/s to 1 PB/s, in GB/s; outside them a transfer time is absurd.
-MIN_RATE_GBPS = 1e-6
-MAX_RATE_GBPS = 1e6
-#: A task over more cards, or of more exchange rounds, is a typo (a 400-digit count of steps
-#: overflowed the float sum: exit 4).
-MAX_CARDS = 100_000
+#: MAX_UNITS (units a plan lays out one by one) and MAX_CARDS (cards a task spans) are in
+#: topomap.base.units, where the command line's option bounds read them too.
+#: Exchange rounds of a split task: more is a typo (a 400-digit count of steps overflowed the float sum).
 MAX_STEPS = 10**9
 _SHOWN = 40  # characters of a bad value quoted in a message
 
@@ -85,9 +89,9 @@ def span_problem(sec: float) -> str | None:
     if math.isnan(sec) or sec <= 0:
         return "is not longer than zero"
     if not math.isfinite(sec) or sec > MAX_SPAN_S:
-        return "is longer than a year (the longest duration topomap plans)"
+        return f"is longer than a year: durations are {SPAN_RANGE}"
     if sec < MIN_SPAN_S:
-        return "is shorter than a microsecond (the shortest duration topomap plans)"
+        return f"is shorter than a microsecond: durations are {SPAN_RANGE}"
     return None
 
 
@@ -115,7 +119,7 @@ def parse_rate_gbps(text: str) -> float | None:
     m = _RATE.match(text)
     if not m:
         return None
-    size = parse_volume(f"{m.group(1)} {m.group(2)}")
+    size = parse_size(f"{m.group(1)} {m.group(2)}")
     return None if size is None else size / 1e9
 
 
@@ -138,11 +142,9 @@ def _duration(flow: Flow, value: str | float, where: str, what: str) -> float:
 def _size(flow: Flow, value: str | None, where: str, what: str) -> int | None:
     if value is None:
         return None
-    size = parse_volume(value)  # None past a zettabyte (or infinite): not a size
+    size = parse_volume(value)  # None past 1 EB (or infinite), or not a size: size_problem says which
     if size is None:
-        raise _err(
-            flow, where, f"{what} {quote_value(value)} is not a size", "write e.g. 20 GiB, 500 MB (at most 1 ZB)"
-        )
+        raise _err(flow, where, f"{what} {quote_value(value)} {size_problem(value)}", SIZE_HINT)
     return size
 
 
@@ -150,12 +152,11 @@ def _rate(flow: Flow, value: str | None, where: str, what: str) -> float | None:
     if value is None:
         return None
     gbps = parse_rate_gbps(value)
+    hint = f"write e.g. 2 GB/s, 800 MB/s ({RATE_RANGE})"
     if gbps is None or gbps <= 0:
-        raise _err(flow, where, f"{what} {quote_value(value)} is not a rate", "write e.g. 2 GB/s, 800 MB/s")
+        raise _err(flow, where, f"{what} {quote_value(value)} is not a rate", hint)
     if not MIN_RATE_GBPS <= gbps <= MAX_RATE_GBPS:
-        raise _err(
-            flow, where, f"{what} {quote_value(value)} is outside 1 kB/s to 1 PB/s", "write e.g. 2 GB/s, 800 MB/s"
-        )
+        raise _err(flow, where, f"{what} {quote_value(value)} is outside {RATE_RANGE}", hint)
     return gbps
 
 
@@ -170,26 +171,19 @@ class _CsvDurations:
         self.shown = shown
         self.col: int | None = None  # the duration column, once known
         self.name_col: int | None = None
-        self.pending: tuple[int, list[str]] | None = None  # a first row that is neither header nor duration
         self.units: list[Unit] = []
 
     def row(self, line: int, cells: list[str]) -> None:
         if self.col is None:
             self._first(line, cells)
             return
-        if self.pending is not None:
-            first_line, first = self.pending
-            raise FlowError(
-                f"{self.shown}:{first_line}: no `duration` column (header: {_cut(', '.join(first))})",
-                hint="name the column `duration`, or give one duration per line without a header",
-            )
         if len(self.units) >= MAX_UNITS:
             raise FlowError(f"{self.shown}:{line}: more than {MAX_UNITS:,} durations (units)", hint=_TOO_MANY)
         cell = cells[self.col] if self.col < len(cells) else ""
         sec = parse_duration(cell)
         problem = "is not a duration" if sec is None else span_problem(sec)
-        if problem is not None:
-            raise FlowError(f"{self.shown}:{line}: {quote_value(cell)} {problem}", hint=DURATION_HINT)
+        if problem is not None:  # a durations CSV (its header or first row said so): a few characters shown
+            raise FlowError(f"{self.shown}:{line}: {excerpt(cell)} {problem}", hint=DURATION_HINT)
         assert sec is not None
         n = len(self.units) + 1
         name = cells[self.name_col] if self.name_col is not None and self.name_col < len(cells) else ""
@@ -202,15 +196,15 @@ class _CsvDurations:
             self.name_col = header.index("name") if "name" in header else None
             return
         self.col = 0
-        if parse_duration(cells[0]) is None:
-            self.pending = (line, cells)  # an error either way: which one depends on what follows
-        else:
-            self.row(line, cells)
+        if parse_duration(cells[0]) is None:  # not shown: the file may be anything (issue 36 item 4)
+            raise FlowError(
+                f"{self.shown}:{line}: not a durations CSV: its first line is neither a header with a "
+                "`duration` column nor a duration",
+                hint=_CSV_HINT,
+            )
+        self.row(line, cells)
 
     def done(self) -> list[Unit]:
-        if self.pending is not None:
-            line, cells = self.pending
-            raise FlowError(f"{self.shown}:{line}: {quote_value(cells[0])} is not a duration", hint=DURATION_HINT)
         if self.col is None:
             raise FlowError(f"{self.shown}:1: no durations", hint=_CSV_HINT)
         if not self.units:

@@ -13,7 +13,7 @@ from pathlib import Path
 import msgspec
 
 from topomap.base.errors import ImportFailure
-from topomap.files.inputs import MAX_SNAPSHOT_BYTES, MAX_TOPOLOGY_BYTES, decode_text, read_bytes
+from topomap.files.inputs import MAX_SNAPSHOT_BYTES, MAX_TOPOLOGY_BYTES, decode_text, read_bytes, read_head, recode_utf8
 from topomap.files.kind import emptiness, json_what, topology_format, yaml_kind
 from topomap.model.codec import decode_snapshot
 from topomap.model.snapshot import Snapshot
@@ -28,17 +28,24 @@ FORMATS = ("nvidia-smi", "nccl-xml", "hwloc-xml", "lstopo", "nccl-log", "amd-smi
 _ANSI_SGR = re.compile(r"\x1b\[[0-9;]*m")
 
 
+def _read(path: Path) -> tuple[bytes, bool]:
+    """A topology file or snapshot's bytes, and whether it starts as JSON (a snapshot): the size cap of
+    its kind is told from its first bytes, before it is read (a 100 MB paste reached 700 MB before its
+    refusal, issue 36)."""
+    head = read_head(path, 4096)
+    try:
+        text = decode_text(head, str(path), ImportFailure) if head else "{"  # no head: the reader says why
+    except ImportFailure:
+        text = ""  # binary: refused below, its size first
+    json = text.lstrip("\ufeff \t\r\n").startswith("{")
+    cap, what = (MAX_SNAPSHOT_BYTES, "topology file or snapshot") if json else (MAX_TOPOLOGY_BYTES, "topology file")
+    return read_bytes(path, what, cap, ImportFailure), json
+
+
 def read_text(path: str | Path) -> str:
     """A topology file or snapshot as text: a regular file under the size cap, BOM/UTF-16 decoded."""
     p = Path(path)
-    data = read_bytes(p, "topology file or snapshot", MAX_SNAPSHOT_BYTES, ImportFailure)
-    text = decode_text(data, str(p), ImportFailure)
-    if len(data) > MAX_TOPOLOGY_BYTES and not text.lstrip(" \t\r\n").startswith("{"):
-        raise ImportFailure(
-            f"{p}: {len(data)} bytes is larger than any topology file ({MAX_TOPOLOGY_BYTES} max)",
-            hint="is this the right file?",
-        )
-    return text
+    return decode_text(_read(p)[0], str(p), ImportFailure)
 
 
 def _json_array(text: str) -> bool:
@@ -170,9 +177,15 @@ _IMPORTERS = {
 
 
 def import_file(path: str | Path, fmt: str = "auto") -> Snapshot:
-    return import_text(read_text(path), str(path), fmt)
+    return load_any(path) if fmt == "auto" else import_text(read_text(path), str(path), fmt)
 
 
 def load_any(path: str | Path) -> Snapshot:
-    """A snapshot JSON, or any importable file imported on the fly."""
-    return import_text(read_text(path), str(path))
+    """A snapshot JSON, or any importable file imported on the fly. A snapshot is decoded from its bytes
+    (text decoded and encoded again held it three times over); one with a NUL byte or a terminal code
+    goes the text way, whose errors name them."""
+    p = Path(path)
+    data, json = _read(p)
+    if json and b"\0" not in data and b"\x1b[" not in data:
+        return decode_snapshot(recode_utf8(data, str(p), ImportFailure), str(p))
+    return import_text(decode_text(data, str(p), ImportFailure), str(p))

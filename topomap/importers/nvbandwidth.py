@@ -24,17 +24,17 @@ from topomap.model.snapshot import MeasureDirection, MeasureKind, Measurement
 TOOL = "nvbandwidth"
 _DEVICE = re.compile(
     r"^(?:Process \d{1,9} \([^)]*\): device|Device) (\d{1,6}): (.*?)"
-    r"(?: \((?:PCI:)?([0-9a-fA-F]{1,8}):([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})(?:\.[0-7])?\))?(?:: \(.*\))?\s*$"
-)
+    r"(?: \((?:PCI:)?([0-9a-fA-F]{1,8}):([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})(?:\.[0-7])?\))?(?:: \(.*\))?$"
+)  # matched on the stripped line: a `\s*$` after the lazy name tried a blank run from each of its characters
 _JSON_DEVICE = re.compile(
     r"^(\d{1,6}): (.*?)(?: \((?:PCI:)?([0-9a-fA-F]{1,8}):([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})(?:\.[0-7])?\))?"
     r"(?:: \(.*\))?$"
 )
 _DESC = re.compile(
     r"^(?P<engine>memcpy CE|memcpy SM|memory latency SM|Device to Device Latency SM)\s+"
-    r"(?P<row>CPU|GPU)\(row\)\s+(?P<arrow><->|->|<-)\s+GPU\(column\)\s*(?P<part>Read1|Read2|Write1|Write2|Total)?"
-    r"\s*(?:bandwidth\s*)?\((?P<unit>GB/s|ns)\)"
-)
+    r"(?P<row>CPU|GPU)\(row\)\s+(?P<arrow><->|->|<-)\s+GPU\(column\)\s*(?:(?P<part>Read1|Read2|Write1|Write2|Total)\s*)?"
+    r"(?:bandwidth\s*)?\((?P<unit>GB/s|ns)\)"
+)  # the blanks after the part belong to it: two `\s*` side by side split a blank run every way
 _RUNNING = re.compile(r"^Running (\w+)\.")
 
 

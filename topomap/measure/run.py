@@ -105,10 +105,16 @@ def parse_size(text: str) -> int:
     if not m:
         raise TopomapError(f"--size {text!r}: expected a size like 64MiB, 256MB or 1GiB")
     unit = (m.group(2) or "mib").lower()
-    n = int(float(m.group(1)) * _UNITS[unit])
+    size = float(m.group(1)) * _UNITS[unit]
+    if size > _MAX_COPY:  # past any GPU's memory (a 400-digit size overflowed to infinity: exit 4, issue 36)
+        raise TopomapError(f"--size {text[:40]!r}: at most 256 GiB, more than any GPU holds")
+    n = int(size)
     if n < 4096:
         raise TopomapError(f"--size {text!r}: at least 4 KiB, so a copy is a bandwidth and not a latency")
     return n
+
+
+_MAX_COPY = 256 * 2**30
 
 
 def parse_pairs(text: str) -> list[tuple[int, int]]:

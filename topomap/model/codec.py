@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 
 from topomap.files.atomic import atomic_write
+from topomap.files.budget import MAX_JSON_VALUES, MAX_PACKED_VALUES, check_json_values
 from topomap.files.inputs import MAX_SNAPSHOT_BYTES, read_bytes, recode_utf8
 from topomap.files.kind import json_what
 from topomap.model.pack import (
@@ -61,7 +62,10 @@ def decode_snapshot(data: bytes, where: str = "<snapshot>") -> Snapshot:
     (PCI parent cycles, pairs naming no device, absurd counts)."""
     if len(data) > MAX_SNAPSHOT_BYTES:
         raise SnapshotError(f"{where}: {len(data)} bytes is larger than any snapshot ({MAX_SNAPSHOT_BYTES} max)")
-    if is_packed(data):  # a large cluster as JSON Lines, each shared part once (topomap.model.pack)
+    packed = is_packed(data)
+    most = MAX_PACKED_VALUES if packed else MAX_JSON_VALUES  # ~100 bytes a value once decoded
+    check_json_values(data, where, "snapshot", SnapshotError, most)
+    if packed:  # a large cluster as JSON Lines, each shared part once (topomap.model.pack)
         with collector_paused():  # decoding and checking make no cycle: no collector pass over the hosts
             snap = decode_pack(data.lstrip(b"\xef\xbb\xbf \t\r\n"), where)
             check_schema_version(snap.schema, f"{where}:1: cluster")

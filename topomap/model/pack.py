@@ -1,7 +1,7 @@
 """The packed cluster file: a merged snapshot of many hosts as JSON Lines, each distinct part once.
 
 A cluster of thousands of hosts is a few host builds repeated: one plain JSON document of 10,000
-hosts × 8 GPUs is about 800 MB (past the 256 MiB any snapshot may have) and decodes into a
+hosts × 8 GPUs is about 800 MB (past the 128 MiB any snapshot may have) and decodes into a
 million structs. Packed, the parts that hosts of one build share — the GPU/NIC ``pairs`` (the
 `topo -m` matrix), the ``pci`` tree, the ``nvswitches``, each GPU's ``nvlinks`` — are written once each and referred to
 by number; what differs per host (names, UUIDs, driver, link widths, NIC states, fabric,

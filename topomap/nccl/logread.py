@@ -23,7 +23,7 @@ _PREFIX = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\[rank\d+\]:|\S+?\s*\|\s
 _CHANNEL = re.compile(
     r"^(?:(?:Channel|Ring) (?P<ch>\d+)(?:/\d+)? : )?(?P<src>\d+)(?:\[(?P<sdev>[0-9a-fA-F]+)\])? -> "
     r"(?P<dst>\d+)(?:\[(?P<ddev>[0-9a-fA-F]+)\])?(?: \[(?P<dir>send|receive)\])? "
-    r"via (?P<via>\S.*?)\s*$"
+    r"via (?P<via>\S(?:.*\S)?)\s*$"  # greedy to the last non-blank: `\S.*?)\s*$` was quadratic in a blank run
 )
 #: NCCL's ring listing ("Ring 00 : 1 -> 0 -> 1"), not a connection: read nothing from it
 _RING_LIST = re.compile(r"^Ring \d+ : -?\d+ -> -?\d+ -> -?\d+\s*$")
@@ -34,12 +34,14 @@ _BARE_LINE = re.compile(r"(?:^|[\s\]])(?:\[(?P<dev>\d+)\] ?)?NCCL INFO (?P<msg>.
 _TESTS_RANK = re.compile(
     r"^#\s+Rank\s+(?P<rank>\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)\s+device\s+(?P<dev>\d+)"
     r"\s+\[(?:[0-9a-fA-F]{4}:)?(?:0x)?(?P<bus>[0-9a-fA-F]{1,2})(?::(?P<devfn>[0-9a-fA-F]{2}))?\]"
-    r"(?:\s+(?P<name>\S.*?))?\s*$"
+    r"(?:\s+(?P<name>\S(?:.*\S)?))?\s*$"
 )
 #: "comm 0x… rank 0 nRanks 3 nNodes 3 localRanks 1 localRank 0 MNNVL 0" (2.19 and later)
 _NODES = re.compile(r"rank (?P<rank>\d+) nRanks (?P<n>\d+) nNodes (?P<nodes>\d+) localRanks (?P<local>\d+)")
-#: Ray's log deduplication appends " [repeated 14x across cluster]" to a line
-_RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]\s*$")
+#: Ray's log deduplication appends " [repeated 14x across cluster]" to a line; searched in the line with
+#: its end blanks stripped, from the literal "[" (a leading `\s*` was tried at every blank of a run:
+#: quadratic, issue 36 item 6), the blanks before it stripped after
+_RAY_REPEAT = re.compile(r"\[repeated \d+x across cluster\]$")
 #: NCCL 2.0-2.3: "host:pid:tid [dev] INFO 0 -> 1 via direct shared memory" (no "NCCL", no channel number)
 _OLD_INFO = re.compile(LINE_HEAD + r"INFO (?P<msg>\d+(?:\[[0-9a-fA-F]+\])? -> .*)$")
 #: a channel line pasted alone: "9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA"
@@ -48,7 +50,9 @@ _HOP_START = re.compile(r"^\d+(?:\[[0-9a-fA-F]+\])? -> ")
 _VERSION = re.compile(r"NCCL version (?P<v>\d+\.\d+\.\d+\S*)")
 #: RCCL's banner (issue 35): "RCCL version : 2.27.7-HEAD:0d2c4fd" (init.cc), the fork's own version
 _RCCL_VERSION = re.compile(r"RCCL version\s*:?\s*(?P<v>\d+\.\d+\.\d+)")
-_ENV = re.compile(r"^(?P<k>NCCL_[A-Z0-9_]+) set (?:by environment )?to (?P<v>.*?)\.?\s*$")
+#: the value is the rest of the line, its end blanks and one full stop taken off by :func:`_env_value`
+#: (`(?P<v>.*?)\.?\s*$` tried the blanks after every character of the value: quadratic)
+_ENV = re.compile(r"^(?P<k>NCCL_[A-Z0-9_]+) set (?:by environment )?to (?P<v>.*)$")
 _INIT = re.compile(
     r"comm 0x[0-9a-f]+ rank (?P<rank>\d+) nranks (?P<n>\d+) cudaDev (?P<cuda>\d+)(?: nvmlDev (?P<nvml>\d+))? "
     r"busId (?P<bus>[0-9a-fA-F]+)(?: commId (?P<comm>0x[0-9a-f]+))?"
@@ -84,7 +88,9 @@ def read_log(text: str, path: str) -> NcclLog:
         if no == len(raws) and not text.endswith(("\n", "\r")) and _cut_via(raw):
             log.skipped.append(f"line {no}: the log ends inside this channel line: {raw.strip()[-40:]!r}")
             continue
-        line = _RAY_REPEAT.sub("", _PREFIX.sub("", raw.strip(), count=1))
+        line = _PREFIX.sub("", raw.strip(), count=1)
+        ray = _RAY_REPEAT.search(line)
+        line = line[: ray.start()].rstrip() if ray else line
         r = _RCCL_VERSION.search(line)
         if r and log.library != "rccl":
             log.library, log.version = "rccl", r.group("v")
@@ -124,6 +130,12 @@ def _cut_via(raw: str) -> bool:
     _, sep, via = raw.rstrip().rpartition(" via ")
     tail = via.rsplit("/", 1)[-1].split(" ")[-1]
     return bool(sep) and bool(tail) and any(w != tail and w.startswith(tail) for w in _VIA_WORDS)
+
+
+def _env_value(raw: str) -> str:
+    """A "set by environment to VALUE." line's value: end blanks and one full stop off, then stripped."""
+    value = raw.rstrip()
+    return (value[:-1] if value.endswith(".") else value).strip()
 
 
 def _tests_rank(log: NcclLog, line: str) -> None:
@@ -184,9 +196,9 @@ def _read_message(log: NcclLog, env: dict[str, str], line: tuple[str, str, int],
     e = _ENV.match(msg)
     if e and _ENV_WANTED.match(e.group("k")):
         if e.group("k") == "NCCL_HOSTID":
-            log.hostids[(host, pid)] = e.group("v").strip()
+            log.hostids[(host, pid)] = _env_value(e.group("v"))
         else:
-            env[e.group("k")] = e.group("v").strip()
+            env[e.group("k")] = _env_value(e.group("v"))
         return
     i = _INIT.search(msg)
     if i:

@@ -162,6 +162,8 @@ def _indexes(text: str) -> list[int]:
     for part in text.split(","):
         item = part.strip().lower().removeprefix("gpu")
         lo, dash, hi = item.partition("-")
+        if dash and int(hi) - int(lo) > 4096:  # no host has so many GPUs (0-99999999999 ran out of memory)
+            raise ValueError(item)
         out += list(range(int(lo), int(hi) + 1)) if dash else [int(item)]
     return out
 

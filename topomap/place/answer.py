@@ -60,6 +60,23 @@ class PlaceResult:
     unranked: list[str]
     notes: list[str] = field(default_factory=list)
     commands: list[tuple[str, str]] = field(default_factory=list)
+    #: The search ran to its end (``ties`` and the next best exact), else it stopped at its limit of
+    #: ``search_limit`` steps and the group is the best found; ``slowest_proven``: no group has a
+    #: faster slowest link, even then (:mod:`topomap.place.search`).
+    search_complete: bool = True
+    slowest_proven: bool = True
+    search_steps: int = 0
+    search_limit: int = 0
+
+    def search_note(self) -> str | None:
+        """What a search stopped at its limit means for the answer, in words; None when it finished."""
+        if self.search_complete:
+            return None
+        slowest = "its slowest link is the best any group has" if self.slowest_proven else "nor is its slowest link"
+        return (
+            f"the search stopped at its limit of {self.search_limit:,} steps: this is the best group found, "
+            f"not proven the best ({slowest}); the ties and the next best are among the groups examined"
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -93,6 +110,12 @@ class PlaceResult:
             "unranked": self.unranked,
             "notes": self.notes,
             "commands": [{"for": what, "line": line} for what, line in self.commands],
+            "search": {
+                "complete": self.search_complete,
+                "slowest_proven": self.slowest_proven,
+                "steps": self.search_steps,
+                "limit": self.search_limit,
+            },
         }
 
 
@@ -146,6 +169,8 @@ def _result(topo: Topology, space: Space, found: Found, k: int, skipped: list[Sk
         skipped,
         _unranked(links),
     )
+    res.search_complete, res.slowest_proven = found.complete, found.slowest_proven
+    res.search_steps, res.search_limit = found.steps, found.limit
     res.notes = _notes(space, gpus, ords.note, ords.by_gid)
     near = [tuple(o.nic.name for o in c.nics if o.nic is not None) for c in chosen]  # NCCL spreads over these
     ranks = [

@@ -23,6 +23,7 @@ class HostSampler:
         self.series = HostSeries(cpu_count=psutil.cpu_count(), memory_total_bytes=psutil.virtual_memory().total)
         self.problems: list[Problem] = []
         self._cpu: dict[int, float] = {}
+        self.last: list[psutil.Process] = []  # the tree as the last sample saw it (record/tree.py)
         self._prev_t: float | None = None
         self._disk0 = _disk()
         self._net0 = _net()
@@ -50,6 +51,7 @@ class HostSampler:
         """One sample at ``t`` seconds since start; returns the pids of the tree (for NVML attribution)."""
         s = self.series
         procs = self.tree()
+        self.last = procs
         cpu_now: dict[int, float] = {}
         rss = 0
         for p in procs:

@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 
 from topomap.base.errors import TopomapError
+from topomap.files.budget import check_json_values
 from topomap.files.inputs import MAX_SNAPSHOT_BYTES, read_bytes
 from topomap.model.snapshot import I64_MAX, I64_MIN, Problem, Snapshot
 
@@ -138,6 +139,7 @@ def _check_schema(value: object, where: str) -> None:
 
 def decode_run(data: bytes, where: str = "<run>") -> Run:
     """Validate JSON bytes into a Run; errors name ``where`` and the JSON path of the bad field."""
+    check_json_values(data, where, "run record", RunError)  # before decoding (topomap.files.budget)
     try:
         raw = msgspec.json.decode(data)
     except msgspec.DecodeError as err:

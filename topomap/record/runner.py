@@ -9,8 +9,11 @@ topomap are forwarded to that whole group; the third signal received kills the g
 When topomap runs in the foreground of a terminal the command stays in topomap's own group, which
 the terminal owns, so that it can read the keyboard: Ctrl-C then reaches every process of the
 command from the terminal itself, and topomap forwards only SIGTERM and SIGHUP (and the third
-signal's SIGKILL) to the command. Either way topomap waits for the command to exit, then returns the
-complete record, naming any process of the command's group still running when it ended.
+signal's SIGKILL) to the command. Either way topomap waits for the command to exit; then every process
+the command left — in its group or escaped from it with setsid or a double fork, found through a
+cgroup of its own or by walking /proc (record/tree.py) — is ended (SIGTERM, SIGKILL after a grace
+period; issue 36: after Ctrl-C bash's background jobs, which ignore SIGINT, lived on), or with
+``leave_running`` named and left; the complete record says which.
 """
 
 from __future__ import annotations
@@ -30,8 +33,6 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
-import psutil
-
 from topomap import __version__
 from topomap.base.errors import TopomapError
 from topomap.model.snapshot import Problem, Snapshot
@@ -42,6 +43,7 @@ from topomap.record.host import HostSampler, name_of
 from topomap.record.model import Run, Sampling
 from topomap.record.sampler import GpuSampler
 from topomap.record.thin import halve
+from topomap.record.tree import GRACE_S, Tree
 
 LiveCallback = Callable[[float, list[tuple[str, int | None, int | None]]], None]
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -58,6 +60,9 @@ class RecordOptions:
     pcie_period_s: float = 1.0
     max_samples: int = 20_000  # stored points per series before they are halved (thin.py)
     notes: list[str] = field(default_factory=list)
+    leave_running: bool = False  # what the command left is named, not ended (--leave-running)
+    cgroup: bool = True  # the command in a cgroup of its own where one can be made (record/tree.py)
+    grace_s: float = GRACE_S  # seconds between SIGTERM and SIGKILL for what the command left
 
 
 def _halve_all(host: HostSampler, gpus: GpuSampler | None) -> None:
@@ -213,6 +218,7 @@ class _Sampling:
     start: float  # time.monotonic() when the command started
     on_sample: LiveCallback | None
     interval_s: float
+    tree: Tree | None = None  # told of the command's processes each sample (record/tree.py)
     thinned: int = 1
     stats: _Stats = field(default_factory=_Stats)
     broken: list[Problem] = field(default_factory=list)
@@ -232,6 +238,9 @@ class _Sampling:
         t0 = time.monotonic()
         t = t0 - self.start
         pids = self.guarded("host sample", lambda: self.host.sample(t)) or set()
+        tree = self.tree
+        if tree is not None:
+            self.guarded("process tree", lambda: tree.observe(self.host.last))
         gpus = self.gpus
         if gpus is not None:
             self.guarded("gpu sample", lambda: gpus.sample(t, pids))
@@ -279,35 +288,37 @@ class _Exit:
 
 
 def _start(
-    command: list[str], env: dict[str, str], signals: _Signals, gpus: GpuSampler | None
+    command: list[str], env: dict[str, str], signals: _Signals, gpus: GpuSampler | None, tree: Tree
 ) -> subprocess.Popen[bytes]:
-    """The command, started with the signal handlers in place (no signal in between is lost)."""
+    """The command, started with the signal handlers in place (no signal in between is lost), in a
+    process group of its own (unless a terminal's foreground job) and in the tree's cgroup if any."""
     signals.install()
     group = not _terminal_delivered_it()  # module docstring: a terminal's foreground job keeps its group
+    join = tree.join()
     own: dict[str, Any] = {}
-    if group:
-        own = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
+    if group and sys.version_info >= (3, 11):
+        own["process_group"] = 0
+    if join is not None or (group and sys.version_info < (3, 11)):
+
+        def setup() -> None:  # between fork and exec: the group first, then the cgroup
+            if group and sys.version_info < (3, 11):
+                os.setpgrp()
+            if join is not None:
+                join()
+
+        own["preexec_fn"] = setup
     try:
         child = subprocess.Popen(command, env=env, **own)
-    except OSError as err:  # not found, not executable, not a program (ENOEXEC), …
+    except (OSError, subprocess.SubprocessError) as err:  # not found, not executable, not a program (ENOEXEC), …
         signals.restore()
+        tree.end(keep=True)
         if gpus is not None:
             gpus.close()
-        raise TopomapError(f"cannot run {command[0]!r}: {err.strerror or err}", hint="check the command") from err
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else err
+        raise TopomapError(f"cannot run {command[0]!r}: {reason}", hint="check the command") from err
     signals.started(child.pid, group)
+    tree.started(child.pid, group)
     return child
-
-
-def still_running(pgid: int) -> list[str]:
-    """The processes of process group ``pgid`` still running after its leader exited: "pid 42 (sleep)"."""
-    out: list[str] = []
-    for pid in psutil.pids():
-        try:
-            if pid != os.getpid() and os.getpgid(pid) == pgid:
-                out.append(f"pid {pid} ({psutil.Process(pid).name()})")
-        except (OSError, psutil.Error):
-            continue
-    return out
 
 
 def _pidfd(pid: int) -> int | None:
@@ -355,20 +366,21 @@ def record(command: list[str], opts: RecordOptions | None = None) -> Run:
     if sampled is not None:
         mark_visibility([c.series for c in sampled.cards], env, snapshot)
     signals = _Signals()
-    child = _start(command, env, signals, gpus)
+    tree = Tree.make(opts.cgroup)
+    child = _start(command, env, signals, gpus, tree)
     start_wall, start = time.time(), time.monotonic()
     cpu0 = time.process_time()
-    sampling = _Sampling(HostSampler(child.pid), sampled, start, opts.on_sample, opts.interval_s)
+    sampling = _Sampling(HostSampler(child.pid), sampled, start, opts.on_sample, opts.interval_s, tree)
     try:
         end = _sample_until_exit(child, sampling, opts.max_samples)
+        recorder_cpu = time.process_time() - cpu0
+        ending = tree.end(keep=opts.leave_running, grace_s=opts.grace_s)  # what the command left (tree.py)
+    except BaseException:
+        tree.end(keep=True)  # never a cgroup left behind; its processes stay as they are
+        raise
     finally:
         signals.restore()
-    recorder_cpu = time.process_time() - cpu0
-    left = still_running(child.pid) if signals.group else []
-    notes = list(opts.notes)
-    if left:
-        shown = ", ".join(left[:10]) + (f" and {len(left) - 10} more" if len(left) > 10 else "")
-        notes.append(f"still running when the command ended (process group {child.pid}): {shown}")
+    notes = [*opts.notes, *tree.notes(ending)]
     if gpus is not None:
         gpus.close()
     duration = end.end - start

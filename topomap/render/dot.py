@@ -17,6 +17,7 @@ import graphviz
 from topomap.base.errors import TopomapError
 from topomap.graph import Topology
 from topomap.render.dotbuilder import DotBuilder, NodeSpec, node_key
+from topomap.render.export import reproducible_pdf
 from topomap.render.hostdot import HostDrawing, node_style, short_origin
 from topomap.render.legend import NETWORK, graph_label, legend_rows
 from topomap.render.text import visible
@@ -174,4 +175,4 @@ def pipe(dot_text: str, fmt: str) -> bytes:
             f"Graphviz `dot` stopped reading a diagram of {len(dot_text):,} characters",
             hint="a very long name or label, or a very large diagram: shorten or split it",
         ) from err
-    return out
+    return reproducible_pdf(out) if fmt == "pdf" else out  # cairo stamps the clock's date

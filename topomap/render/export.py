@@ -1,13 +1,18 @@
-"""Topology → GraphML and node-link JSON for other graph tools (Gephi, yEd, networkx users)."""
+"""Topology → GraphML and node-link JSON for other graph tools (Gephi, yEd, networkx users); PDFs made
+reproducible (:func:`reproducible_pdf`)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
+import os
+import re
 from typing import Any
 
 import networkx as nx
 
+from topomap.base.errors import TopomapError
 from topomap.graph import Topology
 from topomap.render.text import visible
 
@@ -64,3 +69,52 @@ def node_link_json(topos: list[Topology]) -> bytes:
     data["nodes"] = sorted(data["nodes"], key=lambda n: str(n["id"]))
     data["edges"] = sorted(data["edges"], key=lambda e: (str(e["source"]), str(e["target"])))
     return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode()
+
+
+# --- reproducible PDFs (issue 36 item 10) ---------------------------------------------------------
+
+#: A date in a PDF's document information (PDF 1.7 §7.9.4): ``D:YYYYMMDDHHmmSS`` and a time zone.
+#: Graphviz's cairo (1.16, as Ubuntu 22.04 ships it) writes ``/CreationDate (D:20261203095735Z)``
+#: from the clock, and ignores SOURCE_DATE_EPOCH (later cairo releases read it).
+_PDF_DATE = re.compile(rb"/(?:CreationDate|ModDate) \(D:[0-9]{4,14}(?:Z|[+-][0-9]{2}'?[0-9]{2}'?)?\)")
+
+
+def source_date() -> dt.datetime | None:
+    """The time ``SOURCE_DATE_EPOCH`` names (seconds since 1970, UTC), as reproducible builds set it
+    (https://reproducible-builds.org/specs/source-date-epoch/); None when it is unset or empty. A value
+    that is not a whole number of seconds is refused: the specification asks a tool to fail then."""
+    raw = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or len(raw) > 12:  # 12 digits: past the year 33,000
+        raise TopomapError(
+            f"SOURCE_DATE_EPOCH={visible(raw[:40])!r} is not a number of seconds since 1970",
+            hint="set it to a whole number (e.g. $(git log -1 --format=%ct)), or unset it",
+        )
+    return dt.datetime.fromtimestamp(int(raw), dt.timezone.utc)
+
+
+def _pdf_date(when: dt.datetime, width: int) -> bytes | None:
+    """``when`` as ``(D:…)`` of exactly ``width`` bytes, or None: a date the same length as the one it
+    replaces keeps every byte offset of the file (its cross-reference table) true."""
+    stamp = when.strftime("%Y%m%d%H%M%S").encode()
+    for zone in (b"Z", b"+00'00'", b"+00'00", b"+0000", b""):
+        text = b"(D:" + stamp + zone + b")"
+        if len(text) == width:
+            return text
+    return None
+
+
+def reproducible_pdf(data: bytes) -> bytes:
+    """A PDF whose bytes depend on its content only: each ``/CreationDate`` (and ``/ModDate``) becomes
+    the time of ``SOURCE_DATE_EPOCH`` when it is set, and is blanked out (spaces of the same length: the
+    date is optional, PDF 1.7 §14.3.3) when it is not, so the same diagram gives the same file on every
+    run. Lengths are kept, so the cross-reference offsets stay true."""
+    when = source_date()
+
+    def fix(m: re.Match[bytes]) -> bytes:
+        key, _, date = m.group().partition(b" ")
+        new = _pdf_date(when, len(date)) if when is not None else None
+        return key + b" " + new if new is not None else b" " * len(m.group())
+
+    return _PDF_DATE.sub(fix, data)

@@ -47,10 +47,16 @@ def place_view(r: PlaceResult) -> RenderableType:
     parts: list[RenderableType] = [esc(head, "bold")]
     if r.slowest is not None:
         parts.append(esc(f"  slowest link inside the group: {r.slowest.text} ({r.slowest.a}–{r.slowest.b})"))
+    searched = r.search_note()
+    if searched:
+        parts.append(esc(f"  {searched}", "yellow"))
     if r.ties > 1:
-        parts.append(esc(f"  {r.ties} groups tie on every measure; the lowest indices win"))
+        many = f"{r.ties} groups" if r.search_complete else f"at least {r.ties} groups"
+        parts.append(esc(f"  {many} tie on every measure; the lowest indices win"))
     if r.runner_up:
-        parts.append(esc(f"  next best {_ids(r.runner_up)}: " + "; ".join(r.runner_lost)))
+        parts.append(
+            esc(f"  next best {'' if r.search_complete else 'found '}{_ids(r.runner_up)}: " + "; ".join(r.runner_lost))
+        )
     for line in r.unranked:
         parts.append(esc(f"  {line}", "yellow"))
     if r.links:

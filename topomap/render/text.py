@@ -1,8 +1,9 @@
 """The one rule for putting a string from a file into any view, and the memory text every view shares.
 
 Names come from files users paste and machines they rent: a host, GPU, NIC, step or run label may
-hold an escape sequence, a newline, a tab, a bidirectional override, a lone surrogate. Every view
-writes each such character visibly as ``\\xNN`` (``\\uNNNN`` above U+00FF), so no input can
+hold an escape sequence, a newline, a tab, a bidirectional override, a line separator, a lone
+surrogate. Every view writes each such character visibly as ``\\xNN`` (``\\uNNNN`` above U+00FF; the
+rule is :mod:`topomap.base.safetext`'s, which the CLI also applies to all it prints), so no input can
 recolour the terminal, move the cursor, split a line, shift a table's columns, or make a page, an
 SVG or an XML file unreadable:
 
@@ -18,10 +19,10 @@ This module imports no library, so the light commands (`matrix`, `show`) can use
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from topomap.base.errors import TopomapError
+from topomap.base.safetext import safe_text
 from topomap.base.units import fmt_bytes
 
 #: What to install for charts (matplotlib is an extra: the probe in a container needs none of it).
@@ -36,20 +37,11 @@ if TYPE_CHECKING:
 #: line is refused before `dot` runs. Tooltips are not labels and are not bounded here.
 MAX_LABEL_LINE = 2000
 
-#: Control characters (C0, DEL, C1), bidirectional controls (U+061C, U+200E/F, U+202A–U+202E,
-#: U+2066–U+2069: they reorder what the reader sees, so a name could hide or reverse its neighbours),
-#: lone surrogates (not encodable as UTF-8), U+FFFE and U+FFFF.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]")
-
-
-def _escaped(char: str) -> str:
-    code = ord(char)
-    return f"\\x{code:02x}" if code < 256 else f"\\u{code:04x}"
-
 
 def visible(text: str, keep: str = "") -> str:
-    """``text`` with its control characters written visibly as ``\\xNN``; those in ``keep`` stay."""
-    return _CONTROL.sub(lambda m: m.group() if m.group() in keep else _escaped(m.group()), text)
+    """``text`` with its control, bidirectional and separator characters written visibly as ``\\xNN`` /
+    ``\\uNNNN`` (:func:`topomap.base.safetext.safe_text`, the one rule); those in ``keep`` stay."""
+    return safe_text(text, keep)
 
 
 def label_text(text: str, bounded: bool = True) -> str:

@@ -46,8 +46,10 @@ def timeline_image(run: Run, fmt: str) -> bytes:
         fig.tight_layout()
         buf = io.BytesIO()
         meta: dict[str, Any] = {"Date": None} if fmt == "svg" else {}
-        if fmt == "pdf":
-            meta = {"CreationDate": None}
+        if fmt == "pdf":  # no date unless SOURCE_DATE_EPOCH names one: the same run, the same file
+            from topomap.render.export import source_date  # start-up: networkx, only for a PDF
+
+            meta = {"CreationDate": source_date()}
         fig.savefig(buf, format=fmt, metadata=meta)
     return buf.getvalue()
 

@@ -20,6 +20,8 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
+from topomap.base.safetext import safe_text
+
 
 def whole(console: Console, renderable: RenderableType, width: int) -> RenderableType:
     """``renderable`` laid out for a terminal ``width`` columns wide with nothing cut: a table wider
@@ -36,6 +38,23 @@ def whole(console: Console, renderable: RenderableType, width: int) -> Renderabl
     if Measurement.get(console, console.options.update_width(100_000), renderable).maximum > width:
         return _Natural(console, renderable)
     return renderable
+
+
+class Safe:
+    """A renderable whose text reaches the terminal safe (:func:`topomap.base.safetext.safe_text`): every
+    segment's text has its control, bidirectional and separator characters escaped after layout, so
+    nothing a view forgot to escape can move the cursor or forge a line; rich's own styles and line
+    ends (control segments, newlines) are kept."""
+
+    def __init__(self, renderable: RenderableType) -> None:
+        self.renderable = renderable
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for seg in console.render(self.renderable, options):
+            if seg.control or not seg.text or seg.text == "\n":
+                yield seg
+            else:
+                yield Segment(safe_text(seg.text, keep="\n"), seg.style)
 
 
 class _Natural:
