@@ -78,8 +78,13 @@ def test_every_module_but_the_record_runner_imports_without_the_extras(plain: di
     )
     r = subprocess.run([sys.executable, "-c", code], env=plain, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    # the runner and the host sampler are `topomap record` alone; reading a record needs neither
-    assert sorted(r.stdout.splitlines()) == ["topomap.record.host psutil", "topomap.record.runner psutil"]
+    # the runner, its process tree and the host sampler are `topomap record` alone; reading a record
+    # needs none of them
+    assert sorted(r.stdout.splitlines()) == [
+        "topomap.record.host psutil",
+        "topomap.record.runner psutil",
+        "topomap.record.tree psutil",
+    ]
 
 
 REQS = str(SAMPLES / "requirements" / "tensor-parallel.yaml")

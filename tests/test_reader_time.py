@@ -28,6 +28,7 @@ from topomap.flow import read_flow
 from topomap.flow.work import read_durations_csv
 from topomap.importers import load_any
 from topomap.importers.bandwidth import load_measurements
+from topomap.importers.nccl_tests import parse_nccl_tests
 from topomap.nccl.logread import read_log
 from topomap.record import load_run
 
@@ -44,6 +45,10 @@ SLACK = 10.0
 
 def _log(path: Path) -> object:
     return read_log(decode_text(read_bytes(path, "NCCL log", 64 * MIB), str(path)), str(path))
+
+
+def _tests(path: Path) -> object:
+    return parse_nccl_tests(decode_text(read_bytes(path, "nccl-tests results", 64 * MIB), str(path)), str(path))
 
 
 READERS: dict[str, tuple[Path, Callable[[Path], object]]] = {
@@ -69,6 +74,12 @@ READERS: dict[str, tuple[Path, Callable[[Path], object]]] = {
     "flow": (SAMPLES / "flows" / "tensor-parallel.yaml", read_flow),
     "requirements": (SAMPLES / "requirements" / "tensor-parallel.yaml", read_requirements),
     "durations CSV": (SAMPLES / "flows" / "uneven-documents.csv", lambda p: read_durations_csv(p, str(p))),
+    "lot": (SAMPLES / "lots" / "two-host-ib.yaml", load_any),
+    "nccl-tests": (DATA / "real-nccl-tests" / "h100-hgx-2node-ib-nccltests309.txt", _tests),
+    "amd-smi (rocm-smi --showtopo)": (
+        DATA / "real-topologies" / "amd" / "rocm-smi" / "amd-8gpu-64gb-two-xgmi-hives-weight72.txt",
+        load_any,
+    ),
 }
 
 

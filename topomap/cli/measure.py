@@ -6,13 +6,16 @@ imports the stages it drives inside its body: start-up stays fast for the comman
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from topomap.base.errors import TopomapError
 from topomap.cli.output import say, wrote
 from topomap.cli.wiring import JsonOpt, _console, _err, _guard, _load, _print_json, _write, app, bounded
+
+if TYPE_CHECKING:
+    from topomap.measure.run import MeasureOptions
 
 
 def _progress_bar() -> tuple[Any, Any]:
@@ -34,6 +37,26 @@ def _progress_bar() -> tuple[Any, Any]:
         bar.update(task, completed=done, total=total, description=label)
 
     return bar, update
+
+
+def _options(
+    quick: bool, size: str | None, reps: int | None, samples: int | None, timeout: float | None, pairs: str | None
+) -> MeasureOptions:
+    """The measure options the command line asks for, over the defaults (or --quick's)."""
+    from topomap.measure.run import MeasureOptions, parse_pairs, parse_size
+
+    opts = MeasureOptions.quick() if quick else MeasureOptions()
+    if size is not None:
+        opts.size_bytes = parse_size(size)
+    if reps is not None:
+        opts.repetitions = reps
+    if samples is not None:
+        opts.samples = samples
+    if timeout is not None:
+        opts.timeout_s = timeout
+    if pairs is not None:
+        opts.pairs = parse_pairs(pairs)
+    return opts
 
 
 @app.command()
@@ -66,23 +89,13 @@ def measure(
     Exit 0 measured (findings recorded); 2 bad input; 3 no GPU CUDA can use, or cuda-bindings
     not installed (the `probe` extra).
     """
-    from topomap.measure.run import MeasureOptions, NoGpuError, parse_pairs, parse_size, plan
+    from topomap.measure.run import NoGpuError, plan
     from topomap.measure.run import measure as run_measure
     from topomap.model.codec import encode_checked, to_builtins
     from topomap.render.bandwidth_matrix import measurements_table, render_bandwidth_matrix
     from topomap.render.text import visible
 
-    opts = MeasureOptions.quick() if quick else MeasureOptions()
-    if size is not None:
-        opts.size_bytes = parse_size(size)
-    if reps is not None:
-        opts.repetitions = reps
-    if samples is not None:
-        opts.samples = samples
-    if timeout is not None:
-        opts.timeout_s = timeout
-    if pairs is not None:
-        opts.pairs = parse_pairs(pairs)
+    opts = _options(quick, size, reps, samples, timeout, pairs)
     given = _load(snapshot) if snapshot is not None else None
     from topomap.probe.bindings import PROBE_HINT, missing_bindings, missing_sentence
 

@@ -34,7 +34,8 @@ def _read(path: Path) -> tuple[bytes, bool]:
     refusal, issue 36)."""
     head = read_head(path, 4096)
     try:
-        text = decode_text(head, str(path), ImportFailure) if head else "{"  # no head: the reader says why
+        # no head (empty, or unreadable): the reader below says why, and the importer that it is empty
+        text = decode_text(head, str(path), ImportFailure) if head else ""
     except ImportFailure:
         text = ""  # binary: refused below, its size first
     json = text.lstrip("\ufeff \t\r\n").startswith("{")
