@@ -197,5 +197,5 @@ def test_catalogue_spellings_name_one_part(spelling: str, name: str) -> None:
 
 @pytest.mark.parametrize("spelling", ["H100", "A100 80GB", "A100 SXM4", "RTX 6000", "A800 PCIe", "H100 96GB"])
 def test_ambiguous_or_unknown_spellings_name_none(spelling: str) -> None:
-    """"A100 80GB" is SXM4 or PCIe; "RTX 6000" the Quadro or the Ada card; no H100 has 96 GB."""
+    """ "A100 80GB" is SXM4 or PCIe; "RTX 6000" the Quadro or the Ada card; no H100 has 96 GB."""
     assert model_from_name(spelling) is None

@@ -265,8 +265,10 @@ def lot_cases() -> list[tuple[str, list[str]]]:
         ("lot-plan-cost", ["plan", _rel(llm), f"lot={_rel(nvswitch)}", "--cards", "2,4,8"]),
         ("lot-plan-cost-json", ["plan", "--json", _rel(llm), f"lot={_rel(nvswitch)}", "--cards", "2,8"]),
         ("lot-report", ["report", _rel(llm), f"lot={_rel(nvswitch)}", "-o", "OUT.html"]),
-        ("lot-diff-cost", ["diff", _rel(nvswitch), _rel(SAMPLES / "lots" / "b200-two-180gb.yaml"), "--flow",
-                           _rel(llm)]),
+        (
+            "lot-diff-cost",
+            ["diff", _rel(nvswitch), _rel(SAMPLES / "lots" / "b200-two-180gb.yaml"), "--flow", _rel(llm)],
+        ),
         ("lots", ["lots"]),
         ("lots-json", ["lots", "--json"]),
         ("lots-p4de", ["lots", "aws/p4de.24xlarge"]),

@@ -129,9 +129,7 @@ def nccl_cluster(
         console.print(part)
 
 
-def check_cluster(
-    result: CheckResult, json_out: bool, host: str | None, machines: list[tuple[str, Snapshot]]
-) -> int:
+def check_cluster(result: CheckResult, json_out: bool, host: str | None, machines: list[tuple[str, Snapshot]]) -> int:
     """`topomap check REQS CLUSTER`: each rule's result once per group of alike hosts; ``host``: that
     host's results alone (and the cluster-wide rules). ``machines``: the lots checked, for the
     paste-against-catalogue disagreements said after the rules. Returns the exit status."""

@@ -74,8 +74,6 @@ class NotCompared(msgspec.Struct, frozen=True):
         return f"{name} (unknown in {self.side})"
 
 
-
-
 def fmt_value(v: Any) -> str:
     """A compared value in a change's line: ``unknown`` for None, floats without trailing zeros."""
     if v is None:

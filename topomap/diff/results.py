@@ -32,6 +32,7 @@ EXIT_STATUS: dict[Verdict, int] = {
 #: Changes that decide a flow's verdict with its arrows: its plan, its collectives' expected busbw.
 FLOW_DECIDING = ("plan", "collective")
 
+
 @dataclass(frozen=True)
 class ArrowRow:
     """One arrow of the flow mapped on A and on B."""
