@@ -22,7 +22,13 @@ prepare() {
   local pyver="${DEVICE_PYTHON:-3.12}"
   rm -rf "$WHEELS" && mkdir -p "$WHEELS" || return 2
   log "building topomap's wheel into $WHEELS"
-  "$PY" -m pip wheel --no-deps -q -w "$WHEELS" "$ROOT" || { log "the wheel did not build"; return 1; }
+  # (built from a copy of the tree: an in-tree setuptools build leaves build/ in the checkout)
+  local src
+  src="$(mktemp -d)" || return 2
+  tar -C "$ROOT" --exclude=.git --exclude=.device-wheels --exclude=build --exclude='*.egg-info' \
+    --exclude=.venv --exclude='__pycache__' -cf - . | tar -C "$src" -xf - || { rm -rf "$src"; return 2; }
+  "$PY" -m pip wheel --no-deps -q -w "$WHEELS" "$src" || { rm -rf "$src"; log "the wheel did not build"; return 1; }
+  rm -rf "$src"
   local reqs
   reqs="$("$PY" - "$ROOT/pyproject.toml" <<'PY'
 import re, sys
