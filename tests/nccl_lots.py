@@ -1,11 +1,16 @@
 """The lot each real nccl-tests output ran on, as its author describes it (tests/data/real-nccl-tests/lots.json,
 origins in that folder's README), built as the snapshot a user would paste for it: `nvidia-smi topo -m` (NVLink,
 the GPU–NIC paths), `nvidia-smi -q` (models, PCIe links, CUDA) and `ibstat` (NIC rates, link layers). Only what
-the description states goes in; the rest stays unknown. Declared lots (another issue) will replace this."""
+the description states goes in; the rest stays unknown (the unit tests of the model use these). The accuracy table
+reads each file's *declared* lot instead (``lots/``, issue 31's format, through the CLI): what a renter holds
+before renting; ``tests/test_real_nccl_tests.py`` checks that the two descriptions agree."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -121,34 +126,47 @@ def lot_snapshot(name: str, d: dict[str, Any]) -> Snapshot:
     )
 
 
-def accuracy() -> list[dict[str, Any]]:
-    """Each real output read with ``topomap nccl --tests FILE LOT`` (the lot built above): measured peak,
-    expected figure, their ratio and the verdict, beside what the file is (healthy, underperforming …)."""
-    from topomap.importers.nccl_tests import parse_nccl_tests
-    from topomap.nccl.tests import judge
-    from topomap.transport.rules import parse_env
+def declared(name: str) -> Path:
+    """The declared lot (tests/data/real-nccl-tests/lots/) a results file ran on: the description as a renter
+    would write it from the catalogue line (issue 31's format), what ``accuracy`` reads."""
+    return DATA / "lots" / (name.rsplit(".", 1)[0] + ".yaml")
 
+
+@lru_cache(maxsize=1)
+def _accuracy() -> tuple[dict[str, Any], ...]:
     rows = []
     for name, d in descriptions().items():
-        tests = parse_nccl_tests((DATA / name).read_text(), name)
-        report = judge(tests, lot_snapshot(name, d), parse_env(d.get("env", [])), d.get("nccl"))
-        r = report.results[0]
-        e = r.expected
-        exp = e.busbw_gbps if e is not None else None
+        args = ["nccl", "--tests", str(DATA / name), str(declared(name)), "--json"]
+        if d.get("nccl"):
+            args += ["--nccl-version", d["nccl"]]
+        for e in d.get("env", []):
+            args += ["--env", e]
+        done = subprocess.run([sys.executable, "-m", "topomap", *args], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, (name, done.stderr)
+        r = json.loads(done.stdout)["results"][0]
+        e = r["expected"]
+        exp = r["expected_busbw_gbps"]
         rows.append(
             {
                 "file": name,
                 "set": "held out" if d["held_out"] else "tuned on",
                 "status": d["status"],
-                "measured": r.measured_text,
+                "measured": r["measured_busbw_text"],
                 "expected": None if exp is None else f"{exp:.1f}",
-                "ratio": None if exp is None else f"{r.measured / exp:.2f}",
-                "verdict": r.verdict,
-                "algorithm": e.algorithm if e is not None else None,
-                "settle": list(e.settle) if e is not None else [],
+                "ratio": None if exp is None else f"{r['measured_busbw_gbps'] / exp:.2f}",
+                "verdict": r["verdict"],
+                "algorithm": e["algorithm"] if e is not None else None,
+                "settle": list(e["settle"]) if e is not None else [],
             }
         )
-    return rows
+    return tuple(rows)
+
+
+def accuracy() -> list[dict[str, Any]]:
+    """Each real output read with ``topomap nccl --tests FILE LOT.yaml --json`` (the CLI, as a user runs it; the
+    lot its declared one, ``lots/``): measured peak, expected figure, their ratio and the verdict, beside what
+    the file is (healthy, underperforming …)."""
+    return [dict(r) for r in _accuracy()]
 
 
 def table_lines() -> list[str]:

@@ -35,3 +35,29 @@ def test_a_missing_fact_is_null_and_names_what_settles_it() -> None:
     assert unknown
     for r in unknown:
         assert r["verdict"] == "unknown" and any("ibstat" in s or "nvidia-smi" in s for s in r["settle"]), r
+
+
+def test_each_declared_lot_says_what_its_description_says() -> None:
+    """lots/*.yaml (what accuracy() reads) and lots.json's descriptions (what the paste builder reads) agree."""
+    from tests.nccl_lots import declared, descriptions
+    from topomap.model.lots import read_lot
+    from topomap.model.snapshot import hosts_of
+
+    for name, d in descriptions().items():
+        lot, path = d["lot"], declared(name)
+        snap = read_lot(path.read_text(), str(path))
+        hosts = hosts_of(snap)
+        one = hosts[0]
+        assert len(hosts) == lot["hosts"], name
+        assert [g.name for g in one.gpus] == [lot["gpu"]] * lot["gpus"], name
+        nvlinked = any(p.nvlinks for p in one.pairs)
+        assert nvlinked == (lot["board"] in ("nvswitch", "nvlink-pair") and lot["gpus"] > 1), name
+        assert bool(one.nvswitches) == (lot["board"] == "nvswitch"), name
+        nics = lot.get("nics")
+        assert len(one.nics) == (nics["count"] if nics else 0), name
+        if nics:
+            assert {n.speed_gbit_s for n in one.nics} == {float(nics["gbps"])}, name
+        if "pcie" in lot:
+            assert one.gpus[0].pcie is not None and one.gpus[0].pcie.gen_max == lot["pcie"][0], name
+        assert one.software.cuda_driver_version == lot.get("cuda"), name
+        assert (one.gpus[0].fabric is not None) == bool(lot.get("clique")), name

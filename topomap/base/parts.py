@@ -350,6 +350,18 @@ _NVIDIA_PARTS: Final[tuple[GpuPart, ...]] = (
     _p("NVIDIA B200", "blackwell", "10.0", "sxm", 180, (0x2901,), nv=_Nv(5, (18,), 50, 1800)),
     _p("NVIDIA GB200", "blackwell", "10.0", "superchip", 186, (0x2941,), "HGX GB200", nv=_Nv(5, (18,), 50, 1800)),
     _p("NVIDIA GeForce RTX 5090", "blackwell", "12.0", "pcie", 32, (0x2B85,)),
+    # DGX Spark's GB10 (Grace + Blackwell on one package): 128 GB of LPDDR5X shared with the CPU, no NVLink
+    # to another GPU; its ConnectX-7 is what joins two Sparks
+    _p(
+        "NVIDIA GB10",
+        "blackwell",
+        "12.1",
+        "superchip",
+        128,
+        (),
+        "GB10",
+        sources=(("memory", "NVIDIA DGX Spark datasheet: 128 GB LPDDR5x coherent unified system memory"),),
+    ),
 )
 
 # --- AMD (issue 35) ----------------------------------------------------------------------------------

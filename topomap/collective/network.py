@@ -14,7 +14,8 @@ from topomap.collective.consts import NETWORK, NO_GDR, Efficiency
 from topomap.graph import Topology, gpu_node
 from topomap.graph.evidence import nearest_nic
 from topomap.model.facts import SETTLE, nic_family
-from topomap.model.snapshot import Gpu, Nic
+from topomap.model.snapshot import Gpu, Nic, Snapshot
+from topomap.model.source_facts import Fact, source_knows
 from topomap.transport.decide import decide
 from topomap.transport.facts import nccl_pci_bw, remote_facts
 from topomap.transport.rules import NcclEnv
@@ -70,16 +71,29 @@ def _hca_allowed(name: str, env: NcclEnv) -> bool:
     return not hit if exclude else hit
 
 
+def _allowed(snap: Snapshot, env: NcclEnv) -> set[str]:
+    """The NICs NCCL_IB_HCA lets NCCL use. Where the source does not name its NICs (a declared lot's
+    NIC0 …), the names cannot be matched: a list of k devices is taken as k of them, an exclusion as none."""
+    if source_knows(snap, Fact.NIC_NAMES) or not env.get("NCCL_IB_HCA"):
+        return {n.name for n in snap.nics if _hca_allowed(n.name, env)}
+    spec = env.get("NCCL_IB_HCA") or ""
+    if spec.startswith("^"):
+        return {n.name for n in snap.nics}
+    k = len([x for x in spec.lstrip("=").split(",") if x])
+    return {n.name for n in sorted(snap.nics, key=lambda n: n.index)[:k]}
+
+
 def network(topo: Topology, gpus: list[Gpu], env: NcclEnv, version: str | None) -> Network:
     """The network figures of one host's GPUs ``gpus``."""
     snap = topo.snapshot
     by_name = {n.name: n for n in snap.nics}
+    allowed = _allowed(snap, env)
     used: dict[str, Nic] = {}
     per_gpu: dict[int, list[Nic]] = {}
     for g in gpus:
         choice = nearest_nic(topo, gpu_node(g))
         names = choice.channels or ((choice.nic.name,) if choice.nic is not None else ())
-        nics = [by_name[x] for x in names if x in by_name and _hca_allowed(x, env)]
+        nics = [by_name[x] for x in names if x in by_name and x in allowed]
         per_gpu[g.index] = nics
         used.update({n.name: n for n in nics})
     if not used:

@@ -35,6 +35,7 @@ from topomap.model.facts import (
 )
 from topomap.model.filled_facts import lot_gdr, said
 from topomap.model.nvlink_rate import nvlink_bundle_bandwidth
+from topomap.model.origins import fact_origin
 from topomap.model.snapshot import Nic, Snapshot
 from topomap.model.source_facts import Fact, is_amd_source, settle, settle_for, source_facts, source_knows
 
@@ -392,10 +393,16 @@ def _spread(topo: Topology, gid: str, options: tuple[NicChoice, ...]) -> NicChoi
     pick = channels[0]
     assert pick.nic is not None
     names = tuple(o.nic.name for o in options if o.nic is not None)
-    why = (
-        f"{pick.nic.name}: one of {count} NICs equally near {gid} ({pick.path}: {', '.join(names)}); "
-        f"NCCL spreads GPUs over them by device number ({local_gpus} GPU(s) as near to {first.name})"
-    )
+    if pick.path is None:  # a declared lot's NICs: where each sits is not given
+        why = (
+            f"{pick.nic.name}: one of the {count} declared NICs ({', '.join(names)}; where each sits is not "
+            f"given); NCCL spreads GPUs over NICs equally near by device number"
+        )
+    else:
+        why = (
+            f"{pick.nic.name}: one of {count} NICs equally near {gid} ({pick.path}: {', '.join(names)}); "
+            f"NCCL spreads GPUs over them by device number ({local_gpus} GPU(s) as near to {first.name})"
+        )
     if per_gpu > 1:
         why += f"; its other channels use {', '.join(c.nic.name for c in channels[1:] if c.nic is not None)}"
     return replace(
@@ -433,7 +440,13 @@ def nics_at_best_class(topo: Topology, node: str) -> tuple[NicChoice, ...]:
             best = sorted((c for c in classed if c[0] == top), key=lambda c: c[1])
             return tuple(NicChoice(n, cls, pair_gdr(topo, node, n, cls), skipped) for _, _, n, cls in best)
         why = f"the source gives no path between {node} and any NIC"
-        return (NicChoice(nics[0], None, lot_gdr(snap, nics) or unplaced_gdr(nics, why), skipped),)
+        declared = lot_gdr(snap, nics)
+        if fact_origin(snap, "nics") is not None and len(nics) > 1:
+            # a declared lot's NICs are the ones its GPU traffic uses, where each sits is not given: as NCCL
+            # does with NICs equally near, the GPUs are spread over all of them (:func:`_spread`)
+            gdr = declared or unplaced_gdr(nics, why)
+            return tuple(NicChoice(n, None, gdr, skipped) for n in nics)
+        return (NicChoice(nics[0], None, declared or unplaced_gdr(nics, why), skipped),)
     numa = node if node.startswith("numa") else numa_of(topo, node)
     numa_id = topo.light.nodes[numa].get("label") if numa in topo.light else None
     same = [n for n in nics if numa and numa_id == f"NUMA {n.numa_node}"]

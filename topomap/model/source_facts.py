@@ -117,8 +117,9 @@ CAN_CARRY: dict[SourceFormat, frozenset[Fact]] = {
     # `ibv_devinfo` (same reader, same format) has no rate: its importer leaves the speed unknown.
     "ibstat": frozenset({Fact.NIC_NAMES, Fact.NIC_SPEED, Fact.NIC_KIND}),
     # A declared lot (a catalogue line as YAML, topomap.model.lots): the GPUs, their links and memory, the
-    # NICs' count, rate and fabric, the PCIe generation. Never where a device sits (paths, NUMA), P2P,
-    # names, bus ids, link states, the fabric manager, MIG or versions: those are what a probe shows.
+    # NICs' count, rate and fabric, the PCIe generation. Never where a device sits (paths, NUMA),
+    # names, bus ids, link states, MIG or the driver: those are what a probe shows. P2P, an NVLink domain
+    # across hosts and the CUDA version where it gives them (else listed unknown).
     "declared": frozenset(
         {
             Fact.GPU_COUNT,
@@ -129,6 +130,9 @@ CAN_CARRY: dict[SourceFormat, frozenset[Fact]] = {
             Fact.NIC_SPEED,
             Fact.NIC_KIND,
             Fact.PCIE_LINK,
+            Fact.P2P,  # peer-to-peer for every pair (p2p:), where given
+            Fact.FABRIC,  # an NVLink domain across hosts (nvlink_domain:), where given
+            Fact.CUDA,  # the CUDA version (cuda:), where given
         }
     ),
     # an nccl-tests output: its rank table names each rank's host, GPU model and bus id; only the GPUs the run

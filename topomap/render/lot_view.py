@@ -130,6 +130,9 @@ def catalogue_table(entries: list[Entry]) -> Text:
     return t
 
 
+_NOT_LISTED = frozenset({"hosts", "p2p", "nvlink_domain", "cuda"})
+
+
 def entry_text(e: Entry) -> Text:
     """One entry: every fact, its value, and the public page it comes from with what the page says."""
     t = Text(visible(f"{e.type}: {e.written.lot.lot}") + "\n", style="bold")
@@ -141,7 +144,10 @@ def entry_text(e: Entry) -> Text:
         t.append(visible(f"  {FACT_WORDS.get(key, key)}: {shown}") + "\n")
         t.append(visible(f"    {src.url}{kind}") + "\n", style="dim")
         t.append(visible(f"    says: {src.says}") + "\n", style="dim")
-    left = [FACT_WORDS[k] for k in FACT_WORDS if k not in e.written.facts() and k != "hosts"]
+    # (hosts is the renter's choice; P2P a question for PCIe boards; an NVLink domain across hosts only
+    # some types have; the CUDA version is the image's, not the type's)
+    given = e.written.facts()
+    left = [FACT_WORDS[k] for k in FACT_WORDS if k not in given and k not in _NOT_LISTED]
     if left:
         t.append(visible(f"  not in the catalogue (no public page found; unknown): {', '.join(left)}") + "\n")
     return t

@@ -18,7 +18,7 @@ from topomap.graph.evidence import gpu_pairs_nvlink_summary
 from topomap.graph.query import tree_parents
 from topomap.model.facts import SETTLE, fabric_ready, gpu_memory, gpu_pcie_link, nic_family, nic_gdr
 from topomap.model.filled_facts import named, nic_speed
-from topomap.model.origins import fact_origin, relabel
+from topomap.model.origins import fact_origin, origin_note, relabel
 from topomap.model.snapshot import Gpu, Snapshot
 from topomap.model.source_facts import cannot_know, what
 from topomap.render.text import bandwidth_text, memory_text, nic_words, visible
@@ -149,7 +149,7 @@ def _fabric(topo: Topology | None, g: Gpu) -> str:
         return "no fabric (not-supported)"
     ready = fabric_ready(topo.snapshot, g)
     text = f"{f.state}" + (f", clique {f.clique_id}" if f.clique_id is not None else "")
-    return text if ready.yes else f"NOT READY: {ready.why()}"
+    return text + origin_note(topo.snapshot, "gpus.fabric") if ready.yes else f"NOT READY: {ready.why()}"
 
 
 def _mig(g: Gpu) -> str:
@@ -168,7 +168,10 @@ def header(snap: Snapshot, settle: bool = True) -> Text:
     origin = f"{s.kind} from {s.origin}" if s.kind != "probe" else f"probed on {s.origin}"
     t.append_text(esc(f" — {origin}" + (f" at {s.captured_at}" if s.captured_at else "")))
     t.append("\n")
-    versions = f"driver {_dash(sw.driver_version)}  CUDA {_dash(sw.cuda_driver_version)}  NVML {_dash(sw.nvml_version)}"
+    cuda = _dash(sw.cuda_driver_version) + (
+        origin_note(snap, "software.cuda_driver_version") if sw.cuda_driver_version else ""
+    )
+    versions = f"driver {_dash(sw.driver_version)}  CUDA {cuda}  NVML {_dash(sw.nvml_version)}"
     if snap.gpus and all(g.vendor == "amd" for g in snap.gpus):  # issue 35: no CUDA or NVML on AMD GPUs
         versions = f"driver {_dash(sw.driver_version)}  (AMD GPUs: ROCm; no CUDA, no NVML)"
     t.append_text(esc(versions))
@@ -237,6 +240,7 @@ _UNKNOWN_WORDS: dict[str, str] = {
     "nics": "the NICs",
     "gpus.count": "every GPU of the host (it lists only some)",
     "software.cuda_driver_version": "the CUDA version",
+    "software.driver_version": "the driver version",
     "gpus": "the GPUs (the source describes NICs only)",
     "host.numa_nodes": "NUMA nodes",
     "host.sockets": "CPU packages",

@@ -31,6 +31,7 @@ class NicFact:
     gdr_capable: bool | None  # GPU and NIC support GPUDirect RDMA (peermem / dma-buf), None unknown
     bw_gbs: float | None = None
     no_gdr_why: str | None = None  # why GPUDirect RDMA is impossible, when gdr_capable is False
+    declared: bool = False  # a declared lot's (or the catalogue's) GPUDirect RDMA: its NIC sits within reach
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class PairFacts:
     side: Literal["send", "receive"] = "send"  # a network hop seen from the sender (reads) or receiver
     same_container: bool | None = True  # False: each rank in its own container (own hostname or /dev/shm)
     mnnvl: bool | None = None  # two hosts' GPUs in one multi-node NVLink clique (fabric cluster UUID + clique)
+    p2p_declared: bool = False  # ``nvml_p2p`` is a declared lot's (p2p:), whose path between the GPUs is not given
 
 
 @dataclass(frozen=True)
@@ -152,6 +154,12 @@ def _p2p(f: PairFacts, env: NcclEnv, version: str | None) -> tuple[bool, str, st
         path = f.path if f.path in ("NVL", "NVB") else "NVL"  # NVB: NVLink through another GPU
     elif f.path is not None and f.nvlink is False:
         path = f.path
+    elif f.path is None and f.p2p_declared and f.nvml_p2p is not None and env.level("NCCL_P2P_LEVEL") is None:
+        if not f.nvml_p2p or env.flag("NCCL_P2P_DISABLE"):
+            why = "NCCL_P2P_DISABLE=1" if f.nvml_p2p else "the lot declares no peer-to-peer between its GPUs"
+            return False, "p2p-disabled-env" if f.nvml_p2p else "p2p-nvml", why
+        # (a declaration's yes: the pair is within NCCL's default level, wherever the GPUs sit)
+        return True, rule, "peer-to-peer as the lot declares it (the path between the GPUs is not given)"
     elif level is not None and path_rank(level) in (path_rank("LOC"), path_rank("SYS")):
         path = f.path or "SYS"  # a level no path between two GPUs passes, or every one does
     elif f.path is not None and level is not None and path_rank(f.path) <= path_rank(level):
@@ -306,6 +314,10 @@ def gdr_answer(
         refused = _read_refused(env, cc, nvlink_peer, version)
         if refused is not True:
             return refused
+    if path is None and nic.declared and nic.gdr_capable and path_rank(level) >= path_rank("PXB"):
+        # (a declaration's yes holds at NCCL's default level, PXB, or above; a level set below it asks where
+        # the NIC sits, which the declaration does not say)
+        return True, f"GPUDirect RDMA to NIC {nic.name} as the lot declares it (where the NIC sits is not given)"
     if path is None or nic.gdr_capable is None:
         return None
     return True, f"NIC {nic.name} is {nic.path} from the GPU, within the GDR level {level}"

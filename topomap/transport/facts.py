@@ -9,6 +9,7 @@ from typing import Literal
 from topomap.graph import Topology, gpu_node
 from topomap.graph.evidence import nearest_nic, nvlink, pcie_p2p, pcie_path_class
 from topomap.model.facts import gpu_pcie_link, nic_gdr
+from topomap.model.origins import fact_origin
 from topomap.model.snapshot import Gpu
 from topomap.transport.decide import NicFact, PairFacts
 from topomap.transport.rules import path_rank
@@ -63,7 +64,10 @@ def nic_fact(topo: Topology, gid: str) -> NicFact:
     able = choice.gdr if within else nic_gdr(choice.nic)
     capable = None if able.value == "unknown" else not able.no
     bw = choice.nic.speed_gbit_s / 8 if choice.nic.speed_gbit_s else None
-    return NicFact(choice.nic.name, cls, capable, bw, able.why() if able.no else None)
+    declared = cls is None and fact_origin(topo.snapshot, "nics.gdr") is not None
+    if declared:  # no path given: the declaration's answer (lot_gdr's), not the family's
+        capable = None if choice.gdr.value == "unknown" else not choice.gdr.no
+    return NicFact(choice.nic.name, cls, capable, bw, able.why() if able.no else None, declared=declared)
 
 
 def has_nvlink_peer(topo: Topology, g: Gpu, gpus: list[Gpu] | None = None) -> bool | None:
@@ -112,6 +116,7 @@ def snapshot_facts(
         nic_dst=nic_fact(topo, gb),
         how="from the snapshot",
         nvlink_peer=(has_nvlink_peer(topo, a), has_nvlink_peer(topo, b)),
+        p2p_declared=cls is None and fact_origin(snap, "pairs.p2p") is not None,
     )
 
 

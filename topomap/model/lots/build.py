@@ -8,9 +8,13 @@ names, link states), so every rule says UNKNOWN with the command that settles it
 
 from __future__ import annotations
 
+import uuid
+
 from topomap import __version__
 from topomap.model.lots.typed import DeclaredLot, LotFact
 from topomap.model.snapshot import (
+    P2P,
+    Fabric,
     Filled,
     Gpu,
     Host,
@@ -22,6 +26,7 @@ from topomap.model.snapshot import (
     Pair,
     PcieLink,
     Snapshot,
+    Software,
     Source,
 )
 
@@ -34,13 +39,11 @@ NEVER_DECLARED = (
     "gpus.numa_node",
     "gpus.cpu_affinity",
     "gpus.nvlinks",
-    "gpus.fabric",
     "gpus.mig",
     "pairs.path",
-    "pairs.p2p",
     "pairs.cuda",
     "pci",
-    "software",
+    "software.driver_version",
     "nics.name",
     "nics.pci_bus_id",
 )
@@ -50,6 +53,8 @@ FIELD_OF = {
     "gpus.count": "gpus.count",
     "gpus.memory": "gpus.memory_total_bytes",
     "gpu_links": "pairs.nvlink",
+    "p2p": "pairs.p2p",
+    "nvlink_domain": "gpus.fabric",
     "nics.count": "nics",
     "nics.rate": "nics.speed_gbit_s",
     "nics.fabric": "nics.kind",
@@ -59,6 +64,7 @@ FIELD_OF = {
     "cpu.model": "host.cpu_model",
     "cpu.vendor": "host.cpu_model",
     "cpu.sockets": "host.sockets",
+    "cuda": "software.cuda_driver_version",
 }
 #: A declared fabric as a NIC's link layer, and whether it moves data by RDMA.
 KIND_OF: dict[str, tuple[NicKind, bool]] = {
@@ -78,18 +84,26 @@ def lot_snapshot(lot: DeclaredLot) -> Snapshot:
     terms = _terms(lot)
     if lot.hosts == 1:
         return host_snapshot(lot, None, terms)
-    members = [host_snapshot(lot, f"lot-{i}", terms) for i in range(1, lot.hosts + 1)]
+    members = [host_snapshot(lot, f"lot-{i}", terms, i) for i in range(1, lot.hosts + 1)]
     notes = [f"lot-{i}: declared {lot.origin}" for i in range(1, lot.hosts + 1)]
     source = Source(kind="merge", origin=lot.origin, tool=f"topomap {__version__}", notes=notes)
     return Snapshot(source=source, host=Host(), members=members, lot=terms)
 
 
-def host_snapshot(lot: DeclaredLot, hostname: str | None, terms: LotTerms | None = None) -> Snapshot:
-    """One host of the lot, as its declaration describes it."""
+def host_snapshot(lot: DeclaredLot, hostname: str | None, terms: LotTerms | None = None, number: int = 1) -> Snapshot:
+    """One host of the lot (the ``number``-th, from 1), as its declaration describes it."""
     assert lot.model is not None and lot.gpu_count is not None  # typed_lot requires both
     pcie = PcieLink(gen_max=lot.pcie_gen, width_max=lot.pcie_width) if lot.pcie_gen or lot.pcie_width else None
+    fabric = _fabric(lot, number)
     gpus = [
-        Gpu(index=i, name=lot.model.name, memory_total_bytes=lot.gpu_memory_bytes, pcie=pcie, gdr=lot.gpudirect)
+        Gpu(
+            index=i,
+            name=lot.model.name,
+            memory_total_bytes=lot.gpu_memory_bytes,
+            pcie=pcie,
+            gdr=lot.gpudirect,
+            fabric=fabric,
+        )
         for i in range(lot.gpu_count)
     ]
     kind, rdma = KIND_OF.get(lot.fabric or "", ("unknown", True))
@@ -99,11 +113,12 @@ def host_snapshot(lot: DeclaredLot, hostname: str | None, terms: LotTerms | None
     ]
     links = lot.links.links if lot.links is not None else 0
     known = lot.links is not None
+    p2p = None if lot.p2p is None else P2P(read="OK", write="OK") if lot.p2p else P2P(read="NS", write="NS")
     pairs = [
-        Pair(a=f"gpu{a}", b=f"gpu{b}", path=f"NV{links}" if links else None, nvlinks=links)
+        Pair(a=f"gpu{a}", b=f"gpu{b}", path=f"NV{links}" if links else None, nvlinks=links, p2p=p2p)
         for a in range(lot.gpu_count)
         for b in range(a + 1, lot.gpu_count)
-        if known
+        if known or p2p is not None
     ]
     switches = []
     if lot.links is not None and lot.links.kind == "nvswitch":
@@ -125,8 +140,20 @@ def host_snapshot(lot: DeclaredLot, hostname: str | None, terms: LotTerms | None
         nics=nics,
         pairs=pairs,
         nvswitches=switches,
+        software=Software(cuda_driver_version=lot.cuda),
         lot=terms,
     )
+
+
+def _fabric(lot: DeclaredLot, number: int) -> Fabric | None:
+    """A declared NVLink domain across hosts as the fabric state a probe of it would show: every GPU of
+    the ``nvlink_domain // gpus.count`` hosts of one domain in one clique, registered (the declaration
+    says the domain works; the probe's Fabric section is what shows it does)."""
+    if lot.nvlink_domain is None or lot.gpu_count is None:
+        return None
+    per = max(1, lot.nvlink_domain // lot.gpu_count)
+    domain = uuid.uuid5(uuid.NAMESPACE_URL, f"topomap-declared-lot:{lot.origin}:{lot.name}")
+    return Fabric(cluster_uuid=str(domain), clique_id=(number - 1) // per + 1, state="completed", status="success")
 
 
 def unknown_fields(lot: DeclaredLot) -> list[str]:

@@ -77,6 +77,8 @@ class LotIn(_L):
     hosts: int | None = None  # identical hosts (default 1)
     gpus: GpusIn | None = None
     gpu_links: str | int | None = None  # nvswitch | NV<k> (every pair k links) | none
+    p2p: bool | None = None  # peer-to-peer between every GPU pair (over PCIe where no NVLink joins them)
+    nvlink_domain: int | None = None  # GPUs in one NVLink domain across hosts (72: a GB200 NVL72 rack)
     nics: NicsIn | None = None
     gpudirect: bool | None = None  # GPUDirect RDMA between the GPUs and the NICs
     pcie: PcieIn | None = None
@@ -85,6 +87,7 @@ class LotIn(_L):
     vcpus: int | None = None
     price: str | float | None = None  # "2.49 USD per GPU-hour", "98.32 USD per host-hour", "40 EUR per hour"
     periods: list[str | float] | None = None  # rental periods offered: [3 d, 7 d, 30 d]
+    cuda: str | float | None = None  # the CUDA version the driver supports (nvidia-smi's "CUDA Version")
     sources: dict[str, SourceIn] | None = None  # the catalogue only: the public page of each fact key
 
 
@@ -95,6 +98,8 @@ FACT_KEYS: tuple[str, ...] = (
     "gpus.count",
     "gpus.memory",
     "gpu_links",
+    "p2p",
+    "nvlink_domain",
     "nics.count",
     "nics.rate",
     "nics.fabric",
@@ -106,6 +111,7 @@ FACT_KEYS: tuple[str, ...] = (
     "cpu.model",
     "host_memory",
     "vcpus",
+    "cuda",
 )
 #: What each fact key is, in words.
 FACT_WORDS: dict[str, str] = {
@@ -114,6 +120,8 @@ FACT_WORDS: dict[str, str] = {
     "gpus.count": "GPUs per host",
     "gpus.memory": "memory per GPU",
     "gpu_links": "GPU links",
+    "p2p": "GPU peer-to-peer",
+    "nvlink_domain": "GPUs in one NVLink domain",
     "nics.count": "NICs per host",
     "nics.rate": "NIC rate",
     "nics.fabric": "NIC fabric",
@@ -125,6 +133,7 @@ FACT_WORDS: dict[str, str] = {
     "cpu.model": "CPU model",
     "host_memory": "host memory",
     "vcpus": "vCPUs",
+    "cuda": "CUDA version",
 }
 
 _STRUCTS: dict[str, type[_L]] = {"$": LotIn, "$.gpus": GpusIn, "$.nics": NicsIn, "$.pcie": PcieIn, "$.cpu": CpuIn}

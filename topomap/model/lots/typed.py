@@ -73,6 +73,9 @@ class DeclaredLot:
     cpu_model: str | None = None
     host_memory_bytes: int | None = None
     vcpus: int | None = None
+    p2p: bool | None = None  # peer-to-peer between every GPU pair
+    nvlink_domain: int | None = None  # GPUs in one NVLink domain across hosts (GB200 NVL72: 72)
+    cuda: str | None = None  # the CUDA version the driver supports, "12.8"
     price: Price | None = None
     periods_s: tuple[float, ...] = ()
     facts: dict[str, LotFact] = field(default_factory=dict)
@@ -103,7 +106,15 @@ def _shown(value: Any) -> str:
 
 _NV = re.compile(r"^nv(\d+)$", re.IGNORECASE)
 _GEN = re.compile(r"^(?:gen\s*)?(\d)$", re.IGNORECASE)
-_LIMITS = {"hosts": 100_000, "gpus.count": 1024, "nics.count": 128, "cpu.sockets": 16, "vcpus": 100_000}
+_LIMITS = {
+    "hosts": 100_000,
+    "gpus.count": 1024,
+    "nics.count": 128,
+    "cpu.sockets": 16,
+    "vcpus": 100_000,
+    "nvlink_domain": 100_000,
+}
+_CUDA = re.compile(r"^(\d{1,2})\.(\d{1,2})(?:\.\d{1,3})?$")
 
 
 def typed_lot(
@@ -129,6 +140,7 @@ def typed_lot(
         raise LotError(f"{terms.doc.origin}:{terms.line('nics')}: nics: count not given", hint="nics: {count: 8, …}")
     model: GpuPart | None = values.get("gpus.model")
     links = _links(values.get("gpu_links"), model, given.get("gpu_links"))
+    _check_domain(values, links, given)
     price, periods = _terms(terms)
     facts = {k: LotFact(k, _written(given[k].value), given[k].origin) for k in values}
     return DeclaredLot(
@@ -137,7 +149,9 @@ def typed_lot(
         nic_count=values.get("nics.count"), nic_rate_gbit=values.get("nics.rate"), fabric=values.get("nics.fabric"),
         gpudirect=values.get("gpudirect"), pcie_gen=values.get("pcie.gen"), pcie_width=values.get("pcie.width"),
         cpu_vendor=values.get("cpu.vendor"), cpu_sockets=values.get("cpu.sockets"), cpu_model=values.get("cpu.model"),
-        host_memory_bytes=values.get("host_memory"), vcpus=values.get("vcpus"), price=price, periods_s=periods,
+        host_memory_bytes=values.get("host_memory"), vcpus=values.get("vcpus"),
+        p2p=values.get("p2p"), nvlink_domain=values.get("nvlink_domain"), cuda=values.get("cuda"), price=price,
+        periods_s=periods,
         facts=facts,
     )  # fmt: skip
 
@@ -172,6 +186,11 @@ def _convert(key: str, g: Given, given: dict[str, Given]) -> Any:
             )
             raise g.fail(key, problem, hint='write it with its unit: "400 Gb/s" (or "400G", "3.2 Tb/s")')
         return rate
+    if key == "cuda":
+        text = f"{v:g}" if isinstance(v, float) else v if isinstance(v, str) else ""
+        if isinstance(v, bool) or _CUDA.match(text.strip()) is None:
+            raise g.fail(key, "not a CUDA version", hint='the "CUDA Version" nvidia-smi prints: cuda: "12.8"')
+        return text.strip()
     if key == "pcie.gen":
         m = _GEN.match(str(v)) if isinstance(v, (int, str)) and not isinstance(v, bool) else None
         if m is None or not 1 <= int(m.group(1)) <= 6:
@@ -182,6 +201,19 @@ def _convert(key: str, g: Given, given: dict[str, Given]) -> Any:
             raise g.fail(key, "a PCIe link is 1, 2, 4, 8, 16 or 32 lanes", hint="pcie: {gen: 5, width: 16}")
         return v
     return v  # fabric, vendor (checked by their enums), gpudirect (bool), CPU model (text), gpu_links (below)
+
+
+def _check_domain(values: dict[str, Any], links: GpuLinks | None, given: dict[str, Given]) -> None:
+    """An NVLink domain across hosts joins whole hosts of NVSwitch-linked GPUs."""
+    domain, count = values.get("nvlink_domain"), values.get("gpus.count")
+    if domain is None:
+        return
+    g = given["nvlink_domain"]
+    hint = "nvlink_domain: 72 (a GB200 NVL72 rack: 18 hosts of 4 GPUs), with gpu_links: nvswitch"
+    if links is None or links.kind != "nvswitch":
+        raise g.fail("nvlink_domain", "an NVLink domain across hosts needs gpu_links: nvswitch", hint=hint)
+    if count is not None and domain % count:
+        raise g.fail("nvlink_domain", f"not a whole number of hosts of {count} GPUs", hint=hint)
 
 
 def _model(v: Any, g: Given) -> GpuPart:
