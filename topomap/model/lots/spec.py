@@ -84,7 +84,7 @@ class LotIn(_L):
     cpu: CpuIn | None = None
     host_memory: str | float | None = None  # "2 TB"
     vcpus: int | None = None
-    price: str | float | None = None  # "2.49 USD per GPU-hour", "98.32 USD per host-hour", "40 EUR per hour"
+    price: str | float | None = None  # "2.49 USD per GPU-hour", "98.32 USD per host-hour", "40 EUR per lot-hour"
     periods: list[str | float] | None = None  # rental periods offered: [3 d, 7 d, 30 d]
     sources: dict[str, SourceIn] | None = None  # the catalogue only: the public page of each fact key
 
