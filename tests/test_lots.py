@@ -159,15 +159,19 @@ def test_every_command_that_takes_a_snapshot_takes_a_declared_lot(tmp_path: Path
 @pytest.mark.parametrize(
     ("text", "line", "message"),
     [
-        ("gpus: {model: X100, count: 8}", 2, "gpus.model 'X100': not a GPU model topomap knows"),
+        ("gpus: {model: X100, count: 8}", 2, "unknown GPU model 'X100' in gpus.model (did you mean MI100?)"),
         ("gpus: {model: H100 SXM 80GB, count: 0}", 2, "gpus.count 0: a count is a whole number"),
         ("gpus: {model: H100 SXM 80GB, count: 8}\nnics: {count: 8, rate: 400}", 3, "nics.rate 400: a rate without"),
         ("type: aws/p9.48xlarge", 2, "type 'aws/p9.48xlarge': not in the catalogue"),
         ("gpus: {model: H100 SXM 80GB, count: 8}\ngpu_link: nvswitch", 3, "unknown field `gpu_link`"),
         ("gpus: {model: H100 80GB, count: 8}", 2, "names more than one GPU model"),
         ("gpus: {model: H100 SXM 80GB, count: 8}\ngpu_links: NV20", 3, "more NVLinks than the NVIDIA H100"),
-        ("gpus: {model: H100 SXM 80GB, count: 8}\nprice: 2.49", 3, "price 2.49: not a price"),
-        ("gpus: {model: H100 SXM 80GB, count: 8}\nperiods: [1 month]", 3, "periods[0] '1 month'"),
+        ("gpus: {model: H100 SXM 80GB, count: 8}\nprice: 2.49", 3, "price 2.49: without its currency or what it"),
+        (
+            "gpus: {model: H100 SXM 80GB, count: 8}\nperiods: [1 month]",
+            3,
+            "periods item 1 '1 month': not a rental period",
+        ),
         ("gpus: {model: H100 SXM 80GB, count: 8}\nnics: {count: 8, rate: 50 GB/s}", 3, "not a line rate in bits"),
     ],
 )

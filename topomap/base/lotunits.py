@@ -1,9 +1,11 @@
 """What a catalogue line writes, read in one place: a link rate ("400 Gb/s"), a size ("180 GB"), a rental
-period ("7 d") and a price ("2.49 USD per GPU-hour"). Every parser returns None for text it cannot read
-(the caller names the file, line and field); none guesses a unit that is not written.
+period ("7 d"), a price ("2.49 USD per GPU-hour"), and whether two memory sizes are one card's. Every
+parser returns None for text it cannot read (the caller names the file, line and field); none guesses a
+unit that is not written.
 
 Prices keep their currency as given: topomap never converts one currency to another, and two prices in
-different currencies are never compared (:meth:`Price.comparable`).
+different currencies are never compared (:meth:`Price.comparable`). A price says what it is per (a GPU,
+a host or the whole lot, each an hour): "20 USD per hour" says none of them and is refused.
 """
 
 from __future__ import annotations
@@ -51,6 +53,23 @@ def parse_size_bytes(text: str) -> int | None:
     return int(value) if 0 < value < 1e21 else None
 
 
+#: How far above the smaller of two sizes the larger may be for both to name one card's memory. One card
+#: is written three ways: in sold gigabytes ("80 GB"), in binary ones ("80 GiB", 7.4 % more), and as
+#: ``nvidia-smi`` prints it after the driver's reserve ("81559 MiB", 6.9 % more); vendors also write the
+#: physical stacks or the usable part (B200 "192 GB" or "180 GB", 6.7 %; GB200 "192 GiB" against the
+#: parts table's 186 GB, 10.8 %). The nearest sizes of different cards differ more: an A100's 40960
+#: MiB against an L40S's 48 GB by 11.8 %, MI325X's 256 GB against MI355X's 288 GB by 12.5 % (two cards
+#: closer than that are not told apart: an H100's 81559 MiB is 9.9 % below an H100 NVL's 94 GB).
+MEMORY_CLASS_SPREAD = 1.11
+
+
+def same_memory_class(a_bytes: int, b_bytes: int) -> bool:
+    """Two memory sizes (bytes) name the same card's memory: 80 GB, 80 GiB and 81559 MiB do; 40 GB and
+    80 GB do not (:data:`MEMORY_CLASS_SPREAD`)."""
+    low, high = sorted((a_bytes, b_bytes))
+    return low > 0 and high <= low * MEMORY_CLASS_SPREAD
+
+
 # --- rental periods --------------------------------------------------------------------------------
 
 _PERIOD = re.compile(rf"^\s*{_NUMBER}\s*([a-z]+)\s*$", re.IGNORECASE)
@@ -83,7 +102,7 @@ def fmt_period(seconds: float) -> str:
 PricedPer = Literal["gpu-hour", "host-hour", "lot-hour"]
 
 _PRICE = re.compile(
-    rf"^\s*(?:(?P<sym>[$€£¥])\s*)?{_NUMBER}\s*(?P<cur>[A-Za-z]{{3}})?\s*(?:/|per|an|a)\s*(?P<per>.+?)\s*$",
+    rf"^\s*(?:(?P<sym>[$€£¥])\s*)?{_NUMBER}\s*(?P<cur>[A-Za-z]{{3}})?\s*(?:(?:/|per|an|a)\s*(?P<per>.+?))?\s*$",
     re.IGNORECASE,
 )
 _SYMBOLS = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY"}
@@ -92,9 +111,11 @@ _PER = {
     "gpu/hr": "gpu-hour", "gpu-h": "gpu-hour", "card-hour": "gpu-hour", "gpu per hour": "gpu-hour",
     "host-hour": "host-hour", "host hour": "host-hour", "instance-hour": "host-hour", "instance hour": "host-hour",
     "node-hour": "host-hour", "node hour": "host-hour", "instance/hour": "host-hour", "node/hour": "host-hour",
-    "hour": "lot-hour", "hr": "lot-hour", "h": "lot-hour", "lot-hour": "lot-hour", "lot hour": "lot-hour",
-    "hour per lot": "lot-hour", "lot per hour": "lot-hour",
+    "lot-hour": "lot-hour", "lot hour": "lot-hour", "hour per lot": "lot-hour", "lot per hour": "lot-hour",
+    "hour for the lot": "lot-hour", "lot/hour": "lot-hour",
 }  # fmt: skip
+#: "per hour" alone: of one GPU, one host or the whole lot? Catalogues write all three so; refused.
+_BARE_HOUR = frozenset({"hour", "hr", "h"})
 
 
 @dataclass(frozen=True)
@@ -117,21 +138,46 @@ class Price:
         return f"{self.amount:g} {self.currency} {per[self.per]}"
 
 
-PRICE_HINT = 'write amount, currency and what it is per: "2.49 USD per GPU-hour", "98.32 USD per host-hour"'
+PRICE_HINT = (
+    'write amount, currency and what it is per: "2.49 USD per GPU-hour", "19.92 USD per host-hour" '
+    'or "39.84 USD per lot-hour" ($2.49/GPU-hour and instance-hour are read too)'
+)
 
 
 def parse_price(text: str) -> Price | None:
-    """ "2.49 USD per GPU-hour", "$2.49/GPU-hour", "98.32 USD per instance-hour", "40 EUR per hour" (the
-    lot's hour). A price without a currency, or per something else than an hour, is refused."""
+    """ "2.49 USD per GPU-hour", "$2.49/GPU-hour", "98.32 USD per instance-hour", "40 EUR per lot-hour".
+    A price without a currency, without what it is per, per a bare "hour" (of a GPU, a host or the lot?)
+    or per something else than an hour is refused: :func:`price_problem` says which."""
     m = _PRICE.match(text)
-    if m is None:
+    if m is None or m.group("per") is None:
         return None
     currency = (m.group("cur") or _SYMBOLS.get(m.group("sym") or "", "")).upper()
-    per = _PER.get(" ".join(m.group("per").lower().replace("_", "-").split()))
+    per = _PER.get(_per_words(m.group("per")))
     amount = float(m.group(2))
     if not currency or per is None or not (math.isfinite(amount) and amount >= 0):
         return None
     return Price(amount, currency, per, text.strip())  # type: ignore[arg-type]
+
+
+def _per_words(per: str) -> str:
+    return " ".join(per.lower().replace("_", "-").split())
+
+
+def price_problem(text: str) -> str:
+    """Why ``text`` is not a price (:func:`parse_price` refused it), in words."""
+    m = _PRICE.match(text)
+    if m is None:
+        return "not an amount with its currency and what it is per"
+    currency = m.group("cur") or m.group("sym")
+    per = m.group("per")
+    if per is None:
+        return "without its currency or what it is per" if currency is None else "without what it is per"
+    bare = _per_words(per) in _BARE_HOUR
+    if currency is None:
+        return "without its currency" + (", and per hour of what: one GPU, one host or the lot?" if bare else "")
+    if bare:
+        return "per hour of what: one GPU, one host or the whole lot?"
+    return "not per an hour of a GPU, a host or the lot"
 
 
 def fmt_money(amount: float, currency: str) -> str:

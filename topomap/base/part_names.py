@@ -9,6 +9,7 @@ that fits several parts (``"H100"``: SXM, PCIe or NVL; ``"A100 80GB"``: SXM4 or 
 
 from __future__ import annotations
 
+import difflib
 import re
 from typing import Final
 
@@ -86,3 +87,36 @@ def model_of(name: str | None, device_id: str | None) -> GpuPart | None:
     """The part a GPU is, by its name first, else by its PCI device id; None when neither tells."""
     found = model_from_name(name) if name else None
     return found if found is not None or not device_id else model_from_device_id(device_id)
+
+
+def _plain(name: str) -> str:
+    """A spelling as compared for a "did you mean": lower case, vendor words and separators gone."""
+    text = re.sub(r"[-_/,()\[\]]+", " ", name.lower())
+    return " ".join(w for w in text.split() if w not in _NOISE)
+
+
+#: Longer than any spelling of a part (the longest is under 40 characters): nothing to suggest.
+_LONGEST_NAME: Final = 80
+#: Every spelling a part is known by (NVML's name and its aliases), compared as :func:`_plain` writes it.
+_SPELLINGS: Final = tuple((_plain(s), s, p.name) for p in GPU_PARTS for s in (p.name, *p.spellings))
+
+
+def nearest_models(text: str, n: int = 3) -> list[str]:
+    """The known spellings closest to an unknown GPU model name (difflib over every part's spellings),
+    one per part, those that share its naming word (``h100``) first: ``"H100 SMX"`` → ``["H100 SXM",
+    "NVIDIA H100 PCIe", …]``; none when nothing is close."""
+    if len(text) > _LONGEST_NAME:
+        return []  # no part's spelling, and difflib's time grows with the square of the length
+    want = _plain(text)
+    naming = {w for w in want.split() if not _GENERIC.match(w)}
+    scored: list[tuple[float, str, str]] = []
+    for plain, spelling, part in _SPELLINGS:
+        ratio = difflib.SequenceMatcher(None, want, plain).ratio()
+        shares = bool(naming & set(plain.split()))
+        if ratio >= 0.6 or shares:
+            scored.append((ratio + shares, spelling, part))
+    out: dict[str, str] = {}
+    for _, spelling, part in sorted(scored, key=lambda x: -x[0]):
+        if part not in out and len(out) < n and model_from_name(spelling) is not None:
+            out[part] = spelling
+    return list(out.values())

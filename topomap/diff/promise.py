@@ -15,6 +15,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Literal
 
+from topomap.base.lotunits import same_memory_class
 from topomap.base.part_names import model_of
 from topomap.graph import Topology, build
 from topomap.graph.evidence import nearest_nic, nvlink
@@ -173,7 +174,8 @@ def _memory(want: Snapshot, h: _Host) -> list[PromiseLine]:
     if not h.shows(Fact.GPU_MEMORY, "gpus.memory_total_bytes") or any(m.source != "snapshot" for m in mems):
         return [h.cannot("GPU memory", promised, Fact.GPU_MEMORY)]
     least = min((m.total_bytes or 0) for m in mems) if mems else 0
-    status: Status = "short" if least < 0.97 * need else "as promised"  # sold GB: an 80 GB card reads 85.5 GB
+    short = least < need and not same_memory_class(least, need)  # 80 GB sold, 81559 MiB read: one class
+    status: Status = "short" if short else "as promised"
     return [PromiseLine("GPU memory", status, promised, f"{least / 1e9:.1f} GB on the smallest GPU")]
 
 

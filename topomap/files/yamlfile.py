@@ -203,9 +203,11 @@ def convert(
     known: Callable[[str], list[str]],
     renames: dict[str, str] | None = None,
     exc: type[YamlError] = YamlError,
+    explain: Callable[[str, str], str | None] | None = None,
 ) -> Any:
     """msgspec.convert with errors as `file:line: message (at path)`; ``known(path)`` lists the
-    keys allowed at a path, for the "did you mean" hint."""
+    keys allowed at a path, for the "did you mean" hint; ``explain(path, message)``, when it answers,
+    words a wrong kind of value (``Expected `int`, got `str```) as `file:line: its own message`."""
     try:
         return msgspec.convert(value, typ)
     except msgspec.ValidationError as err:
@@ -214,6 +216,9 @@ def convert(
         at = where + (m.group(1) if m else "")
         msg = re.sub(r" - at `\$[^`]*`$", "", msg)
         line = doc.line(at)
+        said = explain(at, msg) if explain is not None and msg.startswith("Expected `") else None
+        if said is not None:
+            raise exc(f"{doc.origin}:{line}: {said}") from err
         hint = None
         u = re.match(r"Object contains unknown field `([^`]+)`", msg)
         if u:

@@ -37,8 +37,10 @@ def promise_view(r: PromiseResult) -> RenderableType:
         t.append(visible(f"  {x.fact:<{wf}}  promised {x.promised:<{wp}}  received {x.received}{where}") + "\n")
     short = sum(x.status == "short" for x, _ in groups)
     unchecked = sorted({x.settle for x, _ in groups if x.status == "cannot check" and x.settle})
-    counts = f"{short} fact(s) short, " if short else ""
-    counts += f"{sum(x.status == 'cannot check' for x, _ in groups)} cannot be checked from what was received"
+    cannot = sum(x.status == "cannot check" for x, _ in groups)
+    said = [f"{short} fact(s) short"] if short else []
+    said += [f"{cannot} cannot be checked from what was received"] if cannot else []
+    counts = ", ".join(said) or "every promised fact checked"
     style = "bold red" if r.verdict == "short of the promise" else "yellow" if r.verdict == "cannot tell" else "green"
     parts: list[RenderableType] = [t, Text(visible(f"verdict: {r.verdict} ({counts})"), style=style)]
     if unchecked:

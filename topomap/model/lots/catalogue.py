@@ -15,7 +15,7 @@ from functools import lru_cache
 from importlib import resources
 
 from topomap.files.yamlfile import load_yaml
-from topomap.model.lots.spec import LotError, Written, read_written
+from topomap.model.lots.spec import LotError, Written, read_written, shown
 from topomap.model.lots.typed import DeclaredLot, Given, typed_lot
 from topomap.model.origins import FactOrigin
 
@@ -91,4 +91,4 @@ def entry(type_: str, where: str) -> Entry:
     ids = [e.type for e in catalogue()]
     close = difflib.get_close_matches(type_.strip(), ids, n=2, cutoff=0.5)
     hint = f"did you mean {' or '.join(f'`{c}`' for c in close)}?" if close else "`topomap lots` lists them"
-    raise LotError(f"{where}: type {type_!r}: not in the catalogue of instance types", hint=hint)
+    raise LotError(f"{where}: type {shown(type_)}: not in the catalogue of instance types", hint=hint)

@@ -9,6 +9,7 @@ declared lot with ``type:`` overrides the catalogue entry key by key.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -85,7 +86,7 @@ class LotIn(_L):
     cpu: CpuIn | None = None
     host_memory: str | float | None = None  # "2 TB"
     vcpus: int | None = None
-    price: str | float | None = None  # "2.49 USD per GPU-hour", "98.32 USD per host-hour", "40 EUR per hour"
+    price: str | float | None = None  # "2.49 USD per GPU-hour", "98.32 USD per host-hour", "40 EUR per lot-hour"
     periods: list[str | float] | None = None  # rental periods offered: [3 d, 7 d, 30 d]
     cuda: str | float | None = None  # the CUDA version the driver supports (nvidia-smi's "CUDA Version")
     sources: dict[str, SourceIn] | None = None  # the catalogue only: the public page of each fact key
@@ -176,11 +177,106 @@ class Written:
         return out
 
 
+#: What each key of a lot holds, in words, for an error about a value of the wrong kind.
+_WANTED: dict[str, str] = {
+    "lot": "the catalogue's name for the lot",
+    "type": "a catalogue entry such as aws/p5.48xlarge",
+    "gpus": "a mapping of model:, count: and memory:",
+    "nics": "a mapping of count:, rate: and fabric:",
+    "pcie": "a mapping of gen: and width:",
+    "cpu": "a mapping of vendor:, sockets: and model:",
+    "cpu.vendor": "a CPU vendor such as intel or amd",
+    "cpu.model": "the CPU model as the catalogue writes it",
+    "gpus.model": "a GPU model such as H100 SXM 80GB",
+    "gpus.memory": "a size such as 80 GB",
+    "host_memory": "a size such as 2 TB",
+    "nics.rate": "a rate such as 400 Gb/s",
+    "nics.fabric": "a fabric such as infiniband",
+    "gpu_links": "nvswitch, NV<k> or none",
+    "pcie.gen": "a PCIe generation from 1 to 6",
+    "price": "a price such as 2.49 USD per GPU-hour",
+    "periods": "a list of rental periods such as 3 d, 7 d, 30 d",
+    "periods[]": "a rental period such as 7 d",
+    "gpudirect": "true or false",
+    "sources": "a mapping of fact keys to their pages",
+}
+_KINDS = {"object": "a mapping", "array": "a list", "str": "text", "int": "a whole number", "float": "a number"}
+
+
+def shown(value: Any) -> str:
+    """A value as an error shows it: text quoted, a number or truth as YAML writes it, and a list, a
+    mapping or nothing in words (never a Python repr)."""
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))  # YAML's 400 read as 400.0 by a str | float field
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return "a list" if value else "an empty list"
+    if isinstance(value, dict):
+        return "a mapping" if value else "an empty mapping"
+    text = str(value)
+    return f"'{text[:77]}…'" if len(text) > 80 else f"'{text}'"
+
+
+def place(path: str) -> str:
+    """A key's path in a lot (``.gpus.count``, ``.periods[1]``) as an error names it: ``gpus.count``,
+    ``periods item 2``."""
+    out = re.sub(r"\[(\d+)\]", lambda m: f" item {int(m.group(1)) + 1}", path.lstrip("."))
+    return out or "the lot"
+
+
+def _at(value: Any, path: str) -> Any:
+    """The raw value at a path (``.gpus.count``, ``.periods[1]``) of a lot mapping; None when absent."""
+    for key, index in re.findall(r"\.([^.\[]+)|\[(\d+)\]", path):
+        if key and isinstance(value, dict):
+            value = value.get(key)
+        elif index and isinstance(value, list) and int(index) < len(value):
+            value = value[int(index)]
+        else:
+            return None
+    return value
+
+
+def _wanted(path: str, message: str) -> str:
+    """What a key holds: from :data:`_WANTED`, else the kinds msgspec expected, in words."""
+    key = re.sub(r"\[\d+\]", "[]", path.lstrip("."))
+    if key.startswith("sources."):
+        return "a mapping of url:, says: and kind:"
+    if key in _WANTED:
+        return _WANTED[key]
+    kinds = re.match(r"Expected `([^`]+)`", message)
+    words = [_KINDS.get(k, k) for k in (kinds.group(1).split(" | ") if kinds else []) if k != "null"]
+    return " or ".join(words) or "another kind of value"
+
+
+def _nothing(doc: YamlDoc, value: Any, at: str, path: str = "") -> None:
+    """Refuse a key written without a value (YAML's null), anywhere in the lot: leave it out instead."""
+    if value is None:
+        hint = "write its value, or leave the key out (what a lot does not say is unknown)"
+        if path == ".lot":
+            hint = "write the catalogue's name for the lot: lot: 2x HGX H100, 8x 400G InfiniBand"
+        raise LotError(f"{doc.origin}:{doc.line(at + path)}: {place(path)}: nothing given", hint=hint)
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        _nothing(doc, item, at, f"{path}.{key}" if isinstance(key, str) else f"{path}[{key}]")
+
+
 def read_written(doc: YamlDoc, value: Any, at: str) -> Written:
-    """A lot mapping of a YAML document as :class:`LotIn` (errors name the file, line and key)."""
+    """A lot mapping of a YAML document as :class:`LotIn` (errors name the file, line and key, and say
+    in words what was given where something else belongs)."""
     if not isinstance(value, dict):
         raise LotError(f"{doc.origin}:{doc.line(at)}: a lot is a mapping of keys (lot:, gpus:, nics: …)")
-    lot = convert(doc, value, LotIn, at, known_keys, exc=LotError)
+    _nothing(doc, value, at)
+
+    def explain(path: str, message: str) -> str:
+        sub = path[len(at) :]
+        return f"{place(sub)}: {shown(_at(value, sub))} given; write {_wanted(sub, message)}"
+
+    lot = convert(doc, value, LotIn, at, known_keys, exc=LotError, explain=explain)
     return Written(lot, doc, at)
 
 

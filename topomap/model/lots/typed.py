@@ -17,10 +17,13 @@ from topomap.base.lotunits import (
     parse_price,
     parse_rate_gbit,
     parse_size_bytes,
+    price_problem,
+    same_memory_class,
 )
+from topomap.base.part_names import nearest_models
 from topomap.base.parts import GpuPart
 from topomap.model.lots.gpus import lookup_model
-from topomap.model.lots.spec import FACT_KEYS, LotError, Written
+from topomap.model.lots.spec import FACT_KEYS, LotError, Written, place, shown
 from topomap.model.origins import FactOrigin
 
 LinkKind = Literal["nvswitch", "nvlink", "none"]
@@ -93,15 +96,12 @@ class Given:
     origin: FactOrigin
     written: Written
 
+    def where(self, key: str) -> str:
+        """ "lot.yaml:3": the file and line of the key (the catalogue's, for a fact from an entry)."""
+        return f"{self.written.doc.origin}:{self.written.line(key)}"
+
     def fail(self, key: str, problem: str, hint: str | None = None) -> LotError:
-        doc = self.written.doc
-        return LotError(f"{doc.origin}:{self.written.line(key)}: {key} {_shown(self.value)}: {problem}", hint=hint)
-
-
-def _shown(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))  # YAML's 400 read as 400.0 by a str | float field
-    return repr(value) if isinstance(value, str) else str(value)
+        return LotError(f"{self.where(key)}: {key} {shown(self.value)}: {problem}", hint=hint)
 
 
 _NV = re.compile(r"^nv(\d+)$", re.IGNORECASE)
@@ -139,6 +139,7 @@ def typed_lot(
     if nic_keys and "nics.count" not in values and complete:
         raise LotError(f"{terms.doc.origin}:{terms.line('nics')}: nics: count not given", hint="nics: {count: 8, …}")
     model: GpuPart | None = values.get("gpus.model")
+    _memory_fits(model, values.get("gpus.memory"), given)
     links = _links(values.get("gpu_links"), model, given.get("gpu_links"))
     _check_domain(values, links, given)
     price, periods = _terms(terms)
@@ -229,7 +230,29 @@ def _model(v: Any, g: Given) -> GpuPart:
             f"names more than one GPU model ({', '.join(found.candidates)})",
             hint="say the form: H100 SXM 80GB or H100 PCIe; A100 SXM4 80GB or A100 PCIe 80GB",
         )
-    raise g.fail("gpus.model", "not a GPU model topomap knows", hint="e.g. H100 SXM 80GB, H200 SXM 141GB, B200 180GB")
+    close = nearest_models(v)
+    mean = f" (did you mean {', '.join(close)}?)" if close else ""
+    raise LotError(
+        f"{g.where('gpus.model')}: unknown GPU model {shown(v)} in gpus.model{mean}",
+        hint=None if close else "e.g. H100 SXM 80GB, H200 SXM 141GB, B200 180GB (topomap knows NVIDIA and AMD parts)",
+    )
+
+
+def _memory_fits(model: GpuPart | None, size: int | None, given: dict[str, Given]) -> None:
+    """A memory per GPU that is not the model's (:func:`~topomap.base.lotunits.same_memory_class`: 80 GB,
+    80 GiB and 81559 MiB are one H100's) is refused, naming the key that is declared over the other."""
+    if model is None or size is None or not model.memory_gb:
+        return
+    if same_memory_class(size, int(model.memory_gb * 1e9)):
+        return
+    memory, named = given["gpus.memory"], given["gpus.model"]
+    has = f"the {model.name} has {model.memory_gb:g} GB"
+    if memory.origin.origin == "declared" or named.origin.origin != "declared":
+        raise memory.fail("gpus.memory", f"{has} per GPU", hint=f"write {model.memory_gb:g} GB, or leave memory out")
+    entry = f"the catalogue entry {memory.origin.detail}" if memory.origin.detail else "the catalogue"
+    raise named.fail(
+        "gpus.model", f"{has} per GPU, not the {shown(memory.value)} of {entry}", hint="give gpus.memory too"
+    )
 
 
 def _links(v: Any, model: GpuPart | None, g: Given | None) -> GpuLinks | None:
@@ -265,13 +288,15 @@ def _terms(w: Written) -> tuple[Price | None, tuple[float, ...]]:
     if lot.price is not None:
         price = parse_price(lot.price) if isinstance(lot.price, str) else None
         if price is None:
-            raise LotError(f"{doc.origin}:{w.line('price')}: price {_shown(lot.price)}: not a price", hint=PRICE_HINT)
+            problem = price_problem(lot.price) if isinstance(lot.price, str) else price_problem(f"{lot.price:g}")
+            raise LotError(f"{doc.origin}:{w.line('price')}: price {shown(lot.price)}: {problem}", hint=PRICE_HINT)
     periods: list[float] = []
     for k, p in enumerate(lot.periods or []):
         sec = parse_period_seconds(p) if isinstance(p, str) else None
         if sec is None:
             raise LotError(
-                f"{doc.origin}:{doc.line(f'{w.at}.periods[{k}]')}: periods[{k}] {_shown(p)}: not a rental period",
+                f"{doc.origin}:{doc.line(f'{w.at}.periods[{k}]')}: {place(f'periods[{k}]')} {shown(p)}: "
+                "not a rental period",
                 hint="periods: [3 d, 7 d, 30 d] (hours, days or weeks: months differ in length)",
             )
         periods.append(sec)
