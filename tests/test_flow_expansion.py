@@ -5,15 +5,13 @@ became 2.56 million arrows; `map` ran 84 s, reached 4.1 GB and ended in exit 4).
 from __future__ import annotations
 
 import random
-import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import SAMPLES
+from tests.fakes.hang import within
 from topomap.cli import app
 from topomap.flow import parse_flow
 from topomap.flow.binding import bind, gpus_of
@@ -24,20 +22,6 @@ from topomap.importers import load_any
 
 runner = CliRunner()
 DGX2 = SAMPLES / "snapshots" / "dgx2h-16gpu.json"
-
-
-@contextmanager
-def _within(seconds: int) -> Iterator[None]:
-    def late(signum: int, frame: object) -> None:
-        raise AssertionError(f"still running after {seconds} s")
-
-    old = signal.signal(signal.SIGALRM, late)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def _flow(steps: int, on: str = "lot:gpus", pattern: str = "all-to-all", extra: str = "") -> str:
@@ -59,7 +43,7 @@ def test_the_issues_flow_is_refused_in_one_line_naming_file_line_and_arrow(tmp_p
     reqs = SAMPLES / "requirements" / "tensor-parallel.yaml"
     commands = (["map"], ["map", "--json"], ["render", "-o", str(tmp_path / "x.svg")], ["plan"], ["check", str(reqs)])
     for command in (*commands, ["report", "-o", str(tmp_path / "x.html")]):
-        with _within(30):
+        with within(30):
             r = runner.invoke(app, [*command, str(f)])
         assert r.exit_code == 2, (command, r.output)
         assert r.stderr.startswith(
@@ -100,7 +84,7 @@ def test_an_exchange_step_counts_its_pairs(tmp_path: Path) -> None:
 def test_step_lists_too_long_to_pair_are_refused_when_the_file_is_read() -> None:
     """400 × 400 steps are 160,000 step pairs: past the cap whatever the placements, so the file is
     refused before the cycle check builds a graph of them (or a host is bound)."""
-    with _within(20), pytest.raises(FlowError) as err:
+    with within(20), pytest.raises(FlowError) as err:
         parse_flow(_flow(400, on="lot:gpu0"), "long.yaml")
     assert "arrow 1 (a0, a1, … 400 steps → b0, b1, … 400 steps) expands to 160,000 step pairs" in str(err.value)
 

@@ -11,14 +11,12 @@ from __future__ import annotations
 import itertools
 import json
 import random
-import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from tests.fakes.hang import within
 from topomap.check import check, parse_requirements, snapshot_lots
 from topomap.cli import app
 from topomap.graph import build
@@ -57,22 +55,6 @@ def topo_m(n: int, seed: int, codes: list[str] = CODES, numa: int = 1) -> str:
     return "\n".join(rows) + "\n" + LEGEND
 
 
-@contextmanager
-def _within(seconds: int) -> Iterator[None]:
-    """A hang guard (the speed itself is measured in bench/): fails a search still running."""
-
-    def late(signum: int, frame: object) -> None:
-        raise AssertionError(f"still searching after {seconds} s")
-
-    old = signal.signal(signal.SIGALRM, late)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-
-
 @pytest.fixture(scope="module")
 def mixed64(tmp_path_factory: pytest.TempPathFactory) -> Path:
     p = tmp_path_factory.mktemp("mixed") / "mixed64.txt"
@@ -82,7 +64,7 @@ def mixed64(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("k", [6, 8])
 def test_place_on_64_mixed_gpus_answers_within_seconds(mixed64: Path, k: int) -> None:
-    with _within(40):
+    with within(40, "searching"):
         r = runner.invoke(app, ["place", str(mixed64), "--gpus", str(k), "--json"])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
@@ -93,7 +75,7 @@ def test_place_on_64_mixed_gpus_answers_within_seconds(mixed64: Path, k: int) ->
 def test_gpu_groups_of_16_on_32_mixed_gpus_answers_within_seconds(tmp_path: Path) -> None:
     snap = import_text(topo_m(32, 5, ["NV1", "NV4", "NV18", "PIX", "PHB", "SYS"]), "mixed32.txt")
     reqs, _ = parse_requirements("requirements:\n  - gpu_groups: {k: 16, groups: 2, min: PHB}\n", "r.yaml")
-    with _within(40):
+    with within(40, "searching"):
         result = check(reqs, snapshot_lots([("lot", snap)]), None).results[0]
     # no 16 of these GPUs are pairwise within PHB: the best group's slowest link, proven, is SYS
     assert result.status == "fail" and result.evidence[0] == "0 of 2 group(s) of 16 qualify"
