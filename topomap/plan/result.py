@@ -21,7 +21,7 @@ from topomap.flow.spec import Unit
 from topomap.plan.sched import Lane
 
 if TYPE_CHECKING:
-    from topomap.plan.money import PlanMoney
+    from topomap.plan.money_types import PlanMoney
 
 PLAN_SCHEMA = (
     "topomap.plan/2"  # /2: units and lanes summarised (counts, totals, first/last, longest); --units lists them
