@@ -253,7 +253,7 @@ def report_html(inp: ReportInputs) -> str:
         provenance=PROVENANCE,
         inputs=[*inp.sources, *hosts],
         evidence=evidence_lines,
-        assumed=sorted({n for a in inp.fmap.arrows for n in a.notes if "assum" in n}),
+        assumed=sorted({n for a in inp.fmap.arrows for n in a.assumptions}),
         **_arrows(inp),
     )
     return page
