@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from rich import box
@@ -14,7 +15,7 @@ from rich.tree import Tree
 from topomap.base.units import fmt_bytes
 from topomap.graph import FABRIC, Topology, natural_key
 from topomap.graph.edges import edge_bandwidth
-from topomap.graph.evidence import gpu_pairs_nvlink_summary
+from topomap.graph.evidence import gpu_link_summary
 from topomap.graph.query import tree_parents
 from topomap.model.facts import SETTLE, fabric_ready, gpu_memory, gpu_pcie_link, nic_family, nic_gdr
 from topomap.model.filled_facts import named, nic_speed
@@ -45,17 +46,44 @@ class Column:
 SETTLE_ANY = "`topomap probe` on the machine records them"
 
 
-def _unknown(cell: Text) -> bool:
-    return cell.plain.strip() in ("—", "unknown", "")
+@dataclass(frozen=True)
+class Unknown:
+    """A table cell the source did not record (None in the snapshot, an unknown answer), kept as data
+    until the table is drawn: shown as ``shown`` where its column stays; a column unknown in every row
+    is left out (:func:`fit_table`)."""
+
+    shown: str = "—"
 
 
-def fit_table(title: str, columns: list[Column], rows: list[list[Text]], width: int | None) -> RenderableType:
+#: A cell of a terminal table: a value, or what is not known.
+Cell = Text | Unknown
+
+UNKNOWN = Unknown()
+
+
+def cell(value: object) -> Cell:
+    """A snapshot value as a cell: None is unknown (shown "—"), "" says nothing (shown empty)."""
+    if value is None:
+        return UNKNOWN
+    return Unknown("") if value == "" else esc(value)
+
+
+def _known(text: str, known: bool) -> Cell:
+    """``text`` as a cell that is unknown where ``known`` is False (its words still shown where the column stays)."""
+    return esc(text) if known else Unknown(text)
+
+
+def _shown(c: Cell) -> Text:
+    return esc(c.shown) if isinstance(c, Unknown) else c
+
+
+def fit_table(title: str, columns: list[Column], rows: list[list[Cell]], width: int | None) -> RenderableType:
     """A table whose value columns are never split or cut: rich wraps free-text columns only; when the
     values alone do not fit ``width`` (None: no limit), one block per row ("header: value" lines) instead.
     A column unknown in every row is left out and named once under the table (a `topo -m` paste has no
     UUIDs, bus ids or models); a table with nothing known but its first column is one line."""
     if rows:
-        gone = [k for k in range(1, len(columns)) if all(_unknown(row[k]) for row in rows)]
+        gone = [k for k in range(1, len(columns)) if all(isinstance(row[k], Unknown) for row in rows)]
         if gone:
             names = ", ".join(columns[k].header.replace("\n", " ") for k in gone)
             keep = [k for k in range(len(columns)) if k not in gone]
@@ -63,15 +91,16 @@ def fit_table(title: str, columns: list[Column], rows: list[list[Text]], width: 
                 return Group(esc(f"{title}: not in this source ({names}); {SETTLE_ANY}", style="dim"), Text(""))
             table = fit_table(title, [columns[k] for k in keep], [[row[k] for k in keep] for row in rows], width)
             return Group(table, esc(f"not in this source: {names} ({SETTLE_ANY})", style="dim"), Text(""))
-    if width is not None and _needed_width(columns, rows) > width:
-        return _stacked(title, columns, rows)
+    shown = [[_shown(c) for c in row] for row in rows]
+    if width is not None and _needed_width(columns, shown) > width:
+        return _stacked(title, columns, shown)
     t = Table(title=esc(title), box=box.SIMPLE_HEAD, title_justify="left", collapse_padding=True)
     for col in columns:
         if col.text:
             t.add_column(col.header, overflow="fold")
         else:
             t.add_column(col.header, no_wrap=True, overflow="ignore")
-    for row in rows:
+    for row in shown:
         t.add_row(*row)
     return t
 
@@ -109,16 +138,21 @@ def _dash(v: object) -> str:
     return "—" if v is None else str(v)
 
 
-def _gib(n: int | None) -> str:
-    return "—" if n is None else fmt_bytes(n)
+def _gib(n: int | None) -> Cell:
+    return UNKNOWN if n is None else esc(fmt_bytes(n))
 
 
-def _pcie(g: Gpu, snap: Snapshot | None = None) -> str:
+def _given(snap: Snapshot, field: str) -> bool:
+    """A declared lot or the catalogue gave ``field`` (its origin is said beside even an unknown value)."""
+    return fact_origin(snap, field) is not None
+
+
+def _pcie(g: Gpu, snap: Snapshot | None = None) -> Cell:
     """The GPU's PCIe link as evidence.gpu_pcie_link decides it: trained width at the best generation
     (declared or from the catalogue where a lot gave it: model.origins)."""
     link = gpu_pcie_link(g)
     if link.gen is None and link.width is None:
-        return "—"
+        return UNKNOWN
     text = f"Gen{_dash(link.gen)} " + (f"x{link.width}" if link.width else "width unknown")
     origin = fact_origin(snap, "gpus.pcie")
     if link.gbps is not None:
@@ -130,34 +164,35 @@ def _pcie(g: Gpu, snap: Snapshot | None = None) -> str:
         text += f" — trained below its x{link.width_max}"
     if p is not None and p.gen_current is not None and link.gen is not None and p.gen_current < link.gen:
         text += f"; now Gen{p.gen_current} (idle GPUs lower their speed)"
-    return text
+    return esc(text)
 
 
-def _nvlink(topo: Topology | None, g: Gpu) -> str:
+def _nvlink(topo: Topology | None, g: Gpu) -> Cell:
     """NVLink as evidence decides it: active links and the bundle rate with its source, or unknown; an
     AMD GPU's XGMI (issue 35)."""
     if topo is None:
-        return "—"
-    return gpu_pairs_nvlink_summary(topo, f"gpu{g.index}")
+        return UNKNOWN
+    summary = gpu_link_summary(topo, f"gpu{g.index}")
+    return _known(summary.text, summary.known)
 
 
-def _fabric(topo: Topology | None, g: Gpu) -> str:
+def _fabric(topo: Topology | None, g: Gpu) -> Cell:
     f = g.fabric
     if topo is None or f is None:
-        return "—" if f is None else str(f.state)
+        return UNKNOWN if f is None else esc(str(f.state))
     if f.state in (None, "not-supported"):
-        return "no fabric (not-supported)"
+        return esc("no fabric (not-supported)")
     ready = fabric_ready(topo.snapshot, g)
     text = f"{f.state}" + (f", clique {f.clique_id}" if f.clique_id is not None else "")
-    return text if ready.yes else f"NOT READY: {ready.why()}"
+    return esc(text if ready.yes else f"NOT READY: {ready.why()}")
 
 
-def _mig(g: Gpu) -> str:
+def _mig(g: Gpu) -> Cell:
     if g.mig is None:
-        return "—"
+        return UNKNOWN
     if not g.mig.enabled:
-        return "off" + (" (on after reset)" if g.mig.pending else "")
-    return f"on, {len(g.mig.devices)} instance(s)"
+        return esc("off" + (" (on after reset)" if g.mig.pending else ""))
+    return esc(f"on, {len(g.mig.devices)} instance(s)")
 
 
 def header(snap: Snapshot, settle: bool = True) -> Text:
@@ -255,19 +290,22 @@ def gpu_tables(snap: Snapshot, topo: Topology | None = None, width: int | None =
     caps_cols = [Column(c) for c in ("NVML", "memory", "CC", "NUMA", "CPUs")]
     link = "XGMI" if any(g.vendor == "amd" for g in gpus) else "NVLink"  # AMD's GPU link (issue 35)
     caps_cols += [Column(c, text=True) for c in ("PCIe", link, "MIG", "fabric")]
-    ident: list[list[Text]] = []
-    caps: list[list[Text]] = []
+    ident: list[list[Cell]] = []
+    caps: list[list[Cell]] = []
     for g in gpus:
         name = named(snap, "gpus.name", _dash(g.name))
         name += " (derived from the PCI device id)" if "name" in g.derived else ""
         if g.lost:
             name += " — LOST during the probe"
-        ident.append([esc(v) for v in (g.index, _dash(g.cuda_ordinal), _dash(g.uuid), _dash(g.pci_bus_id), name)])
-        cpus = _dash(g.cpu_affinity) if g.cpu_affinity != "" else "(none in this cpuset)"
+        named_at_all = g.name is not None or g.lost or fact_origin(snap, "gpus.name") is not None
+        ident.append([esc(g.index), cell(g.cuda_ordinal), cell(g.uuid), cell(g.pci_bus_id), _known(name, named_at_all)])
+        cpus = cell(g.cpu_affinity) if g.cpu_affinity != "" else esc("(none in this cpuset)")
         numa = _dash(g.numa_node) + (f" (mem {g.gpu_numa_node})" if g.gpu_numa_node is not None else "")
-        values = (g.index, memory_text(gpu_memory(g, snap)), _dash(g.compute_capability), numa, cpus)
-        texts = (_pcie(g, snap), _nvlink(topo, g), _mig(g), _fabric(topo, g))
-        caps.append([esc(v) for v in (*values, *texts)])
+        memory = gpu_memory(g, snap)
+        numa_known = g.numa_node is not None or g.gpu_numa_node is not None
+        values = [esc(g.index), _known(memory_text(memory), memory.total_bytes is not None)]
+        values += [cell(g.compute_capability), _known(numa, numa_known), cpus]
+        caps.append([*values, _pcie(g, snap), _nvlink(topo, g), _mig(g), _fabric(topo, g)])
     return [
         fit_table("GPUs: identity", ident_cols, ident, width),
         fit_table("GPUs: memory, placement and links", caps_cols, caps, width),
@@ -277,23 +315,31 @@ def gpu_tables(snap: Snapshot, topo: Topology | None = None, width: int | None =
 def nic_table(snap: Snapshot, width: int | None = None) -> RenderableType:
     cols = [Column(c) for c in ("id", "name", "family", "bus id", "NUMA", "line rate\n(spec)", "state")]
     cols += [Column("netdevs", text=True), Column("GDR")]
-    rows = []
+    rows: list[list[Cell]] = []
     for n in sorted(snap.nics, key=lambda n: n.index):
-        rate = nic_speed(n, snap).text()  # with its origin where a lot declared it (model.filled_facts)
-        gdr = named(snap, "nics.gdr", nic_gdr(n).value)  # the NIC's own answer every view asks (model.facts.nic_gdr)
-        family = named(snap, "nics.kind", nic_family(n).short)  # one decision (model.facts.nic_family), issue 19
-        values = (f"nic{n.index}", n.name, family, _dash(n.pci_bus_id), _dash(n.numa_node), rate, _dash(n.state))
-        rows.append([esc(v) for v in (*values, ", ".join(n.netdevs) or "—", gdr)])
+        speed = nic_speed(n, snap)  # with its origin where a lot declared it (model.filled_facts)
+        answer = nic_gdr(n)  # the NIC's own answer every view asks (model.facts.nic_gdr)
+        gdr = named(snap, "nics.gdr", answer.value)
+        kind = nic_family(n)  # one decision (model.facts.nic_family), issue 19
+        family = named(snap, "nics.kind", kind.short)
+        values = [
+            esc(f"nic{n.index}"),
+            cell(n.name),
+            _known(family, kind.family != "unknown" or _given(snap, "nics.kind")),
+        ]
+        values += [cell(n.pci_bus_id), cell(n.numa_node), _known(speed.text(), speed.gbit_s is not None), cell(n.state)]
+        netdevs = esc(", ".join(n.netdevs)) if n.netdevs else UNKNOWN
+        rows.append([*values, netdevs, _known(gdr, answer.value != "unknown" or _given(snap, "nics.gdr"))])
     return fit_table("NICs", cols, rows, width)
 
 
 def numa_table(snap: Snapshot, width: int | None = None) -> RenderableType:
     cols = [Column("node"), Column("CPUs"), Column("memory"), Column("distances", text=True)]
-    rows = []
+    rows: list[list[Cell]] = []
     for n in snap.host.numa_nodes:
-        cpus = n.cpus if n.cpus else "(none: memory-only node)" if n.cpus == "" else "—"
-        distances = " ".join(map(str, n.distances)) if n.distances else "—"
-        rows.append([esc(v) for v in (n.id, cpus, _gib(n.memory_total_bytes), distances)])
+        cpus = cell(n.cpus) if n.cpus != "" else esc("(none: memory-only node)")
+        distances = cell(" ".join(map(str, n.distances))) if n.distances else UNKNOWN
+        rows.append([esc(n.id), cpus, _gib(n.memory_total_bytes), distances])
     return fit_table("NUMA nodes", cols, rows, width)
 
 
@@ -301,16 +347,16 @@ def findings_table(snap: Snapshot, width: int | None = None) -> RenderableType:
     """The probe's health and truth checks and the measurement's findings, worst first."""
     order = {"error": 0, "warning": 1, "info": 2}
     cols = [Column("severity"), Column("about"), Column("finding", text=True), Column("evidence", text=True)]
-    rows = []
+    rows: list[list[Cell]] = []
     for f in sorted(snap.findings, key=lambda f: (order.get(f.severity, 3), f.kind, f.subject)):
         style = {"error": "bold red", "warning": "yellow"}.get(f.severity, "")
-        rows.append([esc(f.severity, style), esc(f.subject), esc(f.text), esc("; ".join(f.evidence))])
+        rows.append([esc(f.severity, style), cell(f.subject), cell(f.text), cell("; ".join(f.evidence))])
     return fit_table(f"Findings ({len(snap.findings)})", cols, rows, width)
 
 
 def problem_table(snap: Snapshot, width: int | None = None) -> RenderableType:
     cols = [Column("source"), Column("call"), Column("target"), Column("error", text=True)]
-    rows = [[esc(v) for v in (p.source, p.call, _dash(p.target), p.error)] for p in snap.problems]
+    rows = [[cell(v) for v in (p.source, p.call, p.target, p.error)] for p in snap.problems]
     return fit_table(f"Problems ({len(snap.problems)})", cols, rows, width)
 
 
@@ -455,10 +501,10 @@ def short_node(node: str) -> str:
 def cluster_header(snap: Snapshot, width: int | None = None) -> RenderableType:
     """A merged snapshot: one row per host."""
     cols = [Column("host"), Column("source"), Column("GPUs", text=True), Column("NICs"), Column("driver")]
-    rows = []
+    rows: list[list[Cell]] = []
     for m in snap.members:
         names = sorted({g.name or "?" for g in m.gpus})
         gpus = f"{len(m.gpus)} × {', '.join(names)}" if m.gpus else "0"
-        values = (m.host.hostname or "?", m.source.kind, gpus, len(m.nics), _dash(m.software.driver_version))
-        rows.append([esc(v) for v in values])
+        values = (m.host.hostname or "?", m.source.kind, gpus, len(m.nics), m.software.driver_version)
+        rows.append([cell(v) for v in values])
     return fit_table(f"Cluster: {len(snap.members)} hosts ({snap.source.origin})", cols, rows, width)
