@@ -198,7 +198,22 @@ def _holds_device(node: _Node) -> bool:
     return node.kind in ("GPU", "NIC", "NET") or any(_holds_device(c) for c in node.children)
 
 
+@dataclass(frozen=True)
+class LogDump:
+    """A log's topology dump as a snapshot, and ``gaps``: what of it the importer could not read (its
+    cut start or end, the dumps of other processes and hosts), each also one of the snapshot's notes."""
+
+    snapshot: Snapshot
+    gaps: tuple[str, ...] = ()
+
+
 def import_nccl_log(text: str, origin: str) -> Snapshot:
+    """The log's topology dump as a snapshot (:func:`read_nccl_log_dump`)."""
+    return read_nccl_log_dump(text, origin).snapshot
+
+
+def read_nccl_log_dump(text: str, origin: str) -> LogDump:
+    """The log's first topology dump that holds a device → a snapshot, with what it does not cover."""
     dumps = [d for d in read_dumps(text, origin) if d.roots]
     if not dumps:
         raise ImportFailure(
@@ -226,7 +241,8 @@ def import_nccl_log(text: str, origin: str) -> Snapshot:
     gpus, nv_notes, nv_unsure = _gpus(f, placed)
     nics = _nics(f, placed)
     notes = [f"NCCL topology dump of {d.key[0]} (pid {d.key[1]}), log line {d.start}", PHB_NOTE, *nv_notes]
-    notes += _dump_notes(d, dumps, f)
+    gaps = _dump_gaps(d, dumps)
+    notes += _dump_notes(gaps, f)
     unknown = [
         "gpus.uuid",
         "gpus.name",
@@ -242,7 +258,7 @@ def import_nccl_log(text: str, origin: str) -> Snapshot:
         "nics.kind",
         *(["pairs.nvlink", "gpus.nvlinks"] if nv_unsure or _cut_at_gpu(d) else []),
     ]
-    return Snapshot(
+    snapshot = Snapshot(
         source=Source(
             kind="nccl-log", origin=origin, tool=f"topomap {__version__}", unknown_fields=unknown, notes=notes
         ),
@@ -253,6 +269,7 @@ def import_nccl_log(text: str, origin: str) -> Snapshot:
         pci=[f.pci[k] for k in sorted(f.pci)],
         nvswitches=nvswitches_from_links(gpus),
     )
+    return LogDump(snapshot, tuple(gaps))
 
 
 def _cut_at_gpu(d: _Dump) -> bool:
@@ -345,12 +362,25 @@ def _nics(f: _Found, placed: dict[str, Placed]) -> list[Nic]:
     return nics
 
 
-def _dump_notes(d: _Dump, dumps: list[_Dump], f: _Found) -> list[str]:
-    """What the dump does not cover: its cut start or end, other processes' dumps, emulated links."""
+def _dump_notes(gaps: list[str], f: _Found) -> list[str]:
+    """What the dump does not cover: what NCCL lists, its ``gaps`` (:func:`_dump_gaps`), emulated links."""
     out = [
         "NCCL lists the GPUs its process could see (CUDA_VISIBLE_DEVICES) and the NICs it would use; "
-        "GPU models are not in the dump"
+        "GPU models are not in the dump",
+        *gaps,
     ]
+    if f.slow_links:
+        out.append(
+            "PCI links NCCL rates under 1 GB/s ("
+            + ", ".join(f.slow_links[:3])
+            + "): an emulated (VM) bridge, as NCCL sees it; the real tree is hidden by the hypervisor"
+        )
+    return out
+
+
+def _dump_gaps(d: _Dump, dumps: list[_Dump]) -> list[str]:
+    """What of the log the dump ``d`` leaves unread: its cut start or end, other processes' and hosts' dumps."""
+    out: list[str] = []
     if not d.header:
         out.append(
             f"the dump's start is cut (no '=== System' line before log line {d.start}): "
@@ -366,10 +396,4 @@ def _dump_notes(d: _Dump, dumps: list[_Dump], f: _Found) -> list[str]:
         out.append(f"{len(others)} more dump(s) of the same host (other processes) not read")
     if hosts:
         out.append(f"dumps of other hosts not read ({', '.join(hosts[:4])}): import one host per snapshot")
-    if f.slow_links:
-        out.append(
-            "PCI links NCCL rates under 1 GB/s ("
-            + ", ".join(f.slow_links[:3])
-            + "): an emulated (VM) bridge, as NCCL sees it; the real tree is hidden by the hypervisor"
-        )
     return out
