@@ -212,14 +212,16 @@ def pcie_placeholders(snap: Snapshot) -> bool:
 @dataclass(frozen=True)
 class GpuMemory:
     """A card's memory: bytes (as the driver reports them, or the model's sold size in GiB) and where it
-    comes from ("snapshot", "derived …" or "unknown")."""
+    comes from in words (``source``: "snapshot", "declared: 80 GB", "derived …" or "unknown") and as a
+    kind (``kind``: "given" where a declared lot or the catalogue gave it)."""
 
     total_bytes: int | None
     source: str
+    kind: Literal["snapshot", "given", "derived", "unknown"]
 
     @property
     def derived(self) -> bool:
-        return self.source.startswith("derived")
+        return self.kind == "derived"
 
 
 _NAME_GB = re.compile(r"(\d+)\s*GB\b", re.IGNORECASE)
@@ -231,14 +233,16 @@ def gpu_memory(gpu: Gpu, snap: Snapshot | None = None) -> GpuMemory:
     id), else a size written in the name ("Tesla V100-SXM3-32GB-H"), labelled derived."""
     if gpu.memory_total_bytes is not None:
         origin = fact_origin(snap, "gpus.memory_total_bytes")
-        return GpuMemory(gpu.memory_total_bytes, origin.with_value() if origin is not None else "snapshot")
+        if origin is not None:
+            return GpuMemory(gpu.memory_total_bytes, origin.with_value(), "given")
+        return GpuMemory(gpu.memory_total_bytes, "snapshot", "snapshot")
     model = model_of(gpu.name, gpu.pci_device_id)
     if model is not None and model.memory_gb:
-        return GpuMemory(int(model.memory_gb * 2**30), f"derived from the model ({model.name}), nominal")
+        return GpuMemory(int(model.memory_gb * 2**30), f"derived from the model ({model.name}), nominal", "derived")
     m = _NAME_GB.search(gpu.name or "")
     if m:
-        return GpuMemory(int(m.group(1)) * 2**30, f"derived from the name {gpu.name!r}, nominal")
-    return GpuMemory(None, "unknown")
+        return GpuMemory(int(m.group(1)) * 2**30, f"derived from the name {gpu.name!r}, nominal", "derived")
+    return GpuMemory(None, "unknown", "unknown")
 
 
 def gpu_model_name(gpu: Gpu) -> tuple[str | None, bool]:
