@@ -12,7 +12,7 @@ from topomap.base.errors import TopomapError
 if TYPE_CHECKING:
     from topomap.model.snapshot import Snapshot
     from topomap.nccl.predict import NcclReport
-    from topomap.nccl.rules import NcclEnv
+    from topomap.transport.rules import NcclEnv
 from topomap.cli.nccl_perf import CollectiveOpt, CurveOpt, HostsOpt, PerfOpt, SizesOpt, TestsOpt
 from topomap.cli.wiring import (
     AllOpt,
@@ -128,8 +128,7 @@ def nccl(
 
 def _settings(env: list[str] | None, version: str | None) -> NcclEnv:
     """``--env`` as NCCL reads it; an ``--nccl-version`` outside the 2.x releases is a one-line error."""
-    from topomap.nccl.rules import parse_env  # start-up: see the command
-    from topomap.transport.rules import version_problem
+    from topomap.transport.rules import parse_env, version_problem  # start-up: see the command
 
     extra = parse_env(env or [])
     problem = version_problem(version) if version is not None else None
