@@ -30,7 +30,9 @@ from topomap.model.facts import (
     Bandwidth,
     NicChoice,
     Tri,
+    fabric_hold,
     findings_about,
+    gpu_alive,
     nic_usable,
 )
 from topomap.model.filled_facts import lot_gdr, said
@@ -46,10 +48,7 @@ def gpu_usable(topo: Topology, gid: str) -> Answer:
     g = topo.gpu(gid)
     if g is None:
         return Answer("no", (f"{gid} is not in this snapshot",))
-    if g.lost:
-        lost = f"{gid} was lost during the probe (fell off the bus): reset or reseat it; `dmesg` shows Xid 79"
-        return Answer("no", (lost,))
-    return Answer("yes")
+    return gpu_alive(g)
 
 
 # --- two GPUs ----------------------------------------------------------------------------------------
@@ -157,16 +156,8 @@ def nvlink(topo: Topology, a: str, b: str) -> NvlinkFact:
         if x.mig is not None and x.mig.enabled:
             blockers.append(f"MIG mode is on for gpu{x.index}: no NVLink peer access between MIG instances")
     if via == "nvswitch":
-        for x in (ga, gb):
-            f = x.fabric
-            if f is None or f.state in (None, "not-supported"):
-                continue
-            if f.state != "completed":
-                blockers.append(
-                    f"gpu{x.index} NVLink fabric state {f.state}: Fabric Manager / NVLink training has not finished"
-                )
-            elif f.status not in (None, "success"):
-                blockers.append(f"gpu{x.index} NVLink fabric registration failed ({f.status})")
+        holds = [(x, fabric_hold(x.fabric)) for x in (ga, gb)]
+        blockers += [hold.text_for(f"gpu{x.index}") for x, hold in holds if hold is not None]
     pair = snapshot_pair(topo, a, b)
     if pair is not None and pair.p2p is not None and pair.p2p.nvlink not in (None, "OK"):
         blockers.append(f"NVML reports NVLink P2P status {pair.p2p.nvlink} for this pair")
