@@ -26,9 +26,10 @@ from topomap import __version__
 from topomap.base.errors import ImportFailure
 from topomap.base.pciaddr import parse_bus_id
 from topomap.importers._tree import Placed, tree_pairs
-from topomap.importers.nccl_xml import PHB_NOTE
+from topomap.importers.nccl_xml import NCCL_UNRECORDED, PHB_NOTE
 from topomap.model.nvlinks import nvswitches_from_links
 from topomap.model.snapshot import Gpu, Host, Nic, NumaNode, NvLink, PciDevice, Snapshot, Source
+from topomap.model.source_facts import unknown_fields_of
 
 #: ``host:pid:tid [dev] NCCL INFO message`` (a launcher prefix may stand before the host); nccl/logread
 #: reads the same lines for their channels.
@@ -243,21 +244,9 @@ def read_nccl_log_dump(text: str, origin: str) -> LogDump:
     notes = [f"NCCL topology dump of {d.key[0]} (pid {d.key[1]}), log line {d.start}", PHB_NOTE, *nv_notes]
     gaps = _dump_gaps(d, dumps)
     notes += _dump_notes(gaps, f)
-    unknown = [
-        "gpus.uuid",
-        "gpus.name",
-        "gpus.memory_total_bytes",
-        "gpus.fabric",
-        "gpus.mig",
-        "gpus.cuda_ordinal",
-        "gpus.pcie",
-        "pairs.p2p",
-        "pairs.cuda",
-        "software",
-        "pairs.path (PHB vs NODE)",
-        "nics.kind",
-        *(["pairs.nvlink", "gpus.nvlinks"] if nv_unsure or _cut_at_gpu(d) else []),
-    ]
+    unknown = unknown_fields_of(
+        "nccl-log", *NCCL_UNRECORDED, *(["pairs.nvlink", "gpus.nvlinks"] if nv_unsure or _cut_at_gpu(d) else [])
+    )
     snapshot = Snapshot(
         source=Source(
             kind="nccl-log", origin=origin, tool=f"topomap {__version__}", unknown_fields=unknown, notes=notes
