@@ -40,8 +40,12 @@ LINE_HEAD = r"(?<![A-Za-z0-9_.<>\-])(?P<host>[A-Za-z0-9_.<>\-]+):(?P<pid>\d+):(?
 INFO_LINE = re.compile(LINE_HEAD + r"NCCL INFO (?P<msg>.*)$")
 _SYSTEM = re.compile(r"^=== System : max(?:Bw|Width) ")
 _END = re.compile(r"^=+\s*$")
-_CPU = re.compile(r"^CPU/(?P<id>[0-9A-Fa-f-]+)(?: \((?P<arch>-?\d+)/(?P<vendor>-?\d+)/(?P<model>-?\d+)\))?\s*$")
-_LINK = re.compile(
+#: The dump's CPU line, ``CPU/0-0 (1/2/-1)``: NCCL's arch/vendor/model numbers (none before 2.6);
+#: nccl/logread asks it for the CPU kind.
+CPU_LINE = re.compile(r"^CPU/(?P<id>[0-9A-Fa-f-]+)(?: \((?P<arch>-?\d+)/(?P<vendor>-?\d+)/(?P<model>-?\d+)\))?\s*$")
+#: A line of the dump's tree, ``+ PCI[48.0] - GPU/0-68000 (8)`` (a GPU's ``extra`` is its rank); nccl/logread
+#: reads the GPUs' ranks with it.
+TREE_LINK = re.compile(
     r"^(?P<ind> *)\+ (?P<lt>[A-Z0-9]+)\[(?P<bw>[0-9.]+)\] - (?P<nt>[A-Z]+)/(?P<nid>[0-9A-Fa-f-]+)"
     r"(?: \((?P<extra>[^)]*)\))?\s*$"
 )
@@ -49,6 +53,7 @@ _LINK = re.compile(
 # SM86 12.0, SM90 20.6, SM100 40.1 GB/s); an NVL line prints links x rate.
 _NVLINK_RATES = {18.0: 1, 20.0: None, 12.0: 3, 20.6: 4, 40.1: 5}
 MAX_LINKS = 18
+#: NCCL's CPU vendor numbers (src/include/graph.h); nccl/logread's CPU kinds are these names in lower case.
 CPU_VENDORS = {1: "Intel", 2: "AMD", 3: "Zhaoxin"}
 
 
@@ -73,16 +78,32 @@ class _Dump:
     last: int = 0
 
 
+def _bus_digits(ident: str) -> str:
+    """NCCL's bus id without the system id that 2.19 and later put before it (``0-4e000`` → ``4e000``)."""
+    return ident.split("-")[-1]
+
+
+def short_bus(text: str) -> str:
+    """NCCL's bus id (``0-4e000``, ``4E000``, ``101c0``) in one spelling: lower case, no system prefix."""
+    return _bus_digits(text).lower().lstrip("0") or "0"
+
+
 def nccl_bus(ident: str) -> str | None:
     """NCCL's integer bus id (``0-4e000``, ``4E000``, ``101c0``) as ``0000:4e:00.0``; None if it is not one."""
     try:
-        v = int(ident.split("-")[-1], 16)
+        v = int(_bus_digits(ident), 16)
     except ValueError:
         return None
     dom, bus, dev, fn = v >> 20, (v >> 12) & 0xFF, (v >> 4) & 0xFF, v & 0xF
     if dev > 0x1F or fn > 7 or dom > 0xFFFF:
         return None
     return f"{dom:04x}:{bus:02x}:{dev:02x}.{fn}"
+
+
+def unended(text: str, no: int, count: int) -> bool:
+    """Line ``no`` of ``count`` is the log's last and has no line end: the log was cut while written
+    (a tree line here, a channel line in nccl/logread, may be cut short)."""
+    return no == count and not text.endswith(("\n", "\r"))
 
 
 def _lines(text: str) -> list[tuple[int, tuple[str, str, str], str]]:
@@ -100,7 +121,7 @@ def _lines(text: str) -> list[tuple[int, tuple[str, str, str], str]]:
         if last.get(key) == msg:
             continue
         last[key] = msg
-        if no == len(raws) and not text.endswith(("\n", "\r")) and _TREE_LINE.match(msg.strip()):
+        if unended(text, no, len(raws)) and _TREE_LINE.match(msg.strip()):
             continue
         out.append((no, key, msg))
     return out
@@ -122,7 +143,7 @@ def read_dumps(text: str, origin: str) -> list[_Dump]:
             stacks[key] = []
             dumps.append(d)
             continue
-        cpu = _CPU.match(msg.strip()) if not msg.startswith(" ") else None
+        cpu = CPU_LINE.match(msg.strip()) if not msg.startswith(" ") else None
         if cpu and d is None:  # a dump whose header was cut
             d = open_[key] = _Dump(key, no, header=False)
             stacks[key] = []
@@ -139,7 +160,7 @@ def read_dumps(text: str, origin: str) -> list[_Dump]:
             stacks[key] = [(-1, node)]
             d.last = no
             continue
-        link = _LINK.match(msg)
+        link = TREE_LINK.match(msg)
         if link is None:
             if msg.lstrip().startswith("+"):
                 d.cut = f"line {no} is cut or not understood ({msg.strip()[:50]!r})"
