@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from rich import box
-from rich.cells import cell_len
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
@@ -22,116 +18,8 @@ from topomap.model.filled_facts import named, nic_speed
 from topomap.model.origins import fact_origin, relabel
 from topomap.model.snapshot import Gpu, Snapshot
 from topomap.model.source_facts import cannot_know, what
-from topomap.render.text import bandwidth_text, memory_text, nic_words, visible
-
-#: A free-text column is never planned narrower than this (or its widest cell, when narrower).
-TEXT_MIN = 8
-
-
-def esc(value: object, style: str = "") -> Text:
-    """Any value from a snapshot as terminal text: control characters visible (``\\x1b``, by
-    :func:`topomap.render.text.visible`), never rich markup (a Text is not parsed)."""
-    return Text(visible(str(value)), style=style)
-
-
-class Column:
-    """A column of a terminal table: a value (bus id, CPU list, UUID: never wrapped or cut) or free text."""
-
-    def __init__(self, header: str, text: bool = False) -> None:
-        self.header = header
-        self.text = text
-
-
-#: What tells a value an imported source does not carry (a column of a `show` table left out).
-SETTLE_ANY = "`topomap probe` on the machine records them"
-
-
-@dataclass(frozen=True)
-class Unknown:
-    """A table cell the source did not record (None in the snapshot, an unknown answer), kept as data
-    until the table is drawn: shown as ``shown`` where its column stays; a column unknown in every row
-    is left out (:func:`fit_table`)."""
-
-    shown: str = "—"
-
-
-#: A cell of a terminal table: a value, or what is not known.
-Cell = Text | Unknown
-
-UNKNOWN = Unknown()
-
-
-def cell(value: object) -> Cell:
-    """A snapshot value as a cell: None is unknown (shown "—"), "" says nothing (shown empty)."""
-    if value is None:
-        return UNKNOWN
-    return Unknown("") if value == "" else esc(value)
-
-
-def _known(text: str, known: bool) -> Cell:
-    """``text`` as a cell that is unknown where ``known`` is False (its words still shown where the column stays)."""
-    return esc(text) if known else Unknown(text)
-
-
-def _shown(c: Cell) -> Text:
-    return esc(c.shown) if isinstance(c, Unknown) else c
-
-
-def fit_table(title: str, columns: list[Column], rows: list[list[Cell]], width: int | None) -> RenderableType:
-    """A table whose value columns are never split or cut: rich wraps free-text columns only; when the
-    values alone do not fit ``width`` (None: no limit), one block per row ("header: value" lines) instead.
-    A column unknown in every row is left out and named once under the table (a `topo -m` paste has no
-    UUIDs, bus ids or models); a table with nothing known but its first column is one line."""
-    if rows:
-        gone = [k for k in range(1, len(columns)) if all(isinstance(row[k], Unknown) for row in rows)]
-        if gone:
-            names = ", ".join(columns[k].header.replace("\n", " ") for k in gone)
-            keep = [k for k in range(len(columns)) if k not in gone]
-            if len(keep) == 1:
-                return Group(esc(f"{title}: not in this source ({names}); {SETTLE_ANY}", style="dim"), Text(""))
-            table = fit_table(title, [columns[k] for k in keep], [[row[k] for k in keep] for row in rows], width)
-            return Group(table, esc(f"not in this source: {names} ({SETTLE_ANY})", style="dim"), Text(""))
-    shown = [[_shown(c) for c in row] for row in rows]
-    if width is not None and _needed_width(columns, shown) > width:
-        return _stacked(title, columns, shown)
-    t = Table(title=esc(title), box=box.SIMPLE_HEAD, title_justify="left", collapse_padding=True)
-    for col in columns:
-        if col.text:
-            t.add_column(col.header, overflow="fold")
-        else:
-            t.add_column(col.header, no_wrap=True, overflow="ignore")
-    for row in shown:
-        t.add_row(*row)
-    return t
-
-
-def _needed_width(columns: list[Column], rows: list[list[Text]]) -> int:
-    """Columns the table needs with every value whole and free text at TEXT_MIN: SIMPLE_HEAD with
-    collapsed padding takes 2 per column (one space of padding, one of rule) and 2 for the edges."""
-    total = 2
-    for k, col in enumerate(columns):
-        natural = max([_widest_line(Text(col.header))] + [_widest_line(row[k]) for row in rows])
-        total += (min(natural, TEXT_MIN) if col.text else natural) + 2
-    return total
-
-
-def _widest_line(cell: Text) -> int:
-    return max((cell_len(line) for line in cell.plain.split("\n")), default=0)
-
-
-def _stacked(title: str, columns: list[Column], rows: list[list[Text]]) -> RenderableType:
-    """One block per row: the first cell as its heading, then one indented ``header: value`` line per cell."""
-    parts: list[RenderableType] = [esc(title, style="italic")]
-    for row in rows:
-        head = Text(f"{columns[0].header} ", style="bold")
-        head.append_text(row[0])
-        parts.append(head)
-        for col, cell in zip(columns[1:], row[1:]):
-            header = col.header.replace("\n", " ")
-            line = Text(f"  {header}: ", no_wrap=not col.text, overflow="ignore" if not col.text else "fold")
-            line.append_text(cell)
-            parts.append(line)
-    return Group(*parts)
+from topomap.render.tables import UNKNOWN, Cell, Column, cell, esc, fit_table, known
+from topomap.render.text import bandwidth_text, memory_text, nic_words
 
 
 def _dash(v: object) -> str:
@@ -173,7 +61,7 @@ def _nvlink(topo: Topology | None, g: Gpu) -> Cell:
     if topo is None:
         return UNKNOWN
     summary = gpu_link_summary(topo, f"gpu{g.index}")
-    return _known(summary.text, summary.known)
+    return known(summary.text, summary.known)
 
 
 def _fabric(topo: Topology | None, g: Gpu) -> Cell:
@@ -298,13 +186,13 @@ def gpu_tables(snap: Snapshot, topo: Topology | None = None, width: int | None =
         if g.lost:
             name += " — LOST during the probe"
         named_at_all = g.name is not None or g.lost or fact_origin(snap, "gpus.name") is not None
-        ident.append([esc(g.index), cell(g.cuda_ordinal), cell(g.uuid), cell(g.pci_bus_id), _known(name, named_at_all)])
+        ident.append([esc(g.index), cell(g.cuda_ordinal), cell(g.uuid), cell(g.pci_bus_id), known(name, named_at_all)])
         cpus = cell(g.cpu_affinity) if g.cpu_affinity != "" else esc("(none in this cpuset)")
         numa = _dash(g.numa_node) + (f" (mem {g.gpu_numa_node})" if g.gpu_numa_node is not None else "")
         memory = gpu_memory(g, snap)
         numa_known = g.numa_node is not None or g.gpu_numa_node is not None
-        values = [esc(g.index), _known(memory_text(memory), memory.total_bytes is not None)]
-        values += [cell(g.compute_capability), _known(numa, numa_known), cpus]
+        values = [esc(g.index), known(memory_text(memory), memory.total_bytes is not None)]
+        values += [cell(g.compute_capability), known(numa, numa_known), cpus]
         caps.append([*values, _pcie(g, snap), _nvlink(topo, g), _mig(g), _fabric(topo, g)])
     return [
         fit_table("GPUs: identity", ident_cols, ident, width),
@@ -325,11 +213,11 @@ def nic_table(snap: Snapshot, width: int | None = None) -> RenderableType:
         values = [
             esc(f"nic{n.index}"),
             cell(n.name),
-            _known(family, kind.family != "unknown" or _given(snap, "nics.kind")),
+            known(family, kind.family != "unknown" or _given(snap, "nics.kind")),
         ]
-        values += [cell(n.pci_bus_id), cell(n.numa_node), _known(speed.text(), speed.gbit_s is not None), cell(n.state)]
+        values += [cell(n.pci_bus_id), cell(n.numa_node), known(speed.text(), speed.gbit_s is not None), cell(n.state)]
         netdevs = esc(", ".join(n.netdevs)) if n.netdevs else UNKNOWN
-        rows.append([*values, netdevs, _known(gdr, answer.value != "unknown" or _given(snap, "nics.gdr"))])
+        rows.append([*values, netdevs, known(gdr, answer.value != "unknown" or _given(snap, "nics.gdr"))])
     return fit_table("NICs", cols, rows, width)
 
 
