@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from tests.conftest import REAL, SAMPLES
 from topomap.api import bind_snapshots
 from topomap.cli import app
-from topomap.flow import parse_flow, read_flow
+from topomap.flow import Placement, parse_flow, read_flow
 from topomap.flow.mapping import map_flow
 from topomap.render.bundles import bundles, compress_places
 from topomap.render.dot import pipe, topology_dot
@@ -92,8 +92,10 @@ def test_bundles_collapse_replicas_and_pairs() -> None:
 
 
 def test_compress_places() -> None:
-    assert compress_places(["a:gpu0", "a:gpu1", "a:gpu2", "a:gpu5", "b:memory", "a:gpu3"]) == "a:gpu0–3,5, b:memory"
-    assert compress_places(["ws"]) == "ws"
+    gpus = [Placement("a", "gpu", f"gpu{n}") for n in (0, 1, 2, 5)]
+    places = [*gpus, Placement("b", "memory"), Placement("a", "gpu", "gpu3")]
+    assert compress_places(places) == "a:gpu0–3,5, b:memory"
+    assert compress_places([Placement("ws", "host")]) == "ws"
 
 
 def test_each_flow_arrow_drawn_once_with_its_label() -> None:

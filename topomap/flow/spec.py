@@ -143,6 +143,12 @@ class Placement:
             return f"{self.host}:storage"
         return self.host
 
+    def gpu_index(self) -> int | None:
+        """The index of the one GPU this places on (``gpu3`` → 3, as binding names every GPU); None for
+        another place or a GPU not yet resolved."""
+        m = _GPU_ID.fullmatch(self.gpu) if self.kind == "gpu" and self.gpu is not None else None
+        return int(m.group(1)) if m else None
+
 
 @dataclass
 class Step:
@@ -271,6 +277,7 @@ def parse_volume(text: str) -> int | None:
 
 _PLACE = re.compile(r"^(?P<host>[A-Za-z0-9_.-]+)(?::(?P<what>.+))?$")
 _GPU_INDEX = re.compile(r"gpu(\d+)", re.IGNORECASE)
+_GPU_ID = re.compile(r"gpu(\d+)")  # a resolved placement's GPU, as topomap names it
 
 
 def gpu_name(text: str) -> str | None:

@@ -197,9 +197,8 @@ def plan_view(r: PlanResult, gantt_cards: int | None = None, width: int | None =
         from topomap.render.money_view import money_lines  # start-up: only a priced lot
 
         parts += money_lines(r)
-    fits = {a.fit.reason for a in r.arrangements if a.fit.verdict != "fits"}
-    for reason in sorted(fits):
-        bad = reason.startswith("does not fit")
+    fits = {(a.fit.reason, a.fit.verdict == "does not fit") for a in r.arrangements if a.fit.verdict != "fits"}
+    for reason, bad in sorted(fits):
         parts.append(
             Text(
                 visible(f"memory: {reason}" if bad else f"memory fit unknown: {reason}"),
