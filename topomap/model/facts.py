@@ -323,6 +323,7 @@ class NicFamily:
             "intel": "RDMA (Intel)",
             "ethernet": "TCP only",
             "gvnic": "TCP (gVNIC)",
+            "cassini": "Slingshot",
             "rdma": {"infiniband": "IB (?)", "roce": "RoCE (?)"}.get(self.transport, "RDMA (?)"),
         }.get(self.family, "unknown")
 
@@ -338,8 +339,10 @@ def nic_family(nic: Nic) -> NicFamily:
     if fam is None and nic.rdma:
         fam = family_of_name(nic.name)
         evidence = f"RDMA device name {nic.name}" if fam else ""
-    if fam is None and nic.kind == "efa":
-        fam, evidence = "efa", "the source's link layer"
+    if fam is None and nic.kind in ("efa", "slingshot"):  # a declared or recorded fabric with no ids
+        fam, evidence = ("efa" if nic.kind == "efa" else "cassini"), "the source's link layer"
+    if fam is None and nic.kind in ("tcpx", "tcpxo"):
+        fam, evidence = "gvnic", "the source's fabric (GPUDirect-TCPX/TCPXO)"
     layer = nic.kind if nic.kind in ("infiniband", "roce") else layer_of_name(nic.name) if nic.rdma else None
     if fam is None and not nic.rdma:
         if nic.kind == "ethernet" or nic.pci_vendor_id is not None:

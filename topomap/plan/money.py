@@ -46,7 +46,8 @@ def _cost(a: Arrangement, m: PlanMoney) -> ArrangementCost:
     fits = a.fit.verdict != "does not fit"
     beyond = bool(m.periods_s) and period is None
     partial = not a.transfers_complete or (a.kind == "coordinated" and a.exchange_s is None)
-    return ArrangementCost(a.k, a.kind, fits, amount, basis, period, period_amount, beyond, partial)
+    known = a.fit.verdict != "unknown"
+    return ArrangementCost(a.k, a.kind, fits, amount, basis, period, period_amount, beyond, partial, known)
 
 
 def _rent(seconds: float, m: PlanMoney) -> float:

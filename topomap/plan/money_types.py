@@ -23,6 +23,7 @@ class ArrangementCost:
     period_amount: float | None = None
     beyond: bool = False  # the total is longer than the longest period offered
     lower_bound: bool = False  # some time of the arrangement is unknown: at least this much
+    fit_known: bool = True  # its memory fit is decided (False: ``fits`` means "may fit")
 
     def to_json(self) -> dict[str, object]:
         return {
