@@ -77,7 +77,8 @@ def parse_size(text: str, *, binary_letters: bool = False, bare: float | None = 
         return None if bare is None else value * bare
     if how == "letter" and not binary_letters:
         return None
-    return value * (1024 if how in ("binary", "letter") else 1000) ** power
+    base = 1024 if how in ("binary", "letter") else 1000
+    return value * float(base**power)
 
 
 def size_problem(text: str, *, binary_letters: bool = False, bare: float | None = None) -> str | None:
@@ -220,6 +221,16 @@ def fmt_bytes(n: int | None) -> str:
         if n >= f:
             return f"{n / f:.4g} {unit}"
     return f"{n} B"
+
+
+def fmt_mib(n: int) -> str:
+    """A file size or limit in whole MiB: 64 MiB → "64 MiB", 1 GiB → "1024 MiB"; under a MiB in bytes: "512 bytes"."""
+    return f"{n / 2**20:.0f} MiB" if n >= 2**20 else f"{n} bytes"
+
+
+def fmt_gbit(gbit: float) -> str:
+    """A line rate in bits, as NIC catalogues write it: 400 → "400 Gb/s", 12.5 → "12.5 Gb/s"."""
+    return f"{gbit:g} Gb/s"
 
 
 def fmt_gbps(gbps: float | None) -> str:
