@@ -74,7 +74,7 @@ def test_a_bare_letter_is_binary_and_a_bare_number_what_the_option_says_only_whe
 def test_measure_size_reads_the_shared_spellings_and_keeps_nvbandwidths_bare_mib() -> None:
     assert measure_size("1 GB") == 10**9 and measure_size("1GiB") == 2**30 and measure_size("256MB") == 256 * 10**6
     assert measure_size("1g") == 2**30 and measure_size("64") == 64 * 2**20  # as README and its help say
-    with pytest.raises(TopomapError, match="not a size") as err:
+    with pytest.raises(TopomapError, match="expected a size like") as err:
         measure_size("lots")
     assert err.value.hint is not None and SIZE_SPELLINGS in err.value.hint
 

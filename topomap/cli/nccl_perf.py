@@ -42,7 +42,12 @@ CollectiveOpt = Annotated[
     ),
 ]
 SizesOpt = Annotated[
-    str | None, typer.Option("--sizes", help="A curve over message sizes: 8:8G (powers of two) or 1M,64M,1G.")
+    str | None,
+    typer.Option(
+        "--sizes",
+        help="A curve over message sizes: 8:8G (powers of two) or 1M,64M,1G; a bare number is bytes, "
+        f"{BINARY_LETTERS}.",
+    ),
 ]
 HostsOpt = Annotated[int | None, typer.Option("--hosts", help="N identical hosts of a one-host snapshot (--perf).")]
 CurveOpt = Annotated[

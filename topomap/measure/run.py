@@ -91,8 +91,8 @@ def parse_size(text: str) -> int:
     and as nccl-tests' ``-b`` a bare letter is binary (``"1g"`` → 1 GiB): the two tools it is set beside."""
     size = units.parse_size(text, binary_letters=True, bare=MIB)
     if size is None:
-        hint = f"e.g. 64MiB, 256MB or 1GiB: {SIZE_SPELLINGS}; a bare number is MiB, {BINARY_LETTERS}"
-        raise TopomapError(f"--size {text[:40]!r}: not a size", hint=hint)
+        hint = f"{SIZE_SPELLINGS}; a bare number is MiB, {BINARY_LETTERS}"
+        raise TopomapError(f"--size {text[:40]!r}: expected a size like 64MiB, 256MB or 1GiB", hint=hint)
     if size > _MAX_COPY:  # past any GPU's memory (a 400-digit size overflowed to infinity: exit 4, issue 36)
         raise TopomapError(f"--size {text[:40]!r}: at most 256 GiB, more than any GPU holds")
     n = int(size)
