@@ -188,10 +188,16 @@ def _convert(key: str, g: Given, given: dict[str, Given]) -> Any:
             raise g.fail(key, problem, hint='write it with its unit: "400 Gb/s" (or "400G", "3.2 Tb/s")')
         return rate
     if key == "cuda":
-        text = f"{v:g}" if isinstance(v, float) else v if isinstance(v, str) else ""
-        if isinstance(v, bool) or _CUDA.match(text.strip()) is None:
+        if isinstance(v, float):  # YAML reads 12.10 as 12.1: only the text says which was meant
+            raise g.fail(
+                key,
+                "a CUDA version is text (YAML reads 12.10 as 12.1)",
+                hint='quote it as nvidia-smi prints it: cuda: "12.8"',
+            )
+        text = v.strip() if isinstance(v, str) else ""
+        if _CUDA.match(text) is None:
             raise g.fail(key, "not a CUDA version", hint='the "CUDA Version" nvidia-smi prints: cuda: "12.8"')
-        return text.strip()
+        return text
     if key == "pcie.gen":
         m = _GEN.match(str(v)) if isinstance(v, (int, str)) and not isinstance(v, bool) else None
         if m is None or not 1 <= int(m.group(1)) <= 6:
