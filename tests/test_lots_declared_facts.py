@@ -189,3 +189,27 @@ def test_a_declared_memory_as_sold_is_a_lower_bound_in_plan(tmp_path: Path) -> N
     assert done.returncode == 0, done.stderr
     fits = {a["memory_fit"]["verdict"] for a in json.loads(done.stdout)["arrangements"]}
     assert fits == {"unknown"}
+
+
+MI = "lot: 8x MI300X\ngpus: {model: MI300X, count: 8}\n"
+
+
+def test_an_amd_lot_declares_xgmi_and_its_views_speak_amd(tmp_path: Path) -> None:
+    snap = _json("show", _lot(tmp_path, MI + "gpu_links: xgmi\n"))
+    pairs = [p for p in snap["pairs"] if p["a"].startswith("gpu") and p["b"].startswith("gpu")]
+    assert len(pairs) == 28 and {p["path"] for p in pairs} == {"XGMI"}
+    assert {g["vendor"] for g in snap["gpus"]} == {"amd"}
+    text = _run("nccl", _lot(tmp_path, MI + "gpu_links: xgmi\n"), "--perf").stdout
+    assert "RCCL" in text.splitlines()[0] and "rccl-tests" in text
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (MI + "gpu_links: nvswitch\n", "joined by XGMI"),
+        ("lot: x\ngpus: {model: H100 SXM 80GB, count: 8}\ngpu_links: xgmi\n", "has no XGMI"),
+    ],
+)
+def test_xgmi_is_for_amd_parts_only(tmp_path: Path, text: str, said: str) -> None:
+    done = _run("show", _lot(tmp_path, text))
+    assert done.returncode == 2 and said in done.stderr and "gpu_links: xgmi" in done.stderr

@@ -26,7 +26,7 @@ from topomap.model.lots.gpus import lookup_model
 from topomap.model.lots.spec import FACT_KEYS, LotError, Written, place, shown
 from topomap.model.origins import FactOrigin
 
-LinkKind = Literal["nvswitch", "nvlink", "none"]
+LinkKind = Literal["nvswitch", "nvlink", "xgmi", "none"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,8 @@ class GpuLinks:
     def words(self) -> str:
         if self.kind == "nvswitch":
             return f"NVSwitch (NV{self.links} every GPU pair)"
+        if self.kind == "xgmi":
+            return "XGMI every GPU pair (AMD Infinity Fabric)"
         return f"NV{self.links} every GPU pair" if self.kind == "nvlink" else "no NVLink"
 
 
@@ -272,6 +274,15 @@ def _links(v: Any, model: GpuPart | None, g: Given | None) -> GpuLinks | None:
     hint = "gpu_links: nvswitch (every pair through NVSwitches), NV12 (every pair 12 links) or none"
     if text == "none":
         return GpuLinks("none", 0)
+    if model.link == "xgmi" or text == "xgmi":  # AMD Instinct: XGMI (Infinity Fabric), one link each pair
+        if model.link != "xgmi" or text != "xgmi" or not model.full_links:
+            what = f"the {model.name} has no XGMI" if model.link != "xgmi" or not model.full_links else ""
+            raise g.fail(
+                "gpu_links",
+                what or f"the {model.name}'s GPUs are joined by XGMI",
+                hint="gpu_links: xgmi (AMD Instinct: every GPU pair by XGMI) or none",
+            )
+        return GpuLinks("xgmi", 1)
     if text == "nvswitch":
         if not model.full_links:
             raise g.fail("gpu_links", f"the {model.name} has no NVLink", hint=hint)
