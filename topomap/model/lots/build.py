@@ -172,7 +172,7 @@ def _fabric(lot: DeclaredLot, number: int) -> Fabric | None:
 def unknown_fields(lot: DeclaredLot) -> list[str]:
     """What the snapshot cannot know: what no declaration carries, and what this one left out."""
     given = {FIELD_OF[k] for k in lot.facts if k in FIELD_OF}
-    silent = ("gpus.count", "nics.gdr", "host.cpu_model", "host.sockets")  # no fact of their own: not listed
+    silent = ("gpus.count", "host.cpu_model", "host.sockets")  # no fact of their own: not listed
     left_out = [f for f in dict.fromkeys(FIELD_OF.values()) if f not in given and f not in silent]
     if "nics" not in given:
         left_out = [f for f in left_out if not f.startswith("nics.")]
