@@ -242,7 +242,7 @@ def test_nvlink_r_of_two_bridged_gpus_gives_their_bus_ids_and_the_pair(real: Pat
     the two are bridged and each sits at the bus the other reaches (derived); the pair is NV12, as
     `topo -m` of the same machine prints; the total link count is not in the file."""
     from topomap.graph import build
-    from topomap.graph.evidence import gpu_pairs_nvlink_summary
+    from topomap.graph.link_summary import gpu_pairs_nvlink_summary
 
     s = import_text((real / "nvidia-smi" / "hpe-dl380a-gen11-2x-h100-pcie-nvlink-R.txt").read_text(), "R")
     assert [(g.pci_bus_id, g.derived) for g in s.gpus] == [

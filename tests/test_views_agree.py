@@ -22,7 +22,8 @@ from topomap.diff import diff_snapshots
 from topomap.flow import bind, gpus_of, parse_flow
 from topomap.flow.mapping import map_flow
 from topomap.graph import build
-from topomap.graph.evidence import gpu_pairs_nvlink_summary, nvlink
+from topomap.graph.evidence import nvlink
+from topomap.graph.link_summary import gpu_pairs_nvlink_summary
 from topomap.graph.routes import route
 from topomap.importers import load_any
 from topomap.model.snapshot import P2P, Fabric, Gpu, Mig, Pair, Snapshot, Source

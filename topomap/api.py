@@ -39,12 +39,12 @@ __all__ = ["BoundFlow", "bind_snapshots", "load", "load_flow", "map_flow"]
 def load(path: str | Path, *, lot_type: str | None = None) -> Snapshot:
     """A machine from any file a command takes as one; ``lot_type`` (``aws/p4de.24xlarge``) fills what the
     file does not carry from that catalogue entry, each such fact labelled ``catalogue``."""
-    from topomap.importers import load_any  # the importers load on first use: `import topomap` stays light
+    from topomap.importers import load_any  # start-up: the importers load on first use
 
     snap = load_any(str(path))
     if lot_type is None:
         return snap
-    from topomap.model.lots import with_lot_type
+    from topomap.model.lots import with_lot_type  # start-up: only with a lot type
 
     return with_lot_type(snap, lot_type)
 

@@ -16,12 +16,11 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from topomap.base.links import NCCL_P2P_LEVELS, PCIE_CLASSES, class_rank
-from topomap.base.part_names import model_from_name
 from topomap.graph.edges import edge_bandwidth
 from topomap.graph.gpudirect import mirror_bits, pair_gdr, unplaced_gdr
 from topomap.graph.query import numa_of, structural_class
-from topomap.graph.topology import FABRIC, Topology, natural_key, snapshot_pair
-from topomap.graph.xgmi_edges import xgmi_reason, xgmi_summary
+from topomap.graph.topology import FABRIC, Topology, snapshot_pair
+from topomap.graph.xgmi_edges import xgmi_reason
 from topomap.model.facts import (
     P2P_BLOCKERS,
     SETTLE,
@@ -35,8 +34,7 @@ from topomap.model.facts import (
     gpu_alive,
     nic_usable,
 )
-from topomap.model.filled_facts import lot_gdr, said
-from topomap.model.nvlink_rate import nvlink_bundle_bandwidth
+from topomap.model.filled_facts import lot_gdr
 from topomap.model.origins import fact_origin
 from topomap.model.snapshot import Nic, Snapshot
 from topomap.model.source_facts import Fact, is_amd_source, settle, settle_for, source_facts, source_knows
@@ -333,9 +331,6 @@ def gpu_link(topo: Topology, a: str, b: str) -> GpuLink:
     return GpuLink("host-memory", "pcie", nv, p2p, (*nv_reasons, *p2p.reasons))
 
 
-# --- fabric ------------------------------------------------------------------------------------------
-
-
 # --- NICs --------------------------------------------------------------------------------------------
 
 
@@ -451,54 +446,3 @@ def nics_at_best_class(topo: Topology, node: str) -> tuple[NicChoice, ...]:
 def memory_node(topo: Topology, gid: str) -> str | None:
     """The NUMA node (graph id) whose memory serves a GPU: the node above it in the tree."""
     return numa_of(topo, gid)
-
-
-@dataclass(frozen=True)
-class LinkSummary:
-    """A GPU's NVLink (or XGMI) in one line for `show`; ``known`` is False where the line says nothing
-    but that it is not known ("—", "unknown"), so a table may leave the column out."""
-
-    text: str
-    known: bool = True
-
-
-def gpu_pairs_nvlink_summary(topo: Topology, gid: str) -> str:
-    """One line for a GPU's NVLink in `show`: active links, bundle rate and its source, or why unknown."""
-    return gpu_link_summary(topo, gid).text
-
-
-def gpu_link_summary(topo: Topology, gid: str) -> LinkSummary:
-    """:func:`gpu_pairs_nvlink_summary` with whether it is known (a table cell's data)."""
-    g = topo.gpu(gid)
-    if g is None:
-        return LinkSummary("—", known=False)
-    if g.lost:
-        return LinkSummary("unknown (GPU lost during the probe)")
-    if g.vendor == "amd":  # AMD's GPU link (issue 35)
-        xgmi = xgmi_summary(topo, gid)
-        return LinkSummary("unknown", known=False) if xgmi is None else LinkSummary(xgmi)
-    snap, active = topo.snapshot, [x for x in g.nvlinks if x.active]
-    peers = sorted(
-        (o for o in (f"gpu{x.index}" for x in snap.gpus) if o != gid and nvlink_route(topo, gid, o) is not None),
-        key=natural_key,
-    )
-    if g.nvlinks:
-        if not active:
-            return LinkSummary(f"0 of {len(g.nvlinks)} links active: no NVLink")
-        bw = nvlink_bundle_bandwidth(g, len(active), snap)
-        # `nvidia-smi nvlink -R` alone lists only the links that reach something: no total to show
-        remotes_only = all(x.active and x.remote_pci_bus_id and x.speed_gbps is None for x in g.nvlinks)
-        listed_all = not (snap.source.kind == "nvidia-smi" and remotes_only)
-        total = f"/{len(g.nvlinks)}" if listed_all else ""
-        text = f"{len(active)}{total} active" + ("" if listed_all else " (links down not listed)")
-        model = model_from_name(g.name) if g.name else None
-        full = model.full_links if model is not None and model.links else 0
-        if model is not None and full and len(active) < full and model.form == "sxm" and len(active) not in model.links:
-            text += f" — {full - len(active)} fewer than an {model.name} has"
-        return LinkSummary(text + f", {bw.text()} ({bw.tag})" if bw.gbps is not None else text)
-    if peers:
-        counts = sorted({(nvlink_route(topo, gid, o) or ((), 0, ""))[1] for o in peers})
-        return LinkSummary(f"NV{'/'.join(map(str, counts))} to {len(peers)} GPU(s) ({said(snap, 'pairs.nvlink')})")
-    if not source_knows(snap, "nvlink"):
-        return LinkSummary(f"unknown: this source does not record NVLink (settle it with {SETTLE['nvlink']})")
-    return LinkSummary("none")

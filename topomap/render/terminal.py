@@ -11,7 +11,7 @@ from rich.tree import Tree
 from topomap.base.units import fmt_bytes
 from topomap.graph import FABRIC, Topology, natural_key
 from topomap.graph.edges import edge_bandwidth
-from topomap.graph.evidence import gpu_link_summary
+from topomap.graph.link_summary import gpu_link_summary
 from topomap.graph.query import tree_parents
 from topomap.model.facts import SETTLE, fabric_ready, gpu_memory, gpu_pcie_link, nic_family, nic_gdr
 from topomap.model.filled_facts import named, nic_speed
