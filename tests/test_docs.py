@@ -68,8 +68,9 @@ def test_the_readme_shows_three_examples_and_links_every_page() -> None:
     readme = (ROOT / "README.md").read_text()
     assert len(readme.splitlines()) <= 150
     assert len(examples(ROOT / "README.md")) == 3
-    for page in DOCS.rglob("*.md"):
-        assert f"](docs/{page.relative_to(DOCS)}" in readme, f"the README links no docs/{page.relative_to(DOCS)}"
+    for page in DOCS.rglob("*.md"):  # the generated reference pages: at least their commands page
+        if page.parent.name != "reference" or page.name == "commands.md":
+            assert f"](docs/{page.relative_to(DOCS)}" in readme, f"the README links no docs/{page.relative_to(DOCS)}"
 
 
 def test_the_examples_are_read_as_the_pages_mean_them(tmp_path: Path) -> None:
