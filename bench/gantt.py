@@ -38,7 +38,7 @@ def command(fmt: str, runs: int) -> tuple[float, float]:
 
 
 def drawing(module_path: Path, fmt: str, runs: int) -> float:
-    from topomap.cli.bind import bind_probes
+    from topomap.api import bind_snapshots
     from topomap.flow import read_flow
     from topomap.plan import plan_flow
 
@@ -47,7 +47,7 @@ def drawing(module_path: Path, fmt: str, runs: int) -> float:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     f = read_flow(ROOT / FLOW)
-    result = plan_flow(f, bind_probes(f, []), [2])
+    result = plan_flow(f, bind_snapshots(f, []), [2])
     mod.gantt_image(result, fmt)  # imports matplotlib once
     times = []
     for _ in range(runs):

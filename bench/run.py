@@ -64,7 +64,7 @@ def timed(fn: Callable[[], T]) -> tuple[float, T]:
 
 def stages(hosts: int, work: Path, arrows: int = ARROWS) -> dict[str, float | None]:
     """Seconds per stage for one cluster size (None: stage skipped)."""
-    from topomap.cli.bind import bind_probes
+    from topomap.api import bind_snapshots
     from topomap.diff import diff_clusters
     from topomap.flow import map_flow, read_flow
     from topomap.graph import build
@@ -82,11 +82,11 @@ def stages(hosts: int, work: Path, arrows: int = ARROWS) -> dict[str, float | No
     flow_file.write_text(synth.flow_text(hosts, arrows))
     out["map: parse flow"], flow = timed(lambda: read_flow(flow_file))
     per_host = [f"{synth.host_name(i)}={f}" for i, f in enumerate(files)]
-    out["map: bind hosts"], topos = timed(lambda: bind_probes(flow, per_host))
-    # Binding the flow to the merged file reloads it per flow host (cli.bind.bind_probes): only
+    out["map: bind hosts"], topos = timed(lambda: bind_snapshots(flow, per_host))
+    # Binding the flow to the merged file reloads it per flow host (topomap.api.bind_snapshots): only
     # measured where that finishes in reasonable time.
     out["map: bind merged file"] = (
-        timed(lambda: bind_probes(flow, [str(cluster_file)]))[0] if hosts <= MERGED_BIND_MAX else None
+        timed(lambda: bind_snapshots(flow, [str(cluster_file)]))[0] if hosts <= MERGED_BIND_MAX else None
     )
     out["map: map arrows"], fmap = timed(lambda: map_flow(flow, topos))
     print(f"{hosts} hosts: {len(fmap.arrows)} arrows mapped", file=sys.stderr, flush=True)

@@ -109,12 +109,12 @@ def _run_stage(stage: str, work: Path) -> dict[str, float]:
         json.dumps(report.to_json())
         out["render text + json"] = _clock() - t
     else:
-        from topomap.cli.bind import bind_probes
+        from topomap.api import bind_snapshots
         from topomap.flow import map_flow, read_flow
 
         flow = read_flow(work / "flow.yaml")
         out["parse flow"], t = _clock() - t, _clock()
-        topos = bind_probes(flow, [str(work / "cluster.json")])
+        topos = bind_snapshots(flow, [str(work / "cluster.json")])
         out["bind to cluster file"], t = _clock() - t, _clock()
         fmap = map_flow(flow, topos)
         out["map arrows"] = _clock() - t

@@ -2,7 +2,7 @@
 cannot drift: every command's options from the typer app, the file formats from the JSON schemas
 in topomap/schema/, the exit codes from each command's help and the CLI's error guard.
 
-Run: python scripts/docs_reference.py           (rewrites docs/reference/: commands, exit codes, formats)
+Run: python scripts/docs_reference.py           (rewrites docs/reference/: commands, exit codes, formats, units)
      python scripts/docs_reference.py --check   (exit 1, naming the pages, when one is out of date;
                                                  tests/test_docs.py runs this comparison)
 """
@@ -142,6 +142,7 @@ def format_page(name: str) -> str:
     out.append(
         "not know is `null`, never a guess."
         + (" The YAML file is read as this structure." if name in ("flow", "requirements") else "")
+        + (" Sizes, durations and rates are written as [Units](units.md) says." if name == "flow" else "")
         + "\n"
     )
     if "properties" in schema:  # the root is inline (requirements)
@@ -168,9 +169,46 @@ def exit_codes_page() -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+#: Where each kind of value is read, its range, and what a bare number or a bare K/M/G means there.
+UNITS_READ = (
+    ("flow: an arrow's `volume`, `memory_per_task`, `duplicated_memory`, `split.exchange`", "size", "SIZE",
+     "refused", "refused"),
+    ("flow: `duration`, `durations`, a `durations_csv`, the assembly's `duration`", "duration", "SPAN",
+     "refused", ""),
+    ("flow: `limits.storage_read`, `limits.storage_write`", "rate in bytes", "RATE", "refused",
+     "refused (`400G` is bits)"),
+    ("lot: `gpus.memory`, `host_memory`", "size", "under 1 ZB", "refused", "refused"),
+    ("lot: `nics.rate`", "rate in bits", "above 0", "refused", "`400G` = 400 Gb/s"),
+    ("lot: `periods`", "duration", "above 0", "refused", ""),
+    ("`measure --size`", "size", "4 KiB to 256 GiB", "MiB (as nvbandwidth's `-b`)", "binary (as nccl-tests' `-b`)"),
+    ("`nccl --sizes`", "size", "1 B to 16 TiB", "bytes (as nccl-tests' `-b`, `-e`)", "binary (as nccl-tests)"),
+    ("`record --interval`", "duration", "10 ms to 1 h", "seconds", ""),
+)  # fmt: skip
+
+
+def units_page() -> str:
+    """How sizes, durations and rates are written: the spellings from topomap.base.units' docstring."""
+    from topomap.base import units
+
+    doc = inspect.cleandoc(units.__doc__ or "")
+    spellings = doc.split("\n\n")[2]  # the list after "Every size, duration and rate … one set of spellings"
+    ranges = {"SIZE": units.SIZE_RANGE, "SPAN": units.SPAN_RANGE, "RATE": units.RATE_RANGE}
+    out = [GENERATED, "# Units\n"]
+    out.append("Every size, duration and rate topomap reads, in a flow, a lot declaration or an option, is read by")
+    out.append("one set of parsers (`topomap/base/units.py`) with one set of spellings:\n")
+    out.append(spellings.replace("``", "`") + "\n")
+    out.append("Where each is read, within which range (each bound itself accepted), and what a bare number or a")
+    out.append("bare letter means there. A refusal is one line naming the file and line, or the option, exit 2.\n")
+    out.append("| where | reads | range | a bare number | a bare K, M, G |\n|---|---|---|---|---|")
+    for where, what, bound, number, letter in UNITS_READ:
+        out.append(f"| {where} | {what} | {ranges.get(bound, bound)} | {number} | {letter or '—'} |")
+    return "\n".join(out).rstrip() + "\n"
+
+
 PAGES = {
     "commands.md": commands_page,
     "exit-codes.md": exit_codes_page,
+    "units.md": units_page,
     **{f"format-{name}.md": (lambda name=name: format_page(name)) for name in FORMATS},
 }
 

@@ -27,10 +27,9 @@ from topomap.model.merge import merge  # noqa: E402
 from topomap.model.snapshot import Fabric, Gpu, Snapshot, hosts_of  # noqa: E402
 from topomap.nccl.cluster import predict_groups  # noqa: E402
 from topomap.nccl.predict import Entry, NcclReport, parse_ranks, predict_snapshot  # noqa: E402
-from topomap.nccl.rules import parse_env  # noqa: E402
 from topomap.transport.decide import decide  # noqa: E402
 from topomap.transport.facts import remote_facts  # noqa: E402
-from topomap.transport.rules import NcclEnv  # noqa: E402
+from topomap.transport.rules import NcclEnv, parse_env  # noqa: E402
 
 SNAPS = sorted((SAMPLES / "snapshots").glob("*.json"))
 rep = msgspec.structs.replace

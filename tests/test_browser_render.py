@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SAMPLES
-from topomap.cli.bind import bind_probes
+from topomap.api import bind_snapshots
 from topomap.flow import read_flow
 from topomap.flow.mapping import map_flow
 from topomap.render.dot import pipe, topology_dot
@@ -116,7 +116,7 @@ def test_every_flow_diagram_in_the_browser(tmp_path: Path) -> None:
     figures = []
     for flow in FLOWS:
         f = read_flow(flow)
-        topos = bind_probes(f, [])
+        topos = bind_snapshots(f, [])
         fmap = map_flow(f, topos)
         labels = sorted({line for a in fmap.arrows if a.label for line in _lines(a.label)})
         for view, dot_text in (
@@ -173,7 +173,7 @@ def test_report_in_the_browser(flow: str, tmp_path: Path) -> None:
     assert isinstance(svgs, list) and len(svgs) == 1
     assert 100 <= svgs[0]["width"] <= 1200  # fits the page (max-width 1180 px)
     fmap = map_flow(
-        read_flow(SAMPLES / "flows" / f"{flow}.yaml"), bind_probes(read_flow(SAMPLES / "flows" / f"{flow}.yaml"), [])
+        read_flow(SAMPLES / "flows" / f"{flow}.yaml"), bind_snapshots(read_flow(SAMPLES / "flows" / f"{flow}.yaml"), [])
     )
     shown = set(svgs[0]["texts"])
     body = str(result["bodyText"])
@@ -219,7 +219,7 @@ if os.environ.get("TOPOMAP_DOCS"):
             ("tensor-parallel", "machine", "tensor-parallel"),
         ):
             f = read_flow(SAMPLES / "flows" / f"{flow}.yaml")
-            topos = bind_probes(f, [])
+            topos = bind_snapshots(f, [])
             fmap = map_flow(f, topos)
             jobs.append((name, flow_pipeline_dot(fmap) if view == "pipeline" else flow_on_machine_dot(fmap, topos)))
         jobs.append(

@@ -450,11 +450,11 @@ def test_matrix_says_when_its_gpu_cells_cannot_show_nvlink() -> None:
 def test_network_arrow_names_roce_apart_from_plain_ethernet() -> None:
     """IBM gx3d's ConnectX ports have PCI class 0x0200 (Ethernet) and are RDMA devices: RoCE. The
     arrow says roce, not ethernet (which reads as TCP) nor a bare rdma."""
-    from topomap.cli.bind import bind_probes
+    from topomap.api import bind_snapshots
     from topomap.flow import read_flow
 
     flow = read_flow(SAMPLES / "flows" / "two-host-pipeline.yaml")
-    arrows = map_flow(flow, bind_probes(flow, [])).arrows
+    arrows = map_flow(flow, bind_snapshots(flow, [])).arrows
     net = [a for a in arrows if a.medium == "network"]
     assert len(net) == 1 and net[0].via == "roce" and net[0].bandwidth_gbps == 25.0
 

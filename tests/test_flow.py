@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SAMPLES
-from topomap.cli.bind import bind_probes
+from topomap.api import bind_snapshots
 from topomap.flow import GivenSnapshot, SnapshotFile, bind_hosts, claim_hosts, parse_flow, read_flow
 from topomap.flow.spec import FlowError, parse_volume
 from topomap.importers import load_any
@@ -30,14 +30,14 @@ SNAP = str(SAMPLES / "snapshots" / "rtx5090-pair-p2p-gns.json")
 def err(text: str) -> FlowError:
     with pytest.raises(FlowError) as exc:
         f = parse_flow(text, "f.yaml")
-        bind_probes(f, [])
+        bind_snapshots(f, [])
     assert "\n" not in str(exc.value)
     return exc.value
 
 
 def test_good_flow_parses_and_binds() -> None:
     f = parse_flow(GOOD.format(snap=SNAP), "f.yaml")
-    bind_probes(f, [])
+    bind_snapshots(f, [])
     assert [(a.src.label(), a.dst.label(), a.volume_bytes) for a in f.arrows] == [
         ("lot:memory", "lot:gpu1", 2**30),
         ("lot:gpu1", "ws", None),
@@ -90,10 +90,10 @@ def test_probe_binding_on_the_command_line(tmp_path: Path) -> None:
     p = tmp_path / "f.yaml"
     p.write_text(GOOD.format(snap="null"))
     f = read_flow(p)
-    topos = bind_probes(f, [f"lot={SNAP}"])
+    topos = bind_snapshots(f, [f"lot={SNAP}"])
     assert topos["lot"] is not None and topos["ws"] is None
     with pytest.raises(FlowError, match="has no host 'nope'"):
-        bind_probes(read_flow(p), [f"nope={SNAP}"])
+        bind_snapshots(read_flow(p), [f"nope={SNAP}"])
 
 
 def test_volumes() -> None:
@@ -104,7 +104,7 @@ def test_volumes() -> None:
 def test_sample_flows_parse() -> None:
     for f in sorted((SAMPLES / "flows").glob("*.yaml")):
         flow = read_flow(f)
-        bind_probes(flow, [])
+        bind_snapshots(flow, [])
         assert flow.arrows
 
 

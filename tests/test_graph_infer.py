@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import REAL, SAMPLES
+from topomap.api import bind_snapshots
 from topomap.base.links import PCIE_CLASSES
-from topomap.cli.bind import bind_probes
 from topomap.flow import parse_flow
 from topomap.flow.mapping import MappedArrow, map_flow
 from topomap.graph import Topology, build
@@ -83,7 +83,7 @@ def pair(tmp_path: Path, snap: Path, memory: str = "lot:memory") -> list[MappedA
         "arrows:\n  - {from: m, to: a, volume: 1 GiB}\n  - {from: a, to: b, volume: 1 GiB}\n"
     )
     flow = parse_flow(f.read_text(), str(f))
-    return map_flow(flow, bind_probes(flow, [f"lot={snap}"])).arrows
+    return map_flow(flow, bind_snapshots(flow, [f"lot={snap}"])).arrows
 
 
 def test_h200_map_pins_on_numa0_and_takes_memory_on_numa1(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import SAMPLES, run_probe
 from tests.fakes import machines
-from topomap.cli.bind import bind_probes
+from topomap.api import bind_snapshots
 from topomap.flow import parse_flow
 from topomap.flow.mapping import MappedArrow, map_flow
 from topomap.graph import build
@@ -136,7 +136,7 @@ def test_exchange_step_is_all_pairs_both_ways(tmp_path: Path) -> None:
     snap = tmp_path / "s.json"
     save_snapshot(load_any(SAMPLES / "snapshots" / "ibm-gx3d-h100-8gpu.json"), snap)
     f = parse_flow(f"flow: x\nhosts: {{lot: {snap}}}\nsteps:\n  ar: {{kind: exchange, on: lot:gpus}}\n", "x.yaml")
-    m = map_flow(f, bind_probes(f, []))
+    m = map_flow(f, bind_snapshots(f, []))
     assert len(m.arrows) == 28 and all(a.both_ways and a.medium == "gpu-link" for a in m.arrows)
     assert {a.bandwidth_gbps for a in m.arrows} == {450.0}
     assert m.summary() == [
@@ -155,7 +155,7 @@ def test_sample_doc_conversion_media() -> None:
     from topomap.flow import read_flow
 
     f = read_flow(SAMPLES / "flows" / "doc-conversion.yaml")
-    m = map_flow(f, bind_probes(f, []))
+    m = map_flow(f, bind_snapshots(f, []))
     media = [(a.src_step, a.dst_step, a.medium) for a in m.arrows]
     assert media == [
         ("batch-a", "convert-a", "host-memory"),
@@ -170,11 +170,11 @@ def test_sample_tensor_parallel_on_nvswitch_and_on_the_4090_box() -> None:
     from topomap.flow import read_flow
 
     f = read_flow(SAMPLES / "flows" / "tensor-parallel.yaml")
-    m = map_flow(f, bind_probes(f, []))
+    m = map_flow(f, bind_snapshots(f, []))
     ex = [a for a in m.arrows if a.src_step == a.dst_step == "allreduce"]
     assert len(ex) == 28 and {(a.medium, a.via) for a in ex} == {("gpu-link", "nvswitch")}
     f = read_flow(SAMPLES / "flows" / "tensor-parallel.yaml")
-    m = map_flow(f, bind_probes(f, [f"lot={SAMPLES / 'snapshots' / 'rtx4090-8gpu-all-sys.json'}"]))
+    m = map_flow(f, bind_snapshots(f, [f"lot={SAMPLES / 'snapshots' / 'rtx4090-8gpu-all-sys.json'}"]))
     ex = [a for a in m.arrows if a.src_step == a.dst_step == "allreduce"]
     assert {a.medium for a in ex} == {"host-memory"}
     assert all(any("assumed NCCL's rule" in n for n in a.notes) for a in ex)

@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import REAL, SAMPLES
+from topomap.api import bind_snapshots
 from topomap.cli import app
-from topomap.cli.bind import bind_probes
 from topomap.flow import parse_flow
 from topomap.flow.mapping import MappedArrow, map_flow
 from topomap.flow.spec import FlowError
@@ -40,7 +40,7 @@ def pair(tmp_path: Path, snap: Path, memory: str = "lot:memory") -> list[MappedA
     f = tmp_path / "pair.yaml"
     f.write_text(PAIR.replace("MEMORY", memory))
     flow = parse_flow(f.read_text(), str(f))
-    return map_flow(flow, bind_probes(flow, [f"lot={snap}"])).arrows
+    return map_flow(flow, bind_snapshots(flow, [f"lot={snap}"])).arrows
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ def test_a_cluster_binds_the_hosts_named_like_its_own(tmp_path: Path, cluster: P
     f = tmp_path / "f.yaml"
     f.write_text(Path(DOC).read_text().replace("lot", "node-b").replace("../snapshots/", f"{SAMPLES}/snapshots/"))
     flow = parse_flow(f.read_text(), str(f))
-    topos = bind_probes(flow, [str(cluster)])
+    topos = bind_snapshots(flow, [str(cluster)])
     assert topos["node-b"] is not None and topos["node-b"].snapshot.host.hostname == "node-b"
 
 
@@ -89,7 +89,7 @@ def test_a_cluster_binds_the_hosts_named_like_its_own(tmp_path: Path, cluster: P
 def test_bindings_that_would_be_silently_wrong(probes: list[str], message: str) -> None:
     flow = parse_flow(Path(DOC).read_text(), DOC)
     with pytest.raises(FlowError) as e:
-        bind_probes(flow, probes)
+        bind_snapshots(flow, probes)
     assert str(e.value) == message
 
 

@@ -10,11 +10,11 @@ import pytest
 from topomap.base.errors import TopomapError
 from topomap.importers import load_any
 from topomap.model.snapshot import Snapshot
-from topomap.nccl.decide import NicFact, PairFacts, decide
 from topomap.nccl.logread import read_log, transport_of
 from topomap.nccl.nodes import predict
 from topomap.nccl.predict import compare_log, predict_snapshot
-from topomap.nccl.rules import NcclEnv, parse_env
+from topomap.transport.decide import NicFact, PairFacts, decide
+from topomap.transport.rules import NcclEnv, parse_env
 
 LOGS = Path(__file__).parent / "data" / "real-nccl-logs"
 SAMPLES = Path(__file__).parent.parent / "samples" / "snapshots"

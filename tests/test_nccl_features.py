@@ -17,7 +17,7 @@ from topomap.graph import build
 from topomap.importers import load_any
 from topomap.model.codec import save_snapshot
 from topomap.nccl.features import features
-from topomap.nccl.rules import NcclEnv, parse_env
+from topomap.transport.rules import NcclEnv, parse_env
 
 SAMPLES = Path(__file__).parent.parent / "samples" / "snapshots"
 

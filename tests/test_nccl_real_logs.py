@@ -16,7 +16,7 @@ from topomap.cli import app
 from topomap.cli.nccl import _from_log
 from topomap.importers import import_text
 from topomap.nccl.logread import read_log, transport_of
-from topomap.nccl.rules import TRANSPORTS, NcclEnv
+from topomap.transport.rules import TRANSPORTS, NcclEnv
 
 LOGS = Path(__file__).parent / "data" / "real-nccl-logs"
 SAMPLES = Path(__file__).parent.parent / "samples" / "snapshots"

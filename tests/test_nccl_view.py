@@ -151,8 +151,8 @@ def test_a_summary_line_comes_first() -> None:
     entries with GPUDirect and 8 P2P ones."""
     from topomap.importers import load_any
     from topomap.nccl.nodes import predict
-    from topomap.nccl.rules import NcclEnv
     from topomap.render.nccl_view import summary
+    from topomap.transport.rules import NcclEnv
 
     snap = load_any(str(Path(__file__).parent.parent / "samples" / "snapshots" / "hgx-h200-8gpu-10nic.json"))
     assert summary(predict(snap, NcclEnv())) == "predicted for 56 rank pairs: 56 P2P (p2p-nvlink)"

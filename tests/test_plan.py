@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SAMPLES
+from topomap.api import bind_snapshots
 from topomap.base.units import fmt_span
-from topomap.cli.bind import bind_probes
 from topomap.collective.expect import expect
 from topomap.collective.lot import plan as lot_plan
 from topomap.flow import read_flow
@@ -25,7 +25,7 @@ MIN = 60.0
 
 def plan_of(path: Path, cards: list[int] | None = None, probes: list[str] | None = None) -> PlanResult:
     flow = read_flow(path)
-    return plan_flow(flow, bind_probes(flow, probes or []), cards)
+    return plan_flow(flow, bind_snapshots(flow, probes or []), cards)
 
 
 def arr(r: PlanResult, k: int, kind: str) -> Arrangement:

@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 
 from tests.conftest import SAMPLES, run_probe
 from tests.fakes.machines import hgx_h100
+from topomap.api import bind_snapshots
 from topomap.base.units import fmt_bandwidth
 from topomap.cli import app
-from topomap.cli.bind import bind_probes
 from topomap.collective.expect import expect
 from topomap.collective.lot import plan as lot_plan
 from topomap.flow import read_flow
@@ -68,7 +68,7 @@ arrows:
 def _plan(path: Path | str, cards: list[int] | None = None, probes: list[str] | None = None) -> PlanResult:
     """Read the flow afresh (binding resolves placements in place: one Flow is bound to one lot) and plan it."""
     f = read_flow(path)
-    return plan_flow(f, bind_probes(f, probes or []), cards)
+    return plan_flow(f, bind_snapshots(f, probes or []), cards)
 
 
 def _arr(r: PlanResult, k: int, kind: str) -> Arrangement:
@@ -99,7 +99,7 @@ def test_cards_on_separate_switches_do_not_share(tmp_path: Path) -> None:
     work = "  count: 8\n  duration: 12 min\n"
     path = _flow(tmp_path, _h100(tmp_path), work)
     f = read_flow(path)
-    r = plan_flow(f, bind_probes(f, []), [1])
+    r = plan_flow(f, bind_snapshots(f, []), [1])
     legs = [lg for lg in r.legs if lg.direction == "input" and lg.card in ("gpu0", "gpu2")]
     costs = share(legs, ["gpu0", "gpu2"], Work(units=[], source="test"))[0]
     assert [c.input_s for c in costs] == [pytest.approx(lg.seconds()) for lg in legs]

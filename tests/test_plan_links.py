@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import REAL, SAMPLES
+from topomap.api import bind_snapshots
 from topomap.cli import app
-from topomap.cli.bind import bind_probes
 from topomap.flow import read_flow
 from topomap.plan import Arrangement, PlanResult, plan_flow
 
@@ -46,7 +46,7 @@ arrows:
 
 def _plan(path: Path, cards: list[int]) -> PlanResult:
     f = read_flow(path)
-    return plan_flow(f, bind_probes(f, []), cards)
+    return plan_flow(f, bind_snapshots(f, []), cards)
 
 
 def _arr(r: PlanResult, k: int, kind: str = "even-static") -> Arrangement:

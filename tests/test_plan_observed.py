@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import SAMPLES
+from topomap.api import bind_snapshots
 from topomap.base.errors import TopomapError
 from topomap.cli import app
-from topomap.cli.bind import bind_probes
 from topomap.flow import read_flow
 from topomap.flow.spec import Flow, Unit, Work
 from topomap.plan import plan_flow
@@ -54,9 +54,9 @@ def test_a_failed_or_unfinished_run_is_refused() -> None:
 def test_plan_with_a_shipped_record() -> None:
     seen = observed_for_plan(load_run(TWO_CARDS), 8)
     flow = read_flow(REFERENCE)
-    r = plan_flow(flow, bind_probes(flow, []), [1, 2])
+    r = plan_flow(flow, bind_snapshots(flow, []), [1, 2])
     flow = read_flow(REFERENCE)  # afresh: binding resolves placements in place
-    o = plan_flow(flow, bind_probes(flow, []), [1, 2], (seen, TWO_CARDS))
+    o = plan_flow(flow, bind_snapshots(flow, []), [1, 2], (seen, TWO_CARDS))
     assert r.unit_provenance == "assumed" and o.unit_provenance == "observed"
     assert {u.seconds for u in o.units} == {seen["unit_duration_s"]}
     one = next(a for a in o.arrangements if a.kind == "one card")

@@ -12,9 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import REAL, SAMPLES
+from topomap.api import bind_snapshots
 from topomap.cli import app
-from topomap.cli.bind import bind_probes
-from topomap.flow import parse_flow, read_flow
+from topomap.flow import Placement, parse_flow, read_flow
 from topomap.flow.mapping import map_flow
 from topomap.render.bundles import bundles, compress_places
 from topomap.render.dot import pipe, topology_dot
@@ -41,7 +41,7 @@ def undeclared(dot_text: str) -> set[str]:
 
 def _fmap(flow: Path, probes: list[str] | None = None):  # type: ignore[no-untyped-def]
     f = read_flow(flow)
-    topos = bind_probes(f, probes or [])
+    topos = bind_snapshots(f, probes or [])
     return map_flow(f, topos), topos
 
 
@@ -92,8 +92,10 @@ def test_bundles_collapse_replicas_and_pairs() -> None:
 
 
 def test_compress_places() -> None:
-    assert compress_places(["a:gpu0", "a:gpu1", "a:gpu2", "a:gpu5", "b:memory", "a:gpu3"]) == "a:gpu0–3,5, b:memory"
-    assert compress_places(["ws"]) == "ws"
+    gpus = [Placement("a", "gpu", f"gpu{n}") for n in (0, 1, 2, 5)]
+    places = [*gpus, Placement("b", "memory"), Placement("a", "gpu", "gpu3")]
+    assert compress_places(places) == "a:gpu0–3,5, b:memory"
+    assert compress_places([Placement("ws", "host")]) == "ws"
 
 
 def test_each_flow_arrow_drawn_once_with_its_label() -> None:
@@ -160,10 +162,10 @@ def _chain(n: int, hosts: int = 1) -> str:
 def test_pipeline_view_wraps_into_a_grid() -> None:
     """Issue 13: the pipeline view was one 5637 × 107 px row."""
     flow = parse_flow(_chain(12), "chain.yaml")
-    fmap = map_flow(flow, bind_probes(flow, []))
+    fmap = map_flow(flow, bind_snapshots(flow, []))
     w, h = svg_size(pipe(flow_pipeline_dot(fmap), "svg"))
     assert 0.5 <= w / h <= 2.5, (w, h)
-    w, h = svg_size(pipe(flow_on_machine_dot(fmap, bind_probes(flow, [])), "svg"))  # one busy host: wraps too
+    w, h = svg_size(pipe(flow_on_machine_dot(fmap, bind_snapshots(flow, [])), "svg"))  # one busy host: wraps too
     assert 0.5 <= w / h <= 2.5, (w, h)
 
 
@@ -171,8 +173,8 @@ def test_pipeline_view_wraps_into_a_grid() -> None:
 def test_hosts_stack_past_two() -> None:
     """Four hosts: two columns, the third host below the first — not one row of four."""
     flow = parse_flow(_chain(8, hosts=4), "chain.yaml")
-    fmap = map_flow(flow, bind_probes(flow, []))
-    root = ET.fromstring(pipe(flow_on_machine_dot(fmap, bind_probes(flow, [])), "svg"))
+    fmap = map_flow(flow, bind_snapshots(flow, []))
+    root = ET.fromstring(pipe(flow_on_machine_dot(fmap, bind_snapshots(flow, [])), "svg"))
     boxes: dict[str, tuple[float, float]] = {}
     for g in root.iter(SVG + "g"):
         if g.get("class") != "cluster":
@@ -225,7 +227,7 @@ PASTES = sorted((REAL / "nvidia-smi").glob("*.txt"))
 def test_tensor_parallel_on_every_machine_declares_every_node(lot: Path) -> None:
     """The all-GPU flow bound to every sample and every raw paste: each view's DOT declares what it mentions."""
     flow = read_flow(SAMPLES / "flows" / "tensor-parallel.yaml")
-    topos = bind_probes(flow, [f"lot={lot}"])
+    topos = bind_snapshots(flow, [f"lot={lot}"])
     fmap = map_flow(flow, topos)
     for hardware in ("used", "all"):
         assert undeclared(flow_on_machine_dot(fmap, topos, hardware)) == set(), hardware

@@ -87,13 +87,13 @@ def test_narrow_terminal_never_splits_a_word() -> None:
 
     from rich.console import Console
 
-    from topomap.cli.bind import bind_probes
+    from topomap.api import bind_snapshots
     from topomap.flow import read_flow
     from topomap.flow.mapping import map_flow
     from topomap.render.mapview import arrows_view, summary_view
 
     flow = read_flow(PIPE)
-    fmap = map_flow(flow, bind_probes(flow, []))
+    fmap = map_flow(flow, bind_snapshots(flow, []))
     for view in (summary_view, arrows_view):
         console = Console(width=80, file=io.StringIO(), color_system=None)
         with console.capture() as cap:

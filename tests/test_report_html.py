@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import SAMPLES
+from topomap.api import bind_snapshots
 from topomap.cli import app
-from topomap.cli.bind import bind_probes
 from topomap.flow import map_flow, read_flow
 from topomap.render.report import ReportInputs, duration, report_html, shown
 
@@ -60,7 +60,7 @@ def test_report_is_self_contained_and_complete(flow: Path, tmp_path: Path) -> No
     assert page.external == []  # opens offline
     assert not re.search(r"(src|href)=\"https?:", text) and "@import" not in text
     visible = "".join(page.text)
-    fmap = map_flow(read_flow(flow), bind_probes(read_flow(flow), []))
+    fmap = map_flow(read_flow(flow), bind_snapshots(read_flow(flow), []))
     for st in fmap.flow.steps:
         assert st in visible
     for a in fmap.arrows:
@@ -105,7 +105,7 @@ def test_report_refuses_bad_output_and_leaves_nothing(tmp_path: Path) -> None:
 
 def test_report_without_graphviz_says_so() -> None:
     flow = read_flow(SAMPLES / "flows" / "two-host-pipeline.yaml")
-    topos = bind_probes(flow, [])
+    topos = bind_snapshots(flow, [])
     inp = ReportInputs(fmap=map_flow(flow, topos), topos=topos, svg=None, svg_missing="Graphviz `dot` is not installed")
     text = report_html(inp)
     assert "diagram not drawn: Graphviz `dot` is not installed" in text
@@ -117,7 +117,7 @@ def test_every_value_is_text_on_the_page() -> None:
     """Autoescaping is on: markup characters become entities, control characters are written visibly,
     None is —; only the template writes markup."""
     flow = read_flow(SAMPLES / "flows" / "two-host-pipeline.yaml")
-    topos = bind_probes(flow, [])
+    topos = bind_snapshots(flow, [])
     evil = '<b a="1">&\x1b[31m\x00\ud800'
     inp = ReportInputs(fmap=map_flow(flow, topos), topos=topos, svg=None, sources=[evil])
     text = report_html(inp)

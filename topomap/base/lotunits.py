@@ -1,7 +1,8 @@
 """What a catalogue line writes, read in one place: a link rate ("400 Gb/s"), a size ("180 GB"), a rental
 period ("7 d"), a price ("2.49 USD per GPU-hour"), and whether two memory sizes are one card's. Every
 parser returns None for text it cannot read (the caller names the file, line and field); none guesses a
-unit that is not written.
+unit that is not written. Rates, sizes and periods are written as everywhere else (:mod:`topomap.base.units`
+reads them); this module adds what a lot asks of them (a positive rate, a size under a zettabyte).
 
 Prices keep their currency as given: topomap never converts one currency to another, and two prices in
 different currencies are never compared (:meth:`Price.comparable`). A price says what it is per (a GPU,
@@ -15,42 +16,29 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-_NUMBER = r"([0-9]+(?:\.[0-9]+)?|\.[0-9]+)"
+from topomap.base import units
+
+_NUMBER = f"({units.NUMBER})"
 
 # --- link rates ------------------------------------------------------------------------------------
-
-_RATE = re.compile(rf"^\s*{_NUMBER}\s*(?P<p>[kKmMgGtT])?(?P<s>(?:[bB]its?|[bB])(?:/s|ps)?|[bB][eE])?\s*$")
-_RATE_SCALE = {"k": 1e-6, "m": 1e-3, "g": 1.0, "t": 1e3}
 
 
 def parse_rate_gbit(text: str) -> float | None:
     """A line rate in gigabits per second: "400 Gb/s", "400Gbps", "400 GbE", "400G" (as NIC catalogues
     write it), "3.2 Tb/s", "100 Mb/s". A bare number (no unit) is refused, and so is a byte rate
-    ("50 GB/s", "50 GBps"): a NIC's rate is written in bits."""
-    m = _RATE.match(text)
-    if m is None or (m.group("p") is None and m.group("s") is None):
-        return None
-    suffix = m.group("s") or ""
-    if suffix[:1] == "B" and suffix[:2].upper() != "BE":
-        return None  # bytes, not bits
-    value = float(m.group(1)) * _RATE_SCALE[(m.group("p") or "g").lower()]
-    return value if math.isfinite(value) and value > 0 else None
+    ("50 GB/s", "50 GBps"): a NIC's rate is written in bits (:func:`topomap.base.units.parse_rate_gbit`)."""
+    value = units.parse_rate_gbit(text)
+    return value if value is not None and math.isfinite(value) and value > 0 else None
 
 
 # --- sizes -----------------------------------------------------------------------------------------
 
-_SIZE = re.compile(rf"^\s*{_NUMBER}\s*([KMGTP])(i?)B\s*$", re.IGNORECASE)
-_SIZE_POWER = {"K": 1, "M": 2, "G": 3, "T": 4, "P": 5}
-
 
 def parse_size_bytes(text: str) -> int | None:
-    """A memory size in bytes: "180 GB" (decimal, as vendors sell it), "192 GiB" (binary), "2 TB"."""
-    m = _SIZE.match(text)
-    if m is None:
-        return None
-    base = 1024 if m.group(3) else 1000
-    value = float(m.group(1)) * base ** _SIZE_POWER[m.group(2).upper()]
-    return int(value) if 0 < value < 1e21 else None
+    """A memory size in bytes: "180 GB" (decimal, as vendors sell it), "192 GiB" (binary), "2 TB"; a bare
+    number or a bare "80G" is refused (:func:`topomap.base.units.parse_size`)."""
+    value = units.parse_size(text)
+    return int(value) if value is not None and 0 < value < 1e21 else None
 
 
 #: How far above the smaller of two sizes the larger may be for both to name one card's memory. One card
@@ -72,22 +60,12 @@ def same_memory_class(a_bytes: int, b_bytes: int) -> bool:
 
 # --- rental periods --------------------------------------------------------------------------------
 
-_PERIOD = re.compile(rf"^\s*{_NUMBER}\s*([a-z]+)\s*$", re.IGNORECASE)
-_PERIOD_SECONDS = {
-    "h": 3600.0, "hr": 3600.0, "hour": 3600.0, "hours": 3600.0,
-    "d": 86400.0, "day": 86400.0, "days": 86400.0,
-    "w": 604800.0, "wk": 604800.0, "week": 604800.0, "weeks": 604800.0,
-}  # fmt: skip
-
 
 def parse_period_seconds(text: str) -> float | None:
-    """A rental period in seconds: "3 d", "7 days", "1 week", "12 h". Months are refused (their length
-    varies): write them in days."""
-    m = _PERIOD.match(text)
-    if m is None or m.group(2).lower() not in _PERIOD_SECONDS:
-        return None
-    value = float(m.group(1)) * _PERIOD_SECONDS[m.group(2).lower()]
-    return value if value > 0 else None
+    """A rental period in seconds: "3 d", "7 days", "1 week", "12 h" (any duration's spelling:
+    :func:`topomap.base.units.parse_duration`). Months are refused (their length varies): write them in days."""
+    value = units.parse_duration(text)
+    return value if value is not None and math.isfinite(value) and value > 0 else None
 
 
 def fmt_period(seconds: float) -> str:

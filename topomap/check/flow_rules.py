@@ -13,11 +13,6 @@ from topomap.model.source_facts import Fact, settle
 from topomap.plan import plan_flow
 
 
-def _host_of(end: str) -> str:
-    """The flow host of an arrow end's label (``lot:gpu0``, ``workstation``)."""
-    return end.partition(":")[0]
-
-
 def _bw(a: MappedArrow) -> str:
     return a.bandwidth().text()
 
@@ -30,7 +25,7 @@ def _matching(rule: ArrowBandwidthRule | ArrowTimeRule, fmap: FlowMap) -> list[M
         and (rule.medium is None or a.medium == rule.medium)
         and (rule.from_step is None or a.src_step == rule.from_step)
         and (rule.to_step is None or a.dst_step == rule.to_step)
-        and (rule.host is None or rule.host in (_host_of(a.src), _host_of(a.dst)))
+        and (rule.host is None or rule.host in (a.src_place.host, a.dst_place.host))
     ]
 
 

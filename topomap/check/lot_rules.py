@@ -101,10 +101,10 @@ def _gpus(req: Requirement, lot: Lot) -> RuleResult:
         if not alive.yes:
             findings.append(Finding(gid, "fail", f"not counted: {alive.why()}"))
             continue
-        status, text, why = _one_gpu(g, rule.model, need_gb, topo.snapshot)
+        status, text, why, other_model = _one_gpu(g, rule.model, need_gb, topo.snapshot)
         findings.append(Finding(gid, status, text))
         to_settle += why
-        wrong_model = wrong_model or (status == "fail" and text.startswith("model "))
+        wrong_model = wrong_model or other_model
     n_good = sum(f.status == "pass" for f in findings)
     n_unknown = sum(f.status == "unknown" for f in findings)
     facts = _facts(lot)
@@ -129,22 +129,25 @@ def _gpus(req: Requirement, lot: Lot) -> RuleResult:
 
 def _one_gpu(
     g: Gpu, model: str | None, need_gb: float | None, snap: Snapshot | None = None
-) -> tuple[Status, str, list[str]]:
-    """One GPU against the gpus rule: its status, the line saying why, and what would settle it."""
+) -> tuple[Status, str, list[str], bool]:
+    """One GPU against the gpus rule: its status, the line saying why, what would settle it, and whether
+    it fails for being another model."""
     why: list[str] = []
     unsure: list[str] = []
     to_settle: list[str] = []
     name = gpu_model_name(g)[0]
     named = _model_text(g, snap)
+    other_model = False
     if model:
         if name is None:
             unsure.append("model not recorded")
             to_settle.append(settle(Fact.GPU_MODEL))
         elif not model_matches(model, name):
             why.append(f"model {named}")
+            other_model = True
     mem = gpu_memory(g, snap)
     have = mem.total_bytes
-    size = fmt_bytes(have) + (f" ({mem.source})" if mem.source != "snapshot" else "")
+    size = fmt_bytes(have) + (f" ({mem.source})" if mem.kind != "snapshot" else "")
     if need_gb:
         if have is None:
             unsure.append("memory not recorded")
@@ -155,12 +158,12 @@ def _one_gpu(
         elif _sold_gb(have) < need_gb * 0.99:
             why.append(f"{size} = {_sold_gb(have):.1f} GB < {need_gb:g} GB")
     if why:
-        return "fail", ", ".join(why), []
+        return "fail", ", ".join(why), [], other_model
     if unsure:
-        return "unknown", ", ".join(unsure), to_settle
+        return "unknown", ", ".join(unsure), to_settle, False
     if need_gb and have is not None:
         named += f", {size}"
-    return "pass", named, []
+    return "pass", named, [], False
 
 
 def _models_seen(topo: Topology, pattern: str | None) -> list[str]:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from topomap.base.errors import TopomapError
+from topomap.base.units import BINARY_LETTERS
 from topomap.cli.output import say, wrote
 from topomap.cli.wiring import JsonOpt, _console, _err, _guard, _load, _print_json, _write, app, bounded
 
@@ -59,6 +60,12 @@ def _options(
     return opts
 
 
+#: How --size is written: every size's spellings, a bare number as nvbandwidth's -b, a bare letter as nccl-tests'.
+SIZE_HELP = (
+    f"Bytes per copy, e.g. 64MiB, 256MB (default 64MiB): a bare number is MiB, as nvbandwidth's -b; {BINARY_LETTERS}."
+)
+
+
 @app.command()
 @_guard
 def measure(
@@ -68,7 +75,7 @@ def measure(
     output: Annotated[str | None, typer.Option("-o", "--output", help="Write the measured snapshot here.")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="32 MiB, 4 copies × 3 samples, own NUMA node only.")] = False,
     pairs: Annotated[str | None, typer.Option("--pairs", help="Only these GPU pairs, e.g. 0-1,2-3.")] = None,
-    size: Annotated[str | None, typer.Option("--size", help="Bytes per copy, e.g. 64MiB (default 64MiB).")] = None,
+    size: Annotated[str | None, typer.Option("--size", help=SIZE_HELP)] = None,
     reps: Annotated[
         int | None, typer.Option("--reps", help="Copies per sample (default 8).", callback=bounded(1, 1_000_000))
     ] = None,

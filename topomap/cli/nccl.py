@@ -12,7 +12,7 @@ from topomap.base.errors import TopomapError
 if TYPE_CHECKING:
     from topomap.model.snapshot import Snapshot
     from topomap.nccl.predict import NcclReport
-    from topomap.nccl.rules import NcclEnv
+    from topomap.transport.rules import NcclEnv
 from topomap.cli.nccl_perf import CollectiveOpt, CurveOpt, HostsOpt, PerfOpt, SizesOpt, TestsOpt
 from topomap.cli.wiring import (
     AllOpt,
@@ -128,8 +128,7 @@ def nccl(
 
 def _settings(env: list[str] | None, version: str | None) -> NcclEnv:
     """``--env`` as NCCL reads it; an ``--nccl-version`` outside the 2.x releases is a one-line error."""
-    from topomap.nccl.rules import parse_env  # start-up: see the command
-    from topomap.transport.rules import version_problem
+    from topomap.transport.rules import parse_env, version_problem  # start-up: see the command
 
     extra = parse_env(env or [])
     problem = version_problem(version) if version is not None else None
@@ -156,16 +155,18 @@ def _from_log(
     the log: its path rows where it has them, else its topology tree (NCCL's own view, imported as a
     snapshot). A log with a tree and no channel lines is a prediction from that tree."""
     # imports inside the function keep start-up fast
-    from topomap.importers.nccl_log import import_nccl_log
+    from topomap.importers.nccl_log import read_nccl_log_dump
     from topomap.nccl.logread import read_log
     from topomap.nccl.predict import compare_log, predict_snapshot
 
     ranks, version = how
     dump: Snapshot | None = None
+    gaps: tuple[str, ...] = ()  # what of the log's dump the importer did not read (its cut start or end, …)
     dump_error: TopomapError | None = None
     if snapshot is None:
         try:
-            dump = import_nccl_log(text, path)
+            read = read_nccl_log_dump(text, path)
+            dump, gaps = read.snapshot, read.gaps
         except TopomapError as err:
             dump_error = err
     try:
@@ -176,7 +177,7 @@ def _from_log(
                 raise dump_error from None  # a dump is there but unreadable: its line and why, not "no dump"
             raise
         report = predict_snapshot(dump, extra, ranks, version)
-        report.notes[:0] = [f"{path}: no channel lines; predicted from the log's own topology dump", *_gaps(dump)]
+        report.notes[:0] = [f"{path}: no channel lines; predicted from the log's own topology dump", *gaps]
         return report
     use = snapshot if snapshot is not None else (dump if not parsed.gpu_paths else None)
     report = compare_log(parsed, use, extra, version)
@@ -187,7 +188,7 @@ def _from_log(
             f"--ranks {ranks} not used: with --log, the log says which ranks share a host and a process"
         )
     if use is dump and dump is not None:
-        report.notes[:0] = ["facts from the log's own topology tree (imported as a snapshot)", *_gaps(dump)]
+        report.notes[:0] = ["facts from the log's own topology tree (imported as a snapshot)", *gaps]
     return report
 
 
@@ -211,12 +212,6 @@ def _has_dump(text: str, path: str) -> bool:
         return any(d.roots for d in read_dumps(text, path))
     except TopomapError:
         return True
-
-
-def _gaps(dump: Snapshot) -> list[str]:
-    """What the log's topology dump does not hold, as the importer noted it: its cut start or end, and
-    the dumps of other processes and hosts it did not read."""
-    return [n for n in dump.source.notes if " cut" in n or "not read" in n]
 
 
 def _perf_or_tests(

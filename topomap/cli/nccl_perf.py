@@ -3,7 +3,6 @@ collective, and nccl-tests results against it (called by :func:`topomap.cli.nccl
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from topomap.base.errors import TopomapError
+from topomap.base.units import BINARY_LETTERS, SIZE_SPELLINGS, parse_size
 from topomap.cli.wiring import _console, _load, _print_json, _print_wide, _write
 
 if TYPE_CHECKING:
@@ -42,34 +42,37 @@ CollectiveOpt = Annotated[
     ),
 ]
 SizesOpt = Annotated[
-    str | None, typer.Option("--sizes", help="A curve over message sizes: 8:8G (powers of two) or 1M,64M,1G.")
+    str | None,
+    typer.Option(
+        "--sizes",
+        help="A curve over message sizes: 8:8G (powers of two) or 1M,64M,1G; a bare number is bytes, "
+        f"{BINARY_LETTERS}.",
+    ),
 ]
 HostsOpt = Annotated[int | None, typer.Option("--hosts", help="N identical hosts of a one-host snapshot (--perf).")]
 CurveOpt = Annotated[
     str | None, typer.Option("-o", "--output", help="Draw the busbw curve: curve.png or curve.svg (plot extra).")
 ]
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?|B)?\s*$", re.IGNORECASE)
-_UNIT = {"": 1, "B": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 #: the sizes of the curve when --sizes gives a range only: nccl-tests' -f 2 steps
 MAX_POINTS = 64
 
 
 def parse_sizes(text: str) -> list[int]:
-    """``--sizes``: sizes as nccl-tests takes them (``8``, ``64K``, ``1M``, ``8G``; K/M/G are 2^10/2^20/2^30),
+    """``--sizes``: sizes as nccl-tests' ``-b``/``-e`` take them (``8`` bytes, ``64K``, ``1M``, ``8G``: a bare
+    K/M/G is 2^10/2^20/2^30), or in the shared spellings (``1MiB``, ``1MB`` = 10^6: :mod:`topomap.base.units`),
     comma-separated, or ``FROM:TO`` for every power of two between (``8:8G``)."""
 
     def one(item: str) -> int:
-        m = _SIZE.match(item)
-        if not m:
+        size = parse_size(item, binary_letters=True, bare=1)
+        if size is None:
             raise TopomapError(
-                f"--sizes {text!r}: {item.strip()!r} is not a size", hint="e.g. --sizes 8:8G or 1M,64M,1G"
+                f"--sizes {text!r}: {item.strip()!r} is not a size",
+                hint=f"e.g. --sizes 8:8G or 1M,64M,1G (a bare number is bytes, {BINARY_LETTERS}; {SIZE_SPELLINGS})",
             )
-        unit = (m.group(2) or "").upper()[:1]
-        n = int(float(m.group(1)) * _UNIT[unit])
-        if n < 1 or n > 2**44:
+        if not 1 <= size <= 2**44:
             raise TopomapError(f"--sizes {text!r}: {item.strip()!r} is outside 1 B to 16 TiB")
-        return n
+        return int(size)
 
     if ":" in text:
         a, _, b = text.partition(":")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import errno
 import os
-import re
 import stat
 import sys
 import tempfile
@@ -19,7 +18,7 @@ import typer
 
 from topomap.base.errors import TopomapError
 from topomap.base.safetext import safe_text
-from topomap.base.units import fmt_seconds
+from topomap.base.units import DURATION_SPELLINGS, fmt_seconds, parse_duration
 from topomap.cli.output import say, wrote
 from topomap.cli.wiring import _console, _current_context, _guard, _print_json, _refuse_input, _write, app
 
@@ -29,17 +28,18 @@ if TYPE_CHECKING:
 #: What to install for `record`: psutil (the host side) and nvidia-ml-py (the cards), the `record` extra.
 RECORD_HINT = "pip install -e '.[record]' in the topomap checkout, or pip install 'topomap[record]'"
 
-_INTERVAL = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s)?\s*$")
-
 
 def parse_interval(text: str) -> float:
-    """ "0.2s", "200ms", "0.5" (seconds) → seconds; between 10 ms and 1 hour."""
-    m = _INTERVAL.match(text)
-    if not m:
-        raise TopomapError(f"--interval {text!r}: expected a duration like 0.2s or 200ms")
-    value = float(m.group(1)) / (1000 if m.group(2) == "ms" else 1)
+    """ "0.2s", "200ms", "1min", "0.5" (a bare number is seconds) → seconds; between 10 ms and 1 hour.
+    The spellings are every duration's (:mod:`topomap.base.units`)."""
+    value = parse_duration(text, bare_seconds=True)
+    if value is None:
+        raise TopomapError(
+            f"--interval {text[:40]!r}: not a duration",
+            hint=f"e.g. 0.2s, 200ms or 1min, {DURATION_SPELLINGS} (a bare number is seconds)",
+        )
     if not 0.01 <= value <= 3600:
-        raise TopomapError(f"--interval {text!r}: must be between 10ms and 3600s")
+        raise TopomapError(f"--interval {text[:40]!r}: must be between 10ms and 3600s")
     return value
 
 
@@ -135,7 +135,9 @@ def _live_line(elapsed: float, mem: list[tuple[str, int | None, int | None]]) ->
 def record_cmd(
     command: Annotated[list[str] | None, typer.Argument(help="The command to run, after --.")] = None,
     output: Annotated[str | None, typer.Option("-o", "--output", help="Run record to write (JSON).")] = None,
-    interval: Annotated[str, typer.Option("--interval", help="Sampling interval: 0.2s, 200ms.")] = "0.2s",
+    interval: Annotated[
+        str, typer.Option("--interval", help="Sampling interval: 0.2s, 200ms, 1min (a bare number is seconds).")
+    ] = "0.2s",
     label: Annotated[str | None, typer.Option("--label", help="A name for this run (e.g. the arrangement).")] = None,
     json_out: Annotated[
         bool, typer.Option("--json", help="A JSON summary on stdout after the command's own output.")

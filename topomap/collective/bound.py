@@ -77,8 +77,7 @@ def tightest(bounds: list[Bound]) -> Bound:
     settle = tuple(dict.fromkeys(s for b in bounds for s in b.settle))
     assumed = tuple(dict.fromkeys(a for b in bounds for a in b.assumed))
     if not known:
-        first = bounds[0] if bounds else unknown("unknown", "nothing recorded", (), ())
-        return replace(first, missing=missing, settle=settle, assumed=assumed)
+        return _all_unknown(bounds, missing, settle, assumed)
     low_one = min(known, key=lambda b: b.gbps or 0.0)
     lows = [b.low for b in known if b.low is not None]
     highs = [b.high for b in [*known, *(b for b in bounds if not b.known)] if b.high is not None]
@@ -95,6 +94,29 @@ def tightest(bounds: list[Bound]) -> Bound:
         least = min(leasts) if all(x is not None for x in leasts) else None  # type: ignore[type-var]
         return replace(best, gbps=None, low=None, least=None if least is None else min(least, best.gbps or least))
     return best
+
+
+def _all_unknown(
+    bounds: list[Bound], missing: tuple[str, ...], settle: tuple[str, ...], assumed: tuple[str, ...]
+) -> Bound:
+    """No tier's figure is known: the range still holds for every part the facts allow — no higher than
+    the lowest tier's high (the bottleneck named is that tier), no lower than the lowest of the lows
+    (none where a tier has no low)."""
+    if not bounds:
+        return unknown("unknown", "nothing recorded", missing, settle)
+    highs = [b.high for b in bounds if b.high is not None]
+    lows = [b.low for b in bounds]
+    leasts = [b.least for b in bounds]
+    first = min(bounds, key=lambda b: b.high if b.high is not None else float("inf"))
+    return replace(
+        first,
+        low=min(x for x in lows if x is not None) if all(x is not None for x in lows) else None,
+        high=min(highs) if highs else None,
+        least=min(x for x in leasts if x is not None) if all(x is not None for x in leasts) else None,
+        missing=missing,
+        settle=settle,
+        assumed=assumed,
+    )
 
 
 def _settled(known: list[Bound], harmless: list[Bound], rest: list[Bound]) -> Bound:

@@ -59,6 +59,7 @@ class Expectation:
     notes: tuple[str, ...] = ()
     latency_us: float = 0.0
     tier: str = "nvlink"  # where the latency is paid: nvlink, pci or net
+    ring_gbps: float | None = None  # the ring's own figure where NCCL may pick another algorithm (or the ring)
 
     def busbw_at(self, size_bytes: int) -> float | None:
         """busbw at one message size (latency-bound below the peak): S ÷ (latency + S ÷ algbw), × the bus
@@ -259,6 +260,7 @@ def _finish(
         tuple(notes),
         _latency(collective, algo, p.ranks, nodes, tier),
         tier,
+        alt.gbps if alt is not None else (figure.gbps if algo == "ring" else None),
     )
 
 

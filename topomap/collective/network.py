@@ -46,12 +46,14 @@ def family_of(nic: Nic, env: NcclEnv) -> str:
     plugin = (env.get("NCCL_NET") or "").replace(" ", "").lower()
     if env.flag("NCCL_IB_DISABLE") or plugin == "socket":
         return "socket"
-    if nic.pci_vendor_id == _HPE_CRAY:
+    if nic.pci_vendor_id == _HPE_CRAY or nic.kind == "slingshot":
         return "slingshot"
     if plugin in ("awslibfabric", "ofi", "libfabric"):
         return "efa" if nic_family(nic).transport == "efa" else "slingshot"
     if plugin in _PLUGINS and _PLUGINS[plugin] != "ib":
         return _PLUGINS[plugin]
+    if nic.kind in ("tcpx", "tcpxo") and not plugin:  # a declared GPUDirect-TCPX(O) fabric: Google's plugin
+        return nic.kind
     transport = nic_family(nic).transport
     if transport == "ethernet":
         return "socket"
@@ -127,6 +129,7 @@ def _gdr(topo: Topology, gpus: list[Gpu], env: NcclEnv, version: str | None, fam
 def _node_bound(nics: list[Nic], gpus: list[Gpu], family: str, gdr: str, env: NcclEnv) -> Bound:
     """The NICs' line rates × the family's efficiency (× the no-GPUDirect factor), capped by the GPUs' own
     PCIe links (NCCL's PCIe figure each)."""
+    nics = sorted(nics, key=lambda n: n.index)
     rates = [n.speed_gbit_s for n in nics]
     names = ", ".join(n.name for n in nics)
     if any(r is None for r in rates):

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import copy
 
-from topomap.base.links import class_rank
+from topomap.base.links import class_rank, parse_path
 from topomap.base.units import fmt_span
 from topomap.diff.changes import Change, Direction
 from topomap.diff.collectives import compare_collectives
-from topomap.diff.qualities import Quality, arrow_qualities
+from topomap.diff.qualities import Quality, QualityChange, arrow_qualities
 from topomap.diff.results import ArrowRow, DiffResult
 from topomap.flow import Flow, FlowMap, MappedArrow, bind, gpus_of, map_flow
 from topomap.flow.collective_time import CollectiveTime, collective_times
@@ -156,8 +156,8 @@ def _figure(x: MappedArrow, y: MappedArrow) -> tuple[Direction | None, str]:
 def _quality_changes(qa: dict[str, Quality], qb: dict[str, Quality]) -> tuple[list[str], list[str], bool]:
     """The qualities B loses and gains against A (each known on both sides), and whether one is
     unknown on a side (then an unchanged arrow is not confirmed equal)."""
-    lost: list[str] = []
-    gained: list[str] = []
+    lost: list[QualityChange] = []
+    gained: list[QualityChange] = []
     blind = False
     for key in dict.fromkeys([*qa, *qb]):
         a, b = qa.get(key), qb.get(key)
@@ -166,21 +166,19 @@ def _quality_changes(qa: dict[str, Quality], qb: dict[str, Quality]) -> tuple[li
             continue
         change = b.change_from(a)
         if change is not None:
-            (gained if change[0] else lost).append(change[1])
+            (gained if change.gained else lost).append(change)
     return _both_ends(lost), _both_ends(gained), blind
 
 
-def _both_ends(words: list[str]) -> list[str]:
-    """ "… at its source" and "… at its destination" with the same change read "… at both ends"."""
+def _both_ends(changes: list[QualityChange]) -> list[str]:
+    """The same change at its source and at its destination reads "… at both ends"."""
+    ends = {(c.words, c.end) for c in changes}
     out: list[str] = []
-    for w in words:
-        stem = w.removesuffix(" at its source")
-        if stem != w and f"{stem} at its destination" in words:
-            out.append(f"{stem} at both ends")
-        elif not (
-            w.endswith(" at its destination") and f"{w.removesuffix(' at its destination')} at its source" in words
-        ):
-            out.append(w)
+    for c in changes:
+        if c.end == "its source" and (c.words, "its destination") in ends:
+            out.append(f"{c.words} at both ends")
+        elif not (c.end == "its destination" and (c.words, "its source") in ends):
+            out.append(c.text())
     return out
 
 
@@ -190,7 +188,7 @@ def _path_change(pa: str | None, pb: str | None) -> tuple[Direction, str] | None
     NV18 carries less than an A100's NV12), and the figures above already said what they can."""
     if pa == pb or pa is None or pb is None:
         return None
-    if pa.startswith("NV") and pb.startswith("NV"):
+    if parse_path(pa)[0] == "NV" and parse_path(pb)[0] == "NV":
         return "unknown", f"{pa} → {pb} links: link counts of parts not known do not rank"
     try:
         ra, rb = class_rank(pa), class_rank(pb)

@@ -171,7 +171,7 @@ def _memory(want: Snapshot, h: _Host) -> list[PromiseLine]:
     need = want.gpus[0].memory_total_bytes or 0
     promised = f"{need / 1e9:g} GB per GPU"
     mems = [gpu_memory(g, h.snap) for g in h.snap.gpus]
-    if not h.shows(Fact.GPU_MEMORY, "gpus.memory_total_bytes") or any(m.source != "snapshot" for m in mems):
+    if not h.shows(Fact.GPU_MEMORY, "gpus.memory_total_bytes") or any(m.kind != "snapshot" for m in mems):
         return [h.cannot("GPU memory", promised, Fact.GPU_MEMORY)]
     least = min((m.total_bytes or 0) for m in mems) if mems else 0
     short = least < need and not same_memory_class(least, need)  # 80 GB sold, 81559 MiB read: one class

@@ -19,31 +19,46 @@ from topomap.model.facts import NicChoice, Tri, gpu_pcie_link
 
 
 @dataclass(frozen=True)
+class QualityChange:
+    """What B gains or loses against A in one quality: ``words`` ("loses GPUDirect RDMA") and the arrow
+    end it is at (``end``: "its source", "its destination"; "" for the arrow as a whole), kept apart so
+    the same change at both ends reads once."""
+
+    gained: bool
+    words: str
+    end: str = ""
+
+    def text(self) -> str:
+        return f"{self.words} at {self.end}" if self.end else self.words
+
+
+@dataclass(frozen=True)
 class Quality:
     """One quality of an arrow on one lot: ``key`` names it (``gdr its source``), ``value`` is
     yes / no / unknown, ``good`` the value that is better for the arrow; ``worse`` and ``better``
-    say what a change to this lot's value means ("loses GPUDirect RDMA at its source"). A NIC
-    distance (``where`` set: "at its source") has a PCIe path class for ``value`` (PIX … SYS, or
-    unknown): nearer is better, and the words name both classes."""
+    say what a change to this lot's value means ("loses GPUDirect RDMA"), at the arrow end ``end``
+    ("its source"; "" for the whole arrow). A NIC distance (``distance``) has a PCIe path class for
+    ``value`` (PIX … SYS, or unknown): nearer is better, and the words name both classes."""
 
     key: str
     value: str
     good: str
     worse: str
     better: str
-    where: str = ""
+    end: str = ""
+    distance: bool = False
 
-    def change_from(self, a: Quality) -> tuple[bool, str] | None:
-        """This lot's value against A's: (gained, the words), None when equal or unknown on a side."""
+    def change_from(self, a: Quality) -> QualityChange | None:
+        """This lot's value against A's, None when equal or unknown on a side."""
         if a.value == self.value or "unknown" in (a.value, self.value):
             return None
-        if not self.where:
+        if not self.distance:
             gained = self.value == self.good
-            return gained, self.better if gained else self.worse
+            return QualityChange(gained, self.better if gained else self.worse, self.end)
         nearer = class_rank(self.value) < class_rank(a.value)
         if "SYS" in (a.value, self.value):  # the inter-socket link: the words that say so
-            return nearer, self.better if nearer else self.worse
-        return nearer, f"its NIC {'nearer' if nearer else 'farther'}: {a.value} → {self.value} {self.where}"
+            return QualityChange(nearer, self.better if nearer else self.worse, self.end)
+        return QualityChange(nearer, f"its NIC {'nearer' if nearer else 'farther'}: {a.value} → {self.value}", self.end)
 
 
 def arrow_qualities(a: MappedArrow, fmap: FlowMap, topos: dict[str, Topology | None]) -> dict[str, Quality]:
@@ -56,11 +71,11 @@ def arrow_qualities(a: MappedArrow, fmap: FlowMap, topos: dict[str, Topology | N
             if place.kind != "gpu" or topo is None or not place.gpu:
                 continue
             leg = _nic_leg(topo, place.gpu, _route_nic(a, place.host))
-            gdr = f"GPUDirect RDMA at {end}"
-            out[f"gdr {end}"] = Quality(f"gdr {end}", leg.gdr.value, "yes", f"loses {gdr}", f"gains {gdr}")
-            link = f"the inter-socket link to its NIC at {end}"
+            gdr = "GPUDirect RDMA"
+            out[f"gdr {end}"] = Quality(f"gdr {end}", leg.gdr.value, "yes", f"loses {gdr}", f"gains {gdr}", end)
+            link = "the inter-socket link to its NIC"
             out[f"nic {end}"] = Quality(
-                f"nic {end}", leg.path or "unknown", "", f"crosses {link}", f"no longer crosses {link}", f"at {end}"
+                f"nic {end}", leg.path or "unknown", "", f"crosses {link}", f"no longer crosses {link}", end, True
             )
         shared = _nic_sharing(a, fmap)
         if shared:

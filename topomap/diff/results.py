@@ -261,9 +261,14 @@ def arrow_counts(d: DiffResult, lead: tuple[Outcome, ...] = ()) -> str:
     always, then the others that occur: "28 worse, 0 better, 4 cannot be compared, 16 unknown on both,
     8 the same" (issue 30 item 9: a headline that leaves out the arrows unknown on both says less than
     it knows)."""
+    return ", ".join(_count_parts(d, lead))
+
+
+def _count_parts(d: DiffResult, lead: tuple[Outcome, ...]) -> list[str]:
+    """The parts of :func:`arrow_counts`, one per outcome ("28 worse"), the ``lead`` ones first."""
     counts = {o: sum(r.outcome == o for r in d.arrows) for o in OUTCOMES}
     rest = [o for o in OUTCOMES if o not in lead and counts[o]]
-    return ", ".join(f"{counts[o]} {o}" for o in (*lead, *rest))
+    return [f"{counts[o]} {o}" for o in (*lead, *rest)]
 
 
 def arrow_cell(a: MappedArrow) -> str:
@@ -327,8 +332,8 @@ def flow_summary(d: DiffResult) -> str:
     deciding = {c.kind for c in d.changes if c.kind in FLOW_DECIDING and c.direction in ("worse", "better")}
     deciding |= {"plan"} if any(c.kind == "plan" for c in d.changes) else set()
     plan_only = not (worse or better) and bool(deciding)
-    rest = arrow_counts(d, ("better", "worse")).split(", ", 2)[2:]
-    tail = f", {rest[0]}" if rest else ""
+    rest = _count_parts(d, ("better", "worse"))[2:]
+    tail = f", {', '.join(rest)}" if rest else ""
     counts = f"{better} of {n} arrows better on {b}, {worse} worse{tail}"
     if plan_only:
         what = {"plan": "its plan", "collective": "its collectives' expected busbw"}

@@ -163,19 +163,20 @@ def _by(cmp: Comparison) -> Callable[[Any, Any], bool | None]:
     return lambda _a, _b: verdict
 
 
-def _nv_state(topo: Topology, a: str, b: str) -> tuple[str | None, int | None, Bandwidth]:
+def _nv_state(topo: Topology, a: str, b: str) -> tuple[str | None, int | None, Bandwidth, bool]:
     """A pair's NVLink as text (``NV18``, ``no NVLink (SYS)``, ``NVLink not usable``), its usable link
-    count and its bundle's figure; (None, None, …) when the source cannot tell."""
+    count, its bundle's figure and whether the pair has no NVLink at all; (None, None, …) when the
+    source cannot tell."""
     nv = nvlink(topo, a, b)
     if nv.usable.value == "unknown":
-        return None, None, nv.bandwidth
+        return None, None, nv.bandwidth, False
     if nv.usable.yes and nv.via == "xgmi":  # AMD (issue 35): the link family and count, not an NV# code
-        return f"XGMI ({nv.links or '?'} link{'s' if (nv.links or 0) != 1 else ''})", nv.links, nv.bandwidth
+        return f"XGMI ({nv.links or '?'} link{'s' if (nv.links or 0) != 1 else ''})", nv.links, nv.bandwidth, False
     if nv.usable.yes:
-        return f"NV{nv.links}", nv.links, nv.bandwidth
+        return f"NV{nv.links}", nv.links, nv.bandwidth, False
     if nv.links:
-        return f"NV{nv.links} not usable", 0, nv.bandwidth
-    return f"no NVLink ({pcie_path_class(topo, a, b) or 'path unknown'})", 0, nv.bandwidth
+        return f"NV{nv.links} not usable", 0, nv.bandwidth, False
+    return f"no NVLink ({pcie_path_class(topo, a, b) or 'path unknown'})", 0, nv.bandwidth, True
 
 
 def _nvlink_direction(na: int | None, nb: int | None, ba: Bandwidth, bb: Bandwidth) -> tuple[Direction, str]:
@@ -197,13 +198,13 @@ def _gpu_pairs(out: DiffResult, ta: Topology, tb: Topology) -> None:
             if ma is None or mb is None or tb.gpu(ma) is None or tb.gpu(mb) is None:
                 continue
             subject = f"{a}–{b}"
-            sa, na, ba = _nv_state(ta, a, b)
-            sb, nb, bb = _nv_state(tb, ma, mb)
+            sa, na, ba, none_a = _nv_state(ta, a, b)
+            sb, nb, bb, none_b = _nv_state(tb, ma, mb)
             if sa is None or sb is None:
                 if (sa is None) != (sb is None):
                     side = out.a_name if sa is None else out.b_name
                     out.not_compared.append(NotCompared("NVLink between GPU pairs", side))
-            elif sa != sb and not (sa.startswith("no NVLink") and sb.startswith("no NVLink")):
+            elif sa != sb and not (none_a and none_b):
                 direction, why = _nvlink_direction(na, nb, ba, bb)
                 text = f"{subject}: {sa} → {sb}"
                 out.changes.append(Change(kind="nvlink", subject=subject, field="links", a=sa, b=sb, text=text))

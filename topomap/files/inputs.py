@@ -22,6 +22,7 @@ import stat
 from pathlib import Path
 
 from topomap.base.errors import TopomapError
+from topomap.base.units import fmt_mib
 from topomap.files.budget import charge
 
 # Caps, in bytes. The largest real topology file seen is ~40 KB; a plain merged cluster of 1,024
@@ -57,10 +58,6 @@ def _kind_of(mode: int) -> str | None:
     return "not a regular file"
 
 
-def _size_text(n: int) -> str:
-    return f"{n / (1024 * 1024):.0f} MiB" if n >= 1024 * 1024 else f"{n} bytes"
-
-
 def read_bytes(path: str | Path, what: str, max_bytes: int, exc: type[TopomapError] = TopomapError) -> bytes:
     """The bytes of a regular file of at most ``max_bytes``; ``what`` names the file kind in errors."""
     p = Path(path)
@@ -75,7 +72,7 @@ def read_bytes(path: str | Path, what: str, max_bytes: int, exc: type[TopomapErr
             raise exc(f"{p}: is {kind}, not a {what}", hint="save the output to a regular file first")
         if st.st_size > max_bytes:
             raise exc(
-                f"{p}: {_size_text(st.st_size)} is larger than any {what} ({_size_text(max_bytes)} max)",
+                f"{p}: {fmt_mib(st.st_size)} is larger than any {what} ({fmt_mib(max_bytes)} max)",
                 hint="is this the right file?",
             )
         charge(p, st.st_size, what, exc)  # the command's budget of large files, before any is read
@@ -93,7 +90,7 @@ def read_bytes(path: str | Path, what: str, max_bytes: int, exc: type[TopomapErr
         os.close(fd)
     data = chunks[0] if len(chunks) == 1 or not any(chunks[1:]) else b"".join(chunks)
     if len(data) > max_bytes:
-        raise exc(f"{p}: grew past {_size_text(max_bytes)} while being read; larger than any {what}")
+        raise exc(f"{p}: grew past {fmt_mib(max_bytes)} while being read; larger than any {what}")
     return data
 
 

@@ -8,6 +8,7 @@ top level has ``lot:``). ``None``: none of these.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Literal
@@ -311,10 +312,27 @@ def readers(kind: Kind, path: str) -> str:
     return f"topomap show {p}; its diagram: topomap render {p} -o OUT.svg; a flow on it: topomap map FLOW {p}"
 
 
+#: Each file's kind once told, by what identifies its content on disk (device, inode, size, mtime): a
+#: command asks for a file's kind in several places (sorting its arguments, a misplaced one, the flow),
+#: and the file is read and classified once.
+_TOLD: dict[tuple[int, int, int, int], Kind | None] = {}
+
+
 def file_kind(path: str | Path) -> Kind | None:
     """The kind of a file on disk, from its first :data:`HEAD_BYTES` (every test above reads no further:
     a 128 MiB file is not read whole to be named); None when it is none of the kinds or cannot be read
-    (the loader the caller then uses says why)."""
+    (the loader the caller then uses says why). Told once per file as it is on disk."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    if key not in _TOLD or not st.st_ino:  # (no inode numbers: nothing identifies the file, tell it again)
+        _TOLD[key] = _tell(path)
+    return _TOLD[key]
+
+
+def _tell(path: str | Path) -> Kind | None:
     head = read_head(path, HEAD_BYTES)
     if not head:
         return None

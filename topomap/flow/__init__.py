@@ -4,7 +4,7 @@
     topos = bind_hosts(flow, files)         # each flow host → its (loaded) snapshot's topology
     fmap = map_flow(flow, topos)            # every arrow: medium, route, class, bandwidth
 
-Reading files named on the command line is the CLI's (``topomap.cli.bind.bind_probes``); here the
+Reading machine files named by path is the library's (``topomap.api.bind_snapshots``, which the CLI uses); here the
 snapshots arrive loaded. Modules: spec (the types), reader, work, binding, mapping with its rules
 (onehost, crosshost, memory, decision).
 """

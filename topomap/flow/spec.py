@@ -40,7 +40,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from topomap.base.units import MAX_SIZE_BYTES, SIZE_RANGE
+from topomap.base import units
+from topomap.base.units import MAX_SIZE_BYTES, SIZE_RANGE, SIZE_SPELLINGS
 from topomap.files.yamlfile import YamlDoc, YamlError
 
 StepKind = Literal["input", "compute", "exchange", "aggregate", "output"]
@@ -143,6 +144,12 @@ class Placement:
             return f"{self.host}:storage"
         return self.host
 
+    def gpu_index(self) -> int | None:
+        """The index of the one GPU this places on (``gpu3`` → 3, as binding names every GPU); None for
+        another place or a GPU not yet resolved."""
+        m = _GPU_ID.fullmatch(self.gpu) if self.kind == "gpu" and self.gpu is not None else None
+        return int(m.group(1)) if m else None
+
 
 @dataclass
 class Step:
@@ -240,25 +247,19 @@ class Flow:
 
 # --- sizes and names ---------------------------------------------------------------
 
-_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGTPEZ]i?B|B)\s*$", re.I)
-_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "PB": 10**15, "EB": 10**18, "ZB": 10**21}
-_UNITS |= {"KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40, "PIB": 2**50, "EIB": 2**60, "ZIB": 2**70}
 #: The hint of every size refused (:data:`topomap.base.units.SIZE_RANGE`).
-SIZE_HINT = f"write e.g. 2 GiB, 500 MB, 1.5 TB ({SIZE_RANGE})"
+SIZE_HINT = f"write e.g. 2 GiB, 500 MB, 1.5 TB ({SIZE_RANGE}): {SIZE_SPELLINGS}"
 
 
 def parse_size(text: str) -> float | None:
-    """ "2 GiB" → 2147483648.0 bytes, unbounded (``1 ZB`` is a size, only too large); None: not a size."""
-    m = _SIZE.match(text)
-    return float(m.group(1)) * _UNITS[m.group(2).upper()] if m else None
+    """ "2 GiB" → 2147483648.0 bytes, unbounded (``1 ZB`` is a size, only too large); None: not a size.
+    The spellings are :mod:`topomap.base.units`' (a bare ``G`` is refused as ambiguous)."""
+    return units.parse_size(text)
 
 
 def size_problem(text: str) -> str | None:
     """Why ``text`` is refused as a size ("is not a size", "is larger than 1 EB …"); None when it is one."""
-    value = parse_size(text)
-    if value is None:
-        return "is not a size"
-    return None if value <= MAX_SIZE_BYTES else "is larger than 1 EB (the largest size topomap reads)"
+    return units.size_problem(text)
 
 
 def parse_volume(text: str) -> int | None:
@@ -271,6 +272,7 @@ def parse_volume(text: str) -> int | None:
 
 _PLACE = re.compile(r"^(?P<host>[A-Za-z0-9_.-]+)(?::(?P<what>.+))?$")
 _GPU_INDEX = re.compile(r"gpu(\d+)", re.IGNORECASE)
+_GPU_ID = re.compile(r"gpu(\d+)")  # a resolved placement's GPU, as topomap names it
 
 
 def gpu_name(text: str) -> str | None:

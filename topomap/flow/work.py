@@ -19,13 +19,12 @@ Everything here is the user's stated assumption (provenance ``assumed``), not a 
 from __future__ import annotations
 
 import csv
-import functools
 import io
 import math
-import re
 from pathlib import Path
 
 from topomap.base.units import (
+    DURATION_SPELLINGS,
     MAX_CARDS,
     MAX_RATE_GBPS,
     MAX_SPAN_S,
@@ -34,6 +33,9 @@ from topomap.base.units import (
     MIN_SPAN_S,
     RATE_RANGE,
     SPAN_RANGE,
+    parse_duration,
+    parse_rate_gbps,
+    rate_problem,
 )
 from topomap.files.excerpt import excerpt
 from topomap.files.inputs import MAX_TOPOLOGY_BYTES, read_text
@@ -48,21 +50,13 @@ from topomap.flow.spec import (
     Unit,
     Work,
     assembly_on,
-    parse_size,
     parse_volume,
     size_problem,
 )
 
-_SECONDS = {
-    "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
-    "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0, "m": 60.0,
-    "h": 3600.0, "hr": 3600.0, "hrs": 3600.0, "hour": 3600.0, "hours": 3600.0,
-    "ms": 1e-3,
-    "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6,  # µ as the micro sign or the Greek letter mu: both are typed
-}  # fmt: skip
-_PART = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z\u00b5\u03bc]+)\s*")
-_RATE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGTPE]i?B|B)\s*/\s*s\s*$", re.I)
-DURATION_HINT = "write a number and a unit: 12 min, 90 s, 1.5 h, 1 h 30 min, 500 µs"
+DURATION_HINT = f"write a number and a unit: 12 min, 90 s, 1.5 h, 1 h 30 min, 500 µs ({DURATION_SPELLINGS})"
+#: The hint of a refused rate: the work block's rates are in bytes a second.
+RATE_HINT = f"write a rate in bytes a second, e.g. 2 GB/s, 800 MB/s, 500 MiB/s ({RATE_RANGE})"
 
 
 #: MAX_UNITS (units a plan lays out one by one) and MAX_CARDS (cards a task spans) are in
@@ -95,34 +89,6 @@ def span_problem(sec: float) -> str | None:
     return None
 
 
-def parse_duration(text: str | float) -> float | None:
-    """ "12 min" → 720.0 seconds; "1 h 30 min" → 5400.0; a bare number or words → None."""
-    if not isinstance(text, str):
-        return None
-    return _parse_duration(text) if len(text) <= 64 else _parse_duration.__wrapped__(text)
-
-
-@functools.lru_cache(maxsize=4096)  # a batch's CSV repeats its durations: "12 min" 100,000 times
-def _parse_duration(text: str) -> float | None:
-    pos, total, seen = 0, 0.0, False
-    while pos < len(text):
-        m = _PART.match(text, pos)
-        if m is None or m.group(2).lower() not in _SECONDS:
-            return None
-        total += float(m.group(1)) * _SECONDS[m.group(2).lower()]
-        pos, seen = m.end(), True
-    return total if seen else None
-
-
-def parse_rate_gbps(text: str) -> float | None:
-    """ "2 GB/s" → 2.0 (GB/s, 10^9 bytes per second); "500 MiB/s" → 0.524288; else None."""
-    m = _RATE.match(text)
-    if not m:
-        return None
-    size = parse_size(f"{m.group(1)} {m.group(2)}")
-    return None if size is None else size / 1e9
-
-
 def _err(flow: Flow, where: str, message: str, hint: str | None = None) -> FlowError:
     return FlowError(f"{flow.path}:{flow.line(where)}: work: {message}", hint=hint)
 
@@ -152,11 +118,12 @@ def _rate(flow: Flow, value: str | None, where: str, what: str) -> float | None:
     if value is None:
         return None
     gbps = parse_rate_gbps(value)
-    hint = f"write e.g. 2 GB/s, 800 MB/s ({RATE_RANGE})"
-    if gbps is None or gbps <= 0:
-        raise _err(flow, where, f"{what} {quote_value(value)} is not a rate", hint)
+    if gbps is None:
+        raise _err(flow, where, f"{what} {quote_value(value)} {rate_problem(value, 'bytes')}", RATE_HINT)
+    if gbps <= 0:
+        raise _err(flow, where, f"{what} {quote_value(value)} is not a rate", RATE_HINT)
     if not MIN_RATE_GBPS <= gbps <= MAX_RATE_GBPS:
-        raise _err(flow, where, f"{what} {quote_value(value)} is outside {RATE_RANGE}", hint)
+        raise _err(flow, where, f"{what} {quote_value(value)} is outside {RATE_RANGE}", RATE_HINT)
     return gbps
 
 

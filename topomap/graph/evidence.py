@@ -30,7 +30,9 @@ from topomap.model.facts import (
     Bandwidth,
     NicChoice,
     Tri,
+    fabric_hold,
     findings_about,
+    gpu_alive,
     nic_usable,
 )
 from topomap.model.filled_facts import lot_gdr, said
@@ -47,10 +49,7 @@ def gpu_usable(topo: Topology, gid: str) -> Answer:
     g = topo.gpu(gid)
     if g is None:
         return Answer("no", (f"{gid} is not in this snapshot",))
-    if g.lost:
-        lost = f"{gid} was lost during the probe (fell off the bus): reset or reseat it; `dmesg` shows Xid 79"
-        return Answer("no", (lost,))
-    return Answer("yes")
+    return gpu_alive(g)
 
 
 # --- two GPUs ----------------------------------------------------------------------------------------
@@ -158,16 +157,8 @@ def nvlink(topo: Topology, a: str, b: str) -> NvlinkFact:
         if x.mig is not None and x.mig.enabled:
             blockers.append(f"MIG mode is on for gpu{x.index}: no NVLink peer access between MIG instances")
     if via == "nvswitch":
-        for x in (ga, gb):
-            f = x.fabric
-            if f is None or f.state in (None, "not-supported"):
-                continue
-            if f.state != "completed":
-                blockers.append(
-                    f"gpu{x.index} NVLink fabric state {f.state}: Fabric Manager / NVLink training has not finished"
-                )
-            elif f.status not in (None, "success"):
-                blockers.append(f"gpu{x.index} NVLink fabric registration failed ({f.status})")
+        holds = [(x, fabric_hold(x.fabric)) for x in (ga, gb)]
+        blockers += [hold.text_for(f"gpu{x.index}") for x, hold in holds if hold is not None]
     pair = snapshot_pair(topo, a, b)
     if pair is not None and pair.p2p is not None and pair.p2p.nvlink not in (None, "OK"):
         blockers.append(f"NVML reports NVLink P2P status {pair.p2p.nvlink} for this pair")
@@ -462,15 +453,30 @@ def memory_node(topo: Topology, gid: str) -> str | None:
     return numa_of(topo, gid)
 
 
+@dataclass(frozen=True)
+class LinkSummary:
+    """A GPU's NVLink (or XGMI) in one line for `show`; ``known`` is False where the line says nothing
+    but that it is not known ("—", "unknown"), so a table may leave the column out."""
+
+    text: str
+    known: bool = True
+
+
 def gpu_pairs_nvlink_summary(topo: Topology, gid: str) -> str:
     """One line for a GPU's NVLink in `show`: active links, bundle rate and its source, or why unknown."""
+    return gpu_link_summary(topo, gid).text
+
+
+def gpu_link_summary(topo: Topology, gid: str) -> LinkSummary:
+    """:func:`gpu_pairs_nvlink_summary` with whether it is known (a table cell's data)."""
     g = topo.gpu(gid)
     if g is None:
-        return "—"
+        return LinkSummary("—", known=False)
     if g.lost:
-        return "unknown (GPU lost during the probe)"
+        return LinkSummary("unknown (GPU lost during the probe)")
     if g.vendor == "amd":  # AMD's GPU link (issue 35)
-        return xgmi_summary(topo, gid)
+        xgmi = xgmi_summary(topo, gid)
+        return LinkSummary("unknown", known=False) if xgmi is None else LinkSummary(xgmi)
     snap, active = topo.snapshot, [x for x in g.nvlinks if x.active]
     peers = sorted(
         (o for o in (f"gpu{x.index}" for x in snap.gpus) if o != gid and nvlink_route(topo, gid, o) is not None),
@@ -478,7 +484,7 @@ def gpu_pairs_nvlink_summary(topo: Topology, gid: str) -> str:
     )
     if g.nvlinks:
         if not active:
-            return f"0 of {len(g.nvlinks)} links active: no NVLink"
+            return LinkSummary(f"0 of {len(g.nvlinks)} links active: no NVLink")
         bw = nvlink_bundle_bandwidth(g, len(active), snap)
         # `nvidia-smi nvlink -R` alone lists only the links that reach something: no total to show
         remotes_only = all(x.active and x.remote_pci_bus_id and x.speed_gbps is None for x in g.nvlinks)
@@ -489,10 +495,10 @@ def gpu_pairs_nvlink_summary(topo: Topology, gid: str) -> str:
         full = model.full_links if model is not None and model.links else 0
         if model is not None and full and len(active) < full and model.form == "sxm" and len(active) not in model.links:
             text += f" — {full - len(active)} fewer than an {model.name} has"
-        return text + f", {bw.text()} ({bw.tag})" if bw.gbps is not None else text
+        return LinkSummary(text + f", {bw.text()} ({bw.tag})" if bw.gbps is not None else text)
     if peers:
         counts = sorted({(nvlink_route(topo, gid, o) or ((), 0, ""))[1] for o in peers})
-        return f"NV{'/'.join(map(str, counts))} to {len(peers)} GPU(s) ({said(snap, 'pairs.nvlink')})"
+        return LinkSummary(f"NV{'/'.join(map(str, counts))} to {len(peers)} GPU(s) ({said(snap, 'pairs.nvlink')})")
     if not source_knows(snap, "nvlink"):
-        return f"unknown: this source does not record NVLink (settle it with {SETTLE['nvlink']})"
-    return "none"
+        return LinkSummary(f"unknown: this source does not record NVLink (settle it with {SETTLE['nvlink']})")
+    return LinkSummary("none")

@@ -35,12 +35,13 @@ def add_xgmi_edges(topo: Topology) -> None:
         )
 
 
-def xgmi_summary(topo: Topology, gid: str) -> str:
-    """One line for an AMD GPU's XGMI in `show`: the peers XGMI joins, links and rate, or why unknown."""
+def xgmi_summary(topo: Topology, gid: str) -> str | None:
+    """One line for an AMD GPU's XGMI in `show`: the peers XGMI joins, links and rate; None where the
+    source records neither XGMI nor a path class (not known)."""
     g = topo.light
     peers = sorted((v for v in g.neighbors(gid) if g.edges[gid, v].get("kind") == "xgmi"), key=lambda x: int(x[3:]))
     if not peers:
-        return "no XGMI (PCIe only)" if any(p.path is not None for p in topo.snapshot.pairs) else "unknown"
+        return "no XGMI (PCIe only)" if any(p.path is not None for p in topo.snapshot.pairs) else None
     rates = {(g.edges[gid, v].get("bandwidth_gbps"), g.edges[gid, v].get("bandwidth_source")) for v in peers}
     hops = sorted({g.edges[gid, v].get("hops") or 1 for v in peers})
     far = (

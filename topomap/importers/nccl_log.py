@@ -26,9 +26,10 @@ from topomap import __version__
 from topomap.base.errors import ImportFailure
 from topomap.base.pciaddr import parse_bus_id
 from topomap.importers._tree import Placed, tree_pairs
-from topomap.importers.nccl_xml import PHB_NOTE
+from topomap.importers.nccl_xml import NCCL_UNRECORDED, PHB_NOTE
 from topomap.model.nvlinks import nvswitches_from_links
 from topomap.model.snapshot import Gpu, Host, Nic, NumaNode, NvLink, PciDevice, Snapshot, Source
+from topomap.model.source_facts import unknown_fields_of
 
 #: ``host:pid:tid [dev] NCCL INFO message`` (a launcher prefix may stand before the host); nccl/logread
 #: reads the same lines for their channels.
@@ -39,8 +40,12 @@ LINE_HEAD = r"(?<![A-Za-z0-9_.<>\-])(?P<host>[A-Za-z0-9_.<>\-]+):(?P<pid>\d+):(?
 INFO_LINE = re.compile(LINE_HEAD + r"NCCL INFO (?P<msg>.*)$")
 _SYSTEM = re.compile(r"^=== System : max(?:Bw|Width) ")
 _END = re.compile(r"^=+\s*$")
-_CPU = re.compile(r"^CPU/(?P<id>[0-9A-Fa-f-]+)(?: \((?P<arch>-?\d+)/(?P<vendor>-?\d+)/(?P<model>-?\d+)\))?\s*$")
-_LINK = re.compile(
+#: The dump's CPU line, ``CPU/0-0 (1/2/-1)``: NCCL's arch/vendor/model numbers (none before 2.6);
+#: nccl/logread asks it for the CPU kind.
+CPU_LINE = re.compile(r"^CPU/(?P<id>[0-9A-Fa-f-]+)(?: \((?P<arch>-?\d+)/(?P<vendor>-?\d+)/(?P<model>-?\d+)\))?\s*$")
+#: A line of the dump's tree, ``+ PCI[48.0] - GPU/0-68000 (8)`` (a GPU's ``extra`` is its rank); nccl/logread
+#: reads the GPUs' ranks with it.
+TREE_LINK = re.compile(
     r"^(?P<ind> *)\+ (?P<lt>[A-Z0-9]+)\[(?P<bw>[0-9.]+)\] - (?P<nt>[A-Z]+)/(?P<nid>[0-9A-Fa-f-]+)"
     r"(?: \((?P<extra>[^)]*)\))?\s*$"
 )
@@ -48,6 +53,7 @@ _LINK = re.compile(
 # SM86 12.0, SM90 20.6, SM100 40.1 GB/s); an NVL line prints links x rate.
 _NVLINK_RATES = {18.0: 1, 20.0: None, 12.0: 3, 20.6: 4, 40.1: 5}
 MAX_LINKS = 18
+#: NCCL's CPU vendor numbers (src/include/graph.h); nccl/logread's CPU kinds are these names in lower case.
 CPU_VENDORS = {1: "Intel", 2: "AMD", 3: "Zhaoxin"}
 
 
@@ -72,16 +78,32 @@ class _Dump:
     last: int = 0
 
 
+def _bus_digits(ident: str) -> str:
+    """NCCL's bus id without the system id that 2.19 and later put before it (``0-4e000`` → ``4e000``)."""
+    return ident.split("-")[-1]
+
+
+def short_bus(text: str) -> str:
+    """NCCL's bus id (``0-4e000``, ``4E000``, ``101c0``) in one spelling: lower case, no system prefix."""
+    return _bus_digits(text).lower().lstrip("0") or "0"
+
+
 def nccl_bus(ident: str) -> str | None:
     """NCCL's integer bus id (``0-4e000``, ``4E000``, ``101c0``) as ``0000:4e:00.0``; None if it is not one."""
     try:
-        v = int(ident.split("-")[-1], 16)
+        v = int(_bus_digits(ident), 16)
     except ValueError:
         return None
     dom, bus, dev, fn = v >> 20, (v >> 12) & 0xFF, (v >> 4) & 0xFF, v & 0xF
     if dev > 0x1F or fn > 7 or dom > 0xFFFF:
         return None
     return f"{dom:04x}:{bus:02x}:{dev:02x}.{fn}"
+
+
+def unended(text: str, no: int, count: int) -> bool:
+    """Line ``no`` of ``count`` is the log's last and has no line end: the log was cut while written
+    (a tree line here, a channel line in nccl/logread, may be cut short)."""
+    return no == count and not text.endswith(("\n", "\r"))
 
 
 def _lines(text: str) -> list[tuple[int, tuple[str, str, str], str]]:
@@ -99,7 +121,7 @@ def _lines(text: str) -> list[tuple[int, tuple[str, str, str], str]]:
         if last.get(key) == msg:
             continue
         last[key] = msg
-        if no == len(raws) and not text.endswith(("\n", "\r")) and _TREE_LINE.match(msg.strip()):
+        if unended(text, no, len(raws)) and _TREE_LINE.match(msg.strip()):
             continue
         out.append((no, key, msg))
     return out
@@ -121,7 +143,7 @@ def read_dumps(text: str, origin: str) -> list[_Dump]:
             stacks[key] = []
             dumps.append(d)
             continue
-        cpu = _CPU.match(msg.strip()) if not msg.startswith(" ") else None
+        cpu = CPU_LINE.match(msg.strip()) if not msg.startswith(" ") else None
         if cpu and d is None:  # a dump whose header was cut
             d = open_[key] = _Dump(key, no, header=False)
             stacks[key] = []
@@ -138,7 +160,7 @@ def read_dumps(text: str, origin: str) -> list[_Dump]:
             stacks[key] = [(-1, node)]
             d.last = no
             continue
-        link = _LINK.match(msg)
+        link = TREE_LINK.match(msg)
         if link is None:
             if msg.lstrip().startswith("+"):
                 d.cut = f"line {no} is cut or not understood ({msg.strip()[:50]!r})"
@@ -198,7 +220,22 @@ def _holds_device(node: _Node) -> bool:
     return node.kind in ("GPU", "NIC", "NET") or any(_holds_device(c) for c in node.children)
 
 
+@dataclass(frozen=True)
+class LogDump:
+    """A log's topology dump as a snapshot, and ``gaps``: what of it the importer could not read (its
+    cut start or end, the dumps of other processes and hosts), each also one of the snapshot's notes."""
+
+    snapshot: Snapshot
+    gaps: tuple[str, ...] = ()
+
+
 def import_nccl_log(text: str, origin: str) -> Snapshot:
+    """The log's topology dump as a snapshot (:func:`read_nccl_log_dump`)."""
+    return read_nccl_log_dump(text, origin).snapshot
+
+
+def read_nccl_log_dump(text: str, origin: str) -> LogDump:
+    """The log's first topology dump that holds a device → a snapshot, with what it does not cover."""
     dumps = [d for d in read_dumps(text, origin) if d.roots]
     if not dumps:
         raise ImportFailure(
@@ -226,23 +263,12 @@ def import_nccl_log(text: str, origin: str) -> Snapshot:
     gpus, nv_notes, nv_unsure = _gpus(f, placed)
     nics = _nics(f, placed)
     notes = [f"NCCL topology dump of {d.key[0]} (pid {d.key[1]}), log line {d.start}", PHB_NOTE, *nv_notes]
-    notes += _dump_notes(d, dumps, f)
-    unknown = [
-        "gpus.uuid",
-        "gpus.name",
-        "gpus.memory_total_bytes",
-        "gpus.fabric",
-        "gpus.mig",
-        "gpus.cuda_ordinal",
-        "gpus.pcie",
-        "pairs.p2p",
-        "pairs.cuda",
-        "software",
-        "pairs.path (PHB vs NODE)",
-        "nics.kind",
-        *(["pairs.nvlink", "gpus.nvlinks"] if nv_unsure or _cut_at_gpu(d) else []),
-    ]
-    return Snapshot(
+    gaps = _dump_gaps(d, dumps)
+    notes += _dump_notes(gaps, f)
+    unknown = unknown_fields_of(
+        "nccl-log", *NCCL_UNRECORDED, *(["pairs.nvlink", "gpus.nvlinks"] if nv_unsure or _cut_at_gpu(d) else [])
+    )
+    snapshot = Snapshot(
         source=Source(
             kind="nccl-log", origin=origin, tool=f"topomap {__version__}", unknown_fields=unknown, notes=notes
         ),
@@ -253,6 +279,7 @@ def import_nccl_log(text: str, origin: str) -> Snapshot:
         pci=[f.pci[k] for k in sorted(f.pci)],
         nvswitches=nvswitches_from_links(gpus),
     )
+    return LogDump(snapshot, tuple(gaps))
 
 
 def _cut_at_gpu(d: _Dump) -> bool:
@@ -345,12 +372,25 @@ def _nics(f: _Found, placed: dict[str, Placed]) -> list[Nic]:
     return nics
 
 
-def _dump_notes(d: _Dump, dumps: list[_Dump], f: _Found) -> list[str]:
-    """What the dump does not cover: its cut start or end, other processes' dumps, emulated links."""
+def _dump_notes(gaps: list[str], f: _Found) -> list[str]:
+    """What the dump does not cover: what NCCL lists, its ``gaps`` (:func:`_dump_gaps`), emulated links."""
     out = [
         "NCCL lists the GPUs its process could see (CUDA_VISIBLE_DEVICES) and the NICs it would use; "
-        "GPU models are not in the dump"
+        "GPU models are not in the dump",
+        *gaps,
     ]
+    if f.slow_links:
+        out.append(
+            "PCI links NCCL rates under 1 GB/s ("
+            + ", ".join(f.slow_links[:3])
+            + "): an emulated (VM) bridge, as NCCL sees it; the real tree is hidden by the hypervisor"
+        )
+    return out
+
+
+def _dump_gaps(d: _Dump, dumps: list[_Dump]) -> list[str]:
+    """What of the log the dump ``d`` leaves unread: its cut start or end, other processes' and hosts' dumps."""
+    out: list[str] = []
     if not d.header:
         out.append(
             f"the dump's start is cut (no '=== System' line before log line {d.start}): "
@@ -366,10 +406,4 @@ def _dump_notes(d: _Dump, dumps: list[_Dump], f: _Found) -> list[str]:
         out.append(f"{len(others)} more dump(s) of the same host (other processes) not read")
     if hosts:
         out.append(f"dumps of other hosts not read ({', '.join(hosts[:4])}): import one host per snapshot")
-    if f.slow_links:
-        out.append(
-            "PCI links NCCL rates under 1 GB/s ("
-            + ", ".join(f.slow_links[:3])
-            + "): an emulated (VM) bridge, as NCCL sees it; the real tree is hidden by the hypervisor"
-        )
     return out

@@ -39,6 +39,7 @@ from topomap.model.snapshot import (
     Snapshot,
     Source,
 )
+from topomap.model.source_facts import unknown_fields_of
 
 MAX_LINKS_PER_ELEMENT = 64  # <nvlink count=...>: no GPU has more than 18
 NVLINK_ABSENT_NOTE = (
@@ -46,6 +47,9 @@ NVLINK_ABSENT_NOTE = (
     "and NCCL adds NVLink from NVML at run time; GPU pairs show their PCIe class. "
     "`nvidia-smi topo -m` on the machine would settle NVLink"
 )
+#: What NCCL's topology (file or dump) never records and no :class:`~topomap.model.source_facts.Fact`
+#: covers: CUDA ordinals, CUDA peer access, PHB told from NODE.
+NCCL_UNRECORDED = ("gpus.cuda_ordinal", "pairs.cuda", "pairs.path (PHB vs NODE)")
 PHB_NOTE = (
     "NCCL XML has no host bridges: pairs under one CPU without a common PCI bridge are recorded "
     "PHB; nvidia-smi on the same machine may print NODE"
@@ -365,20 +369,13 @@ def _build(
         gpus, pairs = rccl_xgmi(gpus, pairs, {r.bus: (r.device_id, r.xgmi) for r in tree.gpus if r.amd})
         notes.append(RCCL_NOTE)
         nvlink_known = True
-    unknown = [
-        "gpus.uuid",
+    unknown = unknown_fields_of(
+        "nccl-xml",
         *([] if all(g.name for g in gpus) else ["gpus.name"]),
-        "gpus.memory_total_bytes",
-        "gpus.fabric",
-        "gpus.mig",
-        "gpus.cuda_ordinal",
-        "pairs.p2p",
-        "pairs.cuda",
-        "software",
-        "pairs.path (PHB vs NODE)",
+        *NCCL_UNRECORDED,
         *([] if nvlink_known else ["pairs.nvlink", "gpus.nvlinks"]),
         *(["pairs.nvlink"] if nvlink_known and self_bridge else []),  # bridged, to partners it does not name
-    ]
+    )
     return Snapshot(
         source=Source(
             kind="nccl-xml", origin=origin, tool=f"topomap {__version__}", unknown_fields=unknown, notes=notes

@@ -21,9 +21,11 @@ from typing import Any
 
 import msgspec
 
+from topomap.base import units
 from topomap.base.cpus import parse_cpulist
 from topomap.base.errors import TopomapError
 from topomap.base.pciaddr import same_device
+from topomap.base.units import BINARY_LETTERS, SIZE_SPELLINGS
 from topomap.measure.copies import Figure
 from topomap.measure.findings import corrupt, failure, remote_gaps, subject
 from topomap.measure.jobs import HostSpec, Job, PairSpec, Settings, median
@@ -84,28 +86,13 @@ class MeasureOutcome:
 Progress = Callable[[int, int, str], None]
 
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|KiB|MiB|GiB|KB|MB|GB|K|M|G)?\s*$", re.I)
-_UNITS = {
-    "b": 1,
-    "k": 2**10,
-    "kib": 2**10,
-    "m": MIB,
-    "mib": MIB,
-    "g": 2**30,
-    "gib": 2**30,
-    "kb": 10**3,
-    "mb": 10**6,
-    "gb": 10**9,
-}
-
-
 def parse_size(text: str) -> int:
-    """``"64MiB"`` → 67108864; a bare number is MiB (as nvbandwidth's -b)."""
-    m = _SIZE.match(text)
-    if not m:
-        raise TopomapError(f"--size {text!r}: expected a size like 64MiB, 256MB or 1GiB")
-    unit = (m.group(2) or "mib").lower()
-    size = float(m.group(1)) * _UNITS[unit]
+    """``"64MiB"`` → 67108864, ``"256MB"`` → 256000000; as nvbandwidth's ``-b`` a bare number is MiB (``"64"``),
+    and as nccl-tests' ``-b`` a bare letter is binary (``"1g"`` → 1 GiB): the two tools it is set beside."""
+    size = units.parse_size(text, binary_letters=True, bare=MIB)
+    if size is None:
+        hint = f"{SIZE_SPELLINGS}; a bare number is MiB, {BINARY_LETTERS}"
+        raise TopomapError(f"--size {text[:40]!r}: expected a size like 64MiB, 256MB or 1GiB", hint=hint)
     if size > _MAX_COPY:  # past any GPU's memory (a 400-digit size overflowed to infinity: exit 4, issue 36)
         raise TopomapError(f"--size {text[:40]!r}: at most 256 GiB, more than any GPU holds")
     n = int(size)

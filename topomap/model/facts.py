@@ -212,14 +212,16 @@ def pcie_placeholders(snap: Snapshot) -> bool:
 @dataclass(frozen=True)
 class GpuMemory:
     """A card's memory: bytes (as the driver reports them, or the model's sold size in GiB) and where it
-    comes from ("snapshot", "derived …" or "unknown")."""
+    comes from in words (``source``: "snapshot", "declared: 80 GB", "derived …" or "unknown") and as a
+    kind (``kind``: "given" where a declared lot or the catalogue gave it)."""
 
     total_bytes: int | None
     source: str
+    kind: Literal["snapshot", "given", "derived", "unknown"]
 
     @property
     def derived(self) -> bool:
-        return self.source.startswith("derived")
+        return self.kind == "derived"
 
 
 _NAME_GB = re.compile(r"(\d+)\s*GB\b", re.IGNORECASE)
@@ -231,14 +233,16 @@ def gpu_memory(gpu: Gpu, snap: Snapshot | None = None) -> GpuMemory:
     id), else a size written in the name ("Tesla V100-SXM3-32GB-H"), labelled derived."""
     if gpu.memory_total_bytes is not None:
         origin = fact_origin(snap, "gpus.memory_total_bytes")
-        return GpuMemory(gpu.memory_total_bytes, origin.with_value() if origin is not None else "snapshot")
+        if origin is not None:
+            return GpuMemory(gpu.memory_total_bytes, origin.with_value(), "given")
+        return GpuMemory(gpu.memory_total_bytes, "snapshot", "snapshot")
     model = model_of(gpu.name, gpu.pci_device_id)
     if model is not None and model.memory_gb:
-        return GpuMemory(int(model.memory_gb * 2**30), f"derived from the model ({model.name}), nominal")
+        return GpuMemory(int(model.memory_gb * 2**30), f"derived from the model ({model.name}), nominal", "derived")
     m = _NAME_GB.search(gpu.name or "")
     if m:
-        return GpuMemory(int(m.group(1)) * 2**30, f"derived from the name {gpu.name!r}, nominal")
-    return GpuMemory(None, "unknown")
+        return GpuMemory(int(m.group(1)) * 2**30, f"derived from the name {gpu.name!r}, nominal", "derived")
+    return GpuMemory(None, "unknown", "unknown")
 
 
 def gpu_model_name(gpu: Gpu) -> tuple[str | None, bool]:
@@ -319,6 +323,7 @@ class NicFamily:
             "intel": "RDMA (Intel)",
             "ethernet": "TCP only",
             "gvnic": "TCP (gVNIC)",
+            "cassini": "Slingshot",
             "rdma": {"infiniband": "IB (?)", "roce": "RoCE (?)"}.get(self.transport, "RDMA (?)"),
         }.get(self.family, "unknown")
 
@@ -334,8 +339,10 @@ def nic_family(nic: Nic) -> NicFamily:
     if fam is None and nic.rdma:
         fam = family_of_name(nic.name)
         evidence = f"RDMA device name {nic.name}" if fam else ""
-    if fam is None and nic.kind == "efa":
-        fam, evidence = "efa", "the source's link layer"
+    if fam is None and nic.kind in ("efa", "slingshot"):  # a declared or recorded fabric with no ids
+        fam, evidence = ("efa" if nic.kind == "efa" else "cassini"), "the source's link layer"
+    if fam is None and nic.kind in ("tcpx", "tcpxo"):
+        fam, evidence = "gvnic", "the source's fabric (GPUDirect-TCPX/TCPXO)"
     layer = nic.kind if nic.kind in ("infiniband", "roce") else layer_of_name(nic.name) if nic.rdma else None
     if fam is None and not nic.rdma:
         if nic.kind == "ethernet" or nic.pci_vendor_id is not None:
@@ -375,13 +382,55 @@ def nic_link_layer(nic: Nic) -> str:
     return nic_family(nic).transport
 
 
-def fabric_ready(snap: Snapshot, g: Gpu) -> Answer:
-    """Is this GPU's NVLink fabric (NVSwitch / multi-node NVLink) registered and usable."""
+def gpu_alive(g: Gpu) -> Answer:
+    """A GPU is of no use once it fell off the bus during the probe (NVML GPU_IS_LOST): the one answer
+    to "GPU lost" (graph.evidence.gpu_usable and :func:`fabric_ready` ask it)."""
     if g.lost:
         return Answer(
             "no",
             (f"gpu{g.index} was lost during the probe (fell off the bus): reset or reseat it; `dmesg` shows Xid 79",),
         )
+    return Answer("yes")
+
+
+@dataclass(frozen=True)
+class FabricHold:
+    """What keeps a GPU's NVLink fabric from coming up: its ``state`` is not completed yet (Fabric Manager
+    / NVLink training has not finished) or its registration ``status`` failed; ``value`` as NVML gave it."""
+
+    field: Literal["state", "status"]
+    value: str
+
+    def text(self) -> str:
+        """The words of :func:`fabric_ready`: "fabric state in-progress: Fabric Manager … has not finished"."""
+        if self.field == "state":
+            return f"fabric state {self.value}: Fabric Manager / NVLink training has not finished"
+        return f"fabric registration status {self.value}"
+
+    def text_for(self, gpu: str) -> str:
+        """The words for one GPU of an NVLink pair: "gpu3 NVLink fabric state in-progress: …"."""
+        if self.field == "state":
+            return f"{gpu} NVLink fabric state {self.value}: Fabric Manager / NVLink training has not finished"
+        return f"{gpu} NVLink fabric registration failed ({self.value})"
+
+
+def fabric_hold(f: Fabric | None) -> FabricHold | None:
+    """Why a fabric the GPU reports has not come up (state not completed, registration failed); None
+    where it has, or where the GPU reports no fabric (absent, not-supported)."""
+    if f is None or f.state in (None, "not-supported"):
+        return None
+    if f.state != "completed":
+        return FabricHold("state", str(f.state))
+    if f.status not in (None, "success"):
+        return FabricHold("status", str(f.status))
+    return None
+
+
+def fabric_ready(snap: Snapshot, g: Gpu) -> Answer:
+    """Is this GPU's NVLink fabric (NVSwitch / multi-node NVLink) registered and usable."""
+    alive = gpu_alive(g)
+    if not alive.yes:
+        return alive
     f = g.fabric
     if f is None:
         if not source_knows(snap, "fabric"):
@@ -389,10 +438,9 @@ def fabric_ready(snap: Snapshot, g: Gpu) -> Answer:
         return Answer("unknown", ("the driver did not report a fabric state",), SETTLE["fabric"])
     if f.state in (None, "not-supported"):
         return Answer("no", ("the GPU reports no NVLink fabric (not-supported: not an NVSwitch-fabric part)",))
-    if f.state != "completed":
-        return Answer("no", (f"fabric state {f.state}: Fabric Manager / NVLink training has not finished",))
-    if f.status not in (None, "success"):
-        return Answer("no", (f"fabric registration status {f.status}",))
+    hold = fabric_hold(f)
+    if hold is not None:
+        return Answer("no", (hold.text(),))
     if not _in_cluster(f):  # an HGX board: its NVSwitches serve this host alone; NVML says so this way
         return Answer("yes", ("fabric completed, no cluster UUID: an NVLink domain of this host only",))
     if not f.clique_id:

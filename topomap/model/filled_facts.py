@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from topomap.base.links import nic_bandwidth_gbps
+from topomap.base.units import fmt_gbit
 from topomap.model.facts import Answer, Bandwidth, BandwidthSource, gpu_pcie_link
 from topomap.model.origins import FactOrigin, fact_origin, relabel
 from topomap.model.snapshot import Gpu, Nic, Snapshot
@@ -31,13 +32,13 @@ class NicSpeed:
         """ "400 Gb/s", "400 Gb/s (declared)", "100 Gb/s (catalogue: aws/p4d.24xlarge)"; "—" unknown."""
         if self.gbit_s is None:
             return "—"
-        return f"{self.gbit_s:g} Gb/s" + (self.origin.note() if self.origin is not None else "")
+        return fmt_gbit(self.gbit_s) + (self.origin.note() if self.origin is not None else "")
 
     def bandwidth(self) -> Bandwidth:
         """The line rate as GB/s per direction, labelled with its source."""
         if self.gbit_s is None:
             return Bandwidth(None, "unknown", "NIC line rate not recorded")
-        bw = Bandwidth(nic_bandwidth_gbps(self.gbit_s), "spec", f"NIC line rate {self.gbit_s:g} Gb/s")
+        bw = Bandwidth(nic_bandwidth_gbps(self.gbit_s), "spec", f"NIC line rate {fmt_gbit(self.gbit_s)}")
         return relabel(bw, self.origin, "NIC rate")
 
 

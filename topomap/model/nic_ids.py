@@ -25,7 +25,7 @@ def pci_id(text: str | None) -> str | None:
     return f"0x{int(t, 16):04x}"
 
 
-NicFamilyName = Literal["efa", "connectx", "broadcom", "intel", "gvnic", "ethernet", "rdma", "unknown"]
+NicFamilyName = Literal["efa", "connectx", "broadcom", "intel", "gvnic", "cassini", "ethernet", "rdma", "unknown"]
 #: What a family implies for GPUDirect RDMA by itself: yes (the hardware does it), no, or unknown
 #: (it depends on more than the family: the device generation, the driver, the plugin).
 GdrRule = Literal["yes", "no", "unknown"]
@@ -126,6 +126,18 @@ FAMILIES: tuple[NicFamilyRow, ...] = (
         "without host staging, elsewhere NCCL's sockets stage through host memory",
         "NCCL's log (`NCCL_DEBUG=INFO`: 'Using network GPUDirectTCPX' or FasTrak, and its channel lines)",
         devices=("0x0042",),
+        rdma=False,
+    ),
+    NicFamilyRow(
+        "cassini",
+        "HPE Slingshot (Cassini; through aws-ofi-nccl's CXI provider)",
+        "0x17db",  # Cray Inc (HPE Slingshot 11 Cassini NICs, pci.ids)
+        ("cxi",),
+        "slingshot",
+        "unknown",
+        "a Cassini NIC: NCCL reaches it through aws-ofi-nccl's libfabric CXI provider, which moves GPU memory "
+        "where libfabric reports FI_HMEM for it",
+        "`fi_info -p cxi -c FI_HMEM`, or NCCL's log ('Using network AWS Libfabric' and its channel lines)",
         rdma=False,
     ),
 )

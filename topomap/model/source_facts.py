@@ -75,10 +75,26 @@ _GPU_IDENTITY = frozenset({Fact.GPU_MODEL, Fact.GPU_UUID})
 #: What each kind of input can carry at most (what one file lacked is in ``unknown_fields``).
 CAN_CARRY: dict[SourceFormat, frozenset[Fact]] = {
     "probe": _ALL,
-    "nccl-xml": _ALL,  # its importer lists what the file leaves out (NVLink, models, memory …)
+    # NCCL's topology file: the tree, links and NICs; never UUIDs, memory, the fabric, MIG, P2P or
+    # versions (its importer adds what one file leaves out: models, NVLink …; unknown_fields_of)
+    "nccl-xml": _ALL - {Fact.GPU_UUID, Fact.GPU_MEMORY, Fact.FABRIC, Fact.MIG, Fact.P2P, Fact.DRIVER, Fact.CUDA},
     "hwloc-xml": _ALL,
     "lstopo": _ALL,  # as hwloc XML: its importer lists what the text leaves out (models without -v …)
-    "nccl-log": _ALL,  # NCCL's dump: its importer lists what the dump leaves out (memory, NVLink counts …)
+    # NCCL's dump in a log: as its topology file, less the GPU models, the PCIe links and the NIC kinds (its
+    # importer adds NVLink counts it cannot tell)
+    "nccl-log": _ALL
+    - {
+        Fact.GPU_UUID,
+        Fact.GPU_MODEL,
+        Fact.GPU_MEMORY,
+        Fact.FABRIC,
+        Fact.MIG,
+        Fact.PCIE_LINK,
+        Fact.P2P,
+        Fact.DRIVER,
+        Fact.CUDA,
+        Fact.NIC_KIND,
+    },
     "topo-m": frozenset({Fact.NVLINK, Fact.PATH, Fact.NICS, Fact.NIC_NAMES, Fact.GPU_COUNT, Fact.NUMA}),
     "topo-p2p": frozenset({Fact.P2P, Fact.GPU_COUNT}),
     # `nvlink -s` / `--status` and `-R` list GPUs by their links: `-i 0` lists one GPU of a node.
@@ -152,6 +168,46 @@ CAN_CARRY: dict[SourceFormat, frozenset[Fact]] = {
     "amd-smi-xgmi": frozenset({Fact.NVLINK_LINKS, Fact.GPU_BUS_ID}),
     "rocminfo": frozenset({Fact.GPU_COUNT, Fact.GPU_MODEL, Fact.GPU_MEMORY, Fact.GPU_UUID, Fact.GPU_BUS_ID}),
 }
+
+
+#: The order importers list ``Source.unknown_fields`` in (the snapshot's JSON keeps it); fields not
+#: named here follow in the order given.
+FIELD_ORDER: tuple[str, ...] = (
+    "gpus.uuid",
+    "gpus.name",
+    "gpus.memory_total_bytes",
+    "gpus.fabric",
+    "gpus.mig",
+    "gpus.cuda_ordinal",
+    "gpus.pcie",
+    "pairs.p2p",
+    "pairs.cuda",
+    "software",
+    "pairs.path (PHB vs NODE)",
+    "nics.kind",
+    "pairs.nvlink",
+    "gpus.nvlinks",
+)
+
+
+def unknown_fields_of(fmt: SourceFormat, *also: str) -> list[str]:
+    """``Source.unknown_fields`` of a file of kind ``fmt``: the field of each fact :data:`CAN_CARRY` says
+    it cannot carry (a whole part, ``software`` or ``nics``, where it carries none of that part's facts),
+    and ``also`` (what this one file lacks, and fields no fact covers), each once, in :data:`FIELD_ORDER`."""
+    missing = {f for f in Fact if f not in CAN_CARRY[fmt]}
+    parts: dict[str, list[Fact]] = {}
+    for f in Fact:
+        parts.setdefault(FIELDS[f][0], []).append(f)
+    fields: list[str] = []
+    for part, facts in parts.items():
+        if all(f in missing for f in facts):
+            fields.append(part)
+        else:
+            fields += [FIELDS[f][-1] for f in facts if f in missing]
+    named = list(dict.fromkeys([*fields, *also]))
+    rank = {x: k for k, x in enumerate(FIELD_ORDER)}
+    return sorted(named, key=lambda x: rank.get(x, len(FIELD_ORDER)))
+
 
 #: The AMD formats: a snapshot read from them names AMD's commands where a fact is missing.
 AMD_FORMATS: frozenset[SourceFormat] = frozenset(

@@ -102,11 +102,6 @@ class NcclLog:
     network: dict[str, str] = field(default_factory=dict)  # host → "Using network IB" / "Socket" / a plugin
 
 
-def short_bus(text: str) -> str:
-    """NCCL's bus id (``0-4e000``, ``4E000``, ``101c0``) in one spelling: lower case, no system prefix."""
-    return text.split("-")[-1].lower().lstrip("0") or "0"
-
-
 def transport_of(via: str) -> Transport:
     """The family a channel line's ``via`` names: P2P/..., SHM/..., NET/.../GDRDMA, COLLNET."""
     head = via.split("/")[0].upper()

@@ -12,8 +12,8 @@ import re
 from collections import Counter
 
 from topomap.base.errors import TopomapError
-from topomap.importers.nccl_log import INFO_LINE, LINE_HEAD
-from topomap.nccl.logdata import UNNAMED, Hop, NcclLog, RankInfo, short_bus, transport_of
+from topomap.importers.nccl_log import CPU_LINE, CPU_VENDORS, INFO_LINE, LINE_HEAD, TREE_LINK, short_bus, unended
+from topomap.nccl.logdata import UNNAMED, Hop, NcclLog, RankInfo, transport_of
 from topomap.nccl.loghosts import fill_ranks
 from topomap.transport.rules import NcclEnv, version_tuple
 
@@ -62,7 +62,6 @@ _NET_ROW = re.compile(r"^NET/(?P<net>[0-9-]+) :(?P<rest>.*)$")
 _DUMP_CELL = re.compile(
     r"(?P<kind>GPU|NET|CPU)/(?P<id>[0-9A-Fa-f-]+) \((?P<n>\d+)/(?P<bw>[0-9.]+)/(?P<type>[A-Z0-9]+)\)"
 )
-_DUMP_GPU = re.compile(r"- GPU/(?P<bus>[0-9A-Fa-f-]+) \((?P<rank>\d+)\)")
 
 
 _USING = re.compile(r"^NET/\w+ : Using (?P<list>(?:\[\d+\]\S+\s*)+)")
@@ -85,7 +84,7 @@ def read_log(text: str, path: str) -> NcclLog:
     raws = text.splitlines()
     for no, raw in enumerate(raws, 1):
         log.lines += 1
-        if no == len(raws) and not text.endswith(("\n", "\r")) and _cut_via(raw):
+        if unended(text, no, len(raws)) and _cut_via(raw):
             log.skipped.append(f"line {no}: the log ends inside this channel line: {raw.strip()[-40:]!r}")
             continue
         line = _PREFIX.sub("", raw.strip(), count=1)
@@ -225,10 +224,10 @@ def _read_message(log: NcclLog, env: dict[str, str], line: tuple[str, str, int],
     if refused:
         log.p2p_refused.add((short_bus(refused.group("a")), short_bus(refused.group("b"))))
         return
-    d = _DUMP_GPU.search(msg)
-    if d:
-        log.dump_ranks[short_bus(d.group("bus"))] = int(d.group("rank"))
-        r = log.ranks.setdefault(int(d.group("rank")), RankInfo())
+    d = TREE_LINK.match(msg)  # a GPU of the dump's tree and its rank: "+ PCI[24.0] - GPU/0-1b000 (0)"
+    if d and d.group("nt") == "GPU" and (d.group("extra") or "").isdigit():
+        log.dump_ranks[short_bus(d.group("nid"))] = int(d.group("extra"))
+        r = log.ranks.setdefault(int(d.group("extra")), RankInfo())
         if r.host is None and host != UNNAMED:  # a host's dump lists the GPUs of its own ranks
             r.host = host
     row = _DUMP_ROW.match(msg)
@@ -243,7 +242,6 @@ def _read_message(log: NcclLog, env: dict[str, str], line: tuple[str, str, int],
                 log.gpu_net_paths.setdefault((host, short_bus(c.group("id")), index), c.group("type"))
 
 
-_CPU_LINE = re.compile(r"^CPU/[0-9A-Fa-f-]+ \((?P<arch>-?\d+)/(?P<vendor>-?\d+)/(?P<model>-?\d+)\)\s*$")
 _USING_NETWORK = re.compile(r"^Using network (?P<name>\S+)")
 _MNNVL = re.compile(r"\bMNNVL (?P<on>[01])\b(?: cliqueId \S+ cliqueSize (?P<size>\d+))?")
 
@@ -255,16 +253,17 @@ def nccl_cpu_kind(arch: int, vendor: int, model: int) -> str | None:
         return "arm"
     if arch == 2:
         return "power"
-    if arch != 1:
+    if arch != 1 or vendor not in CPU_VENDORS:
         return None
-    return {1: "intel-bdw" if model == 1 else "intel", 2: "amd", 3: "zhaoxin"}.get(vendor)
+    kind = CPU_VENDORS[vendor].lower()  # NCCL's vendor numbers, read where the dump is (importers.nccl_log)
+    return "intel-bdw" if kind == "intel" and model == 1 else kind
 
 
 def _read_host(log: NcclLog, msg: str, host: str) -> bool:
     """The dump's CPU line (the first per host: NCCL asks its first CPU), the network NCCL uses and
     multi-node NVLink; True when the line was only that."""
-    cpu = _CPU_LINE.match(msg)
-    if cpu:
+    cpu = CPU_LINE.match(msg)
+    if cpu and cpu.group("arch") is not None:  # NCCL 2.6 and later print the numbers
         kind = nccl_cpu_kind(int(cpu.group("arch")), int(cpu.group("vendor")), int(cpu.group("model")))
         if kind is not None:
             log.cpus.setdefault(host, kind)

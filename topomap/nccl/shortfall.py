@@ -90,7 +90,9 @@ def causes(
     net = e.bottleneck_kind == "network" or e.hosts > 1
     found: list[Cause | None] = [
         _sizes(e, run),
+        _fabric(e, measured) if net else None,
         _roce(p, env) if net else None,
+        _ib_tuning(p, e, env) if net else None,
         _fewer_nics(lot, p, sig, env) if net else None,
         _gdr(p, sig, env) if net else None,
         _sockets(e, sig, env) if net else None,
@@ -101,7 +103,6 @@ def causes(
         _iommu(lot, e, net),
         _downtrained(lot),
         _virtual(lot, sig, run),
-        _fabric(e, measured) if net else None,
     ]
     listed = [c for c in found if c is not None]  # the order above breaks ties: the commoner cause first
     if any(c.cause == "NCCL fell back to TCP sockets" and c.strength == 3 for c in listed):
@@ -242,12 +243,21 @@ def _nvls(lot: Snapshot, e: Expectation, sig: Signals, env: NcclEnv, measured: f
     if sig.nvls_off or env.get("NCCL_NVLS_ENABLE") == "0":
         why = "the log says NVLS multicast support is not available" if sig.nvls_off else "NCCL_NVLS_ENABLE=0"
         return Cause("NVLS not available", why, "`nvidia-smi -q` (Fabric Manager state); the NCCL INFO log", 3)
-    ring = e.low_gbps
-    near_ring = ring is not None and measured <= ring * 1.15
+    if e.bottleneck_kind not in ("nvls", "nvlink"):
+        return None  # the NICs (or PCIe) bound the figure with NVLS or without it: its absence explains nothing
+    ring = e.ring_gbps
+    near_ring = ring is not None and 0.85 * ring <= measured <= 1.15 * ring
+    floor = ring if ring is not None else e.low_gbps  # without NVLS: the ring, the range's low end
+    if floor is not None and measured < 0.85 * floor:
+        return None  # below even the figure without NVLS: losing NVLS does not explain it
     vm = next((h.host.virtualization for h in hosts_of(lot) if h.host.virtualization), None)
     return Cause(
         "NVLS not available (Fabric Manager, CUDA or NCCL too old, a VM)",
-        (f"the run reaches about the ring's figure ({measured:.0f} GB/s), not NVLS's" if near_ring else "not ruled out")
+        (
+            f"the run ({measured:.0f} GB/s) reaches about the ring's figure ({ring:.0f} GB/s), not NVLS's"
+            if near_ring and ring is not None
+            else "not ruled out"
+        )
         + (f"; a VM ({vm})" if vm else ""),
         "`nvidia-smi -q` (Fabric section); the NCCL INFO log's NVLS lines; NCCL_NVLS_ENABLE",
         2 if near_ring else 1,
@@ -339,11 +349,32 @@ def _virtual(lot: Snapshot, sig: Signals, run: Run) -> Cause | None:
 
 
 def _fabric(e: Expectation, measured: float) -> Cause | None:
+    """Far below across hosts: a node or link, or the fabric; a run at a quarter of the figure or less is what
+    a slow link or a congested path gives, not an algorithm or a variable (nccl#1453: across racks)."""
     if e.busbw_gbps is None or measured >= 0.7 * e.busbw_gbps:
         return None
+    of = "what the NICs should carry" if e.bottleneck_kind == "network" else "the expected figure"
     return Cause(
         "a slow node or link, or the fabric's tuning (adaptive routing, QPs per connection, congestion)",
-        f"{measured:.0f} GB/s is {measured / e.busbw_gbps:.0%} of what the NICs should carry",
+        f"{measured:.0f} GB/s is {measured / e.busbw_gbps:.0%} of {of}",
         "the test on pairs of nodes (-N 2) to find a slow one; ib_write_bw between two hosts; `ibstat` on each",
+        2 if e.hosts > 1 and measured < 0.25 * e.busbw_gbps else 1,
+    )
+
+
+def _ib_tuning(p: LotPlan, e: Expectation, env: NcclEnv) -> Cause | None:
+    """InfiniBand at the NICs' figure needs enough channels and QPs: on nccl-tests#309 eight 8x H100 nodes went
+    from 321 to 391 GB/s with NCCL_MIN_CTAS=24 NCCL_IB_QPS_PER_CONNECTION=2 (gj-aion; kiskra-nvidia)."""
+    if e.bottleneck_kind != "network" or not any(
+        s.network is not None and s.network.family == "infiniband" for s in p.shapes
+    ):
+        return None
+    unset = [k for k in ("NCCL_MIN_CTAS", "NCCL_IB_QPS_PER_CONNECTION") if env.get(k) is None]
+    if not unset:
+        return None
+    return Cause(
+        "too few channels or QPs for the NICs (NCCL_MIN_CTAS, NCCL_IB_QPS_PER_CONNECTION)",
+        f"InfiniBand NICs bound the figure, and the run sets no {' or '.join(unset)}",
+        "rerun with NCCL_MIN_CTAS=24 NCCL_IB_QPS_PER_CONNECTION=2 (nccl-tests#309: 321 → 391 GB/s on 8 nodes)",
         1,
     )

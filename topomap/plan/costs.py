@@ -19,6 +19,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from topomap.base.lotunits import MEMORY_CLASS_SPREAD
 from topomap.base.units import fmt_bandwidth, fmt_bytes
 from topomap.flow.mapping import map_flow
 from topomap.flow.spec import Flow, FlowArrow, FlowError, Placement, Work
@@ -225,7 +226,7 @@ def card_memory(topo: Topology, card: str) -> CardMemory:
     """A card's memory: the snapshot's figure, else the size in the GPU's name (derived), else unknown."""
     gpu = next(g for g in topo.snapshot.gpus if f"gpu{g.index}" == card)
     mem = gpu_memory(gpu, topo.snapshot)
-    return CardMemory(card, mem.total_bytes, mem.source)
+    return CardMemory(card, mem.total_bytes, mem.source, mem.kind == "given")
 
 
 def memory_fit(work: Work, memory: dict[str, CardMemory], used: list[str], holders: int, lot_cards: int) -> MemoryFit:
@@ -249,6 +250,13 @@ def memory_fit(work: Work, memory: dict[str, CardMemory], used: list[str], holde
         return MemoryFit(
             "unknown", need, have, small.card, small.source,
             f"needs {fmt_bytes(need)} per card, within 3 % of {small.card}'s nominal {fmt_bytes(have)}; "
+            f"`{SETTLE_MEMORY}` settles it",
+        )  # fmt: skip
+    if small.given and have < need <= have * MEMORY_CLASS_SPREAD:
+        return MemoryFit(
+            "unknown", need, have, small.card, small.source,
+            f"needs {fmt_bytes(need)} per card; {small.card} holds at least its {fmt_bytes(have)} as sold, "
+            f"and a card sold so up to {MEMORY_CLASS_SPREAD - 1:.0%} more (H100 80GB: 79.6 GiB); "
             f"`{SETTLE_MEMORY}` settles it",
         )  # fmt: skip
     if need > have:

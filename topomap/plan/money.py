@@ -8,83 +8,16 @@ compared. (``plan/costs.py`` is the other kind of cost: the hidden time costs of
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from topomap.base.lotunits import Price, fmt_money, fmt_period
 from topomap.model.snapshot import LotTerms
+from topomap.plan.money_types import ArrangementCost, PlanMoney
 
 if TYPE_CHECKING:
     from topomap.plan.result import Arrangement, PlanResult
 
-
-@dataclass(frozen=True)
-class ArrangementCost:
-    """One arrangement's price: ``amount`` for the work (see :class:`PlanMoney`), and the smallest rental
-    period covering its total (None: no periods offered, or ``beyond`` them all) with what it costs."""
-
-    cards: int
-    arrangement: str
-    fits: bool
-    amount: float
-    basis: str
-    period_s: float | None = None
-    period_amount: float | None = None
-    beyond: bool = False  # the total is longer than the longest period offered
-    lower_bound: bool = False  # some time of the arrangement is unknown: at least this much
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "cards": self.cards,
-            "arrangement": self.arrangement,
-            "fits": self.fits,
-            "amount": self.amount,
-            "basis": self.basis,
-            "rental_period_s": self.period_s,
-            "rental_period_amount": self.period_amount,
-            "longer_than_every_period": self.beyond,
-            "lower_bound": self.lower_bound,
-        }
-
-
-@dataclass
-class PlanMoney:
-    """What each arrangement of a plan costs on its lot: the price as given, the periods offered, the
-    lot's cards (hosts × GPUs per host: what a rental period rents), and one cost per arrangement."""
-
-    price: Price
-    periods_s: tuple[float, ...]
-    lot_cards: int
-    hosts: int
-    costs: list[ArrangementCost] = field(default_factory=list)
-
-    @property
-    def currency(self) -> str:
-        return self.price.currency
-
-    def cheapest(self) -> ArrangementCost | None:
-        """The arrangement whose tasks fit (or may) that does the work for the least money."""
-        ok = [c for c in self.costs if c.fits]
-        return min(ok, key=lambda c: (round(c.amount, 6), c.cards)) if ok else None
-
-    def how(self) -> str:
-        """How the figure is made, in words."""
-        if self.price.per == "gpu-hour":
-            return "card-minutes × the price per GPU-hour"
-        whole = "the host" if self.price.per == "host-hour" else "the whole lot"
-        return f"the total × the price of {whole} per hour ({whole} is paid whether its cards work or not)"
-
-    def to_json(self) -> dict[str, object]:
-        best = self.cheapest()
-        return {
-            "price": {"amount": self.price.amount, "currency": self.price.currency, "per": self.price.per},
-            "how": self.how(),
-            "rental_periods_s": list(self.periods_s),
-            "lot_cards": self.lot_cards,
-            "arrangements": [c.to_json() for c in self.costs],
-            "cheapest": None if best is None else best.to_json(),
-            "calculated": True,
-        }
+__all__ = ["ArrangementCost", "PlanMoney", "cheaper", "cost_words", "plan_money"]
 
 
 def plan_money(result: PlanResult, terms: LotTerms | None, host_cards: int) -> PlanMoney | None:
@@ -113,7 +46,8 @@ def _cost(a: Arrangement, m: PlanMoney) -> ArrangementCost:
     fits = a.fit.verdict != "does not fit"
     beyond = bool(m.periods_s) and period is None
     partial = not a.transfers_complete or (a.kind == "coordinated" and a.exchange_s is None)
-    return ArrangementCost(a.k, a.kind, fits, amount, basis, period, period_amount, beyond, partial)
+    known = a.fit.verdict != "unknown"
+    return ArrangementCost(a.k, a.kind, fits, amount, basis, period, period_amount, beyond, partial, known)
 
 
 def _rent(seconds: float, m: PlanMoney) -> float:

@@ -21,7 +21,7 @@ from topomap.flow.spec import Unit
 from topomap.plan.sched import Lane
 
 if TYPE_CHECKING:
-    from topomap.plan.money import PlanMoney
+    from topomap.plan.money_types import PlanMoney
 
 PLAN_SCHEMA = (
     "topomap.plan/2"  # /2: units and lanes summarised (counts, totals, first/last, longest); --units lists them
@@ -83,6 +83,7 @@ class CardMemory:
     card: str
     total_bytes: int | None
     source: str  # "snapshot", "derived from the name 'Tesla V100-SXM3-32GB-H'", "unknown"
+    given: bool = False  # a declared lot's (or the catalogue's) size as sold: the card holds at least that
 
 
 @dataclass
@@ -372,3 +373,8 @@ def best_total_seconds(result: PlanResult) -> float | None:
     """The shortest total of an arrangement whose tasks do not fail to fit (fit unknown counts), or None."""
     best = result.best()
     return None if best is None else best.total_s
+
+
+def arrangement_name(a: Arrangement, r: PlanResult) -> str:
+    """An arrangement as the plan's views name it: "one task at a time" where a task takes several cards."""
+    return "one task at a time" if a.kind == "one card" and r.cards_per_task > 1 else a.kind

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 
 from topomap.base.links import NCCL_P2P_LEVELS
+from topomap.model.facts import fabric_hold
 from topomap.model.snapshot import Finding, Snapshot
 from topomap.probe.sysfs import SysfsReader, SysfsResult, cat
 
@@ -290,7 +291,8 @@ def _nvlink_and_fabric(reader: SysfsReader, snap: Snapshot) -> list[Finding]:
         fab = g.fabric
         if fab is None or fab.state in (None, "not-supported"):
             continue
-        if fab.state != "completed":
+        hold = fabric_hold(fab)  # the one decision (model.facts), map's and check's too
+        if hold is not None and hold.field == "state":
             out.append(
                 Finding(
                     kind="fabric-not-ready",
@@ -303,7 +305,7 @@ def _nvlink_and_fabric(reader: SysfsReader, snap: Snapshot) -> list[Finding]:
                 )
             )
             continue
-        if fab.status not in (None, "success"):
+        if hold is not None:
             out.append(
                 Finding(
                     kind="fabric-error",

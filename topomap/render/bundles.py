@@ -8,37 +8,36 @@ Pure data: no rich, no Graphviz. Relies only on MappedArrow's fields.
 
 from __future__ import annotations
 
-import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from topomap.base.units import fmt_bytes, fmt_gbps, fmt_seconds
+from topomap.flow import Placement
 from topomap.flow.mapping import FlowMap, MappedArrow
 from topomap.render.notes import NoteLine, compress, group_notes, ranges
 
-_PLACEMENT = re.compile(r"^(?P<host>.*):(?P<what>gpu(?P<n>\d+)|memory(?:@numa\d+)?|storage)$", re.S)
 
-
-def compress_places(labels: list[str]) -> str:
-    """`lot:gpu0, lot:gpu1, … lot:gpu7` → `lot:gpu0–7`; other places listed once each, in order."""
+def compress_places(places: Sequence[Placement], with_host: bool = True) -> str:
+    """`lot:gpu0, lot:gpu1, … lot:gpu7` → `lot:gpu0–7`; other places listed once each, in order.
+    ``with_host`` False: without the `lot:` of a GPU span (places on one host)."""
     gpus: dict[str, list[int]] = {}
-    order: list[str] = []
-    for lab in labels:
-        m = _PLACEMENT.match(lab)
-        if m and m.group("n") is not None:
-            host = m.group("host")
-            if host not in gpus:
-                gpus[host] = []
-                order.append("gpu:" + host)
-            if int(m.group("n")) not in gpus[host]:
-                gpus[host].append(int(m.group("n")))
-        elif lab not in order:
-            order.append(lab)
+    order: list[tuple[str, str]] = []  # ("gpu", host) for a host's GPU span, ("", label) for another place
+    for p in places:
+        n = p.gpu_index()
+        if n is not None:
+            if p.host not in gpus:
+                gpus[p.host] = []
+                order.append(("gpu", p.host))
+            if n not in gpus[p.host]:
+                gpus[p.host].append(n)
+        elif ("", item := p.label() if with_host or p.gpu is None else p.gpu) not in order:
+            order.append(("", item))
     out: list[str] = []
-    for item in order:
-        if item.startswith("gpu:") and item[4:] in gpus:
-            out.append(f"{item[4:]}:gpu" + ranges(sorted(gpus[item[4:]])).replace(", ", ","))
+    for kind, what in order:
+        if kind == "gpu":
+            out.append((f"{what}:" if with_host else "") + "gpu" + ranges(sorted(gpus[what])).replace(", ", ","))
         else:
-            out.append(item)
+            out.append(what)
     return ", ".join(out)
 
 
@@ -152,8 +151,8 @@ class Bundle:
 
     def places(self) -> str:
         """Where the bundle's arrows start and end: `lot:gpu0–7 → lot:gpu0–7`."""
-        src = compress_places(list(dict.fromkeys(a.src for a in self.arrows)))
-        dst = compress_places(list(dict.fromkeys(a.dst for a in self.arrows)))
+        src = compress_places([a.src_place for a in self.arrows])
+        dst = compress_places([a.dst_place for a in self.arrows])
         return f"{src} {'↔' if self.both_ways else '→'} {dst}"
 
 

@@ -54,12 +54,16 @@ def bundle_label(b: Bundle, nic_names: dict[str, str] | None = None) -> str:
 def nccl_text(b: Bundle) -> str:
     """NCCL's transport over a bundle's arrows (``NCCL SHM (host memory)``, ``NCCL P2P ×20, SHM ×8``);
     empty where NCCL sends none of them."""
+    transports = nccl_transports(b)
+    return f"NCCL {transports}" if transports else ""
+
+
+def nccl_transports(b: Bundle) -> str:
+    """:func:`nccl_text` without its ``NCCL`` (a column headed NCCL): ``P2P ×20, SHM ×8``."""
     counts = Counter(t for t in (a.nccl_text() for a in b.arrows) if t)
-    if not counts:
-        return ""
     if len(counts) == 1:
-        return f"NCCL {next(iter(counts))}"
-    return "NCCL " + ", ".join(f"{t} ×{n}" for t, n in counts.items())
+        return next(iter(counts))
+    return ", ".join(f"{t} ×{n}" for t, n in counts.items())
 
 
 def nccl_stands_out(b: Bundle) -> bool:
@@ -97,7 +101,7 @@ def _where(fmap: FlowMap, step: str, host: str, topo: Topology | None) -> str:
     out: list[str] = []
     gpus = [p.gpu for p in places if p.kind == "gpu" and p.gpu]
     if gpus:
-        text = compress_places([f"{host}:{g}" for g in gpus]).rsplit(":", 1)[-1]
+        text = compress_places([p for p in places if p.kind == "gpu" and p.gpu], with_host=False)
         text = text.replace("gpu", "GPU", 1)
         models = []
         if topo is not None:
@@ -309,7 +313,7 @@ def flow_pipeline_dot(fmap: FlowMap) -> str:
         step = fmap.flow.steps[st]
         where = ", ".join(p.label() for p in step.placements[:1])
         if len(step.placements) > 1:
-            where = compress_places([p.label() for p in step.placements])
+            where = compress_places(step.placements)
         lines = [st, f"[{step.kind}]"] + ([step.label] if step.label else []) + [f"on {where}"]
         b.node("step:" + st, "\n".join(lines), **_step_style(step.kind))
     levels = _levels(fmap)

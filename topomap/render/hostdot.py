@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from topomap.base.units import fmt_bandwidth
+from topomap.base.units import fmt_bandwidth, fmt_gbit
 from topomap.graph import FABRIC, Topology, natural_key
 from topomap.graph.edges import edge_bandwidth
 from topomap.graph.evidence import nvlink_edge_usable
@@ -156,7 +156,7 @@ def node_label(topo: Topology, n: str) -> str:
         return f"GPU{gpu.index}{extra}{mem}"
     if kind == "nic":
         nic = next(x for x in snap.nics if f"nic:{x.name}" == n)
-        speed = f"\n{nic.speed_gbit_s:g} Gb/s" if nic.speed_gbit_s else ""
+        speed = f"\n{fmt_gbit(nic.speed_gbit_s)}" if nic.speed_gbit_s else ""
         return f"{nic_words(nic_name(nic))}{speed}"
     if kind == "numa":
         cpus = d.get("cpus")

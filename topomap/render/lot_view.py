@@ -8,6 +8,7 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from topomap.base.lotunits import Price, fmt_period
+from topomap.base.units import fmt_gbit
 from topomap.model.lots import FACT_WORDS, Entry
 from topomap.model.snapshot import LotTerms, Snapshot
 from topomap.render.text import visible
@@ -115,7 +116,7 @@ def catalogue_table(entries: list[Entry]) -> Text:
         lot = e.lot()
         gpus = f"{lot.gpu_count or '?'} × {lot.model.name if lot.model else 'model unknown'}"
         links = lot.links.words() if lot.links else "links unknown"
-        rate = f" × {lot.nic_rate_gbit:g} Gb/s" if lot.nic_rate_gbit else ""
+        rate = f" × {fmt_gbit(lot.nic_rate_gbit)}" if lot.nic_rate_gbit else ""
         nics = (
             f"{lot.nic_count or '?'}{rate} {lot.fabric or ''}".strip()
             if (lot.nic_count or lot.fabric)

@@ -8,6 +8,7 @@ from rich.text import Text
 from topomap.base.lotunits import fmt_money, fmt_period
 from topomap.plan import PlanResult
 from topomap.plan.money import cost_words
+from topomap.plan.result import arrangement_name
 from topomap.render.text import visible
 
 
@@ -26,14 +27,20 @@ def money_lines(r: PlanResult) -> list[Text]:
         c = by_row.get((a.k, a.kind))
         if c is None:
             continue
-        kind = a.kind + (f" (+{len(group) - 1})" if len(group) > 1 else "")
+        kind = arrangement_name(a, r) + (f" (+{len(group) - 1})" if len(group) > 1 else "")
         fit = "" if c.fits else " — does not fit"
         out.append(visible(f"  {a.k:>2} {kind}: {cost_words(c, m)}{fit}") + "\n")
     best = m.cheapest()
     if best is not None:
-        out.append(
-            visible(
-                f"cheapest that fits: {best.cards} card(s), {best.arrangement}: {fmt_money(best.amount, m.currency)}"
-            )
-        )
+        row = next((a for a in r.arrangements if (a.k, a.kind) == (best.cards, best.arrangement)), None)
+        name = arrangement_name(row, r) if row is not None else best.arrangement
+        which = "cheapest that fits" if best.fit_known else "cheapest that may fit (its memory fit is unknown)"
+        out.append(visible(f"{which}: {best.cards} card(s), {name}: {fmt_money(best.amount, m.currency)}"))
+        sure = [c for c in m.costs if c.fits and c.fit_known]
+        if not best.fit_known and sure:
+            low = min(sure, key=lambda c: (round(c.amount, 6), c.cards))
+            row = next((a for a in r.arrangements if (a.k, a.kind) == (low.cards, low.arrangement)), None)
+            name = arrangement_name(row, r) if row is not None else low.arrangement
+            out.append("\n")
+            out.append(visible(f"cheapest that fits: {low.cards} card(s), {name}: {fmt_money(low.amount, m.currency)}"))
     return [out]

@@ -11,10 +11,10 @@ from rich.text import Text
 from topomap.cluster.groups import HostGroup
 from topomap.nccl.cluster import Across, ClusterPrediction
 from topomap.nccl.predict import Entry, NcclReport
-from topomap.nccl.rules import RULES, rules_used
 from topomap.render.cluster_groups import closing, differing, opening
 from topomap.render.nccl_view import _features, summary
 from topomap.render.notes import compress
+from topomap.transport.rules import RULES, rules_used
 
 _STYLE = {"SHM": "yellow", "NET": "red", "unknown": "magenta"}
 

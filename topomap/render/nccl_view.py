@@ -9,9 +9,9 @@ from rich.text import Text
 
 from topomap.nccl.features import Feature
 from topomap.nccl.predict import NcclReport
-from topomap.nccl.rules import RULES
 from topomap.render.notes import compress
 from topomap.transport.rccl_rules import RCCL_RULES
+from topomap.transport.rules import RULES
 
 _STYLE = {"SHM": "yellow", "NET": "red", "unknown": "magenta"}
 _CAN = {"yes": "green", "possible": "cyan", "unknown": "magenta"}

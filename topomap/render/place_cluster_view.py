@@ -10,7 +10,7 @@ from topomap.cluster.groups import Grouping, HostGroup
 from topomap.place import PlaceError, PlaceResult
 from topomap.render.cluster_groups import closing, differing, opening
 from topomap.render.place_view import place_view
-from topomap.render.terminal import esc
+from topomap.render.tables import esc
 
 
 def _brief(r: PlaceResult) -> str:

@@ -11,7 +11,7 @@ from rich.text import Text
 from topomap.place import FlowPlacement, PlaceResult
 from topomap.render.mapview import summary_view
 from topomap.render.notes import compress
-from topomap.render.terminal import esc
+from topomap.render.tables import esc
 
 #: A per-GPU note: "gpu3: cores unknown: …".
 _PER_GPU = re.compile(r"^(gpu\d+): (.+)$", re.S)

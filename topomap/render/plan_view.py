@@ -8,6 +8,7 @@ from rich.text import Text
 
 from topomap.base.units import fmt_gbps, fmt_span
 from topomap.plan import Arrangement, Bar, PlanResult
+from topomap.plan.result import arrangement_name
 from topomap.render.text import visible
 
 WIDTH = 50  # characters for the longest total of the arrangements drawn together
@@ -34,10 +35,6 @@ def _fit(a: Arrangement) -> Text:
     return Text("unknown", style="yellow")
 
 
-def _kind(a: Arrangement, r: PlanResult) -> str:
-    return "one task at a time" if a.kind == "one card" and r.cards_per_task > 1 else a.kind
-
-
 def plan_table(r: PlanResult, width: int | None = None) -> Text:
     """One row per arrangement, arrangements with equal figures (a tie) on one row. The assembly
     column shows only when it differs between rows, and the transfers column only when transfers
@@ -53,7 +50,7 @@ def plan_table(r: PlanResult, width: int | None = None) -> Text:
     rows: list[tuple[list[str], list[str]]] = []  # cells, and their styles
     for group in r.ties():
         a = group[0]
-        name = _kind(a, r) + (f" (+{len(group) - 1})" if len(group) > 1 else "")
+        name = arrangement_name(a, r) + (f" (+{len(group) - 1})" if len(group) > 1 else "")
         row = [f"{a.k:>2} {name}" + (" ★" if best in group else ""), fmt_span(a.parallel_s)]
         if not r.includes_transfers:
             low = "≥" if a.transfers_lower_bound else ""
@@ -108,7 +105,7 @@ def _table_notes(r: PlanResult) -> list[Text]:
     tied: dict[str, list[int]] = {}
     for group in r.ties():
         if len(group) > 1:
-            tied.setdefault(", ".join(_kind(a, r) for a in group), []).append(group[0].k)
+            tied.setdefault(", ".join(arrangement_name(a, r) for a in group), []).append(group[0].k)
     for names, ks in tied.items():
         on = ", ".join(str(k) for k in ks)
         out.append(Text(f"tie: {names} give equal figures on {on} card(s): one row (+N: N more) and one chart"))
@@ -197,9 +194,8 @@ def plan_view(r: PlanResult, gantt_cards: int | None = None, width: int | None =
         from topomap.render.money_view import money_lines  # start-up: only a priced lot
 
         parts += money_lines(r)
-    fits = {a.fit.reason for a in r.arrangements if a.fit.verdict != "fits"}
-    for reason in sorted(fits):
-        bad = reason.startswith("does not fit")
+    fits = {(a.fit.reason, a.fit.verdict == "does not fit") for a in r.arrangements if a.fit.verdict != "fits"}
+    for reason, bad in sorted(fits):
         parts.append(
             Text(
                 visible(f"memory: {reason}" if bad else f"memory fit unknown: {reason}"),
@@ -244,7 +240,7 @@ def _best_lines(r: PlanResult, best: Arrangement) -> list[Text]:
     """Fastest, cheapest (card-minutes) and the fewest cards within the margin of the fastest."""
 
     def one(a: Arrangement) -> str:
-        return f"{a.k} card(s), {_kind(a, r)}: {fmt_span(a.total_s)}, {_minutes(a.card_s)} card-min"
+        return f"{a.k} card(s), {arrangement_name(a, r)}: {fmt_span(a.total_s)}, {_minutes(a.card_s)} card-min"
 
     out = [Text(f"fastest: {one(best)} (calculated)", style="bold")]
     cheap, few = r.cheapest(), r.fewest_within()

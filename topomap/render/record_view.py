@@ -17,7 +17,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from topomap.base.units import fmt_bytes, fmt_seconds
+from topomap.base.units import fmt_byte_rate, fmt_bytes, fmt_seconds
 from topomap.record.compare import Row, RunDiff
 from topomap.record.model import Run
 from topomap.record.summary import busiest, cards, host_peaks, last, shared_resources
@@ -35,16 +35,6 @@ def _lines(lines: list[str], style: str = "") -> Text:
 def _cell(text: str) -> Text:
     """A table cell or title: visible, and never rich markup ("[bold]" in a GPU name stays text)."""
     return Text(visible(text))
-
-
-def fmt_rate(bps: float | None) -> str:
-    """Bytes per second → "1.2 GB/s" (decimal, as link rates are quoted); None → "—"."""
-    if bps is None:
-        return "—"
-    for unit, f in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
-        if bps >= f:
-            return f"{bps / f:.3g} {unit}"
-    return f"{bps:.0f} B/s"
 
 
 def _size(n: float | None) -> str:
@@ -142,9 +132,9 @@ def _cards_table(run: Run) -> Table:
             f"{_pct(c.util_mean_pct)} / {_pct(c.util_peak_pct)}",
         ]
         if pcie:
-            row.append(f"{fmt_rate(c.pcie_rx_peak_bytes_s)} / {fmt_rate(c.pcie_tx_peak_bytes_s)}")
+            row.append(f"{fmt_byte_rate(c.pcie_rx_peak_bytes_s)} / {fmt_byte_rate(c.pcie_tx_peak_bytes_s)}")
         if nvlink:
-            row.append(f"{fmt_rate(c.nvlink_rx_peak_bytes_s)} / {fmt_rate(c.nvlink_tx_peak_bytes_s)}")
+            row.append(f"{fmt_byte_rate(c.nvlink_rx_peak_bytes_s)} / {fmt_byte_rate(c.nvlink_tx_peak_bytes_s)}")
         t.add_row(*row, _cell("; ".join(notes)))
     return t
 
@@ -210,8 +200,9 @@ def _busiest(run: Run) -> Text:
     b = busiest(run)
     if b is None:
         return Text("Busiest shared resource: unknown (no capacity known for any resource used)")
-    peak = fmt_rate(b.peak) if b.unit == "B/s" else _size(b.peak) if b.unit == "B" else f"{b.peak:.2f} CPUs"
-    cap = fmt_rate(b.capacity) if b.unit == "B/s" else _size(b.capacity) if b.unit == "B" else f"{b.capacity:g} CPUs"
+    rate = fmt_byte_rate
+    peak = rate(b.peak) if b.unit == "B/s" else _size(b.peak) if b.unit == "B" else f"{b.peak:.2f} CPUs"
+    cap = rate(b.capacity) if b.unit == "B/s" else _size(b.capacity) if b.unit == "B" else f"{b.capacity:g} CPUs"
     lines = [
         f"Busiest shared resource: {b.name} at {b.fraction:.0%} of capacity "
         f"(peak {peak} observed; capacity {cap}, {b.capacity_source})"

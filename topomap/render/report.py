@@ -22,7 +22,7 @@ from topomap.model.facts import gpu_memory
 from topomap.render.attached_view import report_collectives
 from topomap.render.bundles import bundles, grouped_notes
 from topomap.render.dot import origin_line
-from topomap.render.flowdot import nccl_stands_out, nccl_text
+from topomap.render.flowdot import nccl_stands_out, nccl_transports
 from topomap.render.hostdot import nic_name
 from topomap.render.legend import MEDIUM_COLOURS
 from topomap.render.text import bandwidth_text, visible
@@ -100,7 +100,7 @@ def _arrows(inp: ReportInputs) -> dict[str, Any]:
             "bandwidth": "—" if g.medium == "local" else g.bandwidth_text(),
             "volume": g.volume_text(),
             "places": g.places(),
-            "nccl": nccl_text(g).removeprefix("NCCL ") or "—",
+            "nccl": nccl_transports(g) or "—",
             "nccl_out": nccl_stands_out(g),
         }
         for g in groups
@@ -253,7 +253,7 @@ def report_html(inp: ReportInputs) -> str:
         provenance=PROVENANCE,
         inputs=[*inp.sources, *hosts],
         evidence=evidence_lines,
-        assumed=sorted({n for a in inp.fmap.arrows for n in a.notes if "assum" in n}),
+        assumed=sorted({n for a in inp.fmap.arrows for n in a.assumptions}),
         **_arrows(inp),
     )
     return page

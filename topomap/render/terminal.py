@@ -4,121 +4,43 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich import box
-from rich.cells import cell_len
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
 from topomap.base.units import fmt_bytes
 from topomap.graph import FABRIC, Topology, natural_key
 from topomap.graph.edges import edge_bandwidth
-from topomap.graph.evidence import gpu_pairs_nvlink_summary
+from topomap.graph.evidence import gpu_link_summary
 from topomap.graph.query import tree_parents
 from topomap.model.facts import SETTLE, fabric_ready, gpu_memory, gpu_pcie_link, nic_family, nic_gdr
 from topomap.model.filled_facts import named, nic_speed
 from topomap.model.origins import fact_origin, origin_note, relabel
 from topomap.model.snapshot import Gpu, Snapshot
 from topomap.model.source_facts import cannot_know, what
-from topomap.render.text import bandwidth_text, memory_text, nic_words, visible
-
-#: A free-text column is never planned narrower than this (or its widest cell, when narrower).
-TEXT_MIN = 8
-
-
-def esc(value: object, style: str = "") -> Text:
-    """Any value from a snapshot as terminal text: control characters visible (``\\x1b``, by
-    :func:`topomap.render.text.visible`), never rich markup (a Text is not parsed)."""
-    return Text(visible(str(value)), style=style)
-
-
-class Column:
-    """A column of a terminal table: a value (bus id, CPU list, UUID: never wrapped or cut) or free text."""
-
-    def __init__(self, header: str, text: bool = False) -> None:
-        self.header = header
-        self.text = text
-
-
-#: What tells a value an imported source does not carry (a column of a `show` table left out).
-SETTLE_ANY = "`topomap probe` on the machine records them"
-
-
-def _unknown(cell: Text) -> bool:
-    return cell.plain.strip() in ("—", "unknown", "")
-
-
-def fit_table(title: str, columns: list[Column], rows: list[list[Text]], width: int | None) -> RenderableType:
-    """A table whose value columns are never split or cut: rich wraps free-text columns only; when the
-    values alone do not fit ``width`` (None: no limit), one block per row ("header: value" lines) instead.
-    A column unknown in every row is left out and named once under the table (a `topo -m` paste has no
-    UUIDs, bus ids or models); a table with nothing known but its first column is one line."""
-    if rows:
-        gone = [k for k in range(1, len(columns)) if all(_unknown(row[k]) for row in rows)]
-        if gone:
-            names = ", ".join(columns[k].header.replace("\n", " ") for k in gone)
-            keep = [k for k in range(len(columns)) if k not in gone]
-            if len(keep) == 1:
-                return Group(esc(f"{title}: not in this source ({names}); {SETTLE_ANY}", style="dim"), Text(""))
-            table = fit_table(title, [columns[k] for k in keep], [[row[k] for k in keep] for row in rows], width)
-            return Group(table, esc(f"not in this source: {names} ({SETTLE_ANY})", style="dim"), Text(""))
-    if width is not None and _needed_width(columns, rows) > width:
-        return _stacked(title, columns, rows)
-    t = Table(title=esc(title), box=box.SIMPLE_HEAD, title_justify="left", collapse_padding=True)
-    for col in columns:
-        if col.text:
-            t.add_column(col.header, overflow="fold")
-        else:
-            t.add_column(col.header, no_wrap=True, overflow="ignore")
-    for row in rows:
-        t.add_row(*row)
-    return t
-
-
-def _needed_width(columns: list[Column], rows: list[list[Text]]) -> int:
-    """Columns the table needs with every value whole and free text at TEXT_MIN: SIMPLE_HEAD with
-    collapsed padding takes 2 per column (one space of padding, one of rule) and 2 for the edges."""
-    total = 2
-    for k, col in enumerate(columns):
-        natural = max([_widest_line(Text(col.header))] + [_widest_line(row[k]) for row in rows])
-        total += (min(natural, TEXT_MIN) if col.text else natural) + 2
-    return total
-
-
-def _widest_line(cell: Text) -> int:
-    return max((cell_len(line) for line in cell.plain.split("\n")), default=0)
-
-
-def _stacked(title: str, columns: list[Column], rows: list[list[Text]]) -> RenderableType:
-    """One block per row: the first cell as its heading, then one indented ``header: value`` line per cell."""
-    parts: list[RenderableType] = [esc(title, style="italic")]
-    for row in rows:
-        head = Text(f"{columns[0].header} ", style="bold")
-        head.append_text(row[0])
-        parts.append(head)
-        for col, cell in zip(columns[1:], row[1:]):
-            header = col.header.replace("\n", " ")
-            line = Text(f"  {header}: ", no_wrap=not col.text, overflow="ignore" if not col.text else "fold")
-            line.append_text(cell)
-            parts.append(line)
-    return Group(*parts)
+from topomap.render.tables import UNKNOWN, Cell, Column, cell, esc, fit_table, known
+from topomap.render.text import bandwidth_text, memory_text, nic_words
 
 
 def _dash(v: object) -> str:
     return "—" if v is None else str(v)
 
 
-def _gib(n: int | None) -> str:
-    return "—" if n is None else fmt_bytes(n)
+def _gib(n: int | None) -> Cell:
+    return UNKNOWN if n is None else esc(fmt_bytes(n))
 
 
-def _pcie(g: Gpu, snap: Snapshot | None = None) -> str:
+def _given(snap: Snapshot, field: str) -> bool:
+    """A declared lot or the catalogue gave ``field`` (its origin is said beside even an unknown value)."""
+    return fact_origin(snap, field) is not None
+
+
+def _pcie(g: Gpu, snap: Snapshot | None = None) -> Cell:
     """The GPU's PCIe link as evidence.gpu_pcie_link decides it: trained width at the best generation
     (declared or from the catalogue where a lot gave it: model.origins)."""
     link = gpu_pcie_link(g)
     if link.gen is None and link.width is None:
-        return "—"
+        return UNKNOWN
     text = f"Gen{_dash(link.gen)} " + (f"x{link.width}" if link.width else "width unknown")
     origin = fact_origin(snap, "gpus.pcie")
     if link.gbps is not None:
@@ -130,34 +52,35 @@ def _pcie(g: Gpu, snap: Snapshot | None = None) -> str:
         text += f" — trained below its x{link.width_max}"
     if p is not None and p.gen_current is not None and link.gen is not None and p.gen_current < link.gen:
         text += f"; now Gen{p.gen_current} (idle GPUs lower their speed)"
-    return text
+    return esc(text)
 
 
-def _nvlink(topo: Topology | None, g: Gpu) -> str:
+def _nvlink(topo: Topology | None, g: Gpu) -> Cell:
     """NVLink as evidence decides it: active links and the bundle rate with its source, or unknown; an
     AMD GPU's XGMI (issue 35)."""
     if topo is None:
-        return "—"
-    return gpu_pairs_nvlink_summary(topo, f"gpu{g.index}")
+        return UNKNOWN
+    summary = gpu_link_summary(topo, f"gpu{g.index}")
+    return known(summary.text, summary.known)
 
 
-def _fabric(topo: Topology | None, g: Gpu) -> str:
+def _fabric(topo: Topology | None, g: Gpu) -> Cell:
     f = g.fabric
     if topo is None or f is None:
-        return "—" if f is None else str(f.state)
+        return UNKNOWN if f is None else esc(str(f.state))
     if f.state in (None, "not-supported"):
-        return "no fabric (not-supported)"
+        return esc("no fabric (not-supported)")
     ready = fabric_ready(topo.snapshot, g)
     text = f"{f.state}" + (f", clique {f.clique_id}" if f.clique_id is not None else "")
-    return text + origin_note(topo.snapshot, "gpus.fabric") if ready.yes else f"NOT READY: {ready.why()}"
+    return esc(text + origin_note(topo.snapshot, "gpus.fabric") if ready.yes else f"NOT READY: {ready.why()}")
 
 
-def _mig(g: Gpu) -> str:
+def _mig(g: Gpu) -> Cell:
     if g.mig is None:
-        return "—"
+        return UNKNOWN
     if not g.mig.enabled:
-        return "off" + (" (on after reset)" if g.mig.pending else "")
-    return f"on, {len(g.mig.devices)} instance(s)"
+        return esc("off" + (" (on after reset)" if g.mig.pending else ""))
+    return esc(f"on, {len(g.mig.devices)} instance(s)")
 
 
 def header(snap: Snapshot, settle: bool = True) -> Text:
@@ -259,19 +182,22 @@ def gpu_tables(snap: Snapshot, topo: Topology | None = None, width: int | None =
     caps_cols = [Column(c) for c in ("NVML", "memory", "CC", "NUMA", "CPUs")]
     link = "XGMI" if any(g.vendor == "amd" for g in gpus) else "NVLink"  # AMD's GPU link (issue 35)
     caps_cols += [Column(c, text=True) for c in ("PCIe", link, "MIG", "fabric")]
-    ident: list[list[Text]] = []
-    caps: list[list[Text]] = []
+    ident: list[list[Cell]] = []
+    caps: list[list[Cell]] = []
     for g in gpus:
         name = named(snap, "gpus.name", _dash(g.name))
         name += " (derived from the PCI device id)" if "name" in g.derived else ""
         if g.lost:
             name += " — LOST during the probe"
-        ident.append([esc(v) for v in (g.index, _dash(g.cuda_ordinal), _dash(g.uuid), _dash(g.pci_bus_id), name)])
-        cpus = _dash(g.cpu_affinity) if g.cpu_affinity != "" else "(none in this cpuset)"
+        named_at_all = g.name is not None or g.lost or fact_origin(snap, "gpus.name") is not None
+        ident.append([esc(g.index), cell(g.cuda_ordinal), cell(g.uuid), cell(g.pci_bus_id), known(name, named_at_all)])
+        cpus = cell(g.cpu_affinity) if g.cpu_affinity != "" else esc("(none in this cpuset)")
         numa = _dash(g.numa_node) + (f" (mem {g.gpu_numa_node})" if g.gpu_numa_node is not None else "")
-        values = (g.index, memory_text(gpu_memory(g, snap)), _dash(g.compute_capability), numa, cpus)
-        texts = (_pcie(g, snap), _nvlink(topo, g), _mig(g), _fabric(topo, g))
-        caps.append([esc(v) for v in (*values, *texts)])
+        memory = gpu_memory(g, snap)
+        numa_known = g.numa_node is not None or g.gpu_numa_node is not None
+        values = [esc(g.index), known(memory_text(memory), memory.total_bytes is not None)]
+        values += [cell(g.compute_capability), known(numa, numa_known), cpus]
+        caps.append([*values, _pcie(g, snap), _nvlink(topo, g), _mig(g), _fabric(topo, g)])
     return [
         fit_table("GPUs: identity", ident_cols, ident, width),
         fit_table("GPUs: memory, placement and links", caps_cols, caps, width),
@@ -281,23 +207,31 @@ def gpu_tables(snap: Snapshot, topo: Topology | None = None, width: int | None =
 def nic_table(snap: Snapshot, width: int | None = None) -> RenderableType:
     cols = [Column(c) for c in ("id", "name", "family", "bus id", "NUMA", "line rate\n(spec)", "state")]
     cols += [Column("netdevs", text=True), Column("GDR")]
-    rows = []
+    rows: list[list[Cell]] = []
     for n in sorted(snap.nics, key=lambda n: n.index):
-        rate = nic_speed(n, snap).text()  # with its origin where a lot declared it (model.filled_facts)
-        gdr = named(snap, "nics.gdr", nic_gdr(n).value)  # the NIC's own answer every view asks (model.facts.nic_gdr)
-        family = named(snap, "nics.kind", nic_family(n).short)  # one decision (model.facts.nic_family), issue 19
-        values = (f"nic{n.index}", n.name, family, _dash(n.pci_bus_id), _dash(n.numa_node), rate, _dash(n.state))
-        rows.append([esc(v) for v in (*values, ", ".join(n.netdevs) or "—", gdr)])
+        speed = nic_speed(n, snap)  # with its origin where a lot declared it (model.filled_facts)
+        answer = nic_gdr(n)  # the NIC's own answer every view asks (model.facts.nic_gdr)
+        gdr = named(snap, "nics.gdr", answer.value)
+        kind = nic_family(n)  # one decision (model.facts.nic_family), issue 19
+        family = named(snap, "nics.kind", kind.short)
+        values = [
+            esc(f"nic{n.index}"),
+            cell(n.name),
+            known(family, kind.family != "unknown" or _given(snap, "nics.kind")),
+        ]
+        values += [cell(n.pci_bus_id), cell(n.numa_node), known(speed.text(), speed.gbit_s is not None), cell(n.state)]
+        netdevs = esc(", ".join(n.netdevs)) if n.netdevs else UNKNOWN
+        rows.append([*values, netdevs, known(gdr, answer.value != "unknown" or _given(snap, "nics.gdr"))])
     return fit_table("NICs", cols, rows, width)
 
 
 def numa_table(snap: Snapshot, width: int | None = None) -> RenderableType:
     cols = [Column("node"), Column("CPUs"), Column("memory"), Column("distances", text=True)]
-    rows = []
+    rows: list[list[Cell]] = []
     for n in snap.host.numa_nodes:
-        cpus = n.cpus if n.cpus else "(none: memory-only node)" if n.cpus == "" else "—"
-        distances = " ".join(map(str, n.distances)) if n.distances else "—"
-        rows.append([esc(v) for v in (n.id, cpus, _gib(n.memory_total_bytes), distances)])
+        cpus = cell(n.cpus) if n.cpus != "" else esc("(none: memory-only node)")
+        distances = cell(" ".join(map(str, n.distances))) if n.distances else UNKNOWN
+        rows.append([esc(n.id), cpus, _gib(n.memory_total_bytes), distances])
     return fit_table("NUMA nodes", cols, rows, width)
 
 
@@ -305,16 +239,16 @@ def findings_table(snap: Snapshot, width: int | None = None) -> RenderableType:
     """The probe's health and truth checks and the measurement's findings, worst first."""
     order = {"error": 0, "warning": 1, "info": 2}
     cols = [Column("severity"), Column("about"), Column("finding", text=True), Column("evidence", text=True)]
-    rows = []
+    rows: list[list[Cell]] = []
     for f in sorted(snap.findings, key=lambda f: (order.get(f.severity, 3), f.kind, f.subject)):
         style = {"error": "bold red", "warning": "yellow"}.get(f.severity, "")
-        rows.append([esc(f.severity, style), esc(f.subject), esc(f.text), esc("; ".join(f.evidence))])
+        rows.append([esc(f.severity, style), cell(f.subject), cell(f.text), cell("; ".join(f.evidence))])
     return fit_table(f"Findings ({len(snap.findings)})", cols, rows, width)
 
 
 def problem_table(snap: Snapshot, width: int | None = None) -> RenderableType:
     cols = [Column("source"), Column("call"), Column("target"), Column("error", text=True)]
-    rows = [[esc(v) for v in (p.source, p.call, _dash(p.target), p.error)] for p in snap.problems]
+    rows = [[cell(v) for v in (p.source, p.call, p.target, p.error)] for p in snap.problems]
     return fit_table(f"Problems ({len(snap.problems)})", cols, rows, width)
 
 
@@ -459,10 +393,10 @@ def short_node(node: str) -> str:
 def cluster_header(snap: Snapshot, width: int | None = None) -> RenderableType:
     """A merged snapshot: one row per host."""
     cols = [Column("host"), Column("source"), Column("GPUs", text=True), Column("NICs"), Column("driver")]
-    rows = []
+    rows: list[list[Cell]] = []
     for m in snap.members:
         names = sorted({g.name or "?" for g in m.gpus})
         gpus = f"{len(m.gpus)} × {', '.join(names)}" if m.gpus else "0"
-        values = (m.host.hostname or "?", m.source.kind, gpus, len(m.nics), _dash(m.software.driver_version))
-        rows.append([esc(v) for v in values])
+        values = (m.host.hostname or "?", m.source.kind, gpus, len(m.nics), m.software.driver_version)
+        rows.append([cell(v) for v in values])
     return fit_table(f"Cluster: {len(snap.members)} hosts ({snap.source.origin})", cols, rows, width)

@@ -71,7 +71,7 @@ def memory_text(mem: GpuMemory) -> str:
     taken from the model or the name rather than read, ``—`` when unknown."""
     if mem.total_bytes is None:
         return "—"
-    if mem.source.startswith(("declared", "catalogue")):  # a lot's figure, with the size it gave: "(declared: 80 GB)"
+    if mem.kind == "given":  # a lot's figure, with the size it gave: "(declared: 80 GB)"
         return f"{fmt_bytes(mem.total_bytes)} ({mem.source})"
     return fmt_bytes(mem.total_bytes) + (" (derived)" if mem.derived else "")
 
