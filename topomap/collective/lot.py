@@ -14,6 +14,7 @@ from topomap.collective.network import Network, network
 from topomap.graph import Topology, build
 from topomap.model.facts import fabric_clique
 from topomap.model.snapshot import Gpu, Snapshot, hosts_of
+from topomap.model.source_facts import is_amd_source
 from topomap.transport.rules import NcclEnv
 
 
@@ -38,6 +39,7 @@ class LotPlan:
     version: str | None
     env: NcclEnv
     notes: tuple[str, ...] = ()
+    library: str = "NCCL"  # "RCCL" on AMD GPUs (issue 35): the library whose rules the figures follow
 
     @property
     def hosts(self) -> int:
@@ -92,7 +94,8 @@ def plan(
         first = same[0]
         count = hosts if hosts is not None else len(same)
         shapes.append(_shape(first, count, gpu_indexes, mode, version, env, multi))
-    return LotPlan(tuple(shapes), mode, version, env, tuple(notes))
+    library = "RCCL" if any(is_amd_source(h) for h in members) else "NCCL"
+    return LotPlan(tuple(shapes), mode, version, env, tuple(notes), library)
 
 
 def plan_parts(

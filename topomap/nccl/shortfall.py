@@ -55,6 +55,7 @@ class Signals:
     hops_p2p: int = 0
     no_module: bool = False
     hcas: dict[str, set[str]] = field(default_factory=dict)  # host → NIC names NCCL uses
+    net_devs: dict[str, set[str]] = field(default_factory=dict)  # host → the network devices its channel lines use
     local_ranks_one: bool = False
     have_log: bool = False
 
@@ -71,7 +72,10 @@ def signals(log: NcclLog | None, text: str | None) -> Signals:
     s.network = set(log.network.values())
     for h in log.hops:
         if h.via.upper().startswith("NET/") and h.via.count("/") >= 2:  # "via NET/Socket/0", "NET/IB/3/GDRDMA"
-            s.network.add(h.via.split("/")[1].strip())
+            parts = h.via.split("/")
+            s.network.add(parts[1].strip())
+            if parts[1].strip().lower() != "socket":  # sockets' devices are interfaces, not the lot's NICs
+                s.net_devs.setdefault(h.host, set()).add(parts[2].strip())
         s.hops_net += h.transport == "NET"
         s.hops_gdr += h.transport == "NET+GDR"
         s.hops_shm += h.transport == "SHM"
@@ -203,6 +207,16 @@ def _fewer_nics(lot: Snapshot, p: LotPlan, sig: Signals, env: NcclEnv) -> Cause 
                 f"NCCL used {used} NIC(s) on a host (its 'NET/IB : Using' line); the lot's GPUs have {lot_nics}"
                 + (f"; NCCL_IB_HCA={hca}" if hca else ""),
                 "the NCCL INFO log's 'NET/IB : Using …' line; NCCL_IB_HCA",
+                3,
+            )
+        return None
+    if sig.net_devs:  # no 'Using' line (aws-ofi-nccl prints none): the devices its channel lines go through
+        used = min(len(v) for v in sig.net_devs.values())
+        if lot_nics and used < lot_nics:
+            return Cause(
+                "fewer NICs used than the lot has",
+                f"the log's channel lines use {used} network device(s) on a host; the lot's GPUs have {lot_nics}",
+                "the NCCL INFO log's channel lines (via NET/…/N); NCCL_IB_HCA or FI_EFA_IFACE",
                 3,
             )
         return None

@@ -97,7 +97,7 @@ def verdict(measured: float, e: Expectation | None) -> tuple[str, str]:
     be off), as-expected between; unknown without a figure — but a run under the range's low end, or over
     its high end, is told by the range."""
     if e is None:
-        return "unknown", "no expectation for this program"
+        return "unknown", "no expectation: the program, or the machine it ran on, is not known"
     if e.busbw_gbps is None:
         if e.low_gbps is not None and measured < FAR_BELOW * e.low_gbps:
             return (
@@ -168,7 +168,8 @@ def _judge_run(
     run_env = parse_env(env_of_command(run.command), None)
     run_env = parse_env(list(env.set_vars()), run_env)  # --env overrides the command's
     nversion = version or run.nccl_version
-    snap = lot if lot is not None else lot_from_results(run, origin)
+    partial = lot is None and bool(run.ranks) and table_ranks(run) is None  # an excerpt's few rank lines
+    snap = lot if lot is not None else None if partial else lot_from_results(run, origin)
     notes: list[str] = [] if ident.how == "the program named in the output" else [f"program: {ident.how}"]
     expected: Expectation | None = None
     p: LotPlan | None = None
@@ -178,13 +179,19 @@ def _judge_run(
         expected = expect(p, ident.program)
     elif ident.program not in COLLECTIVES and ident.program is not None:
         notes.append(f"{ident.program}_perf: no expectation modelled for it")
+    elif snap is None and partial:
+        listed = len({r.rank for r in run.ranks})
+        notes.append(
+            f"the rank table lists {listed} of the run's ranks and no lot is given: the hosts and GPUs are not known "
+            "(give the lot: topomap nccl --tests FILE LOT)"
+        )
     elif snap is None:
         notes.append("no rank table and no lot: the machine is not known (give the lot: topomap nccl --tests FILE LOT)")
     v, why = verdict(value, expected)
     found: tuple[Cause, ...] = ()
     if v in ("below", "far-below") and expected is not None and snap is not None and p is not None:
         found = tuple(causes(snap, p, expected, run, value, sig, run_env))
-    hosts = p.hosts if p is not None else len(run.hosts) or None
+    hosts = p.hosts if p is not None else None if partial else len(run.hosts) or None
     per_host = p.gpus_per_host if p is not None else None
     return Judged(
         k, run.first_line, ident.program, ident.ranks, hosts, per_host, run.max_bytes, value, text, row.size_bytes,

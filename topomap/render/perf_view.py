@@ -30,7 +30,7 @@ def span(e: Expectation) -> str:
 
 
 def lot_line(where: str, p: LotPlan) -> str:
-    rules = f"NCCL {p.version} rules" if p.version else "the newest NCCL's rules"
+    rules = f"{p.library} {p.version} rules" if p.version else f"the newest {p.library}'s rules"
     env = f"; {' '.join(p.env.set_vars())}" if p.env.values else ""
     return (
         f"Expected bus bandwidth on {where} ({p.hosts} host(s) × {p.gpus_per_host} GPU(s), {p.ranks} ranks, "

@@ -164,6 +164,7 @@ _UNKNOWN_WORDS: dict[str, str] = {
     "gpus.count": "every GPU of the host (it lists only some)",
     "software.cuda_driver_version": "the CUDA version",
     "software.driver_version": "the driver version",
+    "nics.gdr": "GPUDirect RDMA",
     "gpus": "the GPUs (the source describes NICs only)",
     "host.numa_nodes": "NUMA nodes",
     "host.sockets": "CPU packages",

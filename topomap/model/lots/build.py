@@ -17,6 +17,7 @@ from topomap.model.snapshot import (
     Fabric,
     Filled,
     Gpu,
+    GpuVendor,
     Host,
     LotPrice,
     LotTerms,
@@ -28,6 +29,7 @@ from topomap.model.snapshot import (
     Snapshot,
     Software,
     Source,
+    XgmiPair,
 )
 
 #: Snapshot fields no declaration carries: where each device sits, its identity, its links' state.
@@ -95,9 +97,11 @@ def host_snapshot(lot: DeclaredLot, hostname: str | None, terms: LotTerms | None
     assert lot.model is not None and lot.gpu_count is not None  # typed_lot requires both
     pcie = PcieLink(gen_max=lot.pcie_gen, width_max=lot.pcie_width) if lot.pcie_gen or lot.pcie_width else None
     fabric = _fabric(lot, number)
+    vendor: GpuVendor = "amd" if lot.model.vendor == "amd" else "nvidia"
     gpus = [
         Gpu(
             index=i,
+            vendor=vendor,
             name=lot.model.name,
             memory_total_bytes=lot.gpu_memory_bytes,
             pcie=pcie,
@@ -114,8 +118,17 @@ def host_snapshot(lot: DeclaredLot, hostname: str | None, terms: LotTerms | None
     links = lot.links.links if lot.links is not None else 0
     known = lot.links is not None
     p2p = None if lot.p2p is None else P2P(read="OK", write="OK") if lot.p2p else P2P(read="NS", write="NS")
+    xgmi = lot.links is not None and lot.links.kind == "xgmi"
+    path = "XGMI" if xgmi else f"NV{links}" if links else None
     pairs = [
-        Pair(a=f"gpu{a}", b=f"gpu{b}", path=f"NV{links}" if links else None, nvlinks=links, p2p=p2p)
+        Pair(
+            a=f"gpu{a}",
+            b=f"gpu{b}",
+            path=path,
+            nvlinks=0 if xgmi else links,
+            p2p=p2p,
+            xgmi=XgmiPair(hops=1, links=1) if xgmi else None,
+        )
         for a in range(lot.gpu_count)
         for b in range(a + 1, lot.gpu_count)
         if known or p2p is not None
@@ -159,7 +172,7 @@ def _fabric(lot: DeclaredLot, number: int) -> Fabric | None:
 def unknown_fields(lot: DeclaredLot) -> list[str]:
     """What the snapshot cannot know: what no declaration carries, and what this one left out."""
     given = {FIELD_OF[k] for k in lot.facts if k in FIELD_OF}
-    silent = ("gpus.count", "nics.gdr", "host.cpu_model", "host.sockets")  # no fact of their own: not listed
+    silent = ("gpus.count", "host.cpu_model", "host.sockets")  # no fact of their own: not listed
     left_out = [f for f in dict.fromkeys(FIELD_OF.values()) if f not in given and f not in silent]
     if "nics" not in given:
         left_out = [f for f in left_out if not f.startswith("nics.")]

@@ -198,11 +198,26 @@ def _rate(h: _Host) -> None:
         h.disagree("nics.rate", "host", f"{have[0]:g} Gb/s NICs")
 
 
+#: The fabrics each NIC family (told by its ids or device name) can carry: a ConnectX is never an EFA.
+_CARRIES = {
+    "connectx": ("infiniband", "roce", "ethernet"),
+    "efa": ("efa",),
+    "broadcom": ("roce", "ethernet"),
+    "intel": ("roce", "ethernet"),
+    "gvnic": ("tcpx", "tcpxo", "ethernet"),
+    "cassini": ("slingshot",),
+}
+
+
 def _fabric(h: _Host, kind: str) -> None:
     fabric = h.lot.fabric
     if fabric is None or not h.nics:
         return
     families = [nic_family(n) for n in h.nics if n.rdma]
+    wrong = sorted({f.label for f in families if fabric not in _CARRIES.get(f.family, (fabric,))})
+    if wrong:  # the paste's NICs are of a family that never carries the declared fabric: a finding, not a fill
+        h.disagree("nics.fabric", "host", ", ".join(wrong))
+        return
     if families and all(f.transport in ("rdma", "network") for f in families):  # no NIC's link layer decided
         h.nics = [msgspec.structs.replace(n, kind=kind) if n.rdma and n.kind == "unknown" else n for n in h.nics]
         h.fill("nics.fabric")

@@ -26,7 +26,7 @@ from topomap.model.lots.gpus import lookup_model
 from topomap.model.lots.spec import FACT_KEYS, LotError, Written, place, shown
 from topomap.model.origins import FactOrigin
 
-LinkKind = Literal["nvswitch", "nvlink", "none"]
+LinkKind = Literal["nvswitch", "nvlink", "xgmi", "none"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,8 @@ class GpuLinks:
     def words(self) -> str:
         if self.kind == "nvswitch":
             return f"NVSwitch (NV{self.links} every GPU pair)"
+        if self.kind == "xgmi":
+            return "XGMI every GPU pair (AMD Infinity Fabric)"
         return f"NV{self.links} every GPU pair" if self.kind == "nvlink" else "no NVLink"
 
 
@@ -188,10 +190,16 @@ def _convert(key: str, g: Given, given: dict[str, Given]) -> Any:
             raise g.fail(key, problem, hint='write it with its unit: "400 Gb/s" (or "400G", "3.2 Tb/s")')
         return rate
     if key == "cuda":
-        text = f"{v:g}" if isinstance(v, float) else v if isinstance(v, str) else ""
-        if isinstance(v, bool) or _CUDA.match(text.strip()) is None:
+        if isinstance(v, float):  # YAML reads 12.10 as 12.1: only the text says which was meant
+            raise g.fail(
+                key,
+                "a CUDA version is text (YAML reads 12.10 as 12.1)",
+                hint='quote it as nvidia-smi prints it: cuda: "12.8"',
+            )
+        text = v.strip() if isinstance(v, str) else ""
+        if _CUDA.match(text) is None:
             raise g.fail(key, "not a CUDA version", hint='the "CUDA Version" nvidia-smi prints: cuda: "12.8"')
-        return text.strip()
+        return text
     if key == "pcie.gen":
         m = _GEN.match(str(v)) if isinstance(v, (int, str)) and not isinstance(v, bool) else None
         if m is None or not 1 <= int(m.group(1)) <= 6:
@@ -266,6 +274,15 @@ def _links(v: Any, model: GpuPart | None, g: Given | None) -> GpuLinks | None:
     hint = "gpu_links: nvswitch (every pair through NVSwitches), NV12 (every pair 12 links) or none"
     if text == "none":
         return GpuLinks("none", 0)
+    if model.link == "xgmi" or text == "xgmi":  # AMD Instinct: XGMI (Infinity Fabric), one link each pair
+        if model.link != "xgmi" or text != "xgmi" or not model.full_links:
+            what = f"the {model.name} has no XGMI" if model.link != "xgmi" or not model.full_links else ""
+            raise g.fail(
+                "gpu_links",
+                what or f"the {model.name}'s GPUs are joined by XGMI",
+                hint="gpu_links: xgmi (AMD Instinct: every GPU pair by XGMI) or none",
+            )
+        return GpuLinks("xgmi", 1)
     if text == "nvswitch":
         if not model.full_links:
             raise g.fail("gpu_links", f"the {model.name} has no NVLink", hint=hint)
