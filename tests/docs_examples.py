@@ -7,8 +7,9 @@ as a terminal shows them). A line ``…`` (or ``...``) alone stands for lines le
 the output must match line for line.
 
 A block with a ``$`` line that is not one topomap command is refused (it could not be checked), so
-every example shown is one that runs. Commands run in a scratch folder where ``samples``, ``tests``
-and ``deploy`` are the repository's, so a file an example writes (``-o report.html``) lands there.
+every example shown is one that runs. Commands run in a scratch folder where ``samples``, ``tests``,
+``deploy`` and ``docs`` are the repository's (``docs/examples/`` holds the inputs only a page needs: a
+UTF-16 paste, a flow with a typo), so a file an example writes (``-o report.html``) lands there.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ FENCE = re.compile(r"^(?P<indent> {0,3})```(?P<lang>[\w-]*)[^\n]*\n(?P<body>.*?)
 GAP = {"…", "..."}
 #: Fences whose ``$`` lines are examples (a ``text`` block shows a file, such as a golden, as it is).
 SHELLS = {"", "console", "sh", "shell", "bash"}
-LINKED = ("samples", "tests", "deploy")  # the repository folders examples name
+LINKED = ("samples", "tests", "deploy", "docs")  # the repository folders examples name
 
 
 @dataclass(frozen=True)

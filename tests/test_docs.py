@@ -1,6 +1,7 @@
 """The documentation site (issue 33 item 9): it builds with `mkdocs build --strict`, its reference
 pages are what scripts/docs_reference.py generates from the code, and every `$ topomap …` example
-on every page prints what the page shows (tests/docs_examples.py says how an example is read)."""
+on every page, and in the README, prints what the page shows (tests/docs_examples.py says how an
+example is read)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 from tests.docs_examples import ROOT, differs, examples, run, scratch
 
 DOCS = ROOT / "docs"
-PAGES = sorted(DOCS.rglob("*.md"))
+PAGES = [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]  # the README's examples run too
 
 
 def _generator() -> object:
@@ -49,7 +50,7 @@ def test_the_commands_reference_lists_every_command_and_option() -> None:
     assert "Exit 0 pass, 1 fail, 3 unknown (cannot be told), 2 error." in codes  # check's own help
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(DOCS)) for p in PAGES])
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
 def test_every_example_prints_what_the_page_shows(page: Path, tmp_path: Path) -> None:
     """The examples of one page run in order in one scratch folder (a file one writes, the next reads)."""
     folder = scratch(tmp_path)
@@ -59,6 +60,17 @@ def test_every_example_prints_what_the_page_shows(page: Path, tmp_path: Path) ->
         if why:
             wrong.append(f"{ex.where}: $ topomap {' '.join(ex.argv)}: {why}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_readme_shows_three_examples_and_links_every_page() -> None:
+    """The README is what a newcomer needs first (issue 33 item 9): short, three examples that run,
+    and a link to every page of the site."""
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 150
+    assert len(examples(ROOT / "README.md")) == 3
+    for page in DOCS.rglob("*.md"):  # the generated reference pages: at least their commands page
+        if page.parent.name != "reference" or page.name == "commands.md":
+            assert f"](docs/{page.relative_to(DOCS)}" in readme, f"the README links no docs/{page.relative_to(DOCS)}"
 
 
 def test_the_examples_are_read_as_the_pages_mean_them(tmp_path: Path) -> None:

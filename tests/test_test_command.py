@@ -32,6 +32,8 @@ def test_ci_runs_the_readme_test_command_verbatim_then_the_docs_and_the_version_
     assert len(lines) == 1, ".ci/run must run the README's test command verbatim, once"
     after = "\n".join(ci[lines[0] :])
     assert "mkdocs build --strict" in after and "pytest" in after.split("Version matrix")[1]
+    page = (ROOT / "docs" / "design" / "tests.md").read_text()
+    assert f"```sh\n{command}\n```" in page, "docs/design/tests.md shows the README's test command as it is"
 
 
 def test_the_script_installs_what_the_skipped_tests_name() -> None:
