@@ -35,7 +35,7 @@ def show_cluster(snap: Snapshot) -> None:
     console = _console()
     first = g.main.first
     console.print(Text(f"{head(g)}: {opening(g, 'one description')}"), crop=False)
-    console.print(show_view(first, build(first), console.width, brief=True), crop=False)
+    console.print(show_view(first, build(first), brief=True), crop=False)
     full = "with its NUMA nodes, machine tree and the commands that record what its source cannot know"
     tail = ["", *differing(g), closing("show", g, full)]
     console.print(Text("\n".join(tail)), crop=False)

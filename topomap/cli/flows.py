@@ -28,7 +28,6 @@ from topomap.cli.wiring import (
     _guard,
     _load,
     _print_json,
-    _print_wide,
     _write,
     app,
 )
@@ -71,11 +70,7 @@ def map_(
     from topomap.render.mapview import arrows_view, summary_view  # lazy: start-up
 
     view = arrows_view if all_ else summary_view
-    if sys.stdout.isatty():  # a table when it fits the terminal, else one block per line (no word split)
-        console = _console()
-        console.print(view(fmap, console.width))
-        return
-    _print_wide(view(fmap))
+    _console().print(view(fmap))  # a table when it fits the terminal, else one block per line (no word split)
 
 
 @app.command()
