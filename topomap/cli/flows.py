@@ -237,6 +237,7 @@ def _output_format(output: str, fmt_opt: str | None, formats: tuple[str, ...], w
         if want is not None and fmt == want:
             raise TopomapError(f"--format {fmt_opt}: {what} {', '.join(formats)}", hint=f"--format {formats[0]}")
         raise TopomapError(f"-o {output}: unknown format {fmt!r}", hint=f"name the file .{listed}")
+    # the device's own answer, not the layout's (cli.wiring.on_terminal): FORCE_COLOR must not refuse a pipe
     if output == "-" and fmt in _BINARY and sys.stdout.isatty():
         raise TopomapError(
             f"-o - --format {fmt}: {fmt} is binary and stdout is a terminal",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -23,7 +22,6 @@ from topomap.cli.wiring import (
     _guard,
     _load,
     _print_json,
-    _print_wide,
     app,
 )
 
@@ -118,12 +116,7 @@ def nccl(
     if json_out:
         _print_json(report.to_json())
         return
-    if not sys.stdout.isatty():  # piped: every name and number whole, never wrapped or cut
-        _print_wide(*nccl_view(report))
-        return
-    console = _console()
-    for part in nccl_view(report):
-        console.print(part)
+    _console().print(*nccl_view(report))  # piped: every name and number whole, never wrapped or cut
 
 
 def _settings(env: list[str] | None, version: str | None) -> NcclEnv:

@@ -240,20 +240,35 @@ def _traceback() -> None:
         traceback.print_exc(file=sys.stderr)
 
 
+def on_terminal() -> bool:
+    """Whether stdout is a terminal, for laying out a text view: the one answer every command asks.
+    It is rich's (``isatty``; ``TTY_COMPATIBLE=1`` or a non-empty ``FORCE_COLOR`` force a terminal,
+    ``TTY_COMPATIBLE=0`` refuses one), so the layout and the colours rich gives agree.
+
+    Two questions are the device's, not the layout's, and ask ``isatty`` of the stream itself: whether
+    binary bytes would reach a terminal (`render -o -`), and whether `record` may redraw its live line
+    on stderr with cursor controls. ``FORCE_COLOR`` asks for colours in a CI log or a pager; it must not
+    refuse a PNG piped to a file nor fill a log with carriage returns."""
+    # Imported here for start-up: rich is for terminal views, not for --json or file outputs.
+    from rich.console import Console
+
+    return Console().is_terminal
+
+
 class _Screen:
     """Where a command's text view goes. ``width`` is the terminal's, or None when the output is piped
-    or redirected: then nothing is wrapped, cut or padded (:func:`_print_wide`), so `grep` and a
-    narrow viewer get every name and number whole. On a terminal every table that does not fit becomes
-    blocks (:func:`topomap.render.whole.whole`), words are never folded and no line is cropped: a line
-    longer than the terminal is the terminal's to wrap, whole. A terminal is what rich decides
-    (``isatty``, or ``TTY_COMPATIBLE=1`` / ``FORCE_COLOR`` forcing one)."""
+    or redirected (:func:`on_terminal`): then nothing is wrapped, cut or padded (:func:`_print_wide`), so
+    `grep` and a narrow viewer get every name and number whole. On a terminal every table that does not
+    fit becomes blocks (:func:`topomap.render.whole.whole`), words are never folded and no line is
+    cropped: a line longer than the terminal is the terminal's to wrap, whole. Every text view is
+    printed through it: a command never asks itself whether it is on a terminal."""
 
     def __init__(self) -> None:
         # Imported here for start-up: rich is for terminal views, not for --json or file outputs.
         from rich.console import Console
 
         self._console = Console(soft_wrap=False, highlight=False)
-        self.width: int | None = self._console.width if self._console.is_terminal else None
+        self.width: int | None = self._console.width if on_terminal() else None
 
     def print(self, *renderables: Any, markup: bool | None = None, **_layout: Any) -> None:
         """Print each renderable (``crop`` and other layout keywords are this class's to decide)."""
