@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     from topomap.transport.rules import NcclEnv
 from topomap.cli.nccl_perf import CollectiveOpt, CurveOpt, HostsOpt, PerfOpt, SizesOpt, TestsOpt
 from topomap.cli.wiring import (
-    AllOpt,
     HostOpt,
     JsonOpt,
     LotTypeOpt,
@@ -48,6 +47,14 @@ VersionOpt = Annotated[
     typer.Option(
         "--nccl-version",
         help="NCCL 2.x release whose rules apply (2.18.3) where the log does not say (default: newest).",
+    ),
+]
+AllOpt = Annotated[
+    bool,
+    typer.Option(
+        "--all",
+        help="Every rank pair on its own row (by default pairs alike but for their ranks share one); a merged "
+        "cluster: every host in full, not its groups.",
     ),
 ]
 EnvOpt = Annotated[
@@ -116,7 +123,7 @@ def nccl(
     if json_out:
         _print_json(report.to_json())
         return
-    _console().print(*nccl_view(report))  # piped: every name and number whole, never wrapped or cut
+    _console().print(*nccl_view(report, all_hosts))  # piped: every name and number whole, never wrapped or cut
 
 
 def _settings(env: list[str] | None, version: str | None) -> NcclEnv:
