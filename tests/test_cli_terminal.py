@@ -150,3 +150,18 @@ def test_measured_figures_origin_is_escaped_in_matrix_show_and_table(tmp_path: P
     console.print(measurements_table(load_any(measured)))
     text = console.export_text()
     assert "o" + SHOWN in text and "\x1b" not in text  # [bold] stays text, not markup
+
+
+def test_help_reflows_the_docstrings_paragraphs() -> None:
+    """Issue 33 item 4: --help kept the docstrings' hard line breaks ("…NET+GDR), the rule that" / "decides
+    it…") and wrapped raggedly at 80 columns. Each paragraph's lines are joined; paragraphs and list items stay."""
+    from topomap.cli.wiring import reflow
+
+    assert reflow("Head line.\n\n    One\n    paragraph.\n    - an item\n      its rest\n    - two") == (
+        "Head line.\n\nOne paragraph.\n- an item its rest\n- two"
+    )
+    r = runner.invoke(app, ["nccl", "--help"], env={"COLUMNS": "80", "NO_COLOR": "1"})
+    assert r.exit_code == 0
+    text = " ".join(line.strip(" │") for line in r.stdout.splitlines())
+    assert "NET+GDR), the rule that decides it" in text
+    assert not [line for line in r.stdout.splitlines() if line.rstrip().endswith("the rule that")]

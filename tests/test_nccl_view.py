@@ -4,6 +4,7 @@ origins in its README) and the samples: the text says what --json says, once."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -11,6 +12,7 @@ from typer.testing import CliRunner
 from topomap.cli import app
 
 LOGS = Path(__file__).parent / "data" / "real-nccl-logs"
+ROOT = Path(__file__).parents[1]
 SAMPLES = Path(__file__).parent.parent / "samples" / "snapshots"
 
 
@@ -67,7 +69,28 @@ def test_a_why_different_shared_by_pairs_is_said_once() -> None:
     assert text.count("NCCL refused P2P") == 1
     assert "[1] why different for 8 pairs (0->1, 1->2, 2->3, …): NCCL refused P2P" in text
     rows = [ln for ln in text.splitlines() if ln.startswith("  ") and "->" in ln and "SHM/direct/direct" in ln]
+    assert len(rows) == 1 and rows[0].startswith("  8 ") and rows[0].rstrip().endswith("[1]")  # alike: one row
+    _, every, _ = _nccl(
+        "--log", str(LOGS / "rtx4090-8gpu-shm-nccltests307.log"), "--env", "NCCL_P2P_LEVEL=SYS", "--all"
+    )
+    rows = [ln for ln in every.splitlines() if ln.startswith("  ") and "->" in ln and "SHM/direct/direct" in ln]
     assert len(rows) == 8 and all(ln.rstrip().endswith("[1]") for ln in rows)
+
+
+def test_alike_pairs_share_a_row_and_hosts_get_short_ids() -> None:
+    """Issue 33 item 4: `topomap nccl SNAP` printed 56 identical rows under "56 P2P"; a two-host log's
+    host names made the --log table about 230 columns wide."""
+    code, text, _ = _nccl(str(ROOT / "samples" / "lots" / "one-host-nvswitch.yaml"))
+    assert code == 0
+    assert re.search(r"^  56 +0->1, 0->2, 0->3, … +gpu0–7 +P2P ", text, re.M)
+    assert "1 row for 56 pairs: a row holds the pairs alike but for their ranks (--all: a row each)" in text
+    _, every, _ = _nccl(str(ROOT / "samples" / "lots" / "one-host-nvswitch.yaml"), "--all")
+    assert len([ln for ln in every.splitlines() if re.match(r"^  \d+->\d+ ", ln)]) == 56
+    _, log, _ = _nccl("--log", str(LOGS / "h20-2pods-same-node-socket-nccl1781.log"))
+    assert re.search(r"^  2 +0->1, 1->0 +h1:bus 8000, h2:bus a2000 +NET ", log, re.M)
+    assert "hosts: h1 nccl-tests-gdr-2-worker-0, h2 nccl-tests-gdr-2-worker-1" in log
+    table = log.split("\n\n")[1].splitlines()
+    assert max(len(line) for line in table) <= 150, table
 
 
 def test_agreement_counts_the_pairs_predicted_unknown() -> None:

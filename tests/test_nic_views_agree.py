@@ -96,7 +96,7 @@ def test_every_view_gives_each_gpu_the_same_gpudirect_answer(path: Path) -> None
             assert not (own == "no" and ans != "no") and not (own == "unknown" and ans == "yes"), (gid, own, ans)
     # show's GDR column is nic_gdr, NIC by NIC; diff of a snapshot with itself changes nothing
     console = Console(width=400, record=True, file=io.StringIO())
-    console.print(nic_table(snap, 400))
+    console.print(nic_table(snap))
     text = console.export_text()
     rows = {line.split()[0]: line.split() for line in text.splitlines() if line.strip()}
     shown = any(line.split()[-1:] == ["GDR"] for line in text.splitlines())  # a column unknown everywhere is left out

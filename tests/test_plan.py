@@ -187,18 +187,26 @@ def _text(r: PlanResult, gantt: int | None = None) -> str:
 
 def test_plan_table_on_a_narrow_terminal_is_one_block_per_arrangement() -> None:
     # big-task on the DGX-2H sample: its table is 69 columns; on a 60-column terminal every
-    # arrangement is a block of "header: value" lines, no line of the table wider than 60
+    # arrangement is a block of "header: value" lines (the one transform, render.whole), no line wider than 60
+    from rich.console import Console
+
     from topomap.render.plan_view import plan_table
+    from topomap.render.whole import whole
+
+    def shown(width: int) -> str:
+        console = Console(width=width, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+        console.print(whole(console, plan_table(r), width), crop=False, overflow="ignore")
+        return console.export_text()
 
     r = plan_of(SAMPLES / "flows" / "big-task-dgx2.yaml", [1, 2])
-    wide = plan_table(r).plain
+    wide = plan_table(r).text.plain
     assert "  2 coordinated ★     61.2 min  63.2 min     126.3     0  1.93×  yes" in wide
-    narrow = plan_table(r, 60).plain
+    narrow = shown(60)
     assert all(len(line) <= 60 for line in narrow.splitlines())
-    block = "cards: 2, arrangement: coordinated ★\n  parallel: 61.2 min\n  total: 63.2 min\n  card-min: 126.3\n"
+    block = "cards arrangement 2 coordinated ★\n  parallel: 61.2 min\n  total: 63.2 min\n  card-min: 126.3\n"
     assert block in narrow
-    assert "cards: 1, arrangement: one card\n" in narrow and "  fits: NO\n" in narrow
-    assert plan_table(r, 80).plain == wide  # it fits 80: the table as piped
+    assert "cards arrangement 1 one card\n" in narrow and "  fits: NO\n" in narrow
+    assert shown(80) == wide + "\n"  # it fits 80: the table as piped
 
 
 def test_terminal_view_shows_the_idle_card_and_unknown_time(tmp_path: Path) -> None:

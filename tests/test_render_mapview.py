@@ -91,20 +91,21 @@ def test_narrow_terminal_never_splits_a_word() -> None:
     from topomap.flow import read_flow
     from topomap.flow.mapping import map_flow
     from topomap.render.mapview import arrows_view, summary_view
+    from topomap.render.whole import whole
 
     flow = read_flow(PIPE)
     fmap = map_flow(flow, bind_snapshots(flow, []))
-    for view in (summary_view, arrows_view):
+    for view in (summary_view, arrows_view):  # the views build full tables; whole() fits them to 80 columns
         console = Console(width=80, file=io.StringIO(), color_system=None)
         with console.capture() as cap:
-            console.print(view(fmap, 80))
+            console.print(whole(console, view(fmap), 80), crop=False, overflow="ignore")
         out = cap.get()
         assert max(len(line) for line in out.splitlines()) <= 80
         for word in ("host-memory", "node-a:memory", "node-b:gpu0", "activations", "25.0 GB/s spec"):
             assert word in out, (view.__name__, word)
         wide = Console(width=300, file=io.StringIO(), color_system=None)
         with wide.capture() as cap:
-            wide.print(view(fmap, 300))
+            wide.print(whole(wide, view(fmap), 300))
         assert "─────" in cap.get()  # a table when it fits
 
 

@@ -35,7 +35,7 @@ def show_cluster(snap: Snapshot) -> None:
     console = _console()
     first = g.main.first
     console.print(Text(f"{head(g)}: {opening(g, 'one description')}"), crop=False)
-    console.print(show_view(first, build(first), console.width, brief=True), crop=False)
+    console.print(show_view(first, build(first), brief=True), crop=False)
     full = "with its NUMA nodes, machine tree and the commands that record what its source cannot know"
     tail = ["", *differing(g), closing("show", g, full)]
     console.print(Text("\n".join(tail)), crop=False)
@@ -101,7 +101,6 @@ def nccl_cluster(
 ) -> None:
     """`topomap nccl CLUSTER`: predicted once per group of alike hosts; ``host``: that host's pairs and
     its cross-host pairs, as `topomap nccl` gives them. --json: every host's pairs, and the groups."""
-    from topomap.cli.wiring import _print_wide
     from topomap.model.origins import filled_summary
     from topomap.nccl.cluster import predict_groups
     from topomap.render.nccl_cluster_view import nccl_cluster_view
@@ -121,12 +120,7 @@ def nccl_cluster(
         return print_json_fast({**head, **p.grouping_json()}, lists)
     else:
         parts = nccl_cluster_view(p)
-    if not sys.stdout.isatty():  # piped: every name and number whole, never wrapped or cut
-        _print_wide(*parts)
-        return
-    console = _console()
-    for part in parts:
-        console.print(part)
+    _console().print(*parts)
 
 
 def check_cluster(result: CheckResult, json_out: bool, host: str | None, machines: list[tuple[str, Snapshot]]) -> int:
@@ -243,12 +237,7 @@ def place_cluster(snap: Snapshot, ask: tuple[int, str, bool, set[str]], json_out
 
 def _shown(view: object) -> None:
     """On a terminal as rich lays it out; piped, every line whole (never wrapped or cut)."""
-    from topomap.cli.wiring import _print_wide
-
-    if sys.stdout.isatty():
-        _console().print(view)
-    else:
-        _print_wide(view)
+    _console().print(view)
 
 
 def print_json_fast(value: dict[str, object], lists: dict[str, Iterator[list[dict[str, object]]]]) -> None:

@@ -28,7 +28,6 @@ from topomap.cli.wiring import (
     _guard,
     _load,
     _print_json,
-    _print_wide,
     _write,
     app,
 )
@@ -71,11 +70,7 @@ def map_(
     from topomap.render.mapview import arrows_view, summary_view  # lazy: start-up
 
     view = arrows_view if all_ else summary_view
-    if sys.stdout.isatty():  # a table when it fits the terminal, else one block per line (no word split)
-        console = _console()
-        console.print(view(fmap, console.width))
-        return
-    _print_wide(view(fmap))
+    _console().print(view(fmap))  # a table when it fits the terminal, else one block per line (no word split)
 
 
 @app.command()
@@ -242,6 +237,7 @@ def _output_format(output: str, fmt_opt: str | None, formats: tuple[str, ...], w
         if want is not None and fmt == want:
             raise TopomapError(f"--format {fmt_opt}: {what} {', '.join(formats)}", hint=f"--format {formats[0]}")
         raise TopomapError(f"-o {output}: unknown format {fmt!r}", hint=f"name the file .{listed}")
+    # the device's own answer, not the layout's (cli.wiring.on_terminal): FORCE_COLOR must not refuse a pipe
     if output == "-" and fmt in _BINARY and sys.stdout.isatty():
         raise TopomapError(
             f"-o - --format {fmt}: {fmt} is binary and stdout is a terminal",

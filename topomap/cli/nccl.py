@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -15,7 +14,6 @@ if TYPE_CHECKING:
     from topomap.transport.rules import NcclEnv
 from topomap.cli.nccl_perf import CollectiveOpt, CurveOpt, HostsOpt, PerfOpt, SizesOpt, TestsOpt
 from topomap.cli.wiring import (
-    AllOpt,
     HostOpt,
     JsonOpt,
     LotTypeOpt,
@@ -23,7 +21,6 @@ from topomap.cli.wiring import (
     _guard,
     _load,
     _print_json,
-    _print_wide,
     app,
 )
 
@@ -50,6 +47,14 @@ VersionOpt = Annotated[
     typer.Option(
         "--nccl-version",
         help="NCCL 2.x release whose rules apply (2.18.3) where the log does not say (default: newest).",
+    ),
+]
+AllOpt = Annotated[
+    bool,
+    typer.Option(
+        "--all",
+        help="Every rank pair on its own row (by default pairs alike but for their ranks share one); a merged "
+        "cluster: every host in full, not its groups.",
     ),
 ]
 EnvOpt = Annotated[
@@ -118,12 +123,7 @@ def nccl(
     if json_out:
         _print_json(report.to_json())
         return
-    if not sys.stdout.isatty():  # piped: every name and number whole, never wrapped or cut
-        _print_wide(*nccl_view(report))
-        return
-    console = _console()
-    for part in nccl_view(report):
-        console.print(part)
+    _console().print(*nccl_view(report, all_hosts))  # piped: every name and number whole, never wrapped or cut
 
 
 def _settings(env: list[str] | None, version: str | None) -> NcclEnv:

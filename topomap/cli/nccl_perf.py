@@ -12,7 +12,7 @@ import typer
 
 from topomap.base.errors import TopomapError
 from topomap.base.units import BINARY_LETTERS, SIZE_SPELLINGS, parse_size
-from topomap.cli.wiring import _console, _load, _print_json, _print_wide, _write
+from topomap.cli.wiring import _console, _load, _print_json, _write
 
 if TYPE_CHECKING:
     from topomap.collective.expect import Expectation
@@ -206,12 +206,7 @@ def run_tests(
 
 
 def _show(parts: Sequence[object]) -> None:
-    if not sys.stdout.isatty():  # piped: every name and number whole, never wrapped or cut
-        _print_wide(*parts)
-        return
-    console = _console()
-    for part in parts:
-        console.print(part)
+    _console().print(*parts)  # piped: every name and number whole, never wrapped or cut
 
 
 def is_nccl_tests(path: str) -> bool:

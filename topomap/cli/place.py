@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import sys
 from typing import Annotated
 
 import typer
@@ -21,7 +20,6 @@ from topomap.cli.wiring import (
     _guard,
     _load,
     _print_json,
-    _print_wide,
     app,
     bounded,
 )
@@ -125,7 +123,4 @@ def _place_flow(
 
 def _show(view: object) -> None:
     """On a terminal as rich lays it out; piped, every line whole (never wrapped or cut)."""
-    if sys.stdout.isatty():
-        _console().print(view)
-    else:
-        _print_wide(view)
+    _console().print(view)

@@ -146,4 +146,4 @@ def plan(
     from topomap.render.plan_view import plan_view
 
     console = _console()
-    console.print(plan_view(result, gantt, console.width))
+    console.print(plan_view(result, gantt))

@@ -168,6 +168,9 @@ def record_cmd(
     seconds = parse_interval(interval)
     path = output or f"run-{dt.datetime.now(dt.timezone.utc):%Y%m%d-%H%M%S}.json"
     check_output(path)  # before the command runs: a record that cannot be written is refused up front
+    # stderr's own answer, not on_terminal's (stdout's, for laying out views): the live line redraws
+    # itself with "\r\x1b[K", which only a real terminal shows as one line; FORCE_COLOR or TTY_COMPATIBLE
+    # set for colours in a CI log must not fill that log with a line per sample
     live = sys.stderr.isatty()
     opts = RecordOptions(
         interval_s=seconds, label=label, on_sample=_live_line if live else None, leave_running=leave_running

@@ -216,10 +216,10 @@ def show(
 
     console = _console()  # 80 columns when piped; values are never split or cut, a line too long is not cropped
     if snap.source.kind == "merge":
-        console.print(cluster_header(snap, console.width), crop=False)
+        console.print(cluster_header(snap), crop=False)
     shapes = Shapes()  # alike hosts share one graph (topomap.model.alike)
     for one in hosts_of(snap):
-        console.print(show_view(one, shapes.build(one), console.width), crop=False)
+        console.print(show_view(one, shapes.build(one)), crop=False)
 
 
 @app.command()

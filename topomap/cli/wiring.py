@@ -14,6 +14,7 @@ import inspect
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
@@ -28,7 +29,47 @@ from topomap.files.budget import command_budget
 if TYPE_CHECKING:
     from topomap.model.snapshot import Snapshot
 
-app = typer.Typer(
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: A line that starts an item of a list in a docstring ("- …", "• …", "1. …"): kept on its own line.
+_ITEM = re.compile(r"^\s*(?:[-*•] |\d+[.)] )")
+
+
+def reflow(doc: str) -> str:
+    """A command's docstring as its --help shows it: the lines of each paragraph joined (the source's
+    hard line breaks would wrap raggedly at any other width), blank-line paragraph breaks and list
+    items kept; a paragraph marked ``\\b`` (click's "keep as written") is left as it is."""
+    out = []
+    for para in inspect.cleandoc(doc).split("\n\n"):
+        if para.startswith("\b"):
+            out.append(para)
+            continue
+        lines: list[str] = []
+        for line in para.split("\n"):
+            if lines and not _ITEM.match(line):
+                lines[-1] += " " + line.strip()
+            else:
+                lines.append(line.rstrip())
+        out.append("\n".join(lines))
+    return "\n\n".join(out)
+
+
+class _App(typer.Typer):
+    """topomap's typer app: each command's help is its docstring reflowed (:func:`reflow`), in this
+    one place every command is registered through."""
+
+    def command(self, *args: Any, **kwargs: Any) -> Callable[[F], F]:
+        register = super().command
+
+        def decorator(fn: F) -> F:
+            if kwargs.get("help") is None and fn.__doc__:
+                kwargs["help"] = reflow(fn.__doc__)
+            return register(*args, **kwargs)(fn)
+
+        return decorator
+
+
+app = _App(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -39,7 +80,6 @@ app = typer.Typer(
 # which comes before any command runs); ctx: the context of the command running now, or None;
 # lot_type: the running command's --lot-type (every machine it loads is filled from that entry).
 _state: dict[str, Any] = {"debug": False, "json": False, "ctx": None, "lot_type": None}
-F = TypeVar("F", bound=Callable[..., Any])
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
 # A merged cluster's views say what its alike hosts share once, then the hosts that differ (issue 34):
@@ -240,20 +280,35 @@ def _traceback() -> None:
         traceback.print_exc(file=sys.stderr)
 
 
+def on_terminal() -> bool:
+    """Whether stdout is a terminal, for laying out a text view: the one answer every command asks.
+    It is rich's (``isatty``; ``TTY_COMPATIBLE=1`` or a non-empty ``FORCE_COLOR`` force a terminal,
+    ``TTY_COMPATIBLE=0`` refuses one), so the layout and the colours rich gives agree.
+
+    Two questions are the device's, not the layout's, and ask ``isatty`` of the stream itself: whether
+    binary bytes would reach a terminal (`render -o -`), and whether `record` may redraw its live line
+    on stderr with cursor controls. ``FORCE_COLOR`` asks for colours in a CI log or a pager; it must not
+    refuse a PNG piped to a file nor fill a log with carriage returns."""
+    # Imported here for start-up: rich is for terminal views, not for --json or file outputs.
+    from rich.console import Console
+
+    return Console().is_terminal
+
+
 class _Screen:
     """Where a command's text view goes. ``width`` is the terminal's, or None when the output is piped
-    or redirected: then nothing is wrapped, cut or padded (:func:`_print_wide`), so `grep` and a
-    narrow viewer get every name and number whole. On a terminal every table that does not fit becomes
-    blocks (:func:`topomap.render.whole.whole`), words are never folded and no line is cropped: a line
-    longer than the terminal is the terminal's to wrap, whole. A terminal is what rich decides
-    (``isatty``, or ``TTY_COMPATIBLE=1`` / ``FORCE_COLOR`` forcing one)."""
+    or redirected (:func:`on_terminal`): then nothing is wrapped, cut or padded (:func:`_print_wide`), so
+    `grep` and a narrow viewer get every name and number whole. On a terminal every table that does not
+    fit becomes blocks (:func:`topomap.render.whole.whole`), words are never folded and no line is
+    cropped: a line longer than the terminal is the terminal's to wrap, whole. Every text view is
+    printed through it: a command never asks itself whether it is on a terminal."""
 
     def __init__(self) -> None:
         # Imported here for start-up: rich is for terminal views, not for --json or file outputs.
         from rich.console import Console
 
         self._console = Console(soft_wrap=False, highlight=False)
-        self.width: int | None = self._console.width if self._console.is_terminal else None
+        self.width: int | None = self._console.width if on_terminal() else None
 
     def print(self, *renderables: Any, markup: bool | None = None, **_layout: Any) -> None:
         """Print each renderable (``crop`` and other layout keywords are this class's to decide)."""

@@ -33,6 +33,10 @@ class Entry:
     observed: Transport | None = None
     via: str | None = None
     why_different: str | None = None
+    #: A hop between hosts: each rank's host, whose name leads ``src_gpu`` / ``dst_gpu`` ("host:bus 33000");
+    #: the view names it by a short id (not in --json, whose GPU names carry it).
+    src_host: str | None = None
+    dst_host: str | None = None
 
     @property
     def same(self) -> bool:
@@ -341,7 +345,8 @@ def _entry(
     cross = ra is not None and rb is not None and ra.host != rb.host
     names = (_name(ga, ra, cross), _name(gb, rb, cross))
     why = explain(d, observed, via, env) or _finer(d, log, hop, env, channels)
-    return Entry(src, dst, *names, d, observed, via, why)
+    hosts = (_host(ra), _host(rb)) if cross else (None, None)
+    return Entry(src, dst, *names, d, observed, via, why, *hosts)
 
 
 def _finer(d: Decision, log: NcclLog, hop: Hop, env: NcclEnv, channels: tuple[str, ...]) -> str | None:
@@ -388,11 +393,17 @@ def _local_count(log: NcclLog, host: str | None) -> int | None:
     return len(on_host) or None
 
 
+def _host(info: Any) -> str | None:
+    """The host a rank ran on, as a GPU's name leads with it (a placeholder such as "(unknown)" is none)."""
+    host = getattr(info, "host", None)
+    return host if host and not host.startswith("(") else None
+
+
 def _name(g: Gpu | None, info: Any, with_host: bool = False) -> str | None:
     """The GPU a rank ran on: the snapshot's name, else its bus id; ``host:`` first for a hop between hosts."""
     name = gpu_node(g) if g is not None else (f"bus {info.bus}" if info is not None and info.bus else None)
-    host = getattr(info, "host", None)
-    if with_host and host and not host.startswith("("):
+    host = _host(info)
+    if with_host and host:
         return f"{host}:{name or '?'}"
     return name
 

@@ -25,10 +25,8 @@ def terms_words(terms: LotTerms) -> str:
     return "; ".join(bits)
 
 
-def lot_tables(snap: Snapshot, width: int | None = None) -> list[RenderableType]:
-    """The lot's name, terms and the facts a declaration or the catalogue gave (``width`` unused: every
-    line is whole)."""
-    del width
+def lot_tables(snap: Snapshot) -> list[RenderableType]:
+    """The lot's name, terms and the facts a declaration or the catalogue gave (every line whole)."""
     t = Text()
     terms = snap.lot
     declared = snap.source.kind == "declared"

@@ -6,16 +6,14 @@ Renderers build; only the CLI prints. Every bandwidth carries its unit and prove
 
 from __future__ import annotations
 
-import io
-
 from rich import box
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from topomap.base.units import fmt_seconds
 from topomap.flow.mapping import FlowMap, medium_summary
-from topomap.render.bundles import Bundle, bundles, grouped_notes
+from topomap.render.bundles import bundles, grouped_notes
 from topomap.render.terminal import MEDIUM_STYLE, short_node
 from topomap.render.text import visible
 
@@ -26,23 +24,23 @@ def safe(text: str, style: str = "") -> Text:
     return Text(visible(text), style=style)
 
 
-def _natural_width(table: Table) -> int:
-    """Columns the table needs to show every cell on one line."""
-    console = Console(width=100_000, file=io.StringIO(), color_system=None)
-    with console.capture() as cap:
-        console.print(table)
-    return max((len(line.rstrip()) for line in cap.get().splitlines()), default=0)
+#: The columns of free text: they wrap at spaces (rich, or the blocks of a narrow terminal); every
+#: other cell is a value, never split or cut.
+_TEXT = ("label", "places")
 
 
 def _column(t: Table, name: str) -> None:
-    t.add_column(name, overflow="fold")
+    if name in _TEXT:
+        t.add_column(name, overflow="fold")
+    else:
+        t.add_column(name, no_wrap=True, overflow="ignore")
 
 
 def _rows(numbers: list[int]) -> str:
     return ", ".join(f"#{n}" for n in numbers)
 
 
-def summary_view(fmap: FlowMap, width: int | None = None) -> RenderableType:
+def summary_view(fmap: FlowMap) -> RenderableType:
     """One line per flow arrow (replicas and pairs bundled), the slowest arrow per medium, each distinct
     note once with the lines it applies to."""
     groups = bundles(fmap)
@@ -67,10 +65,7 @@ def summary_view(fmap: FlowMap, width: int | None = None) -> RenderableType:
             fmt_seconds(slow.seconds),
             safe(g.places()),
         )
-    head: RenderableType = t
-    if width is not None and _natural_width(t) > width:  # a narrow terminal: one block per line, no columns
-        head = _blocks(safe(str(t.title)), [_summary_block(k, g) for k, g in enumerate(groups, 1)])
-    parts: list[RenderableType] = [head, *_slowest(fmap), *_collectives(fmap)]
+    parts: list[RenderableType] = [t, *_slowest(fmap), *_collectives(fmap)]
     notes = grouped_notes(groups)
     if notes:
         parts.append(Text(f"\nNotes ({len(notes)} kinds, each once with the devices it covers)", style="bold"))
@@ -80,24 +75,7 @@ def summary_view(fmap: FlowMap, width: int | None = None) -> RenderableType:
     return Group(*parts)
 
 
-def _blocks(title: Text, blocks: list[Text]) -> RenderableType:
-    """The narrow-terminal form of a table: a bold title, then one block of lines per row."""
-    head = title.copy()
-    head.stylize("bold")
-    return Group(head, *blocks, Text(""))
-
-
-def _summary_block(k: int, g: Bundle) -> Text:
-    arrow = " ↔ " if g.both_ways else " → "
-    text = safe(f"{k:>2}. {g.src_step}{arrow}{g.dst_step}" + (f"  “{g.label}”" if g.label else ""))
-    text.append("\n")
-    text.append_text(safe(f"    {g.summary()}", MEDIUM_STYLE.get(g.medium, "")))
-    text.append("\n")
-    text.append_text(safe(f"    {g.places()}"))
-    return text
-
-
-def arrows_view(fmap: FlowMap, width: int | None = None) -> RenderableType:
+def arrows_view(fmap: FlowMap) -> RenderableType:
     """Every arrow: medium, via, path class, bandwidth with provenance, time; then routes and notes."""
     t = Table(
         title=safe(f"Flow {fmap.flow.name}: {len(fmap.arrows)} arrow(s)"), box=box.SIMPLE_HEAD, title_justify="left"
@@ -121,21 +99,7 @@ def arrows_view(fmap: FlowMap, width: int | None = None) -> RenderableType:
         details.append(safe(f"#{k} " + " → ".join(short_node(n) for n in a.route)))
         for n in a.notes:
             details.append(safe(f"    • {n}", "dim"))
-    head: RenderableType = t
-    if width is not None and _natural_width(t) > width:
-        blocks = []
-        for k, a in enumerate(fmap.arrows, 1):
-            arrow = " ↔ " if a.both_ways else " → "
-            text = safe(f"{k:>3}. {a.src_step}{arrow}{a.dst_step}" + (f"  “{a.label}”" if a.label else ""))
-            text.append("\n")
-            bw = a.bandwidth().text()
-            line = f"     {a.medium} · {a.via} · {a.path or '—'} · {bw} · {fmt_seconds(a.seconds)}"
-            text.append_text(safe(line, MEDIUM_STYLE.get(a.medium, "")))
-            text.append("\n")
-            text.append_text(safe(f"     {a.src}{arrow}{a.dst}"))
-            blocks.append(text)
-        head = _blocks(safe(str(t.title)), blocks)
-    return Group(head, *_slowest(fmap), *_collectives(fmap), Text(""), *details)
+    return Group(t, *_slowest(fmap), *_collectives(fmap), Text(""), *details)
 
 
 def _collectives(fmap: FlowMap) -> list[RenderableType]:

@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from topomap.nccl.features import Feature
-from topomap.nccl.predict import NcclReport
+from topomap.nccl.predict import Entry, NcclReport
 from topomap.render.notes import compress
 from topomap.transport.rccl_rules import RCCL_RULES
 from topomap.transport.rules import RULES
@@ -93,43 +93,114 @@ def summary(report: NcclReport) -> str:
     return f"predicted for {n} {unit}: " + ", ".join(parts)
 
 
-def nccl_view(report: NcclReport) -> list[Table | Text]:
-    """The pairs table, the NIC table (snapshot only), then agreement, notes and skipped lines."""
+def _host_ids(report: NcclReport) -> dict[str, str]:
+    """Each host a hop between hosts names, by a short id (``h1``, ``h2``, in order of first appearance):
+    a log's host names ("nccl-tests-gdr-2-worker-0") made the --log table about 230 columns wide."""
+    ids: dict[str, str] = {}
+    for e in report.entries:
+        for host in (e.src_host, e.dst_host):
+            if host is not None and host not in ids:
+                ids[host] = f"h{len(ids) + 1}"
+    return ids
+
+
+def _gpu(name: str | None, host: str | None, ids: dict[str, str]) -> str:
+    """A GPU as the table shows it: ``h1:bus 33000`` for ``vm-host40:bus 33000``."""
+    if name is not None and host is not None and name.startswith(host + ":"):
+        return ids[host] + name[len(host) :]
+    return name or "?"
+
+
+#: Pairs (and GPUs) of a row that several pairs share: the first few, then "…".
+_FIRST = 3
+#: A row's GPUs longer than this as ranges are its first few, then "…".
+_LONG = 24
+
+
+def _ranks(group: list[Entry]) -> str:
+    more = ", …" if len(group) > _FIRST else ""
+    return ", ".join(f"{e.src_rank}->{e.dst_rank}" for e in group[:_FIRST]) + more
+
+
+def _gpus(group: list[Entry], ids: dict[str, str]) -> str:
+    """One pair's GPUs (``gpu0->gpu1``); a row of several pairs: the GPUs they touch, as ranges
+    (``gpu0–7``), else the first few then "…" (its ranks column says which pairs)."""
+    if len(group) == 1:
+        e = group[0]
+        return f"{_gpu(e.src_gpu, e.src_host, ids)}->{_gpu(e.dst_gpu, e.dst_host, ids)}"
+    names = [_gpu(e.src_gpu, e.src_host, ids) for e in group] + [_gpu(e.dst_gpu, e.dst_host, ids) for e in group]
+    names = list(dict.fromkeys(names))
+    text = compress(names)
+    return compress(names[:_FIRST]) + ", …" if len(names) > _FIRST and len(text) > _LONG else text
+
+
+def _rows(report: NcclReport, every: bool, has_log: bool, marks: dict[str, str]) -> list[list[Entry]]:
+    """The table's rows: with ``every``, one per pair; else pairs whose row is the same but for their ranks
+    (and GPUs) share one, in the order of their first pair."""
+    if every:
+        return [[e] for e in report.entries]
+    rows: dict[tuple[object, ...], list[Entry]] = {}
+    for e in report.entries:
+        d = e.decision
+        why = marks.get(e.why_different or "", e.why_different) if has_log else None
+        key = (d.transport, d.detail, d.rule, d.env[:3], e.via if has_log else None, why)
+        rows.setdefault(key, []).append(e)
+    return list(rows.values())
+
+
+def _pairs_table(report: NcclReport, every: bool, marks: dict[str, str]) -> list[Table | Text]:
+    """Per rank pair (or per row of alike pairs) the predicted transport; with a log what it did. The
+    variables that would change a prediction are in its "why" line below; without a log also here."""
+    has_log = any(e.observed is not None for e in report.entries)
+    ids = _host_ids(report)
+    rows = _rows(report, every, has_log, marks)
+    grouped = len(rows) < len(report.entries)
+    t = Table(show_lines=False, box=box.SIMPLE_HEAD)
+    cols: list[str] = ["pairs"] if grouped else []
+    cols += ["ranks", "GPUs", "predicted", "how", "rule"]
+    cols += ["observed", "why different"] if has_log else ["changed by"]
+    for col in cols:
+        t.add_column(col)
+    for group in rows:
+        e = group[0]
+        p = e.decision.transport
+        # every cell a Text: a log's words ("via P2P/IPC[/]", a NIC named "[bold]") are not rich markup
+        row: list[RenderableType] = [Text(str(len(group)))] if grouped else []
+        row += [Text(_ranks(group)), Text(_gpus(group, ids))]
+        row += [
+            Text(p, style=_STYLE.get(p, "")),
+            Text(e.decision.detail),
+            Text(e.decision.rule),
+        ]
+        if has_log:
+            why = e.why_different
+            row += [Text(e.via or ""), Text(marks.get(why, why) if why else "same")]
+        else:
+            row.append(Text(", ".join(e.decision.env[:3])))
+        t.add_row(*row)
+    out: list[Table | Text] = [t]
+    if ids:
+        out.append(Text("hosts: " + ", ".join(f"{i} {host}" for host, i in ids.items())))
+    if grouped:
+        held = f"{len(rows)} row{'s' if len(rows) > 1 else ''} for {len(report.entries)} pairs"
+        out.append(Text(f"{held}: a row holds the pairs alike but for their ranks (--all: a row each)"))
+    return out
+
+
+def nccl_view(report: NcclReport, every: bool = False) -> list[Table | Text]:
+    """The pairs table (``every``: a row per pair, else alike pairs on one row), the NIC table (snapshot
+    only), then agreement, notes and skipped lines."""
     lib = "RCCL" if report.library == "rccl" else "NCCL"  # AMD GPUs: RCCL's rules (issue 35)
     out: list[Table | Text] = [Text(f"{lib} transports ({report.source}); rules of {report.rules}")]
     if report.env.values:
         out.append(Text("environment: " + " ".join(report.env.set_vars())))
     if report.entries:
         out.append(Text(summary(report)))
-    has_log = any(e.observed is not None for e in report.entries)
     marks = _footnotes(report)
-    t = Table(show_lines=False, box=box.SIMPLE_HEAD)
-    for col in (
-        "ranks",
-        "GPUs",
-        "predicted",
-        "how",
-        "rule",
-        "changed by",
-        *(("observed", "why different") if has_log else ()),
-    ):
-        t.add_column(col)
-    for e in report.entries:
-        p = e.decision.transport
-        # every cell a Text: a log's words ("via P2P/IPC[/]", a NIC named "[bold]") are not rich markup
-        row: list[RenderableType] = [
-            Text(f"{e.src_rank}->{e.dst_rank}"),
-            Text(f"{e.src_gpu or '?'}->{e.dst_gpu or '?'}"),
-            Text(p, style=_STYLE.get(p, "")),
-            Text(e.decision.detail),
-            Text(e.decision.rule),
-            Text(", ".join(e.decision.env[:3])),
-        ]
-        if has_log:
-            why = e.why_different
-            row += [Text(e.via or ""), Text(marks.get(why, why) if why else "same")]
-        t.add_row(*row)
-    out.append(t if report.entries else Text("no GPU pairs: " + _no_pairs(report)))
+    if report.entries:
+        out += _pairs_table(report, every, marks)
+    else:
+        out.append(Text("no GPU pairs: " + _no_pairs(report)))
     for why, mark in marks.items():
         pairs = [f"{e.src_rank}->{e.dst_rank}" for e in report.entries if e.why_different == why]
         out.append(Text(f"{mark} why different for {_pairs(pairs)}: {why}"))

@@ -86,7 +86,7 @@ def place_view(r: PlaceResult) -> RenderableType:
     return Group(*parts)
 
 
-def flow_place_view(fp: FlowPlacement, width: int | None = None) -> RenderableType:
+def flow_place_view(fp: FlowPlacement) -> RenderableType:
     """Each placed step's placement, then the flow's arrows as written and as placed."""
     parts: list[RenderableType] = []
     for step, host, r in fp.steps:
@@ -96,6 +96,6 @@ def flow_place_view(fp: FlowPlacement, width: int | None = None) -> RenderableTy
         if host not in seen:
             seen.add(host)
             parts += [Text("\nHost ", style="bold") + esc(host, "bold"), place_view(r)]
-    parts += [Text("\nArrows as written (every GPU of the host)", style="bold"), summary_view(fp.before, width)]
-    parts += [Text("\nArrows as placed", style="bold"), summary_view(fp.after, width)]
+    parts += [Text("\nArrows as written (every GPU of the host)", style="bold"), summary_view(fp.before)]
+    parts += [Text("\nArrows as placed", style="bold"), summary_view(fp.after)]
     return Group(*parts)

@@ -4,12 +4,14 @@ transfers from the map, memory fit, assumptions and warnings. Rich renderables; 
 from __future__ import annotations
 
 from rich.console import Group, RenderableType
+from rich.table import Table
 from rich.text import Text
 
 from topomap.base.units import fmt_gbps, fmt_span
 from topomap.plan import Arrangement, Bar, PlanResult
 from topomap.plan.result import arrangement_name
 from topomap.render.text import visible
+from topomap.render.whole import Laid
 
 WIDTH = 50  # characters for the longest total of the arrangements drawn together
 MERGE_ABOVE = 2 * WIDTH  # a lane of more bars is drawn as runs of units, WIDTH // 2 of them
@@ -35,12 +37,11 @@ def _fit(a: Arrangement) -> Text:
     return Text("unknown", style="yellow")
 
 
-def plan_table(r: PlanResult, width: int | None = None) -> Text:
+def plan_table(r: PlanResult) -> Laid:
     """One row per arrangement, arrangements with equal figures (a tie) on one row. The assembly
     column shows only when it differs between rows, and the transfers column only when transfers
-    are not already inside the unit durations. Laid out as plain lines, never cut; on a terminal
-    ``width`` columns wide that a row does not fit, one block per row instead (``header: value``
-    lines, as every other table does)."""
+    are not already inside the unit durations. Laid out as plain lines, never cut; on a terminal too
+    narrow for them, one block per row instead (:func:`topomap.render.whole.whole`)."""
     assemblies = {a.assembly_s for a in r.arrangements}
     cols = ["cards arrangement", "parallel"]
     cols += [] if r.includes_transfers else ["transfers"]
@@ -69,9 +70,8 @@ def plan_table(r: PlanResult, width: int | None = None) -> Text:
     def cell(i: int, text: str) -> str:
         return text.ljust(widths[i]) if i in left else text.rjust(widths[i])
 
-    out = Text(visible(f"plan of {r.flow} on {r.lot} (calculated, not measured)") + "\n\n")
-    if width is not None and 1 + sum(widths) + 2 * (len(cols) - 1) > width:
-        return _blocks(out, cols, rows)
+    title = visible(f"plan of {r.flow} on {r.lot} (calculated, not measured)")
+    out = Text(title + "\n\n")
     out.append(" " + "  ".join(cell(i, c) for i, c in enumerate(cols)).rstrip() + "\n", style="bold")
     out.append(" " + "─" * (sum(widths) + 2 * (len(cols) - 1)) + "\n")
     for cells, styles in rows:
@@ -79,18 +79,12 @@ def plan_table(r: PlanResult, width: int | None = None) -> Text:
         for i, (c, st) in enumerate(zip(cells, styles)):
             out.append(("  " if i else "") + (cell(i, c) if i < len(cells) - 1 else c), style=st)
         out.append("\n")
-    return out
-
-
-def _blocks(out: Text, cols: list[str], rows: list[tuple[list[str], list[str]]]) -> Text:
-    """The plan table as one block per row: the arrangement as its heading, then a line per figure."""
+    table = Table(title=Text(title + "\n"))
+    for c in cols:
+        table.add_column(c, no_wrap=True)
     for cells, styles in rows:
-        k, _, name = cells[0].strip().partition(" ")
-        out.append(f"cards: {k}, arrangement: {name}\n", style="bold")
-        for col, cell, style in zip(cols[1:], cells[1:], styles[1:]):
-            out.append(f"  {col}: ")
-            out.append(cell + "\n", style=style)
-    return out
+        table.add_row(*(Text(c.strip(), style=st) for c, st in zip(cells, styles)))
+    return Laid(out, table)
 
 
 def _table_notes(r: PlanResult) -> list[Text]:
@@ -181,8 +175,8 @@ def gantt_text(
     return out
 
 
-def plan_view(r: PlanResult, gantt_cards: int | None = None, width: int | None = None) -> RenderableType:
-    parts: list[RenderableType] = [plan_table(r, width), *_table_notes(r)]
+def plan_view(r: PlanResult, gantt_cards: int | None = None) -> RenderableType:
+    parts: list[RenderableType] = [plan_table(r), *_table_notes(r)]
     best = r.best()
     if best is not None:
         parts += _best_lines(r, best)

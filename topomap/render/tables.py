@@ -1,5 +1,6 @@
-"""Terminal tables that never split or cut a value: free text wraps, values stay whole; a column
-unknown in every row is left out and named once under the table. Cells stay data (a value, or
+"""Terminal tables that never split or cut a value: free text wraps, values stay whole (on a terminal
+too narrow for them, :func:`topomap.render.whole.whole` gives blocks instead); a column unknown in
+every row is left out and named once under the table. Cells stay data (a value, or
 :class:`Unknown`) until the table is drawn. Renderers build; only the CLI prints."""
 
 from __future__ import annotations
@@ -7,15 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rich import box
-from rich.cells import cell_len
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from topomap.render.text import visible
-
-#: A free-text column is never planned narrower than this (or its widest cell, when narrower).
-TEXT_MIN = 8
 
 
 def esc(value: object, style: str = "") -> Text:
@@ -67,11 +64,11 @@ def shown_cell(c: Cell) -> Text:
     return esc(c.shown) if isinstance(c, Unknown) else c
 
 
-def fit_table(title: str, columns: list[Column], rows: list[list[Cell]], width: int | None) -> RenderableType:
-    """A table whose value columns are never split or cut: rich wraps free-text columns only; when the
-    values alone do not fit ``width`` (None: no limit), one block per row ("header: value" lines) instead.
-    A column unknown in every row is left out and named once under the table (a `topo -m` paste has no
-    UUIDs, bus ids or models); a table with nothing known but its first column is one line."""
+def fit_table(title: str, columns: list[Column], rows: list[list[Cell]]) -> RenderableType:
+    """The full table, value columns never split or cut: rich wraps free-text columns only (``overflow=
+    "fold"``, which :func:`topomap.render.whole.fits` lets narrow down to ``TEXT_MIN``). A column unknown
+    in every row is left out and named once under the table (a `topo -m` paste has no UUIDs, bus ids or
+    models); a table with nothing known but its first column is one line."""
     if rows:
         gone = [k for k in range(1, len(columns)) if all(isinstance(row[k], Unknown) for row in rows)]
         if gone:
@@ -79,11 +76,9 @@ def fit_table(title: str, columns: list[Column], rows: list[list[Cell]], width: 
             keep = [k for k in range(len(columns)) if k not in gone]
             if len(keep) == 1:
                 return Group(esc(f"{title}: not in this source ({names}); {SETTLE_ANY}", style="dim"), Text(""))
-            table = fit_table(title, [columns[k] for k in keep], [[row[k] for k in keep] for row in rows], width)
+            table = fit_table(title, [columns[k] for k in keep], [[row[k] for k in keep] for row in rows])
             return Group(table, esc(f"not in this source: {names} ({SETTLE_ANY})", style="dim"), Text(""))
     shown = [[shown_cell(c) for c in row] for row in rows]
-    if width is not None and _needed_width(columns, shown) > width:
-        return _stacked(title, columns, shown)
     t = Table(title=esc(title), box=box.SIMPLE_HEAD, title_justify="left", collapse_padding=True)
     for col in columns:
         if col.text:
@@ -93,32 +88,3 @@ def fit_table(title: str, columns: list[Column], rows: list[list[Cell]], width: 
     for row in shown:
         t.add_row(*row)
     return t
-
-
-def _needed_width(columns: list[Column], rows: list[list[Text]]) -> int:
-    """Columns the table needs with every value whole and free text at TEXT_MIN: SIMPLE_HEAD with
-    collapsed padding takes 2 per column (one space of padding, one of rule) and 2 for the edges."""
-    total = 2
-    for k, col in enumerate(columns):
-        natural = max([_widest_line(Text(col.header))] + [_widest_line(row[k]) for row in rows])
-        total += (min(natural, TEXT_MIN) if col.text else natural) + 2
-    return total
-
-
-def _widest_line(cell: Text) -> int:
-    return max((cell_len(line) for line in cell.plain.split("\n")), default=0)
-
-
-def _stacked(title: str, columns: list[Column], rows: list[list[Text]]) -> RenderableType:
-    """One block per row: the first cell as its heading, then one indented ``header: value`` line per cell."""
-    parts: list[RenderableType] = [esc(title, style="italic")]
-    for row in rows:
-        head = Text(f"{columns[0].header} ", style="bold")
-        head.append_text(row[0])
-        parts.append(head)
-        for col, cell in zip(columns[1:], row[1:]):
-            header = col.header.replace("\n", " ")
-            line = Text(f"  {header}: ", no_wrap=not col.text, overflow="ignore" if not col.text else "fold")
-            line.append_text(cell)
-            parts.append(line)
-    return Group(*parts)

@@ -176,7 +176,7 @@ def unknown_in_words(fields: list[str]) -> list[str]:
     return [_UNKNOWN_WORDS.get(f, f) for f in fields]
 
 
-def gpu_tables(snap: Snapshot, topo: Topology | None = None, width: int | None = None) -> list[RenderableType]:
+def gpu_tables(snap: Snapshot, topo: Topology | None = None) -> list[RenderableType]:
     """GPU identity (NVML index ↔ CUDA ordinal ↔ UUID ↔ bus id) and GPU capabilities."""
     gpus = sorted(snap.gpus, key=lambda g: g.index)
     ident_cols = [Column("NVML"), Column("CUDA"), Column("UUID"), Column("bus id"), Column("name", text=True)]
@@ -200,12 +200,12 @@ def gpu_tables(snap: Snapshot, topo: Topology | None = None, width: int | None =
         values += [cell(g.compute_capability), known(numa, numa_known), cpus]
         caps.append([*values, _pcie(g, snap), _nvlink(topo, g), _mig(g), _fabric(topo, g)])
     return [
-        fit_table("GPUs: identity", ident_cols, ident, width),
-        fit_table("GPUs: memory, placement and links", caps_cols, caps, width),
+        fit_table("GPUs: identity", ident_cols, ident),
+        fit_table("GPUs: memory, placement and links", caps_cols, caps),
     ]
 
 
-def nic_table(snap: Snapshot, width: int | None = None) -> RenderableType:
+def nic_table(snap: Snapshot) -> RenderableType:
     cols = [Column(c) for c in ("id", "name", "family", "bus id", "NUMA", "line rate\n(spec)", "state")]
     cols += [Column("netdevs", text=True), Column("GDR")]
     rows: list[list[Cell]] = []
@@ -223,20 +223,20 @@ def nic_table(snap: Snapshot, width: int | None = None) -> RenderableType:
         values += [cell(n.pci_bus_id), cell(n.numa_node), known(speed.text(), speed.gbit_s is not None), cell(n.state)]
         netdevs = esc(", ".join(n.netdevs)) if n.netdevs else UNKNOWN
         rows.append([*values, netdevs, known(gdr, answer.value != "unknown" or _given(snap, "nics.gdr"))])
-    return fit_table("NICs", cols, rows, width)
+    return fit_table("NICs", cols, rows)
 
 
-def numa_table(snap: Snapshot, width: int | None = None) -> RenderableType:
+def numa_table(snap: Snapshot) -> RenderableType:
     cols = [Column("node"), Column("CPUs"), Column("memory"), Column("distances", text=True)]
     rows: list[list[Cell]] = []
     for n in snap.host.numa_nodes:
         cpus = cell(n.cpus) if n.cpus != "" else esc("(none: memory-only node)")
         distances = cell(" ".join(map(str, n.distances))) if n.distances else UNKNOWN
         rows.append([esc(n.id), cpus, _gib(n.memory_total_bytes), distances])
-    return fit_table("NUMA nodes", cols, rows, width)
+    return fit_table("NUMA nodes", cols, rows)
 
 
-def findings_table(snap: Snapshot, width: int | None = None) -> RenderableType:
+def findings_table(snap: Snapshot) -> RenderableType:
     """The probe's health and truth checks and the measurement's findings, worst first."""
     order = {"error": 0, "warning": 1, "info": 2}
     cols = [Column("severity"), Column("about"), Column("finding", text=True), Column("evidence", text=True)]
@@ -244,13 +244,13 @@ def findings_table(snap: Snapshot, width: int | None = None) -> RenderableType:
     for f in sorted(snap.findings, key=lambda f: (order.get(f.severity, 3), f.kind, f.subject)):
         style = {"error": "bold red", "warning": "yellow"}.get(f.severity, "")
         rows.append([esc(f.severity, style), cell(f.subject), cell(f.text), cell("; ".join(f.evidence))])
-    return fit_table(f"Findings ({len(snap.findings)})", cols, rows, width)
+    return fit_table(f"Findings ({len(snap.findings)})", cols, rows)
 
 
-def problem_table(snap: Snapshot, width: int | None = None) -> RenderableType:
+def problem_table(snap: Snapshot) -> RenderableType:
     cols = [Column("source"), Column("call"), Column("target"), Column("error", text=True)]
     rows = [[cell(v) for v in (p.source, p.call, p.target, p.error)] for p in snap.problems]
-    return fit_table(f"Problems ({len(snap.problems)})", cols, rows, width)
+    return fit_table(f"Problems ({len(snap.problems)})", cols, rows)
 
 
 def machine_tree(topo: Topology) -> Tree:
@@ -324,22 +324,22 @@ def _edge_bw(d: dict[str, Any]) -> str:
     return bandwidth_text(edge_bandwidth(d))
 
 
-def show(snap: Snapshot, topo: Topology | None = None, width: int | None = None, brief: bool = False) -> RenderableType:
-    """Everything `topomap show` prints for one host; tables fit ``width`` without splitting a value.
+def show(snap: Snapshot, topo: Topology | None = None, brief: bool = False) -> RenderableType:
+    """Everything `topomap show` prints for one host, its tables in full (the CLI fits them to a terminal).
     ``brief``: without the NUMA table, the machine tree and the commands that record what the source
     cannot know (a cluster's alike hosts in a screen; `show --host NAME` has them)."""
     tree = not brief
     parts: list[RenderableType] = [header(snap, settle=tree)]
     if snap.gpus:
-        parts.extend(gpu_tables(snap, topo, width))
+        parts.extend(gpu_tables(snap, topo))
     elif "gpus" in snap.source.unknown_fields:
         parts.append(Text("GPUs: not described by this source (unknown, not absent).", style="bold"))
     else:
         parts.append(Text("No GPUs in this snapshot.", style="bold"))
     if snap.nics:
-        parts.append(nic_table(snap, width))
+        parts.append(nic_table(snap))
     if snap.host.numa_nodes and tree:
-        parts.append(numa_table(snap, width))
+        parts.append(numa_table(snap))
     if topo is not None and tree:
         parts.append(machine_tree(topo))
     # what the importer said about the file (an appended output that joined only in part, a `-q -i`,
@@ -359,11 +359,11 @@ def show(snap: Snapshot, topo: Topology | None = None, width: int | None = None,
     if snap.lot is not None or snap.source.filled:
         from topomap.render.lot_view import lot_tables  # start-up: only a declared or filled lot has these
 
-        parts.extend(lot_tables(snap, width))
+        parts.extend(lot_tables(snap))
     if snap.findings:
-        parts.append(findings_table(snap, width))
+        parts.append(findings_table(snap))
     if snap.problems:
-        parts.append(problem_table(snap, width))
+        parts.append(problem_table(snap))
     return Group(*parts)
 
 
@@ -391,7 +391,7 @@ def short_node(node: str) -> str:
     return prefix + rest
 
 
-def cluster_header(snap: Snapshot, width: int | None = None) -> RenderableType:
+def cluster_header(snap: Snapshot) -> RenderableType:
     """A merged snapshot: one row per host."""
     cols = [Column("host"), Column("source"), Column("GPUs", text=True), Column("NICs"), Column("driver")]
     rows: list[list[Cell]] = []
@@ -400,4 +400,4 @@ def cluster_header(snap: Snapshot, width: int | None = None) -> RenderableType:
         gpus = f"{len(m.gpus)} × {', '.join(names)}" if m.gpus else "0"
         values = (m.host.hostname or "?", m.source.kind, gpus, len(m.nics), m.software.driver_version)
         rows.append([cell(v) for v in values])
-    return fit_table(f"Cluster: {len(snap.members)} hosts ({snap.source.origin})", cols, rows, width)
+    return fit_table(f"Cluster: {len(snap.members)} hosts ({snap.source.origin})", cols, rows)

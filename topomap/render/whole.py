@@ -1,10 +1,12 @@
 """Every name and number whole on a narrow terminal: the one place where a view meets the width.
 
-A rich table squeezed below its natural width cuts its cells ("idle 41…", "unkno…"): rich shrinks the
-columns and ends each cut value with an ellipsis, or folds it over two lines. :func:`whole` walks what
-a command prints and gives every table that does not fit the terminal the block form instead: the
-first cell as a heading, then one ``header: value`` line per cell, a value never split, free text
-wrapped at spaces under a hanging indent. Text is never folded inside a word (``overflow="ignore"``)
+Views take no width: they build their full tables. A rich table squeezed below its natural width cuts
+its cells ("idle 41…", "unkno…"): rich shrinks the columns and ends each cut value with an ellipsis, or
+folds it over two lines. :func:`whole` walks what a command prints and gives every table that does not
+fit the terminal (:func:`fits`: every value whole, free text at no less than ``TEXT_MIN``) the block
+form instead (:func:`table_blocks`): the first cell as a heading, then one ``header: value`` line per
+cell, a value never split, free text wrapped at spaces under a hanging indent. A table a view lays out
+as text itself (:class:`Laid`) gets the same blocks. Text is never folded inside a word (``overflow="ignore"``)
 and the CLI prints without cropping (``crop=False``): a line longer than the terminal is left for the
 terminal to show whole. Piped output has no width at all (``cli.wiring._console``).
 """
@@ -22,6 +24,10 @@ from rich.text import Text
 
 from topomap.base.safetext import safe_text
 
+#: A free-text column (``overflow="fold"``) is never planned narrower than this (or its widest cell,
+#: when narrower), nor than its longest word.
+TEXT_MIN = 8
+
 
 def whole(console: Console, renderable: RenderableType, width: int) -> RenderableType:
     """``renderable`` laid out for a terminal ``width`` columns wide with nothing cut: a table wider
@@ -34,7 +40,9 @@ def whole(console: Console, renderable: RenderableType, width: int) -> Renderabl
     if isinstance(renderable, Text):
         return renderable if renderable.no_wrap else wrap_words(renderable, width)
     if isinstance(renderable, Table):
-        return table_blocks(console, renderable, width) if natural_width(console, renderable) > width else renderable
+        return renderable if fits(console, renderable, width) else table_blocks(console, renderable, width)
+    if isinstance(renderable, Laid):
+        return renderable.text if renderable.width() <= width else table_blocks(console, renderable.table, width)
     if Measurement.get(console, console.options.update_width(100_000), renderable).maximum > width:
         return _Natural(console, renderable)
     return renderable
@@ -127,9 +135,49 @@ def wrap_words(text: Text, width: int) -> Text:
     return out
 
 
+class Laid:
+    """A table a view lays out as text itself (``text``, its lines as piped output shows them), with the
+    same cells as a rich ``table``: on a terminal too narrow for the text, :func:`whole` gives the
+    table's blocks."""
+
+    def __init__(self, text: Text, table: Table) -> None:
+        self.text = text
+        self.table = table
+
+    def width(self) -> int:
+        """Cells of the text's longest line."""
+        return max((cell_len(line) for line in self.text.plain.split("\n")), default=0)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.text
+
+
 def natural_width(console: Console, table: Table) -> int:
     """Columns the table needs to show every cell on one line (rich's own measurement, unbounded)."""
     return Measurement.get(console, console.options.update_width(100_000), table).maximum
+
+
+def needed_width(console: Console, table: Table) -> int:
+    """Columns the table needs with every value whole: its natural width, less what each free-text
+    column (``overflow="fold"`` and wrapping) may give up, down to ``TEXT_MIN`` (or its widest cell,
+    when narrower) but never below its longest word."""
+    wide = console.options.update_width(100_000)
+    needed = natural_width(console, table)
+    for col in table.columns:
+        if col.no_wrap or col.overflow != "fold":
+            continue
+        cells = [col.header, *col.cells] if table.show_header else list(col.cells)
+        sizes = [Measurement.get(console, wide, c) for c in cells]
+        most = max((m.maximum for m in sizes), default=0)
+        word = max((m.minimum for m in sizes), default=0)
+        needed -= most - max(min(most, TEXT_MIN), word)
+    return needed
+
+
+def fits(console: Console, table: Table, width: int) -> bool:
+    """Whether ``table`` fits ``width`` columns as a table: every value whole at its natural width, free
+    text wrapped (:func:`needed_width`)."""
+    return needed_width(console, table) <= width
 
 
 def _cell_text(console: Console, cell: object) -> Text | None:
