@@ -14,7 +14,7 @@ from functools import partial
 
 from topomap.base.errors import TopomapError
 from topomap.cluster.differs import differs_text
-from topomap.cluster.groups import group_hosts
+from topomap.cluster.groups import group_hosts, group_label
 from topomap.cluster.hostfacts import FACT_NAME, HOST_FACTS, Clique, cliques
 from topomap.cluster.report import (
     CLUSTER_SCHEMA,
@@ -112,21 +112,11 @@ def _shape_reports(names: list[str], shapes: list[Shape]) -> list[ShapeReport]:
         out.append(
             ShapeReport(
                 id=s.key,
-                label=_label(i),
+                label=group_label(i),
                 hosts=sorted(members[k]),
                 **{p: part_text(p, s.part(p)) for p in PARTS},
             )
         )
-    return out
-
-
-def _label(i: int) -> str:
-    """A, B, … Z, AA, AB, …"""
-    out = ""
-    i += 1
-    while i:
-        i, r = divmod(i - 1, 26)
-        out = chr(65 + r) + out
     return out
 
 

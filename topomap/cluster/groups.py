@@ -127,7 +127,7 @@ def group_named(named: list[tuple[str, Snapshot]], origin: str) -> Grouping:
     groups: list[HostGroup] = []
     label_of: dict[str, str] = {}
     for k, (ix, f) in enumerate(zip(order, first)):
-        label = _label(k)
+        label = group_label(k)
         differs = () if k == 0 else _differs(hosts[f], facts[k], hosts[first[0]], facts[0], len(order[0]))
         member_names = tuple(sorted(names[i] for i in ix))
         groups.append(
@@ -258,7 +258,7 @@ def _shown(v: object) -> str:
     return text if len(text) <= 60 else text[:57] + "…"
 
 
-def _label(i: int) -> str:
+def group_label(i: int) -> str:
     """A, B, … Z, AA, AB, …"""
     out = ""
     i += 1

@@ -12,16 +12,11 @@ from topomap.cluster.groups import HostGroup
 from topomap.nccl.cluster import Across, ClusterPrediction
 from topomap.nccl.predict import Entry, NcclReport
 from topomap.render.cluster_groups import closing, differing, opening
-from topomap.render.nccl_view import _features, summary
+from topomap.render.nccl_view import Reasons, _features, pairs_text, summary, why_lines
 from topomap.render.notes import compress
-from topomap.transport.rules import RULES, rules_used
+from topomap.transport.rules import rules_used
 
 _STYLE = {"SHM": "yellow", "NET": "red", "unknown": "magenta"}
-
-
-def _pairs(pairs: list[str]) -> str:
-    """All of them up to six, else the count and the first three."""
-    return ", ".join(pairs) if len(pairs) <= 6 else f"{len(pairs)} pairs ({', '.join(pairs[:3])}, …)"
 
 
 def _inside(report: NcclReport) -> Table:
@@ -35,7 +30,7 @@ def _inside(report: NcclReport) -> Table:
         t.add_column(col)
     for (transport, detail, rule, env), pairs in rows.items():
         t.add_row(
-            Text(_pairs(pairs)), Text(transport, style=_STYLE.get(transport, "")), Text(detail), Text(rule),
+            Text(pairs_text(pairs)), Text(transport, style=_STYLE.get(transport, "")), Text(detail), Text(rule),
             Text(", ".join(env[:3])),
         )  # fmt: skip
     return t
@@ -60,28 +55,14 @@ def _across(p: ClusterPrediction, lines: list[Across]) -> Table:
 
 
 def _why(entries: list[tuple[str, Entry | Across]]) -> list[Text]:
-    """Why each prediction is what it is: per transport and rule the rule in words and its variables,
-    then each set of reasons with the pairs it holds for (as `topomap nccl` says it for one host)."""
-    rules: dict[tuple[str, str, tuple[str, ...]], dict[str, list[str]]] = {}
+    """Why each prediction is what it is, as `topomap nccl` says it for one host (:func:`why_lines`)."""
+    rules: Reasons = {}
     for label, x in entries:
         d = x.decision
         said = rules.setdefault((d.transport, d.rule, d.env), {}).setdefault("; ".join(d.reasons), [])
         if label not in said:
             said.append(label)
-    out: list[Text] = []
-    for (transport, rule, env), by_reason in rules.items():
-        if transport == "unknown":
-            out.extend(Text(f"unknown for {_pairs(pairs)}: {why}") for why, pairs in by_reason.items() if why)
-            continue
-        t = Text("why ")
-        t.append(transport, style=_STYLE.get(transport, ""))
-        words = RULES[rule].text if rule in RULES else ""
-        t.append(
-            f" — rule {rule}" + (f": {words}" if words else "") + (f" (changed by {', '.join(env)})" if env else "")
-        )
-        out.append(t)
-        out.extend(Text(f"  {_pairs(pairs)}: {why or 'no further facts'}") for why, pairs in by_reason.items())
-    return out
+    return why_lines(rules)
 
 
 def nccl_cluster_view(p: ClusterPrediction) -> list[Table | Text]:
@@ -122,7 +103,7 @@ def _changes(p: ClusterPrediction, group: HostGroup) -> list[str]:
         if theirs.get((e.src_rank, e.dst_rank)) != d:
             moved.setdefault((d.transport, d.detail), []).append(f"{e.src_rank}->{e.dst_rank}")
     for (transport, detail), pairs in moved.items():
-        out.append(f"inside the host, {_pairs(pairs)}: {transport} {detail}")
+        out.append(f"inside the host, {pairs_text(pairs)}: {transport} {detail}")
     usual = {n.gpu: n for n in main.nics}
     for n in mine.nics:
         if usual.get(n.gpu) != n:

@@ -33,7 +33,7 @@ def _features(report: NcclReport) -> list[Text]:
     return out
 
 
-def _pairs(pairs: list[str]) -> str:
+def pairs_text(pairs: list[str]) -> str:
     """Rank pairs as a short list: all of them up to six, else the count and the first three."""
     return ", ".join(pairs) if len(pairs) <= 6 else f"{len(pairs)} pairs ({', '.join(pairs[:3])}, …)"
 
@@ -43,22 +43,32 @@ def _why(report: NcclReport) -> list[Text]:
     every variable that would change it, then the decision's own reasons (``reasons`` in --json), once
     per reason, with the pairs it holds for. An ``unknown`` reads "unknown for …: why, and what would
     settle it"."""
-    rules: dict[tuple[str, str, tuple[str, ...]], dict[str, list[str]]] = {}
+    rules: Reasons = {}
     for e in report.entries:
         d = e.decision
         by_reason = rules.setdefault((d.transport, d.rule, d.env), {})
         by_reason.setdefault("; ".join(d.reasons), []).append(f"{e.src_rank}->{e.dst_rank}")
+    return why_lines(rules)
+
+
+#: (transport, rule, variables) → the decision's reasons in words → the pairs (or rails) they hold for
+Reasons = dict[tuple[str, str, tuple[str, ...]], dict[str, list[str]]]
+
+
+def why_lines(rules: Reasons) -> list[Text]:
+    """The "why" lines of :func:`_why` (and of a cluster's view): per transport and rule, the rule in words
+    and its variables, then each set of reasons with the pairs it holds for."""
     out: list[Text] = []
     for (transport, rule, env), by_reason in rules.items():
         if transport == "unknown":
-            out.extend(Text(f"unknown for {_pairs(pairs)}: {why}") for why, pairs in by_reason.items() if why)
+            out.extend(Text(f"unknown for {pairs_text(pairs)}: {why}") for why, pairs in by_reason.items() if why)
             continue
         t = Text("why ")
         t.append(transport, style=_STYLE.get(transport, ""))
         said = RULES[rule].text if rule in RULES else RCCL_RULES.get(rule, ("", ()))[0]
         t.append(f" — rule {rule}" + (f": {said}" if said else "") + (f" (changed by {', '.join(env)})" if env else ""))
         out.append(t)
-        out.extend(Text(f"  {_pairs(pairs)}: {why or 'no further facts'}") for why, pairs in by_reason.items())
+        out.extend(Text(f"  {pairs_text(pairs)}: {why or 'no further facts'}") for why, pairs in by_reason.items())
     return out
 
 
@@ -73,7 +83,7 @@ def _footnotes(report: NcclReport) -> dict[str, str]:
     return {w: f"[{i}]" for i, w in enumerate(shared, 1)}
 
 
-def _no_pairs(report: NcclReport) -> str:
+def _nopairs_text(report: NcclReport) -> str:
     """Why the pairs table would be empty: one GPU, or no channel line between two ranks."""
     gpus = len(report.nics) or len(report.features)
     if gpus == 1:
@@ -200,10 +210,10 @@ def nccl_view(report: NcclReport, every: bool = False) -> list[Table | Text]:
     if report.entries:
         out += _pairs_table(report, every, marks)
     else:
-        out.append(Text("no GPU pairs: " + _no_pairs(report)))
+        out.append(Text("no GPU pairs: " + _nopairs_text(report)))
     for why, mark in marks.items():
         pairs = [f"{e.src_rank}->{e.dst_rank}" for e in report.entries if e.why_different == why]
-        out.append(Text(f"{mark} why different for {_pairs(pairs)}: {why}"))
+        out.append(Text(f"{mark} why different for {pairs_text(pairs)}: {why}"))
     if report.nics:
         n = Table(title="NIC per GPU", box=box.SIMPLE_HEAD, title_justify="left")
         for col in ("GPU", "NIC", "path", "GPUDirect RDMA", "why"):
