@@ -123,7 +123,10 @@ def test_a_quick_double_fork_is_found_through_the_cgroup(tag: str) -> None:
 
 
 def test_leave_running_keeps_them_and_names_them(tmp_path: Path, tag: str) -> None:
-    got, _, run = _cli_record(tmp_path, f"setsid sleep {tag} & sleep {tag} & exit 0", None, 0.0, "--leave-running")
+    # (the wait lets setsid leave the group before the command ends, as in the double-fork test above)
+    got, _, run = _cli_record(
+        tmp_path, f"setsid sleep {tag} & sleep {tag} & sleep 0.3; exit 0", None, 0.0, "--leave-running"
+    )
     assert got == 0
     alive = _settle(tag, 2)
     assert len(alive) == 2  # the fixture ends them after the test
