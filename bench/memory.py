@@ -9,7 +9,7 @@ and runs one command on it in a child process; its peak memory is the child's ma
 Run: python bench/memory.py                 (every case; a few minutes, about 1.5 GB of disk in a
                                              temporary folder)
      python bench/memory.py snapshot-at-cap (the cases named)
-tests/test_memory.py runs the same cases (the quick ones in full, the slowest at a lighter card count).
+tests/cli/test_memory.py runs the same cases (the quick ones in full, the slowest at a lighter card count).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ For every real input (tests/data/real-topologies, real-nccl-logs, fixtures, samp
 it (or every Nth, at most --lines of them), a run of ``--pad`` characters (a space, a tab, a letter, a
 digit, punctuation) is put at the line's start, middle and end, and the file is read as the CLI reads it
 (its kind sniffed, then its reader). A case past ``--limit`` seconds is printed as SLOW with the line;
-after each file, its slowest case. tests/test_reader_time.py times each line kind found here.
+after each file, its slowest case. tests/files/test_reader_time.py times each line kind found here.
 
 Run: python bench/readers.py                    (about an hour on this project's 2-core machine)
      python bench/readers.py --pad 16384 --lines 10 --limit 1   (a quicker pass)

@@ -4,7 +4,7 @@ in topomap/schema/, the exit codes from each command's help and the CLI's error 
 
 Run: python scripts/docs_reference.py           (rewrites docs/reference/: commands, exit codes, formats, units)
      python scripts/docs_reference.py --check   (exit 1, naming the pages, when one is out of date;
-                                                 tests/test_docs.py runs this comparison)
+                                                 tests/docs/test_docs.py runs this comparison)
 """
 
 from __future__ import annotations

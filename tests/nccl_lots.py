@@ -3,7 +3,7 @@ origins in that folder's README), built as the snapshot a user would paste for i
 the GPU–NIC paths), `nvidia-smi -q` (models, PCIe links, CUDA) and `ibstat` (NIC rates, link layers). Only what
 the description states goes in; the rest stays unknown (the unit tests of the model use these). The accuracy table
 reads each file's *declared* lot instead (``lots/``, issue 31's format, through the CLI): what a renter holds
-before renting; ``tests/test_real_nccl_tests.py`` checks that the two descriptions agree."""
+before renting; ``tests/collective/test_real_nccl_tests.py`` checks that the two descriptions agree."""
 
 from __future__ import annotations
 

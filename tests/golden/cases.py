@@ -1,5 +1,5 @@
 """Every command over every sample, flow and requirements file: the golden comparison kept for the
-package move (issue 18). ``TOPOMAP_GOLDEN=1 python -m pytest tests/test_golden.py`` rewrites the
+package move (issue 18). ``TOPOMAP_GOLDEN=1 python -m pytest tests/cli/test_golden.py`` rewrites the
 goldens; review ``git diff tests/data/golden`` before committing them.
 
 Each case states its exit status (issue 33 item 6), so a regeneration cannot turn a passing command
