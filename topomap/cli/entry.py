@@ -15,7 +15,7 @@ from topomap.cli.wiring import _state, app, report_error
 # Which module registers each command, in the order `topomap --help` lists them. A run imports
 # only the module of the command it names, so typer builds one group of commands, not all of
 # them (start-up); `--help`, a typo or no command at all load every module. A new command adds
-# its line here; tests/test_cli.py checks this table against what the modules register.
+# its line here; tests/cli/test_cli.py checks this table against what the modules register.
 COMMANDS = {
     "probe": "snapshots",
     "import": "snapshots",

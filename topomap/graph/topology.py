@@ -55,7 +55,7 @@ class Topology:
             import networkx as nx  # start-up: `show` and the light views never ask for it (issue 34)
 
             g = nx.Graph()
-            # networkx's own layout (tests/test_graph_layout.py): set before any view of it is made
+            # networkx's own layout (tests/graph/test_graph_layout.py): set before any view of it is made
             g.graph = self.light.graph
             g._node = self.light._node
             g._adj = self.light._adj

@@ -248,7 +248,7 @@ QUERY_GPU_LINK = (
 )
 
 #: The command whose output carries each fact: pasted into the same file (appended to the others),
-#: topomap reads it (tests/test_settle_commands.py holds every command named here to that).
+#: topomap reads it (tests/importers/test_settle_commands.py holds every command named here to that).
 SETTLE_BY: dict[Fact, str] = {
     Fact.NVLINK: "`nvidia-smi topo -m` run inside the container (or `topomap probe`)",
     Fact.NVLINK_LINKS: "`nvidia-smi nvlink -s` (or `topomap probe`)",
