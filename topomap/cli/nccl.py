@@ -23,6 +23,7 @@ from topomap.cli.wiring import (
     _print_json,
     app,
 )
+from topomap.files.kind import file_kind
 
 #: the options of `topomap nccl` (module level so that the command stays one readable function)
 SnapArg = Annotated[str | None, typer.Argument(help="Snapshot (or raw nvidia-smi/NCCL/hwloc file) of the machine.")]
@@ -194,13 +195,8 @@ def _from_log(
 
 def _raw_log(snapshot: Snapshot, path: str) -> bool:
     """The file itself is an NCCL log (imported from its topology dump), not a snapshot saved from one."""
-    if snapshot.source.kind != "nccl-log":
-        return False
-    try:
-        with open(path, "rb") as f:
-            return not f.read(4096).lstrip().startswith(b"{")
-    except OSError:  # it was just read: unreadable now is no log to reread
-        return False
+    # (files/kind tells a saved snapshot from a raw log, as every command asks it: told once per file)
+    return snapshot.source.kind == "nccl-log" and file_kind(path) != "snapshot"
 
 
 def _has_dump(text: str, path: str) -> bool:
