@@ -192,7 +192,7 @@ _WANTED: dict[str, str] = {
     "host_memory": "a size such as 2 TB",
     "nics.rate": "a rate such as 400 Gb/s",
     "nics.fabric": "a fabric such as infiniband",
-    "gpu_links": "nvswitch, NV<k> or none",
+    "gpu_links": "nvswitch, NV<k>, xgmi or none",
     "pcie.gen": "a PCIe generation from 1 to 6",
     "price": "a price such as 2.49 USD per GPU-hour",
     "periods": "a list of rental periods such as 3 d, 7 d, 30 d",
