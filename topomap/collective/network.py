@@ -23,9 +23,6 @@ from topomap.transport.rules import NcclEnv
 #: What NCCL_NET names (the plugin's or NCCL's own transport name, as its "Using network …" line prints
 #: it) and FI_PROVIDER say of the network family.
 _PLUGINS = {"fastrak": "tcpxo", "gpudirecttcpx": "tcpx", "socket": "socket", "ib": "ib"}
-#: HPE (Cray) Cassini, the Slingshot NIC: PCI vendor 0x17db (pci.ids); NCCL reaches it through aws-ofi-nccl's
-#: CXI provider ("Using network AWS Libfabric")
-_HPE_CRAY = "0x17db"
 
 
 @dataclass(frozen=True)
@@ -46,7 +43,7 @@ def family_of(nic: Nic, env: NcclEnv) -> str:
     plugin = (env.get("NCCL_NET") or "").replace(" ", "").lower()
     if env.flag("NCCL_IB_DISABLE") or plugin == "socket":
         return "socket"
-    if nic.pci_vendor_id == _HPE_CRAY or nic.kind == "slingshot":
+    if nic_family(nic).family == "cassini":  # HPE Slingshot: by its PCI vendor, or a declared fabric
         return "slingshot"
     if plugin in ("awslibfabric", "ofi", "libfabric"):
         return "efa" if nic_family(nic).transport == "efa" else "slingshot"

@@ -54,9 +54,10 @@ class PlanMoney:
     def currency(self) -> str:
         return self.price.currency
 
-    def cheapest(self) -> ArrangementCost | None:
-        """The arrangement whose tasks fit (or may) that does the work for the least money."""
-        ok = [c for c in self.costs if c.fits]
+    def cheapest(self, sure: bool = False) -> ArrangementCost | None:
+        """The arrangement whose tasks fit (or may; with ``sure``, surely) that does the work for the least
+        money."""
+        ok = [c for c in self.costs if c.fits and (c.fit_known or not sure)]
         return min(ok, key=lambda c: (round(c.amount, 6), c.cards)) if ok else None
 
     def how(self) -> str:

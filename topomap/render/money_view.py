@@ -7,7 +7,7 @@ from rich.text import Text
 
 from topomap.base.lotunits import fmt_money, fmt_period
 from topomap.plan import PlanResult
-from topomap.plan.money import cost_words
+from topomap.plan.money import ArrangementCost, PlanMoney, cost_words
 from topomap.plan.result import arrangement_name
 from topomap.render.text import visible
 
@@ -32,15 +32,17 @@ def money_lines(r: PlanResult) -> list[Text]:
         out.append(visible(f"  {a.k:>2} {kind}: {cost_words(c, m)}{fit}") + "\n")
     best = m.cheapest()
     if best is not None:
-        row = next((a for a in r.arrangements if (a.k, a.kind) == (best.cards, best.arrangement)), None)
-        name = arrangement_name(row, r) if row is not None else best.arrangement
         which = "cheapest that fits" if best.fit_known else "cheapest that may fit (its memory fit is unknown)"
-        out.append(visible(f"{which}: {best.cards} card(s), {name}: {fmt_money(best.amount, m.currency)}"))
-        sure = [c for c in m.costs if c.fits and c.fit_known]
-        if not best.fit_known and sure:
-            low = min(sure, key=lambda c: (round(c.amount, 6), c.cards))
-            row = next((a for a in r.arrangements if (a.k, a.kind) == (low.cards, low.arrangement)), None)
-            name = arrangement_name(row, r) if row is not None else low.arrangement
+        out.append(visible(_cheapest(which, best, r, m)))
+        sure = m.cheapest(sure=True)
+        if not best.fit_known and sure is not None:
             out.append("\n")
-            out.append(visible(f"cheapest that fits: {low.cards} card(s), {name}: {fmt_money(low.amount, m.currency)}"))
+            out.append(visible(_cheapest("cheapest that fits", sure, r, m)))
     return [out]
+
+
+def _cheapest(which: str, c: ArrangementCost, r: PlanResult, m: PlanMoney) -> str:
+    """ "cheapest that fits: 2 card(s), one task at a time: 18.18 USD", the arrangement named as the table does."""
+    row = next((a for a in r.arrangements if (a.k, a.kind) == (c.cards, c.arrangement)), None)
+    name = arrangement_name(row, r) if row is not None else c.arrangement
+    return f"{which}: {c.cards} card(s), {name}: {fmt_money(c.amount, m.currency)}"
