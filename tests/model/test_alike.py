@@ -102,8 +102,7 @@ def _as_before(snap: Snapshot, env: NcclEnv, ranks: str | None, version: str | N
     for (h, _, _), part, off in zip(hosts, parts, base, strict=True):
         name = h.host.hostname or "?"
         entries += [
-            replace(e, src_rank=e.src_rank + off, dst_rank=e.dst_rank + off, src_gpu=f"{name}:{e.src_gpu}",
-                    dst_gpu=f"{name}:{e.dst_gpu}")
+            replace(e, src_rank=e.src_rank + off, dst_rank=e.dst_rank + off, src_host=name, dst_host=name)
             for e in part.entries
         ]  # fmt: skip
     for i in range(len(hosts) - 1 if len(hosts) > 2 else 1):
@@ -134,8 +133,8 @@ def _across(src: tuple[_Host, int], dst: tuple[_Host, int], env: NcclEnv, versio
         clique = fabric_clique(sa, g)
         mnnvl = clique is not None and clique == fabric_clique(sb, other)
         d = decide(replace(remote_facts(ta, g), mnnvl=mnnvl), env, version)
-        src_gpu, dst_gpu = f"{sa.host.hostname}:{gpu_node(g)}", f"{sb.host.hostname}:{gpu_node(other)}"
-        out.append(Entry(base_a + k, base_b + k, src_gpu, dst_gpu, d))
+        hosts = {"src_host": sa.host.hostname, "dst_host": sb.host.hostname}
+        out.append(Entry(base_a + k, base_b + k, gpu_node(g), gpu_node(other), d, **hosts))
     return out
 
 

@@ -104,7 +104,7 @@ def test_decide_rules() -> None:
     assert decide(gns, NcclEnv()).transport == "SHM" and decide(gns, NcclEnv()).rule == "p2p-nvml"
     no_shm = decide(gns, parse_env(["NCCL_SHM_DISABLE=1"]))  # the network, GPUDirect unknown without a NIC
     assert no_shm.rule == "shm-disabled-env" and no_shm.transport == "unknown"
-    assert no_shm.detail.startswith("the network")
+    assert no_shm.detail.startswith("NET via")
     a100 = PairFacts(same_host=True, same_process=True, path="NVL", nvlink=True, nvml_p2p=True, cc=("8.0", "8.0"))
     assert decide(a100, NcclEnv()).detail == "P2P/direct pointer/read over NVLink"
     # NVLink through another GPU (NVB) is within PXB but beyond NCCL_P2P_LEVEL=NVL, and never reads
@@ -304,8 +304,8 @@ def test_several_nodes_from_a_merged_snapshot() -> None:
     report = predict(cluster, NcclEnv())
     by = {(e.src_rank, e.dst_rank): e for e in report.entries}
     assert len(report.entries) == 2 * 56 + 2 * 8
-    assert (by[(9, 10)].src_gpu, by[(9, 10)].decision.transport) == ("b:gpu1", "P2P")
-    assert (by[(0, 8)].dst_gpu, by[(0, 8)].decision.transport, by[(0, 8)].decision.rule) == (
+    assert (by[(9, 10)].src_host, by[(9, 10)].src_gpu, by[(9, 10)].decision.transport) == ("b", "gpu1", "P2P")
+    assert (by[(0, 8)].dst_name, by[(0, 8)].decision.transport, by[(0, 8)].decision.rule) == (
         "b:gpu0",
         "NET+GDR",
         "other-host",
@@ -314,7 +314,7 @@ def test_several_nodes_from_a_merged_snapshot() -> None:
     assert (0, 9) not in by  # across hosts only the ring neighbours
     # --ranks applies on every host: ranks 0-1 on a:gpu2,gpu3 and 2-3 on b:gpu2,gpu3, joined across hosts
     picked = predict(cluster, NcclEnv(), "2,3").entries
-    across = [(e.src_gpu, e.dst_gpu) for e in picked if e.decision.rule == "other-host"]
+    across = [(e.src_name, e.dst_name) for e in picked if e.decision.rule == "other-host"]
     assert across == [("a:gpu2", "b:gpu2"), ("a:gpu3", "b:gpu3"), ("b:gpu2", "a:gpu2"), ("b:gpu3", "a:gpu3")]
     assert sorted({(e.src_rank, e.dst_rank) for e in picked if e.decision.rule == "other-host"}) == [
         (0, 2),

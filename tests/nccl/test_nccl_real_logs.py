@@ -334,7 +334,7 @@ def test_h200_vm_dump_of_one_host_lines_of_the_other() -> None:
     assert pairs[(15, 7, "NET+GDR")]["predicted"] == "unknown" and pairs[(15, 7, "NET+GDR")]["detail"].endswith(
         "NET/b; GPUDirect RDMA unknown"
     )
-    assert pairs[(10, 2, "NET+GDR")]["detail"] == "the network via NET/e; GPUDirect RDMA unknown"
+    assert pairs[(10, 2, "NET+GDR")]["detail"] == "NET via NET/e; GPUDirect RDMA unknown"
 
 
 def test_patched_p2p_pair_on_an_amd_host_and_p2p_disabled() -> None:

@@ -87,10 +87,34 @@ def test_alike_pairs_share_a_row_and_hosts_get_short_ids() -> None:
     _, every, _ = _nccl(str(ROOT / "samples" / "lots" / "one-host-nvswitch.yaml"), "--all")
     assert len([ln for ln in every.splitlines() if re.match(r"^  \d+->\d+ ", ln)]) == 56
     _, log, _ = _nccl("--log", str(LOGS / "h20-2pods-same-node-socket-nccl1781.log"))
-    assert re.search(r"^  2 +0->1, 1->0 +h1:bus 8000, h2:bus a2000 +NET ", log, re.M)
+    # the log names GPUs by bus only: the column says so once, each cell is the host's id and the bus
+    assert re.search(r"^  pairs +ranks +GPU buses +predicted ", log, re.M)
+    assert re.search(r"^  2 +0->1, 1->0 +h1:8000, h2:a2000 +NET ", log, re.M)
     assert "hosts: h1 nccl-tests-gdr-2-worker-0, h2 nccl-tests-gdr-2-worker-1" in log
     table = log.split("\n\n")[1].splitlines()
-    assert max(len(line) for line in table) <= 150, table
+    assert max(len(line) for line in table) <= 140, table
+
+
+def test_a_long_why_different_is_a_footnote_even_for_one_pair() -> None:
+    """Issue 33 item 4: a sentence in the "why different" cell made the --log table as wide as the sentence
+    (167 columns for ault43's two pairs); it is a numbered footnote after the table."""
+    _, log, _ = _nccl("--log", str(LOGS / "ault43-p2p-off-shm-nccl1516.log"))
+    table = log.split("\n\n")[1].splitlines()
+    assert re.search(r"^  1->0 +81000->41000 +unknown +unknown +SHM/direct/direct +\[1\]$", table[2]), table
+    assert "[1] why different for 1->0: prediction unknown (P2P cannot be decided" in log
+    assert max(len(line) for line in table) <= 100, table
+
+
+def test_rccl_channel_lines_keep_the_transport_not_the_communicator() -> None:
+    """RCCL ends each channel line with "comm 0x588ff82696e0 nRanks 04": not the transport, and different on
+    every rank, so alike pairs did not share a row and the observed column was 50 wide."""
+    from topomap.nccl.logread import read_log
+
+    path = LOGS / "radeon-pro-vega2-4gpu-xgmi-macpro-rccl2304.log"
+    log = read_log(path.read_text(), str(path))
+    assert {h.via for h in log.hops} == {"P2P/direct pointer"}
+    _, text, _ = _nccl("--log", str(LOGS / "radeon-pro-vega2-4gpu-xgmi-macpro-rccl2304.log"))
+    assert re.search(r"^  8 +0->1, 0->3, 1->0, … +b000, e000, 1b000, 1e000 +P2P ", text, re.M)
 
 
 def test_agreement_counts_the_pairs_predicted_unknown() -> None:

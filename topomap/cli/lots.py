@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
 
-from topomap.cli.wiring import JsonOpt, _guard, _print_json, _print_wide, app
+from topomap.cli.wiring import JsonOpt, _console, _guard, _print_json, app
 
 
 @app.command()
@@ -34,5 +33,5 @@ def lots(
     if json_out:
         _print_json(catalogue_rows(entries))
         return
-    sys.stdout.flush()
-    _print_wide(catalogue_table(entries) if type_ is None else entry_text(entries[0]))
+    # piped: every name and number whole; on a terminal a table too wide for it becomes blocks
+    _console().print(catalogue_table(entries) if type_ is None else entry_text(entries[0]))

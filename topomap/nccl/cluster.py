@@ -75,18 +75,12 @@ class ClusterPrediction:
             part = self.parts[g.label_of[g.names[i]]]
             off = self.base[i]
             entries += [
-                replace(
-                    e,
-                    src_rank=e.src_rank + off,
-                    dst_rank=e.dst_rank + off,
-                    src_gpu=f"{name}:{e.src_gpu}",
-                    dst_gpu=f"{name}:{e.dst_gpu}",
-                )
+                replace(e, src_rank=e.src_rank + off, dst_rank=e.dst_rank + off, src_host=name, dst_host=name)
                 for e in part.entries
             ]
         for s, d, k, line in _ring(self):
-            entries.append(Entry(self.base[s] + k, self.base[d] + k, f"{names[s]}:{line.src_gpu}",
-                                 f"{names[d]}:{line.dst_gpu}", line.decision))  # fmt: skip
+            entries.append(Entry(self.base[s] + k, self.base[d] + k, line.src_gpu, line.dst_gpu, line.decision,
+                                 src_host=names[s], dst_host=names[d]))  # fmt: skip
         for i, name in enumerate(names):
             part = self.parts[g.label_of[g.names[i]]]
             out.nics += [replace(n, gpu=f"{name}:{n.gpu}") for n in part.nics]
@@ -161,14 +155,13 @@ class ClusterPrediction:
         part = self.parts[g.label_of[name]]
         off = self.base[i]
         entries = [
-            replace(e, src_rank=e.src_rank + off, dst_rank=e.dst_rank + off,
-                    src_gpu=f"{name}:{e.src_gpu}", dst_gpu=f"{name}:{e.dst_gpu}")
+            replace(e, src_rank=e.src_rank + off, dst_rank=e.dst_rank + off, src_host=name, dst_host=name)
             for e in part.entries
         ]  # fmt: skip
         names = g.names
         entries += [
-            Entry(self.base[s] + k, self.base[d] + k, f"{names[s]}:{line.src_gpu}", f"{names[d]}:{line.dst_gpu}",
-                  line.decision)
+            Entry(self.base[s] + k, self.base[d] + k, line.src_gpu, line.dst_gpu, line.decision,
+                  src_host=names[s], dst_host=names[d])
             for s, d, k, line in _ring(self)
             if i in (s, d)
         ]  # fmt: skip

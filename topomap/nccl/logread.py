@@ -25,6 +25,9 @@ _CHANNEL = re.compile(
     r"(?P<dst>\d+)(?:\[(?P<ddev>[0-9a-fA-F]+)\])?(?: \[(?P<dir>send|receive)\])? "
     r"via (?P<via>\S(?:.*\S)?)\s*$"  # greedy to the last non-blank: `\S.*?)\s*$` was quadratic in a blank run
 )
+#: RCCL ends a channel line with its communicator ("via P2P/direct pointer comm 0x588ff82696e0 nRanks 04",
+#: transport.cc): not part of the transport, and different on every rank
+_RCCL_COMM = re.compile(r" comm 0x[0-9a-fA-F]+ nRanks \d+$")
 #: NCCL's ring listing ("Ring 00 : 1 -> 0 -> 1"), not a connection: read nothing from it
 _RING_LIST = re.compile(r"^Ring \d+ : -?\d+ -> -?\d+ -> -?\d+\s*$")
 #: a line with "NCCL INFO" but no ``host:pid:tid [dev]`` before it (pasted without prefixes,
@@ -164,13 +167,14 @@ def _read_channel(log: NcclLog, msg: str, host: str, pid: int, no: int) -> None:
     if c is None:
         log.skipped.append(f"line {no}: channel line cut or not understood: {msg[:60]!r}")
         return
+    via = _RCCL_COMM.sub("", c.group("via"))
     hop = Hop(
         int(c.group("src")),
         int(c.group("dst")),
         c.group("sdev"),
         c.group("ddev"),
-        transport_of(c.group("via")),
-        c.group("via"),
+        transport_of(via),
+        via,
         host,
         pid,
         no,

@@ -21,22 +21,42 @@ from topomap.transport.rccl_rules import rccl_rules_used
 from topomap.transport.rules import NcclEnv, Transport, rules_used
 
 
+def gpu_label(host: str | None, gpu: str | None, bus: str | None) -> str | None:
+    """A rank's GPU by name (``gpu3``) or bus (``bus 33000``), its host first where given (``vm-host40:…``)."""
+    name = gpu if gpu is not None else (f"bus {bus}" if bus else None)
+    return f"{host}:{name or '?'}" if host else name
+
+
 @dataclass(frozen=True)
 class Entry:
     """One (rank pair, transport) entry: predicted against observed (None without a log)."""
 
     src_rank: int
     dst_rank: int
+    #: The GPU each rank ran on, by its snapshot name (``gpu3``); None where only its bus is known (``src_bus``).
     src_gpu: str | None
     dst_gpu: str | None
     decision: Decision
     observed: Transport | None = None
     via: str | None = None
     why_different: str | None = None
-    #: A hop between hosts: each rank's host, whose name leads ``src_gpu`` / ``dst_gpu`` ("host:bus 33000");
-    #: the view names it by a short id (not in --json, whose GPU names carry it).
+    #: Each rank's host where the GPU's name is to carry it (a hop between hosts, a host of a cluster):
+    #: --json's GPU names lead with it (``vm-host40:bus 33000``), the table names it by a short id.
     src_host: str | None = None
     dst_host: str | None = None
+    #: The bus id a log gives for a rank's GPU (``33000``) where no snapshot names the GPU.
+    src_bus: str | None = None
+    dst_bus: str | None = None
+
+    @property
+    def src_name(self) -> str | None:
+        """The sending GPU as --json names it: ``gpu3``, ``bus 33000``, ``vm-host40:bus 33000``."""
+        return gpu_label(self.src_host, self.src_gpu, self.src_bus)
+
+    @property
+    def dst_name(self) -> str | None:
+        """The receiving GPU as --json names it (see :attr:`src_name`)."""
+        return gpu_label(self.dst_host, self.dst_gpu, self.dst_bus)
 
     @property
     def same(self) -> bool:
@@ -47,8 +67,8 @@ class Entry:
         return {
             "src_rank": self.src_rank,
             "dst_rank": self.dst_rank,
-            "src_gpu": self.src_gpu,
-            "dst_gpu": self.dst_gpu,
+            "src_gpu": self.src_name,
+            "dst_gpu": self.dst_name,
             "predicted": self.decision.transport,
             "detail": self.decision.detail,
             "rule": self.decision.rule,
@@ -327,12 +347,14 @@ def _entry(
         return Entry(
             src,
             dst,
-            _name(ga, ra),
-            _name(gb, rb),
+            _gpu_of(ga),
+            _gpu_of(gb),
             _unknown(f"the log does not say which host runs rank {src if ra is None or ra.host is None else dst}"),
             observed,
             via,
             "prediction unknown: the log's lines for this rank were cut",
+            src_bus=_bus_of(ga, ra),
+            dst_bus=_bus_of(gb, rb),
         )
     else:
         same_pid = ra.pid == rb.pid if ra is not None and rb is not None and ra.pid and rb.pid else None
@@ -343,10 +365,10 @@ def _entry(
             facts = dump_facts(log, (src, dst), buses, same_pid, ra.host if ra else None)
     d = (decide_rccl if log.library == "rccl" else decide)(facts, env, log.version)
     cross = ra is not None and rb is not None and ra.host != rb.host
-    names = (_name(ga, ra, cross), _name(gb, rb, cross))
     why = explain(d, observed, via, env) or _finer(d, log, hop, env, channels)
     hosts = (_host(ra), _host(rb)) if cross else (None, None)
-    return Entry(src, dst, *names, d, observed, via, why, *hosts)
+    buses = (_bus_of(ga, ra), _bus_of(gb, rb))
+    return Entry(src, dst, _gpu_of(ga), _gpu_of(gb), d, observed, via, why, *hosts, *buses)
 
 
 def _finer(d: Decision, log: NcclLog, hop: Hop, env: NcclEnv, channels: tuple[str, ...]) -> str | None:
@@ -399,13 +421,14 @@ def _host(info: Any) -> str | None:
     return host if host and not host.startswith("(") else None
 
 
-def _name(g: Gpu | None, info: Any, with_host: bool = False) -> str | None:
-    """The GPU a rank ran on: the snapshot's name, else its bus id; ``host:`` first for a hop between hosts."""
-    name = gpu_node(g) if g is not None else (f"bus {info.bus}" if info is not None and info.bus else None)
-    host = _host(info)
-    if with_host and host:
-        return f"{host}:{name or '?'}"
-    return name
+def _gpu_of(g: Gpu | None) -> str | None:
+    """The GPU a rank ran on, by the snapshot's name; None without a snapshot GPU (its bus may be known)."""
+    return gpu_node(g) if g is not None else None
+
+
+def _bus_of(g: Gpu | None, info: Any) -> str | None:
+    """The bus id the log gives for a rank's GPU, where no snapshot GPU names it."""
+    return info.bus if g is None and info is not None and info.bus else None
 
 
 def _unknown(why: str) -> Decision:

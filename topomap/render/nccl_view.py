@@ -73,14 +73,10 @@ def why_lines(rules: Reasons) -> list[Text]:
 
 
 def _footnotes(report: NcclReport) -> dict[str, str]:
-    """A long "why different" that several pairs share, numbered once ("[1]") instead of repeated on
-    every row; the text itself follows the table."""
-    count: dict[str, int] = {}
-    for e in report.entries:
-        if e.why_different:
-            count[e.why_different] = count.get(e.why_different, 0) + 1
-    shared = [w for w, n in count.items() if n > 1 and len(w) > 40]
-    return {w: f"[{i}]" for i, w in enumerate(shared, 1)}
+    """A long "why different" is a footnote: numbered once ("[1]") in the table, on every row it holds for,
+    and its text follows the table (a sentence in a cell made the table as wide as the sentence)."""
+    long = dict.fromkeys(e.why_different for e in report.entries if e.why_different and len(e.why_different) > 40)
+    return {w: f"[{i}]" for i, w in enumerate(long, 1) if w}
 
 
 def _nopairs_text(report: NcclReport) -> str:
@@ -104,7 +100,7 @@ def summary(report: NcclReport) -> str:
 
 
 def _host_ids(report: NcclReport) -> dict[str, str]:
-    """Each host a hop between hosts names, by a short id (``h1``, ``h2``, in order of first appearance):
+    """Each host a GPU's name carries, by a short id (``h1``, ``h2``, in order of first appearance):
     a log's host names ("nccl-tests-gdr-2-worker-0") made the --log table about 230 columns wide."""
     ids: dict[str, str] = {}
     for e in report.entries:
@@ -114,11 +110,19 @@ def _host_ids(report: NcclReport) -> dict[str, str]:
     return ids
 
 
-def _gpu(name: str | None, host: str | None, ids: dict[str, str]) -> str:
-    """A GPU as the table shows it: ``h1:bus 33000`` for ``vm-host40:bus 33000``."""
-    if name is not None and host is not None and name.startswith(host + ":"):
-        return ids[host] + name[len(host) :]
-    return name or "?"
+def _by_bus(report: NcclReport) -> bool:
+    """Every GPU of the table is known by its bus id only (a log without a snapshot): the column says
+    "GPU buses" once instead of "bus" before each id."""
+    return all(e.src_gpu is None and e.dst_gpu is None for e in report.entries) and any(
+        e.src_bus or e.dst_bus for e in report.entries
+    )
+
+
+def _gpu(host: str | None, gpu: str | None, bus: str | None, ids: dict[str, str], by_bus: bool) -> str:
+    """A GPU as the table shows it: ``h1:33000`` for the bus 33000 of ``vm-host40`` (``h1:bus 33000``
+    where other GPUs have names), ``gpu3``."""
+    name = gpu if gpu is not None else (bus if by_bus else f"bus {bus}") if bus else "?"
+    return f"{ids[host]}:{name}" if host is not None else name
 
 
 #: Pairs (and GPUs) of a row that several pairs share: the first few, then "…".
@@ -132,14 +136,14 @@ def _ranks(group: list[Entry]) -> str:
     return ", ".join(f"{e.src_rank}->{e.dst_rank}" for e in group[:_FIRST]) + more
 
 
-def _gpus(group: list[Entry], ids: dict[str, str]) -> str:
+def _gpus(group: list[Entry], ids: dict[str, str], by_bus: bool) -> str:
     """One pair's GPUs (``gpu0->gpu1``); a row of several pairs: the GPUs they touch, as ranges
     (``gpu0–7``), else the first few then "…" (its ranks column says which pairs)."""
+    srcs = [_gpu(e.src_host, e.src_gpu, e.src_bus, ids, by_bus) for e in group]
+    dsts = [_gpu(e.dst_host, e.dst_gpu, e.dst_bus, ids, by_bus) for e in group]
     if len(group) == 1:
-        e = group[0]
-        return f"{_gpu(e.src_gpu, e.src_host, ids)}->{_gpu(e.dst_gpu, e.dst_host, ids)}"
-    names = [_gpu(e.src_gpu, e.src_host, ids) for e in group] + [_gpu(e.dst_gpu, e.dst_host, ids) for e in group]
-    names = list(dict.fromkeys(names))
+        return f"{srcs[0]}->{dsts[0]}"
+    names = list(dict.fromkeys(srcs + dsts))
     text = compress(names)
     return compress(names[:_FIRST]) + ", …" if len(names) > _FIRST and len(text) > _LONG else text
 
@@ -163,11 +167,12 @@ def _pairs_table(report: NcclReport, every: bool, marks: dict[str, str]) -> list
     variables that would change a prediction are in its "why" line below; without a log also here."""
     has_log = any(e.observed is not None for e in report.entries)
     ids = _host_ids(report)
+    by_bus = _by_bus(report)
     rows = _rows(report, every, has_log, marks)
     grouped = len(rows) < len(report.entries)
     t = Table(show_lines=False, box=box.SIMPLE_HEAD)
     cols: list[str] = ["pairs"] if grouped else []
-    cols += ["ranks", "GPUs", "predicted", "how", "rule"]
+    cols += ["ranks", "GPU buses" if by_bus else "GPUs", "predicted", "how", "rule"]
     cols += ["observed", "why different"] if has_log else ["changed by"]
     for col in cols:
         t.add_column(col)
@@ -176,7 +181,7 @@ def _pairs_table(report: NcclReport, every: bool, marks: dict[str, str]) -> list
         p = e.decision.transport
         # every cell a Text: a log's words ("via P2P/IPC[/]", a NIC named "[bold]") are not rich markup
         row: list[RenderableType] = [Text(str(len(group)))] if grouped else []
-        row += [Text(_ranks(group)), Text(_gpus(group, ids))]
+        row += [Text(_ranks(group)), Text(_gpus(group, ids, by_bus))]
         row += [
             Text(p, style=_STYLE.get(p, "")),
             Text(e.decision.detail),

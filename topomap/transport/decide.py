@@ -271,7 +271,7 @@ def _network(f: PairFacts, env: NcclEnv, rule: str, why: str, version: str | Non
         return _d(
             "unknown",
             rule,
-            f"the network via {name}; GPUDirect RDMA unknown",
+            f"NET via {name}; GPUDirect RDMA unknown",
             why,
             "GPUDirect RDMA cannot be decided: the NIC's path to the GPU, its GDR support, or (for sends from "
             "a GPU before Ampere) an NVLink peer is not recorded (a snapshot of the host, or "
