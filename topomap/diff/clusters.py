@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 from topomap.cluster.groups import Grouping, group_hosts
+from topomap.diff.changes import NotCompared
 from topomap.diff.results import DiffResult, Match, Verdict
 from topomap.diff.snapshots import diff_snapshots
 from topomap.model.snapshot import Snapshot, hosts_of
@@ -38,6 +39,9 @@ class DiffGroup(msgspec.Struct):
     verdict: Verdict
     summary: str
     changes: list[str]
+    #: What the comparison could not compare, a side not knowing it ("A", "B" or "both"); --json lists
+    #: each as its host's ``not_compared`` does (``gpus.uuid (unknown in B)``).
+    not_compared: list[NotCompared] = []
 
 
 class ClusterDiff(msgspec.Struct):
@@ -56,14 +60,19 @@ class ClusterDiff(msgspec.Struct):
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = msgspec.to_builtins(self)
+        for group, typed in zip(out["groups"], self.groups, strict=True):
+            group["not_compared"] = [x.entry for x in typed.not_compared]
         return out
+
+    def not_compared_of(self, host: str) -> list[NotCompared]:
+        """What the comparison of ``host``'s group could not compare."""
+        return next((g.not_compared for g in self.groups if host in g.hosts), [])
 
 
 @dataclass(frozen=True)
 class _Compared:
     result: DiffResult
     changes: list[str]
-    not_compared: list[str]
 
 
 def diff_clusters(a: Snapshot, b: Snapshot, match: Match = "index") -> ClusterDiff:
@@ -82,10 +91,10 @@ def diff_clusters(a: Snapshot, b: Snapshot, match: Match = "index") -> ClusterDi
         c = seen.get(key)
         if c is None:
             d = diff_snapshots(ha[name], hb[name], match, ("A", "B"))
-            c = seen[key] = _Compared(d, d.grouped(), [x.entry for x in d.not_compared])
+            c = seen[key] = _Compared(d, d.grouped())
         members.setdefault(key, []).append(name)
         d = dataclasses.replace(c.result, a_name=f"A:{name}", b_name=f"B:{name}")
-        per_host[name] = HostDiff(d.same, d.verdict, d.summary(), c.changes, c.not_compared)
+        per_host[name] = HostDiff(d.same, d.verdict, d.summary(), c.changes, [x.entry for x in d.not_compared])
         if d.verdict == "cannot-confirm":
             unconfirmed.append(name)
         elif not d.same:
@@ -111,7 +120,7 @@ def diff_clusters(a: Snapshot, b: Snapshot, match: Match = "index") -> ClusterDi
 
 def _group(key: tuple[str, str], hosts: list[str], c: _Compared) -> DiffGroup:
     d = c.result
-    return DiffGroup(key[0], key[1], hosts, d.same, d.verdict, d.summary(), c.changes)
+    return DiffGroup(key[0], key[1], hosts, d.same, d.verdict, d.summary(), c.changes, list(d.not_compared))
 
 
 def _sides(g: Grouping) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ from rich.console import Group, RenderableType
 from topomap.diff import ClusterDiff
 from topomap.diff.clusters import DiffGroup
 from topomap.render.cluster_groups import names_text
-from topomap.render.verdict_view import _text
+from topomap.render.verdict_view import _text, not_compared_line
 
 #: Changes listed per comparison before "… and N more" (--json lists all).
 CHANGES_SHOWN = 20
@@ -39,6 +39,8 @@ def _comparison(g: DiffGroup, style: str, indent: str = "  ") -> list[Renderable
     if len(g.changes) > CHANGES_SHOWN:
         more = f"{indent}  … and {len(g.changes) - CHANGES_SHOWN} more (--json lists all)"
         out.append(_text(more, style="dim"))
+    if g.not_compared:
+        out.append(_text(f"{indent}  {not_compared_line(g.not_compared)}", style="dim"))
     return out
 
 

@@ -54,7 +54,7 @@ def diff_view(d: DiffResult) -> RenderableType:
         parts += _block("Machine differences on what the flow uses (its arrows above decide)", d.used())
         parts += _block("Not used by this flow (not in the verdict)", d.not_used(), style="dim")
     if d.not_compared:
-        parts.append(_text("\nNot compared (a source could not know): " + _not_compared(d.not_compared), style="dim"))
+        parts.append(_text("\n" + not_compared_line(d.not_compared), style="dim"))
     return Group(*parts)
 
 
@@ -93,6 +93,11 @@ _AS_FIELD = {
     ("software", "driver"): "software",
     ("software", "CUDA"): "software",
 }
+
+
+def not_compared_line(entries: list[NotCompared]) -> str:
+    """The "Not compared" line of a comparison (every diff view says it in these words)."""
+    return "Not compared (a source could not know): " + _not_compared(entries)
 
 
 def _not_compared(entries: list[NotCompared]) -> str:
@@ -197,4 +202,7 @@ def cluster_diff_view(d: ClusterDiff) -> RenderableType:
             parts.append(_text(f"\n{name}: {h.summary}", style="bold"))
             for line in h.changes[:20]:
                 parts.append(_text(f"  {line}"))
+            unknown = d.not_compared_of(name)
+            if unknown:
+                parts.append(_text(f"  {not_compared_line(unknown)}", style="dim"))
     return Group(*parts)
