@@ -159,3 +159,31 @@ def test_promise_of_p4de_against_awss_file_cannot_tell_and_claims_nothing_the_fi
     # a static NCCL file records none of them; its 0xefa0 NICs leave GPUDirect open (issue 30 item 2)
     assert {"GPU memory", "NVLink", "CPU sockets", "GPUDirect RDMA"} <= unchecked
     assert "PCIe link" not in {x.fact for x in result.lines}  # the catalogue takes no PCIe fact from a static file
+
+
+def test_the_catalogues_readme_counts_what_the_entries_hold() -> None:
+    """The README's table said 14 facts for p4d and 15 for ND H100 v5 after facts were left out: each
+    row's counts are the entry's, and the total is theirs."""
+    import re
+
+    from topomap.model.lots import catalogue
+
+    text = (ROOT / "topomap/model/lots/catalogue/README.md").read_text()
+    rows = {m[1]: (int(m[2]), int(m[3])) for m in re.finditer(r"^\| ([a-z]+/\S+) \| (\d+) \| (\d+) \|", text, re.M)}
+    held = {
+        e.type: (len(e.given()), sum(1 for k in e.given() if e.source_kind(k) == "third-party")) for e in catalogue()
+    }
+    assert rows == held
+    total = re.search(r"(\d+) facts in all, (\d+) of them from third-party pages", text)
+    assert total is not None and (int(total[1]), int(total[2])) == tuple(map(sum, zip(*held.values(), strict=True)))
+
+
+def test_dgx_h100_and_h200_count_the_compute_nics_nccl_runs_on() -> None:
+    """MLPerf's "10x 400Gbe Infiniband" counts DGX H100's two dual-port storage and management cards too;
+    NVIDIA's DGX BasePOD pages say the compute fabric is the eight single-port ConnectX-7 behind four OSFP."""
+    from topomap.model.lots import entry
+
+    for name in ("nvidia/dgx-h100", "nvidia/dgx-h200"):
+        lot = entry(name, "test").lot()
+        assert (lot.nic_count, lot.nic_rate_gbit, lot.fabric) == (8, 400, "infiniband"), name
+        assert "docs.nvidia.com/dgx-basepod" in entry(name, "test").given()["nics.count"].origin.url
