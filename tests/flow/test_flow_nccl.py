@@ -229,3 +229,13 @@ def test_an_unquoted_version_is_a_yaml_number_and_the_error_says_to_quote_it(tmp
     p.write_text(_tp_text("nccl_version: 2.21\n").replace("../snapshots/", f"{SNAPS}/"))
     rc, out = _cli("map", str(p))
     assert rc == 2 and "got `float` (at nccl_version)" in out and "quote it" in out
+
+
+def test_the_flavour_left_open_is_not_said_in_the_arrows_note() -> None:
+    """The arrow's note gives the medium, not the P2P flavour: the flavour's open question is a field
+    of the decision (P2pFlavour.question), left out of the note by that field, not by its first words."""
+    for a in _exchange(_map(_tp_text(), {"lot": _topo("gcp-a4-b200-8gpu.json")})):
+        assert a.nccl is not None and a.nccl.flavour is not None
+        question = a.nccl.flavour.question
+        assert question.startswith("which P2P flavour: ") and question in a.nccl.reasons
+        assert question not in a.notes[0] and a.notes[0].startswith("NCCL P2P")

@@ -193,3 +193,17 @@ def test_a_gpu_without_a_usable_nic_says_why_once() -> None:
     down = msgspec.structs.replace(snap, nics=[msgspec.structs.replace(n, state="Down") for n in snap.nics])
     r = place_gpus(build(down), 1, nics=True)
     assert [n for n in r.notes if "NIC" in n] == ["gpu0: no usable NIC recorded (every port is down)"]
+
+
+def test_a_note_about_one_gpu_has_that_gpu_as_its_subject() -> None:
+    """The view groups the per-GPU notes by their kind and their ``gpu`` subject (issue 33 item 1: it
+    split the words at "gpuN: " before): the H200 paste records no CPU affinity, the RTX 4090 box's
+    NICs are SYS to every GPU."""
+    r = place_gpus(_topo(SNAP / "hgx-h200-8gpu-10nic.json"), 4)
+    cores = [n for n in r.notes if n.template.startswith("{gpu}: cores unknown: ")]
+    assert [dict(n.subjects)["gpu"] for n in cores] == ["gpu0", "gpu1", "gpu2", "gpu3"]
+    assert len({n.template for n in cores}) == 1  # one kind: the view says it once
+    assert not any(n.subjects for n in r.notes if n not in cores)  # the others are about no one GPU
+    r = place_gpus(_topo(SNAP / "rtx4090-8gpu-all-sys.json"), 2, nics=True)
+    [gpu1] = [n for n in r.notes if dict(n.subjects).get("gpu") == "gpu1"]
+    assert gpu1.template.startswith("{gpu}: NIC NIC1 without GPUDirect RDMA — ")

@@ -22,7 +22,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from topomap.record.runner import RecordOptions, record
+from topomap.record.runner import RecordOptions, record, record_run
 from topomap.record.tree import Tree
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,6 +103,20 @@ def test_a_setsid_daemon_and_a_double_fork_are_found_named_and_ended(tag: str, c
     assert "escaped the command's process group (setsid or a double fork): pid" in notes
     how = "found through the command's cgroup" if cgroup else "found by walking /proc (not asked for"
     assert how in notes, notes
+
+
+def test_the_notes_of_what_was_left_carry_their_kind(tag: str) -> None:
+    """Each note about the command's processes is typed where it is made (record/tree.py TreeNote): the
+    CLI says the ones about what was left by their kind, never by the words they start with."""
+    shell = f"setsid sleep {tag} & sleep 0.3; exit 0"
+    got = record_run(["bash", "-c", shell], RecordOptions(interval_s=0.05, cgroup=False, grace_s=1.0,
+                                                          snapshot=_empty_snapshot, nvml_lib=_no_nvml()))  # fmt: skip
+    assert _settle(tag, 0) == []
+    kinds = [n.kind for n in got.tree_notes]
+    assert kinds == ["ended", "escaped", "found"], got.tree_notes
+    escaped = got.tree_notes[1]
+    assert escaped.text.startswith("escaped the command's process group") and "(sleep)" in escaped.text
+    assert got.run.notes == [n.text for n in got.tree_notes]  # the record keeps their words
 
 
 def _cgroup_possible() -> bool:

@@ -101,12 +101,7 @@ def test_numbered_subjects_that_vary_together_read_as_n() -> None:
     """mlx5_gdr_N beside gpuN on two hosts: one line, "N = 0–7"."""
     notes = [
         (
-            Note.about(
-                f"GPUDirect RDMA possible on {h}: NIC mlx5_gdr_{i} is PIX to gpu{i}",
-                h,
-                nic=f"mlx5_gdr_{i}",
-                gpu=f"gpu{i}",
-            ),
+            Note("GPUDirect RDMA possible on {host}: NIC {nic} is PIX to {gpu}", h, nic=f"mlx5_gdr_{i}", gpu=f"gpu{i}"),
             1,
         )
         for h in ("node-a", "node-b")

@@ -7,12 +7,16 @@ and carries its kind — the template, the sentence with each subject as a ``{sl
 (slot → device name) and its host, so that `topomap.render.notes.group_notes` can say it once:
 "NIC speed not recorded on node-a and node-b: 8 NICs mlx5_0, mlx5_3–9". :func:`compress` writes
 such a set of names, for the views and for the lines ``merge`` keeps in a cluster file alike.
+
+A reason is made a Note where it is made, and a longer note is made of reasons by :func:`cat` (each
+Note piece keeps its slots, plain text is said as it is); :meth:`Note.only` keeps the slots a view
+groups by and writes the others into the words.
 """
 
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from string import Formatter
 
 
 class Note(str):
@@ -31,26 +35,57 @@ class Note(str):
         note.host = host
         return note
 
-    @classmethod
-    def about(cls, text: str, host: str | None = None, **subjects: str | None) -> Note:
-        """A note made from a finished sentence (a reason another module wrote): each subject's name
-        and the host, where they stand as whole words, become the slots of its template."""
-        given = {k: v for k, v in subjects.items() if v}
-        template = text.replace("{", "{{").replace("}", "}}")
-        for slot, value in sorted([*given.items(), *([("host", host)] if host else [])], key=lambda kv: -len(kv[1])):
-            template = _whole(value).sub("{" + slot + "}", template)
-        used = {k: v for k, v in given.items() if "{" + k + "}" in template}
-        note = cls(template, host, **used)
-        return note if note == text else cls(text.replace("{", "{{").replace("}", "}}"), host)
+    def only(self, **subjects: str | None) -> Note:
+        """This note with only the slots named here, where they hold the device given (in this order),
+        and its host: every other slot's device is written into the template as words."""
+        have = {k: v for k, v in self.subjects if k in _slots(self.template)}
+        keep = {k: v for k, v in subjects.items() if v and have.get(k) == v}
+        return Note(_rewrite(self.template, self._values(), {"host", *keep}), self.host, **keep)
+
+    def _values(self) -> dict[str, str]:
+        return {"host": self.host or "", **dict(self.subjects)}
 
     def __reduce__(self) -> tuple[object, ...]:  # copy and pickle keep the kind and subjects
         return (_rebuild, (self.template, self.host, self.subjects))
 
 
-@lru_cache(maxsize=4096)
-def _whole(value: str) -> re.Pattern[str]:
-    """``value`` where it stands as a whole word (compiled once per device name)."""
-    return re.compile(rf"(?<![\w.-]){re.escape(value)}(?![\w-])")
+def said(text: str) -> str:
+    """Plain text as a template (its braces doubled): it says itself, with no slot."""
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def cat(*parts: str, host: str | None = None) -> Note:
+    """One note of several pieces in order: a :class:`Note` piece keeps its slots (a slot another piece
+    already holds with another device, and a host other than the note's, are written as words), plain
+    text is said as it is. The host: ``host``, else the first piece's that has one."""
+    host = host or next((p.host for p in parts if isinstance(p, Note) and p.host), None)
+    template: list[str] = []
+    subjects: dict[str, str] = {}
+    for part in parts:
+        if not isinstance(part, Note):
+            template.append(said(part))
+            continue
+        slots = {k for k, v in part.subjects if subjects.setdefault(k, v) == v}
+        template.append(_rewrite(part.template, part._values(), slots | ({"host"} if part.host == host else set())))
+    whole = "".join(template)
+    return Note(whole, host, **{k: v for k, v in subjects.items() if k in _slots(whole)})
+
+
+_FORMAT = Formatter()
+
+
+def _slots(template: str) -> set[str]:
+    return {name for _, name, _, _ in _FORMAT.parse(template) if name is not None}
+
+
+def _rewrite(template: str, values: dict[str, str], slots: set[str]) -> str:
+    """``template`` with the slots in ``slots`` kept and every other one's value written in as words."""
+    out: list[str] = []
+    for literal, name, _, _ in _FORMAT.parse(template):
+        out.append(said(literal))
+        if name is not None:
+            out.append("{" + name + "}" if name in slots else said(values[name]))
+    return "".join(out)
 
 
 def _rebuild(template: str, host: str | None, subjects: tuple[tuple[str, str], ...]) -> Note:

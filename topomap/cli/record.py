@@ -25,6 +25,10 @@ from topomap.cli.wiring import _console, _current_context, _guard, _print_json, 
 if TYPE_CHECKING:
     from topomap.record import Run
 
+#: The notes of what the command left that `record` says on stderr as well (how they were found stays in
+#: the record).
+_SAID = frozenset({"left-running", "ended", "killed", "escaped"})
+
 #: What to install for `record`: psutil (the host side) and nvidia-ml-py (the cards), the `record` extra.
 RECORD_HINT = "pip install -e '.[record]' in the topomap checkout, or pip install 'topomap[record]'"
 
@@ -157,7 +161,7 @@ def record_cmd(
     run-<UTC time>.json without -o. Read the record with show, render and diff (two records: which
     arrangement did better) and plan --observed."""
     try:
-        from topomap.record.runner import RecordOptions, record
+        from topomap.record.runner import RecordOptions, record_run
     except ImportError as err:  # psutil is the `record` extra (issue 33 item 8); reading records needs none
         if err.name != "psutil":
             raise
@@ -175,16 +179,17 @@ def record_cmd(
     opts = RecordOptions(
         interval_s=seconds, label=label, on_sample=_live_line if live else None, leave_running=leave_running
     )
-    run = record(command, opts)
+    recorded = record_run(command, opts)
+    run = recorded.run
     if live:
         sys.stderr.write("\r\x1b[K")
     run = _write_record(path, run)
     gpu = (
         f"{len(run.gpus)} card(s) sampled" if run.sampling.gpu_sampled else (run.sampling.gpu_note or "no GPU sampled")
     )
-    for note in run.notes:  # what the command left, and what was done about it
-        if note.startswith(("still running", "escaped")):
-            say(f"topomap record: {note}")
+    for note in recorded.tree_notes:  # what the command left, and what was done about it
+        if note.kind in _SAID:
+            say(f"topomap record: {note.text}")
     say(
         f"topomap record: wrote {path}: exit {run.exit_status} after {run.duration_s:.2f} s, "
         f"{run.sampling.samples} samples, {gpu}; recorder CPU {fmt_seconds(run.sampling.recorder_cpu_s)} "

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from topomap.base.links import nic_bandwidth_gbps
-from topomap.base.notes import Note
+from topomap.base.notes import Note, cat
 from topomap.flow.decision import Decision, NicEnd, on_host, on_host_all
 from topomap.flow.memory import as_memory, placement_node
 from topomap.flow.spec import FlowArrow, Placement
@@ -92,10 +92,11 @@ def _nic_leg(
     the NICs NCCL's channels of this end use with their rates."""
     node = p.gpu if p.kind == "gpu" and p.gpu else placement_node(topo, as_memory(p), None, notes)
     choice = nearest_nic(topo, node)
-    notes += [Note.about(f"{p.host}: {r}", p.host, gpu=p.gpu) for r in choice.reasons]
+    on = Note("{host}: ", p.host)  # each reason as the evidence made it, on this host, grouped by GPU
+    notes += [cat(on, r).only(gpu=p.gpu) for r in choice.reasons]
     nic = choice.nic
     if nic is None:
-        notes.append(Note.about(f"{p.host}: {choice.gdr.why() or 'the snapshot records no NIC'}", p.host, gpu=p.gpu))
+        notes.append(cat(on, choice.gdr.why_note() or "the snapshot records no NIC").only(gpu=p.gpu))
         return (on_host(p.host, node),), True, ()
     nodes, leg_bw, _, leg = pcie_leg(topo, node, f"nic:{nic.name}")
     notes += leg
@@ -114,9 +115,9 @@ def _nic_leg(
     layers.append(family.transport)
     families.append(family.family)
     if p.kind == "gpu":
-        said = "GPUDirect RDMA possible on {}" if choice.gdr.yes else "no GPUDirect RDMA on {}"
-        said = said if choice.gdr.yes or choice.gdr.no else "GPUDirect RDMA on {} unknown"
-        notes.append(Note.about(f"{said.format(p.host)}: {choice.gdr.why()}", p.host, nic=nic.name, gpu=p.gpu))
+        said = "GPUDirect RDMA possible on {host}" if choice.gdr.yes else "no GPUDirect RDMA on {host}"
+        said = said if choice.gdr.yes or choice.gdr.no else "GPUDirect RDMA on {host} unknown"
+        notes.append(cat(Note(said + ": ", p.host), choice.gdr.why_note()).only(nic=nic.name, gpu=p.gpu))
     rates = {
         n.name: nic_bandwidth_gbps(n.speed_gbit_s) if n.speed_gbit_s is not None else None for n in topo.snapshot.nics
     }

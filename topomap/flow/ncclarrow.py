@@ -133,7 +133,8 @@ def nccl_note(nd: NcclDecision) -> str:
     detail = f" ({nd.detail})" if nd.detail else ""
     if nd.detail.startswith(f"{nd.transport}/"):  # already in NCCL's words: "NCCL P2P/CUMEM over NVLink"
         head, detail = f"NCCL {nd.detail}", ""
-    why = "; ".join(r for r in nd.reasons if not r.startswith("which P2P flavour"))  # the medium, not the flavour
+    question = nd.flavour.question if nd.flavour is not None else ""
+    why = "; ".join(r for r in nd.reasons if r != question)  # the medium, not the flavour
     change = f"; {', '.join(nd.env)} would change it" if nd.env else ""
     return f"{head}{detail} — rule {nd.rule}: {RULES[nd.rule].text}" + (f"; {why}" if why else "") + change
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from topomap.base.links import NCCL_P2P_LEVELS, PCIE_CLASSES, class_rank
+from topomap.base.notes import Note, cat, said
 from topomap.graph.edges import edge_bandwidth
 from topomap.graph.gpudirect import mirror_bits, pair_gdr, unplaced_gdr
 from topomap.graph.query import numa_of, structural_class
@@ -380,17 +381,22 @@ def _spread(topo: Topology, gid: str, options: tuple[NicChoice, ...]) -> NicChoi
     assert pick.nic is not None
     names = tuple(o.nic.name for o in options if o.nic is not None)
     if pick.path is None:  # a declared lot's NICs: where each sits is not given
-        why = (
-            f"{pick.nic.name}: one of the {count} declared NICs ({', '.join(names)}; where each sits is not "
-            f"given); NCCL spreads GPUs over NICs equally near by device number"
+        why = Note(
+            "{nic}: one of the "
+            + said(f"{count} declared NICs ({', '.join(names)}; where each sits is not given)")
+            + "; NCCL spreads GPUs over NICs equally near by device number",
+            nic=pick.nic.name,
         )
     else:
-        why = (
-            f"{pick.nic.name}: one of {count} NICs equally near {gid} ({pick.path}: {', '.join(names)}); "
-            f"NCCL spreads GPUs over them by device number ({local_gpus} GPU(s) as near to {first.name})"
-        )
+        why = Note(
+            "{nic}: one of " + said(f"{count} NICs equally near ") + "{gpu}"
+            + said(f" ({pick.path}: {', '.join(names)}); NCCL spreads GPUs over them by device number ")
+            + said(f"({local_gpus} GPU(s) as near to {first.name})"),
+            nic=pick.nic.name,
+            gpu=gid,
+        )  # fmt: skip
     if per_gpu > 1:
-        why += f"; its other channels use {', '.join(c.nic.name for c in channels[1:] if c.nic is not None)}"
+        why = cat(why, f"; its other channels use {', '.join(c.nic.name for c in channels[1:] if c.nic is not None)}")
     return replace(
         pick,
         reasons=(*pick.reasons, why),
@@ -425,7 +431,7 @@ def nics_at_best_class(topo: Topology, node: str) -> tuple[NicChoice, ...]:
             top = min(c[0] for c in classed)
             best = sorted((c for c in classed if c[0] == top), key=lambda c: c[1])
             return tuple(NicChoice(n, cls, pair_gdr(topo, node, n, cls), skipped) for _, _, n, cls in best)
-        why = f"the source gives no path between {node} and any NIC"
+        why = Note("the source gives no path between {gpu} and any NIC", gpu=node)
         declared = lot_gdr(snap, nics)
         if fact_origin(snap, "nics") is not None and len(nics) > 1:
             # a declared lot's NICs are the ones its GPU traffic uses, where each sits is not given: as NCCL

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from topomap.base.links import NCCL_P2P_LEVELS
+from topomap.base.notes import Note, cat, said
 from topomap.graph.topology import Topology
 from topomap.model.facts import SETTLE, Answer, findings_about, nic_gdr
 from topomap.model.snapshot import Nic
@@ -18,30 +19,31 @@ def pair_gdr(topo: Topology, gid: str, nic: Nic, cls: str) -> Answer:
     neither the source nor a finding saying no, and the NIC able to (``nic_gdr``). A NIC whose ability is
     unknown leaves it unknown."""
     g = topo.gpu(gid)
+    pair = Note(f"NIC {{nic}} is {said(cls)} to {{gpu}}", nic=nic.name, gpu=gid)
     if cls not in NCCL_P2P_LEVELS:
-        return Answer("no", (f"NIC {nic.name} is {cls} to {gid}; data bounces through host memory",))
+        return Answer("no", (cat(pair, "; data bounces through host memory"),))
     if g is not None and g.gdr is False:
-        return Answer("no", (f"the source says GPUDirect RDMA is off for {gid}",))
+        return Answer("no", (Note("the source says GPUDirect RDMA is off for {gpu}", gpu=gid),))
     able = nic_gdr(nic)
     if able.no:
-        return Answer("no", (f"NIC {nic.name} is {cls} to {gid}, but {able.why()}",))
+        return Answer("no", (cat(pair, ", but ", able.why_note()),))
     missing = findings_about(topo.snapshot, ("gpudirect-missing",), "host")
     if missing:
-        return Answer("no", (f"NIC {nic.name} is {cls} to {gid}, but {missing[0].text}",))
+        return Answer("no", (cat(pair, ", but ", missing[0].text),))
     if able.value == "unknown":
-        return Answer("unknown", (f"NIC {nic.name} is {cls} to {gid}", *able.reasons), able.settle)
+        return Answer("unknown", (pair, *able.reasons), able.settle)
     ready = findings_about(topo.snapshot, ("gpudirect-ready",), "host")
     if ready:
-        return Answer("yes", (f"NIC {nic.name} is {cls} to {gid}; {ready[0].text}",))
-    said = able.reasons if nic.gdr is True else ()  # the source's own word is said; a family's rule is not
-    return Answer("yes", (f"NIC {nic.name} is {cls} to {gid}", *said))
+        return Answer("yes", (cat(pair, "; ", ready[0].text),))
+    own = able.reasons if nic.gdr is True else ()  # the source's own word is said; a family's rule is not
+    return Answer("yes", (pair, *own))
 
 
 def unplaced_gdr(nics: Sequence[Nic], why: str) -> Answer:
     """GPUDirect RDMA of a GPU whose path to the host's NICs the source does not give (``why``): no where no
     NIC of the host can do it, whatever the paths; else unknown."""
     if all(nic_gdr(n).no for n in nics):
-        return Answer("no", (f"no NIC of this host does GPUDirect RDMA ({nic_gdr(nics[0]).why()})",))
+        return Answer("no", (cat("no NIC of this host does GPUDirect RDMA (", nic_gdr(nics[0]).why_note(), ")"),))
     return Answer("unknown", (why,), SETTLE["nic"])
 
 

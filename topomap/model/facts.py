@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from topomap.base.links import pcie_bandwidth_gbps
+from topomap.base.notes import Note, cat, said
 from topomap.base.part_names import model_of
 from topomap.base.parts import NVLINK_C2C_GBPS, nvlink_generation_of_cc
 from topomap.base.units import fmt_bandwidth, fmt_gbps
@@ -75,6 +76,15 @@ class Answer:
         if self.value == "unknown" and self.settle:
             text += f" (settle it with {self.settle})"
         return text
+
+    def why_note(self) -> Note:
+        """:meth:`why` as a :class:`~topomap.base.notes.Note`: each reason made a Note keeps its slots."""
+        parts: list[str] = []
+        for r in self.reasons:
+            parts += ["; ", r] if parts else [r]
+        if self.value == "unknown" and self.settle:
+            parts.append(f" (settle it with {self.settle})")
+        return cat(*parts)
 
 
 @dataclass(frozen=True)
@@ -346,18 +356,21 @@ def nic_family(nic: Nic) -> NicFamily:
     layer = nic.kind if nic.kind in ("infiniband", "roce") else layer_of_name(nic.name) if nic.rdma else None
     if fam is None and not nic.rdma:
         if nic.kind == "ethernet" or nic.pci_vendor_id is not None:
-            why = f"NIC {nic.name} has no RDMA device: NCCL uses TCP sockets, staged through host memory"
+            why = Note("NIC {nic} has no RDMA device: NCCL uses TCP sockets, staged through host memory", nic=nic.name)
             return NicFamily("ethernet", "plain Ethernet (no RDMA)", "ethernet", Answer("no", (why,)), "no RDMA device")
         return NicFamily("unknown", "network device", "network", Answer("unknown", (), SETTLE["nic"]), "")
     row = family_row(fam) if fam is not None else None
     if row is None:
         could = {"infiniband": "an InfiniBand HCA", "roce": "a RoCE NIC"}.get(layer or "", "InfiniBand, RoCE or EFA")
-        why = f"{nic.name}'s family ({could}, vendor not recorded) is not known, and GPUDirect RDMA depends on it"
+        why = Note(
+            "{nic}'s family (" + said(could) + ", vendor not recorded) is not known, and GPUDirect RDMA depends on it",
+            nic=nic.name,
+        )
         label = "RDMA NIC, family not recorded (InfiniBand, RoCE or EFA)"
         return NicFamily(
             "rdma", label, layer or "rdma", Answer("unknown", (why,), SETTLE["nic_family"]), "an RDMA device"
         )
-    gdr = Answer(row.gdr, (f"{nic.name}: {row.gdr_why}",), row.settle)
+    gdr = Answer(row.gdr, (Note("{nic}: " + said(row.gdr_why), nic=nic.name),), row.settle)
     if row.family == "connectx":
         what = {"infiniband": "InfiniBand", "roce": "RoCE"}.get(layer or "", "InfiniBand or RoCE")
         return NicFamily("connectx", f"{row.label} ({what})", layer or "rdma", gdr, evidence)
@@ -369,11 +382,11 @@ def nic_gdr(nic: Nic, origin: str | None = None) -> Answer:
     (``show``'s GDR column; :func:`topomap.graph.evidence.nearest_nic` adds the path). The source's own
     word first (NCCL's ``gdr`` attribute, or a fact filled in later with its origin: ``Nic.gdr``), else
     what the family implies (:func:`nic_family`); unknown where neither says, with what settles it."""
-    where = f" ({origin})" if origin else ""
+    where = said(f" ({origin})" if origin else "")
     if nic.gdr is True:
-        return Answer("yes", (f"the source records GPUDirect RDMA support for {nic.name}{where}",))
+        return Answer("yes", (Note("the source records GPUDirect RDMA support for {nic}" + where, nic=nic.name),))
     if nic.gdr is False:
-        return Answer("no", (f"the source records no GPUDirect RDMA for {nic.name}{where}",))
+        return Answer("no", (Note("the source records no GPUDirect RDMA for {nic}" + where, nic=nic.name),))
     return nic_family(nic).gdr
 
 

@@ -146,10 +146,7 @@ def _compare_lists(names: list[str], values: list[Any], what: str, show: Callabl
     the values, then names only for the hosts that are not of the most common value."""
     counts = Counter(values)
     unknown_n = counts.pop(None, 0)
-    lines: list[str] = []
-    if unknown_n and counts:
-        unknown = sorted(n for n, v in zip(names, values) if v is None)
-        lines.append(f"{what}: unknown on {_names(unknown)} (not in their source)")
+    lines = _unknown_on(names, values, what)
     if len(counts) <= 1:
         return lines
     common, n = counts.most_common(1)[0]
@@ -165,6 +162,14 @@ def _compare_lists(names: list[str], values: list[Any], what: str, show: Callabl
     for value in sorted(odd, key=str):
         lines.append(f"{what}: {_names(sorted(odd[value]))} {show(value)}; {n} of {known} hosts {show(common)}")
     return lines
+
+
+def _unknown_on(names: list[str], values: list[Any], what: str) -> list[str]:
+    """The line naming the hosts where the value is unknown, when others know it."""
+    unknown = sorted(n for n, v in zip(names, values) if v is None)
+    if not unknown or len(unknown) == len(values):
+        return []
+    return [f"{what}: unknown on {_names(unknown)} (not in their source)"]
 
 
 def _names(names: list[str], limit: int = 8) -> str:
@@ -226,13 +231,13 @@ def _rail_lines(names: list[str], values: list[Any]) -> list[str]:
     known = {k: v for k, v in zip(names, values) if v is not None}
     common, n = Counter(known.values()).most_common(1)[0]
     if 2 * n <= len(known):  # no layout held by most hosts: each host's, none the odd one
-        out = [line for line in lines if "unknown on" in line]
+        out = _unknown_on(names, values, "GPU↔NIC rail layout")
         for name, layout in sorted(known.items()):
             shown = "; ".join(f"{g}→{show_rail(v)}" for g, v in layout[:4]) + ("; …" if len(layout) > 4 else "")
             out.append(f"GPU↔NIC rail layout: {name}: {shown} (no layout held by most hosts)")
         return out
     usual = dict(common)
-    out = [line for line in lines if "unknown on" in line]
+    out = _unknown_on(names, values, "GPU↔NIC rail layout")
     for name, layout in sorted(known.items()):
         if layout == common:
             continue

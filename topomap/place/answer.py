@@ -9,6 +9,7 @@ from itertools import combinations
 from typing import Any
 
 from topomap.base.errors import TopomapError
+from topomap.base.notes import Note, said
 from topomap.base.units import fmt_gbps
 from topomap.graph import Topology
 from topomap.model.facts import NicChoice, nic_family
@@ -58,7 +59,9 @@ class PlaceResult:
     runner_lost: list[str]
     skipped: list[Skip]
     unranked: list[str]
-    notes: list[str] = field(default_factory=list)
+    #: What the placement leaves to say: a note about one GPU of the group has that GPU as its ``gpu``
+    #: subject (:func:`per_gpu`), so that the view says the GPUs that share its words once.
+    notes: list[Note] = field(default_factory=list)
     commands: list[tuple[str, str]] = field(default_factory=list)
     #: The search ran to its end (``ties`` and the next best exact), else it stopped at its limit of
     #: ``search_limit`` steps and the group is the best found; ``slowest_proven``: no group has a
@@ -108,7 +111,7 @@ class PlaceResult:
             "next_best": {"gpus": self.runner_up, "loses": self.runner_lost} if self.runner_up else None,
             "skipped": [{"gpu": s.gid, "reason": s.reason} for s in self.skipped],
             "unranked": self.unranked,
-            "notes": self.notes,
+            "notes": [str(n) for n in self.notes],
             "commands": [{"for": what, "line": line} for what, line in self.commands],
             "search": {
                 "complete": self.search_complete,
@@ -180,7 +183,7 @@ def _result(topo: Topology, space: Space, found: Found, k: int, skipped: list[Sk
     amd = bool(topo.snapshot.gpus) and all(g.vendor == "amd" for g in topo.snapshot.gpus)  # issue 35: HIP lines
     res.commands = command_lines(ranks, space.nics, not space.linked, amd=amd)
     if amd:
-        res.notes = [HIP_NOTE if n == ords.note else n for n in res.notes]
+        res.notes = [Note(said(HIP_NOTE)) if n == ords.note else n for n in res.notes]
     return res
 
 
@@ -225,26 +228,31 @@ def _unranked(links: list[PairLink]) -> list[str]:
     return out
 
 
-def _notes(space: Space, gpus: list[ChosenGpu], ordinal_note: str, ords: dict[str, int | None]) -> list[str]:
-    notes = [ordinal_note]
+def per_gpu(gid: str, words: str) -> Note:
+    """A note about one GPU of the group ("gpu3: cores unknown: …"): ``gpu`` its subject, the rest its words."""
+    return Note("{gpu}: " + said(words), gpu=gid)
+
+
+def _notes(space: Space, gpus: list[ChosenGpu], ordinal_note: str, ords: dict[str, int | None]) -> list[Note]:
+    notes = [Note(said(ordinal_note))]
     moved = [f"{g.gid} is CUDA {g.cuda_ordinal}" for g in gpus if g.cuda_ordinal not in (None, g.index)]
     if moved:
-        notes.append("CUDA ordinals differ from the nvidia-smi indices: " + ", ".join(moved))
-    notes.append(BUSY_NOTE)
+        notes.append(Note(said("CUDA ordinals differ from the nvidia-smi indices: " + ", ".join(moved))))
+    notes.append(Note(said(BUSY_NOTE)))
     if space.nics:
         for g in gpus:
             if g.nic is None:
-                notes.append(f"{g.gid}: {g.nic_why or 'no usable NIC recorded'}")  # evidence says why, once
+                notes.append(per_gpu(g.gid, g.nic_why or "no usable NIC recorded"))  # evidence says why, once
             elif g.gdr == "unknown":  # never said "without": unknown is unknown (issue 30)
-                notes.append(f"{g.gid}: NIC {g.nic}, GPUDirect RDMA unknown — {g.nic_why}")
+                notes.append(per_gpu(g.gid, f"NIC {g.nic}, GPUDirect RDMA unknown — {g.nic_why}"))
             elif g.gdr != "yes":
-                notes.append(f"{g.gid}: NIC {g.nic} without GPUDirect RDMA — {g.nic_why}")
+                notes.append(per_gpu(g.gid, f"NIC {g.nic} without GPUDirect RDMA — {g.nic_why}"))
         names = [g.nic for g in gpus if g.nic]
         if len(set(names)) < len(names):
-            notes.append("some GPUs share a NIC (no other NIC as near to them is free in this group)")
+            notes.append(Note(said("some GPUs share a NIC (no other NIC as near to them is free in this group)")))
     for g in gpus:
         if g.cpus is None:
-            notes.append(f"{g.gid}: {g.cpus_source}")
+            notes.append(per_gpu(g.gid, g.cpus_source))
     return notes
 
 

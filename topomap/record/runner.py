@@ -43,7 +43,7 @@ from topomap.record.host import HostSampler, name_of
 from topomap.record.model import Run, Sampling
 from topomap.record.sampler import GpuSampler
 from topomap.record.thin import halve
-from topomap.record.tree import GRACE_S, Tree
+from topomap.record.tree import GRACE_S, Tree, TreeNote
 
 LiveCallback = Callable[[float, list[tuple[str, int | None, int | None]]], None]
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -352,8 +352,22 @@ def _sample_until_exit(child: subprocess.Popen[bytes], sampling: _Sampling, max_
     return end
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """A finished record, with the notes about the command's processes as typed values (their words
+    are in ``run.notes``): what it left and what was done about it, by kind."""
+
+    run: Run
+    tree_notes: list[TreeNote]
+
+
 def record(command: list[str], opts: RecordOptions | None = None) -> Run:
     """Run ``command`` to its end, sampling every ``opts.interval_s`` seconds; the complete record."""
+    return record_run(command, opts).run
+
+
+def record_run(command: list[str], opts: RecordOptions | None = None) -> Recorded:
+    """:func:`record`, with the notes about what the command left as :class:`TreeNote` values."""
     opts = opts or RecordOptions()
     if not command:
         raise TopomapError("record needs a command to run", hint="topomap record -- python train.py")
@@ -380,7 +394,8 @@ def record(command: list[str], opts: RecordOptions | None = None) -> Run:
         raise
     finally:
         signals.restore()
-    notes = [*opts.notes, *tree.notes(ending)]
+    tree_notes = tree.notes(ending)
+    notes = [*opts.notes, *(n.text for n in tree_notes)]
     if gpus is not None:
         gpus.close()
     duration = end.end - start
@@ -392,7 +407,7 @@ def record(command: list[str], opts: RecordOptions | None = None) -> Run:
     pad_columns(host)
     for card in sampled.cards if sampled is not None else []:
         pad_columns(card.series)
-    return Run(
+    run = Run(
         tool=f"topomap {__version__}",
         label=opts.label,
         command=list(command),
@@ -413,3 +428,4 @@ def record(command: list[str], opts: RecordOptions | None = None) -> Run:
         problems=[*sampling.host.problems, *(gpus.problems if gpus is not None else []), *sampling.broken],
         notes=notes,
     )
+    return Recorded(run, tree_notes)

@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import psutil
 
@@ -58,6 +59,20 @@ class Proc:
 
     def text(self) -> str:
         return f"pid {self.pid} ({self.name})"
+
+
+#: What a note of the record says: processes the command left ``left-running`` (``--leave-running``),
+#: ``ended`` (SIGTERM), ``killed`` (SIGKILL), or ``escaped`` its process group; ``found``: how they were found.
+TreeNoteKind = Literal["left-running", "ended", "killed", "escaped", "found"]
+
+
+@dataclass(frozen=True)
+class TreeNote:
+    """One note of the record about the command's processes: its kind and its words (what the record
+    file keeps, in :attr:`topomap.record.model.Run.notes`)."""
+
+    kind: TreeNoteKind
+    text: str
 
 
 @dataclass
@@ -271,7 +286,7 @@ class Tree:
                 time.sleep(0.02)
         self.cgroup = None
 
-    def notes(self, ending: Ending) -> list[str]:
+    def notes(self, ending: Ending) -> list[TreeNote]:
         """The record's notes: what was left, what was done about it, how it was found."""
         if not (ending.ended or ending.killed or ending.left):
             return []
@@ -280,16 +295,21 @@ class Tree:
             if self.why is None
             else f"found by walking /proc ({self.why}: a process that started and left between two samples is not seen)"
         )
-        out: list[str] = []
+        out: list[TreeNote] = []
         if ending.left:
-            out.append(f"still running when the command ended, left running (--leave-running): {_names(ending.left)}")
+            words = f"still running when the command ended, left running (--leave-running): {_names(ending.left)}"
+            out.append(TreeNote("left-running", words))
         if ending.ended:
-            out.append(f"still running when the command ended, ended (SIGTERM): {_names(ending.ended)}")
+            out.append(
+                TreeNote("ended", f"still running when the command ended, ended (SIGTERM): {_names(ending.ended)}")
+            )
         if ending.killed:
-            out.append(f"still running {GRACE_S:g} s after SIGTERM, killed (SIGKILL): {_names(ending.killed)}")
+            words = f"still running {GRACE_S:g} s after SIGTERM, killed (SIGKILL): {_names(ending.killed)}"
+            out.append(TreeNote("killed", words))
         if ending.escaped:
-            out.append(f"escaped the command's process group (setsid or a double fork): {_names(ending.escaped)}")
-        out.append(f"processes of the command {how}")
+            words = f"escaped the command's process group (setsid or a double fork): {_names(ending.escaped)}"
+            out.append(TreeNote("escaped", words))
+        out.append(TreeNote("found", f"processes of the command {how}"))
         return out
 
 

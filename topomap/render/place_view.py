@@ -3,41 +3,25 @@ what could not be ranked, the skipped GPUs, and the lines that pin a job there. 
 
 from __future__ import annotations
 
-import re
-
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from topomap.base.notes import Note
 from topomap.place import FlowPlacement, PlaceResult
 from topomap.render.mapview import summary_view
-from topomap.render.notes import compress
+from topomap.render.notes import group_notes
 from topomap.render.tables import esc
-
-#: A per-GPU note: "gpu3: cores unknown: …".
-_PER_GPU = re.compile(r"^(gpu\d+): (.+)$", re.S)
 
 
 def _ids(gids: list[str]) -> str:
     return ", ".join(gids)
 
 
-def grouped_notes(notes: list[str]) -> list[str]:
+def grouped_notes(notes: list[Note]) -> list[str]:
     """Per-GPU notes that say the same thing are said once with their GPUs ("4 GPUs gpu0–3: cores
-    unknown: …"), where the first of them stood; every other note as it is, in order."""
-    gpus: dict[str, list[str]] = {}
-    for n in notes:
-        m = _PER_GPU.match(n)
-        if m:
-            gpus.setdefault(m[2], []).append(m[1])
-    out: list[str] = []
-    for n in notes:
-        m = _PER_GPU.match(n)
-        if m is None:
-            out.append(n)
-        elif m[2] in gpus:
-            ids = gpus.pop(m[2])
-            out.append(f"{m[0] if len(ids) == 1 else f'{len(ids)} GPUs {compress(ids)}: {m[2]}'}")
-    return out
+    unknown: …"), where the first of them stood; every other note as it is, in order: the one grouping
+    of notes (:func:`topomap.render.notes.group_notes`), by each note's kind and its ``gpu`` subject."""
+    return [line.text for line in group_notes((n, 0) for n in notes)]
 
 
 def place_view(r: PlaceResult) -> RenderableType:

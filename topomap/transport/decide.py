@@ -6,7 +6,7 @@ log; the rules are NCCL's (:mod:`topomap.transport.rules`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from topomap.transport.rules import (
@@ -67,6 +67,9 @@ class P2pFlavour:
     ways: tuple[str, ...]
     read: bool | None
     over: str | None
+    #: What the facts leave open about it, in words: the decision's reason "which P2P flavour: …" ("" when
+    #: nothing is); not part of the flavour a log line is compared with.
+    question: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)
@@ -222,8 +225,8 @@ def _flavour(f: PairFacts, env: NcclEnv, version: str | None) -> tuple[P2pFlavou
     if read is None:
         open_.append("/read only between two compute-capability-8.0 GPUs on NVLink")
     over = "NVLink" if f.nvlink else ("PCIe" if f.nvlink is False or f.path == "NVB" else None)
-    flavour = P2pFlavour(tuple(hows), read, over)
-    return flavour, (f"which P2P flavour: {'; '.join(open_)}" if open_ else "")
+    question = f"which P2P flavour: {'; '.join(open_)}" if open_ else ""
+    return P2pFlavour(tuple(hows), read, over, question), question
 
 
 def flavour_words(fl: P2pFlavour) -> str:
