@@ -167,3 +167,15 @@ def test_every_command_takes_json() -> None:
         if "--json" not in r.stdout:
             missing.append(name)
     assert missing == []
+
+
+def test_a_reason_made_a_note_is_its_words_in_json(capsys: pytest.CaptureFixture[str]) -> None:
+    """Reasons are Notes where they are made (a str with a template and subjects, issue 33 item 1);
+    msgspec refuses a str subclass, so a result holding one raw failed as an internal error."""
+    from topomap.base.notes import Note
+    from topomap.cli.wiring import _print_json
+
+    _print_json({"reasons": [Note("{gpu} reaches {nic} at {path}", "h1", gpu="gpu3", nic="mlx5_0", path="PIX")]})
+    assert json.loads(capsys.readouterr().out) == {"reasons": ["gpu3 reaches mlx5_0 at PIX"]}
+    with pytest.raises(TypeError, match="no JSON for object"):
+        _print_json({"x": object()})

@@ -337,7 +337,17 @@ def _print_json(value: object) -> None:
     # Imported here for start-up: --help and usage errors print no JSON result.
     import msgspec
 
-    sys.stdout.write(json_text(json.dumps(msgspec.to_builtins(value), indent=2, allow_nan=False)) + "\n")
+    sys.stdout.write(
+        json_text(json.dumps(msgspec.to_builtins(value, enc_hook=_words), indent=2, allow_nan=False)) + "\n"
+    )
+
+
+def _words(value: object) -> object:
+    """A value msgspec does not encode: a reason made a :class:`~topomap.base.notes.Note` (a str with its
+    template and subjects) is its words in JSON; anything else is a bug, refused."""
+    if isinstance(value, str):
+        return str.__str__(value)
+    raise TypeError(f"no JSON for {type(value).__name__}")
 
 
 def _load(path: str) -> Snapshot:

@@ -416,7 +416,7 @@ def nics_at_best_class(topo: Topology, node: str) -> tuple[NicChoice, ...]:
     nics = [n for n in all_nics if not nic_usable(n).no]
     skipped = tuple(f"skipped NIC {n.name}: port {n.state}" for n in down)
     if not nics and not down and not source_knows(snap, Fact.NICS):  # `topo -p2p`, `nvlink -s`: not "none"
-        why = f"no NIC listed: this source does not record NICs (settle it with {settle(Fact.NICS)})"
+        why = "no NIC listed: this source does not record NICs"  # Answer.why() adds what settles it
         return (NicChoice(None, None, Answer("unknown", (why,), settle(Fact.NICS)), skipped),)
     if not nics:
         why = "no usable NIC recorded" + (" (every port is down)" if down else "")
