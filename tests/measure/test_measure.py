@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tempfile
+
 import dataclasses
 import functools
 from pathlib import Path
@@ -195,14 +197,16 @@ def test_remote_numa_gap_is_a_finding() -> None:
     from topomap.measure.findings import remote_gaps
     from topomap.model.snapshot import Measurement
 
-    def h2d(gbps: float, node: int, remote: bool) -> Measurement:
-        notes = [f"host buffer on remote NUMA node {node}"] if remote else []
+    def h2d(gbps: float, node: int) -> Measurement:
         return Measurement(kind="h2d", src="host", dst="gpu0", route="host", method="m", origin="topomap measure",
-                           size_bytes=MIB, median_gbps=gbps, host_numa_node=node, notes=notes)  # fmt: skip
+                           size_bytes=MIB, median_gbps=gbps, host_numa_node=node)  # fmt: skip
 
-    gap = remote_gaps([h2d(50.0, 0, False), h2d(30.0, 1, True)])
+    # remote is the buffer's node against the GPU's own (gpu0 is on node 0 here), not a note's words
+    snap = run_probe(machines.hgx_h100(), Path(tempfile.mkdtemp()) / "root").snapshot
+    assert next(g for g in snap.gpus if g.index == 0).numa_node == 0
+    gap = remote_gaps(snap, [h2d(50.0, 0), h2d(30.0, 1)])
     assert len(gap) == 1 and gap[0].subject == "gpu0" and "60% of the 50.0 GB/s from its own node 0" in gap[0].text
-    assert remote_gaps([h2d(50.0, 0, False), h2d(45.0, 1, True)]) == []  # 90%: within REMOTE_GAP
+    assert remote_gaps(snap, [h2d(50.0, 0), h2d(45.0, 1)]) == []  # 90%: within REMOTE_GAP
 
 
 def test_a_rerun_of_some_pairs_keeps_the_others(tmp_path: Path) -> None:

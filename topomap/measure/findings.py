@@ -6,7 +6,8 @@ from typing import Any
 
 from topomap.measure.copies import OOM, Figure
 from topomap.measure.jobs import Job
-from topomap.model.snapshot import Finding, Measurement
+from topomap.model.measured import remote_host_memory
+from topomap.model.snapshot import Finding, Measurement, Snapshot
 
 MIB = 2**20
 # CUresults after which a GPU is treated as gone for the rest of the run (Xid-class failures).
@@ -88,17 +89,13 @@ def _mib(n: int) -> str:
     return f"{n / MIB:g}"
 
 
-def remote_gaps(ms: list[Measurement]) -> list[Finding]:
+def remote_gaps(snap: Snapshot, ms: list[Measurement]) -> list[Finding]:
     """Host memory on a remote NUMA node delivering much less than the GPU's own node."""
     out: list[Finding] = []
-    local = {
-        (m.kind, m.src, m.dst): m
-        for m in ms
-        if m.kind in ("h2d", "d2h") and m.direction == "one-way" and not any("remote" in n for n in m.notes)
-    }
-    for m in ms:
-        if m.kind not in ("h2d", "d2h") or m.direction != "one-way" or not any("remote" in n for n in m.notes):
-            continue
+    host = [m for m in ms if m.kind in ("h2d", "d2h") and m.direction == "one-way"]
+    remote = [m for m in host if remote_host_memory(snap, m)]
+    local = {(m.kind, m.src, m.dst): m for m in host if not remote_host_memory(snap, m)}
+    for m in remote:
         near = local.get((m.kind, m.src, m.dst))
         if near is None or not near.median_gbps or m.median_gbps is None:
             continue

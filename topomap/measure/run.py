@@ -280,7 +280,7 @@ def measure(
         worker.stop()
     if progress:
         progress(len(jobs), len(jobs), "done")
-    findings += remote_gaps(measurements)
+    findings += remote_gaps(snap, measurements)
     # A rerun (say --pairs 0-1) replaces what it measured again and keeps the rest of an earlier run.
     redone = {frozenset({"host", *job.gpus}) if job.kind == "host" else frozenset(job.gpus) for job in jobs}
     subjects = {subject(job) for job in jobs}

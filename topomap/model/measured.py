@@ -22,8 +22,18 @@ DEGRADED_FRACTION = 0.6
 _ORIGIN_RANK = {"topomap measure": 0, "nvbandwidth": 1, "p2pBandwidthLatencyTest": 2}
 
 
-def _rank(m: Measurement) -> tuple[int, int, int, int]:
-    remote = any("remote NUMA" in n for n in m.notes)  # host memory on another node: not the GPU's own path
+def remote_host_memory(snapshot: Snapshot, m: Measurement) -> bool:
+    """A host copy (h2d, d2h) whose pinned buffer was on another NUMA node than the GPU's own: not the
+    GPU's own path to host memory. Decided by the record's ``host_numa_node`` and the GPU's node, not by
+    its notes' words; unknown either way is not remote."""
+    if m.kind not in ("h2d", "d2h") or m.host_numa_node is None:
+        return False
+    g = _gpu(snapshot, m.dst if m.kind == "h2d" else m.src)
+    return g is not None and g.numa_node is not None and g.numa_node != m.host_numa_node
+
+
+def _rank(snapshot: Snapshot, m: Measurement) -> tuple[int, int, int, int]:
+    remote = remote_host_memory(snapshot, m)  # host memory on another node: not the GPU's own path
     return (_ORIGIN_RANK.get(m.origin, 3), 0 if m.route != "staged" else 1, int(remote), -(m.size_bytes or 0))
 
 
@@ -47,7 +57,7 @@ def measured_bandwidth(
     ]
     if not found:
         return None
-    best = min(found, key=_rank)
+    best = min(found, key=lambda m: _rank(snapshot, m))
     assert best.median_gbps is not None
     return best.median_gbps, best
 
@@ -86,7 +96,7 @@ def degraded_links(snapshot: Snapshot, fraction: float = DEGRADED_FRACTION) -> l
     """One line per measured link delivering under ``fraction`` of its nominal rate."""
     out: list[str] = []
     seen: set[tuple[str, str, str]] = set()
-    for m in sorted(snapshot.measurements, key=_rank):
+    for m in sorted(snapshot.measurements, key=lambda m: _rank(snapshot, m)):
         if m.direction != "one-way" or m.kind not in ("h2d", "d2h", "d2d") or m.route == "staged":
             continue
         key = (m.kind, m.src, m.dst)
