@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import REAL, SAMPLES
+from tests.fakes.flows import gpu_pair
 from topomap.api import bind_snapshots
 from topomap.cli import app
 from topomap.flow import parse_flow
@@ -23,6 +24,7 @@ DGX1 = SAMPLES / "snapshots" / "dgx1-v100.json"  # `nvidia-smi topo -m` with no 
 AZURE = SAMPLES / "snapshots" / "azure-ndv4.json"
 RTX = SAMPLES / "snapshots" / "rtx4090-8gpu-all-sys.json"  # SYS between GPUs the column puts on NUMA 0
 NVLINK_S = REAL / "nvidia-smi" / "hpe-dl380a-gen11-2x-h100-pcie-nvlink-s.txt"  # `nvlink -s`: no PCIe path at all
+# tests.fakes.flows.gpu_pair, as a person writes it: the errors below name its line 7
 PAIR = """flow: pair
 hosts:
   lot: null
@@ -37,9 +39,7 @@ arrows:
 
 
 def pair(tmp_path: Path, snap: Path, memory: str = "lot:memory") -> list[MappedArrow]:
-    f = tmp_path / "pair.yaml"
-    f.write_text(PAIR.replace("MEMORY", memory))
-    flow = parse_flow(f.read_text(), str(f))
+    flow = parse_flow(gpu_pair(memory), str(tmp_path / "pair.yaml"))
     return map_flow(flow, bind_snapshots(flow, [f"lot={snap}"])).arrows
 
 
@@ -95,7 +95,7 @@ def test_bindings_that_would_be_silently_wrong(probes: list[str], message: str) 
 
 def test_a_bare_file_bound_twice_to_a_one_host_flow(tmp_path: Path) -> None:
     f = tmp_path / "pair.yaml"
-    f.write_text(PAIR.replace("MEMORY", "lot:memory"))
+    f.write_text(gpu_pair())
     r = runner.invoke(app, ["map", str(f), "--probe", str(DGX1), "--probe", str(AZURE)])
     assert r.exit_code == 2 and f"topomap: error: --probe {AZURE}: lot is bound twice" in r.stderr
 
