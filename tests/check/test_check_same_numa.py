@@ -8,25 +8,16 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from tests.conftest import REAL, SAMPLES
+from tests.fakes.flows import arrow, step, write_flow
 from topomap.cli import app
 
 runner = CliRunner()
-FLOW = """flow: f
-hosts:
-  lot: null
-steps:
-  m: {kind: input, on: lot:memory}
-  a: {kind: compute, on: lot:gpu0}
-  c: {kind: compute, on: lot:GPU}
-arrows:
-  - {from: m, to: a}
-  - {from: a, to: c}
-"""
 
 
 def _check(tmp_path: Path, lot: Path, gpu: str) -> tuple[int, str]:
     flow, reqs = tmp_path / "f.yaml", tmp_path / "r.yaml"
-    flow.write_text(FLOW.replace("GPU", gpu))
+    steps = {"m": step("input", "lot:memory"), "a": step("compute", "lot:gpu0"), "c": step("compute", f"lot:{gpu}")}
+    write_flow(flow, steps, [arrow("m", "a"), arrow("a", "c")])
     reqs.write_text("requirements:\n  - same_numa: {steps: [a, c]}\n")
     r = runner.invoke(app, ["check", str(reqs), "--flow", str(flow), "--probe", f"lot={lot}"])
     return r.exit_code, " ".join(r.stdout.split())

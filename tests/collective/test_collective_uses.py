@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from tests.fakes.flows import arrow, flow_yaml, step
 from tests.nccl_lots import DATA
 from topomap.base.errors import ImportFailure
 from topomap.cli import app
@@ -33,18 +34,22 @@ OCI = ROOT / "samples" / "lots" / "oci-bm-gpu4-8.xml"
 IBM = ROOT / "samples" / "snapshots" / "ibm-gx3d-h100-8gpu.json"
 UNTUNED = DATA / "a100-oci-bm-gpu4-2node-roce-untuned.txt"
 
-FLOW = """flow: tp
-hosts:
-  lot: null
-  peer: null
-steps:
-  shards:    {kind: compute,  on: lot:gpus}
-  allreduce: {kind: exchange, on: lot:gpus}
-  far:       {kind: compute,  on: peer:gpu0}
-arrows:
-  - {from: shards, to: allreduce, volume: 1 GiB}
-  - {from: allreduce, to: far, volume: 512 MiB, nccl: true}
-"""
+
+def _tp(snap: Path | None = None) -> str:
+    """Shards and an all-reduce on every GPU of lot, then an NCCL send to peer's gpu0 (both on ``snap``)."""
+    return flow_yaml(
+        {
+            "shards": step("compute", "lot:gpus"),
+            "allreduce": step("exchange", "lot:gpus"),
+            "far": step("compute", "peer:gpu0"),
+        },
+        [arrow("shards", "allreduce", "1 GiB"), arrow("allreduce", "far", "512 MiB", nccl=True)],
+        name="tp",
+        hosts={"lot": snap, "peer": snap},
+    )
+
+
+FLOW = _tp()
 
 
 def _topo(path: Path) -> Topology:
@@ -208,7 +213,7 @@ def test_attach_cli_then_matrix_bandwidth_and_report(tmp_path: Path) -> None:
     d = json.loads(runner.invoke(app, ["matrix", "--bandwidth", str(out_snap), "--json"]).output)
     assert d["collectives"][0]["verdict"] == "far-below" and d["collectives"][0]["measured_busbw_text"] == "57.04"
     flow = tmp_path / "f.yaml"
-    flow.write_text(FLOW.replace("lot: null", f"lot: {out_snap}").replace("peer: null", f"peer: {out_snap}"))
+    flow.write_text(_tp(out_snap))
     page = tmp_path / "r.html"
     assert runner.invoke(app, ["report", str(flow), "-o", str(page)]).exit_code == 0
     html = page.read_text()

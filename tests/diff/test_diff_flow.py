@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import REAL, SAMPLES, run_probe
 from tests.fakes import machines
+from tests.fakes.flows import flow_yaml, replicas_across, step
 from topomap.cli import app
 from topomap.diff import diff_snapshots
 from topomap.flow import bind, gpus_of, map_flow, read_flow
@@ -109,11 +110,7 @@ def test_replicas_that_share_one_nic_are_worse(tmp_path: Path) -> None:
     """Eight GPUs of one host send to eight of another: IBM's eight NICs (one PIX to each GPU) against
     the real RTX 4090 paste's NICs, where every replica leaves through the same NIC."""
     flow = tmp_path / "spread.yaml"
-    flow.write_text(
-        "flow: spread\nhosts: {node-a: null, node-b: null}\nsteps:\n"
-        "  a: {kind: compute, on: node-a:gpus}\n  b: {kind: compute, on: node-b:gpus}\n"
-        "arrows:\n  - {from: a, to: b, volume: 1 GiB}\n"
-    )
+    flow.write_text(replicas_across())
     a = load_any(SNAPS / "ibm-gx3d-h100-8gpu.json")
     b = import_file(REAL / "nvidia-smi" / "rtx4090-8gpu-2nic-go-gpuallocator17.txt")
     d = diff_snapshots(a, b, names=("ibm", "rtx"), flow=read_flow(flow))
@@ -187,7 +184,7 @@ def _mapped(flow_text: str, snap: Path, tmp_path: Path) -> list:  # type: ignore
 def test_summary_names_unknown_members(tmp_path: Path) -> None:
     """Four GPUs of the real DGX-1 paste (gpu0, gpu1, gpu6, gpu7): two pairs over NVLink, four
     staged through host memory at an unknown figure. The summary names those four."""
-    text = "flow: x\nhosts: {lot: null}\nsteps:\n  ex: {kind: exchange, on: [lot:gpu0, lot:gpu1, lot:gpu6, lot:gpu7]}\n"
+    text = flow_yaml({"ex": step("exchange", ["lot:gpu0", "lot:gpu1", "lot:gpu6", "lot:gpu7"])}, name="x")
     rows = {m.medium: m for m in _mapped(text, REAL / "nvidia-smi" / "dgx1-v100-pytorch-ddp-bench.txt", tmp_path)}
     nv, staged = rows["gpu-link"], rows["host-memory"]
     assert len(nv.arrows) == 2 and nv.slowest is not None and nv.slowest.path == "NV1"
