@@ -104,7 +104,7 @@ def flow_yaml(
     *,
     hosts: Hosts | None = None,
     name: str = "f",
-    work: WorkSpec | None = None,
+    work: WorkSpec | Mapping[str, Any] | None = None,
     description: str | None = None,
     requirements: Any = None,
     nccl_env: Mapping[str, str | int | bool] | None = None,
@@ -112,13 +112,14 @@ def flow_yaml(
     nccl_version: str | None = None,
 ) -> str:
     """The YAML text of a flow: ``hosts`` default to one host ``lot`` with no snapshot (``lot: null``);
-    a host's snapshot is a path (absolute, or relative to where the file is written)."""
+    a host's snapshot is a path (absolute, or relative to where the file is written). ``work`` as a
+    mapping is written as given, every key (for a test of how a field is spelt, e.g. its default)."""
     doc: dict[str, Any] = {"flow": name}
     if description is not None:
         doc["description"] = description
     doc["hosts"] = {h: (str(p) if p is not None else None) for h, p in (hosts or {"lot": None}).items()}
     if work is not None:
-        doc["work"] = _plain(work)
+        doc["work"] = _plain(work) if isinstance(work, WorkSpec) else dict(work)
     doc["steps"] = _plain(dict(steps))
     if arrows:
         doc["arrows"] = _plain(list(arrows))
