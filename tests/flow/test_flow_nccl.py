@@ -93,6 +93,7 @@ def test_per_host_process_gives_direct_pointer() -> None:
     assert all(a.nccl is not None and a.nccl.detail.startswith("P2P/direct pointer") for a in _exchange(m))
 
 
+# inline: test_nccl_arrow_needs_gpus_on_both_ends names its line 11
 TWO_HOSTS = """flow: two-hosts
 hosts:
   lot: null
