@@ -11,6 +11,7 @@ from tests.conftest import SAMPLES, run_probe
 from tests.fakes import machines
 from tests.fakes.flows import flow_yaml, map_text, one_arrow, step
 from topomap.api import bind_snapshots
+from topomap.base.notes import Note
 from topomap.flow import parse_flow
 from topomap.flow.mapping import MappedArrow, map_flow
 from topomap.graph import build
@@ -108,13 +109,19 @@ def test_network_through_the_nearest_nic_with_gpudirect(h100: Snapshot) -> None:
     # gpu6 and gpu7 share mlx5_6 and mlx5_7: NCCL gives gpu7 the second (issue 19 item 4)
     assert "a/nic:mlx5_7" in a.route and "b/nic:mlx5_2" in a.route
     assert a.bandwidth_gbps == pytest.approx(50.0)  # 400 Gb/s NDR, narrower than the Gen5 x16 legs
-    assert any("GPUDirect RDMA possible on a: NIC mlx5_7 is PIX to gpu7" in n for n in a.notes)
+    gdr = [n for n in a.notes if isinstance(n, Note) and n.template.startswith("GPUDirect RDMA possible on {host}")]
+    assert [(n.host, dict(n.subjects)) for n in gdr] == [
+        ("a", {"nic": "mlx5_7", "gpu": "gpu7"}),
+        ("b", {"nic": "mlx5_2", "gpu": "gpu2"}),
+    ]
 
 
 def test_host_without_snapshot_is_network_with_unknown_bandwidth(h100: Snapshot) -> None:
     a = one({"lot": h100, "ws": None}, "lot:gpu0", "ws")
     assert a.medium == "network" and a.bandwidth_gbps is None and a.bandwidth_source == "unknown"
-    assert any("ws has no snapshot" in n for n in a.notes)
+    assert [n.host for n in a.notes if isinstance(n, Note) and n.template.startswith("{host} has no snapshot")] == [
+        "ws"
+    ]
 
 
 def test_no_gpudirect_when_nic_is_far(real: Path) -> None:

@@ -16,6 +16,7 @@ from tests.fakes.flows import arrow as flow_arrow
 from tests.fakes.flows import gpu_pair, step, write_flow
 from topomap.api import bind_snapshots
 from topomap.base.links import PCIE_CLASSES
+from topomap.base.notes import Note
 from topomap.flow import parse_flow
 from topomap.flow.mapping import MappedArrow, map_flow
 from topomap.graph import Topology, build
@@ -84,7 +85,8 @@ def pair(tmp_path: Path, snap: Path, memory: str = "lot:memory") -> list[MappedA
 
 def test_h200_map_pins_on_numa0_and_takes_memory_on_numa1(tmp_path: Path) -> None:
     m, _ = pair(tmp_path, H200)
-    assert "host memory taken on the NUMA node of gpu0 (numa0); pin buffers there" in m.notes
+    pinned = [n for n in m.notes if isinstance(n, Note) and n.template.startswith("host memory taken on the NUMA node")]
+    assert [(n.host, dict(n.subjects)) for n in pinned] == [("lot", {"gpu": "gpu0", "numa": "numa0"})]
     m, _ = pair(tmp_path, H200, "lot:memory@numa1")  # was refused: the snapshot had no NUMA node 1
     assert m.route[0] == "lot/numa1" and m.route[-1] == "lot/gpu0"
 
