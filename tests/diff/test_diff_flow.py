@@ -102,7 +102,9 @@ def test_network_arrow_that_loses_gpudirect_and_crosses_sockets_is_worse() -> No
         "loses GPUDirect RDMA at both ends",
         "crosses the inter-socket link to its NIC at both ends",
     ]
-    assert "bandwidth recorded on one lot only (25.0 GB/s spec → unknown)" in net.reason
+    # bandwidth recorded on one lot only: 25.0 GB/s (spec) on ibm, unknown on rtx
+    assert (net.a.bandwidth_gbps, net.a.bandwidth_source, net.b.bandwidth_gbps) == (25.0, "spec", None)
+    assert net.b.bandwidth_source == "unknown" and net.slower is None and not net.confirmed
     assert "28 GPU pairs: NV18 → no NVLink (SYS)" in d.not_used()  # no arrow joins two GPUs of one host
 
 
@@ -146,7 +148,13 @@ def test_nvlink_a_static_nccl_file_does_not_record_is_not_the_flows_concern() ->
     assert d.verdict == "cannot-confirm" and d.exit_status == 3
     host = [r for r in d.arrows if r.a.via == "pcie"]
     assert len(host) == 2 and all(r.direction == "unknown" for r in host)
-    assert all("topology file" in r.reason and "nvidia-smi -q -d PCIE" in r.reason for r in host)
+    # the files' placeholder figures, and what settles each end
+    assert all((r.a.bandwidth_source, r.b.bandwidth_source) == ("topology-file", "topology-file") for r in host)
+    assert all(
+        m.bandwidth_settle and m.bandwidth_settle.startswith("`nvidia-smi -q -d PCIE`")
+        for r in host
+        for m in (r.a, r.b)
+    )
     assert not any("Gen3" in r or "Gen4" in r for r in d.reasons())
     assert "p4d does not record which GPU pairs NVLink joins" in d.not_used()
     assert any(x.startswith("8 GPU pairs: PHB → SYS (cannot tell: NVLink is not recorded") for x in d.not_used())
