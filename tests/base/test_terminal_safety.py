@@ -92,7 +92,7 @@ def _yaml(text: str) -> str:
     return '"' + "".join(f"\\u{ord(c):04x}" if ord(c) < 0x10000 else c for c in text) + '"'
 
 
-def _flow(path: Path, snap: Path, names: list[str]) -> Path:
+def _flow(path: Path, snap: Path, names: list[str]) -> Path:  # inline: every name as YAML escapes is under test
     steps = {f"s{k}": n for k, n in enumerate(names[:4])}
     lines = [f"flow: {_yaml(names[4])}", f"description: {_yaml(names[5])}", "hosts:", f"  lot: {snap}"]
     lines += ["work: {count: 4, duration: 12 min}", "steps:", f"  {_yaml(names[-1])}: {{kind: compute, on: lot:gpus}}"]

@@ -101,9 +101,11 @@ def test_flow_rules_through_the_cli() -> None:
             str(SAMPLES / "requirements" / "doc-conversion.yaml"),
             "--flow",
             str(SAMPLES / "flows" / "doc-conversion.yaml"),
+            "--json",
         ],
     )
-    assert doc.exit_code == 0 and "same_numa [lot]" in doc.stdout
+    rules = json.loads(doc.stdout)["rules"]
+    assert doc.exit_code == 0 and ("same_numa", "lot", "pass") in [(r["rule"], r["lot"], r["status"]) for r in rules]
 
 
 def test_requirements_in_the_flow_file(tmp_path: Path) -> None:
@@ -114,8 +116,10 @@ def test_requirements_in_the_flow_file(tmp_path: Path) -> None:
     )
     f = tmp_path / "f.yaml"
     f.write_text(flow + "requirements:\n  - arrow_time: {max_seconds: 0.01, medium: network}\n")
-    r = runner.invoke(app, ["check", str(f)])
-    assert r.exit_code == 1 and "node-a:gpu7→node-b:gpu0: 0.0215 s > 0.01 s over network" in r.stdout
+    r = runner.invoke(app, ["check", str(f), "--json"])
+    (rule,) = json.loads(r.stdout)["rules"]
+    assert (r.exit_code, rule["rule"], rule["status"]) == (1, "arrow_time", "fail")
+    assert rule["evidence"][-1] == "node-a:gpu7→node-b:gpu0: 0.0215 s > 0.01 s over network"
 
 
 @pytest.mark.parametrize(

@@ -90,8 +90,9 @@ def test_matrix_json_cells() -> None:
 
 
 def test_raw_file_accepted_wherever_a_snapshot_is(real: Path) -> None:
-    code, out, _ = run("matrix", str(real / "nvidia-smi" / "rtx3090-2gpu-nv4-club3090-rig-report.txt"))
-    assert code == 0 and "NV4" in out
+    code, out, _ = run("matrix", str(real / "nvidia-smi" / "rtx3090-2gpu-nv4-club3090-rig-report.txt"), "--json")
+    d = json.loads(out)
+    assert code == 0 and d["ids"] == ["gpu0", "gpu1"] and d["cells"][0][1] == d["cells"][1][0] == "NV4"
 
 
 @pytest.mark.parametrize(

@@ -281,6 +281,7 @@ def test_gpu_names_in_any_case() -> None:
         parse_placement("lot:gpux", ["lot"], "f.yaml:1")
 
 
+# inline: nvidia-smi's spelling lot:GPU1 and the assembly's line 8 are under test
 ASSEMBLY_FLOW = """\
 flow: assembled-on-a-card
 hosts:

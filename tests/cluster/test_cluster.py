@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import run_probe
 from tests.fakes import machines
+from tests.fakes.flows import arrow, step, write_flow
 from tests.fakes.machine import FakeMachine
 from topomap.cli import app
 from topomap.cluster import ClusterReport, analyse
@@ -244,13 +245,8 @@ def test_html_report_has_the_cluster_section(tmp_path: Path, merged: Snapshot) -
     path, flow = tmp_path / "cluster.json", tmp_path / "flow.yaml"
     save_snapshot(merged, path)
     names = [f"node{i:02d}" for i in range(6)]
-    flow.write_text(
-        "flow: spread\nhosts:\n"
-        + "".join(f"  {n}: null\n" for n in names)
-        + "steps:\n"
-        + "".join(f"  s{i}: {{kind: compute, on: {n}:gpu0}}\n" for i, n in enumerate(names))
-        + "arrows:\n  - {from: s0, to: s1, volume: 1 GiB}\n"
-    )
+    steps = {f"s{i}": step("compute", f"{n}:gpu0") for i, n in enumerate(names)}
+    write_flow(flow, steps, [arrow("s0", "s1", "1 GiB")], name="spread", hosts=dict.fromkeys(names))
     out = tmp_path / "report.html"
     res = CliRunner().invoke(app, ["report", str(flow), "--probe", str(path), "-o", str(out)])
     assert res.exit_code == 0, res.output

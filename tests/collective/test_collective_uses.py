@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from tests.fakes.flows import arrow, flow_yaml, step
 from tests.nccl_lots import DATA
 from topomap.base.errors import ImportFailure
 from topomap.cli import app
@@ -33,18 +34,22 @@ OCI = ROOT / "samples" / "lots" / "oci-bm-gpu4-8.xml"
 IBM = ROOT / "samples" / "snapshots" / "ibm-gx3d-h100-8gpu.json"
 UNTUNED = DATA / "a100-oci-bm-gpu4-2node-roce-untuned.txt"
 
-FLOW = """flow: tp
-hosts:
-  lot: null
-  peer: null
-steps:
-  shards:    {kind: compute,  on: lot:gpus}
-  allreduce: {kind: exchange, on: lot:gpus}
-  far:       {kind: compute,  on: peer:gpu0}
-arrows:
-  - {from: shards, to: allreduce, volume: 1 GiB}
-  - {from: allreduce, to: far, volume: 512 MiB, nccl: true}
-"""
+
+def _tp(snap: Path | None = None) -> str:
+    """Shards and an all-reduce on every GPU of lot, then an NCCL send to peer's gpu0 (both on ``snap``)."""
+    return flow_yaml(
+        {
+            "shards": step("compute", "lot:gpus"),
+            "allreduce": step("exchange", "lot:gpus"),
+            "far": step("compute", "peer:gpu0"),
+        },
+        [arrow("shards", "allreduce", "1 GiB"), arrow("allreduce", "far", "512 MiB", nccl=True)],
+        name="tp",
+        hosts={"lot": snap, "peer": snap},
+    )
+
+
+FLOW = _tp()
 
 
 def _topo(path: Path) -> Topology:
@@ -66,7 +71,8 @@ def test_an_exchange_step_is_an_all_reduce_at_the_perf_figure() -> None:
     assert step.peak_gbps == peak.busbw_gbps  # the `--perf` figure on that lot
     assert step.busbw_gbps is not None and step.busbw_gbps < peak.busbw_gbps  # at 1 GiB, latency included
     assert step.seconds == round(2 * 7 / 8 * 2**30 / (step.busbw_gbps * 1e9), 6)
-    assert "1 GiB per card" in step.text() and "→" in step.text()
+    assert step.volume_bytes == 2**30 and step.hosts == 1  # 1 GiB per card, inside one host
+    assert "→" in step.text()
 
 
 def test_an_nccl_arrow_between_hosts_is_a_sendrecv() -> None:
@@ -82,7 +88,7 @@ def test_unknown_facts_leave_the_time_unknown_with_what_settles_it() -> None:
     sys_box = _topo(ROOT / "samples" / "snapshots" / "rtx4090-8gpu-all-sys.json")
     step = _times(FLOW, {"lot": sys_box, "peer": sys_box})[0]
     assert step.seconds is None and step.busbw_gbps is None and step.missing and step.settle
-    assert "time unknown" in step.text() and "settles it" in step.text()
+    assert step.peak_gbps is None and step.settle == ("`nvidia-smi -q` (section GPU Link Info) or `topomap probe`",)
 
 
 def test_map_json_and_text_carry_the_collectives() -> None:
@@ -168,15 +174,21 @@ def test_check_collective_busbw_pass_fail_unknown(tmp_path: Path) -> None:
         tmp_path, "{collective: all_reduce, min_gbps: 100}", ROOT / "samples/snapshots/rtx4090-8gpu-all-sys.json"
     )
     assert code == 3 and d["verdict"] == "unknown"
-    text = json.dumps(d)
-    assert "nvidia-smi" in text or "probe" in text  # what settles it
+    (rule,) = d["rules"]
+    assert rule["rule"] == "collective_busbw" and rule["status"] == "unknown" and rule["settle"]  # what settles it
 
 
 def test_check_rejects_an_unknown_collective(tmp_path: Path) -> None:
     req = tmp_path / "req.yaml"
     req.write_text("requirements:\n  - collective_busbw: {collective: gather, min_gbps: 1}\n")
-    out = runner.invoke(app, ["check", str(req), str(OCI)])
-    assert out.exit_code == 2 and "Traceback" not in out.output
+    out = runner.invoke(app, ["check", str(req), str(OCI), "--json"])
+    d = json.loads(out.stdout)
+    assert (out.exit_code, d["exit"], d["hint"]) == (
+        2,
+        2,
+        "did you mean `all_gather`?",
+    ) and "Traceback" not in out.output
+    assert d["error"].startswith(f"{req}:2: Invalid enum value 'gather'")  # one line, naming the file's line
 
 
 def test_attach_keeps_each_run_and_judges_it_against_the_snapshot(tmp_path: Path) -> None:
@@ -208,7 +220,7 @@ def test_attach_cli_then_matrix_bandwidth_and_report(tmp_path: Path) -> None:
     d = json.loads(runner.invoke(app, ["matrix", "--bandwidth", str(out_snap), "--json"]).output)
     assert d["collectives"][0]["verdict"] == "far-below" and d["collectives"][0]["measured_busbw_text"] == "57.04"
     flow = tmp_path / "f.yaml"
-    flow.write_text(FLOW.replace("lot: null", f"lot: {out_snap}").replace("peer: null", f"peer: {out_snap}"))
+    flow.write_text(_tp(out_snap))
     page = tmp_path / "r.html"
     assert runner.invoke(app, ["report", str(flow), "-o", str(page)]).exit_code == 0
     html = page.read_text()

@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import SAMPLES, run_probe
 from tests.fakes import machines
+from tests.fakes.flows import arrow, step, write_flow
 from topomap.cli import app
 from topomap.diff import NotCompared, diff_snapshots
 from topomap.flow import read_flow
@@ -240,11 +241,10 @@ def test_a_gain_beside_a_change_that_cannot_be_told_is_no_winner(real: Path, tmp
     """A100 node (topo -m: NV12 through the switch) against AWS p4d's static NCCL file (NVLink not
     recorded): p4d's NIC is nearer, but whether its GPU pair has NVLink cannot be told, so neither
     lot is called better (a second trial saw "aws-p4d-24xlarge is better", exit 1)."""
-    flow = tmp_path / "f.yaml"
-    flow.write_text(
-        "flow: f\nhosts:\n  lot: null\nsteps:\n  m: {kind: input, on: lot:memory}\n"
-        "  a: {kind: compute, on: lot:gpu0}\n  b: {kind: compute, on: lot:gpu1}\n"
-        "arrows:\n  - {from: m, to: a}\n  - {from: a, to: b}\n"
+    flow = write_flow(
+        tmp_path / "f.yaml",
+        {"m": step("input", "lot:memory"), "a": step("compute", "lot:gpu0"), "b": step("compute", "lot:gpu1")},
+        [arrow("m", "a"), arrow("a", "b")],
     )
     a = import_file(real / "nvidia-smi" / "a100-sxm4-80gb-8gpu-8nic-roce-deepep13.txt")
     b = import_file(real / "nccl-xml" / "aws-p4d-24xlarge.xml")

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import REAL, SAMPLES, run_probe
 from tests.fakes import machines
+from tests.fakes.flows import flow_yaml, replicas_across, step
 from topomap.cli import app
 from topomap.diff import diff_snapshots
 from topomap.flow import bind, gpus_of, map_flow, read_flow
@@ -101,7 +102,9 @@ def test_network_arrow_that_loses_gpudirect_and_crosses_sockets_is_worse() -> No
         "loses GPUDirect RDMA at both ends",
         "crosses the inter-socket link to its NIC at both ends",
     ]
-    assert "bandwidth recorded on one lot only (25.0 GB/s spec → unknown)" in net.reason
+    # bandwidth recorded on one lot only: 25.0 GB/s (spec) on ibm, unknown on rtx
+    assert (net.a.bandwidth_gbps, net.a.bandwidth_source, net.b.bandwidth_gbps) == (25.0, "spec", None)
+    assert net.b.bandwidth_source == "unknown" and net.slower is None and not net.confirmed
     assert "28 GPU pairs: NV18 → no NVLink (SYS)" in d.not_used()  # no arrow joins two GPUs of one host
 
 
@@ -109,11 +112,7 @@ def test_replicas_that_share_one_nic_are_worse(tmp_path: Path) -> None:
     """Eight GPUs of one host send to eight of another: IBM's eight NICs (one PIX to each GPU) against
     the real RTX 4090 paste's NICs, where every replica leaves through the same NIC."""
     flow = tmp_path / "spread.yaml"
-    flow.write_text(
-        "flow: spread\nhosts: {node-a: null, node-b: null}\nsteps:\n"
-        "  a: {kind: compute, on: node-a:gpus}\n  b: {kind: compute, on: node-b:gpus}\n"
-        "arrows:\n  - {from: a, to: b, volume: 1 GiB}\n"
-    )
+    flow.write_text(replicas_across())
     a = load_any(SNAPS / "ibm-gx3d-h100-8gpu.json")
     b = import_file(REAL / "nvidia-smi" / "rtx4090-8gpu-2nic-go-gpuallocator17.txt")
     d = diff_snapshots(a, b, names=("ibm", "rtx"), flow=read_flow(flow))
@@ -149,7 +148,13 @@ def test_nvlink_a_static_nccl_file_does_not_record_is_not_the_flows_concern() ->
     assert d.verdict == "cannot-confirm" and d.exit_status == 3
     host = [r for r in d.arrows if r.a.via == "pcie"]
     assert len(host) == 2 and all(r.direction == "unknown" for r in host)
-    assert all("topology file" in r.reason and "nvidia-smi -q -d PCIE" in r.reason for r in host)
+    # the files' placeholder figures, and what settles each end
+    assert all((r.a.bandwidth_source, r.b.bandwidth_source) == ("topology-file", "topology-file") for r in host)
+    assert all(
+        m.bandwidth_settle and m.bandwidth_settle.startswith("`nvidia-smi -q -d PCIE`")
+        for r in host
+        for m in (r.a, r.b)
+    )
     assert not any("Gen3" in r or "Gen4" in r for r in d.reasons())
     assert "p4d does not record which GPU pairs NVLink joins" in d.not_used()
     assert any(x.startswith("8 GPU pairs: PHB → SYS (cannot tell: NVLink is not recorded") for x in d.not_used())
@@ -187,7 +192,7 @@ def _mapped(flow_text: str, snap: Path, tmp_path: Path) -> list:  # type: ignore
 def test_summary_names_unknown_members(tmp_path: Path) -> None:
     """Four GPUs of the real DGX-1 paste (gpu0, gpu1, gpu6, gpu7): two pairs over NVLink, four
     staged through host memory at an unknown figure. The summary names those four."""
-    text = "flow: x\nhosts: {lot: null}\nsteps:\n  ex: {kind: exchange, on: [lot:gpu0, lot:gpu1, lot:gpu6, lot:gpu7]}\n"
+    text = flow_yaml({"ex": step("exchange", ["lot:gpu0", "lot:gpu1", "lot:gpu6", "lot:gpu7"])}, name="x")
     rows = {m.medium: m for m in _mapped(text, REAL / "nvidia-smi" / "dgx1-v100-pytorch-ddp-bench.txt", tmp_path)}
     nv, staged = rows["gpu-link"], rows["host-memory"]
     assert len(nv.arrows) == 2 and nv.slowest is not None and nv.slowest.path == "NV1"

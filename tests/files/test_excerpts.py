@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import SAMPLES
+from tests.fakes.flows import WorkSpec, step, write_flow
 from topomap.cli import app
 from topomap.files.excerpt import EXCERPT_CHARS, excerpt
 
@@ -50,18 +51,16 @@ def _clean(r: object) -> str:
     return str(r.stderr)
 
 
-def _flow(root: Path, hosts: str, work: str = "") -> Path:
-    text = f"flow: x\nhosts:\n  lot: {hosts}\n{work}steps:\n  a: {{kind: compute, on: lot}}\n"
-    f = root / "flows" / "f.yaml"
-    f.write_text(text)
-    return f
+def _flow(root: Path, lot: str | None, work: WorkSpec | None = None) -> Path:
+    """root/flows/f.yaml: one step on host lot, bound to the file ``lot`` (relative to the flow file)."""
+    return write_flow(root / "flows" / "f.yaml", {"a": step("compute", "lot")}, name="x", hosts={"lot": lot}, work=work)
 
 
 @pytest.mark.parametrize("name", sorted(SECRETS))
 @pytest.mark.parametrize("how", ["../", "absolute"])
 def test_a_durations_csv_that_is_another_file_is_named_not_quoted(secrets: Path, name: str, how: str) -> None:
     path = f"../{name}" if how == "../" else str(secrets / name)
-    f = _flow(secrets, "null", f"work:\n  count: 2\n  durations_csv: {path}\n")
+    f = _flow(secrets, None, WorkSpec(count=2, durations_csv=path))
     for command in (["map", str(f)], ["plan", str(f)], ["plan", "--json", str(f)]):
         err = _clean(runner.invoke(app, command))
         assert ": not a durations CSV" in err or "cannot read" in err, err
@@ -99,19 +98,27 @@ def test_another_file_given_as_snapshot_flow_or_requirements_is_not_quoted(secre
 
 def test_snapshots_in_a_parent_folder_still_bind(tmp_path: Path) -> None:
     """The shipped samples keep their snapshots in ../snapshots/: such paths stay allowed."""
-    r = runner.invoke(app, ["map", str(SAMPLES / "flows" / "doc-conversion.yaml")])
+    r = runner.invoke(app, ["map", str(SAMPLES / "flows" / "doc-conversion.yaml"), "--json"])
     assert r.exit_code == 0, r.output
+    arrows = json.loads(r.stdout)["arrows"]
+    assert arrows and any(a["medium"] != "unknown" for a in arrows)  # lot bound to ../snapshots/…: media known
     absolute = (SAMPLES / "flows" / "eight-documents.yaml").read_text()
     absolute = absolute.replace("../snapshots/", str(SAMPLES / "snapshots") + "/")
     (tmp_path / "f.yaml").write_text(absolute)
-    assert runner.invoke(app, ["plan", str(tmp_path / "f.yaml")]).exit_code == 0
+    r = runner.invoke(app, ["plan", str(tmp_path / "f.yaml"), "--json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["arrangements"], r.output
 
 
 def test_a_bad_value_in_a_durations_csv_shows_a_few_characters(tmp_path: Path) -> None:
     csv = tmp_path / "d.csv"
     csv.write_text("duration\n12 min\nAPI_KEY=sk-live-abcdef123456\n")
-    f = tmp_path / "f.yaml"
-    f.write_text("flow: x\nhosts: {ws: null}\nwork: {durations_csv: d.csv}\nsteps:\n  a: {kind: compute, on: ws}\n")
+    f = write_flow(
+        tmp_path / "f.yaml",
+        {"a": step("compute", "ws")},
+        name="x",
+        hosts={"ws": None},
+        work=WorkSpec(durations_csv="d.csv"),
+    )
     r = runner.invoke(app, ["plan", str(f)])
     assert r.exit_code == 2
     assert f"{csv}:3: 'API_KEY=sk-l…' (28 characters) is not a duration" in r.stderr, r.stderr

@@ -11,6 +11,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from tests.fakes.flows import one_arrow
 from topomap.base.errors import TopomapError
 from topomap.files.inputs import decode_text, read_bytes
 from topomap.files.yamlfile import read_yaml
@@ -269,8 +270,7 @@ def test_flow_host_path_to_a_device_is_refused(tmp_path: Path) -> None:
 
     flow = tmp_path / "f.yaml"
     flow.write_text(
-        "flow: f\nhosts:\n  lot: /dev/zero\nsteps:\n  a: {kind: input, on: lot:memory}\n"
-        "  b: {kind: compute, on: lot:gpu0}\narrows:\n  - {from: a, to: b}\n"
+        one_arrow("lot:memory", "lot:gpu0", kinds=("input", "compute"), name="f", hosts={"lot": "/dev/zero"})
     )
     t = time.monotonic()
     res = CliRunner().invoke(app, ["map", str(flow)])

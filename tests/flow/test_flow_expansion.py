@@ -24,6 +24,7 @@ runner = CliRunner()
 DGX2 = SAMPLES / "snapshots" / "dgx2h-16gpu.json"
 
 
+# Inline YAML, not tests/fakes/flows.py: these errors name the file's lines (207, 62, 5) and its size (the 8 KB)
 def _flow(steps: int, on: str = "lot:gpus", pattern: str = "all-to-all", extra: str = "") -> str:
     lines = ["flow: bomb", "hosts:", f"  lot: {DGX2}", "steps:"]
     for i in range(steps):

@@ -56,9 +56,8 @@ def test_all_sys_box_uses_shm_so_the_exchange_is_host_memory() -> None:
         assert a.nccl is not None and a.nccl.transport == "SHM" and a.nccl.rule == "p2p-level"
         assert a.medium == "host-memory"
         assert "NCCL_P2P_LEVEL" in a.nccl.env
-        note = a.notes[0]
-        assert note.startswith("NCCL SHM") and "rule p2p-level" in note and "path SYS is beyond the P2P level" in note
-        assert "NCCL_P2P_LEVEL" in note
+        assert a.path == "SYS" and a.nccl.reasons == ("path SYS is beyond the P2P level (default P2P level PXB)",)
+        assert a.notes[0].startswith("NCCL SHM")  # the decision is the arrow's first note
     # the arrows NCCL does not send are untouched
     assert all(a.nccl is None for a in m.arrows if a.src_step != a.dst_step)
     # one function: the arrow's transport is decide()'s for that pair
@@ -72,7 +71,7 @@ def test_nvswitch_board_uses_p2p_over_nvlink() -> None:
     for a in _exchange(m):
         assert a.nccl is not None and (a.nccl.transport, a.nccl.rule) == ("P2P", "p2p-nvlink")
         assert (a.medium, a.via, a.path) == ("gpu-link", "nvswitch", "NV18")
-        assert "over NVLink" in a.nccl.detail
+        assert a.nccl.flavour is not None and a.nccl.flavour.over == "NVLink"
         assert not a.nccl_stands_out()
 
 
@@ -83,7 +82,7 @@ def test_p2p_disabled_turns_nvlink_into_shm() -> None:
         assert (a.medium, a.via) == ("host-memory", "pcie")  # staged over PCIe, as without NCCL
         assert a.path is None or not a.path.startswith("NV")  # the PCIe class (unrecorded here), never NV18
         assert a.route[1].startswith("lot/") and any(h.startswith("lot/numa") for h in a.route)
-        assert "NCCL_P2P_DISABLE" in a.notes[0]
+        assert a.nccl.env[0] == "NCCL_P2P_DISABLE" and a.nccl.flavour is None
         assert any("without NCCL topomap reads it as gpu-link" in n for n in a.notes)
         assert a.nccl_stands_out() and a.nccl_text() == "SHM (host memory)"
 
@@ -93,6 +92,7 @@ def test_per_host_process_gives_direct_pointer() -> None:
     assert all(a.nccl is not None and a.nccl.detail.startswith("P2P/direct pointer") for a in _exchange(m))
 
 
+# inline: test_nccl_arrow_needs_gpus_on_both_ends names its line 11
 TWO_HOSTS = """flow: two-hosts
 hosts:
   lot: null
@@ -116,11 +116,11 @@ def test_two_hosts_nic_sys_means_network_without_gpudirect() -> None:
     out, back = m.arrows
     assert out.medium == back.medium == "network"
     assert out.nccl is not None and (out.nccl.transport, out.nccl.rule) == ("NET", "other-host")
-    assert "NIC NIC0 is SYS from the GPU, beyond the GDR level PXB" in out.notes[0]
-    assert "NCCL_NET_GDR_LEVEL" in out.notes[0]
+    assert out.nccl.nic == "NIC0" and "NIC NIC0 is SYS from the GPU, beyond the GDR level PXB" in out.nccl.reasons
+    assert "NCCL_NET_GDR_LEVEL" in out.nccl.env
     assert "no GPUDirect RDMA on lot: NCCL stages the sends through host memory" in out.notes
     assert out.nccl_text() == "NET, no GPUDirect RDMA" and out.nccl_stands_out()
-    assert back.nccl is not None and back.nccl.transport == "NET+GDR" and "mlx5_0" in back.nccl.detail
+    assert back.nccl is not None and (back.nccl.transport, back.nccl.nic) == ("NET+GDR", "mlx5_0")
     assert not back.nccl_stands_out()
 
 

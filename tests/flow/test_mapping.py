@@ -9,7 +9,9 @@ import pytest
 
 from tests.conftest import SAMPLES, run_probe
 from tests.fakes import machines
+from tests.fakes.flows import flow_yaml, map_text, one_arrow, step
 from topomap.api import bind_snapshots
+from topomap.base.notes import Note
 from topomap.flow import parse_flow
 from topomap.flow.mapping import MappedArrow, map_flow
 from topomap.graph import build
@@ -19,18 +21,8 @@ from topomap.model.snapshot import Snapshot
 
 
 def one(snaps: dict[str, Snapshot | None], src: str, dst: str, volume: str | None = None) -> MappedArrow:
-    hosts = "\n".join(f"  {h}: null" for h in snaps)
-    vol = f", volume: {volume}" if volume else ""
-    text = (
-        f"flow: t\nhosts:\n{hosts}\nsteps:\n  a: {{kind: input, on: {src}}}\n  b: {{kind: output, on: {dst}}}\n"
-        f"arrows:\n  - {{from: a, to: b{vol}}}\n"
-    )
-    f = parse_flow(text, "t.yaml")
     topos = {h: (build(s) if s is not None else None) for h, s in snaps.items()}
-    from topomap.flow import bind, gpus_of
-
-    bind(f, gpus_of(topos))
-    m = map_flow(f, topos)
+    m = map_text(one_arrow(src, dst, volume or None, hosts=dict.fromkeys(snaps)), topos)
     assert len(m.arrows) == 1
     return m.arrows[0]
 
@@ -117,13 +109,19 @@ def test_network_through_the_nearest_nic_with_gpudirect(h100: Snapshot) -> None:
     # gpu6 and gpu7 share mlx5_6 and mlx5_7: NCCL gives gpu7 the second (issue 19 item 4)
     assert "a/nic:mlx5_7" in a.route and "b/nic:mlx5_2" in a.route
     assert a.bandwidth_gbps == pytest.approx(50.0)  # 400 Gb/s NDR, narrower than the Gen5 x16 legs
-    assert any("GPUDirect RDMA possible on a: NIC mlx5_7 is PIX to gpu7" in n for n in a.notes)
+    gdr = [n for n in a.notes if isinstance(n, Note) and n.template.startswith("GPUDirect RDMA possible on {host}")]
+    assert [(n.host, dict(n.subjects)) for n in gdr] == [
+        ("a", {"nic": "mlx5_7", "gpu": "gpu7"}),
+        ("b", {"nic": "mlx5_2", "gpu": "gpu2"}),
+    ]
 
 
 def test_host_without_snapshot_is_network_with_unknown_bandwidth(h100: Snapshot) -> None:
     a = one({"lot": h100, "ws": None}, "lot:gpu0", "ws")
     assert a.medium == "network" and a.bandwidth_gbps is None and a.bandwidth_source == "unknown"
-    assert any("ws has no snapshot" in n for n in a.notes)
+    assert [n.host for n in a.notes if isinstance(n, Note) and n.template.startswith("{host} has no snapshot")] == [
+        "ws"
+    ]
 
 
 def test_no_gpudirect_when_nic_is_far(real: Path) -> None:
@@ -135,7 +133,7 @@ def test_no_gpudirect_when_nic_is_far(real: Path) -> None:
 def test_exchange_step_is_all_pairs_both_ways(tmp_path: Path) -> None:
     snap = tmp_path / "s.json"
     save_snapshot(load_any(SAMPLES / "snapshots" / "ibm-gx3d-h100-8gpu.json"), snap)
-    f = parse_flow(f"flow: x\nhosts: {{lot: {snap}}}\nsteps:\n  ar: {{kind: exchange, on: lot:gpus}}\n", "x.yaml")
+    f = parse_flow(flow_yaml({"ar": step("exchange", "lot:gpus")}, hosts={"lot": snap}, name="x"), "x.yaml")
     m = map_flow(f, bind_snapshots(f, []))
     assert len(m.arrows) == 28 and all(a.both_ways and a.medium == "gpu-link" for a in m.arrows)
     assert {a.bandwidth_gbps for a in m.arrows} == {450.0}

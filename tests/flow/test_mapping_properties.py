@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import SAMPLES
+from tests.fakes.flows import arrow, flow_yaml, step
 from topomap.flow import bind, gpus_of, parse_flow
 from topomap.flow.mapping import map_flow
 from topomap.graph import build
@@ -37,14 +38,12 @@ def flows(draw: st.DrawFn) -> tuple[str, dict[str, str | None]]:
 
     n_steps = draw(st.integers(2, 6))
     kinds = ["input", "compute", "exchange", "aggregate", "output"]
-    steps = [f"  s{i}: {{kind: {draw(st.sampled_from(kinds))}, on: {placement()}}}" for i in range(n_steps)]
+    steps = {f"s{i}": step(draw(st.sampled_from(kinds)), placement()) for i in range(n_steps)}
     arrows = []
     for i in range(1, n_steps):
         j = draw(st.integers(0, i - 1))  # only forward arrows: no cycles
-        arrows.append(f"  - {{from: s{j}, to: s{i}, pattern: all-to-all, volume: {draw(st.integers(1, 9))} GiB}}")
-    host_lines = "\n".join(f"  {h}: null" for h in hosts)
-    text = f"flow: p\nhosts:\n{host_lines}\nsteps:\n" + "\n".join(steps) + "\narrows:\n" + "\n".join(arrows) + "\n"
-    return text, hosts
+        arrows.append(arrow(f"s{j}", f"s{i}", f"{draw(st.integers(1, 9))} GiB", pattern="all-to-all"))
+    return flow_yaml(steps, arrows, hosts=dict.fromkeys(hosts), name="p"), hosts
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

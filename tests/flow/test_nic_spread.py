@@ -9,9 +9,9 @@ import msgspec
 import pytest
 
 from tests.conftest import REAL
-from topomap.flow import bind, gpus_of, parse_flow
-from topomap.flow.mapping import FlowMap, map_flow
-from topomap.graph import Topology, build
+from tests.fakes.flows import map_text, replicas_across
+from topomap.flow.mapping import FlowMap
+from topomap.graph import build
 from topomap.graph.evidence import nearest_nic
 from topomap.graph.gpudirect import mirror_bits as _mirror_bits
 from topomap.importers import import_file
@@ -20,23 +20,11 @@ from topomap.model.snapshot import Snapshot
 # 8x A100-SXM4-80GB whose 4 NICs are SYS to every GPU (github.com/LLMServe/DistServe/issues/3)
 ALL_SYS = REAL / "nvidia-smi" / "a100-sxm4-80gb-8gpu-4nic-all-sys-distserve3.txt"
 
-FLOW = """flow: two-host-stages
-hosts:
-  a: null
-  b: null
-steps:
-  s1: {kind: compute, on: a:gpus}
-  s2: {kind: compute, on: b:gpus}
-arrows:
-  - {from: s1, to: s2, volume: 1 GiB}
-"""
+FLOW = replicas_across("a", "b", steps=("s1", "s2"), name="two-host-stages")
 
 
 def _map(snap: Snapshot) -> FlowMap:
-    f = parse_flow(FLOW, "t.yaml")
-    topos: dict[str, Topology | None] = {"a": build(snap), "b": build(snap)}
-    bind(f, gpus_of(topos))
-    return map_flow(f, topos)
+    return map_text(FLOW, {"a": build(snap), "b": build(snap)})
 
 
 def test_nccl_mirror_bits() -> None:

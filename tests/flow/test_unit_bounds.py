@@ -40,10 +40,14 @@ def _refusal(text: str) -> str:
     return str(err.value)
 
 
-@pytest.mark.parametrize("value", ["1 µs", "1 μs", "1 us", "0.001 ms", "8760 h", "525600 min", "1 h 30 min"])
-def test_durations_at_their_stated_bounds_are_accepted(value: str) -> None:
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [("1 µs", 1e-6), ("1 μs", 1e-6), ("1 us", 1e-6), ("0.001 ms", 1e-6), ("8760 h", 8760 * 3600.0),
+     ("525600 min", 8760 * 3600.0), ("1 h 30 min", 5400.0)],
+)  # fmt: skip
+def test_durations_at_their_stated_bounds_are_accepted(value: str, seconds: float) -> None:
     flow = parse_flow(_with_duration(value), "f.yaml")
-    assert flow.work is not None and flow.work.units[0].seconds > 0
+    assert flow.work is not None and flow.work.units[0].seconds == pytest.approx(seconds)
 
 
 @pytest.mark.parametrize(
@@ -56,10 +60,13 @@ def test_durations_just_beyond_their_bounds_are_refused_with_the_range(value: st
     assert line == f"f.yaml:14: work: duration '{value}' {why}: durations are {SPAN_RANGE}"
 
 
-@pytest.mark.parametrize("value", ["1 kB/s", "1 KB/s", "1000 B/s", "1 PB/s", "1000 TB/s", "2 GB/s"])
-def test_rates_at_their_stated_bounds_are_accepted(value: str) -> None:
+@pytest.mark.parametrize(
+    ("value", "gbps"),
+    [("1 kB/s", 1e-6), ("1 KB/s", 1e-6), ("1000 B/s", 1e-6), ("1 PB/s", 1e6), ("1000 TB/s", 1e6), ("2 GB/s", 2.0)],
+)
+def test_rates_at_their_stated_bounds_are_accepted(value: str, gbps: float) -> None:
     flow = parse_flow(_with_rate(value), "f.yaml")
-    assert flow.work is not None and flow.work.limits.storage_read_gbps is not None
+    assert flow.work is not None and flow.work.limits.storage_read_gbps == pytest.approx(gbps)
 
 
 @pytest.mark.parametrize("value", ["0.999 kB/s", "999 B/s", "1.001 PB/s", "1 EB/s", "1 PiB/s"])
@@ -67,10 +74,11 @@ def test_rates_just_beyond_their_bounds_are_outside_the_stated_range(value: str)
     assert _refusal(_with_rate(value)).endswith(f"storage_read '{value}' is outside {RATE_RANGE}")
 
 
-@pytest.mark.parametrize("value", ["1 EB", "1000 PB", "0 B", "1 B"])
-def test_sizes_up_to_the_stated_bound_are_accepted(value: str) -> None:
-    assert parse_flow(_with_size(value), "f.yaml").volumes[0] is not None
-    assert parse_flow(_with_memory(value), "f.yaml").work is not None
+@pytest.mark.parametrize(("value", "size"), [("1 EB", 10**18), ("1000 PB", 10**18), ("0 B", 0), ("1 B", 1)])
+def test_sizes_up_to_the_stated_bound_are_accepted(value: str, size: int) -> None:
+    assert parse_flow(_with_size(value), "f.yaml").volumes[0] == size
+    work = parse_flow(_with_memory(value), "f.yaml").work
+    assert work is not None and work.memory_per_task_bytes == size
 
 
 @pytest.mark.parametrize("value", ["1.001 EB", "1 EiB", "1 ZB", "1001 PB"])

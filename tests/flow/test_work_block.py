@@ -159,7 +159,10 @@ def test_headerless_csv_of_durations(tmp_path: Path) -> None:
 
 def test_every_shipped_flow_still_reads() -> None:
     for p in sorted((SAMPLES / "flows").glob("*.yaml")):
-        read_flow(p)
+        f = read_flow(p)
+        assert f.name and list(f.steps) == list(f.spec.steps) and len(f.volumes) == len(f.spec.arrows), p
+        assert (f.work is None) == (f.spec.work is None), p  # a work block is read into numbers
+        assert f.work is None or all(u.seconds > 0 for u in f.work.units), p
 
 
 def test_a_huge_unit_count_is_refused_with_its_line(tmp_path: Path) -> None:

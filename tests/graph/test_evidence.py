@@ -12,9 +12,10 @@ from typer.testing import CliRunner
 
 from tests.conftest import REAL, SAMPLES, run_probe
 from tests.fakes import machines
+from tests.fakes.flows import arrow as flow_arrow
+from tests.fakes.flows import cross_host, map_text, one_arrow, step, write_flow
 from topomap.check import Lot, check, parse_requirements
 from topomap.cli import app
-from topomap.flow import bind, gpus_of, parse_flow
 from topomap.flow.mapping import MappedArrow, map_flow
 from topomap.graph import build
 from topomap.graph.evidence import gpu_link, nearest_nic, nvlink
@@ -28,14 +29,7 @@ runner = CliRunner()
 
 
 def arrow(snap: Snapshot, src: str, dst: str, volume: str = "1 GiB") -> MappedArrow:
-    text = (
-        f"flow: t\nhosts:\n  lot: null\nsteps:\n  a: {{kind: input, on: lot:{src}}}\n"
-        f"  b: {{kind: output, on: lot:{dst}}}\narrows:\n  - {{from: a, to: b, volume: {volume}}}\n"
-    )
-    f = parse_flow(text, "t.yaml")
-    topos = {"lot": build(snap)}
-    bind(f, gpus_of(topos))  # type: ignore[arg-type]
-    return map_flow(f, topos).arrows[0]  # type: ignore[arg-type]
+    return map_text(one_arrow(f"lot:{src}", f"lot:{dst}", volume), {"lot": build(snap)}).arrows[0]
 
 
 def verdict(snap: Snapshot, rules: str) -> tuple[str, list[str], str]:
@@ -261,14 +255,7 @@ def test_rdma_nic_of_unknown_link_layer_is_not_called_ethernet_and_down_ports_ar
     choice = nearest_nic(t, "gpu0")
     assert choice.nic is not None and choice.nic.name == "mlx5_1" and choice.path == "PIX"
     assert any("mlx5_0: port down" in r for r in choice.reasons)
-    text = (
-        "flow: t\nhosts:\n  a: null\n  b: null\nsteps:\n  x: {kind: compute, on: a:gpu0}\n"
-        "  y: {kind: compute, on: b:gpu0}\narrows:\n  - {from: x, to: y}\n"
-    )
-    f = parse_flow(text, "t.yaml")
-    topos = {"a": t, "b": build(h100)}
-    bind(f, gpus_of(topos))  # type: ignore[arg-type]
-    m = map_flow(f, topos).arrows[0]  # type: ignore[arg-type]
+    m = map_text(cross_host("gpu0"), {"a": t, "b": build(h100)}).arrows[0]
     assert m.medium == "network" and m.via != "ethernet"
 
 
@@ -464,13 +451,13 @@ def test_grace_hopper_host_memory_is_nvlink_c2c_not_pcie(tmp_path: Path) -> None
     reaches the GPU over NVLink-C2C, routed straight, not through an inferred PCIe host bridge; its
     450 GB/s a direction is Grace Hopper's (spec), unknown where the model is not recorded;
     memory@numa1 is the GPU's own memory, and the error says so."""
-    flow = tmp_path / "f.yaml"
-    body = (
-        "flow: gh\nhosts:\n  lot: null\nsteps:\n  load: {kind: input, on: lot:memory}\n"
-        "  a: {kind: compute, on: lot:gpu0}\n  out: {kind: output, on: OUT}\n"
-        "arrows:\n  - {from: load, to: a, volume: 1 GiB}\n  - {from: a, to: out}\n"
-    )
-    flow.write_text(body.replace("OUT", "lot:memory"))
+
+    def write(out: str) -> Path:  # host memory to gpu0, then gpu0 to ``out``
+        steps = {"load": step("input", "lot:memory"), "a": step("compute", "lot:gpu0"), "out": step("output", out)}
+        arrows = [flow_arrow("load", "a", "1 GiB"), flow_arrow("a", "out")]
+        return write_flow(tmp_path / "f.yaml", steps, arrows, name="gh")
+
+    flow = write("lot:memory")
     gh200 = REAL / "nvidia-smi" / "gh200-1gpu-4nic-bluefield3-aerial.txt"
     r = CliRunner().invoke(app, ["map", str(flow), "--probe", f"lot={gh200}", "--json"])
     arrows = json.loads(r.stdout)["arrows"]
@@ -482,6 +469,6 @@ def test_grace_hopper_host_memory_is_nvlink_c2c_not_pcie(tmp_path: Path) -> None
 
     assert c2c_bandwidth(Gpu(index=0, name="NVIDIA GH200 480GB")).gbps == 450.0
     assert c2c_bandwidth(Gpu(index=0, name="NVIDIA GB200")).gbps is None
-    flow.write_text(body.replace("OUT", "lot:memory@numa1"))
+    write("lot:memory@numa1")
     r = CliRunner().invoke(app, ["map", str(flow), "--probe", f"lot={gh200}"])
     assert r.exit_code == 2 and "NUMA node 1 is gpu0's own memory (its GPU NUMA ID), not host memory" in r.output

@@ -12,8 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import REAL, SAMPLES
+from tests.fakes.flows import arrow as flow_arrow
+from tests.fakes.flows import gpu_pair, step, write_flow
 from topomap.api import bind_snapshots
 from topomap.base.links import PCIE_CLASSES
+from topomap.base.notes import Note
 from topomap.flow import parse_flow
 from topomap.flow.mapping import MappedArrow, map_flow
 from topomap.graph import Topology, build
@@ -76,19 +79,14 @@ def test_h200_keeps_numa_0_and_1_as_recorded_and_names_the_conflicting_cell() ->
 
 
 def pair(tmp_path: Path, snap: Path, memory: str = "lot:memory") -> list[MappedArrow]:
-    f = tmp_path / "pair.yaml"
-    f.write_text(
-        "flow: pair\nhosts:\n  lot: null\nsteps:\n  a: {kind: compute, on: lot:gpu0}\n"
-        f"  b: {{kind: compute, on: lot:gpu1}}\n  m: {{kind: input, on: {memory}}}\n"
-        "arrows:\n  - {from: m, to: a, volume: 1 GiB}\n  - {from: a, to: b, volume: 1 GiB}\n"
-    )
-    flow = parse_flow(f.read_text(), str(f))
+    flow = parse_flow(gpu_pair(memory), str(tmp_path / "pair.yaml"))
     return map_flow(flow, bind_snapshots(flow, [f"lot={snap}"])).arrows
 
 
 def test_h200_map_pins_on_numa0_and_takes_memory_on_numa1(tmp_path: Path) -> None:
     m, _ = pair(tmp_path, H200)
-    assert "host memory taken on the NUMA node of gpu0 (numa0); pin buffers there" in m.notes
+    pinned = [n for n in m.notes if isinstance(n, Note) and n.template.startswith("host memory taken on the NUMA node")]
+    assert [(n.host, dict(n.subjects)) for n in pinned] == [("lot", {"gpu": "gpu0", "numa": "numa0"})]
     m, _ = pair(tmp_path, H200, "lot:memory@numa1")  # was refused: the snapshot had no NUMA node 1
     assert m.route[0] == "lot/numa1" and m.route[-1] == "lot/gpu0"
 
@@ -201,10 +199,11 @@ def test_h200_memory_on_the_other_numa_node_is_node_as_the_matrix_says(tmp_path:
 
     from topomap.cli import app
 
-    flow = tmp_path / "f.yaml"
-    flow.write_text(
-        "flow: h\nhosts:\n  lot: null\nsteps:\n  m: {kind: input, on: lot:memory@numa1}\n"
-        "  a: {kind: compute, on: lot:gpu0}\narrows:\n  - {from: m, to: a}\n"
+    flow = write_flow(
+        tmp_path / "f.yaml",
+        {"m": step("input", "lot:memory@numa1"), "a": step("compute", "lot:gpu0")},
+        [flow_arrow("m", "a")],
+        name="h",
     )
     h200 = REAL / "nvidia-smi" / "hgx-h200-8gpu-10nic-nchc-nano4.txt"
     r = CliRunner().invoke(app, ["map", str(flow), "--probe", f"lot={h200}", "--json"])

@@ -15,12 +15,11 @@ from rich.console import Console
 
 from tests.conftest import SAMPLES, run_probe
 from tests.fakes import machines
+from tests.fakes.flows import all_gpu_pairs, map_text
 from topomap.base.links import PCIE_CLASSES
 from topomap.base.units import fmt_bytes
 from topomap.check import Lot, check, parse_requirements
 from topomap.diff import diff_snapshots
-from topomap.flow import bind, gpus_of, parse_flow
-from topomap.flow.mapping import map_flow
 from topomap.graph import build
 from topomap.graph.evidence import nvlink
 from topomap.graph.link_summary import gpu_pairs_nvlink_summary
@@ -41,12 +40,8 @@ def assert_views_agree(s: Snapshot) -> None:
     if len(gpus) < 2:
         return
     # map: every ordered GPU pair in one flow
-    steps = "\n".join(f"  s{g}: {{kind: compute, on: lot:{g}}}" for g in gpus)
-    arrows = "\n".join(f"  - {{from: s{a}, to: s{b}}}" for a, b in itertools.combinations(gpus, 2))
-    flow = parse_flow(f"flow: p\nhosts:\n  lot: null\nsteps:\n{steps}\narrows:\n{arrows}\n", "p.yaml")
-    topos = {"lot": t}
-    bind(flow, gpus_of(topos))  # type: ignore[arg-type]
-    mapped = {(a.src.split(":")[1], a.dst.split(":")[1]): a for a in map_flow(flow, topos).arrows}  # type: ignore[arg-type]
+    fmap = map_text(all_gpu_pairs(gpus), {"lot": t}, "p.yaml")
+    mapped = {(a.src.split(":")[1], a.dst.split(":")[1]): a for a in fmap.arrows}
     # check: one verdict per pair, read from its typed findings (never from its prose)
     result = check(NVLINK_RULE, [Lot("lot", t)], None).results[0]
     verdict = {f.subject: f.status for f in result.findings}

@@ -156,10 +156,15 @@ def test_diff_mi300x_against_h100_for_tensor_parallel_gives_gb_s_on_both_sides()
         str(SAMPLES / "snapshots" / "ibm-gx3d-h100-8gpu.json"),
         "--flow",
         str(SAMPLES / "flows" / "tensor-parallel.yaml"),
+        "--json",
     )
     assert code in (1, 3)
-    assert "gpu-link xgmi XGMI 64.0 GB/s spec" in out and "gpu-link nvswitch NV18" in out
-    assert "XGMI (1 link) → NV18 (64.0 GB/s → 450 GB/s)" in out
+    rows = [r for r in json.loads(out)["arrows"] if r["a"]["medium"] == "gpu-link"]
+    sides = {(r["a"]["via"], r["a"]["path"], r["a"]["bandwidth_gbps"], r["a"]["bandwidth_source"]) for r in rows}
+    assert len(rows) == 28 and sides == {("xgmi", "XGMI", 64.0, "spec")}
+    assert {(r["b"]["medium"], r["b"]["via"], r["b"]["path"], r["b"]["bandwidth_gbps"]) for r in rows} == {
+        ("gpu-link", "nvswitch", "NV18", 450.0)
+    }
 
 
 def test_place_gives_hip_lines_and_check_takes_xgmi() -> None:

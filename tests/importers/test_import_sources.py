@@ -5,6 +5,7 @@ All inputs are real outputs kept under tests/data (origins in the READMEs there)
 from __future__ import annotations
 
 import copy
+import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from typer.testing import CliRunner
 from topomap.base.errors import TopomapError
 from topomap.cli import app
 from topomap.files.kind import sniff
-from topomap.importers import ImportFailure, import_file, import_text
+from topomap.importers import ImportFailure, import_file, import_text, load_any
 from topomap.model.snapshot import Snapshot
 
 DATA = Path(__file__).parents[1] / "data"
@@ -268,10 +269,15 @@ def test_new_sources_work_through_import_show_and_map(path: Path, tmp_path: Path
     out = tmp_path / "snap.json"
     r = runner.invoke(app, ["import", str(path), "-o", str(out)])
     assert r.exit_code == 0, r.output
-    assert runner.invoke(app, ["show", str(path)]).exit_code == 0
+    gpus = load_any(out).gpus
+    assert gpus and load_any(path).gpus == gpus  # the file written is what the source says
+    shown = runner.invoke(app, ["show", str(path), "--json"])
+    assert shown.exit_code == 0 and len(json.loads(shown.stdout)["gpus"]) == len(gpus)
     flow = Path(__file__).parents[2] / "samples" / "flows" / "tensor-parallel.yaml"
-    r = runner.invoke(app, ["map", str(flow), "--probe", f"lot={path}"])
+    r = runner.invoke(app, ["map", str(flow), "--probe", f"lot={path}", "--json"])
     assert r.exit_code == 0, r.output
+    arrows = json.loads(r.stdout)["arrows"]
+    assert arrows and all(a["medium"] in ("gpu-link", "host-memory", "network", "local", "unknown") for a in arrows)
 
 
 def test_bad_lstopo_paste_exits_2_with_one_line(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from topomap.base.part_names import model_from_name, nearest_models
+from topomap.base.units import parse_size
 from topomap.cli import app
 from topomap.model.lots import LotError, read_lot
 
@@ -131,7 +132,7 @@ def test_a_memory_that_contradicts_the_model_is_refused(tmp_path: Path) -> None:
 )
 def test_spellings_of_the_models_own_memory_are_taken(model: str, memory: str) -> None:
     snap = read_lot(f"lot: x\ngpus: {{model: {model}, count: 2, memory: {memory}}}\n", "lot.yaml")
-    assert snap.gpus[0].memory_total_bytes is not None
+    assert [g.memory_total_bytes for g in snap.gpus] == [int(parse_size(memory) or 0)] * 2
 
 
 def test_a_model_over_a_catalogue_entry_whose_memory_it_contradicts_is_refused_on_the_model(tmp_path: Path) -> None:

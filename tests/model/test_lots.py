@@ -152,8 +152,13 @@ def test_every_command_that_takes_a_snapshot_takes_a_declared_lot(tmp_path: Path
         code, out, err = _run(*args)
         assert code in (0, 1), (args, err)
         assert "declared" in out or "declared" in (tmp_path / "lot.dot").read_text(), args
-    code, out, _ = _run("check", reqs, flow, f"lot={lot}")
-    assert code == 3 and "NV18 (declared)" in out  # NVLink declared; GPUDirect NICs not declared: unknown
+    code, out, _ = _run("check", reqs, flow, f"lot={lot}", "--json")
+    rules = {r["rule"]: r for r in json.loads(out)["rules"]}
+    # NVLink declared: the GPU pairs pass on it; GPUDirect NICs not declared: unknown
+    assert code == 3 and {k: r["status"] for k, r in rules.items()} == {
+        "gpus": "pass", "gpu_links": "pass", "gdr_nic": "unknown", "arrow_bandwidth": "pass"
+    }  # fmt: skip
+    assert rules["gpu_links"]["evidence"][1] == "gpu0–gpu1: NV18 (declared)"
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,9 @@ import os
 from pathlib import Path
 
 from tests.conftest import REAL
-from topomap.flow import bind, gpus_of, parse_flow
-from topomap.flow.mapping import MappedArrow, map_flow
-from topomap.graph import Topology, build
+from tests.fakes.flows import cross_host, map_text
+from topomap.flow.mapping import MappedArrow
+from topomap.graph import build
 from topomap.graph.evidence import nearest_nic
 from topomap.importers import import_file
 from topomap.model.facts import nic_family, nic_gdr
@@ -24,14 +24,7 @@ P5_DUMP = FIXTURES / "nccl-xml-p5-efa-autogen-excerpt.xml"  # NCCL's own p5 dump
 
 
 def _arrow(snap: Snapshot) -> MappedArrow:
-    text = (
-        "flow: t\nhosts: {a: null, b: null}\nsteps:\n  x: {kind: compute, on: a:gpu0}\n"
-        "  y: {kind: compute, on: b:gpu0}\narrows:\n  - {from: x, to: y}\n"
-    )
-    f = parse_flow(text, "t.yaml")
-    topos: dict[str, Topology | None] = {"a": build(snap), "b": build(snap)}
-    bind(f, gpus_of(topos))
-    return map_flow(f, topos).arrows[0]
+    return map_text(cross_host("gpu0"), {"a": build(snap), "b": build(snap)}).arrows[0]
 
 
 def test_pci_ids_are_stored_in_one_spelling() -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from tests.conftest import REAL, SAMPLES
+from tests.fakes.flows import cross_host
 from topomap.check import Lot, check, parse_requirements
 from topomap.cli import app
 from topomap.graph import build
@@ -87,14 +88,13 @@ def test_nccl_map_place_and_diff_follow_the_one_answer_on_p4de() -> None:
 def test_diff_of_a_connectx_lot_and_p4de_does_not_say_gpudirect_is_lost(tmp_path: Path) -> None:
     """`diff` said a network arrow onto the p4de "loses GPUDirect RDMA at both ends"; unknown is not lost."""
     flow = tmp_path / "two.yaml"
-    flow.write_text(
-        "flow: two\nhosts: {a: null, b: null}\nsteps:\n  x: {kind: compute, on: a:gpu0}\n"
-        "  y: {kind: compute, on: b:gpu0}\narrows:\n  - {from: x, to: y, volume: 512 MiB}\n"
-    )
+    flow.write_text(cross_host("gpu0", volume="512 MiB", name="two"))
     cx = SAMPLES / "snapshots" / "hgx-h200-8gpu-10nic.json"
-    r = CliRunner().invoke(app, ["diff", "--flow", str(flow), str(cx), str(P4DE)])
-    assert r.exit_code in (0, 1) and "loses GPUDirect" not in r.output and "GPUDirect RDMA lost" not in r.output
-    assert "GPUDirect RDMA → no GPUDirect" not in r.output
+    r = CliRunner().invoke(app, ["diff", "--flow", str(flow), str(cx), str(P4DE), "--json"])
+    doc = json.loads(r.stdout)
+    (row,) = doc["arrows"]
+    assert r.exit_code in (0, 1) and (row["direction"], row["qualities"]) == ("neutral", [])  # nothing lost
+    assert not any(c["kind"] == "gdr" for c in doc["changes"])  # and no machine difference in GPUDirect
 
 
 def test_the_p4d_log_against_its_topology_file_never_blames_the_input() -> None:

@@ -11,10 +11,9 @@ import pytest
 from rich.console import Console
 
 from tests.conftest import REAL, SAMPLES
+from tests.fakes.flows import cross_host, map_text
 from topomap.check import Lot, check, parse_requirements
 from topomap.diff import diff_snapshots
-from topomap.flow import bind, gpus_of, parse_flow
-from topomap.flow.mapping import map_flow
 from topomap.graph import Topology, build
 from topomap.graph.evidence import nearest_nic, nics_at_best_class
 from topomap.importers import load_any
@@ -33,14 +32,7 @@ GDR_RULE, _ = parse_requirements("requirements:\n  - gdr_nic: {max_path: SYS}\n"
 
 def _map_notes(t: Topology, gid: str) -> list[str]:
     """The notes of one network arrow from ``gid`` on host a to the same GPU on host b (same snapshot)."""
-    text = (
-        f"flow: t\nhosts: {{a: null, b: null}}\nsteps:\n  x: {{kind: compute, on: a:{gid}}}\n"
-        f"  y: {{kind: compute, on: b:{gid}}}\narrows:\n  - {{from: x, to: y}}\n"
-    )
-    f = parse_flow(text, "t.yaml")
-    topos: dict[str, Topology | None] = {"a": t, "b": t}
-    bind(f, gpus_of(topos))
-    return map_flow(f, topos).arrows[0].notes
+    return map_text(cross_host(gid), {"a": t, "b": t}).arrows[0].notes
 
 
 def _map_says(notes: list[str]) -> str | None:

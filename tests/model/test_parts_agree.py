@@ -13,11 +13,12 @@ import pytest
 from rich.console import Console
 
 from tests.conftest import REAL, SAMPLES
+from tests.fakes.flows import all_gpu_pairs
+from tests.fakes.flows import mapped as mapped_flow
 from topomap.base.part_names import model_of
 from topomap.check import Lot, check, parse_requirements
 from topomap.diff import diff_snapshots
-from topomap.flow import bind, gpus_of, parse_flow
-from topomap.flow.mapping import map_flow
+from topomap.flow import parse_flow
 from topomap.graph import build
 from topomap.graph.evidence import nvlink
 from topomap.importers import load_any
@@ -45,12 +46,6 @@ INPUTS = sorted(
 
 def _same(a: Bandwidth, b: Bandwidth) -> bool:
     return (a.gbps, a.high, a.source, a.lower_bound) == (b.gbps, b.high, b.source, b.lower_bound)
-
-
-def _pairs_flow(gpus: list[str]) -> str:
-    steps = "\n".join(f"  s{g}: {{kind: compute, on: lot:{g}}}" for g in gpus)
-    arrows = "\n".join(f"  - {{from: s{a}, to: s{b}}}" for a, b in itertools.combinations(gpus, 2))
-    return f"flow: p\nhosts:\n  lot: null\nsteps:\n{steps}\narrows:\n{arrows}\n"
 
 
 def _shown(s: Snapshot) -> str:
@@ -83,9 +78,8 @@ def test_every_view_gives_each_gpu_one_model_memory_and_nvlink_figure(f: Path) -
             assert check(reqs, [Lot("lot", t)], None).results[0].status == "pass", (g.name, part.name)
     if len(gpus) < 2:
         return
-    flow = parse_flow(_pairs_flow(gpus), "p.yaml")
-    bind(flow, gpus_of({"lot": t}))
-    fmap = map_flow(flow, {"lot": t})
+    flow = parse_flow(all_gpu_pairs(gpus), "p.yaml")
+    fmap = mapped_flow(flow, {"lot": t})
     mapped = {(a.src.split(":")[1], a.dst.split(":")[1]): a for a in fmap.arrows}
     rows = {(r.a.src.split(":")[1], r.a.dst.split(":")[1]): r for r in diff_snapshots(s, s, flow=flow).arrows}
     nccl = {(e.src_gpu, e.dst_gpu): e.decision for e in predict_snapshot(s, NcclEnv(), topo=t).entries}

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import REAL, SAMPLES, run_probe
 from tests.fakes import machines
+from tests.fakes.flows import arrow, flow_yaml, map_text, one_arrow, step
 from topomap.base.errors import ImportFailure
 from topomap.base.parts import GPU_PARTS, max_nvlinks, nvlink_parts
 from topomap.check import Lot, check, parse_requirements
@@ -145,17 +146,9 @@ def test_check_passes_or_fails_a_range_only_where_all_of_it_does() -> None:
     """`arrow_bandwidth` over an unnamed NV18 (200–900 GB/s): ≥ 150 passes, ≥ 1000 fails, ≥ 400 is
     UNKNOWN with the command that settles it (before: FAIL was never said of a bound, but ≥ 1000
     stayed UNKNOWN though no part reaches it)."""
-    from topomap.flow import bind, gpus_of, parse_flow
-    from topomap.flow.mapping import map_flow
 
     t = build(import_file(H800_NV18))
-    flow = parse_flow(
-        "flow: p\nhosts:\n  lot: null\nsteps:\n  a: {kind: compute, on: lot:gpu0}\n  b: {kind: compute, on: lot:gpu1}\n"
-        "arrows:\n  - {from: a, to: b}\n",
-        "p.yaml",
-    )
-    bind(flow, gpus_of({"lot": t}))
-    fmap = map_flow(flow, {"lot": t})
+    fmap = map_text(one_arrow("lot:gpu0", "lot:gpu1", kinds=("compute", "compute"), name="p"), {"lot": t})
     for need, status in ((150, "pass"), (1000, "fail"), (400, "unknown")):
         reqs, _ = parse_requirements(f"requirements:\n  - arrow_bandwidth: {{min_gbps: {need}}}\n", "r.yaml")
         r = check(reqs, [Lot("lot", t)], fmap).results[0]
@@ -219,17 +212,10 @@ def test_a_placeholder_never_ranks_in_diff(tmp_path: Path) -> None:
 def test_a_placeholder_never_passes_or_fails_a_bandwidth_rule() -> None:
     """Host-memory arrows over the p4d file's PCIe: the figure is the file's, so `arrow_bandwidth`
     says UNKNOWN and names what settles it, never PASS or FAIL on 15.8 GB/s."""
-    from topomap.flow import bind, gpus_of, parse_flow
-    from topomap.flow.mapping import map_flow
 
     t = build(import_file(XML / "aws-p4d-24xlarge.xml"))
-    flow = parse_flow(
-        "flow: p\nhosts:\n  lot: null\nsteps:\n  m: {kind: input, on: lot:memory}\n"
-        "  a: {kind: compute, on: lot:gpu0}\narrows:\n  - {from: m, to: a}\n",
-        "p.yaml",
-    )
-    bind(flow, gpus_of({"lot": t}))
-    fmap = map_flow(flow, {"lot": t})
+    text = flow_yaml({"m": step("input", "lot:memory"), "a": step("compute", "lot:gpu0")}, [arrow("m", "a")], name="p")
+    fmap = map_text(text, {"lot": t})
     assert fmap.arrows[0].bandwidth_source == "topology-file"
     for need in (1, 100):
         reqs, _ = parse_requirements(f"requirements:\n  - arrow_bandwidth: {{min_gbps: {need}}}\n", "r.yaml")

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import SAMPLES
+from tests.fakes.flows import AssemblySpec, LimitsSpec, WorkSpec
 from tests.plan.test_plan_costs import _flow, _h100, _plan
 from topomap.cli import app
 from topomap.flow import parse_flow, read_flow
@@ -102,11 +103,12 @@ def test_durations_outside_the_bounds(value: str, message: str) -> None:
 
 
 def test_a_year_and_a_microsecond_are_the_bounds_themselves() -> None:
-    for value in ("8760 h", "0.001 ms"):
+    for value, seconds in (("8760 h", 8760 * 3600.0), ("0.001 ms", 1e-6)):
         text = (
             (SAMPLES / "flows" / "eight-documents.yaml").read_text().replace("duration: 12 min", f"duration: {value}")
         )
-        parse_flow(text, "f.yaml")
+        work = parse_flow(text, "f.yaml").work
+        assert work is not None and [u.seconds for u in work.units] == [pytest.approx(seconds)] * 8
 
 
 @pytest.mark.parametrize(
@@ -128,7 +130,12 @@ def test_rates_outside_the_bounds(rate: str, message: str) -> None:
 def test_the_largest_accepted_numbers_give_strict_json(tmp_path: Path) -> None:
     """Everything at its bound at once (100,000 units of a year, a year of assembly, 1 kB/s storage
     shared by 8 cards, 1000 PB of input): every figure finite, the JSON parses strictly."""
-    work = "  count: 100000\n  duration: 8760 h\n  limits: {storage_read: 1 kB/s}\n  assembly: {duration: 8760 h}\n"
+    work = WorkSpec(
+        count=100000,
+        duration="8760 h",
+        limits=LimitsSpec(storage_read="1 kB/s"),
+        assembly=AssemblySpec(duration="8760 h"),
+    )
     path = _flow(tmp_path, _h100(tmp_path), work, source="lot:storage", volume="1000 PB")
     r = runner.invoke(app, ["plan", str(path), "--cards", "1,8", "--json"])
     assert r.exit_code == 0, r.stderr

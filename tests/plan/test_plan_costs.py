@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import SAMPLES, run_probe
+from tests.fakes.flows import LimitsSpec, SplitSpec, WorkSpec, arrow, step, write_flow
 from tests.fakes.machines import hgx_h100
 from topomap.api import bind_snapshots
 from topomap.base.units import fmt_bandwidth
@@ -46,23 +47,16 @@ def _h100(tmp_path: Path, memory_gib: int | None = 80, gpus: int = 8) -> Path:
     return path
 
 
-def _flow(tmp_path: Path, snap: Path, work: str, source: str = "lot:memory", volume: str = "64 GiB") -> Path:
-    text = f"""flow: t
-hosts:
-  lot: {snap}
-  ws: null
-work:
-{work}steps:
-  data: {{kind: input, on: {source}}}
-  run:  {{kind: compute, on: lot:gpu0}}
-  done: {{kind: aggregate, on: ws}}
-arrows:
-  - {{from: data, to: run, volume: {volume}}}
-  - {{from: run, to: done}}
-"""
-    p = tmp_path / "f.yaml"
-    p.write_text(text)
-    return p
+def _flow(tmp_path: Path, snap: Path, work: WorkSpec, source: str = "lot:memory", volume: str = "64 GiB") -> Path:
+    """Data from ``source`` to lot's gpu0, then to an aggregate step on ws (no snapshot)."""
+    return write_flow(
+        tmp_path / "f.yaml",
+        {"data": step("input", source), "run": step("compute", "lot:gpu0"), "done": step("aggregate", "ws")},
+        [arrow("data", "run", volume), arrow("run", "done")],
+        name="t",
+        hosts={"lot": snap, "ws": None},
+        work=work,
+    )
 
 
 def _plan(path: Path | str, cards: list[int] | None = None, probes: list[str] | None = None) -> PlanResult:
@@ -77,7 +71,7 @@ def _arr(r: PlanResult, k: int, kind: str) -> Arrangement:
 
 def test_two_cards_behind_one_pcie_switch_share_it(tmp_path: Path) -> None:
     # 8 units, 64 GiB of input → 8 GiB per unit; gpu0 and gpu1 sit behind one PCIe switch
-    work = "  count: 8\n  duration: 12 min\n"
+    work = WorkSpec(count=8, duration="12 min")
     r = _plan(_flow(tmp_path, _h100(tmp_path), work), [1, 2])
     alone = 8 * GIB / (PCIE5_X16 * 1e9)
     leg = next(lg for lg in r.legs if lg.card == "gpu0" and lg.direction == "input")
@@ -96,7 +90,7 @@ def test_two_cards_behind_one_pcie_switch_share_it(tmp_path: Path) -> None:
 
 
 def test_cards_on_separate_switches_do_not_share(tmp_path: Path) -> None:
-    work = "  count: 8\n  duration: 12 min\n"
+    work = WorkSpec(count=8, duration="12 min")
     path = _flow(tmp_path, _h100(tmp_path), work)
     f = read_flow(path)
     r = plan_flow(f, bind_snapshots(f, []), [1])
@@ -107,7 +101,7 @@ def test_cards_on_separate_switches_do_not_share(tmp_path: Path) -> None:
 
 def test_storage_read_rate_is_shared_by_the_cards(tmp_path: Path) -> None:
     # 96 GB from storage → 12 GB per unit; storage reads 2 GB/s (assumed): 6 s alone, 12 s with two cards
-    work = "  count: 8\n  duration: 12 min\n  limits: {storage_read: 2 GB/s}\n"
+    work = WorkSpec(count=8, duration="12 min", limits=LimitsSpec(storage_read="2 GB/s"))
     r = _plan(_flow(tmp_path, _h100(tmp_path), work, source="lot:storage", volume="96 GB"), [1, 2])
     assert _arr(r, 1, "one card").parallel_s == pytest.approx(8 * (12 * MIN + 6))
     assert _arr(r, 2, "even-static").parallel_s == pytest.approx(4 * (12 * MIN + 12))
@@ -140,9 +134,9 @@ def test_shared_costs_by_hand() -> None:
 
 def test_memory_fit_verdicts(tmp_path: Path) -> None:
     snap = _h100(tmp_path)
-    fits = _plan(_flow(tmp_path, snap, "  count: 8\n  duration: 12 min\n  memory_per_task: 60 GiB\n"), [1, 2])
+    fits = _plan(_flow(tmp_path, snap, WorkSpec(count=8, duration="12 min", memory_per_task="60 GiB")), [1, 2])
     assert {a.fit.verdict for a in fits.arrangements} == {"fits"}
-    big = _plan(_flow(tmp_path, snap, "  count: 8\n  duration: 12 min\n  memory_per_task: 100 GiB\n"), [1, 2])
+    big = _plan(_flow(tmp_path, snap, WorkSpec(count=8, duration="12 min", memory_per_task="100 GiB")), [1, 2])
     one = _arr(big, 1, "one card")
     assert one.fit.verdict == "does not fit"
     assert one.fit.reason == (
@@ -154,9 +148,12 @@ def test_memory_fit_verdicts(tmp_path: Path) -> None:
 
 def test_replicas_duplicate_state_and_a_split_task_can_fit(tmp_path: Path) -> None:
     # 120 GiB per task, 40 GiB of it replicated: over 2 cards 40 + 80/2 = 80 (fits exactly), over 4: 60
-    work = (
-        "  count: 4\n  duration: 30 min\n  memory_per_task: 120 GiB\n  duplicated_memory: 40 GiB\n"
-        "  split: {steps: 1000, exchange: 1 GiB}\n"
+    work = WorkSpec(
+        count=4,
+        duration="30 min",
+        memory_per_task="120 GiB",
+        duplicated_memory="40 GiB",
+        split=SplitSpec(steps=1000, exchange="1 GiB"),
     )
     r = _plan(_flow(tmp_path, _h100(tmp_path), work), [1, 2, 4])
     assert _arr(r, 2, "even-static").fit.verdict == "does not fit"
@@ -168,7 +165,7 @@ def test_replicas_duplicate_state_and_a_split_task_can_fit(tmp_path: Path) -> No
 
 
 def test_memory_unknown_says_what_settles_it(tmp_path: Path) -> None:
-    r = _plan(_flow(tmp_path, _h100(tmp_path, None), "  count: 2\n  duration: 1 min\n  memory_per_task: 1 GiB\n"))
+    r = _plan(_flow(tmp_path, _h100(tmp_path, None), WorkSpec(count=2, duration="1 min", memory_per_task="1 GiB")))
     fit = _arr(r, 1, "one card").fit
     assert fit.verdict == "unknown" and "--query-gpu=index,name,memory.total,pci.bus_id --format=csv" in fit.reason
 
@@ -190,7 +187,7 @@ def test_memory_derived_from_the_gpu_name(tmp_path: Path) -> None:
 
 def test_coordinated_pays_the_exchange_independent_does_not(tmp_path: Path) -> None:
     # 4 tasks of 30 min; a split task exchanges 1 GiB per card per step, 1000 steps
-    work = "  count: 4\n  duration: 30 min\n  includes_transfers: true\n  split: {steps: 1000, exchange: 1 GiB}\n"
+    work = WorkSpec(count=4, duration="30 min", includes_transfers=True, split=SplitSpec(steps=1000, exchange="1 GiB"))
     snap = _h100(tmp_path)
     r = _plan(_flow(tmp_path, snap, work), [1, 2])
     # one step's all-reduce at the busbw `topomap nccl LOT --perf` expects on two of the cards
@@ -223,7 +220,7 @@ def test_a_leg_reads_as_map_writes_its_arrow() -> None:
 
 def test_an_unknown_exchange_is_left_out_and_said(tmp_path: Path) -> None:
     # the 8x RTX 4090 box: no NVLink, its topo -m matrix records no PCIe rates: the exchange is unknown
-    work = "  count: 4\n  duration: 30 min\n  includes_transfers: true\n  split: {steps: 1000, exchange: 1 GiB}\n"
+    work = WorkSpec(count=4, duration="30 min", includes_transfers=True, split=SplitSpec(steps=1000, exchange="1 GiB"))
     r = _plan(_flow(tmp_path, SAMPLES / "snapshots" / "rtx4090-8gpu-all-sys.json", work), [1, 2])
     coord = _arr(r, 2, "coordinated")
     assert coord.exchange_s is None and coord.parallel_s == 4 * 15 * MIN
@@ -231,13 +228,13 @@ def test_an_unknown_exchange_is_left_out_and_said(tmp_path: Path) -> None:
 
 
 def test_coordinated_needs_a_declared_split(tmp_path: Path) -> None:
-    r = _plan(_flow(tmp_path, _h100(tmp_path), "  count: 4\n  duration: 30 min\n"), [2])
+    r = _plan(_flow(tmp_path, _h100(tmp_path), WorkSpec(count=4, duration="30 min")), [2])
     assert not [a for a in r.arrangements if a.kind == "coordinated"]
     assert any(s.startswith("coordinated: how a task splits is not declared") for s in r.skipped)
 
 
 def test_cards_left_over_from_two_card_tasks_are_idle(tmp_path: Path) -> None:
-    work = "  count: 4\n  duration: 10 min\n  cards_per_task: 2\n  includes_transfers: true\n"
+    work = WorkSpec(count=4, duration="10 min", cards_per_task=2, includes_transfers=True)
     r = _plan(_flow(tmp_path, _h100(tmp_path), work), [2, 5])
     a = _arr(r, 5, "even-static")
     # two tasks at once on gpu0+gpu1 and gpu2+gpu3, two each: 20 min; gpu4 has no partner
@@ -247,7 +244,7 @@ def test_cards_left_over_from_two_card_tasks_are_idle(tmp_path: Path) -> None:
 
 
 def test_a_licence_cap_leaves_cards_waiting(tmp_path: Path) -> None:
-    work = "  count: 8\n  duration: 12 min\n  includes_transfers: true\n  limits: {max_concurrent: 2}\n"
+    work = WorkSpec(count=8, duration="12 min", includes_transfers=True, limits=LimitsSpec(max_concurrent=2))
     r = _plan(_flow(tmp_path, _h100(tmp_path), work), [4])
     a = _arr(r, 4, "shared-queue")
     assert a.parallel_s == 48 * MIN and a.idle_card_s == 2 * 48 * MIN
@@ -255,7 +252,7 @@ def test_a_licence_cap_leaves_cards_waiting(tmp_path: Path) -> None:
 
 
 def test_plan_changes_between_lots(tmp_path: Path) -> None:
-    work = "  count: 8\n  duration: 12 min\n  includes_transfers: true\n  memory_per_task: 60 GiB\n"
+    work = WorkSpec(count=8, duration="12 min", includes_transfers=True, memory_per_task="60 GiB")
     a_path = _flow(tmp_path, _h100(tmp_path, 80, 8), work)
     a = _plan(a_path)
     b = _plan(a_path, probes=[f"lot={_h100(tmp_path, 48, 4)}"])

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import REAL, SAMPLES
+from tests.fakes.flows import WorkSpec, arrow, step, write_flow
 from topomap.api import bind_snapshots
 from topomap.cli import app
 from topomap.flow import read_flow
@@ -25,23 +26,16 @@ P5 = REAL / "nccl-xml" / "aws-p5-48xlarge.xml"
 P4D = REAL / "nccl-xml" / "aws-p4d-24xlarge.xml"
 
 
-def _flow(tmp_path: Path, lot: Path, work: str = "", on: str = "lot:gpu0", volume: str = "640 GiB") -> Path:
-    p = tmp_path / f"flow-{abs(hash((str(lot), work, on, volume)))}.yaml"
-    p.write_text(
-        f"""flow: load
-hosts:
-  lot: {lot}
-work:
-  count: 8
-  duration: 12 min
-{work}steps:
-  data: {{kind: input, on: lot:memory}}
-  run:  {{kind: compute, on: {on}}}
-arrows:
-  - {{from: data, to: run, volume: {volume}}}
-"""
-    )
-    return p
+LOAD = WorkSpec(count=8, duration="12 min")
+
+
+def _flow(
+    tmp_path: Path, lot: Path, work: WorkSpec | dict[str, object] = LOAD, on: str = "lot:gpu0", volume: str = "640 GiB"
+) -> Path:
+    """Host memory to ``on``, ``volume`` in all, 8 units of 12 min unless ``work`` says otherwise."""
+    p = tmp_path / f"flow-{abs(hash((str(lot), repr(work), on, volume)))}.yaml"
+    steps = {"data": step("input", "lot:memory"), "run": step("compute", on)}
+    return write_flow(p, steps, [arrow("data", "run", volume)], name="load", hosts={"lot": lot}, work=work)
 
 
 def _plan(path: Path, cards: list[int]) -> PlanResult:
@@ -99,19 +93,17 @@ def test_plan_output_names_shared_links_and_unknown_host_memory(tmp_path: Path) 
 
 @pytest.mark.parametrize(
     ("volume_per", "per_unit_8", "per_unit_4"),
-    [("", 8 * 32 / 16, 4 * 32 / 16), ("  volume_per: replica\n", 16.0, 8.0), ("  volume_per: unit\n", 32.0, 32.0)],
+    [("", 8 * 32 / 16, 4 * 32 / 16), ("replica", 16.0, 8.0), ("unit", 32.0, 32.0)],
 )
 def test_per_unit_volume_is_per_replica_unless_stated(
     tmp_path: Path, volume_per: str, per_unit_8: float, per_unit_4: float
 ) -> None:
     # 32 GiB into a step on every GPU of the lot, 16 units: per replica (the default) an 8-GPU lot
     # (Azure ND A100 v4) moves twice the data per unit of a 4-GPU lot (NC A100 v4); per unit, the same
-    work = volume_per + "  count: 16\n"
+    work = {"volume_per": volume_per} if volume_per else {}  # as written: `volume_per: replica` spelt out
     seen = {}
     for lot, n in ((SAMPLES / "snapshots" / "azure-ndv4.json", 8), (REAL / "nccl-xml" / "azure-ncv4.xml", 4)):
-        text = _flow(tmp_path, lot, on="lot:gpus", volume="32 GiB").read_text().replace("  count: 8\n", work)
-        path = tmp_path / f"v{n}.yaml"
-        path.write_text(text)
+        path = _flow(tmp_path, lot, {**work, "count": 16, "duration": "12 min"}, on="lot:gpus", volume="32 GiB")
         r = _plan(path, [1])
         seen[n] = {lg.volume_bytes for lg in r.legs}
         rule = next(x for x in r.assumptions if x.startswith("per-unit volume"))
@@ -122,7 +114,13 @@ def test_per_unit_volume_is_per_replica_unless_stated(
 
 
 def test_volume_per_refuses_other_words(tmp_path: Path) -> None:
-    path = _flow(tmp_path, P5, work="  volume_per: block\n")
+    # the spelling refused and its line are under test: the file as a person writes it
+    path = tmp_path / "f.yaml"
+    path.write_text(
+        f"flow: load\nhosts:\n  lot: {P5}\nwork:\n  count: 8\n  duration: 12 min\n  volume_per: block\nsteps:\n"
+        "  data: {kind: input, on: lot:memory}\n  run: {kind: compute, on: lot:gpu0}\n"
+        "arrows:\n  - {from: data, to: run, volume: 640 GiB}\n"
+    )
     res = CliRunner().invoke(app, ["plan", str(path)])
     assert res.exit_code == 2
     assert f"{path}:7:" in res.output and "replica, unit" in res.output
@@ -131,11 +129,13 @@ def test_volume_per_refuses_other_words(tmp_path: Path) -> None:
 def test_outputs_through_one_nic_share_it(tmp_path: Path) -> None:
     # results written to another p5's memory: every card's output enters that host through the NIC
     # nearest its memory (rdmap79s0, 100 Gb/s = 12.5 GB/s): two cards at once get half each
-    path = tmp_path / "net.yaml"
-    path.write_text(
-        f"flow: net\nhosts:\n  lot: {P5}\n  store: {P5}\nwork:\n  count: 8\n  duration: 12 min\nsteps:\n"
-        "  run: {kind: compute, on: lot:gpu0}\n  keep: {kind: output, on: store:memory}\n"
-        "arrows:\n  - {from: run, to: keep, volume: 80 GB}\n"
+    path = write_flow(
+        tmp_path / "net.yaml",
+        {"run": step("compute", "lot:gpu0"), "keep": step("output", "store:memory")},
+        [arrow("run", "keep", "80 GB")],
+        name="net",
+        hosts={"lot": P5, "store": P5},
+        work=LOAD,
     )
     r = _plan(path, [1, 2, 4])
     alone = 10e9 / 12.5e9  # 10 GB per unit at the NIC's 12.5 GB/s

@@ -13,6 +13,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from tests.conftest import REAL, SAMPLES
+from tests.fakes.flows import WorkSpec, arrow, step, write_flow
 from topomap.cli import app
 
 EIGHT = str(SAMPLES / "flows" / "eight-documents.yaml")
@@ -67,11 +68,13 @@ def test_margin_out_of_range_is_refused() -> None:
 
 
 def test_table_numbers_are_never_cut_at_80_columns(tmp_path: Path) -> None:
-    flow = tmp_path / "p4d.yaml"
-    flow.write_text(
-        f"flow: p4d\nhosts:\n  lot: {REAL / 'nccl-xml' / 'aws-p4d-24xlarge.xml'}\nwork:\n  count: 8\n"
-        "  duration: 12 min\nsteps:\n  data: {kind: input, on: lot:memory}\n  run: {kind: compute, on: lot:gpu0}\n"
-        "arrows:\n  - {from: data, to: run, volume: 640 GiB}\n"
+    flow = write_flow(
+        tmp_path / "p4d.yaml",
+        {"data": step("input", "lot:memory"), "run": step("compute", "lot:gpu0")},
+        [arrow("data", "run", "640 GiB")],
+        name="p4d",
+        hosts={"lot": REAL / "nccl-xml" / "aws-p4d-24xlarge.xml"},
+        work=WorkSpec(count=8, duration="12 min"),
     )
     out = _run(str(flow), "--cards", "1,2,4", columns=80)
     table = out[: out.index("card-min: cards")]

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from tests.fakes.flows import ArrowSpec, StepSpec, step, write_flow
+from tests.fakes.flows import arrow as flow_arrow
 from topomap.cli import app
 
 SNAPS = Path(__file__).resolve().parents[2] / "samples" / "snapshots"
@@ -20,10 +22,11 @@ runner = CliRunner()
 PURPLE = "#8e24aa"
 
 
-def _flow(tmp_path: Path, body: str, snap: str = "hgx-h200-8gpu-10nic.json") -> Path:
-    f = tmp_path / "f.yaml"
-    f.write_text(f"flow: f\nhosts:\n  node-a: {SNAPS / snap}\n  node-b: {SNAPS / snap}\n" + body)
-    return f
+def _flow(
+    tmp_path: Path, steps: dict[str, StepSpec], arrows: list[ArrowSpec], snap: str = "hgx-h200-8gpu-10nic.json"
+) -> Path:
+    """A flow over hosts node-a and node-b, both on the sample snapshot ``snap``."""
+    return write_flow(tmp_path / "f.yaml", steps, arrows, hosts={"node-a": SNAPS / snap, "node-b": SNAPS / snap})
 
 
 def _dot(flow: Path, tmp_path: Path) -> str:
@@ -33,22 +36,20 @@ def _dot(flow: Path, tmp_path: Path) -> str:
     return out.read_text()
 
 
-TWO_HOSTS = (
-    "steps:\n  a: {kind: compute, on: node-a:gpus}\n  b: {kind: compute, on: node-b:gpus}\n"
-    "arrows:\n  - {from: a, to: b, volume: 1 GiB, label: gradients}\n"
-)
+REPLICAS = {"a": step("compute", "node-a:gpus"), "b": step("compute", "node-b:gpus")}
+GRADIENTS = [flow_arrow("a", "b", "1 GiB", label="gradients")]
 
 
 def test_a_bundles_nics_are_sets_and_one_arrows_nics_a_route(tmp_path: Path) -> None:
-    dot = _dot(_flow(tmp_path, TWO_HOSTS), tmp_path)
+    dot = _dot(_flow(tmp_path, REPLICAS, GRADIENTS), tmp_path)
     label = re.search(r'label="gradients\\n[^"]*"', dot)
     assert label is not None
     assert "via 8 NICs mlx5_0, mlx5_3–9 → 8 NICs mlx5_0, mlx5_3–9" in label.group()
     assert "mlx5_0 → mlx5_3" not in dot  # no list of NICs that reads as a route
     one = _flow(
         tmp_path,
-        "steps:\n  a: {kind: compute, on: node-a:gpu7}\n  b: {kind: compute, on: node-b:gpu0}\n"
-        "arrows:\n  - {from: a, to: b, volume: 1 GiB}\n",
+        {"a": step("compute", "node-a:gpu7"), "b": step("compute", "node-b:gpu0")},
+        [flow_arrow("a", "b", "1 GiB")],
     )
     assert "NIC mlx5_9 → mlx5_0" in _dot(one, tmp_path)  # out by gpu7's NIC, in by gpu0's: a route
 
@@ -56,8 +57,8 @@ def test_a_bundles_nics_are_sets_and_one_arrows_nics_a_route(tmp_path: Path) -> 
 def test_memory_to_storage_is_unknown_and_says_what_settles_it(tmp_path: Path) -> None:
     flow = _flow(
         tmp_path,
-        "steps:\n  buf: {kind: input, on: node-a:memory}\n  disk: {kind: output, on: node-a:storage}\n"
-        "arrows:\n  - {from: buf, to: disk, volume: 1 GiB}\n",
+        {"buf": step("input", "node-a:memory"), "disk": step("output", "node-a:storage")},
+        [flow_arrow("buf", "disk", "1 GiB")],
     )
     [arrow] = json.loads(runner.invoke(app, ["map", "--json", str(flow)]).stdout)["arrows"]
     assert (arrow["medium"], arrow["via"], arrow["bandwidth_source"]) == ("unknown", "storage", "unknown")
@@ -72,15 +73,15 @@ def test_memory_to_storage_is_unknown_and_says_what_settles_it(tmp_path: Path) -
 
 
 def test_no_purple_legend_line_without_a_purple_arrow(tmp_path: Path) -> None:
-    dot = _dot(_flow(tmp_path, TWO_HOSTS), tmp_path)
+    dot = _dot(_flow(tmp_path, REPLICAS, GRADIENTS), tmp_path)
     assert PURPLE not in dot
 
 
 def test_an_all_reduce_between_two_hosts_is_drawn_both_ways(tmp_path: Path) -> None:
     flow = _flow(
         tmp_path,
-        "steps:\n  a: {kind: compute, on: node-a:gpus}\n  b: {kind: compute, on: node-b:gpus}\n"
-        "arrows:\n  - {from: a, to: b, volume: 1 GiB, label: all-reduce, both_ways: true}\n",
+        REPLICAS,
+        [flow_arrow("a", "b", "1 GiB", label="all-reduce", both_ways=True)],
         "ibm-gx3d-h100-8gpu.json",
     )
     doc = json.loads(runner.invoke(app, ["map", "--json", str(flow)]).stdout)
@@ -94,8 +95,8 @@ def test_an_all_reduce_between_two_hosts_is_drawn_both_ways(tmp_path: Path) -> N
 def test_an_arrow_back_is_a_cycle_whose_hint_names_both_ways(tmp_path: Path) -> None:
     flow = _flow(
         tmp_path,
-        "steps:\n  a: {kind: compute, on: node-a:gpu0}\n  b: {kind: compute, on: node-b:gpu0}\n"
-        "arrows:\n  - {from: a, to: b}\n  - {from: b, to: a}\n",
+        {"a": step("compute", "node-a:gpu0"), "b": step("compute", "node-b:gpu0")},
+        [flow_arrow("a", "b"), flow_arrow("b", "a")],
     )
     r = runner.invoke(app, ["map", str(flow)])
     assert r.exit_code == 2 and "cycle" in r.stderr and "both_ways: true" in r.stderr

@@ -14,6 +14,7 @@ from pathlib import Path
 import msgspec
 from typer.testing import CliRunner
 
+from tests.fakes.flows import arrow, flow_yaml, map_text, step, write_flow
 from topomap.base.notes import Note
 from topomap.render.notes import compress, group_notes
 
@@ -22,15 +23,15 @@ SNAPS = ROOT / "samples" / "snapshots"
 runner = CliRunner()
 
 
-def _two_hosts(tmp_path: Path, snap: str = "hgx-h200-8gpu-10nic.json", extra: str = "") -> Path:
-    gpus = lambda h: "[" + ", ".join(f"{h}:gpu{i}" for i in range(8)) + "]"  # noqa: E731
-    flow = tmp_path / "two-hosts.yaml"
-    flow.write_text(
-        f"flow: two-hosts\nhosts:\n  node-a: {SNAPS / snap}\n  node-b: {SNAPS / snap}\n"
-        f"steps:\n  a: {{kind: compute, on: {gpus('node-a')}}}\n  b: {{kind: compute, on: {gpus('node-b')}}}\n"
-        "arrows:\n  - {from: a, to: b, volume: 1 GiB, label: gradients}\n" + extra
+def _two_hosts(tmp_path: Path, snap: str = "hgx-h200-8gpu-10nic.json") -> Path:
+    """gpu0–7 of node-a send 1 GiB ("gradients") to gpu0–7 of node-b, both hosts on ``snap``."""
+    return write_flow(
+        tmp_path / "two-hosts.yaml",
+        {h[-1]: step("compute", [f"{h}:gpu{i}" for i in range(8)]) for h in ("node-a", "node-b")},
+        [arrow("a", "b", "1 GiB", label="gradients")],
+        name="two-hosts",
+        hosts={"node-a": SNAPS / snap, "node-b": SNAPS / snap},
     )
-    return flow
 
 
 def _notes(text: str) -> list[str]:
@@ -81,12 +82,13 @@ def test_the_reports_requirements_collapse_identical_evidence(tmp_path: Path) ->
     """gx3d H100: 28 GPU pairs, each NV18; the report's evidence says it once, as `check` does."""
     from topomap.cli import app
 
-    flow = tmp_path / "tp.yaml"
-    flow.write_text(
-        f"flow: tp\nhosts:\n  lot: {SNAPS / 'ibm-gx3d-h100-8gpu.json'}\n"
-        "steps:\n  shards: {kind: compute, on: lot:gpus}\n  ex: {kind: exchange, on: lot:gpus}\n"
-        "arrows:\n  - {from: shards, to: ex, volume: 1 GiB}\n"
-        "requirements:\n  - gpu_links: {steps: [ex], min: nvlink}\n"
+    flow = write_flow(
+        tmp_path / "tp.yaml",
+        {"shards": step("compute", "lot:gpus"), "ex": step("exchange", "lot:gpus")},
+        [arrow("shards", "ex", "1 GiB")],
+        name="tp",
+        hosts={"lot": SNAPS / "ibm-gx3d-h100-8gpu.json"},
+        requirements=[{"gpu_links": {"steps": ["ex"], "min": "nvlink"}}],
     )
     out = tmp_path / "r.html"
     r = runner.invoke(app, ["report", str(flow), "-o", str(out)])
@@ -145,19 +147,11 @@ def test_a_grace_gpu_note_is_typed_and_said_once_for_its_gpus(tmp_path: Path) ->
     "Grace-class GPU (gpuN's own memory is NUMA node M)" note per GPU; typed, it groups into one."""
     from tests.conftest import run_probe
     from tests.fakes import machines
-    from topomap.flow import bind, gpus_of, map_flow, read_flow
     from topomap.graph import build
 
     snap = run_probe(machines.gb200_tray(), tmp_path).snapshot
-    flow = tmp_path / "f.yaml"
-    flow.write_text(
-        "flow: f\nhosts: {lot: null}\nsteps:\n  m: {kind: input, on: lot:memory}\n"
-        "  g: {kind: compute, on: lot:gpus}\narrows:\n  - {from: m, to: g, volume: 1 GiB}\n"
-    )
-    f = read_flow(flow)
-    topos = {"lot": build(snap)}
-    bind(f, gpus_of(topos))  # type: ignore[arg-type]
-    fmap = map_flow(f, topos)  # type: ignore[arg-type]
+    text = flow_yaml({"m": step("input", "lot:memory"), "g": step("compute", "lot:gpus")}, [arrow("m", "g", "1 GiB")])
+    fmap = map_text(text, {"lot": build(snap)}, str(tmp_path / "f.yaml"))
     grace = [n for a in fmap.arrows for n in a.notes if n.startswith("Grace-class")]
     assert len(grace) == 4 and all(isinstance(n, Note) for n in grace)
     lines = [x.text for x in group_notes((n, 1) for n in grace)]

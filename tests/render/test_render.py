@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import SAMPLES
+from tests.fakes.flows import step, write_flow
 from topomap.cli import app
 from topomap.graph import build
 from topomap.importers import load_any
@@ -168,8 +169,7 @@ def test_gpu_memory_is_the_same_fact_in_show_render_report_and_check(tmp_path: P
     assert console.export_text().count("80 GiB (derived)") == len(s.gpus)
     assert topology_dot([build(s)]).count("\\n80 GiB (derived)") == len(s.gpus)
     out = tmp_path / "r.html"
-    flow = tmp_path / "f.yaml"
-    flow.write_text(f"flow: f\nhosts:\n  lot: {f}\nsteps:\n  a: {{kind: compute, on: 'lot:gpu0'}}\n")
+    flow = write_flow(tmp_path / "f.yaml", {"a": step("compute", "lot:gpu0")}, hosts={"lot": f})
     assert runner.invoke(app, ["report", str(flow), "-o", str(out)]).exit_code == 0
     assert f"80 GiB each ({mem.source})" in out.read_text()
     reqs = tmp_path / "q.yaml"

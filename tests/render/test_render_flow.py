@@ -12,10 +12,12 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import REAL, SAMPLES
+from tests.fakes.flows import arrow, flow_yaml, step
 from topomap.api import bind_snapshots
 from topomap.cli import app
 from topomap.flow import Placement, parse_flow, read_flow
 from topomap.flow.mapping import map_flow
+from topomap.flow.spec import StepKind
 from topomap.render.bundles import bundles, compress_places
 from topomap.render.dot import pipe, topology_dot
 from topomap.render.flowdot import flow_on_machine_dot, flow_pipeline_dot
@@ -148,14 +150,12 @@ def test_flow_svg_fits_a_screen_and_shows_every_step_and_label(flow: Path) -> No
 def _chain(n: int, hosts: int = 1) -> str:
     """A flow of n steps in a chain over ``hosts`` hosts (IBM H100 snapshot each)."""
     snap = (SNAP / "ibm-gx3d-h100-8gpu.json").as_posix()
-    lines = ["flow: chain", "hosts:"] + [f"  h{k}: {snap}" for k in range(hosts)] + ["steps:"]
+    steps = {}
     for i in range(n):
-        kind = "input" if i == 0 else "output" if i == n - 1 else "compute"
-        on = f"h{i * hosts // n}:" + ("memory" if kind != "compute" else f"gpu{i % 8}")
-        lines.append(f"  s{i}: {{kind: {kind}, on: {on}}}")
-    lines.append("arrows:")
-    lines += [f"  - {{from: s{i}, to: s{i + 1}, volume: 1 GiB}}" for i in range(n - 1)]
-    return "\n".join(lines) + "\n"
+        kind: StepKind = "input" if i == 0 else "output" if i == n - 1 else "compute"
+        steps[f"s{i}"] = step(kind, f"h{i * hosts // n}:" + ("memory" if kind != "compute" else f"gpu{i % 8}"))
+    arrows = [arrow(f"s{i}", f"s{i + 1}", "1 GiB") for i in range(n - 1)]
+    return flow_yaml(steps, arrows, name="chain", hosts={f"h{k}": snap for k in range(hosts)})
 
 
 @needs_dot
