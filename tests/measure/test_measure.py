@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import tempfile
-
 import dataclasses
 import functools
+import tempfile
 from pathlib import Path
 from typing import Any
 
