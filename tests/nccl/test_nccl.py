@@ -406,3 +406,20 @@ def test_nccl_tests_rank_table_gives_each_ranks_gpu_model() -> None:
     assert log.gpu_models[1] == "NVIDIA A100-PCIE-40GB" and log_cc(log, 1) == "8.0"
     two = _log("h20-2pods-same-node-socket-nccl1781.log")  # "nRanks 2 nNodes 2 localRanks 1"
     assert set(two.local_ranks.values()) == {1} and two.nranks == 2
+
+
+def test_a_p2p_detail_is_nccls_own_name_on_every_sample() -> None:
+    """A flow's NCCL note prints a P2P decision as "NCCL P2P/CUMEM over NVLink", deciding by the transport
+    (not by the detail's first word, issue 33 item 1): every P2P detail is NCCL's name, "P2P/…"."""
+    seen = 0
+    for path in sorted(SAMPLES.glob("*.json")):
+        snap = load_any(path)
+        if snap.source.kind == "merge":
+            continue
+        for e in predict_snapshot(snap, NcclEnv()).entries:
+            if e.decision.transport == "P2P":
+                seen += 1
+                assert e.decision.detail.startswith("P2P/"), (path.name, e.decision.detail)
+            else:
+                assert not e.decision.detail.startswith(f"{e.decision.transport}/"), (path.name, e.decision.detail)
+    assert seen > 100

@@ -131,7 +131,7 @@ def nccl_note(nd: NcclDecision) -> str:
     """The arrow's note: NCCL's transport, how, the rule and why, and what would change it."""
     head = f"NCCL {nd.transport}" if nd.transport != "unknown" else "NCCL transport unknown"
     detail = f" ({nd.detail})" if nd.detail else ""
-    if nd.detail.startswith(f"{nd.transport}/"):  # already in NCCL's words: "NCCL P2P/CUMEM over NVLink"
+    if nd.transport == "P2P" and nd.detail:  # a P2P detail is NCCL's own name for it: "NCCL P2P/CUMEM over NVLink"
         head, detail = f"NCCL {nd.detail}", ""
     question = nd.flavour.question if nd.flavour is not None else ""
     why = "; ".join(r for r in nd.reasons if r != question)  # the medium, not the flavour
