@@ -14,7 +14,7 @@ from tests.conftest import run_probe
 from tests.fakes import machines
 from topomap.cli import app
 from topomap.model.codec import encode_snapshot
-from topomap.model.merge import consistency, consistency_notes, merge
+from topomap.model.merge import NOTE, consistency, merge, merge_reported
 from topomap.model.snapshot import Fabric, Snapshot
 
 Change = Callable[[Snapshot], Snapshot]
@@ -140,9 +140,10 @@ def test_fabric_cliques_keyed_by_cluster_and_clique(hgx: Snapshot) -> None:
 
 def test_merge_records_the_notes_and_the_cli_prints_them(hgx: Snapshot, tmp_path: Path) -> None:
     hosts = cluster(hgx, {"node01": lambda s: with_nic(s, 3, speed_gbit_s=200.0, state="down")})
-    merged = merge([(f"{h.host.hostname}.json", h) for h in hosts])
-    assert consistency_notes(merged) == consistency(hosts)
-    assert len(consistency_notes(merged)) == 2
+    merged, found = merge_reported([(f"{h.host.hostname}.json", h) for h in hosts])
+    assert found == consistency(hosts) and len(found) == 2
+    assert merged == merge([(f"{h.host.hostname}.json", h) for h in hosts])
+    assert [n for n in merged.source.notes if n.startswith(NOTE)] == [NOTE + line for line in found]  # the file's
     files = []
     for h in hosts:
         f = tmp_path / f"{h.host.hostname}.json"

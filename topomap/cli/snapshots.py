@@ -313,8 +313,7 @@ def merge(
     import msgspec  # start-up: see the module docstring
 
     from topomap.model.codec import encode_checked
-    from topomap.model.merge import consistency_notes
-    from topomap.model.merge import merge as run_merge
+    from topomap.model.merge import merge_reported
 
     pairs = []
     for arg in snapshots:
@@ -323,9 +322,8 @@ def merge(
         if name:
             snap = msgspec.structs.replace(snap, host=msgspec.structs.replace(snap.host, hostname=name))
         pairs.append((path, snap))
-    merged = run_merge(pairs)
+    merged, notes = merge_reported(pairs)
     _write(output, encode_checked(merged, output))
-    notes = consistency_notes(merged)
     for line in notes:
         say(f"topomap: merge: {line}")  # host names are data: no raw ESC
     wrote(output, f"{len(merged.members)} hosts, {len(notes)} consistency note(s)", "merge")

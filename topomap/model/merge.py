@@ -28,14 +28,20 @@ def host_name(snap: Snapshot) -> str | None:
 
 
 def merge(snaps: list[tuple[str, Snapshot]]) -> Snapshot:
-    """Merged snapshot of (file, snapshot) pairs; nested merges are flattened. The cycle collector
-    is held off meanwhile (topomap.model.pack.collector_paused): merging makes no cycle, and a
-    collector pass over the hosts read before (a million objects at 10,000 hosts) finds none."""
+    """Merged snapshot of (file, snapshot) pairs; nested merges are flattened."""
+    return merge_reported(snaps)[0]
+
+
+def merge_reported(snaps: list[tuple[str, Snapshot]]) -> tuple[Snapshot, list[str]]:
+    """:func:`merge`, and where the hosts differ (:func:`consistency`, one line each), as the merged
+    snapshot's notes also record them. The cycle collector is held off meanwhile
+    (topomap.model.pack.collector_paused): merging makes no cycle, and a collector pass over the hosts
+    read before (a million objects at 10,000 hosts) finds none."""
     with collector_paused():
         return _merge(snaps)
 
 
-def _merge(snaps: list[tuple[str, Snapshot]]) -> Snapshot:
+def _merge(snaps: list[tuple[str, Snapshot]]) -> tuple[Snapshot, list[str]]:
     members: list[Snapshot] = []
     origin_of: dict[str, str] = {}
     for path, snap in snaps:
@@ -57,21 +63,18 @@ def _merge(snaps: list[tuple[str, Snapshot]]) -> Snapshot:
         raise TopomapError("merge needs snapshots of at least two hosts")
     members.sort(key=lambda m: host_name(m) or "")
     notes = [f"{host_name(m)}: {m.source.kind} {m.source.origin}" for m in members]
-    return Snapshot(
+    findings = consistency(members)
+    merged = Snapshot(
         source=Source(
             kind="merge",
             origin=f"merge of {len(members)} hosts",
             tool=f"topomap {__version__}",
-            notes=notes + [NOTE + line for line in consistency(members)],
+            notes=notes + [NOTE + line for line in findings],
         ),
         host=Host(),
         members=members,
     )
-
-
-def consistency_notes(merged: Snapshot) -> list[str]:
-    """The consistency findings :func:`merge` recorded in the merged snapshot's notes."""
-    return [n.removeprefix(NOTE) for n in merged.source.notes if n.startswith(NOTE)]
+    return merged, findings
 
 
 def consistency(hosts: list[Snapshot]) -> list[str]:
