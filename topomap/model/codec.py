@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 
+from topomap.base.links import path_code_problem, pcie_class_problem
 from topomap.files.atomic import atomic_write
 from topomap.files.budget import MAX_JSON_VALUES, MAX_PACKED_VALUES, check_json_values
 from topomap.files.inputs import MAX_SNAPSHOT_BYTES, read_bytes, recode_utf8
@@ -168,9 +169,20 @@ def _decode_error(data: bytes, where: str, err: Exception) -> SnapshotError:
         return SnapshotError(f"{where}: {path}: {value} does not fit in 64 bits")
     if type(value) in (int, float) and message.startswith("Expected `float`"):
         return SnapshotError(f"{where}: {path}: {float(value):g} is outside 0 to {MAX_RATE:g}")  # type: ignore[arg-type]
+    code = _code_problem(path, value)
+    if code is not None:
+        return SnapshotError(f"{where}: {path}: {code}")
     return SnapshotError(f"{where}: {text}")
 
 
+def _code_problem(path: str, value: object) -> str | None:
+    """A pair's path code the model refused (``PathCode``, ``PathClass``), in base.links's words."""
+    if not isinstance(value, str) or not _PAIR_FIELD.search(path):
+        return None
+    return path_code_problem(value) if path.endswith(".path") else pcie_class_problem(value)
+
+
+_PAIR_FIELD = re.compile(r"(?:^|\.)pairs\[\d+\]\.(?:pcie_)?path$")
 _STEP = re.compile(r"\.?([^.\[]+)|\[(\d+)\]")
 
 

@@ -13,7 +13,7 @@ from typing import Annotated, Literal, get_args
 import msgspec
 
 from topomap.base.errors import TopomapError
-from topomap.base.links import P2PStatus
+from topomap.base.links import P2PStatus, PathClass, PathCode
 
 SCHEMA = "topomap.snapshot/1"
 SCHEMA_VERSION = 1
@@ -250,9 +250,9 @@ class XgmiPair(_S, kw_only=True):
 class Pair(_S, kw_only=True):
     a: str  # "gpu0", "nic3"
     b: str
-    path: str | None  # NV<n>, XGMI (two AMD GPUs joined by XGMI), PIX, PXB, PHB, NODE, SYS; None when unknown
+    path: PathCode | None  # NV<n>, XGMI (two AMD GPUs joined by XGMI), PIX, PXB, PHB, NODE, SYS; None when unknown
     nvlinks: I64 = 0
-    pcie_path: str | None = None  # the PCIe class under an NV# or XGMI path, where known
+    pcie_path: PathClass | None = None  # the PCIe class under an NV# or XGMI path, where known
     p2p: P2P | None = None
     cuda: CudaPeer | None = None
     xgmi: XgmiPair | None = None  # issue 35: XGMI between two AMD GPUs (path XGMI), else None
