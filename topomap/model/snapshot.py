@@ -101,6 +101,9 @@ class Source(_S, kw_only=True):
     captured_at: str | None = None  # ISO-8601 UTC
     tool: str  # e.g. "topomap 0.1.0"
     unknown_fields: list[str] = []  # dotted field names this source cannot provide
+    # PCIe path classes this source cannot tell from another, each → the class it records instead:
+    # NCCL's topology has no host bridges, so a pair nvidia-smi prints NODE is recorded PHB ({"NODE": "PHB"})
+    path_recorded_as: dict[PathClass, PathClass] = {}
     notes: list[str] = []
     formats: list[SourceFormat] = []  # the outputs read (`topo-m`, `nvlink-status` …); [] before they were recorded
     filled: list[Filled] = []  # facts a declared lot or the catalogue gave, not read (topomap.model.origins)
