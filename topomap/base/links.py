@@ -9,7 +9,9 @@ repeats these numbers.
 from __future__ import annotations
 
 import re
-from typing import Final, Literal
+from typing import Annotated, Final, Literal
+
+import msgspec
 
 PathClass = Literal["PIX", "PXB", "PHB", "NODE", "SYS"]
 P2PStatus = Literal["OK", "CNS", "GNS", "TNS", "DR", "NS", "U"]
@@ -57,8 +59,6 @@ PCIE_GBPS_PER_LANE: Final[dict[int, float]] = {
 #: Transfer rate per lane in GT/s by generation (sysfs and NCCL speak in GT/s).
 PCIE_GTS: Final[dict[int, float]] = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
 
-_NV_RE: Final = re.compile(r"^NV(\d+)$")
-
 
 def pcie_gen_from_gts(gts: float) -> int | None:
     """PCIe generation for a per-lane transfer rate in GT/s (2.5 → 1 … 64 → 6)."""
@@ -88,28 +88,102 @@ def nic_bandwidth_gbps(line_rate_gbit_s: float) -> float:
     return line_rate_gbit_s / 8.0
 
 
-def parse_path(code: str) -> tuple[str, int]:
-    """Split a matrix code into (kind, nvlinks): ``NV18`` → ("NV", 18), ``PIX`` → ("PIX", 0)."""
-    m = _NV_RE.match(code)
-    if m:
-        return "NV", int(m.group(1))
-    return code, 0
-
-
 #: The path code of two AMD GPUs joined by XGMI (Infinity Fabric): topomap's own, as ``rocm-smi``'s
 #: "Link Type" spells it; nvidia-smi never prints it (issue 35).
 XGMI_PATH: Final = "XGMI"
 
+#: The most NVLinks one GPU pair (and one GPU) may have in a snapshot: 18 on Hopper and Blackwell.
+MAX_NVLINKS: Final = 64
+_NV_COUNT: Final = "[1-9]|[1-5][0-9]|6[0-4]"  # 1 … MAX_NVLINKS, no leading zero (tests/base/test_links.py)
+
+#: What a path code may be: ``NV<n>`` (n NVLinks, 1 to :data:`MAX_NVLINKS`), :data:`XGMI_PATH`, or one
+#: of :data:`PCIE_CLASSES`. The snapshot's JSON Schema carries it, and decoding checks it.
+PATH_CODE_PATTERN: Final = f"^(?:NV(?:{_NV_COUNT})|{XGMI_PATH}|{'|'.join(PCIE_CLASSES)})$"
+_PATH_CODE: Final = re.compile(PATH_CODE_PATTERN)
+_NV_CODE: Final = re.compile(f"NV({_NV_COUNT})")  # fullmatch
+
+#: A matrix cell's path code as a snapshot holds it (``Pair.path``): the text nvidia-smi prints
+#: (``NV18``, ``PIX`` …; ``XGMI`` for AMD), checked against :data:`PATH_CODE_PATTERN` when a snapshot
+#: is decoded. Read it with :func:`nvlinks_of`, :func:`is_nvlink`, :func:`pcie_class_of`, never by hand.
+PathCode = Annotated[str, msgspec.Meta(pattern=PATH_CODE_PATTERN)]
+
+#: What a path code names, its NVLink count left out.
+PathKind = Literal["NV", "XGMI", "PIX", "PXB", "PHB", "NODE", "SYS"]
+
+#: In words, the path codes there are (for messages naming a bad one).
+PATH_CODES_WORDS: Final = f"NV<n>, {XGMI_PATH}, {', '.join(PCIE_CLASSES[:-1])} or {PCIE_CLASSES[-1]}"
+
 
 def is_path_code(code: str) -> bool:
-    """True for a valid `topo -m` cell code other than X (and topomap's XGMI)."""
-    return code in PCIE_CLASSES or bool(_NV_RE.match(code)) or code == XGMI_PATH
+    """True for a valid `topo -m` cell code other than X (and topomap's XGMI): a :data:`PathCode`."""
+    return _PATH_CODE.fullmatch(code) is not None  # fullmatch: ``$`` alone lets "PIX\n" through
+
+
+def path_kind(code: str) -> PathKind:
+    """What a path code names: ``NV18`` → "NV", ``XGMI`` → "XGMI", ``PIX`` → "PIX"; ValueError for
+    anything else."""
+    if code in PCIE_CLASSES or code == XGMI_PATH:
+        return code  # type: ignore[return-value]  # one of PathKind's values, just tested
+    if _NV_CODE.fullmatch(code):
+        return "NV"
+    raise ValueError(f"{code!r} is not a path code ({PATH_CODES_WORDS})")
+
+
+def nvlinks_of(code: str | None) -> int:
+    """The NVLink count a path code names: ``NV18`` → 18; 0 for any other code, and for None."""
+    m = _NV_CODE.fullmatch(code) if code else None
+    return int(m.group(1)) if m else 0
+
+
+def is_nvlink(code: str | None) -> bool:
+    """True for an ``NV<n>`` path code."""
+    return code is not None and _NV_CODE.fullmatch(code) is not None
+
+
+def is_xgmi(code: str | None) -> bool:
+    """True for the XGMI path code (two AMD GPUs joined by Infinity Fabric)."""
+    return code == XGMI_PATH
+
+
+def is_gpu_link(code: str | None) -> bool:
+    """True for a path code of a GPU link: ``NV<n>``, or XGMI between two AMD GPUs."""
+    return is_xgmi(code) or is_nvlink(code)
+
+
+def pcie_class_of(code: str | None) -> PathClass | None:
+    """The PCIe class a path code is (``PIX`` … ``SYS``), None for a GPU link's code (NV#, XGMI) or None."""
+    for c in PCIE_CLASSES:
+        if code == c:
+            return c
+    return None
+
+
+def nvlink_path(links: int) -> PathCode:
+    """The path code of ``links`` NVLinks (1 or more): 18 → ``NV18`` (what `nvidia-smi topo -m` prints).
+    A count beyond :data:`MAX_NVLINKS` (a machine's or a file's absurdity) is written as it is, for
+    validation to refuse in one line naming the pair."""
+    return f"NV{links}"
+
+
+def path_code_problem(code: str) -> str | None:
+    """Why ``code`` is no :data:`PathCode`, in words after the field's name, or None when it is one:
+    ``'NVX' is not NV<n>, …``; ``NV65 links (at most 64 per pair)``."""
+    if is_path_code(code):
+        return None
+    digits = code[2:] if code.startswith("NV") else ""
+    if 0 < len(digits) <= 9 and digits.isascii() and digits.isdigit() and int(digits) > MAX_NVLINKS:
+        return f"{code} links (at most {MAX_NVLINKS} per pair)"
+    return f"{code!r} is not {PATH_CODES_WORDS}"
+
+
+def pcie_class_problem(code: str) -> str:
+    """Why ``code`` is no PCIe class (a ``pcie_path``), in words after the field's name."""
+    return f"{code!r} is not {', '.join(PCIE_CLASSES[:-1])} or {PCIE_CLASSES[-1]}"
 
 
 def class_rank(code: str) -> int:
     """Rank of a path code, lower is better: any NV# (and XGMI, a GPU link too) ranks 0, then PIX..SYS."""
-    kind, _ = parse_path(code)
-    if kind in ("NV", XGMI_PATH):
+    if is_gpu_link(code):
         return 0
     return 1 + [str(c) for c in PCIE_CLASSES].index(code)
 

@@ -19,6 +19,7 @@ from functools import partial
 from typing import Any
 
 from topomap.base.errors import TopomapError
+from topomap.base.links import is_xgmi
 from topomap.cluster.differs import differs_text
 from topomap.cluster.hostfacts import FACT_NAME, HOST_FACTS
 from topomap.cluster.shape import PART_NAME, PARTS, Shape, part_text, shape_of
@@ -182,7 +183,7 @@ def _gpus(h: Snapshot) -> str:
 
 def _xgmi(h: Snapshot) -> str | None:
     """AMD GPUs (issue 35): ``XGMI all pairs`` or ``12 pairs XGMI``; None where no pair is on XGMI."""
-    n = sum(1 for p in h.pairs if p.path == "XGMI")
+    n = sum(1 for p in h.pairs if is_xgmi(p.path))
     if not n:
         return None
     gpus = len(h.gpus)

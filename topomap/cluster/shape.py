@@ -62,6 +62,7 @@ def raw_key(h: Snapshot) -> bytes:
             [(p.id, p.kind, p.parent) for p in h.pci],
             h.nvswitches,
             h.source.unknown_fields,
+            h.source.path_recorded_as,
         ]
     )
 

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from topomap.base.links import PathClass
 from topomap.base.units import fmt_bytes
 from topomap.graph import natural_key
 
@@ -66,11 +67,16 @@ class NotCompared(msgspec.Struct, frozen=True):
     field: str
     side: str  # a lot's name, or "both"
     kind: str | None = None
+    # a path class the side's source cannot tell apart (Source.path_recorded_as): (told, recorded as)
+    recorded_as: tuple[PathClass, PathClass] | None = None
 
     @property
     def entry(self) -> str:
-        """As --json lists it: ``gpus.uuid (unknown in both)``, ``numa.NUMA node (unknown in B)``."""
+        """As --json lists it: ``gpus.uuid (unknown in both)``, ``numa.NUMA node (unknown in B)``,
+        ``pairs.path (PHB vs NODE) (unknown in both)``."""
         name = f"{self.kind}.{self.field}" if self.kind else self.field
+        if self.recorded_as is not None:
+            name += f" ({self.recorded_as[1]} vs {self.recorded_as[0]})"
         return f"{name} (unknown in {self.side})"
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 
-from topomap.base.links import class_rank, parse_path
+from topomap.base.links import class_rank, is_nvlink
 from topomap.base.units import fmt_span
 from topomap.diff.changes import Change, Direction
 from topomap.diff.collectives import compare_collectives
@@ -188,7 +188,7 @@ def _path_change(pa: str | None, pb: str | None) -> tuple[Direction, str] | None
     NV18 carries less than an A100's NV12), and the figures above already said what they can."""
     if pa == pb or pa is None or pb is None:
         return None
-    if parse_path(pa)[0] == "NV" and parse_path(pb)[0] == "NV":
+    if is_nvlink(pa) and is_nvlink(pb):
         return "unknown", f"{pa} → {pb} links: link counts of parts not known do not rank"
     try:
         ra, rb = class_rank(pa), class_rank(pb)

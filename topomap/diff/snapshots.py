@@ -68,6 +68,10 @@ def diff_snapshots(
     for f in sorted(ua | ub):
         side = "both" if f in ua and f in ub else out.a_name if f in ua else out.b_name
         out.not_compared.append(NotCompared(f, side))
+    ra, rb = set(a.source.path_recorded_as.items()), set(b.source.path_recorded_as.items())
+    for r in sorted(ra | rb):
+        side = "both" if r in ra and r in rb else out.a_name if r in ra else out.b_name
+        out.not_compared.append(NotCompared("pairs.path", side, recorded_as=r))
     out.not_compared = sorted(set(out.not_compared), key=lambda x: x.entry)
     if flow is not None:
         diff_flow(out, flow, ta, tb)

@@ -15,7 +15,7 @@ import itertools
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from topomap.base.links import NCCL_P2P_LEVELS, PCIE_CLASSES, class_rank
+from topomap.base.links import NCCL_P2P_LEVELS, class_rank, pcie_class_of
 from topomap.base.notes import Note, cat, said
 from topomap.graph.edges import edge_bandwidth
 from topomap.graph.gpudirect import mirror_bits, pair_gdr, unplaced_gdr
@@ -215,10 +215,9 @@ def pcie_path_class(topo: Topology, a: str, b: str) -> str | None:
     source gives it), else the structure's."""
     p = snapshot_pair(topo, a, b)
     if p is not None:
-        if p.path is not None and p.path in PCIE_CLASSES:
-            return p.path
-        if p.pcie_path is not None:
-            return p.pcie_path
+        own = pcie_class_of(p.path) or p.pcie_path
+        if own is not None:
+            return own
     if topo.inferred:
         return None  # an inferred tree has no PCIe class for pairs the matrix did not give one
     return structural_class(topo, a, b)

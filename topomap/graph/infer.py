@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from topomap.base.links import PCIE_CLASSES, class_rank, parse_path
+from topomap.base.links import PCIE_CLASSES, class_rank, nvlinks_of, pcie_class_of
 from topomap.base.parts import max_nvlinks
 from topomap.graph.edges import nvlink_edge, pcie_edge
 from topomap.graph.topology import FABRIC, Topology, gpu_node, natural_key, nic_node
@@ -64,7 +64,7 @@ def infer_tree(topo: Topology) -> None:
     devs = sorted(ids.values(), key=natural_key)
     level: dict[frozenset[str], int] = {}
     for p in snap.pairs:
-        cls = p.pcie_path or (p.path if p.path in PCIE_CLASSES else None)
+        cls = p.pcie_path or pcie_class_of(p.path)
         if cls is not None and p.a in ids and p.b in ids:
             level[frozenset((ids[p.a], ids[p.b]))] = class_rank(cls)  # PIX 1 … SYS 5
     numa_of: dict[str, int | None] = {gpu_node(x): x.numa_node for x in snap.gpus}
@@ -356,8 +356,8 @@ def nvlinks_from_pairs(topo: Topology, by_id: dict[str, Gpu]) -> None:
     Other NV# pairs (a two-GPU bridge, the DGX-1 cube mesh) are direct links."""
     nv: dict[frozenset[str], int] = {}
     for p in topo.snapshot.pairs:
-        kind, n = parse_path(p.path or "")
-        if kind == "NV" and p.a in by_id and p.b in by_id and n > 0:
+        n = nvlinks_of(p.path)
+        if n > 0 and p.a in by_id and p.b in by_id:
             nv[frozenset((p.a, p.b))] = n
     gpus = sorted({x for pair in nv for x in pair}, key=natural_key)
     counts = set(nv.values())

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from topomap.base.links import pcie_class_of
 from topomap.graph.evidence import nvlink, pcie_path_class
 from topomap.graph.query import pcie_leg
 from topomap.graph.topology import Topology, snapshot_path
@@ -41,7 +42,6 @@ def route(topo: Topology, a_ref: str, b_ref: str) -> Route:
     leg, bw_pcie, neck, notes = pcie_leg(topo, a, b)
     pcie_class = pcie_path_class(topo, a, b)
     if pcie_class is None:
-        own = snapshot_path(topo, a, b)
-        pcie_class = own if own is not None and not own.startswith("NV") else None
+        pcie_class = pcie_class_of(snapshot_path(topo, a, b))
     source: BandwidthSource = "spec" if bw_pcie is not None else "unknown"
     return Route(a, b, tuple(leg), pcie_class, "pcie", bw_pcie, source, neck, tuple(notes))

@@ -4,6 +4,7 @@ every other), not a switch: no hub node."""
 
 from __future__ import annotations
 
+from topomap.base.links import is_xgmi
 from topomap.graph.topology import Topology
 from topomap.model.xgmi import xgmi_bandwidth, xgmi_links
 
@@ -13,7 +14,7 @@ def add_xgmi_edges(topo: Topology) -> None:
     snap, g = topo.snapshot, topo.light
     by_id = {f"gpu{x.index}": x for x in snap.gpus}
     for p in snap.pairs:
-        if p.path != "XGMI" or p.a not in by_id or p.b not in by_id or p.a not in g or p.b not in g:
+        if not is_xgmi(p.path) or p.a not in by_id or p.b not in by_id or p.a not in g or p.b not in g:
             continue
         a, b = by_id[p.a], by_id[p.b]
         if a.lost or b.lost:

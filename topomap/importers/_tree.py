@@ -10,6 +10,7 @@ from defusedxml import DefusedXmlException
 from defusedxml.ElementTree import fromstring
 
 from topomap.base.errors import ImportFailure
+from topomap.base.links import nvlink_path
 from topomap.base.part_names import model_from_device_id
 from topomap.base.pathclass import classify_chains
 from topomap.model.nic_ids import layer_of_name
@@ -94,7 +95,7 @@ def tree_pairs(
             nv = 0
             if a in by_id and b in by_id:
                 nv = nvlink_count(by_id[a], by_id[b], buses)
-            out.append(Pair(a=a, b=b, path=f"NV{nv}" if nv else pcie, nvlinks=nv, pcie_path=pcie))
+            out.append(Pair(a=a, b=b, path=nvlink_path(nv) if nv else pcie, nvlinks=nv, pcie_path=pcie))
     return out
 
 

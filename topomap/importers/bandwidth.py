@@ -13,7 +13,7 @@ from pathlib import Path
 import msgspec
 
 from topomap.base.errors import ImportFailure
-from topomap.base.links import PCIE_GBPS_PER_LANE, parse_path
+from topomap.base.links import PCIE_GBPS_PER_LANE, nvlinks_of
 from topomap.base.parts import max_nvlinks, nvlink_parts
 from topomap.base.pciaddr import same_device
 from topomap.files.kind import measurement_tool
@@ -116,9 +116,8 @@ def peer_ceiling_gbps(snapshot: Snapshot, a: str, b: str, models: tuple[str, ...
     link of the fastest generation; and what that bound rests on."""
     pair = next((p for p in snapshot.pairs if {p.a, p.b} == {a, b}), None)
     links = pair.nvlinks if pair is not None else 0
-    if pair is not None and not links and pair.path:
-        kind, n = parse_path(pair.path)
-        links = n if kind == "NV" else 0
+    if pair is not None and not links:
+        links = nvlinks_of(pair.path)
     fastest_lane = max(PCIE_GBPS_PER_LANE.values())
     named = [Gpu(index=k, name=name) for k, name in enumerate(models)] or [
         g for g in snapshot.gpus if f"gpu{g.index}" in (a, b) and g.name

@@ -26,7 +26,7 @@ from topomap import __version__
 from topomap.base.errors import ImportFailure
 from topomap.base.pciaddr import parse_bus_id
 from topomap.importers._tree import Placed, tree_pairs
-from topomap.importers.nccl_xml import NCCL_UNRECORDED, PHB_NOTE
+from topomap.importers.nccl_xml import NCCL_RECORDED_AS, NCCL_UNRECORDED, PHB_NOTE
 from topomap.model.nvlinks import nvswitches_from_links
 from topomap.model.snapshot import Gpu, Host, Nic, NumaNode, NvLink, PciDevice, Snapshot, Source
 from topomap.model.source_facts import unknown_fields_of
@@ -270,7 +270,12 @@ def read_nccl_log_dump(text: str, origin: str) -> LogDump:
     )
     snapshot = Snapshot(
         source=Source(
-            kind="nccl-log", origin=origin, tool=f"topomap {__version__}", unknown_fields=unknown, notes=notes
+            kind="nccl-log",
+            origin=origin,
+            tool=f"topomap {__version__}",
+            unknown_fields=unknown,
+            path_recorded_as=dict(NCCL_RECORDED_AS),
+            notes=notes,
         ),
         host=Host(hostname=d.key[0], cpu_model=" / ".join(sorted(f.vendors)) or None, numa_nodes=f.numa),
         gpus=gpus,

@@ -19,7 +19,7 @@ from topomap import __version__
 from topomap.base.cpus import cpus_from_hex_mask, format_cpulist
 from topomap.base.devices import format_device_id, parse_device_id
 from topomap.base.errors import ImportFailure
-from topomap.base.links import pcie_gen_from_speed_text
+from topomap.base.links import PathClass, pcie_gen_from_speed_text
 from topomap.base.part_names import model_from_device_id
 from topomap.base.parts import nvlink_generation_of_cc
 from topomap.base.pciaddr import normalize_bus_id, parse_bus_id
@@ -48,8 +48,10 @@ NVLINK_ABSENT_NOTE = (
     "`nvidia-smi topo -m` on the machine would settle NVLink"
 )
 #: What NCCL's topology (file or dump) never records and no :class:`~topomap.model.source_facts.Fact`
-#: covers: CUDA ordinals, CUDA peer access, PHB told from NODE.
-NCCL_UNRECORDED = ("gpus.cuda_ordinal", "pairs.cuda", "pairs.path (PHB vs NODE)")
+#: covers: CUDA ordinals, CUDA peer access.
+NCCL_UNRECORDED = ("gpus.cuda_ordinal", "pairs.cuda")
+#: Nor PHB told from NODE (no host bridges): a NODE pair is recorded PHB (``Source.path_recorded_as``).
+NCCL_RECORDED_AS: dict[PathClass, PathClass] = {"NODE": "PHB"}
 PHB_NOTE = (
     "NCCL XML has no host bridges: pairs under one CPU without a common PCI bridge are recorded "
     "PHB; nvidia-smi on the same machine may print NODE"
@@ -378,7 +380,12 @@ def _build(
     )
     return Snapshot(
         source=Source(
-            kind="nccl-xml", origin=origin, tool=f"topomap {__version__}", unknown_fields=unknown, notes=notes
+            kind="nccl-xml",
+            origin=origin,
+            tool=f"topomap {__version__}",
+            unknown_fields=unknown,
+            path_recorded_as=dict(NCCL_RECORDED_AS),
+            notes=notes,
         ),
         host=Host(cpu_model=cpu_model, sockets=None, numa_nodes=tree.numa_nodes),
         gpus=gpus,

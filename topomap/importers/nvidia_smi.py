@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from topomap import __version__
 from topomap.base.errors import ImportFailure
-from topomap.base.links import P2P_STATUS_CODES, is_path_code, parse_path
+from topomap.base.links import P2P_STATUS_CODES, is_path_code, nvlink_path, nvlinks_of
 from topomap.base.pciaddr import normalize_bus_id
 from topomap.files.kind import looks_like_query, looks_like_query_csv
 from topomap.importers.glued import row_cells, split_glued_labels
@@ -401,8 +401,8 @@ def _pairs(
             path = topo.cells.get((a, b)) if topo else None
             if path is None and a in by_label and b in by_label and buses:  # links with named peers (nvlink -R)
                 n = nvlink_count(by_label[a], by_label[b], buses)
-                path = f"NV{n}" if n else None  # what `topo -m` prints for an NVLink pair
-            nv = parse_path(path)[1] if path else 0
+                path = nvlink_path(n) if n else None  # what `topo -m` prints for an NVLink pair
+            nv = nvlinks_of(path)
             pp = None
             if a in ids and b in ids and _is_gpu_label(a) and _is_gpu_label(b) and p2p:
                 vals = {c: p2p[c].cells.get((a, b)) for c in p2p}

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from topomap.base.links import P2PStatus
+from topomap.base.links import XGMI_PATH, P2PStatus, PathClass
 from topomap.model.snapshot import P2P, Gpu, Pair, XgmiPair
 
 XGMI_WEIGHT = 15  # per XGMI hop (amdkfd io-link weight)
@@ -67,11 +67,11 @@ def amd_pair(a: Gpu, b: Gpu, f: AmdPairFacts, notes: list[str]) -> Pair:
     ids = (f"gpu{a.index}", f"gpu{b.index}")
     if link == "XGMI":
         notes.append(HOPS_NOTE)
-        return Pair(a=ids[0], b=ids[1], path="XGMI", pcie_path="SYS" if same_numa is False else None,
+        return Pair(a=ids[0], b=ids[1], path=XGMI_PATH, pcie_path="SYS" if same_numa is False else None,
                     p2p=p2p, xgmi=_xgmi(f), link_weight=w or None)  # fmt: skip
     if link == "PCIE":
         far = same_numa is False or (h is not None and h >= 3) or (w is not None and w > 2 * PCIE_WEIGHT)
-        path = "SYS" if far else "NODE"
+        path: PathClass = "SYS" if far else "NODE"
         if path == "NODE":
             notes.append(SAME_NODE_NOTE)
         return Pair(a=ids[0], b=ids[1], path=path, pcie_path=path, p2p=p2p, link_weight=w or None)

@@ -9,10 +9,12 @@ from typing import Any
 
 import msgspec
 
+from topomap.base.links import path_code_problem, pcie_class_problem
 from topomap.files.atomic import atomic_write
 from topomap.files.budget import MAX_JSON_VALUES, MAX_PACKED_VALUES, check_json_values
 from topomap.files.inputs import MAX_SNAPSHOT_BYTES, read_bytes, recode_utf8
 from topomap.files.kind import json_what
+from topomap.model.migrate import migrate
 from topomap.model.pack import (
     PACK_MIN_HOSTS,
     collector_paused,
@@ -67,7 +69,7 @@ def decode_snapshot(data: bytes, where: str = "<snapshot>") -> Snapshot:
     check_json_values(data, where, "snapshot", SnapshotError, most)
     if packed:  # a large cluster as JSON Lines, each shared part once (topomap.model.pack)
         with collector_paused():  # decoding and checking make no cycle: no collector pass over the hosts
-            snap = decode_pack(data.lstrip(b"\xef\xbb\xbf \t\r\n"), where)
+            snap = migrate(decode_pack(data.lstrip(b"\xef\xbb\xbf \t\r\n"), where), data)
             check_schema_version(snap.schema, f"{where}:1: cluster")
             validate_snapshot(light_members(snap), where, numbers_checked=True)
         return snap
@@ -75,6 +77,7 @@ def decode_snapshot(data: bytes, where: str = "<snapshot>") -> Snapshot:
         whole = _decode_whole(data)
         if whole is not None:
             check_schema_version(whole.schema, where)
+            whole = migrate(whole, data)
             _validate_shared(whole, where)
             return whole
     try:
@@ -94,6 +97,7 @@ def decode_snapshot(data: bytes, where: str = "<snapshot>") -> Snapshot:
         snap = _WHOLE.decode(data)
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as err:
         raise _decode_error(data, where, err) from err
+    snap = migrate(snap, data)
     _validate_shared(snap, where)
     return snap
 
@@ -168,9 +172,20 @@ def _decode_error(data: bytes, where: str, err: Exception) -> SnapshotError:
         return SnapshotError(f"{where}: {path}: {value} does not fit in 64 bits")
     if type(value) in (int, float) and message.startswith("Expected `float`"):
         return SnapshotError(f"{where}: {path}: {float(value):g} is outside 0 to {MAX_RATE:g}")  # type: ignore[arg-type]
+    code = _code_problem(path, value)
+    if code is not None:
+        return SnapshotError(f"{where}: {path}: {code}")
     return SnapshotError(f"{where}: {text}")
 
 
+def _code_problem(path: str, value: object) -> str | None:
+    """A pair's path code the model refused (``PathCode``, ``PathClass``), in base.links's words."""
+    if not isinstance(value, str) or not _PAIR_FIELD.search(path):
+        return None
+    return path_code_problem(value) if path.endswith(".path") else pcie_class_problem(value)
+
+
+_PAIR_FIELD = re.compile(r"(?:^|\.)pairs\[\d+\]\.(?:pcie_)?path$")
 _STEP = re.compile(r"\.?([^.\[]+)|\[(\d+)\]")
 
 

@@ -13,7 +13,7 @@ from typing import Annotated, Literal, get_args
 import msgspec
 
 from topomap.base.errors import TopomapError
-from topomap.base.links import P2PStatus
+from topomap.base.links import P2PStatus, PathClass, PathCode
 
 SCHEMA = "topomap.snapshot/1"
 SCHEMA_VERSION = 1
@@ -101,6 +101,9 @@ class Source(_S, kw_only=True):
     captured_at: str | None = None  # ISO-8601 UTC
     tool: str  # e.g. "topomap 0.1.0"
     unknown_fields: list[str] = []  # dotted field names this source cannot provide
+    # PCIe path classes this source cannot tell from another, each → the class it records instead:
+    # NCCL's topology has no host bridges, so a pair nvidia-smi prints NODE is recorded PHB ({"NODE": "PHB"})
+    path_recorded_as: dict[PathClass, PathClass] = {}
     notes: list[str] = []
     formats: list[SourceFormat] = []  # the outputs read (`topo-m`, `nvlink-status` …); [] before they were recorded
     filled: list[Filled] = []  # facts a declared lot or the catalogue gave, not read (topomap.model.origins)
@@ -250,9 +253,9 @@ class XgmiPair(_S, kw_only=True):
 class Pair(_S, kw_only=True):
     a: str  # "gpu0", "nic3"
     b: str
-    path: str | None  # NV<n>, XGMI (two AMD GPUs joined by XGMI), PIX, PXB, PHB, NODE, SYS; None when unknown
+    path: PathCode | None  # NV<n>, XGMI (two AMD GPUs joined by XGMI), PIX, PXB, PHB, NODE, SYS; None when unknown
     nvlinks: I64 = 0
-    pcie_path: str | None = None  # the PCIe class under an NV# or XGMI path, where known
+    pcie_path: PathClass | None = None  # the PCIe class under an NV# or XGMI path, where known
     p2p: P2P | None = None
     cuda: CudaPeer | None = None
     xgmi: XgmiPair | None = None  # issue 35: XGMI between two AMD GPUs (path XGMI), else None

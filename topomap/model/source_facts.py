@@ -19,6 +19,7 @@ import enum
 from dataclasses import dataclass
 from functools import lru_cache
 
+from topomap.base.links import PathClass
 from topomap.model.snapshot import SOURCE_FORMATS, Snapshot, SourceFormat, hosts_of
 
 
@@ -183,7 +184,6 @@ FIELD_ORDER: tuple[str, ...] = (
     "pairs.p2p",
     "pairs.cuda",
     "software",
-    "pairs.path (PHB vs NODE)",
     "nics.kind",
     "pairs.nvlink",
     "gpus.nvlinks",
@@ -449,11 +449,14 @@ def source_knows(snap: Snapshot, fact: Fact | str) -> bool:
 class Gaps:
     """What a snapshot's source cannot know: ``facts`` it does not carry (its kind of output cannot,
     or this file left them out), in :class:`Fact` order; ``fields`` the finer snapshot fields it
-    lacks that no fact covers (``gpus.compute_capability``, ``pairs.cuda``, ``pci``)."""
+    lacks that no fact covers (``gpus.compute_capability``, ``pairs.cuda``, ``pci``); ``recorded_as``
+    the path classes it cannot tell apart, each (the class it cannot tell, the class recorded instead:
+    ``("NODE", "PHB")``), as ``Source.path_recorded_as`` holds them."""
 
     facts: tuple[Fact, ...]
     fields: tuple[str, ...]
     amd: bool = False  # an AMD machine: the commands named are AMD's (issue 35)
+    recorded_as: tuple[tuple[PathClass, PathClass], ...] = ()
 
     def settled_by(self) -> dict[str, list[Fact]]:
         """The facts grouped by the command whose output carries them (:func:`settle_command`, bare:
@@ -487,4 +490,4 @@ def cannot_know(snap: Snapshot) -> Gaps:
         for x in unknown
         if x not in covered and not (no_nics and x.startswith("nics.")) and not (x == "pci" and Fact.PATH in missing)
     ]
-    return Gaps(tuple(missing), tuple(fields), is_amd_source(snap))
+    return Gaps(tuple(missing), tuple(fields), is_amd_source(snap), tuple(snap.source.path_recorded_as.items()))

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 import msgspec
 
 from topomap.base.errors import TopomapError
+from topomap.base.links import MAX_NVLINKS, PCIE_CLASSES, path_code_problem, pcie_class_problem
 from topomap.model.snapshot import I64_MAX, I64_MIN, MAX_RATE, Snapshot
 
 # Limits, each far above any real machine (largest known host: 72 GPUs in an NVL72 rack seen
@@ -28,7 +29,6 @@ from topomap.model.snapshot import I64_MAX, I64_MIN, MAX_RATE, Snapshot
 MAX_GPUS_PER_HOST = 256
 MAX_NICS_PER_HOST = 256
 MAX_PCI_DEVICES_PER_HOST = 65536
-MAX_NVLINKS = 64  # per GPU pair, and per GPU
 MAX_MEMBERS = 100_000  # hosts in a merged cluster
 # Names are data (escaped where shown) but not unbounded: real RDMA device names fit in 64
 # characters (IB_DEVICE_NAME_MAX), netdevs in 15, NVML GPU names in 96; 256 leaves room for pasted
@@ -39,8 +39,6 @@ MAX_HOSTNAME = 253  # DNS
 MAX_PCIE_GEN = 7
 MAX_PCIE_WIDTH = 32
 _RATE_WORDS = ("gbps", "gbit", "bandwidth", "rate", "speed")
-_PATH = re.compile(r"^(NV(\d{1,4})|XGMI|PIX|PXB|PHB|NODE|SYS)$")  # XGMI: two AMD GPUs (issue 35)
-_PCIE_PATH = re.compile(r"^(PIX|PXB|PHB|NODE|SYS)$")
 _DEVICE_ID = re.compile(r"^(gpu|nic)(\d+)$")
 
 
@@ -169,14 +167,12 @@ def _pairs(snap: Snapshot, where: str, ids: set[str]) -> None:
         if key in seen:
             raise SnapshotInvalid(f"{at}: {p.a}/{p.b} appears twice")
         seen.add(key)
-        if p.path is not None:
-            m = _PATH.match(p.path)
-            if not m:
-                raise SnapshotInvalid(f"{at}.path: {p.path!r} is not NV<n>, PIX, PXB, PHB, NODE or SYS")
-            if m.group(2) is not None and int(m.group(2)) > MAX_NVLINKS:
-                raise SnapshotInvalid(f"{at}.path: {p.path} links (at most {MAX_NVLINKS} per pair)")
-        if p.pcie_path is not None and not _PCIE_PATH.match(p.pcie_path):
-            raise SnapshotInvalid(f"{at}.pcie_path: {p.pcie_path!r} is not PIX, PXB, PHB, NODE or SYS")
+        # decoding checked both codes (PathCode, PathClass); a snapshot built in memory is checked here
+        bad = path_code_problem(p.path) if p.path is not None else None
+        if bad is not None:
+            raise SnapshotInvalid(f"{at}.path: {bad}")
+        if p.pcie_path is not None and p.pcie_path not in PCIE_CLASSES:
+            raise SnapshotInvalid(f"{at}.pcie_path: {pcie_class_problem(p.pcie_path)}")
         if not 0 <= p.nvlinks <= MAX_NVLINKS:
             raise SnapshotInvalid(f"{at}.nvlinks: {p.nvlinks} (0 to {MAX_NVLINKS} per pair)")
 

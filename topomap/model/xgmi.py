@@ -10,6 +10,7 @@ than one XGMI hop runs through other GPUs' links, which no AMD tool lists: unkno
 from __future__ import annotations
 
 from topomap.base.amd_parts import AmdPart, amd_part
+from topomap.base.links import is_xgmi
 from topomap.model.facts import Bandwidth
 from topomap.model.snapshot import Gpu, Pair, Snapshot
 
@@ -27,7 +28,7 @@ def xgmi_links(pair: Pair, a: Gpu, snap: Snapshot) -> tuple[int | None, str]:
     if x is not None and x.links:
         return x.links, "the source's link count"
     part = gpu_amd_part(a)
-    xgmi_pairs = sum(1 for p in snap.pairs if p.path == "XGMI" and a.index in (_idx(p.a), _idx(p.b)))
+    xgmi_pairs = sum(1 for p in snap.pairs if is_xgmi(p.path) and a.index in (_idx(p.a), _idx(p.b)))
     if part is not None and part.xgmi_links and xgmi_pairs == part.xgmi_links and (x is None or x.hops in (None, 1)):
         return 1, f"one of the {part.xgmi_links} links of an {part.name}, one to each other GPU"
     return None, "the link count is not recorded"

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from topomap import __version__
 from topomap.base.cpus import format_cpulist, parse_cpulist
+from topomap.base.links import PathClass, nvlink_path
 from topomap.base.pathclass import classify_chains
 from topomap.base.pciaddr import parse_bus_id
 from topomap.model.nic_ids import pci_id
@@ -293,7 +294,7 @@ def _pairs(
                 info = nv.pairs.get((ga.index, gb.index))
                 pcie = (info.pcie_path if info else None) or sys_class
                 n = nvlink_count(ga, gb, buses)
-                path = f"NV{n}" if n else pcie
+                path = nvlink_path(n) if n else pcie
                 if not n and any(g.lost and not g.nvlinks for g in (ga, gb)):
                     path = None  # its links were never read: NVLink unknown, not absent (lost recorded once)
                 p2p = P2P(**info.p2p) if info and info.p2p else None
@@ -309,7 +310,7 @@ def _pairs(
     return pairs
 
 
-def _sys_class(busa: str | None, busb: str | None, sysr: SysfsResult) -> str | None:
+def _sys_class(busa: str | None, busb: str | None, sysr: SysfsResult) -> PathClass | None:
     fa = sysr.functions.get(busa or "")
     fb = sysr.functions.get(busb or "")
     if fa is None or fb is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import msgspec
 
+from topomap.base.links import is_xgmi, pcie_class_of
 from topomap.model.amd_pairs import amd_pair
 from topomap.model.snapshot import Gpu, Pair
 from topomap.probe.amdsmi import AmdResult, probe_amdsmi
@@ -54,10 +55,10 @@ def _amd_pair_paths(pairs: list[Pair], gpus: list[Gpu], am: AmdResult) -> list[P
             out.append(p)
             continue
         q = amd_pair(a, b, facts, notes)
-        sys_class = p.pcie_path or p.path
+        sys_class = p.pcie_path or pcie_class_of(p.path)
         if q.path in (None, "NODE") and sys_class is not None:
             q = msgspec.structs.replace(q, path=sys_class, pcie_path=sys_class)  # sysfs sees the switch KFD does not
-        elif q.path == "XGMI":
+        elif is_xgmi(q.path):
             q = msgspec.structs.replace(q, pcie_path=sys_class or q.pcie_path)
         out.append(q)
     return out

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from topomap.base.cpus import cpus_from_words, format_cpulist
 from topomap.base.errors import TopomapError
-from topomap.base.links import NVLINK_VERSION_ENUM, NVML_TOPOLOGY_LEVELS, P2P_STATUS_CODES, P2PStatus
+from topomap.base.links import NVLINK_VERSION_ENUM, NVML_TOPOLOGY_LEVELS, P2P_STATUS_CODES, P2PStatus, PathClass
 from topomap.base.pciaddr import normalize_bus_id
 from topomap.model.snapshot import Fabric, FabricState, Gpu, Mig, MigDevice, NvLink, PcieLink, Problem, RemoteType
 from topomap.probe.guarded import INIT_TIMEOUT_S, CallRunner, active_runner
@@ -62,7 +62,7 @@ _FABRIC_STATES: dict[int, FabricState] = {0: "not-supported", 1: "not-started", 
 class NvmlPairInfo:
     """What NVML says about one GPU pair."""
 
-    pcie_path: str | None = None
+    pcie_path: PathClass | None = None
     p2p: dict[str, P2PStatus | None] = field(default_factory=dict)
 
 

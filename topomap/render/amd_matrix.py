@@ -10,6 +10,7 @@ PCIe on one NUMA node: 40 and 2; across NUMA nodes the weight depends on the NUM
 
 from __future__ import annotations
 
+from topomap.base.links import is_xgmi
 from topomap.model.amd_pairs import PCIE_WEIGHT, XGMI_WEIGHT
 from topomap.model.snapshot import Pair, Snapshot
 
@@ -26,9 +27,9 @@ def _cells(p: Pair | None) -> tuple[str, str, str]:
     """(weight, hops, link type) of a pair as rocm-smi would print them."""
     if p is None or p.path is None:
         return (str(p.link_weight) if p is not None and p.link_weight else "N/A"), "N/A", "XXXX"
-    if p.link_weight and p.path != "XGMI":
+    if p.link_weight and not is_xgmi(p.path):
         return str(p.link_weight), "2" if p.path != "SYS" else "3", "PCIE"
-    if p.path == "XGMI":
+    if is_xgmi(p.path):
         x = p.xgmi
         weight = (
             x.weight if x is not None and x.weight else (XGMI_WEIGHT * x.hops if x is not None and x.hops else None)

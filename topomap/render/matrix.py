@@ -5,6 +5,7 @@ Pure text so users can diff it against what nvidia-smi printed on the machine.
 
 from __future__ import annotations
 
+from topomap.base.links import is_xgmi
 from topomap.model.origins import filled_summary
 from topomap.model.snapshot import Gpu, Snapshot
 from topomap.model.source_facts import source_knows
@@ -69,7 +70,7 @@ def render_matrix(snap: Snapshot) -> str:
                 cells.append(visible(lookup.get(frozenset((row, col))) or "?"))
         extra = _gpu_cols(gpus[row], snap) if row in gpus else []
         lines.append("\t".join([_label(row), *cells, *extra]))
-    legend = LEGEND + (XGMI_LEGEND if any(p.path == "XGMI" for p in snap.pairs) else "")
+    legend = LEGEND + (XGMI_LEGEND if any(is_xgmi(p.path) for p in snap.pairs) else "")
     out = "\n".join(lines) + "\n\n" + legend + "\n"
     nics = [n for n in sorted(snap.nics, key=lambda n: n.index) if n.rdma]
     if nics and source_knows(snap, "nics.name"):  # a source without a legend gets none made up

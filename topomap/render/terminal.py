@@ -8,6 +8,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 from rich.tree import Tree
 
+from topomap.base.links import PathClass
 from topomap.base.units import fmt_bytes
 from topomap.graph import FABRIC, Topology, natural_key
 from topomap.graph.edges import edge_bandwidth
@@ -120,6 +121,7 @@ def cannot_know_text(snap: Snapshot, settle: bool = True) -> Text:
     each of it (its SETTLE_BY, grouped by command); empty when it knows everything."""
     gaps = cannot_know(snap)
     words = [what(f, gaps.amd) for f in gaps.facts] + unknown_in_words(list(gaps.fields))
+    words += [recorded_as_words(told, recorded) for told, recorded in gaps.recorded_as]
     t = Text()
     if not words:
         return t
@@ -154,7 +156,6 @@ _UNKNOWN_WORDS: dict[str, str] = {
     "nics.speed_gbit_s": "NIC speeds",
     "pci": "the PCI tree (structure inferred from path classes)",
     "software": "driver and CUDA versions",
-    "pairs.path (PHB vs NODE)": "PHB vs NODE (recorded as PHB)",
     "pairs.path": "PCIe path classes (PIX, PXB, PHB, NODE, SYS)",
     "gpus.cpu_affinity": "CPU affinity",
     "gpus.numa_node": "GPU NUMA nodes",
@@ -174,6 +175,12 @@ _UNKNOWN_WORDS: dict[str, str] = {
 
 def unknown_in_words(fields: list[str]) -> list[str]:
     return [_UNKNOWN_WORDS.get(f, f) for f in fields]
+
+
+def recorded_as_words(told: PathClass, recorded: PathClass) -> str:
+    """A path class the source cannot tell apart (``Source.path_recorded_as``), in words:
+    ``PHB vs NODE (recorded as PHB)``."""
+    return f"{recorded} vs {told} (recorded as {recorded})"
 
 
 def gpu_tables(snap: Snapshot, topo: Topology | None = None) -> list[RenderableType]:

@@ -9,7 +9,7 @@ from topomap.check import CheckResult, RuleResult
 from topomap.diff import ClusterDiff, DiffResult, NotCompared
 from topomap.diff.results import arrow_cell
 from topomap.flow.mapping import MappedArrow
-from topomap.render.terminal import MEDIUM_STYLE, unknown_in_words
+from topomap.render.terminal import MEDIUM_STYLE, recorded_as_words, unknown_in_words
 from topomap.render.text import visible
 
 
@@ -107,7 +107,9 @@ def _not_compared(entries: list[NotCompared]) -> str:
     for x in entries:
         field = _AS_FIELD.get((x.kind, x.field), x.field) if x.kind is not None else x.field
         words = field
-        if x.kind is None or field != x.field:  # a snapshot field: its words, else its name
+        if x.recorded_as is not None:
+            words = recorded_as_words(*x.recorded_as)
+        elif x.kind is None or field != x.field:  # a snapshot field: its words, else its name
             words = unknown_in_words([field])[0]
             if words == field and "." in field:
                 words = field.split(".", 1)[1]

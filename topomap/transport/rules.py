@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from topomap.base.errors import TopomapError
+from topomap.base.links import is_nvlink
 
 NCCL_SOURCE: Final = "NCCL 2.30.7 (github.com/NVIDIA/nccl @5067397)"
 
@@ -51,7 +52,7 @@ def path_rank(path: str) -> int:
     p = path.upper()
     if p == "NODE":
         p = "PHB"
-    if p.startswith("NV") and p not in PATH_ORDER:
+    if is_nvlink(p):
         p = "NVL"
     return PATH_ORDER.index(p) if p in PATH_ORDER else PATH_ORDER.index("SYS")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 
 from topomap import __version__
+from topomap.base.links import XGMI_PATH, nvlink_path
 from topomap.model.lots.typed import DeclaredLot, LotFact
 from topomap.model.snapshot import (
     P2P,
@@ -119,7 +120,7 @@ def host_snapshot(lot: DeclaredLot, hostname: str | None, terms: LotTerms | None
     known = lot.links is not None
     p2p = None if lot.p2p is None else P2P(read="OK", write="OK") if lot.p2p else P2P(read="NS", write="NS")
     xgmi = lot.links is not None and lot.links.kind == "xgmi"
-    path = "XGMI" if xgmi else f"NV{links}" if links else None
+    path = XGMI_PATH if xgmi else nvlink_path(links) if links else None
     pairs = [
         Pair(
             a=f"gpu{a}",

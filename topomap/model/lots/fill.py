@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from topomap.base.links import PCIE_CLASSES, parse_path
+from topomap.base.links import is_nvlink, nvlink_path, nvlinks_of, pcie_class_of
 from topomap.base.part_names import model_of
 from topomap.model.facts import gpu_pcie_link, nic_family
 from topomap.model.lots.build import _VENDOR_WORDS, FIELD_OF, KIND_OF, _value
@@ -146,8 +146,8 @@ def _links(h: _Host) -> None:
     for i, a in enumerate(ids):
         for b in ids[i + 1 :]:
             old = by_key.get(frozenset((a, b)))
-            pcie = old.path if old is not None and old.path in PCIE_CLASSES else None
-            new = Pair(a=a, b=b, path=f"NV{k}" if k else pcie, nvlinks=k, pcie_path=pcie if k else None)
+            pcie = pcie_class_of(old.path) if old is not None else None
+            new = Pair(a=a, b=b, path=nvlink_path(k) if k else pcie, nvlinks=k, pcie_path=pcie if k else None)
             if old is not None:
                 new = msgspec.structs.replace(old, path=new.path, nvlinks=k, pcie_path=new.pcie_path)
             by_key[frozenset((a, b))] = new
@@ -160,7 +160,7 @@ def _links(h: _Host) -> None:
 
 def _nv(p: Pair) -> int:
     """A GPU pair's NVLink count as the paste gives it: its NV# cell, else its link count."""
-    return parse_path(p.path or "")[1] if (p.path or "").startswith("NV") else p.nvlinks
+    return nvlinks_of(p.path) if is_nvlink(p.path) else p.nvlinks
 
 
 def _gpu_pairs(h: _Host) -> list[Pair]:
