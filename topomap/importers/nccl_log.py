@@ -22,13 +22,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from topomap import __version__
 from topomap.base.errors import ImportFailure
 from topomap.base.pciaddr import parse_bus_id
 from topomap.importers._tree import Placed, tree_pairs
-from topomap.importers.nccl_xml import NCCL_RECORDED_AS, NCCL_UNRECORDED, PHB_NOTE
+from topomap.importers.nccl_xml import NCCL_UNRECORDED, PHB_NOTE, nccl_source
 from topomap.model.nvlinks import nvswitches_from_links
-from topomap.model.snapshot import Gpu, Host, Nic, NumaNode, NvLink, PciDevice, Snapshot, Source
+from topomap.model.snapshot import Gpu, Host, Nic, NumaNode, NvLink, PciDevice, Snapshot
 from topomap.model.source_facts import unknown_fields_of
 
 #: ``host:pid:tid [dev] NCCL INFO message`` (a launcher prefix may stand before the host); nccl/logread
@@ -269,14 +268,7 @@ def read_nccl_log_dump(text: str, origin: str) -> LogDump:
         "nccl-log", *NCCL_UNRECORDED, *(["pairs.nvlink", "gpus.nvlinks"] if nv_unsure or _cut_at_gpu(d) else [])
     )
     snapshot = Snapshot(
-        source=Source(
-            kind="nccl-log",
-            origin=origin,
-            tool=f"topomap {__version__}",
-            unknown_fields=unknown,
-            path_recorded_as=dict(NCCL_RECORDED_AS),
-            notes=notes,
-        ),
+        source=nccl_source("nccl-log", origin, unknown, notes),
         host=Host(hostname=d.key[0], cpu_model=" / ".join(sorted(f.vendors)) or None, numa_nodes=f.numa),
         gpus=gpus,
         nics=nics,

@@ -38,6 +38,7 @@ from topomap.model.snapshot import (
     PcieLink,
     Snapshot,
     Source,
+    SourceKind,
 )
 from topomap.model.source_facts import unknown_fields_of
 
@@ -52,6 +53,20 @@ NVLINK_ABSENT_NOTE = (
 NCCL_UNRECORDED = ("gpus.cuda_ordinal", "pairs.cuda")
 #: Nor PHB told from NODE (no host bridges): a NODE pair is recorded PHB (``Source.path_recorded_as``).
 NCCL_RECORDED_AS: dict[PathClass, PathClass] = {"NODE": "PHB"}
+
+
+def nccl_source(kind: SourceKind, origin: str, unknown: list[str], notes: list[str]) -> Source:
+    """The Source of a snapshot read from NCCL's topology (its XML or a log's dump): NODE recorded as PHB."""
+    return Source(
+        kind=kind,
+        origin=origin,
+        tool=f"topomap {__version__}",
+        unknown_fields=unknown,
+        path_recorded_as=dict(NCCL_RECORDED_AS),
+        notes=notes,
+    )
+
+
 PHB_NOTE = (
     "NCCL XML has no host bridges: pairs under one CPU without a common PCI bridge are recorded "
     "PHB; nvidia-smi on the same machine may print NODE"
@@ -379,14 +394,7 @@ def _build(
         *(["pairs.nvlink"] if nvlink_known and self_bridge else []),  # bridged, to partners it does not name
     )
     return Snapshot(
-        source=Source(
-            kind="nccl-xml",
-            origin=origin,
-            tool=f"topomap {__version__}",
-            unknown_fields=unknown,
-            path_recorded_as=dict(NCCL_RECORDED_AS),
-            notes=notes,
-        ),
+        source=nccl_source("nccl-xml", origin, unknown, notes),
         host=Host(cpu_model=cpu_model, sockets=None, numa_nodes=tree.numa_nodes),
         gpus=gpus,
         nics=nics,
