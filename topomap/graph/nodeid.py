@@ -181,6 +181,12 @@ def node_words(node: str) -> str:
     return node.removeprefix(_PCI)
 
 
+def bare_id(node: str) -> str:
+    """A node id without its ``pci:`` prefix (``0000:17:00.0``, ``inferred-sw-gpu0``): how the plan's
+    shared links name a hop's ends. Not :func:`node_words`: an inferred part keeps its id there."""
+    return node.removeprefix(_PCI)
+
+
 def split_hop(hop: str) -> tuple[str, str]:
     """A route hop's flow host and node id (``lot/nic:mlx5_0`` → (``lot``, ``nic:mlx5_0``)), split
     at the first ``/`` (a node id may hold one, a flow host never does); a snapshot-less host's bare

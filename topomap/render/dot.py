@@ -16,6 +16,7 @@ import graphviz
 
 from topomap.base.errors import TopomapError
 from topomap.graph import Topology
+from topomap.graph.nodeid import nic_node
 from topomap.render.dotbuilder import DotBuilder, NodeSpec, node_key
 from topomap.render.export import reproducible_pdf
 from topomap.render.hostdot import HostDrawing, node_style, short_origin
@@ -100,7 +101,7 @@ def _network(b: DotBuilder, hosts: list[tuple[int, Topology]]) -> None:
         label = f"{len(nics)} RDMA NIC(s) · {rate}"
         cluster = f"cluster_{b.nid('cluster:' + f'host{h}')}"
         b.edge(
-            node_key(h, "nic:" + nics[0].name),
+            node_key(h, nic_node(nics[0])),
             "network",
             label,
             color=NETWORK,
