@@ -129,7 +129,10 @@ def inferred_port(device: str) -> str:
 
 
 def join_hop(host: str, node: str) -> str:
-    """A route hop: the node id ``node`` on flow host ``host`` (``lot/gpu3``)."""
+    """A route hop: the node id ``node`` on flow host ``host`` (``lot/gpu3``). A host holding ``/``
+    could not be split back (no placement names one): refused."""
+    if _HOP in host:
+        raise ValueError(f"flow host {host!r} holds '/': a route hop could not be read back")
     return f"{host}{_HOP}{node}"
 
 
