@@ -16,7 +16,7 @@ from topomap.base.units import fmt_bandwidth, fmt_gbit
 from topomap.graph import FABRIC, Topology, natural_key
 from topomap.graph.edges import edge_bandwidth
 from topomap.graph.evidence import nvlink_edge_usable
-from topomap.graph.nodeid import gpu_node, nic_node, node_kind
+from topomap.graph.nodeid import HOST, gpu_node, nic_node, node_kind
 from topomap.graph.query import pcie_edge_bandwidth, tree_parents
 from topomap.model.facts import Answer, Bandwidth, gpu_memory
 from topomap.model.snapshot import Nic
@@ -95,13 +95,13 @@ class DrawnTree:
                 return True
             return kind not in _FOLDED and n_children.get(node, 0) > 1
 
-        drawn = [n for n in topo.graph.nodes if n != "host" and kept(n)]
+        drawn = [n for n in topo.graph.nodes if n != HOST and kept(n)]
         above: dict[str, str] = {}
         for n in drawn:
             p = parents.get(n)
-            while p is not None and p != "host" and not kept(p):
+            while p is not None and p != HOST and not kept(p):
                 p = parents.get(p)
-            if p not in (None, "host") and n != FABRIC:
+            if p not in (None, HOST) and n != FABRIC:
                 above[n] = str(p)
         children: dict[str | None, list[str]] = {}
         for n in drawn:
