@@ -15,6 +15,7 @@ from topomap.base.links import class_rank
 from topomap.flow.mapping import FlowMap, MappedArrow
 from topomap.graph import Topology
 from topomap.graph.evidence import nearest_nic, nics_at_best_class
+from topomap.graph.nodeid import gpu_index, hop_node, nic_name, split_hop
 from topomap.model.facts import NicChoice, Tri, gpu_pcie_link
 
 
@@ -104,9 +105,10 @@ def arrow_qualities(a: MappedArrow, fmap: FlowMap, topos: dict[str, Topology | N
 def _route_nic(a: MappedArrow, host: str) -> str | None:
     """The NIC the arrow's route takes on ``host`` (route hops are ``host/nic:NAME``)."""
     for hop in a.route:
-        h, _, node = hop.rpartition("/")
-        if h == host and node.startswith("nic:"):
-            return node[4:]
+        h, node = split_hop(hop)
+        name = nic_name(node)
+        if h == host and name is not None:
+            return name
     return None
 
 
@@ -122,8 +124,8 @@ def _route_gpus(a: MappedArrow) -> list[tuple[str, str]]:
     """The GPUs (host, gpu id) whose own PCIe link the arrow crosses."""
     out: list[tuple[str, str]] = []
     for hop in a.route:
-        host, _, node = hop.rpartition("/")
-        if node.startswith("gpu") and node[3:].isdigit():
+        host, node = split_hop(hop)
+        if gpu_index(node) is not None:
             out.append((host, node))
     return out
 
@@ -131,7 +133,7 @@ def _route_gpus(a: MappedArrow) -> list[tuple[str, str]]:
 def _nic_sharing(a: MappedArrow, fmap: FlowMap) -> int:
     """How many arrows of the same flow arrow (its replicas, which run together) leave or enter by
     the busiest NIC on this arrow's route (1: none shares it; 0: the route names no NIC)."""
-    nics = {hop for hop in a.route if hop.rpartition("/")[2].startswith("nic:")}
+    nics = {hop for hop in a.route if nic_name(hop_node(hop)) is not None}
     if not nics:
         return 0
     count = 0

@@ -12,6 +12,7 @@ import msgspec
 
 from topomap.diff.changes import Change, Direction, NotCompared, grouped
 from topomap.flow.mapping import MappedArrow
+from topomap.graph.nodeid import hop_node
 
 Match = Literal["index", "structure"]
 Verdict = Literal["equivalent", "a-better", "b-better", "mixed", "different", "cannot-confirm"]
@@ -402,7 +403,7 @@ def touched(d: DiffResult, c: Change) -> bool:
             pairs.add(frozenset(ends))
         if "network" in (r.a.medium, r.b.medium):
             network.update(ends)
-        on_route.update(hop.rpartition("/")[2] for hop in x.route)
+        on_route.update(hop_node(hop) for hop in x.route)
         on_route.update(ends)
     if c.kind in ("nvlink", "p2p", "pair"):
         return frozenset(c.subject.split("–")) in pairs

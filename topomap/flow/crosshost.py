@@ -15,6 +15,7 @@ from topomap.flow.spec import FlowArrow, Placement
 from topomap.graph import FABRIC, Topology
 from topomap.graph.edges import edge_bandwidth
 from topomap.graph.evidence import nearest_nic
+from topomap.graph.nodeid import nic_node
 from topomap.graph.query import pcie_leg
 from topomap.model.facts import SETTLE, UNKNOWN_BW, Bandwidth, fabric_ready, nic_family
 from topomap.model.origins import fact_origin, relabel
@@ -98,7 +99,7 @@ def _nic_leg(
     if nic is None:
         notes.append(cat(on, choice.gdr.why_note() or "the snapshot records no NIC").only(gpu=p.gpu))
         return (on_host(p.host, node),), True, ()
-    nodes, leg_bw, _, leg = pcie_leg(topo, node, f"nic:{nic.name}")
+    nodes, leg_bw, _, leg = pcie_leg(topo, node, nic_node(nic))
     notes += leg
     unknown = False
     if leg_bw is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from topomap.graph.nodeid import join_hop
 from topomap.model.facts import SETTLE, UNKNOWN_BW, Bandwidth, pcie_placeholders
 from topomap.model.snapshot import Snapshot
 from topomap.transport.decide import Decision as NcclDecision
@@ -44,7 +45,7 @@ class Decision:
 
 def on_host(host: str, node: str) -> str:
     """A route hop: the graph node ``node`` of flow host ``host`` (``lot/gpu3``)."""
-    return f"{host}/{node}"
+    return join_hop(host, node)
 
 
 def on_host_all(host: str, nodes: list[str] | tuple[str, ...]) -> tuple[str, ...]:

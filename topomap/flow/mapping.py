@@ -22,6 +22,7 @@ from topomap.flow.onehost import same_host
 from topomap.flow.spec import Flow, FlowArrow, FlowError, Placement
 from topomap.graph import Topology
 from topomap.graph.evidence import gpu_usable
+from topomap.graph.nodeid import node_kind, split_hop
 from topomap.model.facts import Bandwidth, BandwidthSource, gpu_pcie_link
 from topomap.model.origins import fact_origin
 from topomap.transport.decide import Decision as NcclDecision
@@ -219,9 +220,9 @@ def _ceiling(a: FlowArrow, d: Decision, topos: dict[str, Topology | None]) -> fl
         return None
     rates: list[float] = []
     for hop in d.route:
-        host, _, node = hop.rpartition("/")
+        host, node = split_hop(hop)
         topo = topos.get(host)
-        gpu = topo.gpu(node) if topo is not None and node.startswith("gpu") else None
+        gpu = topo.gpu(node) if topo is not None and node_kind(node) == "gpu" else None
         if gpu is None:
             continue
         link = gpu_pcie_link(gpu)
@@ -235,7 +236,7 @@ def _ceiling(a: FlowArrow, d: Decision, topos: dict[str, Topology | None]) -> fl
 def _ceiling_source(d: Decision, topos: dict[str, Topology | None]) -> str:
     """Where the ceiling's PCIe generation comes from: "spec", or a lot's ("declared", "catalogue …")."""
     for hop in d.route:
-        topo = topos.get(hop.rpartition("/")[0])
+        topo = topos.get(split_hop(hop)[0])
         origin = fact_origin(topo.snapshot, "gpus.pcie") if topo is not None else None
         if origin is not None:
             return origin.inner()

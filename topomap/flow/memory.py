@@ -12,6 +12,7 @@ from topomap.base.notes import Note
 from topomap.flow.spec import Flow, FlowError, Placement
 from topomap.graph import Topology, natural_key
 from topomap.graph.evidence import memory_node
+from topomap.graph.nodeid import numa_id, numa_unknown
 from topomap.model.facts import SETTLE
 
 
@@ -50,14 +51,9 @@ def as_memory(p: Placement) -> Placement:
     return Placement(host=p.host, kind="memory") if p.kind == "host" else p
 
 
-def numa_unknown(node: str) -> bool:
-    """Whether a graph NUMA node stands for a node the source did not record (``numa-unknown``)."""
-    return node.startswith("numa-unknown")
-
-
 def numa_nodes(topo: Topology, numa: int) -> list[str]:
     """The graph node of NUMA node ``numa`` (``numa0``), as a list: empty where the graph has none."""
-    return [f"numa{numa}"] if f"numa{numa}" in topo.graph else []
+    return [numa_id(numa)] if numa_id(numa) in topo.graph else []
 
 
 def _recorded_numa(topo: Topology) -> list[int]:

@@ -19,6 +19,7 @@ from topomap.flow.decision import Decision, Medium, on_host, on_host_all, pcie_b
 from topomap.flow.spec import Flow, FlowArrow, FlowError, names
 from topomap.graph import Topology
 from topomap.graph.evidence import gpu_usable, memory_node, nearest_nic, pcie_path_class
+from topomap.graph.nodeid import nic_node
 from topomap.graph.query import pcie_leg
 from topomap.graph.routes import route
 from topomap.model.facts import SETTLE, UNKNOWN_BW, Bandwidth
@@ -194,8 +195,8 @@ def _loopback(host: str, topo: Topology, ga: str, gb: str, nd: NcclDecision, bef
     if out is None or back is None:
         rt: tuple[str, ...] = (on_host(host, ga), on_host(host, gb))
         return Decision("network", "nccl-net", "NET", rt, UNKNOWN_BW, (nccl_note(nd), before), nccl=nd)
-    n1, bw1, _, l1 = pcie_leg(topo, ga, f"nic:{out.name}")
-    n2, bw2, _, l2 = pcie_leg(topo, f"nic:{back.name}", gb)
+    n1, bw1, _, l1 = pcie_leg(topo, ga, nic_node(out))
+    n2, bw2, _, l2 = pcie_leg(topo, nic_node(back), gb)
     caps = [bw1, bw2] + [nic_bandwidth_gbps(n.speed_gbit_s) if n.speed_gbit_s else None for n in (out, back)]
     bw = UNKNOWN_BW
     if None not in caps:

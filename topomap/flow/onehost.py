@@ -14,6 +14,7 @@ from topomap.flow.memory import as_memory, host_path_class, placement_node
 from topomap.flow.spec import FlowArrow
 from topomap.graph import Topology
 from topomap.graph.evidence import GPU_LINK_VIAS, gpu_link, memory_node
+from topomap.graph.nodeid import numa_id
 from topomap.graph.query import pcie_leg
 from topomap.graph.routes import route
 from topomap.model.facts import SETTLE, UNKNOWN_BW, c2c_bandwidth
@@ -64,7 +65,7 @@ def _gpu_and_memory(a: FlowArrow, topo: Topology) -> Decision:
     if gpu is not None and gpu.gpu_numa_node is not None:  # Grace: the CPU's memory is over C2C, not PCIe
         rt = on_host_all(host, [gid, mem] if s.kind == "gpu" else [mem, gid])
         said = "Grace-class GPU: {gpu}'s own memory is {numa}, host memory is over NVLink-C2C, not PCIe"
-        notes.append(Note(said, host, gpu=gid, numa=f"numa{gpu.gpu_numa_node}"))
+        notes.append(Note(said, host, gpu=gid, numa=numa_id(gpu.gpu_numa_node)))
         figure, warning = with_measurement(topo.snapshot, *ends, kind, c2c_bandwidth(gpu))
         return Decision("host-memory", "c2c", None, rt, figure, (*notes, *([warning] if warning else [])))
     nodes, bw, _, leg_notes = pcie_leg(topo, gid, mem)

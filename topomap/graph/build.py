@@ -12,6 +12,7 @@ from topomap.base.errors import TopomapError
 from topomap.graph.edges import nvlink_edge, pcie_edge
 from topomap.graph.infer import infer_tree, numa_node, nvlinks_from_pairs
 from topomap.graph.light import Light
+from topomap.graph.nodeid import HOST, node_kind, numa_direct, pci_node
 from topomap.graph.topology import FABRIC, Indexes, Topology, gpu_node, natural_key, nic_node
 from topomap.graph.xgmi_edges import add_xgmi_edges
 from topomap.model.alike import AlikeKeys
@@ -33,7 +34,7 @@ def build(snap: Snapshot) -> Topology:
             hint="name one host, or use a command that reads clusters (show, matrix, render, map, diff, check)",
         )
     g = Light()
-    g.add_node("host", kind="host", label=snap.host.hostname or snap.source.origin, inferred=False)
+    g.add_node(HOST, kind="host", label=snap.host.hostname or snap.source.origin, inferred=False)
     topo = Topology(snapshot=snap, light=g)
     for gpu in snap.gpus:
         g.add_node(gpu_node(gpu), kind="gpu", label=f"GPU{gpu.index}", name=gpu.name or "", inferred=False)
@@ -63,7 +64,7 @@ def _tree_from_pci(topo: Topology) -> None:
     by_id = {d.id: d for d in snap.pci}
 
     def node(pid: str) -> str:
-        return dev_of.get(pid, f"pci:{pid}")
+        return dev_of.get(pid, pci_node(pid))
 
     for d in snap.pci:
         n = node(d.id)
@@ -108,7 +109,7 @@ def _tree_from_pci(topo: Topology) -> None:
             topo.chains[nn] = chain(nic.pci_bus_id)
         elif nic.numa_node is not None:
             g.add_edge(numa_node(topo, nic.numa_node), nn, kind="attach")
-            topo.chains[nn] = [f"numa{nic.numa_node}:direct", nn]
+            topo.chains[nn] = [numa_direct(nic.numa_node), nn]
         topo.locality[nn] = nic.numa_node
     for dev in list(topo.chains):
         if dev not in g or g.degree(dev) == 0:
@@ -169,7 +170,7 @@ def _nvlinks(topo: Topology) -> None:
                 if snap.nvswitches and all(sw.pci_bus_id is None for sw in snap.nvswitches):
                     label = "NVSwitch fabric (switches not visible to this host)"
                 g.add_node(peer, kind="nvswitch", label=label, switches=n_sw, inferred=False)
-            if peer.startswith("gpu") and g.has_edge(gpu_node(gpu), peer):
+            if node_kind(peer) == "gpu" and g.has_edge(gpu_node(gpu), peer):
                 continue
             nvlink_edge(topo, gpu_node(gpu), peer, n, gpu)
     if topo.nvlink_unresolved:
@@ -255,7 +256,7 @@ def alike_topology(first: Topology, snap: Snapshot) -> Topology:
     label = snap.host.hostname or snap.source.origin
     return Topology(
         snapshot=snap,
-        light=first.light if first.light.nodes["host"]["label"] == label else first.light.relabelled(label),
+        light=first.light if first.light.nodes[HOST]["label"] == label else first.light.relabelled(label),
         # the PCI chains, NUMA localities and GPUs with unnamed NVLink peers are filled while the graph
         # is built and never changed after (graph/build.py, graph/infer.py): shared, as the graph is
         chains=first.chains,

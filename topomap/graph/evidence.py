@@ -19,6 +19,7 @@ from topomap.base.links import NCCL_P2P_LEVELS, class_rank, pcie_class_of
 from topomap.base.notes import Note, cat, said
 from topomap.graph.edges import edge_bandwidth
 from topomap.graph.gpudirect import mirror_bits, pair_gdr, unplaced_gdr
+from topomap.graph.nodeid import gpu_node, node_kind
 from topomap.graph.query import numa_of, structural_class
 from topomap.graph.topology import FABRIC, Topology, snapshot_pair
 from topomap.graph.xgmi_edges import xgmi_reason
@@ -157,7 +158,7 @@ def nvlink(topo: Topology, a: str, b: str) -> NvlinkFact:
             blockers.append(f"MIG mode is on for gpu{x.index}: no NVLink peer access between MIG instances")
     if via == "nvswitch":
         holds = [(x, fabric_hold(x.fabric)) for x in (ga, gb)]
-        blockers += [hold.text_for(f"gpu{x.index}") for x, hold in holds if hold is not None]
+        blockers += [hold.text_for(gpu_node(x)) for x, hold in holds if hold is not None]
     pair = snapshot_pair(topo, a, b)
     if pair is not None and pair.p2p is not None and pair.p2p.nvlink not in (None, "OK"):
         blockers.append(f"NVML reports NVLink P2P status {pair.p2p.nvlink} for this pair")
@@ -180,7 +181,7 @@ def nvlink_edge_usable(topo: Topology, u: str, v: str) -> Answer:
     if FABRIC not in (u, v):
         return nvlink(topo, u, v).usable
     gid = v if u == FABRIC else u
-    others = [x for x in topo.light.neighbors(FABRIC) if x != gid and x.startswith("gpu")]
+    others = [x for x in topo.light.neighbors(FABRIC) if x != gid and node_kind(x) == "gpu"]
     answers = [nvlink(topo, gid, o).usable for o in others]
     if not answers or any(a.yes for a in answers):
         return Answer("yes")
@@ -347,7 +348,7 @@ def nearest_nic(topo: Topology, node: str) -> NicChoice:
 
 def _find_nearest_nic(topo: Topology, node: str) -> NicChoice:
     options = nics_at_best_class(topo, node)
-    if len(options) < 2 or not node.startswith("gpu"):
+    if len(options) < 2 or node_kind(node) != "gpu":
         return options[0]
     return _spread(topo, node, options)
 
@@ -366,7 +367,7 @@ def _spread(topo: Topology, gid: str, options: tuple[NicChoice, ...]) -> NicChoi
     for other in topo.snapshot.gpus:
         if other.lost:
             continue
-        cls = pcie_path_class(topo, f"gpu{other.index}", f"nic{first.index}")
+        cls = pcie_path_class(topo, gpu_node(other), f"nic{first.index}")
         ranks.append(class_rank(cls) if cls is not None else 99)
     local_gpus = max(1, ranks.count(min(ranks))) if ranks else 1
     count = len(options)
@@ -420,7 +421,7 @@ def nics_at_best_class(topo: Topology, node: str) -> tuple[NicChoice, ...]:
     if not nics:
         why = "no usable NIC recorded" + (" (every port is down)" if down else "")
         return (NicChoice(None, None, Answer("no", (why,)), skipped),)
-    if node.startswith("gpu"):
+    if node_kind(node) == "gpu":
         classed: list[tuple[int, int, Nic, str]] = []
         for n in nics:
             cls = pcie_path_class(topo, node, f"nic{n.index}")
@@ -438,7 +439,7 @@ def nics_at_best_class(topo: Topology, node: str) -> tuple[NicChoice, ...]:
             gdr = declared or unplaced_gdr(nics, why)
             return tuple(NicChoice(n, None, gdr, skipped) for n in nics)
         return (NicChoice(nics[0], None, declared or unplaced_gdr(nics, why), skipped),)
-    numa = node if node.startswith("numa") else numa_of(topo, node)
+    numa = node if node_kind(node) == "numa" else numa_of(topo, node)
     numa_id = topo.light.nodes[numa].get("label") if numa in topo.light else None
     same = [n for n in nics if numa and numa_id == f"NUMA {n.numa_node}"]
     host = Answer("no", ("host memory is not a GPU: no GPUDirect",))

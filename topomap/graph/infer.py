@@ -12,6 +12,17 @@ from collections.abc import Callable, Mapping
 from topomap.base.links import PCIE_CLASSES, class_rank, nvlinks_of, pcie_class_of
 from topomap.base.parts import max_nvlinks
 from topomap.graph.edges import nvlink_edge, pcie_edge
+from topomap.graph.nodeid import (
+    HOST,
+    gpu_id,
+    inferred_host_bridge,
+    inferred_port,
+    inferred_switch,
+    inferred_upper_switch,
+    nic_name,
+    numa_id,
+    numa_unknown_part,
+)
 from topomap.graph.topology import FABRIC, Topology, gpu_node, natural_key, nic_node
 from topomap.model.facts import model_nvlink_generation
 from topomap.model.snapshot import Gpu
@@ -41,17 +52,13 @@ class _Union:
 
 def numa_node(topo: Topology, numa: object, label: str | None = None) -> str:
     """The graph node of a NUMA node (``numa0``), created on first use; None → one unknown node."""
-    node = f"numa{numa}" if numa is not None else "numa-unknown"
+    node = numa_id(numa)
     if node not in topo.light:
         cpus = next((n.cpus for n in topo.snapshot.host.numa_nodes if n.id == numa), None)
         text = label or (f"NUMA {numa}" if numa is not None else "NUMA node unknown")
         topo.light.add_node(node, kind="numa", label=text, cpus=cpus or "", inferred=numa is None)
-        topo.light.add_edge("host", node, kind="attach")
+        topo.light.add_edge(HOST, node, kind="attach")
     return node
-
-
-def _slug(node: str) -> str:
-    return node.replace(":", "-")
 
 
 def infer_tree(topo: Topology) -> None:
@@ -60,7 +67,7 @@ def infer_tree(topo: Topology) -> None:
     (NODE between NUMA nodes, SYS within one) the recorded node is kept and a note names the cell."""
     snap = topo.snapshot
     topo.inferred = True
-    ids = {f"gpu{x.index}": gpu_node(x) for x in snap.gpus} | {f"nic{n.index}": nic_node(n) for n in snap.nics}
+    ids = {gpu_id(x.index): gpu_node(x) for x in snap.gpus} | {f"nic{n.index}": nic_node(n) for n in snap.nics}
     devs = sorted(ids.values(), key=natural_key)
     level: dict[frozenset[str], int] = {}
     for p in snap.pairs:
@@ -109,14 +116,14 @@ def _host_bridge(
         g.add_edge(numa_n, hb_grp[0], kind="attach")
         topo.chains[hb_grp[0]] = [numa_n, hb_grp[0]]
         return
-    hb = f"pci:inferred-hb-{_slug(hb_grp[0])}"
+    hb = inferred_host_bridge(hb_grp[0])
     g.add_node(hb, kind="host-bridge", label="host bridge", inferred=True)
     g.add_edge(numa_n, hb, kind="attach")
     for pxb in [c for c in clusters[2] if c[0] in hb_grp]:
         pix_groups = [c for c in clusters[1] if c[0] in pxb]
         upper: str | None = None
         if len(pix_groups) > 1:
-            upper = f"pci:inferred-sw-upper-{_slug(pxb[0])}"  # not the name of its first group's switch
+            upper = inferred_upper_switch(pxb[0])
             g.add_node(upper, kind="switch", label="PCIe switch", inferred=True)
             pcie_edge(topo, hb, upper, None, None)
         lone = [c[0] for c in pix_groups if len(c) == 1]
@@ -124,10 +131,10 @@ def _host_bridge(
         for pix in pix_groups:
             base = [hb] + ([upper] if upper else [])
             if len(pix) > 1 or (upper and lone_apart):
-                sw = f"pci:inferred-sw-{_slug(pix[0])}"
+                sw = inferred_switch(pix[0])
                 g.add_node(sw, kind="switch", label="PCIe switch", inferred=True)
                 if upper:
-                    port = f"pci:inferred-port-{_slug(pix[0])}"
+                    port = inferred_port(pix[0])
                     g.add_node(port, kind="port", label="", inferred=True)
                     pcie_edge(topo, upper, port, None, None)
                     pcie_edge(topo, port, sw, None, None)
@@ -144,7 +151,7 @@ def numa_node_named(topo: Topology, node: str, label: str, numa: object) -> str:
     if node not in topo.light:
         cpus = next((n.cpus for n in topo.snapshot.host.numa_nodes if n.id == numa), None)
         topo.light.add_node(node, kind="numa", label=label, cpus=cpus or "", inferred=True)
-        topo.light.add_edge("host", node, kind="attach")
+        topo.light.add_edge(HOST, node, kind="attach")
     return node
 
 
@@ -164,8 +171,8 @@ class _Cells:
     def known_as(self, d: str) -> str:
         """The file's name of a device, with the NIC's own name where the legend gives one (``NIC1 (mlx5_1)``)."""
         label = self.label.get(d, d)
-        own = d.removeprefix("nic:")
-        return f"{label} ({own})" if d.startswith("nic:") and own != label else label
+        own = nic_name(d)
+        return f"{label} ({own})" if own is not None and own != label else label
 
     def cls(self, a: str, b: str) -> str:
         return str(PCIE_CLASSES[self.level[frozenset((a, b))] - 1])
@@ -211,7 +218,7 @@ class _Placement:
                 else:
                     part, n = unknown_sides.index(k) + 1, len(unknown_sides)
                     label = f"NUMA node unknown, part {part} of {n} (SYS to the other parts in the matrix)"
-                    out[head] = numa_node_named(self.topo, f"numa-unknown-{part}", label, None)
+                    out[head] = numa_node_named(self.topo, numa_unknown_part(part), label, None)
             self._mark_node_links(sorted({out[h] for h in heads}, key=natural_key))
         return out
 

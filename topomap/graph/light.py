@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from topomap.graph.nodeid import HOST
+
 Attrs = dict[str, Any]
 
 
@@ -51,7 +53,7 @@ class Light:
         attribute dicts shared (hosts alike share one graph; topomap.graph.build.Shapes)."""
         h = Light()
         h.graph = self.graph
-        h._node = {**self._node, "host": {**self._node["host"], "label": label}}
+        h._node = {**self._node, HOST: {**self._node[HOST], "label": label}}
         h._adj = self._adj
         return h
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from topomap.base.part_names import model_from_name
 from topomap.graph.evidence import nvlink_route
+from topomap.graph.nodeid import gpu_node
 from topomap.graph.topology import Topology, natural_key
 from topomap.graph.xgmi_edges import xgmi_summary
 from topomap.model.facts import SETTLE
@@ -41,7 +42,7 @@ def gpu_link_summary(topo: Topology, gid: str) -> LinkSummary:
         return LinkSummary("unknown", known=False) if xgmi is None else LinkSummary(xgmi)
     snap, active = topo.snapshot, [x for x in g.nvlinks if x.active]
     peers = sorted(
-        (o for o in (f"gpu{x.index}" for x in snap.gpus) if o != gid and nvlink_route(topo, gid, o) is not None),
+        (o for o in (gpu_node(x) for x in snap.gpus) if o != gid and nvlink_route(topo, gid, o) is not None),
         key=natural_key,
     )
     if g.nvlinks:

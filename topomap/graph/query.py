@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from topomap.base.notes import Note
 from topomap.base.pathclass import classify_chains
+from topomap.graph.nodeid import HOST, node_words
 from topomap.graph.topology import Leg, Topology, natural_key
 from topomap.model.facts import BandwidthSource
 
@@ -23,8 +24,8 @@ def tree_parents(topo: Topology) -> dict[str, str]:
         return topo.index.parents
     g = topo.light
     parent: dict[str, str] = {}
-    seen = {"host"}
-    frontier = ["host"]
+    seen = {HOST}
+    frontier = [HOST]
     while frontier:
         nxt: list[str] = []
         for u in frontier:
@@ -44,7 +45,7 @@ def numa_of(topo: Topology, node: str) -> str | None:
     parents = tree_parents(topo)
     cur: str | None = node
     seen: set[str] = set()
-    while cur is not None and cur != "host" and cur not in seen:
+    while cur is not None and cur != HOST and cur not in seen:
         seen.add(cur)
         if topo.light.nodes[cur].get("kind") == "numa":
             return cur
@@ -98,7 +99,7 @@ def _leg(topo: Topology, a: str, b: str) -> Leg:
     for e in virtual:
         said = "PCIe Gen1 x1 declared on {bridge} – {parent}: a VM's virtual bridge, not the real link; "
         said += "its rate is unknown (`topomap measure` settles it)"
-        notes.append(Note(said, bridge=_words(e[0]), parent=_words(e[1])))
+        notes.append(Note(said, bridge=node_words(e[0]), parent=node_words(e[1])))
     if bw is not None and (virtual or any(g.edges[e].get("bandwidth_gbps") is None for e in real)):
         notes.append("some PCIe links on the route have no known speed: the figure is an upper bound")
     if neck is not None:
@@ -151,15 +152,4 @@ def bottleneck_note(g: nx.Graph, edge: tuple[str, str]) -> str:
     """Which PCIe link limits a route."""
     e = g.edges[edge]
     said = f"narrowest link: PCIe Gen{e.get('gen')} x{e.get('width')} " + "({end} – {parent})"
-    return Note(said, end=_words(edge[0]), parent=_words(edge[1]))
-
-
-def _words(node: str) -> str:
-    """A node id in words: inferred parts are called inferred."""
-    if node.startswith("pci:inferred-hb-"):
-        return "host bridge (inferred)"
-    if node.startswith("pci:inferred-sw-"):
-        return "PCIe switch (inferred)"
-    if node.startswith("pci:inferred-port-"):
-        return "switch port (inferred)"
-    return node[4:] if node.startswith("pci:") else node
+    return Note(said, end=node_words(edge[0]), parent=node_words(edge[1]))

@@ -8,13 +8,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from topomap.graph.light import Light
+from topomap.graph.nodeid import FABRIC as FABRIC
+from topomap.graph.nodeid import gpu_node as gpu_node
+from topomap.graph.nodeid import nic_name
+from topomap.graph.nodeid import nic_node as nic_node
 from topomap.model.facts import NicChoice
-from topomap.model.snapshot import Gpu, Nic, Pair, Snapshot
+from topomap.model.snapshot import Gpu, Pair, Snapshot
 
 if TYPE_CHECKING:
     import networkx as nx
-
-FABRIC = "nvswitch:fabric"
 
 #: A PCIe leg: the nodes, the narrowest known bandwidth (GB/s), the narrowest edge, notes.
 Leg = tuple[tuple[str, ...], float | None, tuple[str, str] | None, tuple[str, ...]]
@@ -79,14 +81,6 @@ class Topology:
         return self.index.gpus.get(gid)
 
 
-def nic_node(n: Nic) -> str:
-    return f"nic:{n.name}"
-
-
-def gpu_node(g: Gpu) -> str:
-    return f"gpu{g.index}"
-
-
 def natural_key(s: str) -> tuple[str, int, str]:
     """Sort gpu2 before gpu10."""
     head = s.rstrip("0123456789")
@@ -96,7 +90,7 @@ def natural_key(s: str) -> tuple[str, int, str]:
 
 def snapshot_id(node: str, topo: Topology) -> str:
     """Snapshot id (``nic3``) of a graph node (``nic:mlx5_3``)."""
-    if not node.startswith("nic:"):
+    if nic_name(node) is None:
         return node
     if topo.index.nic_ids is None:
         topo.index.nic_ids = {nic_node(n): f"nic{n.index}" for n in topo.snapshot.nics}

@@ -5,6 +5,7 @@ every other), not a switch: no hub node."""
 from __future__ import annotations
 
 from topomap.base.links import is_xgmi
+from topomap.graph.nodeid import gpu_node
 from topomap.graph.topology import Topology
 from topomap.model.xgmi import xgmi_bandwidth, xgmi_links
 
@@ -12,7 +13,7 @@ from topomap.model.xgmi import xgmi_bandwidth, xgmi_links
 def add_xgmi_edges(topo: Topology) -> None:
     """Add an ``xgmi`` edge for every pair of the snapshot whose path is XGMI."""
     snap, g = topo.snapshot, topo.light
-    by_id = {f"gpu{x.index}": x for x in snap.gpus}
+    by_id = {gpu_node(x): x for x in snap.gpus}
     for p in snap.pairs:
         if not is_xgmi(p.path) or p.a not in by_id or p.b not in by_id or p.a not in g or p.b not in g:
             continue

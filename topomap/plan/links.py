@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from topomap.base.links import nic_bandwidth_gbps
+from topomap.graph.nodeid import bare_id, nic_name, nic_node, node_kind, split_hop
 from topomap.graph.query import pcie_edge_bandwidth
 from topomap.plan.result import Hop
 
@@ -34,37 +35,27 @@ HOST_MEMORY_SETTLE = "nvbandwidth -b host_to_all_memcpy_ce (and all_to_host_memc
 _EPS = 1e-9
 
 
-def _split(ref: str) -> tuple[str, str]:
-    """``lot/pci:cpu0`` → (``lot``, ``pci:cpu0``); a snapshot-less host's bare name → (name, "")."""
-    host, _, node = ref.partition("/")
-    return host, node
-
-
-def _words(node: str) -> str:
-    return node.removeprefix("pci:")
-
-
 def _nic_hop(topo: Topology | None, ref: str, node: str, way: str) -> Hop:
-    nic = None if topo is None else next((n for n in topo.snapshot.nics if f"nic:{n.name}" == node), None)
+    nic = None if topo is None else next((n for n in topo.snapshot.nics if nic_node(n) == node), None)
     rate = None if nic is None or nic.speed_gbit_s is None else nic_bandwidth_gbps(nic.speed_gbit_s)
-    return Hop(f"{ref}>{way}", f"NIC {node.removeprefix('nic:')} ({way}) on {_split(ref)[0]}", rate, "nic")
+    return Hop(f"{ref}>{way}", f"NIC {nic_name(node)} ({way}) on {split_hop(ref)[0]}", rate, "nic")
 
 
 def route_hops(topos: dict[str, Topology | None], route: Sequence[str]) -> tuple[Hop, ...]:
     """The hops of one route, in the direction the data moves (see the module docstring)."""
     out: list[Hop] = []
     for u, v in itertools.pairwise(route):
-        hu, nu = _split(u)
-        hv, nv = _split(v)
+        hu, nu = split_hop(u)
+        hv, nv = split_hop(v)
         if hu != hv or not nu or not nv:  # leaving one host for another: the NICs' ports
-            if nu.startswith("nic:"):
+            if node_kind(nu) == "nic":
                 out.append(_nic_hop(topos.get(hu), u, nu, "out"))
-            if nv.startswith("nic:"):
+            if node_kind(nv) == "nic":
                 out.append(_nic_hop(topos.get(hv), v, nv, "in"))
             continue
         topo = topos.get(hu)
         if topo is None or not topo.graph.has_edge(nu, nv):
-            out.append(Hop(f"{u}>{v}", f"{_words(nu)} – {_words(nv)}", None, "unknown"))
+            out.append(Hop(f"{u}>{v}", f"{bare_id(nu)} – {bare_id(nv)}", None, "unknown"))
             continue
         hop = _graph_hop(topo, u, v, nu, nv)
         out.append(Hop(hop.key, f"{hop.what} on {hu}", hop.gbps, hop.kind))
@@ -75,7 +66,7 @@ def _graph_hop(topo: Topology, u: str, v: str, nu: str, nv: str) -> Hop:
     g = topo.graph
     edge = g.edges[nu, nv]
     kind = edge.get("kind")
-    what = f"{_words(nu)} – {_words(nv)}"
+    what = f"{bare_id(nu)} – {bare_id(nv)}"
     if kind == "pcie":
         gen, width = edge.get("gen"), edge.get("width")
         name = f"PCIe Gen{gen} x{width} {what}" if gen and width else f"PCIe link {what}"
@@ -83,7 +74,7 @@ def _graph_hop(topo: Topology, u: str, v: str, nu: str, nv: str) -> Hop:
     kinds = {g.nodes[nu].get("kind"), g.nodes[nv].get("kind")}
     if "numa" in kinds and kind != "smp":
         numa = u if g.nodes[nu].get("kind") == "numa" else v
-        return Hop(f"{numa}>memory", f"host memory of {_words(nu if numa == u else nv)}", None, "host-memory")
+        return Hop(f"{numa}>memory", f"host memory of {bare_id(nu if numa == u else nv)}", None, "host-memory")
     if kind == "smp":
         return Hop(f"{u}>{v}", f"inter-socket link {what}", None, "smp")
     rate = edge.get("bandwidth_gbps")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from topomap.base.units import fmt_bytes, fmt_gbps, fmt_seconds
 from topomap.flow import Placement
 from topomap.flow.mapping import FlowMap, MappedArrow
+from topomap.graph.nodeid import hop_node, nic_name
 from topomap.render.notes import NoteLine, compress, group_notes, ranges
 
 
@@ -118,7 +119,7 @@ class Bundle:
         out: list[str] = []
         into: list[str] = []
         for a in self.arrows:
-            nics = [hop.rpartition("/")[2][4:] for hop in a.route if hop.rpartition("/")[2].startswith("nic:")]
+            nics = [n for n in (nic_name(hop_node(hop)) for hop in a.route) if n is not None]
             if nics:
                 out.append(nics[0])
             if len(nics) > 1:

@@ -16,6 +16,7 @@ import graphviz
 
 from topomap.base.errors import TopomapError
 from topomap.graph import Topology
+from topomap.graph.nodeid import HOST, nic_node
 from topomap.render.dotbuilder import DotBuilder, NodeSpec, node_key
 from topomap.render.export import reproducible_pdf
 from topomap.render.hostdot import HostDrawing, node_style, short_origin
@@ -82,7 +83,7 @@ def _unknown_host(b: DotBuilder, h: int, name: str | None, inside: Sequence[Node
     """A host with no snapshot: a dashed box with one node (and the steps placed on it)."""
     label = f"{name or 'host'} (no snapshot)"
     with b.box(f"host{h}", name or "host", style="rounded,dashed", color="#9e9e9e", fontsize="13"):
-        b.node(node_key(h, "host"), label, **node_style("host", True, False))
+        b.node(node_key(h, HOST), label, **node_style("host", True, False))
         for spec in inside:
             b.place(spec)
 
@@ -100,7 +101,7 @@ def _network(b: DotBuilder, hosts: list[tuple[int, Topology]]) -> None:
         label = f"{len(nics)} RDMA NIC(s) · {rate}"
         cluster = f"cluster_{b.nid('cluster:' + f'host{h}')}"
         b.edge(
-            node_key(h, "nic:" + nics[0].name),
+            node_key(h, nic_node(nics[0])),
             "network",
             label,
             color=NETWORK,

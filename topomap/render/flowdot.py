@@ -16,7 +16,8 @@ from collections import Counter
 from collections.abc import Callable
 
 from topomap.flow.mapping import FlowMap
-from topomap.graph import FABRIC, Topology
+from topomap.graph import FABRIC, Topology, nodeid
+from topomap.graph.nodeid import gpu_node, node_kind, split_hop
 from topomap.render.bundles import Bundle, bundles, compress_places
 from topomap.render.dot import GRAPH, origin_line, topology_dot
 from topomap.render.dotbuilder import DotBuilder, NodeSpec, node_key
@@ -105,7 +106,7 @@ def _where(fmap: FlowMap, step: str, host: str, topo: Topology | None) -> str:
         text = text.replace("gpu", "GPU", 1)
         models = []
         if topo is not None:
-            by_id = {f"gpu{g.index}": g for g in topo.snapshot.gpus}
+            by_id = {gpu_node(g): g for g in topo.snapshot.gpus}
             models = list(dict.fromkeys(gpu_model(by_id[g].name or "") for g in gpus if g in by_id and by_id[g].name))
         if models:
             text += " · " + (f"{len(gpus)}× " if len(gpus) > 1 else "") + "/".join(str(m) for m in models)
@@ -124,8 +125,8 @@ def _numa_ends(fmap: FlowMap, step: str, host: str) -> list[str]:
     found: list[str] = []
     for a in fmap.arrows:
         for st, hop in ((a.src_step, a.route[0] if a.route else ""), (a.dst_step, a.route[-1] if a.route else "")):
-            h, _, node = hop.rpartition("/")
-            if st == step and h == host and node.startswith("numa") and node not in found:
+            h, node = split_hop(hop)
+            if st == step and h == host and node_kind(node) == "numa" and node not in found:
                 found.append(node)
     return found
 
@@ -197,8 +198,8 @@ def flow_on_machine_dot(fmap: FlowMap, topos: dict[str, Topology | None], hardwa
     touched: set[tuple[int, str]] = set()
     for a in fmap.arrows:
         for hop in a.route:
-            host, _, node = hop.rpartition("/")
-            if host in index:
+            host, node = split_hop(hop)
+            if host in index and node:
                 touched.add((index[host], node))
     for st in fmap.flow.steps.values():
         for p in st.placements:
@@ -269,8 +270,8 @@ def _flow_only(
     spans: list[tuple[str, str]] = []
     for k, h in enumerate(hosts):
         topo = topos.get(h)
-        gpus = {n for (hh, n) in touched if hh == k and n.startswith("gpu")}
-        nics = {n[4:] for (hh, n) in touched if hh == k and n.startswith("nic:")}
+        gpus = {n for (hh, n) in touched if hh == k and node_kind(n) == "gpu"}
+        nics = {name for (hh, n) in touched if hh == k and (name := nodeid.nic_name(n)) is not None}
         with b.box(f"host{k}", h, style="rounded", color="#9e9e9e", fontsize="13", labeljust="l", labelloc="t"):
             # the host's hardware as a text node at the top of its box: arrows route around a node, not a label
             summary = _host_summary(topo, gpus, nics)

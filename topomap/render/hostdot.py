@@ -16,6 +16,7 @@ from topomap.base.units import fmt_bandwidth, fmt_gbit
 from topomap.graph import FABRIC, Topology, natural_key
 from topomap.graph.edges import edge_bandwidth
 from topomap.graph.evidence import nvlink_edge_usable
+from topomap.graph.nodeid import HOST, gpu_node, nic_node, node_kind
 from topomap.graph.query import pcie_edge_bandwidth, tree_parents
 from topomap.model.facts import Answer, Bandwidth, gpu_memory
 from topomap.model.snapshot import Nic
@@ -94,13 +95,13 @@ class DrawnTree:
                 return True
             return kind not in _FOLDED and n_children.get(node, 0) > 1
 
-        drawn = [n for n in topo.graph.nodes if n != "host" and kept(n)]
+        drawn = [n for n in topo.graph.nodes if n != HOST and kept(n)]
         above: dict[str, str] = {}
         for n in drawn:
             p = parents.get(n)
-            while p is not None and p != "host" and not kept(p):
+            while p is not None and p != HOST and not kept(p):
                 p = parents.get(p)
-            if p not in (None, "host") and n != FABRIC:
+            if p not in (None, HOST) and n != FABRIC:
                 above[n] = str(p)
         children: dict[str | None, list[str]] = {}
         for n in drawn:
@@ -149,13 +150,13 @@ def node_label(topo: Topology, n: str) -> str:
     kind = d.get("kind")
     snap = topo.snapshot
     if kind == "gpu":
-        gpu = next(x for x in snap.gpus if f"gpu{x.index}" == n)
+        gpu = next(x for x in snap.gpus if gpu_node(x) == n)
         extra = f"\n{gpu_model(gpu.name)}" if gpu.name else ""
         memory = gpu_memory(gpu)
         mem = f"\n{memory_text(memory)}" if memory.total_bytes else ""
         return f"GPU{gpu.index}{extra}{mem}"
     if kind == "nic":
-        nic = next(x for x in snap.nics if f"nic:{x.name}" == n)
+        nic = next(x for x in snap.nics if nic_node(x) == n)
         speed = f"\n{fmt_gbit(nic.speed_gbit_s)}" if nic.speed_gbit_s else ""
         return f"{nic_words(nic_name(nic))}{speed}"
     if kind == "numa":
@@ -272,14 +273,14 @@ class HostDrawing:
         """NUMA nodes in rows: one per row when each holds a row of GPUs, more per row when they are
         small; the fabric hub, without spokes, below the rest."""
         declared = self.b.declared
-        widest = max((sum(k.split(":", 1)[1].startswith("gpu") for k in declared[a:z]) for a, z in spans), default=1)
+        widest = max((sum(node_kind(k.split(":", 1)[1]) == "gpu" for k in declared[a:z]) for a, z in spans), default=1)
         columns = 1 if widest >= 2 else 2
         for above, below in zip(spans, spans[columns:], strict=False):
             if above[1] > above[0] and below[1] > below[0]:
                 self.b.invisible(declared[above[1] - 1], declared[below[0]])
         if hub_only and spans:
             for key in declared[spans[-1][0] : spans[-1][1]]:
-                if key.split(":", 1)[1].startswith(("gpu", "nic:")):
+                if node_kind(key.split(":", 1)[1]) in ("gpu", "nic"):
                     self.b.invisible(key, self._key(FABRIC))
 
     def _tree_edges(self) -> None:

@@ -13,6 +13,7 @@ from topomap.base.units import fmt_bytes
 from topomap.graph import FABRIC, Topology, natural_key
 from topomap.graph.edges import edge_bandwidth
 from topomap.graph.link_summary import gpu_link_summary
+from topomap.graph.nodeid import hop_words
 from topomap.graph.query import tree_parents
 from topomap.model.facts import SETTLE, fabric_ready, gpu_memory, gpu_pcie_link, nic_family, nic_gdr
 from topomap.model.filled_facts import named, nic_speed
@@ -384,18 +385,8 @@ MEDIUM_STYLE = {
 
 
 def short_node(node: str) -> str:
-    """Readable route hop: inferred PCI nodes are called inferred in words."""
-    host, sep, rest = node.rpartition("/")
-    prefix = host + sep
-    if rest.startswith("pci:inferred-hb-"):
-        rest = "host bridge (inferred)"
-    elif rest.startswith("pci:inferred-sw-"):
-        rest = "PCIe switch (inferred)"
-    elif rest.startswith("pci:inferred-port-"):
-        rest = "switch port (inferred)"
-    elif rest.startswith("pci:"):
-        rest = rest[4:]
-    return prefix + rest
+    """Readable route hop: inferred PCI nodes are called inferred in words (the graph's own words)."""
+    return hop_words(node)
 
 
 def cluster_header(snap: Snapshot) -> RenderableType:
