@@ -13,7 +13,7 @@ from topomap.cli import app
 from topomap.diff import diff_clusters
 from topomap.importers import load_any
 
-REAL = Path(__file__).resolve().parents[2].parent / "shared" / "real-topologies" / "nvidia-smi"
+REAL = Path(__file__).resolve().parents[2] / "tests" / "data" / "real-topologies" / "nvidia-smi"
 ROOT = Path(__file__).resolve().parents[2]
 PASTE = REAL / "hgx-h200-8gpu-10nic-nchc-nano4.txt"
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from topomap.base.links import pcie_class_of
 from topomap.graph.evidence import nvlink, pcie_path_class
+from topomap.graph.nodeid import node_kind
 from topomap.graph.query import pcie_leg
 from topomap.graph.topology import Topology, snapshot_path
 from topomap.model.facts import BandwidthSource
@@ -34,7 +35,7 @@ def route(topo: Topology, a_ref: str, b_ref: str) -> Route:
     a, b = topo.endpoint(a_ref), topo.endpoint(b_ref)
     if a == b:
         return Route(a, b, (a,), None, "local", None, "unknown")
-    if a.startswith("gpu") and b.startswith("gpu"):
+    if node_kind(a) == "gpu" and node_kind(b) == "gpu":
         nv = nvlink(topo, a, b)
         if nv.usable.yes:
             bw = nv.bandwidth
