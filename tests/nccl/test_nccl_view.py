@@ -216,3 +216,17 @@ def test_a_summary_line_comes_first() -> None:
     assert r.exit_code == 0 and lines[2] == (
         "predicted for 23 (rank pair, transport) entries: 15 NET+GDR (other-host), 8 P2P (p2p-nvlink)"
     )
+
+
+def test_a_log_without_a_dump_where_the_snapshot_goes_is_read_as_log() -> None:
+    """The nccl guide says `topomap nccl run.log` is read as `--log run.log`; a log without a topology
+    dump was refused there (exit 2) and read only with --log."""
+    path = str(LOGS / "deepspeed4715-ipc-read-ibext-nogdr.log")
+    code, as_snap, _ = _nccl(path, "--json")
+    assert code == 0
+    _, as_log, _ = _nccl("--log", path, "--json")
+    doc, want = json.loads(as_snap), json.loads(as_log)
+    assert doc["pairs"] == want["pairs"] and len(doc["pairs"]) == 8
+    assert doc["notes"][0] == f"{path} is an NCCL log: read as --log {path}"
+    code, _, err = _nccl(path, "--log", path)  # a log in each place: the first is no machine
+    assert code == 2 and "an NCCL log without a topology dump" in err

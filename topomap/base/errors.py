@@ -13,3 +13,8 @@ class TopomapError(Exception):
 
 class ImportFailure(TopomapError):
     """A file that cannot be imported; the message names file and line."""
+
+
+class LogWithoutDump(ImportFailure):
+    """An NCCL INFO log read as a topology that has no topology dump: `topomap nccl` reads it as a log
+    (its channel lines); every other command cannot use it as a machine."""

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from topomap.base.errors import TopomapError
+from topomap.base.errors import LogWithoutDump, TopomapError
 
 if TYPE_CHECKING:
     from topomap.model.snapshot import Snapshot
@@ -98,8 +98,7 @@ def nccl(
         return _perf_or_tests(
             snap, log, ranks, version, extra, (perf, tests, collective, sizes, hosts, output), json_out
         )
-    snapshot = _load(snap) if snap else None
-    as_log = log is None and snap is not None and snapshot is not None and _raw_log(snapshot, snap)
+    snapshot, as_log = _snapshot_or_log(snap, log)
     if as_log:  # `topomap nccl run.log`: its channel lines too, not only its first topology dump
         log, snapshot = snap, None
     if log is not None:
@@ -191,6 +190,20 @@ def _from_log(
     if use is dump and dump is not None:
         report.notes[:0] = ["facts from the log's own topology tree (imported as a snapshot)", *gaps]
     return report
+
+
+def _snapshot_or_log(snap: str | None, log: str | None) -> tuple[Snapshot | None, bool]:
+    """The snapshot argument loaded, and whether it is an NCCL log given where the snapshot goes (then
+    read as ``--log``), with a topology dump or without one."""
+    if not snap:
+        return None, False
+    try:
+        snapshot = _load(snap)
+    except LogWithoutDump:
+        if log is not None:
+            raise  # a log in each place: the first is no machine
+        return None, True
+    return snapshot, log is None and _raw_log(snapshot, snap)
 
 
 def _raw_log(snapshot: Snapshot, path: str) -> bool:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import msgspec
 
-from topomap.base.errors import ImportFailure
+from topomap.base.errors import ImportFailure, LogWithoutDump
 from topomap.files.inputs import MAX_SNAPSHOT_BYTES, MAX_TOPOLOGY_BYTES, decode_text, read_bytes, read_head, recode_utf8
 from topomap.files.kind import emptiness, json_what, topology_format, yaml_kind
 from topomap.model.codec import decode_snapshot
@@ -90,7 +90,7 @@ def import_text(text: str, origin: str, fmt: str = "auto") -> Snapshot:
                 f"{origin} --probe [NAME=]SNAPSHOT",
             )
         if found is None and " NCCL INFO " in text:
-            raise ImportFailure(
+            raise LogWithoutDump(
                 f"{origin}: an NCCL log without a topology dump ('=== System : maxBw' lines)",
                 hint="run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH to have NCCL print it; "
                 f"`topomap nccl --log {origin}` reads the channel lines",
