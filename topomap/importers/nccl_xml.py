@@ -68,8 +68,8 @@ def nccl_source(kind: SourceKind, origin: str, unknown: list[str], notes: list[s
 
 
 PHB_NOTE = (
-    "NCCL XML has no host bridges: pairs under one CPU without a common PCI bridge are recorded "
-    "PHB; nvidia-smi on the same machine may print NODE"
+    "NCCL's topology joins the host bridges of a CPU into one (drawn as host bridge cpuN): pairs under one "
+    "CPU without a common PCI bridge are recorded PHB; nvidia-smi on the same machine may print NODE"
 )
 
 
