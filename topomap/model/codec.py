@@ -175,7 +175,12 @@ def _decode_error(data: bytes, where: str, err: Exception) -> SnapshotError:
     code = _code_problem(path, value)
     if code is not None:
         return SnapshotError(f"{where}: {path}: {code}")
-    return SnapshotError(f"{where}: {text}")
+    return SnapshotError(f"{where}: {path}: {_lower(message)}")
+
+
+def _lower(message: str) -> str:
+    """msgspec's message after the field, as the other messages read: ``expected `int`, got `str```."""
+    return message[:1].lower() + message[1:]
 
 
 def _code_problem(path: str, value: object) -> str | None:
