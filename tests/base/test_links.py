@@ -71,3 +71,10 @@ def test_a_bad_code_in_words() -> None:
         == repr("NV" + "1" * 5000) + " is not NV<n>, XGMI, PIX, PXB, PHB, NODE or SYS"
     )
     assert path_code_problem("NV64") is None
+
+
+def test_nv0_says_an_nvlink_path_has_a_link() -> None:
+    """'NV0' is not NV<n> read as if NV0 were no NV code at all (the trial): it says what is wrong."""
+    assert path_code_problem("NV0") == "'NV0': an NVLink path has at least one link (NV1 to NV64)"
+    assert path_code_problem("NV00") == "'NV00': an NVLink path has at least one link (NV1 to NV64)"
+    assert path_code_problem("NV007") == "'NV007' is not " + WORDS  # a leading zero: no code nvidia-smi prints

@@ -173,6 +173,8 @@ def path_code_problem(code: str) -> str | None:
     digits = code[2:] if code.startswith("NV") else ""
     if 0 < len(digits) <= 9 and digits.isascii() and digits.isdigit() and int(digits) > MAX_NVLINKS:
         return f"{code} links (at most {MAX_NVLINKS} per pair)"
+    if digits and digits.isascii() and digits.strip("0") == "":  # NV0, NV00: no int() of a long string
+        return f"{code!r}: an NVLink path has at least one link (NV1 to NV{MAX_NVLINKS})"
     return f"{code!r} is not {PATH_CODES_WORDS}"
 
 

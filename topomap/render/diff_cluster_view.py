@@ -53,7 +53,8 @@ def cluster_diff_grouped_view(d: ClusterDiff, closing: str) -> RenderableType:
         parts += _comparison(main, "" if main.same else "bold")
         if rest:
             n = sum(len(g.hosts) for g in rest)
-            parts.append(_text(f"\nHosts compared otherwise: {n} host{'s' if n != 1 else ''} in {len(rest)} groups"))
+            groups = f"{len(rest)} group{'s' if len(rest) != 1 else ''}"
+            parts.append(_text(f"\nHosts compared otherwise: {n} host{'s' if n != 1 else ''} in {groups}"))
             for g in rest:
                 parts.append(_text(f"  {_title(g, False)}", style="bold"))
                 parts += _comparison(g, "", "      ")
