@@ -357,6 +357,22 @@ def _links_per_gpu(gpus: list[Gpu]) -> tuple[int, str]:
     return max_nvlinks(), "links any GPU has (the model is not recorded)"
 
 
+def _unrecorded_pairs(topo: Topology, gpus: list[str], nv: dict[frozenset[str], int]) -> list[frozenset[str]] | None:
+    """The pairs of ``gpus`` whose path the source does not record (no pair, or a null path); None when
+    one of them is recorded as something other than NV# (a PCIe class: not all-to-all NVLink)."""
+    recorded = {frozenset((p.a, p.b)): p.path for p in topo.snapshot.pairs}
+    out: list[frozenset[str]] = []
+    for i, a in enumerate(gpus):
+        for b in gpus[i + 1 :]:
+            pair = frozenset((a, b))
+            if pair in nv:
+                continue
+            if recorded.get(pair) is not None:
+                return None
+            out.append(pair)
+    return out
+
+
 def nvlinks_from_pairs(topo: Topology, by_id: dict[str, Gpu]) -> None:
     """NV# pairs from a source that lists no links (an imported matrix). Three or more GPUs joined
     all-to-all by the same NV# sit on an NVSwitch fabric: one inferred hub, not n(n-1)/2 edges.
@@ -368,23 +384,30 @@ def nvlinks_from_pairs(topo: Topology, by_id: dict[str, Gpu]) -> None:
             nv[frozenset((p.a, p.b))] = n
     gpus = sorted({x for pair in nv for x in pair}, key=natural_key)
     counts = set(nv.values())
-    full = len(gpus) >= 3 and len(counts) == 1 and len(nv) == len(gpus) * (len(gpus) - 1) // 2
-    if full:
+    unrecorded = _unrecorded_pairs(topo, gpus, nv)
+    full = len(gpus) >= 3 and len(counts) == 1 and unrecorded is not None
+    if full and unrecorded is not None:
         n = counts.pop()
-        need, have, model = (len(gpus) - 1) * n, *_links_per_gpu([by_id[x] for x in gpus])
+        peers = min(sum(1 for pair in nv if x in pair) for x in gpus)  # the fewest NV# peers any GPU has
+        need, have, model = peers * n, *_links_per_gpu([by_id[x] for x in gpus])
         if need > have:  # more links than a GPU has: only a switch gives every pair n links
             topo.light.add_node(FABRIC, kind="nvswitch", label="NVSwitch fabric (inferred)", switches=0, inferred=True)
             for x in gpus:
                 nvlink_edge(topo, x, FABRIC, n, by_id[x])
+            shape = (
+                f"all-to-all NV{n}: {peers}" if not unrecorded else f"NV{n} on every pair recorded: at least {peers}"
+            )
+            left = f" ({len(unrecorded)} pair(s) not recorded)" if unrecorded else ""
             topo.notes.append(
-                f"{len(gpus)} GPUs all-to-all NV{n}: {len(gpus) - 1} peers × {n} links = {need} links a GPU, "
-                f"more than the {have} {model}: an NVSwitch fabric (inferred)"
+                f"{len(gpus)} GPUs {shape} peers × {n} links = {need} links a GPU, more than the {have} {model}: "
+                f"an NVSwitch fabric (inferred){left}"
             )
             return
-        topo.notes.append(
-            f"{len(gpus)} GPUs all-to-all NV{n}: {len(gpus) - 1} peers × {n} links = {need} links a GPU, within "
-            f"the {have} {model}: drawn as direct links (inferred; an NVSwitch would print the same)"
-        )
+        if not unrecorded:  # within a GPU's links: direct links would print the same matrix
+            topo.notes.append(
+                f"{len(gpus)} GPUs all-to-all NV{n}: {peers} peers × {n} links = {need} links a GPU, within "
+                f"the {have} {model}: drawn as direct links (inferred; an NVSwitch would print the same)"
+            )
     for pair, n in sorted(nv.items(), key=lambda kv: sorted(kv[0], key=natural_key)):
         a, b = sorted(pair, key=natural_key)
         nvlink_edge(topo, a, b, n, by_id[a])
