@@ -113,3 +113,17 @@ def test_an_old_merged_snapshot_moves_each_host() -> None:
     old = _old_form(msgspec.to_builtins(merged))
     assert [OLD_PHB_NODE in m["source"]["unknown_fields"] for m in old["members"]] == [True, False]
     assert decode_snapshot(msgspec.json.encode(old), "m.json") == merged
+
+
+def test_xgmi_on_nvidia_gpus_is_refused(tmp_path: Path) -> None:
+    """XGMI is AMD's GPU link (issue 35); a pair of an NVIDIA snapshot recorded XGMI drew an XGMI edge
+    beside NV18 (the trial of issue 33): a one-line error naming the field, exit 2."""
+    doc = json.loads((SAMPLES / "snapshots" / "hgx-h200-8gpu-10nic.json").read_text())
+    k = next(i for i, p in enumerate(doc["pairs"]) if p["path"] == "NV18")
+    doc["pairs"][k]["path"] = "XGMI"
+    bad = tmp_path / "xgmi.json"
+    bad.write_text(json.dumps(doc))
+    r = CliRunner().invoke(app, ["show", str(bad)])
+    assert r.exit_code == 2
+    said = "XGMI joins AMD GPUs; this snapshot's GPUs are NVIDIA's"
+    assert r.stderr.strip() == f"topomap: error: {bad}: pairs[{k}].path: {said}"

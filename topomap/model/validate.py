@@ -19,8 +19,9 @@ from collections.abc import Iterable
 import msgspec
 
 from topomap.base.errors import TopomapError
-from topomap.base.links import MAX_NVLINKS, PCIE_CLASSES, path_code_problem, pcie_class_problem
+from topomap.base.links import MAX_NVLINKS, PCIE_CLASSES, is_xgmi, path_code_problem, pcie_class_problem
 from topomap.model.snapshot import I64_MAX, I64_MIN, MAX_RATE, Snapshot
+from topomap.model.source_facts import is_amd_source
 
 # Limits, each far above any real machine (largest known host: 72 GPUs in an NVL72 rack seen
 # as one NVLink domain; largest NVLink bundle per GPU pair: 18 links on Hopper/Blackwell).
@@ -152,6 +153,7 @@ def _unique(values: Iterable[object], where: str, field: str, key: str) -> set[o
 
 def _pairs(snap: Snapshot, where: str, ids: set[str]) -> None:
     seen: set[tuple[str, str]] = set()
+    amd = is_amd_source(snap)
     n = len(ids)
     if len(snap.pairs) > n * (n - 1) // 2:
         raise SnapshotInvalid(f"{where}: pairs: {len(snap.pairs)} pairs for {n} devices (at most one per pair)")
@@ -175,6 +177,8 @@ def _pairs(snap: Snapshot, where: str, ids: set[str]) -> None:
             raise SnapshotInvalid(f"{at}.pcie_path: {pcie_class_problem(p.pcie_path)}")
         if not 0 <= p.nvlinks <= MAX_NVLINKS:
             raise SnapshotInvalid(f"{at}.nvlinks: {p.nvlinks} (0 to {MAX_NVLINKS} per pair)")
+        if is_xgmi(p.path) and not amd:
+            raise SnapshotInvalid(f"{at}.path: XGMI joins AMD GPUs; this snapshot's GPUs are NVIDIA's")
 
 
 def _pci(snap: Snapshot, where: str) -> None:
