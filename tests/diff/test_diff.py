@@ -288,3 +288,20 @@ def test_not_compared_names_each_fact_once() -> None:
     assert len(rtx) == len(set(rtx)), line
     assert "GPU models" in rtx and "compute capability" in rtx and "NIC speeds" in rtx
     assert "model" not in rtx and "line rates" not in rtx and "its NIC's line rate" not in rtx
+
+
+def test_no_lot_is_better_when_one_side_cannot_tell_its_nvlink() -> None:
+    """The trial of issue 33: an NCCL XML without NVLink against an NV12 paste read "azure-ndv4 is better
+    … for work across its GPUs" on the nearest NIC alone; NVLink, unknown on one side, may outweigh it."""
+    from topomap.diff.snapshots import diff_snapshots
+    from topomap.importers import load_any
+
+    real = Path(__file__).resolve().parents[2] / "tests" / "data" / "real-topologies"
+
+    xml = load_any(str(real / "nccl-xml" / "azure-ndv4.xml"))
+    smi = load_any(str(real / "nvidia-smi" / "a100-sxm4-80gb-8gpu-8nic-roce-deepep13.txt"))
+    d = diff_snapshots(xml, smi, "index", ("ndv4", "a100"))
+    assert [c.direction for c in d.changes if c.direction != "neutral"] == ["worse"] * 8  # nearest NIC PIX → PXB
+    assert d.unrankable == ["ndv4 does not record which GPU pairs NVLink joins"]
+    assert d.verdict == "cannot-confirm" and d.exit_status == 3
+    assert d.summary() == "cannot tell which lot is better for work across its GPUs."

@@ -118,6 +118,9 @@ class DiffResult:
     notes: list[str] = field(default_factory=list)
     arrows: list[ArrowRow] = field(default_factory=list)
     unconfirmed: list[str] = field(default_factory=list)  # facts one side cannot tell, needed for equivalence
+    #: Of them, those that can outweigh any known change for work across the GPUs (which pairs NVLink joins,
+    #: on a side that cannot tell): with one, no lot is ranked better, as with a change that cannot be ranked.
+    unrankable: list[str] = field(default_factory=list)
     plan_lines: list[str] = field(default_factory=list)  # how the flow's plan changes (when it has a work block)
     flow: str | None = None  # the flow's name under `diff --flow`: then its arrows alone decide
     only_a: list[str] = field(default_factory=list)  # the flow's arrows that exist on A only ("lot:gpu7 → lot:gpu0")
@@ -131,8 +134,8 @@ class DiffResult:
         worse, better = "worse" in dirs, "better" in dirs
         if worse and better:
             return "mixed"
-        if "unknown" in dirs:
-            return "cannot-confirm"  # a change that cannot be ranked may outweigh the known ones
+        if "unknown" in dirs or ((worse or better) and self.unrankable):
+            return "cannot-confirm"  # a change that cannot be ranked (or a fact not known) may outweigh the known ones
         if worse:
             return "a-better"
         if better:

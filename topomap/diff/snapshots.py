@@ -349,6 +349,9 @@ def _unconfirmed(out: DiffResult, a: Snapshot, b: Snapshot) -> None:
             unnamed = any(gpu_model_name(g)[0] is None for g in snap.gpus)
             if not source_knows(snap, fact) or (fact == "gpu_model" and unnamed):
                 out.unconfirmed.append(f"{name} does not record {words}")
+                if fact == "nvlink":
+                    out.unrankable.append(out.unconfirmed[-1])
     if any(g.lost for g in a.gpus) or any(g.lost for g in b.gpus):
         out.unconfirmed.append("a GPU was lost during a probe")
     out.unconfirmed = list(dict.fromkeys(out.unconfirmed))
+    out.unrankable = list(dict.fromkeys(out.unrankable))
