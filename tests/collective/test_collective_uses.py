@@ -225,3 +225,18 @@ def test_attach_cli_then_matrix_bandwidth_and_report(tmp_path: Path) -> None:
     assert runner.invoke(app, ["report", str(flow), "-o", str(page)]).exit_code == 0
     html = page.read_text()
     assert "<h2>Collectives</h2>" in html and "57.04 GB/s busbw measured" in html and "exchange step allreduce" in html
+
+
+def test_every_collective_figure_is_the_models_never_a_line_rate(tmp_path: Path) -> None:
+    """alltoall and sendrecv between two declared hosts are the NICs' line rate × InfiniBand's efficiency
+    (× alltoall's share of the data): a range this model estimates, labelled as all_reduce's is, not spec."""
+    lot = tmp_path / "lot.yaml"
+    lot.write_text('lot: 2x DGX H100\ntype: nvidia/dgx-h100\nhosts: 2\ngpudirect: true\ncuda: "12.8"\n')
+    out = runner.invoke(app, ["nccl", str(lot), "--perf", "--json"])
+    assert out.exit_code == 0, out.output
+    perf = {e["collective"]: e for e in json.loads(out.output)["perf"]}
+    assert perf["alltoall"]["bottleneck_kind"] == perf["sendrecv"]["bottleneck_kind"] == "network"
+    assert perf["alltoall"]["low_gbps"] < perf["alltoall"]["busbw_gbps"]  # a range: an efficiency applied
+    assert {e["origin"] for e in perf.values()} == {"model"}
+    text = runner.invoke(app, ["nccl", str(lot), "--perf"]).output
+    assert not [line for line in text.splitlines() if line.rstrip().endswith(" spec")]

@@ -115,3 +115,20 @@ def test_one_table_names_every_family_and_rdma_name() -> None:
     assert family_of_ids("0x15b3", "0x101e", rdma=False) is None  # a ConnectX port without RDMA: Ethernet
     assert is_rdma_name("ibp12s0") and is_rdma_name("rocep1s0f0") and is_rdma_name("rdmap16s27")
     assert not any(is_rdma_name(n) for n in ("ib0", "eth0", "ens5", "enp6s0", "bond0"))
+
+
+def _nic_text(snap: object) -> str:
+    console = Console(width=400, record=True, file=io.StringIO())
+    console.print(nic_table(snap))  # type: ignore[arg-type]
+    return console.export_text()
+
+
+def test_the_line_rate_header_names_a_kind_only_where_every_rate_has_it(tmp_path: Path) -> None:
+    """A declared lot's or the catalogue's rate is never spec: its cell says its origin under a plain
+    header; a tool's rates (spec, all of them) keep "(spec)" in the header."""
+    lot = tmp_path / "lot.yaml"
+    lot.write_text("lot: 2x DGX H100\ntype: nvidia/dgx-h100\nhosts: 2\ngpudirect: true\n")
+    text = _nic_text(load_any(lot).members[0])
+    assert "400 Gb/s (catalogue nvidia/dgx-h100)" in text and "line rate" in text and "spec" not in text
+    probed = _nic_text(load_any(SAMPLES / "snapshots" / "ibm-gx3d-h100-8gpu.json"))
+    assert "(spec)" in probed and "200 Gb/s " in probed and "Gb/s spec" not in probed

@@ -276,3 +276,26 @@ def test_an_h800s_expected_collectives_stay_under_its_own_nvlink(tmp_path: Path)
     assert fast.busbw_gbps is not None and fast.busbw_gbps == pytest.approx(18 * 20.6 * 0.97)
     assert slow.busbw_gbps is not None and slow.busbw_gbps == pytest.approx(18 * 20.6 * 0.97 * 200 / (18 * 25))
     assert "the part carries 200 GB/s on 18 links" in slow.bottleneck
+
+
+NCCL_LOG = REAL.parent / "real-nccl-logs" / "h200-vm-fulldump-gdrdma-nccltests256.log"
+
+
+def test_an_nccl_logs_nvlink_figure_is_never_spec_and_its_own_is_nccls_model() -> None:
+    """An NCCL INFO log's dump prints NVL[370.8]: 18 × NCCL's 20.6 GB/s per link for SM90, its topology
+    model's figure, not NVLink 4's 25 GB/s data rate. The bundle is the parts' of that generation (derived:
+    200–450 GB/s, H800 to H100/H200), NCCL's figure said beside it; every view asks the one function."""
+    snap = import_file(NCCL_LOG)
+    g = snap.gpus[0]
+    bw = nvlink_bundle_bandwidth(g, len(g.nvlinks), snap)
+    assert bw.source == "derived" and bw.lower_bound and (bw.gbps, bw.high) == (200.0, 450.0)
+    assert "NCCL's model 371 GB/s" in bw.tag and "NCCL's topology model puts it at 370.8 GB/s" in bw.basis
+    topo = build(snap)
+    assert nvlink(topo, "gpu0", "gpu1").bandwidth == bw  # map, render, diff, check read the graph's edge
+    shown = CliRunner().invoke(app, ["show", str(NCCL_LOG)]).output
+    assert "≥ 200 GB/s derived (lower bound, NVLink 4; NCCL's model 371 GB/s)" in shown
+    assert "GB/s spec" not in shown
+    # an NCCL XML of the same part carries no per-link rate: the part's own figure, derived from its device id
+    xml = import_nccl_xml((XML / "ibm-cloud-gx3d-h100-8gpu-vsi.xml").read_text(), "ibm.xml")
+    x = xml.gpus[0]
+    assert nvlink_bundle_bandwidth(x, len(x.nvlinks), xml).text() == "450 GB/s derived"

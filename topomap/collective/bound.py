@@ -8,9 +8,11 @@ from typing import Literal
 
 from topomap.collective.consts import Efficiency
 
-#: Where a figure's number comes from: a line rate (``spec``), NCCL's own constants or this model's
-#: efficiencies (``model``), a measurement of this machine (``measured``).
-Origin = Literal["spec", "model", "measured"]
+#: Where a figure's number comes from: NCCL's own constants or this model's efficiencies (``model``), or a
+#: measurement of this machine (``measured``). Never ``spec``: every bound is a rate times an efficiency
+#: (a NIC's line rate × its family's 0.96, × a share of the data), a range this model estimates, not a
+#: datasheet figure (docs/design/honest-numbers.md).
+Origin = Literal["model", "measured"]
 BoundKind = Literal["nvlink", "nvls", "pcie-p2p", "shm", "network", "mnnvl", "unknown"]
 
 

@@ -195,7 +195,7 @@ def _hop_bound(topo: Topology, h: Hop, version: str | None) -> Bound:
         nic = h.facts.nic_src
         if nic is None or nic.bw_gbs is None:
             return unknown("network", f"{a} → {b} over the network", ("the NIC's line rate",), (SETTLE["nic_speed"],))
-        return bound("network", nic.bw_gbs, RING_PCIE, f"{a} → {b} through NIC {nic.name} inside the host", "spec")
+        return bound("network", nic.bw_gbs, RING_PCIE, f"{a} → {b} through NIC {nic.name} inside the host")
     return unknown("unknown", f"{a} → {b}: {d.detail or 'transport not decided'}", d.reasons, _settle_of(h.facts))
 
 
@@ -218,7 +218,7 @@ def _nvlink_unrated(a: str, b: str, links: int | None, gbps: float | None, lower
     low = gbps * 0.82 * RING_NVLINK.low if gbps is not None else None
     high = links * 40.1 * RING_NVLINK.high if links else None
     if gbps is not None and not lower:
-        return bound("nvlink", gbps * 0.82, RING_NVLINK, f"{words}: {gbps:g} GB/s nominal × 0.82", "spec")
+        return bound("nvlink", gbps * 0.82, RING_NVLINK, f"{words}: {gbps:g} GB/s nominal × 0.82")
     return Bound(
         "nvlink", None, low, high, words, "model", ("the GPU model (its NVLink rate)",), (SETTLE["gpu_model"],)
     )

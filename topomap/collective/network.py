@@ -145,10 +145,10 @@ def _node_bound(nics: list[Nic], gpus: list[Gpu], family: str, gdr: str, env: Nc
     if gdr == "no":
         eff = Efficiency(eff.value * NO_GDR.value, eff.low * NO_GDR.low, eff.high, eff.source)
         words += ", without GPUDirect RDMA (staged through host memory)"
-    figure = Bound("network", total * eff.value, total * eff.low, total * eff.high, words, "spec")
+    figure = Bound("network", total * eff.value, total * eff.low, total * eff.high, words)
     if gdr == "unknown":
         figure = Bound(
-            "network", None, total * eff.value * NO_GDR.low, total * eff.high, words, "spec",
+            "network", None, total * eff.value * NO_GDR.low, total * eff.high, words, "model",
             ("whether GPUDirect RDMA is used",),
             ("`nvidia-smi topo -m` (the NICs' path to the GPUs) or the NCCL INFO log's GDRDMA lines",),
         )  # fmt: skip

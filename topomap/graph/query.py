@@ -131,7 +131,7 @@ def narrowest(
             best = (bw, e)
     if best is None:
         return None, "unknown", None
-    return best[0], "spec", best[1]
+    return best[0], g.edges[best[1]].get("bandwidth_source", "spec"), best[1]  # spec, or a topology file's
 
 
 def is_virtual_bridge(g: nx.Graph, edge: tuple[str, str]) -> bool:

@@ -44,5 +44,7 @@ def route(topo: Topology, a_ref: str, b_ref: str) -> Route:
     pcie_class = pcie_path_class(topo, a, b)
     if pcie_class is None:
         pcie_class = pcie_class_of(snapshot_path(topo, a, b))
-    source: BandwidthSource = "spec" if bw_pcie is not None else "unknown"
+    source: BandwidthSource = "unknown"
+    if bw_pcie is not None:  # the narrowest link's own kind: spec, or a static topology file's placeholder
+        source = topo.graph.edges[neck].get("bandwidth_source", "spec") if neck is not None else "spec"
     return Route(a, b, tuple(leg), pcie_class, "pcie", bw_pcie, source, neck, tuple(notes))

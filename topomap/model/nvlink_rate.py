@@ -17,7 +17,13 @@ from topomap.base.units import fmt_gbps
 from topomap.model.facts import SETTLE, Bandwidth, BandwidthSource
 from topomap.model.nvlinks import nvlink_part
 from topomap.model.origins import fact_origin, relabel
-from topomap.model.snapshot import Gpu, Snapshot
+from topomap.model.snapshot import Gpu, Snapshot, SourceKind
+
+#: Sources whose per-link NVLink rate is a model's figure, not the links' data rate: an NCCL INFO log's
+#: topology dump prints ``NVL[370.8]``, links × NCCL's own per-link figure for the GPU generation
+#: (src/graph/topo.h: SM90 20.6 GB/s, below NVLink 4's 25). The bundle's figure is then the part's (or
+#: the parts' of that generation, ``derived``), and NCCL's is said in its basis, never shown as ``spec``.
+MODEL_RATES: frozenset[SourceKind] = frozenset({"nccl-log"})
 
 
 def nvlink_bundle_bandwidth(gpu: Gpu, count: int, snap: Snapshot | None = None) -> Bandwidth:
@@ -33,7 +39,8 @@ def _bundle_bandwidth(gpu: Gpu, count: int, snap: Snapshot | None = None) -> Ban
     own figure (:func:`~topomap.model.nvlinks.nvlink_part`: the model, export variants included);
     else the range over every part the GPU could be (same NVLink generation or compute capability
     when known: :func:`~topomap.base.link_ranges.link_range`), exact where they all agree; unknown
-    when no known part has that many links."""
+    when no known part has that many links. A per-link rate that is a model's (:data:`MODEL_RATES`)
+    is not read as the links' rate: it is said beside the part's figure."""
     if count <= 0:
         return Bandwidth(None, "unknown", "no NVLink")
     active = [x for x in gpu.nvlinks if x.active]
@@ -41,10 +48,18 @@ def _bundle_bandwidth(gpu: Gpu, count: int, snap: Snapshot | None = None) -> Ban
     gens = {x.generation for x in active if x.generation is not None}
     gen = gens.pop() if len(gens) == 1 else None
     part = nvlink_part(gpu)
-    if len(speeds) == 1:
+    modelled = snap is not None and snap.source.kind in MODEL_RATES and len(speeds) == 1
+    if len(speeds) == 1 and not modelled:
         return _reported_bandwidth(speeds.pop(), count, gen, part, snap)
     if part is not None:
-        return _part_bandwidth(part, count, "name" in gpu.derived)
+        bw = _part_bandwidth(part, count, "name" in gpu.derived)
+    else:
+        bw = _unnamed_bandwidth(gpu, count, gen, "derived" if gen is None or modelled else "spec")
+    return _beside_nccls(bw, count, speeds.pop()) if modelled and bw.gbps is not None else bw
+
+
+def _unnamed_bandwidth(gpu: Gpu, count: int, gen: int | None, source: BandwidthSource) -> Bandwidth:
+    """``count`` links of a GPU whose part is not known: the range over the parts it could be."""
     cc = gpu.compute_capability or None
     what = f"NVLink {gen}" if gen is not None else f"compute capability {cc}" if cc else "model unknown"
     found = link_range(count, cc=cc if gen is None else None, generation=gen) or link_range(count)
@@ -53,7 +68,15 @@ def _bundle_bandwidth(gpu: Gpu, count: int, snap: Snapshot | None = None) -> Ban
         return Bandwidth(
             None, "unknown", f"{why} (settle it with {SETTLE['nvlink_part']})", settle=SETTLE["nvlink_part"]
         )
-    return _range_bandwidth(found, what, "spec" if gen is not None else "derived")
+    return _range_bandwidth(found, what, source)
+
+
+def _beside_nccls(bw: Bandwidth, count: int, rate: float) -> Bandwidth:
+    """The links' figure with NCCL's topology-model figure for them (``count`` × its per-link ``rate``)
+    said in its basis and tag: NCCL's is a model's, never the figure itself."""
+    nccl = f"NCCL's topology model puts it at {count * rate:.4g} GB/s ({count} × its {rate:g} GB/s per link)"
+    tag = f"{bw.tag}; NCCL's model {fmt_gbps(count * rate)} GB/s"
+    return replace(bw, basis=f"{bw.basis}; {nccl}, not the links' data rate", tag=tag)
 
 
 def _range_bandwidth(r: LinkRange, what: str, source: BandwidthSource, printed: str = "") -> Bandwidth:
@@ -96,7 +119,7 @@ def _reported_bandwidth(
     signalling rate, 26.562 GB/s for NVLink 4's 25): for a known part, its own figure (an export
     variant's total caps it); for an unknown one, the range over the parts that print that rate."""
     reporter = (
-        {"hwloc-xml": "hwloc", "lstopo": "hwloc", "nccl-log": "NCCL"}.get(snap.source.kind, "the driver")
+        {"hwloc-xml": "hwloc", "lstopo": "hwloc"}.get(snap.source.kind, "the driver")
         if snap is not None
         else "the driver"
     )

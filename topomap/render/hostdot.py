@@ -12,14 +12,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from topomap.base.units import fmt_bandwidth, fmt_gbit
+from topomap.base.units import fmt_gbit
+from topomap.flow.decision import pcie_bandwidth
 from topomap.graph import FABRIC, Topology, natural_key
 from topomap.graph.edges import edge_bandwidth
 from topomap.graph.evidence import nvlink_edge_usable
 from topomap.graph.nodeid import HOST, gpu_node, nic_node, node_kind
 from topomap.graph.query import pcie_edge_bandwidth, tree_parents
 from topomap.model.facts import Answer, Bandwidth, gpu_memory
-from topomap.model.snapshot import Nic
+from topomap.model.snapshot import Nic, Snapshot
 from topomap.render.dotbuilder import DotBuilder, NodeSpec, node_key
 from topomap.render.legend import FADED, GPU_LINK, HOST_MEMORY
 from topomap.render.text import bandwidth_text, memory_text, nic_words
@@ -190,13 +191,15 @@ def segment_link(topo: Topology, parents: dict[str, str], top: str, node: str) -
     return (*declared, None) if declared else None
 
 
-def _pcie_tip(link: tuple[int, int, float | None] | None) -> str:
+def _pcie_tip(link: tuple[int, int, float | None] | None, snap: Snapshot) -> str:
+    """A PCIe edge's tooltip, its figure labelled by the one function a route's PCIe figure asks (spec, or a
+    static topology file's placeholder: "15.8 GB/s, from the topology file; not the machine's")."""
     if link is None:
         return "PCIe (speed not recorded)"
     gen, width, bw = link
     if bw is None:
         return f"PCIe Gen{gen} x{width} declared: a VM's virtual bridge, not the real link (rate unknown)"
-    return f"PCIe Gen{gen} x{width} · {fmt_bandwidth(bw, 'spec')}"
+    return f"PCIe Gen{gen} x{width} · {pcie_bandwidth(bw, snap).text()}"
 
 
 @dataclass
@@ -292,7 +295,14 @@ class HostDrawing:
             link = segment_link(self.topo, self.tree.parents, p, n)
             label = f"Gen{link[0]} x{link[1]}" if link else ""
             colour = FADED if self._faded(n) or self._faded(p) else HOST_MEMORY
-            self.b.edge(self._key(p), self._key(n), label, color=colour, penwidth="1.2", tooltip=_pcie_tip(link))
+            self.b.edge(
+                self._key(p),
+                self._key(n),
+                label,
+                color=colour,
+                penwidth="1.2",
+                tooltip=_pcie_tip(link, self.topo.snapshot),
+            )
 
     def _socket_edges(self) -> None:
         numas = sorted(n for n in self.tree.kept if self.tree.kind(n) == "numa")

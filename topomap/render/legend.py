@@ -66,7 +66,8 @@ def graph_label(title: str | None, footer: list[str], rows: list[tuple[str, str]
     out += f'<tr><td align="left">{inner}</td></tr>'
     notes = [
         *(["dashed box: inferred from path classes"] if inferred else []),
-        "GB/s per direction: spec, derived (≥: a lower bound), measured; unknown: not recorded "
+        # each figure says its own kind (spec, derived, declared …): no list here claims one it lacks
+        "GB/s per direction, each with its kind (≥: a lower bound); unknown: not recorded "
         "(a probe on the machine settles it)",
         *footer,
         f"topomap {__version__}",

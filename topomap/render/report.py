@@ -19,6 +19,8 @@ from topomap.base.units import fmt_seconds
 from topomap.flow.mapping import FlowMap, medium_summary
 from topomap.graph import FABRIC, Topology
 from topomap.model.facts import gpu_memory
+from topomap.model.filled_facts import nic_speed
+from topomap.model.snapshot import Nic, Snapshot
 from topomap.render.attached_view import report_collectives
 from topomap.render.bundles import bundles, grouped_notes
 from topomap.render.dot import origin_line
@@ -129,6 +131,14 @@ def _arrows(inp: ReportInputs) -> dict[str, Any]:
     return {"bundles": rows, "slowest": slowest, "notes": notes, "arrows": detail, "nccl": nccl}
 
 
+def _nic_rate(n: Nic, s: Snapshot) -> str:
+    """A NIC's line rate with its kind: "200 Gb/s spec" (a tool's reading), "400 Gb/s (declared)"."""
+    speed = nic_speed(n, s)  # the one decision (model.filled_facts): its origin where a lot gave it
+    if speed.gbit_s is None:
+        return "(speed not recorded)"
+    return speed.text() + (" spec" if speed.source == "spec" else "")
+
+
 def _machine(host: str, topo: Topology | None) -> dict[str, Any]:
     """One row of the machines table; ``source`` None for a host with no snapshot."""
     if topo is None:
@@ -138,14 +148,12 @@ def _machine(host: str, topo: Topology | None) -> dict[str, Any]:
     for g in s.gpus:
         models[g.name or "GPU (model not recorded)"] = models.get(g.name or "GPU (model not recorded)", 0) + 1
     gpus = [f"{n}× {m}" for m, n in models.items()] or ["none"]
-    memory = {(m.total_bytes, m.source) for m in map(gpu_memory, s.gpus) if m.total_bytes}
-    if memory:  # as gpu_memory decides it: read from the snapshot, or derived from the model or the name
+    memory = {(m.total_bytes, m.source) for m in (gpu_memory(g, s) for g in s.gpus) if m.total_bytes}
+    if memory:  # as gpu_memory decides it: read from the snapshot, declared, or derived from the model or the name
         sizes = ", ".join(f"{b / 2**30:.0f} GiB" for b in sorted({b for b, _ in memory}))
         derived = sorted({src for _, src in memory if src != "snapshot"})
-        gpus.append(sizes + " each (" + ("; ".join(derived) if derived else "spec/probe") + ")")
-    nics = ", ".join(
-        nic_name(n) + (f" {n.speed_gbit_s:g} Gb/s spec" if n.speed_gbit_s else " (speed not recorded)") for n in s.nics
-    )
+        gpus.append(sizes + " each (" + ("; ".join(derived) if derived else "as recorded") + ")")
+    nics = ", ".join(nic_name(n) + " " + _nic_rate(n, s) for n in s.nics)
     sw = s.software
     versions = [f"{k} {v}" for k, v in (("driver", sw.driver_version), ("CUDA", sw.cuda_driver_version)) if v]
     software = [", ".join(versions) or "not recorded"]
@@ -223,7 +231,10 @@ def _plan(plan: dict[str, Any]) -> dict[str, Any]:
 
 PROVENANCE = [
     "spec: the nominal rate of the link type (NVLink per generation × links, PCIe lanes × gen, NIC line rate)",
-    "model / derived: computed from what the source says (e.g. a GPU model from its PCI id)",
+    "derived: implied by what the source says (a GPU model from its PCI id; ≥: the slowest part it could be)",
+    "model: an estimate (NCCL's topology model; the expected busbw: a rate × an efficiency, with its range)",
+    "declared / catalogue: a declared lot's or the catalogue's figure, on a topology no machine showed",
+    "topology-file: a static topology file's figure, not the machine's",
     "measured: copied and timed on the machine; assumed: a rule taken where the source is silent",
     "unknown: the source did not record it; a probe on the machine (topomap probe) settles most of it",
 ]

@@ -214,11 +214,19 @@ def gpu_tables(snap: Snapshot, topo: Topology | None = None) -> list[RenderableT
 
 
 def nic_table(snap: Snapshot) -> RenderableType:
-    cols = [Column(c) for c in ("id", "name", "family", "bus id", "NUMA", "line rate\n(spec)", "state")]
+    """The NICs. The line rate's header names its kind only where every rate shown has it (a tool's
+    reading: ``spec``); a declared or catalogue rate says its origin in its cell, under a plain header."""
+    nics = sorted(snap.nics, key=lambda n: n.index)
+    speeds = {n.index: nic_speed(n, snap) for n in nics}  # with its origin where a lot gave it (model.filled_facts)
+    kinds = {s.source for s in speeds.values() if s.gbit_s is not None}
+    spec_header = kinds == {"spec"}
+    rate = "line rate\n(spec)" if spec_header else "line rate"
+    cols = [Column(c) for c in ("id", "name", "family", "bus id", "NUMA", rate, "state")]
     cols += [Column("netdevs", text=True), Column("GDR")]
     rows: list[list[Cell]] = []
-    for n in sorted(snap.nics, key=lambda n: n.index):
-        speed = nic_speed(n, snap)  # with its origin where a lot declared it (model.filled_facts)
+    for n in nics:
+        speed = speeds[n.index]
+        shown = speed.text() + (" spec" if speed.source == "spec" and not spec_header else "")
         answer = nic_gdr(n)  # the NIC's own answer every view asks (model.facts.nic_gdr)
         gdr = named(snap, "nics.gdr", answer.value)
         kind = nic_family(n)  # one decision (model.facts.nic_family), issue 19
@@ -228,7 +236,7 @@ def nic_table(snap: Snapshot) -> RenderableType:
             cell(n.name),
             known(family, kind.family != "unknown" or _given(snap, "nics.kind")),
         ]
-        values += [cell(n.pci_bus_id), cell(n.numa_node), known(speed.text(), speed.gbit_s is not None), cell(n.state)]
+        values += [cell(n.pci_bus_id), cell(n.numa_node), known(shown, speed.gbit_s is not None), cell(n.state)]
         netdevs = esc(", ".join(n.netdevs)) if n.netdevs else UNKNOWN
         rows.append([*values, netdevs, known(gdr, answer.value != "unknown" or _given(snap, "nics.gdr"))])
     return fit_table("NICs", cols, rows)
