@@ -5,6 +5,7 @@ it gives the topology, what the prediction says against what NCCL did — per pa
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,9 @@ from topomap.base.errors import TopomapError
 from topomap.cli import app
 from topomap.cli.nccl import _from_log
 from topomap.importers import import_text
+from topomap.nccl.compare import nic_difference
 from topomap.nccl.logread import read_log, transport_of
+from topomap.transport.decide import Decision
 from topomap.transport.rules import TRANSPORTS, NcclEnv
 
 LOGS = Path(__file__).parents[1] / "data" / "real-nccl-logs"
@@ -329,12 +332,31 @@ def test_h200_vm_dump_of_one_host_lines_of_the_other() -> None:
     log = read_log((LOGS / "h200-vm-fulldump-gdrdma-nccltests256.log").read_text(), "256")
     assert log.ranks[15].host == "node_2" and log.ranks[15].bus == "d8000" and log.ranks[7].host == "node1"
     pairs = _pairs(_run("h200-vm-fulldump-gdrdma-nccltests256.log"))
-    # the dump names the NICs NET/b, NET/e and nothing says their family or GPUDirect support (no NET/IB
-    # legend, no "GPU Direct RDMA" line): the network for sure, GPUDirect RDMA not assumed (issue 30)
+    # the dump names the NICs NET/0-b, NET/0-e (hex: NET/11, NET/14) and nothing says their family or
+    # GPUDirect support (no NET/IB legend, no "GPU Direct RDMA" line): the network for sure, GPUDirect RDMA
+    # not assumed (issue 30)
     assert pairs[(15, 7, "NET+GDR")]["predicted"] == "unknown" and pairs[(15, 7, "NET+GDR")]["detail"].endswith(
-        "NET/b; GPUDirect RDMA unknown"
+        "NET/11; GPUDirect RDMA unknown"
     )
-    assert pairs[(10, 2, "NET+GDR")]["detail"] == "NET via NET/e; GPUDirect RDMA unknown"
+    assert pairs[(10, 2, "NET+GDR")]["detail"] == "NET via NET/14; GPUDirect RDMA unknown"
+
+
+def test_dump_nic_ids_in_hex_and_channel_lines_in_decimal_are_one_number() -> None:
+    """nccl-tests#256: NCCL's dump prints a NET's id in hex (topo.cc ``%lx-%lx``: ``NET/0-e``), its channel
+    lines the device in decimal (net.cc ``NET/%s/%d``: ``NET/IB/14``). The dump's NICs are named as the
+    channel lines number them, and a prediction naming NET/14 is the line's NET/IB/14 — compared as numbers."""
+    r = CliRunner().invoke(app, ["import", str(LOGS / "h200-vm-fulldump-gdrdma-nccltests256.log"), "-o", "-"])
+    assert r.exit_code == 0
+    names = [n["name"] for n in json.loads(r.stdout)["nics"]]
+    assert sorted(names, key=lambda n: int(n[4:])) == [f"NET/{i}" for i in range(8, 16)]
+    log = read_log((LOGS / "h200-vm-fulldump-gdrdma-nccltests256.log").read_text(), "256")
+    hop = next(h for h in log.hops if (h.src, h.dst) == (10, 2))
+    assert hop.nic == (14, None)
+    decided = Decision("NET+GDR", "other-host", (), "via NET/14 with GPUDirect RDMA", (), nic="NET/14")
+    assert nic_difference(decided, log, hop, ()) is None  # e and 14: one NIC
+    other = replace(decided, nic="NET/11")
+    assert nic_difference(other, log, hop, ()) == "NCCL used NET/14, predicted NET/11 (NCCL's device numbers)"
+    assert nic_difference(other, log, hop, ("NET/11", "NET/14")) is None  # the GPU's channels use both
 
 
 def test_patched_p2p_pair_on_an_amd_host_and_p2p_disabled() -> None:

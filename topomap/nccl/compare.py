@@ -5,6 +5,7 @@ names, "GPU Direct RDMA Disabled for HCA" lines), which settles GPUDirect RDMA w
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 from topomap.model.nic_ids import family_of_name, family_row, is_rdma_name
@@ -71,14 +72,30 @@ def p2p_differences(d: Decision, seen: SeenP2p, env: NcclEnv) -> list[str]:
     return out
 
 
+_NET_DEV = re.compile(r"^NET/(?P<dev>\d+)$")
+
+
+def nccl_dev(name: str | None) -> int | None:
+    """NCCL's network device number where a NIC is named by it (``NET/14``, as a channel line prints it
+    and a dump's NICs are named: :func:`topomap.importers.nccl_log.net_dev`), else None."""
+    m = _NET_DEV.match(name or "")
+    return int(m.group("dev")) if m else None
+
+
 def nic_difference(d: Decision, log: NcclLog, hop: Hop, nccl_nics: tuple[str, ...]) -> str | None:
     """Where a network line's NIC is not one the prediction names: ``nccl_nics`` are the NICs the
     GPU's channels use (NCCL spreads a GPU's channels over equally near NICs), the decision's first.
-    Through PXN (``NET/IB/0(5)``) the NIC is the proxy GPU's: not compared. Names the log or the
-    snapshot does not give (``NET/3``, ``NIC0``) are not compared either."""
+    A NIC named by NCCL's device number (``NET/14``, from a dump) is compared by that number with the
+    line's (``NET/IB/14``). Through PXN (``NET/IB/0(5)``) the NIC is the proxy GPU's: not compared.
+    Names the log or the snapshot does not give (``NET/3`` from the line, ``NIC0``) are not compared either."""
     index, proxy = hop.nic
     seen = log_nic_name(log, hop)
     predicted = d.nic
+    number = nccl_dev(predicted)
+    if number is not None and index is not None and proxy is None:
+        if number == index or index in {nccl_dev(n) for n in nccl_nics}:
+            return None
+        return f"NCCL used NET/{index}, predicted NET/{number} (NCCL's device numbers)"
     if proxy is not None or seen is None or predicted is None or not is_rdma_name(predicted):
         return None
     if seen == predicted or seen in nccl_nics:
