@@ -86,21 +86,48 @@ def nic_difference(d: Decision, log: NcclLog, hop: Hop, nccl_nics: tuple[str, ..
     """Where a network line's NIC is not one the prediction names: ``nccl_nics`` are the NICs the
     GPU's channels use (NCCL spreads a GPU's channels over equally near NICs), the decision's first.
     A NIC named by NCCL's device number (``NET/14``, from a dump) is compared by that number with the
-    line's (``NET/IB/14``). Through PXN (``NET/IB/0(5)``) the NIC is the proxy GPU's: not compared.
-    Names the log or the snapshot does not give (``NET/3`` from the line, ``NIC0``) are not compared either."""
+    line's (``NET/IB/14``). Names the log or the snapshot does not give (``NET/3`` from the line,
+    ``NIC0``) are not compared. Through PXN (``NET/IB/0(4)``) NCCL used the NIC of the proxy rank's GPU
+    (:func:`pxn_difference`)."""
     index, proxy = hop.nic
     seen = log_nic_name(log, hop)
     predicted = d.nic
+    if proxy is not None:
+        return pxn_difference(predicted, (index, proxy, seen), nccl_nics)
     number = nccl_dev(predicted)
-    if number is not None and index is not None and proxy is None:
+    if number is not None and index is not None:
         if number == index or index in {nccl_dev(n) for n in nccl_nics}:
             return None
         return f"NCCL used NET/{index}, predicted NET/{number} (NCCL's device numbers)"
-    if proxy is not None or seen is None or predicted is None or not is_rdma_name(predicted):
+    if seen is None or predicted is None or not is_rdma_name(predicted):
         return None
     if seen == predicted or seen in nccl_nics:
         return None
     return f"NCCL used {seen} (NET/{index} in the log's NIC legend), predicted {predicted}"
+
+
+def pxn_difference(
+    predicted: str | None, used: tuple[int | None, int, str | None], nccl_nics: tuple[str, ...]
+) -> str | None:
+    """A PXN hop (``NET/IB/0(4)``: NIC device 0 of the proxy rank 4's GPU, reached over NVLink) against
+    a prediction that names this GPU's own NIC: the NIC compared where the log's legend or NCCL's device
+    number names both, else said not compared — never the same, the prediction not knowing PXN.
+    ``used``: the line's NIC index, its proxy rank, the legend's name for the NIC (None: no legend)."""
+    index, proxy, seen = used
+    if predicted is None:  # the prediction names no NIC (or only the line does): nothing claimed
+        return None
+    number = nccl_dev(predicted)
+    if number is not None and index is not None:
+        if number == index or index in {nccl_dev(n) for n in nccl_nics}:
+            return None
+        return f"NCCL used NET/{index} through rank {proxy}'s GPU (PXN), predicted NET/{number}"
+    if seen is not None and is_rdma_name(predicted):
+        if seen == predicted or seen in nccl_nics:
+            return None
+        legend = f"NET/{index} in the log's NIC legend"
+        return f"NCCL used {seen} ({legend}) through rank {proxy}'s GPU (PXN), predicted {predicted}"
+    named = f"{seen}, NET/{index}" if seen is not None else f"NET/{index}"
+    return f"NIC not compared: PXN through rank {proxy}'s NIC ({named}), predicted this GPU's {predicted}"
 
 
 def log_gdr(log: NcclLog, host: str, index: int | None) -> tuple[bool | None, str]:
