@@ -18,6 +18,7 @@ from topomap.cli.nccl import _from_log
 from topomap.importers import import_text
 from topomap.nccl.compare import nic_difference
 from topomap.nccl.logread import read_log, transport_of
+from topomap.nccl.predict import compare_log
 from topomap.transport.decide import Decision
 from topomap.transport.rules import TRANSPORTS, NcclEnv
 
@@ -272,6 +273,29 @@ def test_one_host_of_a_two_host_run_same_gpu_means_another_host() -> None:
     log = read_log(text, "350-cut")
     assert log.ranks[0].host == "n013" and log.ranks[1].host not in (None, "n013")
     assert any("NCCL refuses two ranks on one GPU" in note for note in log.inferred)
+
+
+def test_a_nic_only_the_channel_line_names_is_not_the_predictions() -> None:
+    """nccl#1189 (no topology): the prediction's NIC came only from the observed line (``NET/IB/3``), so it
+    could never disagree: the prediction does not claim it (no NIC to compare, none counted), the detail
+    says so. nccl#899's sends are decided NET (no peer-memory module) through such a NIC: still the same,
+    by the transport alone. A NIC another line ties to the GPU stays named (p40: the host's only NIC)."""
+    data = _run("h20-2node-cumem-gdrdma-nccl1189.log")
+    pairs = _pairs(data)
+    assert pairs[(0, 2, "NET+GDR")]["via"] == "NET/IB/3/GDRDMA"
+    assert pairs[(0, 2, "NET+GDR")]["detail"] == "NET via a NIC; GPUDirect RDMA unknown"
+    assert (
+        "which NIC is not known to the prediction: only the channel line names it (NET/3), not compared"
+        in (pairs[(0, 2, "NET+GDR")]["reasons"][0])
+    )
+    assert not any("NET/3" in (p["detail"] or "") for p in data["pairs"])
+    text = (LOGS / "peermem-no-module-2node-nccl899.log").read_text()
+    report = compare_log(read_log(text, "899"), None, NcclEnv())
+    net = [e for e in report.entries if e.observed == "NET"]
+    assert net and all(e.decision.nic is None and e.same for e in net)
+    assert net[0].decision.detail == "via a NIC, staged through host memory"
+    p40 = _pairs(_run("p40-softroce-3node-nogdr-nccl2205.log"))
+    assert {p["detail"] for k, p in p40.items() if k[2] == "NET"} == {"via NET/0, staged through host memory"}
 
 
 def test_peer_memory_missing() -> None:
