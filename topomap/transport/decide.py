@@ -267,7 +267,7 @@ def _net_intra(f: PairFacts, env: NcclEnv, version: str | None) -> Decision | No
 #: How a decision names a NIC that only the observed line names (NicFact.from_line): short, the table's
 #: column is narrow; a reason says the rest (:data:`ONLY_THE_LINE_WHY`)
 ONLY_THE_LINE = "a NIC"
-ONLY_THE_LINE_WHY = "which NIC is not known to the prediction: only the channel line names it ({name}), not compared"
+ONLY_THE_LINE_WHY = "which NIC is not known to the prediction: only the channel line names it, not compared"
 
 
 def _network(f: PairFacts, env: NcclEnv, rule: str, why: str, version: str | None = None) -> Decision:
@@ -280,7 +280,7 @@ def _network(f: PairFacts, env: NcclEnv, rule: str, why: str, version: str | Non
     gdr = gdr_answer(nic, env, cc, peer, read=send, version=version)
     name = ONLY_THE_LINE if nic and nic.from_line else (nic.name if nic and nic.name else "its NIC")
     if nic is not None and nic.from_line:
-        why = f"{why}; {ONLY_THE_LINE_WHY.format(name=nic.name)}"
+        why = f"{why}; {ONLY_THE_LINE_WHY}"  # no name: pairs alike but for the line's NIC share a row
     if gdr is None:  # the network for sure, but NET and NET+GDR are different answers: not guessed
         return _d(
             "unknown",
