@@ -298,6 +298,24 @@ def test_a_nic_only_the_channel_line_names_is_not_the_predictions() -> None:
     assert {p["detail"] for k, p in p40.items() if k[2] == "NET"} == {"via NET/0, staged through host memory"}
 
 
+def test_gpus_of_one_host_keep_their_host_in_a_multi_host_log() -> None:
+    """nccl#1189: two hosts with the same bus ids (18000, 38000 on each): a pair inside a host names its
+    host too, in --json and in the table, or its GPUs read as either host's. A one-host log names none."""
+    data = _run("h20-2node-cumem-gdrdma-nccl1189.log")
+    inside = [p for p in data["pairs"] if p["observed"] == "P2P"]
+    assert inside and {(p["src_gpu"], p["dst_gpu"]) for p in inside} == {
+        ("H20-GPU-05:bus 38000", "H20-GPU-05:bus 18000"),
+        ("H20-GPU-06:bus 38000", "H20-GPU-06:bus 18000"),
+    }
+    assert _pairs(data)[(0, 2, "NET+GDR")]["src_gpu"] == "H20-GPU-05:bus 18000"
+    r = CliRunner().invoke(app, ["nccl", "--log", str(LOGS / "h20-2node-cumem-gdrdma-nccl1189.log"), "--all"])
+    assert r.exit_code == 0
+    row = next(line for line in r.stdout.splitlines() if line.lstrip().startswith("1->0"))
+    assert "h1:38000->h1:18000" in row
+    one = _run("a100-nv12-2proc-subsys-all-dump-mynccl.log")
+    assert all(":" not in (p["src_gpu"] or "") + (p["dst_gpu"] or "") for p in one["pairs"])
+
+
 def test_peer_memory_missing() -> None:
     """nccl#899: "GPU Direct RDMA Disabled for HCA 1 'mlx5_1' (no module)" — no NIC of that host does
     GPUDirect, the one it uses (NET/IB/0) included, so its sends are predicted NET and are NET.

@@ -353,6 +353,7 @@ def _entry(
             observed,
             via,
             "prediction unknown: the log's lines for this rank were cut",
+            *((_host(ra), _host(rb)) if _hosts_named(log) else (None, None)),
             src_bus=_bus_of(ga, ra),
             dst_bus=_bus_of(gb, rb),
         )
@@ -364,9 +365,8 @@ def _entry(
             buses = (ra.bus if ra else None, rb.bus if rb else None)
             facts = dump_facts(log, (src, dst), buses, same_pid, ra.host if ra else None)
     d = (decide_rccl if log.library == "rccl" else decide)(facts, env, log.version)
-    cross = ra is not None and rb is not None and ra.host != rb.host
     why = explain(d, observed, via, env) or _finer(d, log, hop, env, channels)
-    hosts = (_host(ra), _host(rb)) if cross else (None, None)
+    hosts = (_host(ra), _host(rb)) if _hosts_named(log) else (None, None)
     buses = (_bus_of(ga, ra), _bus_of(gb, rb))
     return Entry(src, dst, _gpu_of(ga), _gpu_of(gb), d, observed, via, why, *hosts, *buses)
 
@@ -413,6 +413,12 @@ def _local_count(log: NcclLog, host: str | None) -> int | None:
         return log.local_ranks[host]
     on_host = [r for r in log.ranks.values() if r.host == host]
     return len(on_host) or None
+
+
+def _hosts_named(log: NcclLog) -> bool:
+    """Whether the log's ranks span more than one host: then every GPU whose host is known carries it (the
+    same bus id on two hosts is two GPUs); a one-host log names none."""
+    return len({h for r in log.ranks.values() if (h := _host(r)) is not None}) > 1
 
 
 def _host(info: Any) -> str | None:
