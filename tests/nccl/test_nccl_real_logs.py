@@ -24,6 +24,7 @@ from topomap.transport.rules import TRANSPORTS, NcclEnv
 
 LOGS = Path(__file__).parents[1] / "data" / "real-nccl-logs"
 SAMPLES = Path(__file__).parents[2] / "samples" / "snapshots"
+REAL = Path(__file__).parents[1] / "data" / "real-topologies"
 
 #: logs whose topology is in the log (NCCL's dump) or in a file beside it (NAME.topo.txt)
 WITH_TOPOLOGY = (
@@ -314,6 +315,19 @@ def test_gpus_of_one_host_keep_their_host_in_a_multi_host_log() -> None:
     assert "h1:38000->h1:18000" in row
     one = _run("a100-nv12-2proc-subsys-all-dump-mynccl.log")
     assert all(":" not in (p["src_gpu"] or "") + (p["dst_gpu"] or "") for p in one["pairs"])
+
+
+def test_the_log_fills_the_cpu_vendor_a_snapshot_lacks() -> None:
+    """ROCm#6074 (RCCL 2.27.7, 2x RX 7900 XTX): the log alone predicts P2P (its dump's ``CPU/0-0 (1/2/6)``:
+    vendor 2, AMD: RCCL's level SYS); with the amd-smi snapshot, which records no CPU vendor, the log's
+    CPU fills the fact — P2P as observed, the reason saying where it came from."""
+    amd_smi = REAL / "amd" / "amd-smi" / "rx7900xtx-2gpu-amd-smi-and-topology-rocm6074.txt"
+    data = _run("rx7900xtx-2gpu-phb-p2p-ipc-rocm6074-rccl2277.log", amd_smi)
+    assert _count(data) == (2, 2, 0)
+    pair = _pairs(data)[(0, 1, "P2P")]
+    assert pair["predicted"] == "P2P" and pair["rule"] == "rccl-p2p-level"
+    assert pair["reasons"][-1] == "the CPU (amd) from the log's topology dump: the snapshot does not record its vendor"
+    assert _count(_run("rx7900xtx-2gpu-phb-p2p-ipc-rocm6074-rccl2277.log")) == (2, 2, 0)
 
 
 def test_peer_memory_missing() -> None:

@@ -164,3 +164,18 @@ def with_log_gdr(facts: PairFacts, log: NcclLog, hop: Hop) -> PairFacts:
         return facts
     filled = replace(nic, gdr_capable=capable, no_gdr_why=None if capable else why)
     return replace(facts, nic_src=filled) if send else replace(facts, nic_dst=filled)
+
+
+def with_log_cpu(facts: PairFacts, log: NcclLog, host: str | None) -> tuple[PairFacts, str | None]:
+    """A pair's facts from a snapshot, the CPU filled from the log's topology dump (``CPU/0-0 (1/2/6)``:
+    NCCL's arch/vendor/model, read per host) where the snapshot does not record its vendor; with the
+    reason saying so (None where nothing was filled). What the snapshot says is kept."""
+    if facts.cpu is not None:
+        return facts, None
+    kind = log.cpus.get(host) if host else None
+    if kind is None and len(log.cpus) == 1 and len({r.host for r in log.ranks.values() if r.host}) <= 1:
+        kind = next(iter(log.cpus.values()))  # a one-host log: its dump is that host's
+    if kind is None:
+        return facts, None
+    why = f"the CPU ({kind}) from the log's topology dump: the snapshot does not record its vendor"
+    return replace(facts, cpu=kind), why
