@@ -135,7 +135,8 @@ def test_nccl_log_dump_of_a_vm_reads_gpus_nics_nvlink_and_the_emulated_tree() ->
     snap = import_file(LOGS / "h200-vm-dump-nccltests256.log")
     assert snap.source.kind == "nccl-log" and snap.host.hostname == "node_2"
     assert [g.pci_bus_id for g in snap.gpus] == ["0000:68:00.0", "0000:6b:00.0", "0000:70:00.0"]
-    assert [n.name for n in snap.nics] == ["NET/c", "NET/d", "NET/e"]
+    # NET/0-c…: hex in the dump; named in decimal, as NCCL's channel lines print the device
+    assert [n.name for n in snap.nics] == ["NET/12", "NET/13", "NET/14"]
     assert snap.nics[0].speed_gbit_s == 400.0  # NET[50.0] GB/s
     pairs = {(p.a, p.b): p.path for p in snap.pairs}
     assert pairs[("gpu0", "gpu1")] == "NV18"  # 370.8 GB/s = 18 x 20.6 (NCCL's Hopper rate)

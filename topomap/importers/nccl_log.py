@@ -343,22 +343,33 @@ def _gpus(f: _Found, placed: dict[str, Placed]) -> tuple[list[Gpu], list[str], b
     return gpus, notes, bool(unsure)
 
 
+def net_dev(ident: str) -> int | None:
+    """NCCL's network device number from a dump's NET id: hex, after the system id of 2.19 and later
+    (``0-e`` → 14; ``E`` in 2.5's ``%lX``); None where it is not a number."""
+    try:
+        return int(ident.split("-")[-1], 16)
+    except ValueError:
+        return None
+
+
 def _nics(f: _Found, placed: dict[str, Placed]) -> list[Nic]:
-    """NCCL's network devices (``NET/<dev>``: NCCL names no device), in NCCL's device order."""
+    """NCCL's network devices (``NET/<dev>``: NCCL names no device), in NCCL's device order. The dump
+    prints a NET's id in hex (topo.cc ``%lx-%lx``: ``NET/0-e``), a channel line its device in decimal
+    (net.cc ``NET/%s/%d``: ``NET/IB/14``): named here as the channel lines print it (``NET/14``)."""
 
     def dev(item: tuple[_Node, str | None, list[str], int | None]) -> int:
-        try:
-            return int(item[0].ident.split("-")[-1], 16)
-        except ValueError:
-            return 1 << 30
+        number = net_dev(item[0].ident)
+        return number if number is not None else 1 << 30
 
     nics: list[Nic] = []
     for node, bus, chain, numa in sorted(f.nics, key=dev):
         idx = len(nics)
+        number = net_dev(node.ident)
+        shown = str(number) if number is not None else node.ident.split("-")[-1]
         nics.append(
             Nic(
                 index=idx,
-                name=f"NET/{node.ident.split('-')[-1]}" if node.kind == "NET" else f"NIC/{node.ident}",
+                name=f"NET/{shown}" if node.kind == "NET" else f"NIC/{node.ident}",
                 rdma=True,
                 pci_bus_id=bus,
                 numa_node=numa,

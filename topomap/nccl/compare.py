@@ -5,6 +5,7 @@ names, "GPU Direct RDMA Disabled for HCA" lines), which settles GPUDirect RDMA w
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 from topomap.model.nic_ids import family_of_name, family_row, is_rdma_name
@@ -71,19 +72,62 @@ def p2p_differences(d: Decision, seen: SeenP2p, env: NcclEnv) -> list[str]:
     return out
 
 
+_NET_DEV = re.compile(r"^NET/(?P<dev>\d+)$")
+
+
+def nccl_dev(name: str | None) -> int | None:
+    """NCCL's network device number where a NIC is named by it (``NET/14``, as a channel line prints it
+    and a dump's NICs are named: :func:`topomap.importers.nccl_log.net_dev`), else None."""
+    m = _NET_DEV.match(name or "")
+    return int(m.group("dev")) if m else None
+
+
 def nic_difference(d: Decision, log: NcclLog, hop: Hop, nccl_nics: tuple[str, ...]) -> str | None:
     """Where a network line's NIC is not one the prediction names: ``nccl_nics`` are the NICs the
     GPU's channels use (NCCL spreads a GPU's channels over equally near NICs), the decision's first.
-    Through PXN (``NET/IB/0(5)``) the NIC is the proxy GPU's: not compared. Names the log or the
-    snapshot does not give (``NET/3``, ``NIC0``) are not compared either."""
+    A NIC named by NCCL's device number (``NET/14``, from a dump) is compared by that number with the
+    line's (``NET/IB/14``). Names the log or the snapshot does not give (``NET/3`` from the line,
+    ``NIC0``) are not compared. Through PXN (``NET/IB/0(4)``) NCCL used the NIC of the proxy rank's GPU
+    (:func:`pxn_difference`)."""
     index, proxy = hop.nic
     seen = log_nic_name(log, hop)
     predicted = d.nic
-    if proxy is not None or seen is None or predicted is None or not is_rdma_name(predicted):
+    if proxy is not None:
+        return pxn_difference(predicted, (index, proxy, seen), nccl_nics)
+    number = nccl_dev(predicted)
+    if number is not None and index is not None:
+        if number == index or index in {nccl_dev(n) for n in nccl_nics}:
+            return None
+        return f"NCCL used NET/{index}, predicted NET/{number} (NCCL's device numbers)"
+    if seen is None or predicted is None or not is_rdma_name(predicted):
         return None
     if seen == predicted or seen in nccl_nics:
         return None
     return f"NCCL used {seen} (NET/{index} in the log's NIC legend), predicted {predicted}"
+
+
+def pxn_difference(
+    predicted: str | None, used: tuple[int | None, int, str | None], nccl_nics: tuple[str, ...]
+) -> str | None:
+    """A PXN hop (``NET/IB/0(4)``: NIC device 0 of the proxy rank 4's GPU, reached over NVLink) against
+    a prediction that names this GPU's own NIC: the NIC compared where the log's legend or NCCL's device
+    number names both, else said not compared — never the same, the prediction not knowing PXN.
+    ``used``: the line's NIC index, its proxy rank, the legend's name for the NIC (None: no legend)."""
+    index, proxy, seen = used
+    if predicted is None:  # the prediction names no NIC (or only the line does): nothing claimed
+        return None
+    number = nccl_dev(predicted)
+    if number is not None and index is not None:
+        if number == index or index in {nccl_dev(n) for n in nccl_nics}:
+            return None
+        return f"NCCL used NET/{index} through rank {proxy}'s GPU (PXN), predicted NET/{number}"
+    if seen is not None and is_rdma_name(predicted):
+        if seen == predicted or seen in nccl_nics:
+            return None
+        legend = f"NET/{index} in the log's NIC legend"
+        return f"NCCL used {seen} ({legend}) through rank {proxy}'s GPU (PXN), predicted {predicted}"
+    named = f"{seen}, NET/{index}" if seen is not None else f"NET/{index}"
+    return f"NIC not compared: PXN through rank {proxy}'s NIC ({named}), predicted this GPU's {predicted}"
 
 
 def log_gdr(log: NcclLog, host: str, index: int | None) -> tuple[bool | None, str]:
@@ -120,3 +164,18 @@ def with_log_gdr(facts: PairFacts, log: NcclLog, hop: Hop) -> PairFacts:
         return facts
     filled = replace(nic, gdr_capable=capable, no_gdr_why=None if capable else why)
     return replace(facts, nic_src=filled) if send else replace(facts, nic_dst=filled)
+
+
+def with_log_cpu(facts: PairFacts, log: NcclLog, host: str | None) -> tuple[PairFacts, str | None]:
+    """A pair's facts from a snapshot, the CPU filled from the log's topology dump (``CPU/0-0 (1/2/6)``:
+    NCCL's arch/vendor/model, read per host) where the snapshot does not record its vendor; with the
+    reason saying so (None where nothing was filled). What the snapshot says is kept."""
+    if facts.cpu is not None:
+        return facts, None
+    kind = log.cpus.get(host) if host else None
+    if kind is None and len(log.cpus) == 1 and len({r.host for r in log.ranks.values() if r.host}) <= 1:
+        kind = next(iter(log.cpus.values()))  # a one-host log: its dump is that host's
+    if kind is None:
+        return facts, None
+    why = f"the CPU ({kind}) from the log's topology dump: the snapshot does not record its vendor"
+    return replace(facts, cpu=kind), why

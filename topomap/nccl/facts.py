@@ -119,26 +119,31 @@ def log_nic_fact(
     if nic is None or host is None:
         return None
     name = log.hca_names.get((host, nic), f"NET/{nic}")
-    if log.network.get(host, "").lower() == "socket":
-        return NicFact(name, None, False, no_gdr_why="NCCL uses its Socket transport (TCP): no GPUDirect RDMA")
     path = log.gpu_net_paths.get((host, bus, nic)) if bus else None
     gdr_line = log.gpu_hca.get((host, bus, nic)) if bus else None
     if gdr_line is None and pid is not None:  # NCCL 2.4 names the GPU by CUDA device: the printing process's line
         said = {(on, d, t) for h, p, _c, n, on, d, t in log.gdr_by_cuda if (h, p, n) == (host, pid, nic)}
         gdr_line = said.pop() if len(said) == 1 else None
+    # the NIC is the prediction's where a line before the channel lines ties it to the GPU (the dump's
+    # path row, a GDR line) or it is the host's only NIC; else only the observed line names it
+    only = {i for (h, i) in log.hca_names if h == host} == {nic}
+    from_line = path is None and gdr_line is None and not only
+    if log.network.get(host, "").lower() == "socket":
+        why = "NCCL uses its Socket transport (TCP): no GPUDirect RDMA"
+        return NicFact(name, None, False, no_gdr_why=why, from_line=from_line)
     if path is None and gdr_line is not None:
         path = distance_path(gdr_line[1], gdr_line[2], log.version, level_name)
         if path is None and not gdr_line[0]:  # NCCL said so itself: the NIC is beyond its GDR level
             why = (
                 f"the log: GPU Direct RDMA Disabled for this GPU / HCA {nic} (distance {gdr_line[1]} vs {gdr_line[2]})"
             )
-            return NicFact(name, None, False, no_gdr_why=why)
+            return NicFact(name, None, False, no_gdr_why=why, from_line=from_line)
         if path is None:  # enabled: within the level in force, whatever its name
             path = level_name
     capable = log.hca_gdr.get((host, nic))
     if capable is None and any(on for (h, _b, i), (on, _d, _t) in log.gpu_hca.items() if (h, i) == (host, nic)):
         capable = True
-    return NicFact(name, path, capable)
+    return NicFact(name, path, capable, from_line=from_line)
 
 
 def log_remote_facts(

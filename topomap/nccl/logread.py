@@ -12,7 +12,16 @@ import re
 from collections import Counter
 
 from topomap.base.errors import TopomapError
-from topomap.importers.nccl_log import CPU_LINE, CPU_VENDORS, INFO_LINE, LINE_HEAD, TREE_LINK, short_bus, unended
+from topomap.importers.nccl_log import (
+    CPU_LINE,
+    CPU_VENDORS,
+    INFO_LINE,
+    LINE_HEAD,
+    TREE_LINK,
+    net_dev,
+    short_bus,
+    unended,
+)
 from topomap.nccl.logdata import UNNAMED, Hop, NcclLog, RankInfo, transport_of
 from topomap.nccl.loghosts import fill_ranks
 from topomap.transport.rules import NcclEnv, version_tuple
@@ -61,7 +70,7 @@ _INIT = re.compile(
     r"busId (?P<bus>[0-9a-fA-F]+)(?: commId (?P<comm>0x[0-9a-f]+))?"
 )
 _DUMP_ROW = re.compile(r"^GPU/(?P<bus>[0-9A-Fa-f-]+) :(?P<rest>.*)$")
-_NET_ROW = re.compile(r"^NET/(?P<net>[0-9-]+) :(?P<rest>.*)$")
+_NET_ROW = re.compile(r"^NET/(?P<net>[0-9A-Fa-f-]+) :(?P<rest>.*)$")
 _DUMP_CELL = re.compile(
     r"(?P<kind>GPU|NET|CPU)/(?P<id>[0-9A-Fa-f-]+) \((?P<n>\d+)/(?P<bw>[0-9.]+)/(?P<type>[A-Z0-9]+)\)"
 )
@@ -239,8 +248,8 @@ def _read_message(log: NcclLog, env: dict[str, str], line: tuple[str, str, int],
         _read_dump_row(log, host, short_bus(row.group("bus")), row.group("rest"), no)
         return
     net = _NET_ROW.match(msg)
-    if net and net.group("net").split("-")[-1].isdigit():  # NET/4 :GPU/18000 (6/10.0/SYS) …
-        index = int(net.group("net").split("-")[-1])
+    index = net_dev(net.group("net")) if net else None
+    if net and index is not None:  # NET/4 :GPU/18000 (6/10.0/SYS) …; the id in hex (NET/0-e is NET/IB/14)
         for c in _DUMP_CELL.finditer(net.group("rest")):
             if c.group("kind") == "GPU":
                 log.gpu_net_paths.setdefault((host, short_bus(c.group("id")), index), c.group("type"))
@@ -336,9 +345,9 @@ def _read_dump_row(log: NcclLog, host: str, bus: str, rest: str, no: int) -> Non
         return
     for c in cells:
         if c.group("kind") == "NET":
-            net = c.group("id").split("-")[-1]
-            if net.isdigit():
-                log.gpu_net_paths[(host, bus, int(net))] = c.group("type")
+            net = net_dev(c.group("id"))  # hex in the dump, decimal in the channel lines: kept as a number
+            if net is not None:
+                log.gpu_net_paths[(host, bus, net)] = c.group("type")
             continue
         if c.group("kind") != "GPU":
             continue

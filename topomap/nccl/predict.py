@@ -10,7 +10,7 @@ from topomap.base.errors import TopomapError
 from topomap.graph import Topology, build, gpu_node
 from topomap.graph.evidence import nearest_nic
 from topomap.model.snapshot import Gpu, Snapshot
-from topomap.nccl.compare import nic_difference, p2p_differences, seen_p2p, with_log_gdr
+from topomap.nccl.compare import nic_difference, p2p_differences, seen_p2p, with_log_cpu, with_log_gdr
 from topomap.nccl.facts import dump_facts, env_of, log_remote_facts, nic_fact, remote_facts, snapshot_facts
 from topomap.nccl.features import GpuFeatures, features
 from topomap.nccl.logread import Hop, NcclLog, short_bus
@@ -332,6 +332,7 @@ def _entry(
 ) -> Entry:
     via = hop.via
     channels: tuple[str, ...] = ()
+    from_log: str | None = None  # a fact the snapshot lacks, filled from the log (with_log_cpu)
     ra, rb = log.ranks.get(src), log.ranks.get(dst)
     ga = _snapshot_gpu(snap, log, src) if snap is not None else None
     gb = _snapshot_gpu(snap, log, dst) if snap is not None else None
@@ -353,6 +354,7 @@ def _entry(
             observed,
             via,
             "prediction unknown: the log's lines for this rank were cut",
+            *((_host(ra), _host(rb)) if _hosts_named(log) else (None, None)),
             src_bus=_bus_of(ga, ra),
             dst_bus=_bus_of(gb, rb),
         )
@@ -360,13 +362,15 @@ def _entry(
         same_pid = ra.pid == rb.pid if ra is not None and rb is not None and ra.pid and rb.pid else None
         if topo is not None and ga is not None and gb is not None:
             facts = snapshot_facts(topo, ga, gb, same_pid, _local_count(log, ra.host if ra else None))
+            facts, from_log = with_log_cpu(facts, log, ra.host if ra else None)
         else:
             buses = (ra.bus if ra else None, rb.bus if rb else None)
             facts = dump_facts(log, (src, dst), buses, same_pid, ra.host if ra else None)
     d = (decide_rccl if log.library == "rccl" else decide)(facts, env, log.version)
-    cross = ra is not None and rb is not None and ra.host != rb.host
+    if from_log is not None:
+        d = replace(d, reasons=(*d.reasons, from_log))
     why = explain(d, observed, via, env) or _finer(d, log, hop, env, channels)
-    hosts = (_host(ra), _host(rb)) if cross else (None, None)
+    hosts = (_host(ra), _host(rb)) if _hosts_named(log) else (None, None)
     buses = (_bus_of(ga, ra), _bus_of(gb, rb))
     return Entry(src, dst, _gpu_of(ga), _gpu_of(gb), d, observed, via, why, *hosts, *buses)
 
@@ -413,6 +417,12 @@ def _local_count(log: NcclLog, host: str | None) -> int | None:
         return log.local_ranks[host]
     on_host = [r for r in log.ranks.values() if r.host == host]
     return len(on_host) or None
+
+
+def _hosts_named(log: NcclLog) -> bool:
+    """Whether the log's ranks span more than one host: then every GPU whose host is known carries it (the
+    same bus id on two hosts is two GPUs); a one-host log names none."""
+    return len({h for r in log.ranks.values() if (h := _host(r)) is not None}) > 1
 
 
 def _host(info: Any) -> str | None:

@@ -32,6 +32,9 @@ class NicFact:
     bw_gbs: float | None = None
     no_gdr_why: str | None = None  # why GPUDirect RDMA is impossible, when gdr_capable is False
     declared: bool = False  # a declared lot's (or the catalogue's) GPUDirect RDMA: its NIC sits within reach
+    #: Only the observed channel line names this NIC (``NET/IB/3``, and no other line of the log ties it to
+    #: the GPU): its facts may be weighed, but the prediction does not claim it — the line cannot disagree.
+    from_line: bool = False
 
 
 @dataclass(frozen=True)
@@ -261,6 +264,12 @@ def _net_intra(f: PairFacts, env: NcclEnv, version: str | None) -> Decision | No
     return None
 
 
+#: How a decision names a NIC that only the observed line names (NicFact.from_line): short, the table's
+#: column is narrow; a reason says the rest (:data:`ONLY_THE_LINE_WHY`)
+ONLY_THE_LINE = "a NIC"
+ONLY_THE_LINE_WHY = "which NIC is not known to the prediction: only the channel line names it, not compared"
+
+
 def _network(f: PairFacts, env: NcclEnv, rule: str, why: str, version: str | None = None) -> Decision:
     """NET or NET+GDR: GPUDirect RDMA on the NIC of the end that printed the hop — the sender reads GPU
     memory (``[send]``), the receiver writes it (``[receive]``)."""
@@ -269,7 +278,9 @@ def _network(f: PairFacts, env: NcclEnv, rule: str, why: str, version: str | Non
     cc = f.cc[0] if send else f.cc[1]
     peer = f.nvlink_peer[0] if send else f.nvlink_peer[1]
     gdr = gdr_answer(nic, env, cc, peer, read=send, version=version)
-    name = nic.name if nic and nic.name else "its NIC"
+    name = ONLY_THE_LINE if nic and nic.from_line else (nic.name if nic and nic.name else "its NIC")
+    if nic is not None and nic.from_line:
+        why = f"{why}; {ONLY_THE_LINE_WHY}"  # no name: pairs alike but for the line's NIC share a row
     if gdr is None:  # the network for sure, but NET and NET+GDR are different answers: not guessed
         return _d(
             "unknown",
@@ -286,7 +297,7 @@ def _network(f: PairFacts, env: NcclEnv, rule: str, why: str, version: str | Non
     else:
         d = _d("NET", rule, f"via {name}, staged through host memory", why, gdr_why)
     env_vars = (*d.env, *RULES["gdr-level"].env, *(RULES["gdr-read"].env if send else ()))
-    nic_name = nic.name if nic is not None else None
+    nic_name = nic.name if nic is not None and not nic.from_line else None
     return Decision(d.transport, d.rule, tuple(dict.fromkeys(env_vars)), d.detail, d.reasons, nic=nic_name)
 
 
